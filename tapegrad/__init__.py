@@ -1,0 +1,47 @@
+"""tapegrad: reverse-mode automatic differentiation for NumPy arrays with PyTorch's autograd API.
+
+Every op appends a row to a linear (Wengert) tape; backward replays the tape in reverse in one
+Numba-compiled call. `import tapegrad as torch` runs the PyTorch code it covers unchanged.
+Importing compiles nothing: kernels load on first backward (or `tapegrad.warmup()`).
+"""
+from ._dtype import (bool, double, dtype, float, float16, float32, float64, half, int, int8, int16,  # noqa: F401
+                     int32, int64, long, uint8)
+from .tensor import Size, Tensor  # noqa: F401
+from . import methods as _methods  # noqa: F401  (binds Tensor's methods)
+from .ops import *  # noqa: F401,F403
+from .ops import abs, pow, round, sum  # noqa: F401  (names that shadow builtins, exported on purpose)
+from .creation import *  # noqa: F401,F403
+from .creation import ones
+from .random import Generator, initial_seed, manual_seed, seed  # noqa: F401
+from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled, no_grad,  # noqa: F401
+                                 set_grad_enabled, is_inference_mode_enabled)
+from . import autograd  # noqa: F401
+from . import nn  # noqa: F401
+
+__version__ = "0.1.0"
+
+
+def warmup():
+    """Load (or compile, the first time) the compiled kernels now instead of at the first backward."""
+    from . import kernels
+    x = ones(2, requires_grad=True)
+    for dt in (float32, float64):
+        y = x.to(dt)
+        ((y * y).tanh() + y).sum().backward()
+    return kernels.load()
+
+
+def get_default_dtype():
+    return float32
+
+
+def is_tensor(obj):
+    return isinstance(obj, Tensor)
+
+
+def numel(input):
+    return input.numel()
+
+
+def set_printoptions(**kwargs):
+    raise NotImplementedError("tapegrad prints with torch's default options only")

@@ -1,0 +1,116 @@
+"""torch.autograd: backward, grad, Variable, grad modes."""
+import numpy as np
+
+from .grad_mode import (enable_grad, inference_mode, is_grad_enabled, no_grad,  # noqa: F401
+                        set_grad_enabled)
+
+
+def Variable(data, requires_grad=False, volatile=False):
+    """The legacy wrapper: since torch 0.4 a Variable is a Tensor."""
+    from ..tensor import Tensor, _new, as_array
+    t = data if isinstance(data, Tensor) else _new(as_array(data))
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _as_tuple(x):
+    if x is None:
+        return None
+    from ..tensor import Tensor
+    return (x,) if isinstance(x, Tensor) else tuple(x)
+
+
+def _seeds(outputs, grad_outputs, create_graph):
+    """Check the outputs and their seed gradients, with torch's errors."""
+    from ..tensor import Tensor
+    grads = _as_tuple(grad_outputs) or (None,) * len(outputs)
+    if len(grads) != len(outputs):
+        raise RuntimeError(f"grad requires one gradient per output: got {len(grads)} gradients and "
+                           f"{len(outputs)} outputs")
+    seeds = []
+    for i, (out, g) in enumerate(zip(outputs, grads)):
+        if not out._requires_grad:
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
+        if g is None:
+            if out._data.size != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            g = np.ones(out._data.shape, out._data.dtype)
+        else:
+            if not isinstance(g, Tensor):
+                from ..tensor import as_array
+                g = Tensor.__new__(Tensor)
+                g._data = as_array(grads[i])
+            if g.shape != out.shape:
+                raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape} and "
+                                   f"output[{i}] has a shape of {out.shape}.")
+            if g._data.dtype.kind != "f" and out._data.dtype.kind == "f":
+                raise RuntimeError(f"For complex Tensors, both grad_output and output are required to have the "
+                                   f"same dtype. Mismatch in dtype: grad_output[{i}] has a dtype of "
+                                   f"{g.dtype} and output[{i}] has a dtype of {out.dtype}.")
+            g = g if create_graph else g._data.astype(out._data.dtype, copy=False)
+        seeds.append(g)
+    return seeds
+
+
+def _rows(tensors):
+    from .. import tape as tape_mod
+    tapes = {id(t._tape): t._tape for t in tensors if t._tape is not None}
+    if len(tapes) > 1:
+        raise RuntimeError("tapegrad: these tensors were recorded on different threads' tapes")
+    tape = next(iter(tapes.values())) if tapes else tape_mod.current()
+    return tape, [tape.slot(t) for t in tensors]
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, grad_variables=None,
+             inputs=None):
+    """Accumulate the gradients of `tensors` into the leaves' .grad (torch.autograd.backward)."""
+    from .. import replay
+    tensors = _as_tuple(tensors)
+    seeds = _seeds(tensors, grad_tensors if grad_tensors is not None else grad_variables, create_graph)
+    if retain_graph is None:
+        retain_graph = create_graph
+    tape, roots = _rows(tensors)
+    targets = None
+    if inputs is not None:
+        inputs = _as_tuple(inputs)
+        if not inputs:
+            raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+        _, targets = _rows(inputs)
+    result = replay.run(tape, roots, seeds, retain_graph, create_graph, targets=targets)
+    if inputs is not None:
+        for t, g in zip(inputs, result):
+            if g is not None:
+                replay._add_grad(t, g, create_graph)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, only_inputs=True,
+         allow_unused=None, is_grads_batched=False, materialize_grads=False):
+    """The gradients of outputs with respect to inputs, returned (not accumulated into .grad)."""
+    from .. import replay
+    from ..tensor import _new
+    outputs, inputs = _as_tuple(outputs), _as_tuple(inputs)
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    if materialize_grads and allow_unused is False:
+        raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, "
+                         "but got: allow_unused=False.")
+    for i, t in enumerate(inputs):
+        if not t._requires_grad:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+    seeds = _seeds(outputs, grad_outputs, create_graph)
+    if retain_graph is None:
+        retain_graph = create_graph
+    tape, roots = _rows(outputs)
+    _, targets = _rows(inputs)
+    result = replay.run(tape, roots, seeds, retain_graph, create_graph, targets=targets, accumulate=False)
+    out = []
+    for t, g in zip(inputs, result):
+        if g is None:
+            if materialize_grads:
+                g = _new(np.zeros_like(t._data))
+            elif not allow_unused:
+                raise RuntimeError("One of the differentiated Tensors appears to not have been used in the graph. "
+                                   "Set allow_unused=True if this is the desired behavior.")
+        out.append(g)
+    return tuple(out)

@@ -1,0 +1,67 @@
+"""grad_fn objects, made on demand from a tape row (the tape itself has no per-op Python objects)."""
+from .. import registry
+
+_classes = {}
+
+
+class Node:
+    """The backward function of one tape row, as torch shows it: name(), next_functions."""
+    __slots__ = ("_tape", "_row", "_value", "__weakref__")
+
+    def __init__(self, tape, row, value):
+        self._tape, self._row, self._value = tape, row, value
+
+    def _alive(self):
+        return self._row < self._tape.n and self._tape.values[self._row] is self._value
+
+    def name(self):
+        return type(self).__name__
+
+    @property
+    def next_functions(self):
+        tape = self._tape
+        out = []
+        if not self._alive():  # freed by backward: torch's freed nodes keep their edges; ours are gone
+            return ()
+        for a in tape.row_args(self._row):
+            op = registry.OPS[tape.op[a]]
+            if op.name == "leaf":
+                ref = tape.aux.get(a)
+                out.append((AccumulateGrad(ref() if ref else None), 0))
+            elif op.kind == registry.K_LEAF:
+                out.append((None, 0))
+            else:
+                out.append((node_for(tape, a, tape.op[a], tape.values[a]), 0))
+        return tuple(out)
+
+    def __repr__(self):
+        return f"<{type(self).__name__} object at {hex(id(self))}>"
+
+    def __eq__(self, other):
+        return type(other) is type(self) and other._tape is self._tape and other._row == self._row
+
+    def __hash__(self):
+        return hash((id(self._tape), self._row))
+
+
+class AccumulateGrad:
+    __slots__ = ("variable",)
+
+    def __init__(self, variable):
+        self.variable = variable
+
+    def name(self):
+        return "torch::autograd::AccumulateGrad"
+
+    next_functions = ()
+
+    def __repr__(self):
+        return f"<AccumulateGrad object at {hex(id(self))}>"
+
+
+def node_for(tape, row, op, value):
+    name = registry.OPS[op].grad_fn
+    cls = _classes.get(name)
+    if cls is None:
+        cls = _classes[name] = type(name, (Node,), {"__slots__": ()})
+    return cls(tape, row, value)

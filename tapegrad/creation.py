@@ -1,0 +1,162 @@
+"""Tensor constructors, with torch's dtype inference and the default dtype float32."""
+import math
+
+import numpy as np
+
+from . import _dtype, random
+from .tensor import Tensor, _new, as_array
+
+
+def _finish(data, dtype=None, requires_grad=False):
+    t = _new(data if dtype is None else data.astype(_dtype.to_numpy_dtype(dtype), copy=False))
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _shape(size):
+    """Sizes as torch takes them: zeros(2, 3), zeros((2, 3)), zeros([2, 3]) or zeros(size=(2, 3))."""
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    for s in size:
+        if not isinstance(s, (int, np.integer)) or isinstance(s, bool):
+            raise TypeError(f"empty(): argument 'size' must be tuple of ints, but found element of type "
+                            f"{type(s).__name__}")
+        if s < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(size)}")
+    return tuple(int(s) for s in size)
+
+
+def _float(dtype):
+    return _dtype.to_numpy_dtype(dtype if dtype is not None else _dtype.float32)
+
+
+def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    return _finish(as_array(data, dtype), None, requires_grad)
+
+
+def as_tensor(data, dtype=None, device=None):
+    if isinstance(data, Tensor) and (dtype is None or data.dtype is dtype):
+        return data
+    if isinstance(data, np.ndarray) and data.flags.c_contiguous and data.dtype.isnative and (
+            dtype is None or _dtype.to_numpy_dtype(dtype) == data.dtype):
+        _dtype.from_numpy_dtype(data.dtype)
+        return _new(data)
+    return tensor(data, dtype=dtype)
+
+
+def from_numpy(ndarray):
+    """Shares memory with the array when it is C-contiguous and native-endian, as torch does."""
+    if not isinstance(ndarray, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+    if not ndarray.dtype.isnative:
+        raise ValueError("given numpy array has byte order different from the native byte order. Conversion "
+                         "between byte orders is currently not supported.")
+    _dtype.from_numpy_dtype(ndarray.dtype)
+    return _new(ndarray if ndarray.flags.c_contiguous else np.ascontiguousarray(ndarray))
+
+
+def FloatTensor(*args):
+    return Tensor(*args, dtype=_dtype.float32)
+
+
+def DoubleTensor(*args):
+    return Tensor(*args, dtype=_dtype.float64)
+
+
+def LongTensor(*args):
+    return Tensor(*args, dtype=_dtype.int64)
+
+
+def BoolTensor(*args):
+    return Tensor(*args, dtype=_dtype.bool)
+
+
+def zeros(*size_args, size=None, dtype=None, device=None, requires_grad=False, out=None):
+    return _finish(np.zeros(_shape(size_args if size is None else (size,)), _float(dtype)), None, requires_grad)
+
+
+def ones(*size_args, size=None, dtype=None, device=None, requires_grad=False, out=None):
+    return _finish(np.ones(_shape(size_args if size is None else (size,)), _float(dtype)), None, requires_grad)
+
+
+def empty(*size_args, size=None, dtype=None, device=None, requires_grad=False, out=None):
+    return _finish(np.zeros(_shape(size_args if size is None else (size,)), _float(dtype)), None, requires_grad)  # zeroed: never leak memory
+
+
+def full(size, fill_value, dtype=None, device=None, requires_grad=False):
+    if dtype is None:
+        dtype = (_dtype.bool if isinstance(fill_value, bool) else
+                 _dtype.int64 if isinstance(fill_value, (int, np.integer)) else _dtype.float32)
+    return _finish(np.full(_shape((size,)), fill_value, _dtype.to_numpy_dtype(dtype)), None, requires_grad)
+
+
+def eye(n, m=None, dtype=None, device=None, requires_grad=False):
+    return _finish(np.eye(n, n if m is None else m, dtype=_float(dtype)), None, requires_grad)
+
+
+def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
+    if end is None:
+        start, end = 0, start
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    vals = (start, end, step)
+    if dtype is None:
+        dtype = _dtype.float32 if any(isinstance(v, float) for v in vals) else _dtype.int64
+    n = max(0, math.ceil((end - start) / step))
+    data = (start + np.arange(n, dtype=np.float64) * step).astype(_dtype.to_numpy_dtype(dtype))
+    return _finish(data, None, requires_grad)
+
+
+def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
+    return _finish(np.linspace(start, end, steps, dtype=np.float64).astype(_float(dtype)), None, requires_grad)
+
+
+def _like(fn, input, dtype, requires_grad, *args):
+    dt = input._data.dtype if dtype is None else _dtype.to_numpy_dtype(dtype)
+    return _finish(fn(input._data.shape, *args).astype(dt), None, requires_grad)
+
+
+def zeros_like(input, dtype=None, device=None, requires_grad=False, memory_format=None):
+    return _like(np.zeros, input, dtype, requires_grad)
+
+
+def ones_like(input, dtype=None, device=None, requires_grad=False, memory_format=None):
+    return _like(np.ones, input, dtype, requires_grad)
+
+
+def empty_like(input, dtype=None, device=None, requires_grad=False, memory_format=None):
+    return _like(np.zeros, input, dtype, requires_grad)
+
+
+def full_like(input, fill_value, dtype=None, device=None, requires_grad=False, memory_format=None):
+    return _like(np.full, input, dtype, requires_grad, fill_value)
+
+
+def rand(*size_args, size=None, generator=None, dtype=None, device=None, requires_grad=False):
+    return _finish(random.uniform(_shape(size_args if size is None else (size,)), generator).astype(_float(dtype)), None, requires_grad)
+
+
+def randn(*size_args, size=None, generator=None, dtype=None, device=None, requires_grad=False):
+    return _finish(random.normal(_shape(size_args if size is None else (size,)), generator).astype(_float(dtype)), None, requires_grad)
+
+
+def randint(low, high=None, size=None, generator=None, dtype=None, device=None, requires_grad=False):
+    if high is None:
+        low, high = 0, low
+    if size is None:
+        raise TypeError("randint() missing 1 required positional argument: 'size'")
+    data = random.integers(low, high, _shape((size,)), generator)
+    return _finish(data.astype(_dtype.to_numpy_dtype(dtype or _dtype.int64)), None, requires_grad)
+
+
+def randperm(n, generator=None, dtype=None, device=None, requires_grad=False):
+    return _finish(random.permutation(n, generator).astype(_dtype.to_numpy_dtype(dtype or _dtype.int64)))
+
+
+def rand_like(input, dtype=None, requires_grad=False):
+    return rand(*input.shape, dtype=dtype or input.dtype, requires_grad=requires_grad)
+
+
+def randn_like(input, dtype=None, requires_grad=False):
+    return randn(*input.shape, dtype=dtype or input.dtype, requires_grad=requires_grad)

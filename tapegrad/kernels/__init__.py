@@ -1,0 +1,44 @@
+"""Compiled kernels, loaded on first use: importing tapegrad compiles (and imports) nothing of Numba.
+
+`load()` picks a writable cache directory before Numba is imported: the package's own __pycache__ when
+it is writable, else NUMBA_CACHE_DIR if set, else a per-user cache directory; if none can be written,
+caching is off and kernels compile in memory.
+"""
+import os
+import pathlib
+import tempfile
+
+_runtime = None
+
+
+def _writable(path):
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path):
+            return True
+    except OSError:
+        return False
+
+
+def _choose_cache_dir():
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        return
+    here = pathlib.Path(__file__).parent / "__pycache__"
+    if _writable(here):
+        return
+    user = pathlib.Path(os.environ.get("XDG_CACHE_HOME", pathlib.Path.home() / ".cache")) / "tapegrad-numba"
+    if _writable(user):
+        os.environ["NUMBA_CACHE_DIR"] = str(user)
+    else:
+        os.environ["NUMBA_DISABLE_CACHING"] = "1"  # nowhere to write: compile in memory, never fail
+
+
+def load():
+    """The compiled runtime module (imports Numba and loads or compiles the kernels on first call)."""
+    global _runtime
+    if _runtime is None:
+        _choose_cache_dir()
+        from . import memory, runtime
+        memory.check_layout()
+        _runtime = runtime
+    return _runtime

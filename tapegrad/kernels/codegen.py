@@ -1,0 +1,68 @@
+"""Generate kernels/elementwise.py from the registry's derivative expressions.
+
+Run `python -m tapegrad.kernels.codegen` after changing an elementwise op in registry.py;
+tests/test_registry.py fails when the generated file is out of date.
+"""
+import pathlib
+import re
+
+from .. import registry
+
+TARGET = pathlib.Path(__file__).with_name("elementwise.py")
+HEADER = '''"""Adjoints of the elementwise ops. GENERATED from tapegrad/registry.py by
+`python -m tapegrad.kernels.codegen`: do not edit by hand."""
+from math import cos, cosh, exp, log, sin, sinh, sqrt  # noqa: F401
+
+from numba import njit
+
+from .memory import JIT
+from .scalar import erf, sigmoid, sign, where  # noqa: F401
+'''
+
+
+def _loads(expr, names, index):
+    return [f"{v} = {v.upper()}[{index[v]}]" for v in names if re.search(rf"\b{v}\b", expr)]
+
+
+def _unary(ops):
+    out = ["", "", "@njit(**JIT)", "def unary(op, X, Y, G, GX, c, c2):", "    n = G.size"]
+    kw = "if"
+    for op in ops:
+        dx, = op.derivs
+        out.append(f"    {kw} op == {op.code}:  # {op.name}")
+        out.append("        for i in range(n):")
+        for line in _loads(dx, ("x", "y", "g"), {"x": "i", "y": "i", "g": "i"}):
+            out.append("            " + line)
+        out.append(f"            GX[i] += {dx}")
+        kw = "elif"
+    return out
+
+
+def _binary(ops):
+    out = ["", "", "@njit(**JIT)", "def binary(op, A, B, Y, G, GA, GB, IA, IB, same, need_a, need_b):",
+           "    n = G.size"]
+    kw = "if"
+    for op in ops:
+        da, db = op.derivs
+        both = da + " " + db
+        out.append(f"    {kw} op == {op.code}:  # {op.name}")
+        out.append("        for k in range(n):")
+        out.append("            ia = k if same else IA[k]")
+        out.append("            ib = k if same else IB[k]")
+        for line in _loads(both, ("a", "b", "y", "g"), {"a": "ia", "b": "ib", "y": "k", "g": "k"}):
+            out.append("            " + line)
+        out.append(f"            if need_a:\n                GA[ia] += {da}")
+        out.append(f"            if need_b:\n                GB[ib] += {db}")
+        kw = "elif"
+    return out
+
+
+def source():
+    unary = [op for op in registry.OPS if op.kind == registry.K_UNARY]
+    binary = [op for op in registry.OPS if op.kind == registry.K_BINARY]
+    return HEADER + "\n".join(_unary(unary) + _binary(binary)) + "\n"
+
+
+if __name__ == "__main__":
+    TARGET.write_text(source())
+    print(f"wrote {TARGET}")

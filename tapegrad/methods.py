@@ -1,0 +1,153 @@
+"""Tensor's methods and operators: each one is an op from ops.py, bound here in one table."""
+import numpy as np
+
+from . import ops
+from .autograd.grad_mode import is_grad_enabled
+from .tensor import Tensor, _new
+
+
+def _reflected(fn):
+    return lambda self, other: fn(other, self)
+
+
+_METHODS = {
+    "__add__": ops.add, "__radd__": ops.add, "__sub__": ops.sub, "__rsub__": _reflected(ops.sub),
+    "__mul__": ops.mul, "__rmul__": ops.mul, "__truediv__": ops.div, "__rtruediv__": _reflected(ops.div),
+    "__pow__": ops.pow, "__rpow__": _reflected(ops.pow), "__matmul__": ops.matmul,
+    "__rmatmul__": _reflected(ops.matmul), "__neg__": ops.neg, "__abs__": ops.abs,
+    "__eq__": ops.eq, "__ne__": ops.ne, "__lt__": ops.lt, "__le__": ops.le, "__gt__": ops.gt, "__ge__": ops.ge,
+    "__and__": ops.bitwise_and, "__or__": ops.bitwise_or, "__xor__": ops.bitwise_xor,
+    "__invert__": ops.logical_not, "__getitem__": ops.getitem,
+    "add": ops.add, "sub": ops.sub, "subtract": ops.sub, "mul": ops.mul, "multiply": ops.mul, "div": ops.div,
+    "divide": ops.div, "true_divide": ops.div, "pow": ops.pow, "matmul": ops.matmul, "mm": ops.mm,
+    "dot": ops.dot, "neg": ops.neg, "negative": ops.neg, "abs": ops.abs, "exp": ops.exp, "log": ops.log,
+    "sqrt": ops.sqrt, "sin": ops.sin, "cos": ops.cos, "tan": ops.tan, "tanh": ops.tanh,
+    "sigmoid": ops.sigmoid, "relu": ops.relu, "reciprocal": ops.reciprocal, "square": ops.square,
+    "rsqrt": ops.rsqrt, "log1p": ops.log1p, "expm1": ops.expm1, "log2": ops.log2, "exp2": ops.exp2,
+    "asin": ops.asin, "acos": ops.acos, "atan": ops.atan, "arcsin": ops.asin, "arccos": ops.acos,
+    "arctan": ops.atan, "sinh": ops.sinh, "cosh": ops.cosh, "erf": ops.erf, "sign": ops.sign,
+    "floor": ops.floor, "ceil": ops.ceil, "round": ops.round, "trunc": ops.trunc, "atan2": ops.atan2,
+    "maximum": ops.maximum, "minimum": ops.minimum, "clamp": ops.clamp, "clip": ops.clamp,
+    "sum": ops.sum, "mean": ops.mean, "norm": ops.norm, "expand": ops.expand, "reshape": ops.reshape,
+    "view": ops.reshape, "flatten": ops.flatten, "squeeze": ops.squeeze, "unsqueeze": ops.unsqueeze,
+    "transpose": ops.transpose, "permute": ops.permute, "t": ops.t, "clone": ops.clone,
+    "eq": ops.eq, "ne": ops.ne, "lt": ops.lt, "le": ops.le, "gt": ops.gt, "ge": ops.ge,
+    "logical_not": ops.logical_not, "logical_and": ops.logical_and, "logical_or": ops.logical_or,
+    "isnan": ops.isnan, "isinf": ops.isinf, "isfinite": ops.isfinite, "equal": ops.equal,
+    "allclose": ops.allclose, "where": lambda self, condition, other: ops.where(condition, self, other),
+}
+for _name, _fn in _METHODS.items():
+    setattr(Tensor, _name, _fn)
+Tensor.T = property(lambda self: ops.permute(self, *reversed(range(self.ndim))))
+Tensor.mT = property(lambda self: ops.transpose(self, -2, -1))
+Tensor.expand_as = lambda self, other: ops.expand(self, other.shape)
+Tensor.view_as = lambda self, other: ops.reshape(self, other.shape)
+Tensor.reshape_as = lambda self, other: ops.reshape(self, other.shape)
+Tensor.type_as = lambda self, other: self.to(other.dtype)
+
+
+# -- in-place ops -----------------------------------------------------------------------------------------
+def _inplace(self, result):
+    """Write result into self's storage, bump its version, and give self the result's history."""
+    if self._requires_grad and self._is_leaf and is_grad_enabled():
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+    value = result._data
+    if value.dtype != self._data.dtype:
+        if value.dtype.kind == "f" and self._data.dtype.kind != "f" or value.dtype.kind in "iu" and \
+                self._data.dtype.kind == "b":
+            raise RuntimeError(f"result type {_type_word(value)} can't be cast to the desired output type "
+                               f"{_type_word(self._data)}")
+        value = value.astype(self._data.dtype)
+    if value.shape != self._data.shape:
+        raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the broadcast shape "
+                           f"{list(value.shape)}")
+    if not self._data.flags.writeable:
+        raise RuntimeError("tapegrad: this tensor's memory is read-only (it came from a read-only array)")
+    self._ensure_vc()
+    np.copyto(self._data, value)
+    self._vc[0] += 1
+    if result._requires_grad:
+        tape, row = result._tape, result._slot
+        tape.values[row] = self._data   # the row's value is this storage now
+        tape.obj[row] = id(self._data)
+        tape.vaddr[row] = self._vc.ctypes.data
+        tape.outver[row] = self._vc[0]
+        self._tape, self._slot, self._requires_grad, self._is_leaf = tape, row, True, False
+        self._op = result._op
+        self._grad_fn = None
+    return self
+
+
+def _type_word(a):
+    return {"f": "Float", "i": "Long", "u": "Byte", "b": "Bool"}[a.dtype.kind]
+
+
+def _make_inplace(fn):
+    def method(self, *args, **kwargs):
+        return _inplace(self, fn(self, *args, **kwargs))
+    return method
+
+
+for _name in ("add", "sub", "mul", "div", "pow", "clamp", "clip", "neg", "exp", "log", "sqrt", "sin", "cos",
+              "tanh", "sigmoid", "relu", "abs", "reciprocal", "square", "floor", "ceil", "round", "sign"):
+    setattr(Tensor, _name + "_", _make_inplace(_METHODS[_name]))
+for _op, _name in (("__iadd__", "add"), ("__isub__", "sub"), ("__imul__", "mul"), ("__itruediv__", "div")):
+    setattr(Tensor, _op, _make_inplace(_METHODS[_name]))
+
+
+def _broadcast_value(self, value):
+    v = value if isinstance(value, Tensor) else _new(np.asarray(value, dtype=self._data.dtype))
+    return ops.expand(ops.to_dtype(v, self.dtype), self.shape) if v.shape != self.shape else ops.to_dtype(v, self.dtype)
+
+
+def zero_(self):
+    return fill_(self, 0)
+
+
+def fill_(self, value):
+    if self._requires_grad and not self._is_leaf and is_grad_enabled():
+        return _inplace(self, self * 0 + value)
+    return _inplace(self, _new(np.full(self._data.shape, value, self._data.dtype)))
+
+
+def copy_(self, src, non_blocking=False):
+    src = src if isinstance(src, Tensor) else _new(np.asarray(src))
+    if (self._requires_grad and not self._is_leaf or src._requires_grad) and is_grad_enabled():
+        return _inplace(self, self * 0 + _broadcast_value(self, src))
+    return _inplace(self, _new(np.broadcast_to(src._data, self._data.shape).astype(self._data.dtype)))
+
+
+def setitem(self, key, value):
+    target = self._data
+    if not target.flags.writeable:
+        raise RuntimeError("tapegrad: this tensor's memory is read-only (it came from a read-only array)")
+    recorded = is_grad_enabled() and (self._requires_grad or isinstance(value, Tensor) and value._requires_grad)
+    if self._requires_grad and self._is_leaf and is_grad_enabled():
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+    if not recorded:
+        self._ensure_vc()
+        target[ops._index_key(key, self)] = value._data if isinstance(value, Tensor) else value
+        self._vc[0] += 1
+        return
+    # differentiable: out = self * (1 - mask) + scatter(value), composed from recorded ops
+    mask = np.zeros(target.shape, bool)
+    mask[ops._index_key(key, self)] = True
+    index_map = np.arange(target.size).reshape(target.shape)[ops._index_key(key, self)]
+    v = value if isinstance(value, Tensor) else _new(np.asarray(value, dtype=target.dtype))
+    v = ops.expand(ops.to_dtype(v, self.dtype), index_map.shape)
+    keep = _new((~mask).astype(target.dtype))
+    placed = ops.scatter_flat(v, index_map, target.shape)
+    _inplace_any(self, self * keep + placed)
+
+
+def _inplace_any(self, result):
+    saved = self._is_leaf
+    if self._requires_grad and saved:
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+    return _inplace(self, result)
+
+
+Tensor.zero_ = zero_
+Tensor.fill_ = fill_
+Tensor.copy_ = copy_
+Tensor.__setitem__ = setitem

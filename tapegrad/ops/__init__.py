@@ -1,0 +1,21 @@
+"""Op front-ends: check arguments (torch's errors), promote dtypes, run the NumPy forward, record.
+
+One module per concern; each public function here is also a `tapegrad.` function, and most are Tensor
+methods (methods.py). Every check happens before a value reaches the tape, so the compiled replay
+never sees a bad shape or index.
+"""
+from ._common import _dim, _dims, _tensor, broadcast_shape, detach, to_dtype  # noqa: F401
+from .elementwise import *  # noqa: F401,F403
+from .elementwise import _clamp  # noqa: F401
+from .reduce import *  # noqa: F401,F403
+from .shape import *  # noqa: F401,F403
+from .shape import _gather, _index_key, _index_map  # noqa: F401
+from .linalg import *  # noqa: F401,F403
+from .loss import *  # noqa: F401,F403
+from . import elementwise as _e, reduce as _r, shape as _s, linalg as _l, loss as _o
+from .elementwise import abs, pow, round  # noqa: F401
+from .reduce import sum, sum_to_shape  # noqa: F401
+from .shape import getitem, scatter_flat  # noqa: F401
+
+__all__ = [n for m in (_e, _r, _s, _l, _o) for n in m.__all__] + ["detach"]
+del _e, _r, _s, _l, _o

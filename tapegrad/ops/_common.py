@@ -1,0 +1,124 @@
+"""What every op front-end shares: recording, operand conversion, dtype promotion, torch's shape errors."""
+import builtins
+import numbers
+
+import numpy as np
+
+from .. import _dtype, registry, tape as tape_mod
+from ..autograd.grad_mode import is_grad_enabled
+from ..tensor import Tensor, _new, as_array
+
+OPS = registry.BY_NAME
+
+
+# -- recording ---------------------------------------------------------------------------------------
+def _record(op, out, inputs, c=0.0, c2=0.0, iattr=0, aux=None):
+    """Wrap `out` as a Tensor, and record op when grad mode is on and an input requires grad."""
+    if type(out) is not np.ndarray:
+        out = np.asarray(out)
+    t = _new(out)
+    if is_grad_enabled():
+        for x in inputs:
+            if x._requires_grad:
+                tape = tape_mod.current()
+                t._slot = tape.record(op.code, out, inputs, out.dtype.itemsize >> 3, c, c2, iattr, aux)
+                t._tape, t._requires_grad, t._is_leaf, t._op = tape, True, False, op.code
+                break
+    return t
+
+
+def _tensor(x, like=None):
+    """A Tensor for an operand: Tensors pass through; arrays, lists and scalars become constants."""
+    if isinstance(x, Tensor):
+        return x
+    if like is not None and isinstance(x, numbers.Number):
+        return _new(np.asarray(x, dtype=_dtype.result_type(like._data, x)))
+    return _new(as_array(x))
+
+
+def _is_scalar(x):
+    return isinstance(x, (numbers.Number, np.bool_)) and not isinstance(x, Tensor)
+
+
+def _to_dtype(x, np_dtype):
+    """x in np_dtype: a recorded cast when x requires grad, else a plain conversion."""
+    if x._data.dtype == np_dtype:
+        return x
+    if x._requires_grad and np_dtype.kind == "f":
+        return _record(OPS["cast"], x._data.astype(np_dtype), (x,))
+    return _new(x._data.astype(np_dtype))
+
+
+def _float(x):
+    """Ops that only make sense in floating point promote integer inputs to float32, as torch does."""
+    return x if x._data.dtype.kind == "f" else _new(x._data.astype(np.float32))
+
+
+# -- shape errors in torch's words -------------------------------------------------------------------
+def broadcast_shape(a, b):
+    try:
+        return np.broadcast_shapes(a, b)
+    except ValueError:
+        pass
+    for i in range(1, builtins.max(len(a), len(b)) + 1):
+        da = a[-i] if i <= len(a) else 1
+        db = b[-i] if i <= len(b) else 1
+        if da != db and da != 1 and db != 1:
+            raise RuntimeError(f"The size of tensor a ({da}) must match the size of tensor b ({db}) at "
+                               f"non-singleton dimension {builtins.max(len(a), len(b)) - i}")
+    raise RuntimeError(f"shapes {a} and {b} cannot be broadcast")
+
+
+def _dim(d, ndim):
+    """Normalise a dim argument; torch's IndexError when it is out of range."""
+    if not isinstance(d, (int, np.integer)) or isinstance(d, bool):
+        raise TypeError(f"dim must be an int, got {type(d).__name__}")
+    lo, hi = (-1, 0) if ndim == 0 else (-ndim, ndim - 1)
+    if not lo <= d <= hi:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{lo}, {hi}], but got {d})")
+    return int(d) % builtins.max(ndim, 1)
+
+
+def _dims(dim, ndim):
+    if dim is None:
+        return tuple(range(ndim))
+    dims = tuple(_dim(d, ndim) for d in (dim if isinstance(dim, (tuple, list)) else (dim,)))
+    if len(set(dims)) != len(dims):
+        raise RuntimeError(f"dim {dims} appears multiple times in the list of dims")
+    return dims
+
+
+def _mask(dims):
+    m = 0
+    for d in dims:
+        m |= 1 << d
+    return m
+
+
+def _sizes(sizes):
+    if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
+        sizes = tuple(sizes[0])
+    for s in sizes:
+        if not isinstance(s, (int, np.integer)) or isinstance(s, bool):
+            raise TypeError(f"expected a sequence of integers, got {type(s).__name__}")
+    return tuple(int(s) for s in sizes)
+
+
+def _tensor_tensor(op, forward, a, b):
+    shape = broadcast_shape(a._data.shape, b._data.shape)
+    dt = _dtype.result_type(a._data, b._data)
+    if dt.kind != "f":
+        return _new(np.asarray(forward(a._data, b._data)).astype(dt, copy=False))
+    a, b = _to_dtype(a, dt), _to_dtype(b, dt)
+    out = forward(a._data, b._data)
+    assert out.shape == shape
+    return _record(op, out, (a, b))
+
+
+
+def detach(input):
+    return _tensor(input).detach()
+
+
+def to_dtype(x, dtype):
+    return _to_dtype(x, _dtype.to_numpy_dtype(dtype))

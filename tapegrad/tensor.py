@@ -1,0 +1,393 @@
+"""Tensor: a NumPy array, and where its value sits on the tape (a row), if it has a history.
+
+A Tensor holds no graph object: `grad_fn` is made on demand from its tape row. Attribute defaults live
+on the class, so making an op's result sets only the attributes that differ (the recording hot path).
+"""
+import weakref
+
+import numpy as np
+
+from . import _dtype, _format
+from .tape import F_STOP, NOT_A_SLOT
+
+
+def as_array(data, dtype=None):
+    """A C-contiguous, native-byte-order ndarray for data (nested lists, scalars, arrays, Tensors)."""
+    if isinstance(data, Tensor):
+        data = data._data
+    elif isinstance(data, (list, tuple)) and any(isinstance(d, Tensor) for d in _flat(data)):
+        data = [as_array(d) for d in data]
+    np_dtype = None if dtype is None else _dtype.to_numpy_dtype(dtype)
+    if np_dtype is None and not isinstance(data, np.ndarray):
+        a = np.asarray(data)
+        if a.dtype.kind == "f":
+            np_dtype = np.float32  # torch.tensor([1.5]) is float32: Python floats take the default dtype
+        elif a.dtype.kind in "iu":
+            np_dtype = np.int64
+        elif a.dtype.kind not in "b":
+            raise TypeError(f"Could not infer dtype of {type(data).__name__}")
+        data = a
+    a = np.array(data, dtype=np_dtype, order="C", copy=True)
+    if a.dtype.byteorder not in "=|":
+        a = a.astype(a.dtype.newbyteorder("="))
+    _dtype.from_numpy_dtype(a.dtype)  # torch's error for unsupported dtypes (object, complex, strings)
+    return a
+
+
+def _flat(seq):
+    for s in seq:
+        if isinstance(s, (list, tuple)):
+            yield from _flat(s)
+        else:
+            yield s
+
+
+def _new(data, requires_grad=False):
+    t = Tensor.__new__(Tensor)
+    t._data = data
+    if requires_grad:
+        t.requires_grad = True
+    return t
+
+
+_TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor", "int64": "LongTensor",
+               "int32": "IntTensor", "int16": "ShortTensor", "int8": "CharTensor", "uint8": "ByteTensor",
+               "bool": "BoolTensor"}
+
+
+def tensor_type_name(a):
+    return "torch." + _TYPE_NAMES[_dtype.from_numpy_dtype(a.dtype).name]
+
+
+class Size(tuple):
+    """torch.Size: a tuple that prints as torch does."""
+
+    def __repr__(self):
+        return f"torch.Size({list(self)})"
+
+    def numel(self):
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+
+class Tensor:
+    _requires_grad = False
+    _is_leaf = True
+    _grad = None
+    _tape = None
+    _slot = NOT_A_SLOT
+    _vc = None            # version cell: a one-element int64 array shared by tensors that share storage
+    _hooks = None
+    _retains_grad = False
+    _grad_fn = None
+    _op = 0               # opcode of the op that made this tensor (its grad_fn's name)
+    __array_priority__ = 1000  # make `ndarray * Tensor` defer to Tensor.__rmul__
+
+    def __init__(self, *args, **kwargs):
+        """torch.Tensor(data) or torch.Tensor(*sizes): float32, as torch's legacy constructor."""
+        dtype = kwargs.pop("dtype", None)
+        if kwargs:
+            raise TypeError(f"Tensor() got unexpected keyword arguments {sorted(kwargs)}")
+        np_dtype = _dtype.to_numpy_dtype(dtype or _dtype.float32)
+        if len(args) == 1 and not isinstance(args[0], (int, np.integer)):
+            self._data = as_array(args[0], dtype=np_dtype)
+        elif all(isinstance(a, (int, np.integer)) for a in args):
+            self._data = np.zeros(tuple(int(a) for a in args), np_dtype)
+        else:
+            raise TypeError("new(): invalid data type")
+
+    # -- identity ---------------------------------------------------------------------------------
+    @property
+    def data(self):
+        """The same storage with no history; changes through it are not version-tracked (as torch's .data)."""
+        return _new(self._data)
+
+    @data.setter
+    def data(self, value):
+        self._data = as_array(value) if not isinstance(value, Tensor) else value._data
+        self._slot = NOT_A_SLOT
+
+    @property
+    def requires_grad(self):
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value):
+        if not self._is_leaf:
+            raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want to use a "
+                               "computed variable in a subgraph that doesn't require differentiation use "
+                               "var_no_grad = var.detach().")
+        if value and self._data.dtype.kind != "f":
+            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+        self._requires_grad = bool(value)
+        self._slot = NOT_A_SLOT
+
+    def requires_grad_(self, requires_grad=True):
+        self.requires_grad = requires_grad
+        return self
+
+    @property
+    def is_leaf(self):
+        return self._is_leaf
+
+    @property
+    def grad(self):
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
+                                f"{type(value).__name__}")
+            if value.shape != self.shape:
+                raise RuntimeError("assigned grad has data of a different size")
+            if value._data.dtype != self._data.dtype:
+                raise RuntimeError("assigned grad has data of a different type")
+        self._grad = value
+
+    @property
+    def grad_fn(self):
+        if self._is_leaf or self._tape is None:
+            return None
+        if self._grad_fn is None:
+            from .autograd.graph import node_for
+            self._grad_fn = node_for(self._tape, self._slot, self._op, self._data)
+        return self._grad_fn
+
+    @property
+    def _version(self):
+        return 0 if self._vc is None else int(self._vc[0])
+
+    def _bump_version(self):
+        vc = self._ensure_vc()
+        vc[0] += 1
+
+    def _ensure_vc(self):
+        """Give this storage a version cell the tape can read, and point this tensor's row at it."""
+        if self._vc is None:
+            self._vc = np.zeros(1, np.int64)
+            tape, s = self._tape, self._slot
+            if tape is not None and s < tape.n and tape.values[s] is self._data:
+                tape.vaddr[s] = self._vc.ctypes.data
+        return self._vc
+
+    # -- shape and conversion -----------------------------------------------------------------------
+    @property
+    def shape(self):
+        return Size(self._data.shape)
+
+    def size(self, dim=None):
+        if dim is None:
+            return Size(self._data.shape)
+        from .ops import _dim
+        return self._data.shape[_dim(dim, self._data.ndim)]
+
+    @property
+    def dtype(self):
+        return _dtype.from_numpy_dtype(self._data.dtype)
+
+    @property
+    def device(self):
+        return "cpu"
+
+    @property
+    def is_cuda(self):
+        return False
+
+    @property
+    def ndim(self):
+        return self._data.ndim
+
+    def dim(self):
+        return self._data.ndim
+
+    def numel(self):
+        return self._data.size
+
+    nelement = numel
+
+    def element_size(self):
+        return self._data.itemsize
+
+    def type(self, dtype=None):
+        if dtype is None:
+            return tensor_type_name(self._data)
+        return self.to(dtype)
+
+    def item(self):
+        if self._data.size != 1:
+            raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
+        return self._data.reshape(-1)[0].item()
+
+    def tolist(self):
+        return self._data.tolist()
+
+    def numpy(self, force=False):
+        if self._requires_grad and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
+                               "instead.")
+        return self._data
+
+    def __array__(self, dtype=None, copy=None):
+        return self._data if dtype is None else self._data.astype(dtype)
+
+    def __len__(self):
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self):
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self._data.shape[0]))
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __index__(self):
+        if self._data.dtype.kind not in "iub" or self._data.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __bool__(self):
+        if self._data.size != 1:
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self._data.reshape(-1)[0])
+
+    def __hash__(self):
+        return id(self)
+
+    def __repr__(self):
+        suffixes = []
+        if self.grad_fn is not None:
+            suffixes.append(f"grad_fn=<{type(self.grad_fn).__name__}>")
+        elif self._requires_grad:
+            suffixes.append("requires_grad=True")
+        name = _dtype.from_numpy_dtype(self._data.dtype)
+        return _format.format_tensor(self._data, repr(name), name is _dtype.float32, suffixes)
+
+    def __format__(self, spec):
+        if self._data.ndim == 0 and spec:
+            return format(self.item(), spec)
+        return repr(self) if not spec else format(repr(self), spec)
+
+    def __reduce__(self):
+        return (_rebuild, (self._data, self._requires_grad))
+
+    def __deepcopy__(self, memo):
+        if not self._is_leaf:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support the deepcopy "
+                               "protocol at the moment.  If you were attempting to deepcopy a module, this may be "
+                               "because of a torch.nn.utils.weight_norm usage, see "
+                               "https://github.com/pytorch/pytorch/pull/103001")
+        t = type(self).__new__(type(self))
+        t._data = self._data.copy()
+        if self._requires_grad:
+            t._requires_grad = True
+        if self._grad is not None:
+            t._grad = _new(self._grad._data.copy())
+        memo[id(self)] = t
+        return t
+
+    # -- autograd --------------------------------------------------------------------------------------
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        from .autograd import backward
+        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+    def detach(self):
+        t = _new(self._data)
+        t._vc = self._ensure_vc()  # shares storage and version counter, as torch's detach()
+        return t
+
+    def detach_(self):
+        if not self._is_leaf and self._tape is not None:
+            self._tape = None
+            self._slot = NOT_A_SLOT
+        self._requires_grad, self._is_leaf, self._grad_fn = False, True, None
+        return self
+
+    def retain_grad(self):
+        if not self._requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if not self._is_leaf and not self._retains_grad:
+            self._retains_grad = True
+            self._watch()
+
+    @property
+    def retains_grad(self):
+        return self._retains_grad
+
+    def register_hook(self, hook):
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self._hooks is None:
+            self._hooks = []
+        self._hooks.append(hook)
+        if not self._is_leaf:
+            self._watch()
+        return _HookHandle(self._hooks, hook)
+
+    def _watch(self):
+        """Make the replay stop at this tensor's row, so Python can run its hooks and retain its grad."""
+        tape, s = self._tape, self._slot
+        tape.flags[s] |= F_STOP
+        tape.watch[s] = weakref.ref(self)
+
+    # -- dtype conversion ----------------------------------------------------------------------------------
+    def to(self, *args, **kwargs):
+        dtype = kwargs.get("dtype")
+        for a in args:
+            if isinstance(a, _dtype.dtype):
+                dtype = a
+            elif isinstance(a, Tensor):
+                dtype = a.dtype
+        if dtype is None:
+            return self
+        from .ops import to_dtype
+        return to_dtype(self, dtype)
+
+    def float(self):
+        return self.to(_dtype.float32)
+
+    def double(self):
+        return self.to(_dtype.float64)
+
+    def long(self):
+        return self.to(_dtype.int64)
+
+    def int(self):
+        return self.to(_dtype.int32)
+
+    def bool(self):
+        return self.to(_dtype.bool)
+
+    def cpu(self):
+        return self
+
+    def contiguous(self):
+        return self
+
+    def is_contiguous(self):
+        return True
+
+    def is_floating_point(self):
+        return self._data.dtype.kind == "f"
+
+
+class _HookHandle:
+    def __init__(self, hooks, hook):
+        self._hooks, self._hook = hooks, hook
+
+    def remove(self):
+        if self._hook in self._hooks:
+            self._hooks.remove(self._hook)
+
+
+def _rebuild(data, requires_grad):
+    return _new(data, requires_grad)
