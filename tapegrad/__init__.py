@@ -4,6 +4,12 @@ Every op appends a row to a linear (Wengert) tape; backward replays the tape in 
 Numba-compiled call. `import tapegrad as torch` runs the PyTorch code it covers unchanged.
 Importing compiles nothing: kernels load on first backward (or `tapegrad.warmup()`).
 """
+import warnings as _warnings
+
+# torch computes log(0) = -inf and sqrt(-1) = nan silently; NumPy warns. Silence only warnings raised
+# from tapegrad's own op code (a filter costs nothing until a warning fires; np.errstate costs 1 us/op).
+_warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"tapegrad\.")
+
 from ._dtype import (bool, double, dtype, float, float16, float32, float64, half, int, int8, int16,  # noqa: F401
                      int32, int64, long, uint8)
 from .tensor import Size, Tensor  # noqa: F401

@@ -64,18 +64,36 @@ def _inplace(self, result):
     if not self._data.flags.writeable:
         raise RuntimeError("tapegrad: this tensor's memory is read-only (it came from a read-only array)")
     self._ensure_vc()
+    if result._requires_grad:
+        _snapshot_if_saved(self, result)
     np.copyto(self._data, value)
     self._vc[0] += 1
     if result._requires_grad:
         tape, row = result._tape, result._slot
         tape.values[row] = self._data   # the row's value is this storage now
         tape.obj[row] = id(self._data)
-        tape.vaddr[row] = self._vc.ctypes.data
+        tape.set_cell(row, self._vc)
         tape.outver[row] = self._vc[0]
         self._tape, self._slot, self._requires_grad, self._is_leaf = tape, row, True, False
         self._op = result._op
         self._grad_fn = None
     return self
+
+
+def _snapshot_if_saved(self, result):
+    """torch keeps self's old value when the in-place op's own backward needs it (y.mul_(x)): so do we,
+    by giving self's old row a copy of the value it is about to lose."""
+    from .registry import OPS
+    tape, row, old = result._tape, result._slot, self._slot
+    if not (self._tape is tape and old < tape.n and tape.values[old] is self._data):
+        return
+    saves = OPS[tape.op[row]].saves
+    for j, a in enumerate(tape.row_args(row)):
+        if a == old and (saves >> j) & 1:
+            snapshot = self._data.copy()
+            tape.values[old], tape.obj[old], tape.vaddr[old] = snapshot, id(snapshot), 0
+            tape.cells.pop(old, None)
+            return
 
 
 def _type_word(a):

@@ -7,6 +7,7 @@ create_graph=True: the same rows run in Python through each op's registry rule o
 backward is recorded on the tape like any forward computation.
 """
 import ctypes
+import re
 
 import numpy as np
 
@@ -50,17 +51,19 @@ def _raise_plan_error(tape, row, arg):
         raise RuntimeError(FREED_MESSAGE)
     saved = tape.row_args(row)[arg] if arg >= 0 else row
     value = tape.values[saved]
-    producer = registry.OPS[tape.op[saved]]
-    current = ctypes.c_int64.from_address(int(tape.vaddr[saved])).value  # the version cell the row points at
+    cell = int(tape.vaddr[saved])
+    current = ctypes.c_int64.from_address(cell).value  # the version cell the row points at
     expected = tape.argver[tape.argptr[row] + arg] if arg >= 0 else tape.outver[row]
     what = f"[{tensor_type_name(value)} {list(value.shape)}]"
+    owner = int(np.flatnonzero(tape.vaddr[:tape.n] == cell)[-1])  # the row that last wrote this storage
+    producer = registry.OPS[tape.op[owner]]
     if producer.kind != registry.K_LEAF:
-        what += f", which is output 0 of {producer.grad_fn},"
+        what += ", which is output 0 of " + re.sub(r"Backward\d*$", "", producer.grad_fn) + ","
     raise RuntimeError(
         f"one of the variables needed for gradient computation has been modified by an inplace operation: "
         f"{what} is at version {current}; expected version {expected} instead. Hint: enable anomaly detection "
         f"to find the operation that failed to compute its gradient, with "
-        f"torch.autograd.set_detect_anomaly(True).")
+        f"torch.autograd.set_detect_anomaly(True, check_nan=False).")
 
 
 # -- the compiled path --------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ class Tape:
         self.values = []        # the value of each row (None once freed)
         self.aux = {}           # row -> Python object an op needs (index map, context), or a leaf's weakref
         self.watch = {}         # row -> weakref of a non-leaf tensor with hooks or retain_grad
+        self.cells = {}         # row -> the version cell vaddr[row] points at (kept alive here)
         self.lock = threading.RLock()
         self.sweep_at = 4096    # sweep unreachable rows when the tape reaches this length
         self.cap = 0
@@ -75,20 +76,20 @@ class Tape:
                                "records its own tape. Call backward in that thread, or pass t.detach().")
         if t._requires_grad and not t._is_leaf:
             # Its history was freed (backward without retain_graph): a backward through it must say so.
-            s = self._append(OP_FREED, t._data, 0, F_REQ | F_DEAD)
+            s = self._append(OP_FREED, t._data, F_REQ | F_DEAD)
         elif t._requires_grad:
-            s = self._append(OP_LEAF, t._data, 0, F_REQ)
+            s = self._append(OP_LEAF, t._data, F_REQ)
             self.aux[s] = weakref.ref(t)
         else:
-            s = self._append(OP_CONST, t._data, 0, 0)
+            s = self._append(OP_CONST, t._data, 0)
         self.argptr[s + 1] = self.nargs
         if t._vc is not None:
-            self.vaddr[s] = t._vc.ctypes.data
+            self.set_cell(s, t._vc)
             self.outver[s] = t._vc[0]
         t._tape, t._slot = self, s
         return s
 
-    def _append(self, op, value, dtype_code, flags):
+    def _append(self, op, value, flags):
         n = self.n
         if n + 1 >= self.cap:
             self._grow(2 * self.cap)
@@ -97,13 +98,14 @@ class Tape:
             n = self.n
         self.op[n] = op
         self.flags[n] = flags
-        self.dtype[n] = dtype_code if value.dtype.kind == "f" else 2
+        dt = value.dtype
+        self.dtype[n] = (dt.itemsize >> 3) if dt.kind == "f" else 2  # float32 0, float64 1 (float16 never requires grad)
         self.obj[n] = id(value)
         self.values.append(value)
         self.n = n + 1
         return n
 
-    def record(self, op, out, inputs, dtype_code, c=0.0, c2=0.0, iattr=0, aux=None):
+    def record(self, op, out, inputs, c=0.0, c2=0.0, iattr=0, aux=None):
         """Append one op row: opcode, input rows, output value. Returns the output's row."""
         args = [self.slot(t) for t in inputs]
         k = self.nargs
@@ -114,7 +116,7 @@ class Tape:
             if t._vc is not None:
                 self.argver[k] = t._vc[0]
             k += 1
-        n = self._append(op, out, dtype_code, F_REQ)
+        n = self._append(op, out, F_REQ)
         self.argptr[n + 1] = self.nargs = k
         if c:
             self.fattr[n, 0] = c
@@ -125,6 +127,11 @@ class Tape:
         if aux is not None:
             self.aux[n] = aux
         return n
+
+    def set_cell(self, row, cell):
+        """Point a row at the version cell of its value's storage, so backward can check it."""
+        self.vaddr[row] = cell.ctypes.data
+        self.cells[row] = cell
 
     def row_args(self, row):
         return self.args[self.argptr[row]: self.argptr[row + 1]].tolist()
@@ -139,6 +146,7 @@ class Tape:
             values[r] = None
             aux.pop(r, None)
             self.watch.pop(r, None)
+            self.cells.pop(r, None)
         self._truncate(tail)
 
     def _live_end(self):
@@ -150,7 +158,7 @@ class Tape:
         if n >= self.n:
             return
         del self.values[n:]
-        for table in (self.aux, self.watch):
+        for table in (self.aux, self.watch, self.cells):
             for r in [r for r in table if r >= n]:
                 del table[r]
         k = self.argptr[n]

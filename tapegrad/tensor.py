@@ -120,7 +120,9 @@ class Tensor:
                                "computed variable in a subgraph that doesn't require differentiation use "
                                "var_no_grad = var.detach().")
         if value and self._data.dtype.kind != "f":
-            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        if value and self._data.dtype.itemsize < 4:
+            raise RuntimeError("tapegrad: float16 tensors cannot require gradients; convert with .float() first")
         self._requires_grad = bool(value)
         self._slot = NOT_A_SLOT
 
@@ -171,7 +173,7 @@ class Tensor:
             self._vc = np.zeros(1, np.int64)
             tape, s = self._tape, self._slot
             if tape is not None and s < tape.n and tape.values[s] is self._data:
-                tape.vaddr[s] = self._vc.ctypes.data
+                tape.set_cell(s, self._vc)
         return self._vc
 
     # -- shape and conversion -----------------------------------------------------------------------

@@ -21,7 +21,7 @@ def _record(op, out, inputs, c=0.0, c2=0.0, iattr=0, aux=None):
         for x in inputs:
             if x._requires_grad:
                 tape = tape_mod.current()
-                t._slot = tape.record(op.code, out, inputs, out.dtype.itemsize >> 3, c, c2, iattr, aux)
+                t._slot = tape.record(op.code, out, inputs, c, c2, iattr, aux)
                 t._tape, t._requires_grad, t._is_leaf, t._op = tape, True, False, op.code
                 break
     return t

@@ -1,0 +1,370 @@
+"""The engine: tape recording, compiled replay, retain_graph, interleaved graphs, versions, hooks, errors.
+
+Where behaviour is PyTorch's, the same program runs on both libraries (`lib` fixture) and must agree.
+"""
+import gc
+import importlib
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+import torch
+
+import tapegrad
+from tapegrad import tape as tape_mod
+
+
+@pytest.fixture(params=["tapegrad", "torch"])
+def lib(request):
+    return importlib.import_module(request.param)
+
+
+def grad_of(t):
+    return None if t.grad is None else t.grad.detach().numpy().copy()
+
+
+def raises_like_torch(fn_tg, fn_torch):
+    """Both raise the same exception type with the same message."""
+    with pytest.raises(Exception) as torch_err:
+        fn_torch()
+    with pytest.raises(type(torch_err.value)) as tg_err:
+        fn_tg()
+    assert str(tg_err.value) == str(torch_err.value)
+
+
+# -- tape ---------------------------------------------------------------------------------------------
+def test_backward_truncates_the_tape_to_its_length_before_the_graph():
+    tape = tape_mod.current()
+    x = tapegrad.ones(3, requires_grad=True)
+    (x * 2).sum().backward()  # registers x's leaf row
+    n0 = tape.n
+    y = (x.exp() * x).tanh().sum()
+    assert tape.n == n0 + 4
+    y.backward()
+    assert tape.n == n0
+
+
+def test_retain_graph_keeps_rows_and_k_backwards_accumulate_k_times(lib):
+    x = lib.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    y = (x.sin() * x).sum()
+    for _ in range(3):
+        y.backward(retain_graph=True)
+    x1 = lib.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    (x1.sin() * x1).sum().backward()
+    np.testing.assert_allclose(grad_of(x), 3 * grad_of(x1), rtol=1e-6)
+
+
+def test_second_backward_without_retain_graph_raises_torchs_message():
+    def program(lib):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        y = (x * x).sum()
+        y.backward()
+        return lambda: y.backward()
+    raises_like_torch(program(tapegrad), program(torch))
+
+
+def test_interleaved_independent_graphs_backward_in_any_order():
+    for order in ([0, 1, 2], [2, 0, 1], [1, 2, 0]):
+        xs = [tapegrad.tensor([1.0 + i, 2.0], requires_grad=True) for i in range(3)]
+        ys = [xs[0] * 1.0, xs[1] * 1.0, xs[2] * 1.0]
+        for step in range(3):  # interleave: each graph's rows alternate on the one tape
+            ys = [(y * (i + 2)).sin() for i, y in enumerate(ys)]
+        losses = [y.sum() for y in ys]
+        for i in order:
+            losses[i].backward()
+        for i, x in enumerate(xs):
+            tx = torch.tensor([1.0 + i, 2.0], requires_grad=True)
+            ty = tx * 1.0
+            for step in range(3):
+                ty = (ty * (i + 2)).sin()
+            ty.sum().backward()
+            np.testing.assert_allclose(grad_of(x), grad_of(tx), rtol=1e-5)
+
+
+def test_evaluation_without_no_grad_does_not_grow_the_tape():
+    tape = tape_mod.current()
+    w = tapegrad.randn(8, 8, requires_grad=True)
+    x = tapegrad.randn(4, 8)
+    for _ in range(3 * tape.sweep_at // 3 + 100):
+        (x @ w).tanh().sum()
+    assert tape.n < tape.sweep_at
+
+
+def test_a_sweep_keeps_what_live_tensors_reach():
+    w = tapegrad.tensor([1.0, 2.0], requires_grad=True)
+    kept = (w * 3).exp().sum()
+    tape_mod.current().sweep()
+    kept.backward()
+    np.testing.assert_allclose(grad_of(w), 3 * np.exp([3.0, 6.0]), rtol=1e-6)
+
+
+def test_float32_stays_float32_and_float64_stays_float64(lib):
+    for dt in (lib.float32, lib.float64):
+        x = lib.tensor([0.3, 0.7], dtype=dt, requires_grad=True)
+        (x.tanh() * x).sum().backward()
+        assert x.grad.dtype == dt
+
+
+def test_mixed_dtypes_promote_and_cast_the_gradient_back(lib):
+    a = lib.tensor([1.0, 2.0], requires_grad=True)
+    b = lib.tensor([3.0, 4.0], dtype=lib.float64, requires_grad=True)
+    y = a * b
+    assert y.dtype == lib.float64
+    y.sum().backward()
+    assert a.grad.dtype == lib.float32 and b.grad.dtype == lib.float64
+    np.testing.assert_allclose(grad_of(a), [3.0, 4.0])
+
+
+def test_broadcasting_gradients_sum_back_to_each_input(lib):
+    rng = np.random.default_rng(0)
+    a0, b0 = rng.standard_normal((3, 1, 4)), rng.standard_normal((2, 1))
+    a = lib.tensor(a0, requires_grad=True)
+    b = lib.tensor(b0, requires_grad=True)
+    ((a * b + a / (b * b + 1)) ** 2).mean().backward()
+    ta, tb = torch.tensor(a0, requires_grad=True), torch.tensor(b0, requires_grad=True)
+    ((ta * tb + ta / (tb * tb + 1)) ** 2).mean().backward()
+    np.testing.assert_allclose(grad_of(a), grad_of(ta), rtol=1e-10)
+    np.testing.assert_allclose(grad_of(b), grad_of(tb), rtol=1e-10)
+
+
+def test_zero_dim_tensors(lib):
+    x = lib.tensor(2.0, requires_grad=True)
+    y = x * x * x + x.sin()
+    y.backward()
+    np.testing.assert_allclose(grad_of(x), 12.0 + np.cos(2.0), rtol=1e-6)
+
+
+def test_matmul_between_compiled_segments(lib):
+    rng = np.random.default_rng(1)
+    w0, x0 = rng.standard_normal((5, 3)), rng.standard_normal((4, 5))
+    out = {}
+    for name in ("tapegrad", "torch"):
+        m = importlib.import_module(name)
+        w = m.tensor(w0, requires_grad=True)
+        x = m.tensor(x0, requires_grad=True)
+        ((x.tanh() @ w).sigmoid() @ w.t()).exp().sum().backward()
+        out[name] = grad_of(w), grad_of(x)
+    for a, b in zip(out["tapegrad"], out["torch"]):
+        np.testing.assert_allclose(a, b, rtol=1e-10)
+
+
+# -- versions and in-place ----------------------------------------------------------------------------------
+def test_modifying_a_saved_value_in_place_raises_torchs_error():
+    def program(lib):
+        x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        y = x * 2
+        z = (y * y).sum()
+        y.add_(1)
+        return lambda: z.backward()
+    raises_like_torch(program(tapegrad), program(torch))
+
+
+def test_modifying_a_value_not_saved_is_allowed(lib):
+    x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x * 2
+    z = (y + 1).sum()  # add saves nothing
+    y.mul_(3)
+    z.backward()
+    np.testing.assert_allclose(grad_of(x), [2.0, 2.0, 2.0])
+
+
+def test_in_place_op_on_a_non_leaf_is_differentiated(lib):
+    x = lib.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 1
+    y.mul_(x)
+    y.sum().backward()
+    np.testing.assert_allclose(grad_of(x), [2.0, 4.0])
+    assert y._version == 1 if lib is tapegrad else True
+
+
+def test_in_place_on_a_leaf_that_requires_grad_raises():
+    def program(lib):
+        x = lib.tensor([1.0], requires_grad=True)
+        return lambda: x.add_(1)
+    raises_like_torch(program(tapegrad), program(torch))
+
+
+def test_optimizer_style_update_under_no_grad_then_stale_graph_raises():
+    def program(lib):
+        w = lib.tensor([1.0, 2.0], requires_grad=True)
+        loss = (w * w).sum()
+        loss.backward(retain_graph=True)
+        with lib.no_grad():
+            w -= 0.1 * w.grad
+        return lambda: loss.backward()
+    raises_like_torch(program(tapegrad), program(torch))
+
+
+def test_grad_data_zero_clears_the_gradient(lib):
+    x = lib.tensor([1.0, 2.0], requires_grad=True)
+    (x * 3).sum().backward()
+    x.grad.data.zero_()
+    (x * 3).sum().backward()
+    np.testing.assert_allclose(grad_of(x), [3.0, 3.0])
+
+
+# -- hooks, retain_grad, grad_fn ------------------------------------------------------------------------------
+def test_hooks_and_retain_grad(lib):
+    x = lib.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 3
+    y.retain_grad()
+    seen = []
+    y.register_hook(lambda g: seen.append(g.detach().numpy().copy()) or g * 2)
+    x.register_hook(lambda g: g + 1)
+    (y * y).sum().backward()
+    np.testing.assert_allclose(seen[0], [6.0, 12.0])
+    np.testing.assert_allclose(grad_of(y), [12.0, 24.0])  # retain_grad sees the hooked gradient
+    np.testing.assert_allclose(grad_of(x), [37.0, 73.0])
+
+
+def test_grad_fn_names_and_next_functions(lib):
+    x = lib.tensor([1.0, 2.0], requires_grad=True)
+    c = lib.tensor([3.0, 4.0])
+    y = x * c + x.exp()
+    assert type(y.grad_fn).__name__ == "AddBackward0"
+    names = [type(f).__name__ for f, _ in y.grad_fn.next_functions]
+    assert names == ["MulBackward0", "ExpBackward0"]
+    mul_next = y.grad_fn.next_functions[0][0].next_functions
+    assert type(mul_next[0][0]).__name__ == "AccumulateGrad" and mul_next[0][0].variable is x
+    assert mul_next[1][0] is None
+    assert x.grad_fn is None and x.is_leaf and not y.is_leaf
+
+
+def test_no_grad_and_set_grad_enabled(lib):
+    x = lib.ones(2, requires_grad=True)
+    with lib.no_grad():
+        assert not (x * 2).requires_grad
+        with lib.enable_grad():
+            assert (x * 2).requires_grad
+    lib.set_grad_enabled(False)
+    try:
+        assert not (x * 2).requires_grad
+    finally:
+        lib.set_grad_enabled(True)
+
+    @lib.no_grad()
+    def f():
+        return x * 2
+    assert not f().requires_grad
+
+
+def test_grad_mode_is_per_thread():
+    seen = {}
+
+    def worker():
+        seen["thread"] = tapegrad.is_grad_enabled()
+    with tapegrad.no_grad():
+        t = threading.Thread(target=worker)
+        t.start()
+        t.join()
+    assert seen["thread"] is True
+
+
+def test_gradient_not_kept_across_tapes_without_reference():
+    x = tapegrad.ones(3, requires_grad=True)
+    (x * 2).sum().backward()
+    assert x.grad.grad_fn is None and x.grad._tape is None
+
+
+# -- errors, in torch's words ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("case", [
+    "implicit_nonscalar", "int_requires_grad", "no_grad_fn", "gradient_shape", "op_shape", "matmul_shape",
+    "dot_shape", "item_many", "bool_many", "requires_grad_nonleaf", "dim_range",
+])
+def test_errors_match_torch(case):
+    def program(lib):
+        if case == "implicit_nonscalar":
+            x = lib.ones(3, requires_grad=True)
+            return lambda: (x * 2).backward()
+        if case == "int_requires_grad":
+            return lambda: lib.tensor([1, 2]).requires_grad_()
+        if case == "no_grad_fn":
+            return lambda: lib.ones(2).sum().backward()
+        if case == "gradient_shape":
+            x = lib.ones(3, requires_grad=True)
+            return lambda: (x * 2).backward(lib.ones(2))
+        if case == "op_shape":
+            return lambda: lib.ones(3) + lib.ones(4)
+        if case == "matmul_shape":
+            return lambda: lib.ones(2, 3) @ lib.ones(4, 5)
+        if case == "dot_shape":
+            return lambda: lib.dot(lib.ones(3), lib.ones(4))
+        if case == "item_many":
+            return lambda: lib.ones(2).item()
+        if case == "bool_many":
+            return lambda: bool(lib.ones(2))
+        if case == "requires_grad_nonleaf":
+            x = lib.ones(2, requires_grad=True)
+            y = x * 2
+
+            def set_it():
+                y.requires_grad = False
+            return set_it
+        if case == "dim_range":
+            return lambda: lib.ones(2, 3).sum(dim=2)
+    raises_like_torch(program(tapegrad), program(torch))
+
+
+def test_bad_input_leaves_the_tape_usable():
+    x = tapegrad.ones(3, requires_grad=True)
+    n = tape_mod.current().n
+    with pytest.raises(RuntimeError):
+        x * tapegrad.ones(4)
+    with pytest.raises(RuntimeError):
+        (x * 2).backward(tapegrad.ones(2))
+    (x * 2).sum().backward()
+    np.testing.assert_allclose(grad_of(x), [2.0, 2.0, 2.0])
+    assert tape_mod.current().n <= n + 2  # x's leaf row and the failed backward's (x * 2): no partial state
+
+
+def test_nan_and_inf_propagate_like_torch(lib):
+    x = lib.tensor([0.0, 1.0, -1.0, float("inf")], requires_grad=True)
+    (x.sqrt() + x.log()).sum().backward()
+    tx = torch.tensor([0.0, 1.0, -1.0, float("inf")], requires_grad=True)
+    (tx.sqrt() + tx.log()).sum().backward()
+    np.testing.assert_array_equal(np.isnan(grad_of(x)), np.isnan(grad_of(tx)))
+    np.testing.assert_array_equal(grad_of(x)[~np.isnan(grad_of(x))], grad_of(tx)[~np.isnan(grad_of(tx))])
+
+
+# -- import and compilation -------------------------------------------------------------------------------------------
+def test_import_compiles_nothing_and_does_not_import_numba():
+    code = "import sys, tapegrad; print('numba' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_cache_directory_falls_back_when_the_package_is_read_only(tmp_path, monkeypatch):
+    from tapegrad import kernels
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    monkeypatch.setattr(kernels, "_writable", lambda p: str(p).startswith(str(tmp_path)))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    kernels._choose_cache_dir()
+    assert kernels.os.environ["NUMBA_CACHE_DIR"].startswith(str(tmp_path))
+    monkeypatch.delenv("NUMBA_CACHE_DIR")
+    monkeypatch.setattr(kernels, "_writable", lambda p: False)
+    monkeypatch.delenv("NUMBA_DISABLE_CACHING", raising=False)
+    kernels._choose_cache_dir()
+    assert kernels.os.environ["NUMBA_DISABLE_CACHING"] == "1"
+
+
+def test_generated_kernels_are_up_to_date():
+    from tapegrad.kernels import codegen
+    assert codegen.TARGET.read_text() == codegen.source(), "run: python -m tapegrad.kernels.codegen"
+
+
+def test_numpy_array_layout_check():
+    from tapegrad import kernels
+    kernels.load()  # verifies the array struct offsets against ndarray.ctypes on this NumPy
+
+
+def test_dead_tensors_release_their_memory():
+    x = tapegrad.ones(1000, requires_grad=True)
+    y = (x * 2).exp()
+    import weakref
+    ref = weakref.ref(y._data)
+    y.sum().backward()
+    del y
+    gc.collect()
+    assert ref() is None
