@@ -107,12 +107,15 @@ class Tape:
 
     def record(self, op, out, inputs, c=0.0, c2=0.0, iattr=0, aux=None):
         """Append one op row: opcode, input rows, output value. Returns the output's row."""
-        args = [self.slot(t) for t in inputs]
         k = self.nargs
-        if k + len(args) >= self.acap:
-            self._grow_args(2 * (k + len(args)))
-        for t, s in zip(inputs, args):
-            self.args[k] = s
+        if k + len(inputs) >= self.acap:
+            self._grow_args(2 * (k + len(inputs)))
+        args, values = self.args, self.values
+        for t in inputs:
+            s = t._slot
+            if not (t._tape is self and s < self.n and values[s] is t._data):
+                s = self.slot(t)
+            args[k] = s
             if t._vc is not None:
                 self.argver[k] = t._vc[0]
             k += 1

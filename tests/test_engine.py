@@ -368,3 +368,12 @@ def test_dead_tensors_release_their_memory():
     del y
     gc.collect()
     assert ref() is None
+
+
+def test_domain_errors_are_silent_like_torch_without_silencing_numpy():
+    code = ("import numpy as np, tapegrad as t\n"
+            "x = t.tensor([0.0, -1.0], requires_grad=True)\n"
+            "(x.sqrt() + x.log()).sum().backward()\n"
+            "np.log(np.zeros(1))\n")
+    out = subprocess.run([sys.executable, "-W", "default", "-c", code], capture_output=True, text=True, check=True)
+    assert out.stderr.count("RuntimeWarning") == 1  # only the user's own np.log

@@ -2,11 +2,15 @@
 import functools
 import threading
 
-_state = threading.local()
+class _State(threading.local):
+    enabled = True  # a class default: each thread starts with grad mode on
+
+
+_state = _State()
 
 
 def is_grad_enabled():
-    return getattr(_state, "enabled", True)
+    return _state.enabled
 
 
 def _set(enabled):

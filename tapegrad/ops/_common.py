@@ -5,7 +5,7 @@ import numbers
 import numpy as np
 
 from .. import _dtype, registry, tape as tape_mod
-from ..autograd.grad_mode import is_grad_enabled
+from ..autograd.grad_mode import _state as _grad_mode, is_grad_enabled
 from ..tensor import Tensor, _new, as_array
 
 OPS = registry.BY_NAME
@@ -16,8 +16,9 @@ def _record(op, out, inputs, c=0.0, c2=0.0, iattr=0, aux=None):
     """Wrap `out` as a Tensor, and record op when grad mode is on and an input requires grad."""
     if type(out) is not np.ndarray:
         out = np.asarray(out)
-    t = _new(out)
-    if is_grad_enabled():
+    t = Tensor.__new__(Tensor)
+    t._data = out
+    if _grad_mode.enabled:
         for x in inputs:
             if x._requires_grad:
                 tape = tape_mod.current()

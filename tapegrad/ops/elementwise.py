@@ -18,7 +18,7 @@ def _make_unary(name):
     keeps_int = name in _KEEPS_INT
 
     def fn(input, c=0.0, c2=0.0):
-        x = _tensor(input)
+        x = input if type(input) is Tensor else _tensor(input)
         if x._data.dtype.kind != "f":
             if keeps_int:
                 return _new(np.asarray(forward(x._data, c, c2)))
@@ -34,6 +34,9 @@ def _make_binary(name, commutative=False):
     forward = op.forward
 
     def fn(input, other):
+        tp = type(other)
+        if (tp is float or tp is int) and type(input) is Tensor and input._data.dtype.kind == "f":
+            return _record(ts, forward(input._data, other), (input,), float(other))  # the hot path: x * 2.0
         if _is_scalar(other):
             x, sop, c = _tensor(input), ts, other
         elif _is_scalar(input):

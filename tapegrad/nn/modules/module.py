@@ -1,0 +1,603 @@
+"""torch.nn.Module: parameters, buffers and submodules registered by attribute assignment."""
+import itertools
+from collections import OrderedDict, namedtuple
+from collections.abc import Mapping
+
+import numpy as np
+
+from ... import _dtype
+from ...autograd.grad_mode import no_grad
+from ...tape import NOT_A_SLOT
+from ...tensor import Tensor, tensor_type_name
+from ..parameter import Buffer, Parameter
+
+__all__ = ["Module"]
+
+
+def _typename(obj):
+    if isinstance(obj, Tensor):
+        return tensor_type_name(obj._data)
+    module = type(obj).__module__
+    name = type(obj).__qualname__
+    return name if module in ("builtins", None) else f"{module}.{name}"
+
+
+class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
+    __slots__ = ()
+
+    def __repr__(self):
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return super().__repr__()
+
+    __str__ = __repr__
+
+
+class RemovableHandle:
+    _next_id = 0
+
+    def __init__(self, hooks_dict):
+        self.hooks_dict = hooks_dict
+        self.id = RemovableHandle._next_id
+        RemovableHandle._next_id += 1
+
+    def remove(self):
+        self.hooks_dict.pop(self.id, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *args):
+        self.remove()
+
+
+def _addindent(s_, num_spaces):
+    s = s_.split("\n")
+    if len(s) == 1:
+        return s_
+    first = s.pop(0)
+    s = [(num_spaces * " ") + line if line.strip() else "" for line in s]
+    return first + "\n" + "\n".join(s)
+
+
+class Module:
+    """Base class for all neural network modules (torch.nn.Module)."""
+
+    dump_patches = False
+    _version = 1
+    training: bool
+    call_super_init = False
+
+    def __init__(self, *args, **kwargs):
+        if kwargs:
+            raise TypeError(f"{type(self).__name__}.__init__() got an unexpected keyword argument "
+                            f"'{next(iter(kwargs))}'")
+        if args:
+            raise TypeError(f"{type(self).__name__}.__init__() takes 1 positional argument but "
+                            f"{len(args) + 1} were given")
+        d = self.__dict__
+        d["training"] = True
+        d["_parameters"] = {}
+        d["_buffers"] = {}
+        d["_non_persistent_buffers_set"] = set()
+        d["_modules"] = {}
+        d["_forward_hooks"] = OrderedDict()
+        d["_forward_pre_hooks"] = OrderedDict()
+        d["_state_dict_hooks"] = OrderedDict()
+        d["_load_state_dict_post_hooks"] = OrderedDict()
+
+    def forward(self, *input):
+        raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
+
+    def __call__(self, *args, **kwargs):
+        if not (self._forward_pre_hooks or self._forward_hooks):
+            return self.forward(*args, **kwargs)
+        for hook in tuple(self._forward_pre_hooks.values()):
+            out = hook(self, args)
+            if out is not None:
+                args = out if isinstance(out, tuple) else (out,)
+        result = self.forward(*args, **kwargs)
+        for hook in tuple(self._forward_hooks.values()):
+            out = hook(self, args, result)
+            if out is not None:
+                result = out
+        return result
+
+    _call_impl = __call__
+
+    def register_forward_hook(self, hook, *, prepend=False):
+        handle = RemovableHandle(self._forward_hooks)
+        self._forward_hooks[handle.id] = hook
+        if prepend:
+            self._forward_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_forward_pre_hook(self, hook, *, prepend=False):
+        handle = RemovableHandle(self._forward_pre_hooks)
+        self._forward_pre_hooks[handle.id] = hook
+        if prepend:
+            self._forward_pre_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_load_state_dict_post_hook(self, hook):
+        handle = RemovableHandle(self._load_state_dict_post_hooks)
+        self._load_state_dict_post_hooks[handle.id] = hook
+        return handle
+
+    # -- registration ------------------------------------------------------------------------------
+    def register_buffer(self, name, tensor, persistent=True):
+        if "_buffers" not in self.__dict__:
+            raise AttributeError("cannot assign buffer before Module.__init__() call")
+        if not isinstance(name, str):
+            raise TypeError(f"buffer name should be a string. Got {_typename(name)}")
+        if "." in name:
+            raise KeyError('buffer name can\'t contain "."')
+        if name == "":
+            raise KeyError('buffer name can\'t be empty string ""')
+        if hasattr(self, name) and name not in self._buffers:
+            raise KeyError(f"attribute '{name}' already exists")
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(f"cannot assign '{_typename(tensor)}' object to buffer '{name}' "
+                            "(torch Tensor or None required)")
+        self._buffers[name] = tensor
+        if persistent:
+            self._non_persistent_buffers_set.discard(name)
+        else:
+            self._non_persistent_buffers_set.add(name)
+
+    def register_parameter(self, name, param):
+        if "_parameters" not in self.__dict__:
+            raise AttributeError("cannot assign parameter before Module.__init__() call")
+        if not isinstance(name, str):
+            raise TypeError(f"parameter name should be a string. Got {_typename(name)}")
+        if "." in name:
+            raise KeyError('parameter name can\'t contain "."')
+        if name == "":
+            raise KeyError('parameter name can\'t be empty string ""')
+        if hasattr(self, name) and name not in self._parameters:
+            raise KeyError(f"attribute '{name}' already exists")
+        if param is None:
+            self._parameters[name] = None
+        elif not isinstance(param, Parameter):
+            raise TypeError(f"cannot assign '{_typename(param)}' object to parameter '{name}' "
+                            "(torch.nn.Parameter or None required)")
+        elif param.grad_fn:
+            raise ValueError(f"Cannot assign non-leaf Tensor to parameter '{name}'. Model parameters must be "
+                             f"created explicitly. To express '{name}' as a function of another Tensor, compute "
+                             "the value in the forward() method.")
+        else:
+            self._parameters[name] = param
+
+    def add_module(self, name, module):
+        if not isinstance(module, Module) and module is not None:
+            raise TypeError(f"{_typename(module)} is not a Module subclass")
+        if not isinstance(name, str):
+            raise TypeError(f"module name should be a string. Got {_typename(name)}")
+        if hasattr(self, name) and name not in self._modules:
+            raise KeyError(f"attribute '{name}' already exists")
+        if "." in name:
+            raise KeyError(f'module name can\'t contain ".", got: {name}')
+        if name == "":
+            raise KeyError('module name can\'t be empty string ""')
+        self._modules[name] = module
+
+    def register_module(self, name, module):
+        self.add_module(name, module)
+
+    def get_submodule(self, target):
+        if target == "":
+            return self
+        mod = self
+        for item in target.split("."):
+            if not hasattr(mod, item):
+                raise AttributeError(mod._get_name() + " has no attribute `" + item + "`")
+            mod = getattr(mod, item)
+            if not isinstance(mod, Module):
+                raise AttributeError("`" + item + "` is not an nn.Module")
+        return mod
+
+    def get_parameter(self, target):
+        module_path, _, param_name = target.rpartition(".")
+        mod = self.get_submodule(module_path)
+        if not hasattr(mod, param_name):
+            raise AttributeError(mod._get_name() + " has no attribute `" + param_name + "`")
+        param = getattr(mod, param_name)
+        if not isinstance(param, Parameter):
+            raise AttributeError("`" + param_name + "` is not an nn.Parameter")
+        return param
+
+    def get_buffer(self, target):
+        module_path, _, buffer_name = target.rpartition(".")
+        mod = self.get_submodule(module_path)
+        if not hasattr(mod, buffer_name):
+            raise AttributeError(mod._get_name() + " has no attribute `" + buffer_name + "`")
+        if buffer_name not in mod._buffers:
+            raise AttributeError("`" + buffer_name + "` is not a buffer")
+        return getattr(mod, buffer_name)
+
+    # -- attribute protocol (torch's) ------------------------------------------------------------------
+    def __getattr__(self, name):
+        d = self.__dict__
+        if "_parameters" in d:
+            params = d["_parameters"]
+            if name in params:
+                return params[name]
+        if "_buffers" in d:
+            buffers = d["_buffers"]
+            if name in buffers:
+                return buffers[name]
+        if "_modules" in d:
+            modules = d["_modules"]
+            if name in modules:
+                return modules[name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __setattr__(self, name, value):
+        def remove_from(*dicts_or_sets):
+            for d in dicts_or_sets:
+                if name in d:
+                    if isinstance(d, dict):
+                        del d[name]
+                    else:
+                        d.discard(name)
+
+        params = self.__dict__.get("_parameters")
+        if isinstance(value, Parameter):
+            if params is None:
+                raise AttributeError("cannot assign parameters before Module.__init__() call")
+            remove_from(self.__dict__, self._buffers, self._modules, self._non_persistent_buffers_set)
+            self.register_parameter(name, value)
+        elif params is not None and name in params:
+            if value is not None:
+                raise TypeError(f"cannot assign '{_typename(value)}' as parameter '{name}' "
+                                "(torch.nn.Parameter or None expected)")
+            self.register_parameter(name, value)
+        else:
+            modules = self.__dict__.get("_modules")
+            if isinstance(value, Module):
+                if modules is None:
+                    raise AttributeError("cannot assign module before Module.__init__() call")
+                remove_from(self.__dict__, self._parameters, self._buffers, self._non_persistent_buffers_set)
+                modules[name] = value
+            elif modules is not None and name in modules:
+                if value is not None:
+                    raise TypeError(f"cannot assign '{_typename(value)}' as child module '{name}' "
+                                    "(torch.nn.Module or None expected)")
+                modules[name] = value
+            else:
+                buffers = self.__dict__.get("_buffers")
+                if isinstance(value, Buffer) or buffers is not None and name in buffers:
+                    if value is not None and not isinstance(value, Tensor):
+                        raise TypeError(f"cannot assign '{_typename(value)}' as buffer '{name}' "
+                                        "(torch.nn.Buffer, torch.Tensor or None expected)")
+                    if isinstance(value, Buffer):
+                        persistent = value.persistent
+                        value = value.detach()
+                    else:
+                        persistent = name not in self._non_persistent_buffers_set
+                    self.register_buffer(name, value, persistent)
+                else:
+                    object.__setattr__(self, name, value)
+
+    def __delattr__(self, name):
+        if name in self._parameters:
+            del self._parameters[name]
+        elif name in self._buffers:
+            del self._buffers[name]
+            self._non_persistent_buffers_set.discard(name)
+        elif name in self._modules:
+            del self._modules[name]
+        else:
+            object.__delattr__(self, name)
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        for key in ("_forward_hooks", "_forward_pre_hooks", "_state_dict_hooks", "_load_state_dict_post_hooks"):
+            self.__dict__.setdefault(key, OrderedDict())
+        self.__dict__.setdefault("_non_persistent_buffers_set", set())
+
+    def __dir__(self):
+        attrs = dir(self.__class__)
+        keys = (list(self.__dict__) + list(self._parameters) + list(self._modules) + list(self._buffers))
+        return sorted(set(a for a in attrs + keys if not a[:1].isdigit()))
+
+    # -- traversal --------------------------------------------------------------------------------------
+    def _named_members(self, get_members, prefix="", recurse=True, remove_duplicate=True):
+        memo = set()
+        modules = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) if recurse else [(prefix, self)]
+        for module_prefix, module in modules:
+            for k, v in get_members(module):
+                if v is None or id(v) in memo:
+                    continue
+                if remove_duplicate:
+                    memo.add(id(v))
+                yield (module_prefix + ("." if module_prefix else "") + k, v)
+
+    def parameters(self, recurse=True):
+        for _, param in self.named_parameters(recurse=recurse):
+            yield param
+
+    def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
+        yield from self._named_members(lambda m: m._parameters.items(), prefix=prefix, recurse=recurse,
+                                       remove_duplicate=remove_duplicate)
+
+    def buffers(self, recurse=True):
+        for _, buf in self.named_buffers(recurse=recurse):
+            yield buf
+
+    def named_buffers(self, prefix="", recurse=True, remove_duplicate=True):
+        yield from self._named_members(lambda m: m._buffers.items(), prefix=prefix, recurse=recurse,
+                                       remove_duplicate=remove_duplicate)
+
+    def children(self):
+        for _, module in self.named_children():
+            yield module
+
+    def named_children(self):
+        memo = set()
+        for name, module in self._modules.items():
+            if module is not None and id(module) not in memo:
+                memo.add(id(module))
+                yield name, module
+
+    def modules(self):
+        for _, module in self.named_modules():
+            yield module
+
+    def named_modules(self, memo=None, prefix="", remove_duplicate=True):
+        if memo is None:
+            memo = set()
+        if self in memo:
+            return
+        if remove_duplicate:
+            memo.add(self)
+        yield prefix, self
+        for name, module in self._modules.items():
+            if module is None:
+                continue
+            submodule_prefix = prefix + ("." if prefix else "") + name
+            yield from module.named_modules(memo, submodule_prefix, remove_duplicate)
+
+    def __hash__(self):
+        return id(self)
+
+    # -- modes ------------------------------------------------------------------------------------------
+    def train(self, mode=True):
+        if not isinstance(mode, bool):
+            raise ValueError("training mode is expected to be boolean")
+        self.training = mode
+        for module in self.children():
+            module.train(mode)
+        return self
+
+    def eval(self):
+        return self.train(False)
+
+    def requires_grad_(self, requires_grad=True):
+        for p in self.parameters():
+            p.requires_grad_(requires_grad)
+        return self
+
+    def zero_grad(self, set_to_none=True):
+        for p in self.parameters():
+            if p._grad is not None:
+                if set_to_none:
+                    p._grad = None
+                else:
+                    g = p._grad
+                    if g.grad_fn is not None:
+                        g.detach_()
+                    else:
+                        g.requires_grad_(False)
+                    g._data.fill(0)
+                    g._bump_version()
+
+    def apply(self, fn):
+        for module in self.children():
+            module.apply(fn)
+        fn(self)
+        return self
+
+    # -- conversion -------------------------------------------------------------------------------------
+    def _apply(self, fn, recurse=True):
+        """Replace every parameter's and buffer's data by fn(tensor), keeping the Parameter objects."""
+        if recurse:
+            for module in self.children():
+                module._apply(fn)
+        with no_grad():
+            for p in self._parameters.values():
+                if p is None:
+                    continue
+                _set_data(p, fn(p))
+                if p._grad is not None:
+                    _set_data(p._grad, fn(p._grad))
+            for key, buf in self._buffers.items():
+                if buf is not None:
+                    self._buffers[key] = fn(buf)
+        return self
+
+    def to(self, *args, **kwargs):
+        dtype = kwargs.get("dtype")
+        device = kwargs.get("device")
+        tensor = kwargs.get("tensor")
+        for a in args:
+            if isinstance(a, _dtype.dtype):
+                dtype = a
+            elif isinstance(a, Tensor):
+                tensor = a
+            else:
+                device = a
+        if tensor is not None:
+            dtype = tensor.dtype
+        if device is not None:
+            _check_device(device)
+        if dtype is None:
+            return self
+        if not dtype.is_floating_point:
+            raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired "
+                            f"dtype={dtype}")
+        return self._apply(lambda t: t.to(dtype) if t.is_floating_point() else t)
+
+    def float(self):
+        return self._apply(lambda t: t.float() if t.is_floating_point() else t)
+
+    def double(self):
+        return self._apply(lambda t: t.double() if t.is_floating_point() else t)
+
+    def half(self):
+        return self._apply(lambda t: t.to(_dtype.float16) if t.is_floating_point() else t)
+
+    def type(self, dst_type):
+        return self._apply(lambda t: t.to(dst_type))
+
+    def cpu(self):
+        return self
+
+    def cuda(self, device=None):
+        _check_device("cuda")
+
+    # -- state dicts ------------------------------------------------------------------------------------
+    def _save_to_state_dict(self, destination, prefix, keep_vars):
+        for name, param in self._parameters.items():
+            if param is not None:
+                destination[prefix + name] = param if keep_vars else param.detach()
+        for name, buf in self._buffers.items():
+            if buf is not None and name not in self._non_persistent_buffers_set:
+                destination[prefix + name] = buf if keep_vars else buf.detach()
+
+    def state_dict(self, *args, destination=None, prefix="", keep_vars=False):
+        if args:  # the deprecated positional form: state_dict(destination, prefix, keep_vars)
+            destination = args[0]
+            if len(args) > 1:
+                prefix = args[1]
+            if len(args) > 2:
+                keep_vars = args[2]
+        if destination is None:
+            destination = OrderedDict()
+        self._save_to_state_dict(destination, prefix, keep_vars)
+        for name, module in self._modules.items():
+            if module is not None:
+                module.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
+        for hook in self._state_dict_hooks.values():
+            hook(self, destination, prefix, {})
+        return destination
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                              error_msgs):
+        persistent_buffers = {k: v for k, v in self._buffers.items() if k not in self._non_persistent_buffers_set}
+        local_state = {k: v for k, v in itertools.chain(self._parameters.items(), persistent_buffers.items())
+                       if v is not None}
+        assign = local_metadata.get("assign_to_params_buffers", False)
+        for name, param in local_state.items():
+            key = prefix + name
+            if key not in state_dict:
+                if strict:
+                    missing_keys.append(key)
+                continue
+            input_param = state_dict[key]
+            if not isinstance(input_param, Tensor):
+                error_msgs.append(f'While copying the parameter named "{key}", expected torch.Tensor or '
+                                  f"Tensor-like object from checkpoint but received {type(input_param)}")
+                continue
+            if param.ndim == 0 and input_param.ndim == 1 and input_param.shape[0] == 1:
+                input_param = input_param[0]
+            if input_param.shape != param.shape:
+                error_msgs.append(f"size mismatch for {key}: copying a param with shape {input_param.shape} from "
+                                  f"checkpoint, the shape in current model is {param.shape}.")
+                continue
+            try:
+                with no_grad():
+                    if assign:
+                        if isinstance(param, Parameter):
+                            if not isinstance(input_param, Parameter):
+                                input_param = Parameter(input_param, requires_grad=param.requires_grad)
+                            else:
+                                input_param.requires_grad_(param.requires_grad)
+                        setattr(self, name, input_param)
+                    else:
+                        param.copy_(input_param)
+            except Exception as ex:
+                error_msgs.append(f'While copying the parameter named "{key}", whose dimensions in the model are '
+                                  f"{param.size()} and whose dimensions in the checkpoint are "
+                                  f"{input_param.size()}, an exception occurred : {ex.args}.")
+        if strict:
+            for key in state_dict:
+                if key.startswith(prefix):
+                    input_name = key[len(prefix):].split(".", 1)
+                    if len(input_name) > 1:
+                        if input_name[0] not in self._modules:
+                            unexpected_keys.append(key)
+                    elif input_name[0] not in local_state:
+                        unexpected_keys.append(key)
+
+    def load_state_dict(self, state_dict, strict=True, assign=False):
+        if not isinstance(state_dict, Mapping):
+            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
+        missing_keys, unexpected_keys, error_msgs = [], [], []
+        state_dict = OrderedDict(state_dict)
+
+        def load(module, local_state_dict, prefix=""):
+            local_metadata = {"assign_to_params_buffers": True} if assign else {}
+            module._load_from_state_dict(local_state_dict, prefix, local_metadata, True, missing_keys,
+                                         unexpected_keys, error_msgs)
+            for name, child in module._modules.items():
+                if child is not None:
+                    child_prefix = prefix + name + "."
+                    child_state_dict = {k: v for k, v in local_state_dict.items() if k.startswith(child_prefix)}
+                    load(child, child_state_dict, child_prefix)
+            incompatible = _IncompatibleKeys(missing_keys, unexpected_keys)
+            for hook in module._load_state_dict_post_hooks.values():
+                hook(module, incompatible)
+
+        load(self, state_dict)
+        if strict:
+            if unexpected_keys:
+                error_msgs.insert(0, "Unexpected key(s) in state_dict: {}. ".format(
+                    ", ".join(f'"{k}"' for k in unexpected_keys)))
+            if missing_keys:
+                error_msgs.insert(0, "Missing key(s) in state_dict: {}. ".format(
+                    ", ".join(f'"{k}"' for k in missing_keys)))
+        if error_msgs:
+            raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(
+                self.__class__.__name__, "\n\t".join(error_msgs)))
+        return _IncompatibleKeys(missing_keys, unexpected_keys)
+
+    # -- printing ---------------------------------------------------------------------------------------
+    def _get_name(self):
+        return self.__class__.__name__
+
+    def extra_repr(self):
+        return ""
+
+    def __repr__(self):
+        extra_lines = []
+        extra_repr = self.extra_repr()
+        if extra_repr:
+            extra_lines = extra_repr.split("\n")
+        child_lines = []
+        for key, module in self._modules.items():
+            mod_str = _addindent(repr(module), 2)
+            child_lines.append("(" + key + "): " + mod_str)
+        lines = extra_lines + child_lines
+        main_str = self._get_name() + "("
+        if lines:
+            if len(extra_lines) == 1 and not child_lines:
+                main_str += extra_lines[0]
+            else:
+                main_str += "\n  " + "\n  ".join(lines) + "\n"
+        main_str += ")"
+        return main_str
+
+
+def _set_data(t, new):
+    """Point t at new's storage (Module._apply): torch's `param.data = fn(param)`."""
+    data = new._data if isinstance(new, Tensor) else np.asarray(new)
+    if data is not t._data:
+        t._data = data
+        t._slot = NOT_A_SLOT
+
+
+def _check_device(device):
+    name = str(getattr(device, "type", device))
+    if name != "cpu" and not name.startswith("cpu:"):
+        raise RuntimeError(f"tapegrad runs on the CPU only; device {device!r} is not available")
