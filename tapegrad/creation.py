@@ -134,19 +134,21 @@ def full_like(input, fill_value, dtype=None, device=None, requires_grad=False, m
 
 
 def rand(*size_args, size=None, generator=None, dtype=None, device=None, requires_grad=False):
-    return _finish(random.uniform(_shape(size_args if size is None else (size,)), generator).astype(_float(dtype)), None, requires_grad)
+    return _finish(random.uniform(_shape(size_args if size is None else (size,)), generator, _float(dtype)), None, requires_grad)
 
 
 def randn(*size_args, size=None, generator=None, dtype=None, device=None, requires_grad=False):
-    return _finish(random.normal(_shape(size_args if size is None else (size,)), generator).astype(_float(dtype)), None, requires_grad)
+    return _finish(random.normal(_shape(size_args if size is None else (size,)), generator, _float(dtype)), None, requires_grad)
 
 
 def randint(low, high=None, size=None, generator=None, dtype=None, device=None, requires_grad=False):
+    if size is None and isinstance(high, (tuple, list)):  # randint(high, size)
+        low, high, size = 0, low, high
     if high is None:
         low, high = 0, low
     if size is None:
         raise TypeError("randint() missing 1 required positional argument: 'size'")
-    data = random.integers(low, high, _shape((size,)), generator)
+    data = random.integers(low, high, _shape((size,)), generator, _dtype.to_numpy_dtype(dtype or _dtype.int64))
     return _finish(data.astype(_dtype.to_numpy_dtype(dtype or _dtype.int64)), None, requires_grad)
 
 

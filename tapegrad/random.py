@@ -1,40 +1,277 @@
-"""Random numbers: one generator per process (torch.manual_seed), and torch.Generator objects."""
+"""Random numbers that reproduce PyTorch's CPU generator bit for bit.
+
+torch's CPU generator is a 32-bit MT19937 seeded with ``init_genrand(seed & 0xffffffff)``; one draw is one
+32-bit output (``random()``), ``random64()`` is two draws, the first one the high word. The distributions
+below mirror ATen's CPU kernels (aten/src/ATen/native/cpu/DistributionTemplates.h, core/DistributionsHelper.h,
+core/TransformationHelper.h) and consume exactly the draws torch consumes, so any interleaving of calls
+stays in step with torch. The draws come from NumPy's ``MT19937.random_raw`` in blocks; the arithmetic is
+vectorised NumPy.
+
+Functions (``generator=None`` means the default generator; shapes are tuples of ints; arrays returned are
+fresh, C-contiguous NumPy arrays):
+
+    uniform(shape, generator=None, dtype=np.float32, low=0.0, high=1.0)   torch.rand / Tensor.uniform_(low, high)
+    normal(shape, generator=None, dtype=np.float32, mean=0.0, std=1.0)    torch.randn / Tensor.normal_(mean, std)
+    integers(low, high, shape, generator=None, dtype=np.int64) -> int64   torch.randint(low, high, shape)
+    permutation(n, generator=None) -> int64                               torch.randperm(n)
+    bernoulli(p, generator=None) -> 0/1 in p's dtype                      torch.bernoulli(p), p a float32/float64 array
+    bernoulli_scalar(shape, p, generator=None, dtype=np.float32)          Tensor.bernoulli_(p) with a float p
+    dropout_mask(shape, p, generator=None, dtype=np.float32)              the 0/1 keep-mask of F.dropout (CPU);
+        torch draws ``noise.bernoulli_(1 - p)`` of the input's shape (feature dropout: (N, C, 1, ..., 1)), then
+        returns ``input * (noise / (1 - p))`` computed in the input's dtype; p == 0, p == 1 or eval mode draw nothing.
+
+Where torch's result depends on the machine, this module follows what torch does on the machine it runs on:
+float32 ``normal`` with 16 or more elements is torch's AVX2 kernel (Cephes polynomials, with the FMAs GCC
+fuses) on x86-64 CPUs with AVX2 and FMA (AVX512 CPUs too: torch does not dispatch normal to AVX512), and the
+scalar kernel (libm ``logf``/``cosf``/``sinf``) elsewhere or under ``ATEN_CPU_CAPABILITY=default``.
+``bernoulli_(float p)`` (hence dropout) follows MKL's MCG31 stream on Intel x86-64 CPUs, as torch's MKL
+build does there, and torch's own kernel elsewhere.
+"""
+import ctypes
+import ctypes.util
+import math
+import operator
+import os
+import platform
+import secrets
+
 import numpy as np
+
+_DEFAULT_SEED = 67280421310721  # torch.Generator()'s seed
+_N = 624
+_STATE_BYTES = 5056  # sizeof(CPUGeneratorImplState)
+_MASK53 = np.uint64((1 << 53) - 1)
+_MASK24 = np.uint64((1 << 24) - 1)
+_TWO_PI = 2.0 * math.pi
+_f32 = np.float32
+
+
+# ---------------------------------------------------------------------------------------------- capability
+
+
+def _x86_has_avx2_fma():
+    try:
+        from numpy._core._multiarray_umath import __cpu_features__ as feats
+        return bool(feats.get("AVX2")) and bool(feats.get("FMA3"))
+    except ImportError:
+        try:
+            with open("/proc/cpuinfo") as f:
+                flags = next((line.split() for line in f if line.startswith("flags")), [])
+            return "avx2" in flags and "fma" in flags
+        except OSError:
+            return False
+
+
+def _capability():
+    machine = platform.machine().lower()
+    forced_default = os.environ.get("ATEN_CPU_CAPABILITY", "").lower() == "default"
+    if machine in ("x86_64", "amd64", "x86", "i386", "i686"):
+        if not forced_default and _x86_has_avx2_fma():
+            return "avx2", True
+        return "default", False   # x86 baseline: no FMA, so no contraction
+    return "default", True        # aarch64 etc.: FMA is baseline and compilers contract a * b + c
+
+
+def _intel_x86():
+    """torch (x86 builds link MKL) takes MKL's path for bernoulli_(float p) when CPU 0's vendor is Intel."""
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return False
+    try:
+        with open("/proc/cpuinfo") as f:
+            return any(line.startswith("vendor_id") and "GenuineIntel" in line for line in f)
+    except OSError:
+        return "intel" in platform.processor().lower()
+
+
+# Which float32 normal kernel torch runs, and whether its compiler fused a * b + c into an FMA.
+_KERNEL, _FUSED = _capability()
+_BERNOULLI_MKL = _intel_x86()
+
+
+# ---------------------------------------------------------------------------------------------- exact FMAs
+
+
+def _two_sum(a, b):
+    s = a + b
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
+
+
+def _fma32(a, b, c):
+    """float32 fma(a, b, c): a * b is exact in float64; a float64 sum that lands on a float32 midpoint
+    (the only case where rounding twice differs) is moved one float64 ulp towards the exact sum."""
+    p = np.multiply(a, b, dtype=np.float64)
+    s = p + np.asarray(c, np.float64)
+    s = np.asarray(s)
+    out = s.astype(_f32)
+    mid = (s.view(np.int64) & 0x1FFFFFFF) == 0x10000000
+    if mid.any():
+        _, err = _two_sum(p, np.asarray(c, np.float64) + np.zeros_like(s))
+        fix = mid & (err != 0)
+        out = np.where(fix, np.nextafter(s, s + err).astype(_f32), out)
+    return out
+
+
+def _fma64(a, b, c):
+    """float64 fma(a, b, c) (Boldo & Melquiond: exact product, then a sum rounded to odd)."""
+    a, b, c = np.broadcast_arrays(np.asarray(a, np.float64), np.asarray(b, np.float64), np.asarray(c, np.float64))
+    uh = a * b
+    t = 134217729.0 * a
+    ah = t - (t - a)
+    al = a - ah
+    t = 134217729.0 * b
+    bh = t - (t - b)
+    bl = b - bh
+    ul = ((ah * bh - uh) + ah * bl + al * bh) + al * bl
+    th, tl = _two_sum(c, uh)
+    v, e = _two_sum(tl, ul)
+    v = np.where((e != 0) & ((v.view(np.int64) & 1) == 0), np.nextafter(v, v + e), v)
+    return th + v
+
+
+def _fma(a, b, c, dtype):
+    """fma(a, b, c) in dtype (float32 or float64) for an array a and scalars b, c."""
+    if c == 0 or b == 1:   # the unfused result is the fused one
+        return np.asarray(a * dtype.type(b) + dtype.type(c), dtype)
+    return _fma32(a, _f32(b), _f32(c)) if dtype == np.float32 else _fma64(a, b, c)
+
+
+def _madd(a, b, c, dtype):
+    """a * b + c as torch's compiled code computes it (fused where the compiler fuses)."""
+    if _FUSED:
+        return _fma(a, b, c, dtype)
+    return np.asarray(a * dtype.type(b) + dtype.type(c), dtype)
+
+
+# ---------------------------------------------------------------------------------------------- generator
+
+
+def _seed_value(seed):
+    seed = operator.index(seed)
+    if not -(1 << 63) <= seed < (1 << 64):
+        raise ValueError("Overflow when unpacking long long")
+    return seed & ((1 << 64) - 1)
+
+
+def _init_genrand(seed):
+    key = [seed & 0xFFFFFFFF]
+    for i in range(1, _N):
+        prev = key[-1]
+        key.append((1812433253 * (prev ^ (prev >> 30)) + i) & 0xFFFFFFFF)
+    return np.array(key, np.uint32)
 
 
 class Generator:
+    """torch.Generator for the CPU: manual_seed, seed, initial_seed, get_state, set_state."""
+
     def __init__(self, device="cpu"):
-        self._rng = np.random.default_rng()
+        if str(device) != "cpu":
+            raise RuntimeError(f"tapegrad has only the CPU generator, got device {device!r}")
+        self.device = "cpu"
+        self._bits = np.random.MT19937()
+        self._reseed(_DEFAULT_SEED)
+
+    def _reseed(self, seed):
+        self._seed = seed
+        self._set_key(_init_genrand(seed), _N)
+        self._next_normal = None        # torch's next_double_normal_sample (Box-Muller's second value)
+        self._next_float_normal = None  # torch's next_float_normal_sample (kept only for get/set_state)
+        self._fresh = True
+
+    def _set_key(self, key, pos):
+        self._bits.state = {"bit_generator": "MT19937", "state": {"key": key, "pos": pos}}
 
     def manual_seed(self, seed):
-        self._rng = np.random.default_rng(int(seed))
-        self._seed = int(seed)
+        self._reseed(_seed_value(seed))
         return self
 
     def seed(self):
-        s = int(np.random.SeedSequence().entropy % (2 ** 63))
-        self.manual_seed(s)
+        s = secrets.randbits(64)
+        self._reseed(s)
         return s
 
     def initial_seed(self):
-        return getattr(self, "_seed", 0)
+        return self._seed
 
     def get_state(self):
+        """A 5056-byte uint8 tensor laid out as torch's CPUGeneratorImplState (padding zeroed)."""
         from .tensor import _new
-        import json
-        state = json.dumps(self._rng.bit_generator.state).encode()
-        return _new(np.frombuffer(state, np.uint8).copy())
+        st = self._bits.state["state"]
+        pos = int(st["pos"])
+        buf = np.zeros(_STATE_BYTES, np.uint8)
+        buf[0:8] = np.frombuffer(np.uint64(self._seed).tobytes(), np.uint8)
+        buf[8:16] = np.frombuffer(np.array([_N + 1 - pos, 1], np.int32).tobytes(), np.uint8)
+        nxt = 0 if (pos == _N and self._fresh) else pos
+        buf[16:24] = np.frombuffer(np.uint64(nxt).tobytes(), np.uint8)
+        buf[24:24 + 8 * _N] = np.frombuffer(st["key"].astype(np.uint64).tobytes(), np.uint8)
+        if self._next_normal is not None:
+            buf[5024:5032] = np.frombuffer(np.float64(self._next_normal).tobytes(), np.uint8)
+            buf[5040:5044] = np.frombuffer(np.int32(1).tobytes(), np.uint8)
+        if self._next_float_normal is not None:
+            buf[5048:5052] = np.frombuffer(_f32(self._next_float_normal).tobytes(), np.uint8)
+            buf[5052] = 1
+        return _new(buf)
 
-    def set_state(self, state):
-        import json
-        self._rng.bit_generator.state = json.loads(bytes(state._data.tolist()).decode())
+    def set_state(self, new_state):
+        data = getattr(new_state, "_data", None)
+        if data is None or data.dtype != np.uint8:
+            raise TypeError("RNG state must be a torch.ByteTensor")
+        if data.size != _STATE_BYTES:
+            raise RuntimeError(f"Expected a CPUGeneratorImplState of size {_STATE_BYTES} but found the input "
+                               f"RNG state size to be {data.size}")
+        raw = np.ascontiguousarray(data).reshape(-1).tobytes()
+        seed = int(np.frombuffer(raw, np.uint64, 1, 0)[0])
+        left, seeded = (int(v) for v in np.frombuffer(raw, np.int32, 2, 8))
+        nxt = int(np.frombuffer(raw, np.uint64, 1, 16)[0])
+        if not (seeded and 0 < left <= _N and nxt <= _N):
+            raise RuntimeError("Invalid mt19937 state")
+        key = np.frombuffer(raw, np.uint64, _N, 24).astype(np.uint32)  # torch keeps the low 32 bits too
+        self._seed = seed
+        self._set_key(key, _N + 1 - left)
+        self._fresh = left == 1 and nxt == 0
+        valid = int(np.frombuffer(raw, np.int32, 1, 5040)[0])
+        self._next_normal = float(np.frombuffer(raw, np.float64, 1, 5024)[0]) if valid else None
+        self._next_float_normal = float(np.frombuffer(raw, np.float32, 1, 5048)[0]) if raw[5052] else None
+        return self
+
+    # -- draws
+
+    def _u32(self, n):
+        """n raw 32-bit draws (torch's random()), as uint64."""
+        if n:
+            self._fresh = False
+        return self._bits.random_raw(n)
+
+    def _u24(self, n):
+        """n float32 uniforms in [0, 1): 24 low bits of one draw each."""
+        return (self._u32(n) & _MASK24).astype(_f32) * _f32(2.0 ** -24)
+
+    def _u64(self, n):
+        """n random64() values: two draws each, the first the high word."""
+        r = self._u32(2 * n).reshape(n, 2)
+        return (r[:, 0] << np.uint64(32)) | r[:, 1]
+
+    def _u53(self, n):
+        """n float64 uniforms in [0, 1): 53 low bits of random64()."""
+        return (self._u64(n) & _MASK53).astype(np.float64) * 2.0 ** -53
+
+    def _normal_double(self):
+        """One at::normal_distribution<double> sample before its mean/std transform (Box-Muller with cache)."""
+        if self._next_normal is not None:
+            v, self._next_normal = self._next_normal, None
+            return v
+        u1, u2 = self._u53(2).tolist()
+        r = math.sqrt(-2.0 * math.log1p(-u2))
+        theta = _TWO_PI * u1
+        self._next_normal = r * math.sin(theta)
+        return r * math.cos(theta)
 
 
-default_generator = Generator().manual_seed(0)
+default_generator = Generator().manual_seed(secrets.randbits(64))  # torch seeds its default from the OS
 
 
 def manual_seed(seed):
-    default_generator.manual_seed(seed)
+    default_generator.manual_seed(_seed_value(int(seed)))
     return default_generator
 
 
@@ -46,21 +283,327 @@ def initial_seed():
     return default_generator.initial_seed()
 
 
-def _rng(generator):
-    return (generator or default_generator)._rng
+def get_rng_state():
+    return default_generator.get_state()
 
 
-def uniform(shape, generator=None):
-    return _rng(generator).random(shape)
+def set_rng_state(new_state):
+    default_generator.set_state(new_state)
 
 
-def normal(shape, generator=None):
-    return _rng(generator).standard_normal(shape)
+def _gen(generator):
+    return default_generator if generator is None else generator
 
 
-def integers(low, high, shape, generator=None):
-    return _rng(generator).integers(low, high, shape)
+def _numel(shape):
+    return int(np.prod(shape, dtype=np.int64))
+
+
+def _g(x):
+    """A double as C++'s ostream prints it (torch's messages)."""
+    return f"{x:g}"
+
+
+# ---------------------------------------------------------------------------------------------- uniform
+
+
+def uniform(shape, generator=None, dtype=np.float32, low=0.0, high=1.0):
+    """torch.rand(shape) / torch.empty(shape).uniform_(low, high): one draw per float32 or float16 element
+    (24 bits), two per float64 element (53 bits); x * (high - low) + low."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        limit = float(np.finfo(dtype).max)
+        name = {2: "c10::Half", 4: "float", 8: "double"}[dtype.itemsize]
+        for what, v in (("from", low), ("to", high)):
+            if not -limit <= v <= limit:
+                raise RuntimeError(f"{what} is out of bounds for {name}")
+    if low > high:
+        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={_g(low)} > to={_g(high)}")
+    if dtype.kind == "f" and high - low > limit:
+        name = {2: "Half", 4: "Float", 8: "Double"}[dtype.itemsize]
+        raise RuntimeError(f"uniform_ expects to-from <= std::numeric_limits<{name}>::max(), but found "
+                           f"to={_g(high)} and from={_g(low)} which result in to-from to exceed the limit")
+    gen = _gen(generator)
+    n = _numel(shape)
+    if dtype == np.float64:
+        out = _madd(gen._u53(n), high - low, low, dtype)
+    elif dtype in (np.float32, np.float16):   # float16 is computed in float32, then rounded
+        lo, hi = _f32(low), _f32(high)
+        out = _madd(gen._u24(n), hi - lo, lo, np.dtype(_f32)).astype(dtype)
+    else:
+        raise TypeError(f"uniform: unsupported dtype {dtype}")
+    # torch keeps [from, to): a value that rounded up to `to` (in the tensor's dtype) becomes `from`.
+    out = np.where(out >= dtype.type(high), dtype.type(low), out)
+    return np.ascontiguousarray(out, dtype).reshape(shape)
+
+
+# ---------------------------------------------------------------------------------------------- normal
+
+
+def normal(shape, generator=None, dtype=np.float32, mean=0.0, std=1.0):
+    """torch.randn(shape) / torch.empty(shape).normal_(mean, std)."""
+    dtype = np.dtype(dtype)
+    if not std >= 0.0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {_g(std)}")
+    gen = _gen(generator)
+    n = _numel(shape)
+    if n < 16:
+        # cpu_serial_kernel over at::normal_distribution<double>: one Box-Muller pair every second element
+        # (the cached value carries over between calls), then a cast to the tensor's dtype.
+        vals = np.array([gen._normal_double() for _ in range(n)], np.float64)
+        out = _madd(vals, std, mean, np.dtype(np.float64)).astype(dtype)
+    elif dtype == np.float64:
+        out = _normal_fill(gen, n, np.float64, lambda d: _box_muller16_f64(d, mean, std))
+    elif dtype == np.float32:
+        fill = _box_muller16_avx2 if _KERNEL == "avx2" else _box_muller16_f32
+        out = _normal_fill(gen, n, _f32, lambda d: fill(d, _f32(mean), _f32(std)))
+    elif dtype == np.float16:
+        # torch 2.13 draws ceil(n / 16) * 16 uniforms, transforms them in float32, and keeps all but the
+        # elements just before the last 16.
+        fill = _box_muller16_avx2 if _KERNEL == "avx2" else _box_muller16_f32
+        padded = fill(gen._u24(-(-n // 16) * 16).reshape(-1, 16), _f32(mean), _f32(std)).reshape(-1)
+        out = np.concatenate([padded[:n - 16], padded[-16:]]).astype(np.float16)
+    else:
+        raise TypeError(f"normal: unsupported dtype {dtype}")
+    return np.ascontiguousarray(out, dtype).reshape(shape)
+
+
+def _normal_fill(gen, n, dtype, box_muller16):
+    """normal_fill: n uniforms, transformed 16 at a time (8 pairs: j and j + 8); when n % 16 != 0 the last
+    16 elements are redrawn and transformed again."""
+    draw = gen._u53 if dtype == np.float64 else gen._u24
+    data = draw(n)
+    full = n // 16 * 16
+    out = np.empty(n, dtype)
+    out[:full] = box_muller16(data[:full].reshape(-1, 16)).reshape(-1)
+    if n % 16:
+        out[n - 16:] = box_muller16(draw(16).reshape(1, 16)).reshape(-1)
+    return out
+
+
+def _libm_map(fn, x):
+    flat = x.reshape(-1)
+    return np.fromiter(map(fn, flat.tolist()), x.dtype, flat.size).reshape(x.shape)
+
+
+def _box_muller16_f64(d, mean, std):
+    """normal_fill_16<double>: libm log/cos/sin (Python's math module calls the same libm); torch 2.13's
+    normal_fill applies mean and std with an FMA on every CPU."""
+    u1 = 1.0 - d[:, :8]
+    radius = np.sqrt(-2.0 * _libm_map(math.log, u1))
+    theta = _TWO_PI * d[:, 8:]
+    out = np.empty_like(d)
+    out[:, :8] = _fma(radius * _libm_map(math.cos, theta), std, mean, np.dtype(np.float64))
+    out[:, 8:] = _fma(radius * _libm_map(math.sin, theta), std, mean, np.dtype(np.float64))
+    return out
+
+
+_LIBM32 = None
+
+
+def _libm32():
+    """libm's logf, cosf, sinf (torch's scalar float kernel calls them); NumPy's where libm cannot be loaded."""
+    global _LIBM32
+    if _LIBM32 is None:
+        try:
+            libm = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
+            fns = []
+            for name in ("logf", "cosf", "sinf"):
+                fn = getattr(libm, name)
+                fn.restype, fn.argtypes = ctypes.c_float, [ctypes.c_float]
+                fns.append(lambda x, fn=fn: _libm_map(fn, x))
+            _LIBM32 = tuple(fns)
+        except (OSError, AttributeError):
+            _LIBM32 = (np.log, np.cos, np.sin)
+    return _LIBM32
+
+
+def _box_muller16_f32(d, mean, std):
+    """normal_fill_16<float> (torch's scalar kernel)."""
+    logf, cosf, sinf = _libm32()
+    radius = np.sqrt(_f32(-2) * logf(_f32(1) - d[:, :8]))
+    theta = (_TWO_PI * d[:, 8:].astype(np.float64)).astype(_f32)
+    out = np.empty_like(d)
+    out[:, :8] = _fma(radius * cosf(theta), std, mean, np.dtype(_f32))
+    out[:, 8:] = _fma(radius * sinf(theta), std, mean, np.dtype(_f32))
+    return out
+
+
+# torch's AVX2 kernel: avx_mathfun.h's log256_ps and sincos256_ps (Cephes), as GCC compiles them with FMA
+# contraction: a product whose only use is an addition becomes an FMA, the first such product in program order.
+_LOG_P = [_f32(v) for v in (7.0376836292E-2, -1.1514610310E-1, 1.1676998740E-1, -1.2420140846E-1,
+                            1.4249322787E-1, -1.6668057665E-1, 2.0000714765E-1, -2.4999993993E-1,
+                            3.3333331174E-1)]
+_LOG_Q1, _LOG_Q2 = _f32(-2.12194440e-4), _f32(0.693359375)
+_SQRTHF = _f32(0.707106781186547524)
+_DP = [_f32(-0.78515625), _f32(-2.4187564849853515625e-4), _f32(-3.77489497744594108e-8)]
+_SINCOF = [_f32(-1.9515295891E-4), _f32(8.3321608736E-3), _f32(-1.6666654611E-1)]
+_COSCOF = [_f32(2.443315711809948E-005), _f32(-1.388731625493765E-003), _f32(4.166664568298827E-002)]
+_FOPI = _f32(1.27323954473516)
+_HALF, _ONE = _f32(0.5), _f32(1.0)
+
+
+def _log256(x):
+    bits = np.maximum(x, _f32(1.1754943508222875e-38)).view(np.int32)
+    e = ((bits >> 23) - 127).astype(_f32) + _ONE
+    x = ((bits & ~0x7F800000) | 0x3F000000).view(_f32)      # mantissa in [0.5, 1)
+    small = x < _SQRTHF
+    tmp = np.where(small, x, _f32(0))
+    x = x - _ONE
+    e = e - np.where(small, _ONE, _f32(0))
+    x = x + tmp
+    z = x * x
+    y = np.full_like(x, _LOG_P[0])
+    for p in _LOG_P[1:]:
+        y = _fma32(y, x, p)
+    y = y * x
+    y = _fma32(y, z, e * _LOG_Q1)
+    y = _fma32(-z, _HALF, y)
+    x = x + y
+    return _fma32(e, _LOG_Q2, x)
+
+
+def _sincos256(x):
+    sign_sin = x.view(np.int32) & np.int32(-0x80000000)
+    x = np.abs(x)
+    j = (x * _FOPI).astype(np.int32)         # truncation, as cvttps
+    j = (j + 1) & ~1
+    y = j.astype(_f32)
+    sign_sin = sign_sin ^ ((j & 4) << 29)
+    sign_cos = (~(j - 2) & 4) << 29
+    use_sin_poly = (j & 2) == 0
+    for dp in _DP:
+        x = _fma32(y, dp, x)
+    z = x * x
+    yc = _fma32(np.full_like(x, _COSCOF[0]), z, _COSCOF[1])
+    yc = _fma32(yc, z, _COSCOF[2])
+    yc = yc * z
+    yc = _fma32(yc, z, -(z * _HALF))
+    yc = yc + _ONE
+    ys = _fma32(np.full_like(x, _SINCOF[0]), z, _SINCOF[1])
+    ys = _fma32(ys, z, _SINCOF[2])
+    ys = ys * z
+    ys = _fma32(ys, x, x)
+    s = np.where(use_sin_poly, ys, yc)
+    c = np.where(use_sin_poly, yc, ys)
+    return (s.view(np.int32) ^ sign_sin).view(_f32), (c.view(np.int32) ^ sign_cos).view(_f32)
+
+
+def _box_muller16_avx2(d, mean, std):
+    """normal_fill_16_AVX2."""
+    radius = np.sqrt(_f32(-2) * _log256(_ONE - d[:, :8]))
+    s, c = _sincos256(_f32(2.0 * math.pi) * d[:, 8:])
+    out = np.empty_like(d)
+    out[:, :8] = _fma(radius * c, std, mean, np.dtype(_f32))
+    out[:, 8:] = _fma(radius * s, std, mean, np.dtype(_f32))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- integers
+
+
+def integers(low, high, shape, generator=None, dtype=np.int64):
+    """torch.randint(low, high, shape): random() % (high - low) + low, or random64() when the range is
+    2**32 or more (int64 and floating dtypes). No rejection: torch keeps the modulo bias."""
+    low, high = int(low), int(high)
+    if low >= high:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":   # torch's update_from / update_to: low + 1 and high - 1 must survive a cast to dtype
+        digits = np.finfo(dtype).nmant + 1
+        low_plus_1 = int(np.array(low + 1, np.int64).astype(dtype))
+        if low_plus_1 < low:
+            low = low_plus_1 + (1 << (abs(low + 1).bit_length() - 1 - digits + 1))
+        high_minus_1 = int(np.array(high - 1, np.int64).astype(dtype))
+        if high_minus_1 >= high:
+            high = high_minus_1 - (1 << (abs(high - 1).bit_length() - 1 - digits + 1))
+        if low >= high:
+            raise RuntimeError(f"random_ expects 'from' casted to dtype to be less than 'to' casted to dtype, "
+                               f"but got from={low} >= to={high}")
+    gen = _gen(generator)
+    n = _numel(shape)
+    span = high - low
+    wide = span >= 1 << 32 and dtype in (np.int64, np.float32, np.float64)
+    raw = gen._u64(n) if wide else gen._u32(n)
+    return ((raw % np.uint64(span)).astype(np.int64) + np.int64(low)).reshape(shape)
 
 
 def permutation(n, generator=None):
-    return _rng(generator).permutation(n)
+    """torch.randperm(n): Fisher-Yates from the front, swapping i with i + random() % (n - i)."""
+    n = int(n)
+    if n < 0:
+        raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
+    if n >= (1 << 32) // 20:
+        raise NotImplementedError("randperm: n >= 2**32 / 20 (torch's random64 branch) is not supported")
+    gen = _gen(generator)
+    if n < 2:
+        return np.arange(n, dtype=np.int64)
+    offsets = (gen._u32(n - 1) % np.arange(n, 1, -1, dtype=np.uint64)).tolist()
+    perm = list(range(n))
+    for i, z in enumerate(offsets):
+        j = i + z
+        perm[i], perm[j] = perm[j], perm[i]
+    return np.array(perm, np.int64)
+
+
+# ---------------------------------------------------------------------------------------------- bernoulli
+
+
+def bernoulli(p, generator=None):
+    """torch.bernoulli(p) for a float32 or float64 array p: u < p with one float32 draw (24 bits) per element
+    for float32 p, one float64 draw (53 bits) for float64 p. Returns 0/1 in p's dtype."""
+    p = np.ascontiguousarray(p)
+    if p.dtype not in (np.float32, np.float64):
+        raise TypeError(f"bernoulli: p must be float32 or float64, got {p.dtype}")
+    if p.size and not ((p >= 0).all() and (p <= 1).all()):
+        raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.  (Could this error "
+                           "message be improved?  If so, please report an enhancement request to PyTorch.)")
+    gen = _gen(generator)
+    u = gen._u53(p.size) if p.dtype == np.float64 else gen._u24(p.size)
+    return (u.reshape(p.shape) < p).astype(p.dtype)
+
+
+def bernoulli_scalar(shape, p, generator=None, dtype=np.float32, mkl=None):
+    """torch.empty(shape, dtype=dtype).bernoulli_(p) for a float p. Without MKL (AMD CPUs, non-x86): one
+    float64 draw per element, u < p. On Intel CPUs torch seeds MKL's MCG31 stream with one draw and
+    takes MKL's Bernoulli ICDF: float32(x / (2**31 - 1)) < float32(p). `mkl` overrides the CPU check."""
+    if not 0 <= p <= 1:
+        raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={_g(p)}")
+    gen = _gen(generator)
+    n = _numel(shape)
+    if _BERNOULLI_MKL if mkl is None else mkl:
+        u = (_mcg31(int(gen._u32(1)[0]), n) * (1.0 / _MCG31_M)).astype(_f32)
+        return (u < _f32(p)).astype(dtype).reshape(shape)
+    return (gen._u53(n) < p).astype(dtype).reshape(shape)
+
+
+_MCG31_M, _MCG31_A = 2 ** 31 - 1, 1132489760
+_MCG31_BLOCK = 4096
+_MCG31_POWERS = None
+
+
+def _mcg31(seed, n):
+    """MKL's VSL_BRNG_MCG31 stream: x0 = seed mod (2**31 - 1) (1 if that is 0), x(k+1) = a * x(k) mod m,
+    returned as float64 x0, x1, ... (MKL's first output is x0 itself)."""
+    global _MCG31_POWERS
+    if _MCG31_POWERS is None:
+        powers = [1]
+        for _ in range(_MCG31_BLOCK):
+            powers.append(powers[-1] * _MCG31_A % _MCG31_M)
+        _MCG31_POWERS = np.array(powers[:-1], np.uint64), powers[-1]
+    within, jump = _MCG31_POWERS
+    starts = [seed % _MCG31_M or 1]
+    for _ in range(-(-n // _MCG31_BLOCK) - 1):
+        starts.append(starts[-1] * jump % _MCG31_M)
+    x = (np.array(starts, np.uint64)[:, None] * within[None, :]) % np.uint64(_MCG31_M)
+    return x.reshape(-1)[:n].astype(np.float64)
+
+
+def dropout_mask(shape, p, generator=None, dtype=np.float32, mkl=None):
+    """The keep-mask (0/1 in dtype) torch's CPU dropout draws: bernoulli_(1 - p) over shape; nothing is drawn
+    for p == 0 (all ones) or p == 1 (all zeros)."""
+    if p == 0:
+        return np.ones(shape, dtype)
+    if p == 1:
+        return np.zeros(shape, dtype)
+    return bernoulli_scalar(shape, 1 - p, generator, dtype, mkl)

@@ -1,0 +1,391 @@
+"""tapegrad's random numbers against torch's CPU generator, bit for bit.
+
+Both libraries are seeded alike and must then produce identical bits (float compare on the raw bytes, so
+-0.0 vs 0.0 counts as a difference) and leave their generators in identical states (compared through the
+5056-byte get_state()).
+"""
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import tapegrad
+from tapegrad import random as R
+
+REPO = Path(__file__).resolve().parents[1]
+SEEDS = [0, 1, 42, 2 ** 32 + 7, 2 ** 63 + 5, -1]
+SIZES = [(), (1,), (2,), (15,), (16,), (17,), (33,), (1000,), (3, 5, 7), (0,), (4, 0)]
+DTYPES = [(torch.float32, tapegrad.float32), (torch.float64, tapegrad.float64), (torch.float16, tapegrad.float16)]
+
+
+def arr(t):
+    return np.asarray(t.detach().numpy())
+
+
+def assert_same_bits(got, want):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, got.dtype, want.shape, want.dtype)
+    if got.dtype.kind == "f":
+        got, want = got.reshape(-1).view(f"u{got.itemsize}"), want.reshape(-1).view(f"u{want.itemsize}")
+    bad = np.flatnonzero(got != want)
+    assert bad.size == 0, f"{bad.size} of {got.size} differ, first at {bad[:5]}"
+
+
+def assert_same_state(tg_gen=None, torch_gen=None):
+    tg_state = (tg_gen or R.default_generator).get_state()
+    torch_state = (torch_gen or torch.default_generator).get_state()
+    assert_same_bits(arr(tg_state), arr(torch_state))
+
+
+def seed_both(seed):
+    torch.manual_seed(seed)
+    tapegrad.manual_seed(seed)
+
+
+# ------------------------------------------------------------------------------ rand / randn
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("dtypes", DTYPES, ids=["float32", "float64", "float16"])
+@pytest.mark.parametrize("fn", ["rand", "randn"])
+def test_rand_randn_match_torch(fn, dtypes, size, seed):
+    seed_both(seed)
+    want = getattr(torch, fn)(size, dtype=dtypes[0])
+    got = getattr(tapegrad, fn)(size, dtype=dtypes[1])
+    assert_same_bits(arr(got), arr(want))
+    assert_same_state()
+
+
+def test_randn_default_dtype_and_size_keyword():
+    seed_both(3)
+    assert_same_bits(arr(tapegrad.randn(size=(4, 5))), arr(torch.randn(size=(4, 5))))
+    assert_same_bits(arr(tapegrad.rand((2, 9))), arr(torch.rand((2, 9))))
+    assert_same_bits(arr(tapegrad.randn([20])), arr(torch.randn([20])))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_call_sequence_matches_torch(seed):
+    seed_both(seed)
+    steps = [
+        ("randn", (3,), "float32"), ("rand", (20,), "float32"), ("randn", (5, 3), "float32"),
+        ("randn", (1,), "float64"), ("randn", (17,), "float64"), ("randn", (), "float32"),
+        ("rand", (3,), "float64"), ("randn", (7,), "float32"), ("randn", (64,), "float32"),
+        ("randn", (2,), "float64"), ("rand", (1,), "float16"), ("randn", (31,), "float16"),
+    ]
+    for fn, size, dt in steps:
+        want = getattr(torch, fn)(size, dtype=getattr(torch, dt))
+        got = getattr(tapegrad, fn)(size, dtype=getattr(tapegrad, dt))
+        assert_same_bits(arr(got), arr(want))
+        assert_same_state()
+    assert_same_bits(arr(tapegrad.randint(-3, 11, (9,))), arr(torch.randint(-3, 11, (9,))))
+    assert_same_bits(arr(tapegrad.randperm(50)), arr(torch.randperm(50)))
+    assert_same_bits(arr(tapegrad.randn(5)), arr(torch.randn(5)))
+    assert_same_state()
+
+
+def test_box_muller_cache_carries_over_between_calls():
+    seed_both(11)
+    # An odd count leaves the second value of the last pair cached; the 16+ path neither reads nor clears it.
+    for size in [(1,), (16,), (1,), (3,), (40,), (2,), (1,)]:
+        for dt in ("float32", "float64"):
+            assert_same_bits(arr(tapegrad.randn(size, dtype=getattr(tapegrad, dt))),
+                             arr(torch.randn(size, dtype=getattr(torch, dt))))
+    assert_same_state()
+
+
+def test_like_constructors():
+    seed_both(5)
+    x_tg, x_t = tapegrad.zeros(4, 6, dtype=tapegrad.float64), torch.zeros(4, 6, dtype=torch.float64)
+    assert_same_bits(arr(tapegrad.randn_like(x_tg)), arr(torch.randn_like(x_t)))
+    assert_same_bits(arr(tapegrad.rand_like(x_tg)), arr(torch.rand_like(x_t)))
+
+
+# ------------------------------------------------------------------------------ generators
+
+
+@pytest.mark.parametrize("seed", [0, 7, 2 ** 40 + 1])
+def test_generator_objects_are_independent_of_the_default(seed):
+    seed_both(123)
+    g_tg, g_t = tapegrad.Generator().manual_seed(seed), torch.Generator().manual_seed(seed)
+    for size in [(3,), (20,), (5, 3)]:
+        assert_same_bits(arr(tapegrad.randn(*size, generator=g_tg)), arr(torch.randn(*size, generator=g_t)))
+        assert_same_bits(arr(tapegrad.rand(*size)), arr(torch.rand(*size)))
+        assert_same_bits(arr(tapegrad.rand(*size, generator=g_tg, dtype=tapegrad.float64)),
+                         arr(torch.rand(*size, generator=g_t, dtype=torch.float64)))
+    assert_same_bits(arr(tapegrad.randint(0, 100, (12,), generator=g_tg)),
+                     arr(torch.randint(0, 100, (12,), generator=g_t)))
+    assert_same_bits(arr(tapegrad.randperm(30, generator=g_tg)), arr(torch.randperm(30, generator=g_t)))
+    assert_same_state(g_tg, g_t)
+    assert_same_state()
+    assert g_tg.initial_seed() == g_t.initial_seed()
+
+
+def test_unseeded_generator_uses_torchs_default_seed():
+    g_tg, g_t = tapegrad.Generator(), torch.Generator()
+    assert g_tg.initial_seed() == g_t.initial_seed() == 67280421310721
+    assert_same_bits(arr(tapegrad.randn(20, generator=g_tg)), arr(torch.randn(20, generator=g_t)))
+    assert_same_state(g_tg, g_t)
+
+
+@pytest.mark.parametrize("seed", [-1, -2 ** 63, 2 ** 64 - 1, 2 ** 32, 12345])
+def test_seed_values_wrap_like_torch(seed):
+    assert tapegrad.manual_seed(seed) is R.default_generator
+    torch.manual_seed(seed)
+    assert tapegrad.initial_seed() == torch.initial_seed()
+    assert_same_bits(arr(tapegrad.rand(5)), arr(torch.rand(5)))
+
+
+@pytest.mark.parametrize("seed", [2 ** 64, -2 ** 63 - 1])
+def test_seed_out_of_range_raises_like_torch(seed):
+    with pytest.raises(ValueError) as want:
+        torch.manual_seed(seed)
+    with pytest.raises(ValueError) as got:
+        tapegrad.manual_seed(seed)
+    assert str(got.value) == str(want.value)
+
+
+def test_seed_picks_a_fresh_seed():
+    s = tapegrad.seed()
+    assert tapegrad.initial_seed() == s and 0 <= s < 2 ** 64
+    g = tapegrad.Generator()
+    assert g.seed() == g.initial_seed()
+    torch_gen = torch.Generator().manual_seed(s)
+    tapegrad.manual_seed(s)
+    assert_same_bits(arr(tapegrad.rand(4)), arr(torch.rand(4, generator=torch_gen)))
+
+
+def test_state_round_trips_between_libraries():
+    seed_both(9)
+    tapegrad.randn(3)
+    torch.randn(3)
+    assert_same_state()
+    saved = R.get_rng_state()
+    first = arr(tapegrad.randn(25, dtype=tapegrad.float64))
+    R.set_rng_state(saved)
+    assert_same_bits(arr(tapegrad.randn(25, dtype=tapegrad.float64)), first)
+
+    # torch's state (with a cached normal) loaded into tapegrad, and tapegrad's into torch
+    torch.randn(5)
+    g_tg = tapegrad.Generator().set_state(tapegrad.tensor(arr(torch.get_rng_state())))
+    want = arr(torch.randn(7))
+    assert_same_bits(arr(tapegrad.randn(7, generator=g_tg)), want)
+    torch_gen = torch.Generator()
+    torch_gen.set_state(torch.from_numpy(arr(g_tg.get_state()).copy()))
+    assert_same_bits(arr(torch.rand(700, generator=torch_gen)), arr(tapegrad.rand(700, generator=g_tg)))
+
+
+def test_state_after_block_boundaries():
+    seed_both(21)
+    for n in (621, 3, 1, 624, 1248, 2):
+        tapegrad.rand(n)
+        torch.rand(n)
+        assert_same_state()
+
+
+def test_set_state_errors_like_torch():
+    g = tapegrad.Generator()
+    with pytest.raises(RuntimeError, match="Expected a CPUGeneratorImplState of size 5056 but found the input "
+                                           "RNG state size to be 10"):
+        g.set_state(tapegrad.tensor(np.zeros(10, np.uint8)))
+    with pytest.raises(TypeError, match="RNG state must be a torch.ByteTensor"):
+        g.set_state(tapegrad.zeros(5056))
+    with pytest.raises(RuntimeError, match="Invalid mt19937 state"):
+        g.set_state(tapegrad.tensor(np.zeros(5056, np.uint8)))
+    with pytest.raises(RuntimeError, match="Invalid mt19937 state"):
+        torch.Generator().set_state(torch.zeros(5056, dtype=torch.uint8))
+
+
+# ------------------------------------------------------------------------------ uniform_ / normal_ (nn.init)
+
+
+@pytest.mark.parametrize("dtypes", DTYPES, ids=["float32", "float64", "float16"])
+@pytest.mark.parametrize("bounds", [(-0.3, 0.3), (1.7, 3.9), (-2.2, 1.3), (0.1, 0.1000001), (1e8, 1e8 + 8), (2.0, 2.0)])
+@pytest.mark.parametrize("n", [5, 16, 1000])
+def test_uniform_bounds_match_uniform_(n, bounds, dtypes):
+    seed_both(7)
+    np_dtype = arr(torch.empty(0, dtype=dtypes[0])).dtype
+    try:
+        want = torch.empty(n, dtype=dtypes[0]).uniform_(*bounds)
+    except RuntimeError as e:   # 1e8 is out of float16's range
+        with pytest.raises(RuntimeError) as got:
+            R.uniform((n,), None, np_dtype, *bounds)
+        assert str(got.value) == str(e).split("\n")[0]
+        return
+    assert_same_bits(R.uniform((n,), None, np_dtype, *bounds), arr(want))
+    assert_same_state()
+
+
+@pytest.mark.parametrize("dtypes", DTYPES, ids=["float32", "float64", "float16"])
+@pytest.mark.parametrize("params", [(0.0, 1.0), (0.3, 2.7), (-5.0, 0.02), (0.0, 0.02), (1.5, 0.0)])
+@pytest.mark.parametrize("n", [1, 5, 16, 17, 1000])
+def test_normal_mean_std_match_normal_(n, params, dtypes):
+    seed_both(13)
+    want = torch.empty(n, dtype=dtypes[0]).normal_(*params)
+    got = R.normal((n,), None, arr(want).dtype, *params)
+    assert_same_bits(got, arr(want))
+    assert_same_state()
+
+
+def test_uniform_and_normal_argument_errors_match_torch():
+    with pytest.raises(RuntimeError, match=r"uniform_ expects to return a \[from, to\) range, but found from=2 > to=1"):
+        R.uniform((3,), None, np.float32, 2.0, 1.0)
+    with pytest.raises(RuntimeError, match="normal expects std >= 0.0, but found std -1"):
+        R.normal((3,), None, np.float32, 0.0, -1.0)
+    with pytest.raises(RuntimeError, match="uniform_ expects to return"):
+        torch.empty(3).uniform_(2, 1)
+    with pytest.raises(RuntimeError, match="normal expects std >= 0.0, but found std -1"):
+        torch.empty(3).normal_(0, -1)
+
+
+# ------------------------------------------------------------------------------ randint / randperm
+
+
+@pytest.mark.filterwarnings("ignore:to - 1 is out of bounds", "ignore:from is out of bounds")
+@pytest.mark.parametrize("low,high", [(0, 10), (-5, 7), (0, 2 ** 33), (-2 ** 40, 2 ** 40), (3, 1000), (0, 1),
+                                      (-2 ** 33 - 1, 5), (2 ** 34 + 3, 2 ** 35 + 1)])
+@pytest.mark.parametrize("dtypes", [(torch.int64, tapegrad.int64), (torch.float32, tapegrad.float32),
+                                    (torch.float64, tapegrad.float64)], ids=["int64", "float32", "float64"])
+def test_randint_matches_torch(low, high, dtypes):
+    seed_both(5)
+    assert_same_bits(arr(tapegrad.randint(low, high, (50,), dtype=dtypes[1])),
+                     arr(torch.randint(low, high, (50,), dtype=dtypes[0])))
+    assert_same_bits(arr(tapegrad.randint(high, (2, 3))), arr(torch.randint(high, (2, 3))))
+    assert_same_state()
+
+
+def test_randint_int32_and_empty():
+    seed_both(2)
+    assert_same_bits(arr(tapegrad.randint(3, 1000, (40,), dtype=tapegrad.int32)),
+                     arr(torch.randint(3, 1000, (40,), dtype=torch.int32)))
+    assert_same_bits(arr(tapegrad.randint(0, 5, (0,))), arr(torch.randint(0, 5, (0,))))
+    assert_same_state()
+
+
+def test_randint_empty_range_raises_like_torch():
+    with pytest.raises(RuntimeError, match="random_ expects 'from' to be less than 'to', but got from=5 >= to=5"):
+        R.integers(5, 5, (3,))
+    with pytest.raises(RuntimeError, match="random_ expects 'from' to be less than 'to', but got from=5 >= to=5"):
+        torch.randint(5, 5, (3,))
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 5, 100, 1000, 100000])
+def test_randperm_matches_torch(n):
+    seed_both(9)
+    assert_same_bits(arr(tapegrad.randperm(n)), arr(torch.randperm(n)))
+    assert_same_state()
+
+
+# ------------------------------------------------------------------------------ bernoulli / dropout
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_bernoulli_tensor_p_matches_torch(dtype):
+    p = np.random.default_rng(0).random(1000).astype(dtype)
+    p[:3] = [0.0, 1.0, 0.5]
+    seed_both(3)
+    assert_same_bits(R.bernoulli(p), arr(torch.bernoulli(torch.from_numpy(p))))
+    g_tg, g_t = tapegrad.Generator().manual_seed(4), torch.Generator().manual_seed(4)
+    assert_same_bits(R.bernoulli(p.reshape(10, 100), g_tg),
+                     arr(torch.bernoulli(torch.from_numpy(p.reshape(10, 100)), generator=g_t)))
+    assert_same_state()
+    assert_same_state(g_tg, g_t)
+
+
+@pytest.mark.parametrize("dtypes", [(torch.float32, np.float32), (torch.float64, np.float64)])
+def test_bernoulli_scalar_matches_bernoulli_(dtypes):
+    seed_both(3)
+    assert_same_bits(R.bernoulli_scalar((7, 9), 0.3, None, dtypes[1]),
+                     arr(torch.empty(7, 9, dtype=dtypes[0]).bernoulli_(0.3)))
+    assert_same_state()
+
+
+def test_bernoulli_errors():
+    with pytest.raises(RuntimeError, match=r"bernoulli_ expects p to be in \[0, 1\], but got p=1.5"):
+        R.bernoulli_scalar((2,), 1.5)
+    with pytest.raises(RuntimeError, match=r"Expected p_in >= 0 && p_in <= 1 to be true"):
+        R.bernoulli(np.array([1.5], np.float32))
+
+
+@pytest.mark.parametrize("p", [0.0, 0.2, 0.5, 1.0])
+@pytest.mark.parametrize("dtypes", [(torch.float32, np.float32), (torch.float64, np.float64)])
+def test_dropout_mask_reproduces_torch_dropout(p, dtypes):
+    x = np.random.default_rng(1).standard_normal((6, 50)).astype(dtypes[1])
+    seed_both(17)
+    want = arr(torch.nn.functional.dropout(torch.from_numpy(x), p, training=True))
+    mask = R.dropout_mask(x.shape, p, None, dtypes[1])
+    got = x * (mask / dtypes[1](1 - p)) if p < 1 else x * mask
+    assert_same_bits(got, want)
+    assert_same_state()
+    # feature dropout draws one value per (N, C)
+    want = arr(torch.nn.functional.dropout2d(torch.from_numpy(x.reshape(2, 3, 5, 10)), p, training=True))
+    mask = R.dropout_mask((2, 3, 1, 1), p, None, dtypes[1])
+    got = x.reshape(2, 3, 5, 10) * (mask / dtypes[1](1 - p)) if p < 1 else x.reshape(2, 3, 5, 10) * mask
+    assert_same_bits(got, want)
+    assert_same_state()
+
+
+# ------------------------------------------------------------------------------ torch's scalar kernels
+
+
+def test_scalar_cpu_kernels_match_torch_with_default_capability():
+    """ATEN_CPU_CAPABILITY=default makes torch use its scalar kernels (libm logf/cosf/sinf, no FMA
+    contraction); tapegrad reads the same variable. Run in a fresh process: torch reads it once."""
+    script = textwrap.dedent("""
+        import numpy as np, torch, tapegrad
+        from tapegrad import random as R
+        assert torch.backends.cpu.get_cpu_capability() == "DEFAULT", torch.backends.cpu.get_cpu_capability()
+        assert R._KERNEL == "default" and not R._FUSED
+        bad = []
+        for seed in (0, 5):
+            for n in (5, 16, 17, 200):
+                for tdt, ndt in ((torch.float32, np.float32), (torch.float64, np.float64), (torch.float16, np.float16)):
+                    for mean, std in ((0.0, 1.0), (0.3, 2.7)):
+                        torch.manual_seed(seed); tapegrad.manual_seed(seed)
+                        want = torch.empty(n, dtype=tdt).normal_(mean, std).numpy()
+                        if not np.array_equal(R.normal((n,), None, ndt, mean, std), want):
+                            bad.append(("normal", seed, n, str(tdt), mean))
+                        want = torch.empty(n, dtype=tdt).uniform_(-mean, std).numpy()
+                        if not np.array_equal(R.uniform((n,), None, ndt, -mean, std), want):
+                            bad.append(("uniform", seed, n, str(tdt), mean))
+        print(bad)
+        assert not bad
+    """)
+    env = dict(os.environ, ATEN_CPU_CAPABILITY="default", PYTHONPATH=str(REPO))
+    done = subprocess.run([sys.executable, "-c", script], check=False, env=env, cwd=REPO, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+# Intel's MKL 2024.2 (the version torch 2.13 links) computed these: viRngBernoulli(VSL_RNG_METHOD_BERNOULLI_ICDF)
+# on a VSL_BRNG_MCG31 stream seeded with the generator's first 32-bit draw, as torch does on Intel CPUs.
+MKL_GOLDEN = [
+    (0, 64, 0.3, "1001000110100100010000011110000100000010001110100111100000000000"),
+    (1, 64, 0.7, "0110110100111110101001111011001000111100111101011101011100111011"),
+]
+
+
+@pytest.mark.parametrize("seed,n,p,bits", MKL_GOLDEN)
+def test_bernoulli_mkl_path_matches_mkl(seed, n, p, bits):
+    g = tapegrad.Generator().manual_seed(seed)
+    got = R.bernoulli_scalar((n,), p, g, np.int32, mkl=True)
+    assert "".join(map(str, got)) == bits
+    # one draw seeds the stream, whatever the size
+    want_next = tapegrad.Generator().manual_seed(seed)
+    R.uniform((1,), want_next, np.float32)
+    assert_same_bits(arr(g.get_state()), arr(want_next.get_state()))
+    keep = R.dropout_mask((n,), 1 - p, tapegrad.Generator().manual_seed(seed), np.float32, mkl=True)
+    assert "".join(str(int(v)) for v in keep) == bits
+
+
+def test_bernoulli_mkl_path_long_stream():
+    # a stream longer than one 4096-element block of the vectorised MCG31
+    got = R.bernoulli_scalar((5000,), 0.5, tapegrad.Generator().manual_seed(2), np.int64, mkl=True)
+    assert got.sum() == 2508
+    assert int((np.flatnonzero(got) ** 2 % 1000003).sum()) == 1167286019
+    assert "".join(map(str, got[-40:])) == "0011100010101101111111011100110000010011"
