@@ -18,11 +18,14 @@ from .ops import *  # noqa: F401,F403
 from .ops import abs, pow, round, sum  # noqa: F401  (names that shadow builtins, exported on purpose)
 from .creation import *  # noqa: F401,F403
 from .creation import ones
-from .random import Generator, initial_seed, manual_seed, seed  # noqa: F401
+from .random import (Generator, default_generator, get_rng_state, initial_seed, manual_seed, seed,  # noqa: F401
+                     set_rng_state)
 from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled, no_grad,  # noqa: F401
                                  set_grad_enabled, is_inference_mode_enabled)
 from . import autograd  # noqa: F401
 from . import nn  # noqa: F401
+from . import optim, utils  # noqa: F401
+from .serialization import load, save  # noqa: F401
 
 __version__ = "0.1.0"
 

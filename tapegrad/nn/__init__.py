@@ -1,2 +1,10 @@
-"""torch.nn (the training issue fills this in; functional holds the ops the seeds use)."""
+"""torch.nn: Module and the layers, losses and containers built on it; functional; init; utils."""
 from . import functional  # noqa: F401
+from . import init  # noqa: F401
+from .parameter import Buffer, Parameter  # noqa: F401
+from .modules import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, Dropout, ELU, Embedding,  # noqa: F401
+                      Flatten, GELU, Hardtanh, HuberLoss, Identity, L1Loss, LeakyReLU, Linear, LogSigmoid,
+                      LogSoftmax, Module, ModuleDict, ModuleList, MSELoss, NLLLoss, ParameterDict,
+                      ParameterList, ReLU, ReLU6, Sequential, Sigmoid, SiLU, SmoothL1Loss, Softmax, Softplus,
+                      Tanh, Unflatten)
+from . import utils  # noqa: F401

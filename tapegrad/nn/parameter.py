@@ -19,7 +19,9 @@ class Parameter(Tensor):
         p._data = data._data
         p._vc = data._ensure_vc()
         if requires_grad:
-            p.requires_grad = True  # torch's error for integer data
+            if p._data.dtype.kind != "f":
+                raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
+            p._requires_grad = True
         return p
 
     def __init__(self, data=None, requires_grad=True):

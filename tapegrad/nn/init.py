@@ -1,0 +1,201 @@
+"""torch.nn.init: fill tensors in place (no history is recorded), with torch's formulas and errors."""
+import math
+import warnings
+
+import numpy as np
+
+from .. import random
+from ..tensor import Tensor
+
+__all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "eye_",
+           "dirac_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "orthogonal_"]
+
+
+def _write(tensor, values):
+    """Store values into tensor's storage in place and bump its version, as torch's in-place fills do."""
+    data = tensor._data
+    if not data.flags.writeable:
+        raise RuntimeError("tapegrad: this tensor's memory is read-only (it came from a read-only array)")
+    np.copyto(data, values, casting="unsafe")
+    tensor._bump_version()
+    return tensor
+
+
+def _check(tensor):
+    if not isinstance(tensor, Tensor):
+        raise TypeError(f"expected a Tensor, got {type(tensor).__name__}")
+
+
+def _draw_dtype(dtype):
+    return dtype if dtype in (np.float16, np.float32, np.float64) else np.dtype(np.float64)
+
+
+def _uniform_values(shape, a, b, dtype, generator):
+    """torch's Tensor.uniform_(a, b) values for a tensor of this dtype (the same draws from the same seed)."""
+    return random.uniform(shape, generator, _draw_dtype(dtype), low=a, high=b)
+
+
+def _normal_values(shape, mean, std, dtype, generator):
+    return random.normal(shape, generator, _draw_dtype(dtype), mean=mean, std=std)
+
+
+def _uniform(tensor, a, b, generator):
+    _check(tensor)
+    return _write(tensor, _uniform_values(tensor._data.shape, a, b, tensor._data.dtype, generator))
+
+
+def _normal(tensor, mean, std, generator):
+    _check(tensor)
+    return _write(tensor, _normal_values(tensor._data.shape, mean, std, tensor._data.dtype, generator))
+
+
+def calculate_gain(nonlinearity, param=None):
+    linear_fns = ["linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"]
+    if nonlinearity in linear_fns or nonlinearity == "sigmoid":
+        return 1
+    if nonlinearity == "tanh":
+        return 5.0 / 3
+    if nonlinearity == "relu":
+        return math.sqrt(2.0)
+    if nonlinearity == "leaky_relu":
+        if param is None:
+            negative_slope = 0.01
+        elif not isinstance(param, bool) and isinstance(param, int) or isinstance(param, float):
+            negative_slope = param
+        else:
+            raise ValueError(f"negative_slope {param} not a valid number")
+        return math.sqrt(2.0 / (1 + negative_slope ** 2))
+    if nonlinearity == "selu":
+        return 3.0 / 4
+    raise ValueError(f"Unsupported nonlinearity {nonlinearity}")
+
+
+def uniform_(tensor, a=0.0, b=1.0, generator=None):
+    return _uniform(tensor, a, b, generator)
+
+
+def normal_(tensor, mean=0.0, std=1.0, generator=None):
+    return _normal(tensor, mean, std, generator)
+
+
+def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
+    """Normal(mean, std) values redrawn until they fall in [a, b]."""
+    _check(tensor)
+    if (mean < a - 2 * std) or (mean > b + 2 * std):
+        warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The distribution of values "
+                      "may be incorrect.", stacklevel=2)
+    shape, dtype = tensor._data.shape, tensor._data.dtype
+    out = _normal_values(shape, mean, std, np.float64, generator).reshape(-1)
+    bad = np.flatnonzero((out < a) | (out > b))
+    for _ in range(1000):
+        if not len(bad):
+            break
+        out[bad] = _normal_values((len(bad),), mean, std, np.float64, generator)
+        bad = bad[(out[bad] < a) | (out[bad] > b)]
+    np.clip(out, a, b, out=out)
+    return _write(tensor, out.reshape(shape).astype(dtype))
+
+
+def constant_(tensor, val):
+    _check(tensor)
+    return _write(tensor, val)
+
+
+def ones_(tensor):
+    return constant_(tensor, 1.0)
+
+
+def zeros_(tensor):
+    return constant_(tensor, 0.0)
+
+
+def eye_(tensor):
+    _check(tensor)
+    if tensor.ndim != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    return _write(tensor, np.eye(*tensor._data.shape))
+
+
+def dirac_(tensor, groups=1):
+    _check(tensor)
+    dimensions = tensor.ndim
+    if dimensions not in (3, 4, 5):
+        raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
+    sizes = tensor._data.shape
+    if sizes[0] % groups != 0:
+        raise ValueError("dim 0 must be divisible by groups")
+    out_per_group = sizes[0] // groups
+    values = np.zeros(sizes)
+    centre = tuple(s // 2 for s in sizes[2:])
+    for g in range(groups):
+        for d in range(min(out_per_group, sizes[1])):
+            values[(g * out_per_group + d, d) + centre] = 1
+    return _write(tensor, values)
+
+
+def _calculate_fan_in_and_fan_out(tensor):
+    if tensor.dim() < 2:
+        raise ValueError("Fan in and fan out can not be computed for tensor with fewer than 2 dimensions")
+    receptive_field_size = 1
+    for s in tensor.shape[2:]:
+        receptive_field_size *= s
+    return tensor.shape[1] * receptive_field_size, tensor.shape[0] * receptive_field_size
+
+
+def _calculate_correct_fan(tensor, mode):
+    mode = mode.lower()
+    valid_modes = ["fan_in", "fan_out"]
+    if mode not in valid_modes:
+        raise ValueError(f"Mode {mode} not supported, please use one of {valid_modes}")
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    return fan_in if mode == "fan_in" else fan_out
+
+
+def xavier_uniform_(tensor, gain=1.0, generator=None):
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
+    a = math.sqrt(3.0) * std
+    return _uniform(tensor, -a, a, generator)
+
+
+def xavier_normal_(tensor, gain=1.0, generator=None):
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
+    return _normal(tensor, 0.0, std, generator)
+
+
+def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
+    if 0 in tensor.shape:
+        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
+        return tensor
+    fan = _calculate_correct_fan(tensor, mode)
+    gain = calculate_gain(nonlinearity, a)
+    bound = math.sqrt(3.0) * gain / math.sqrt(fan)
+    return _uniform(tensor, -bound, bound, generator)
+
+
+def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
+    if 0 in tensor.shape:
+        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
+        return tensor
+    fan = _calculate_correct_fan(tensor, mode)
+    gain = calculate_gain(nonlinearity, a)
+    return _normal(tensor, 0, gain / math.sqrt(fan), generator)
+
+
+def orthogonal_(tensor, gain=1, generator=None):
+    _check(tensor)
+    if tensor.ndim < 2:
+        raise ValueError("Only tensors with 2 or more dimensions are supported")
+    if tensor.numel() == 0:
+        return tensor
+    rows = tensor.shape[0]
+    cols = tensor.numel() // rows
+    flat = _normal_values((rows, cols), 0.0, 1.0, np.float64, generator)
+    if rows < cols:
+        flat = flat.T
+    q, r = np.linalg.qr(flat)
+    q *= np.sign(np.diag(r))
+    if rows < cols:
+        q = q.T
+    return _write(tensor, (gain * q).reshape(tensor._data.shape))

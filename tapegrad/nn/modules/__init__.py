@@ -1,0 +1,11 @@
+"""torch.nn.modules: the Module base class and the layers built on it."""
+from .module import Module  # noqa: F401
+from .linear import Identity, Linear  # noqa: F401
+from .activation import (ELU, GELU, Hardtanh, LeakyReLU, LogSigmoid, LogSoftmax, ReLU, ReLU6,  # noqa: F401
+                         Sigmoid, SiLU, Softmax, Softplus, Tanh)
+from .flatten import Flatten, Unflatten  # noqa: F401
+from .dropout import Dropout  # noqa: F401
+from .sparse import Embedding  # noqa: F401
+from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Loss, MSELoss,  # noqa: F401
+                   NLLLoss, SmoothL1Loss)
+from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential  # noqa: F401

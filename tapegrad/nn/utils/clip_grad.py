@@ -1,0 +1,81 @@
+"""Gradient clipping, in place on the gradients' NumPy storage (no history is recorded)."""
+import math
+import warnings
+
+import numpy as np
+
+from ...tensor import Tensor, _new
+
+__all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "get_total_norm"]
+
+
+def _grads(parameters):
+    if isinstance(parameters, Tensor):
+        parameters = [parameters]
+    return [p.grad for p in parameters if p.grad is not None]
+
+
+def _vector_norm(a, norm_type):
+    if norm_type == math.inf:
+        return np.max(np.abs(a)) if a.size else a.dtype.type(0)
+    if norm_type == -math.inf:
+        return np.min(np.abs(a)) if a.size else a.dtype.type(math.inf)
+    if norm_type == 2:
+        flat = a.reshape(-1)
+        return np.sqrt(np.dot(flat, flat))
+    if norm_type == 1:
+        return np.sum(np.abs(a))
+    if norm_type == 0:
+        return a.dtype.type(np.count_nonzero(a))
+    return np.sum(np.abs(a) ** norm_type) ** (1.0 / norm_type)
+
+
+def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=None):
+    """The norm of the norms of `tensors` (one 0-d tensor, in the first tensor's dtype)."""
+    if isinstance(tensors, Tensor):
+        tensors = [tensors]
+    tensors = [t for t in tensors if t is not None]
+    norm_type = float(norm_type)
+    if len(tensors) == 0:
+        return _new(np.asarray(0.0, np.float32))
+    dtype = tensors[0]._data.dtype
+    norms = np.array([_vector_norm(t._data, norm_type) for t in tensors], dtype=dtype)
+    total = np.asarray(_vector_norm(norms, norm_type), dtype=dtype)
+    if error_if_nonfinite and not np.isfinite(total):
+        raise RuntimeError(f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, "
+                           "so it cannot be clipped. To disable this error and scale the gradients by the "
+                           "non-finite norm anyway, set `error_if_nonfinite=False`")
+    return _new(total)
+
+
+def _clip_grads_with_norm_(grads, max_norm, total_norm):
+    if not grads:
+        return
+    dtype = grads[0]._data.dtype
+    clip_coef = np.asarray(float(max_norm), dtype) / (total_norm._data + np.asarray(1e-6, dtype))
+    clip_coef = np.minimum(clip_coef, np.asarray(1.0, dtype))
+    for g in grads:
+        np.multiply(g._data, clip_coef.astype(g._data.dtype), out=g._data)
+        g._bump_version()
+
+
+def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):
+    """Scale the gradients in place so that their total norm is at most max_norm; return the total norm."""
+    grads = _grads(parameters)
+    total_norm = get_total_norm(grads, norm_type, error_if_nonfinite, foreach)
+    _clip_grads_with_norm_(grads, max_norm, total_norm)
+    return total_norm
+
+
+def clip_grad_norm(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):
+    warnings.warn("`torch.nn.utils.clip_grad_norm` is now deprecated in favor of "
+                  "`torch.nn.utils.clip_grad_norm_`.", FutureWarning, stacklevel=2)
+    return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)
+
+
+def clip_grad_value_(parameters, clip_value, foreach=None):
+    """Clamp every gradient element into [-clip_value, clip_value], in place."""
+    clip_value = float(clip_value)
+    for g in _grads(parameters):
+        np.clip(g._data, -clip_value, clip_value, out=g._data)
+        g._bump_version()

@@ -1,0 +1,116 @@
+"""torch.optim.Adam: bias-corrected moment estimates, amsgrad, L2 or decoupled weight decay, maximize."""
+import numpy as np
+
+from ..tensor import Tensor, _new
+from .optimizer import Optimizer, _bump, _scalar
+
+__all__ = ["Adam"]
+
+
+class Adam(Optimizer):
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
+                 foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
+                 decoupled_weight_decay=False):
+        if isinstance(lr, Tensor) and lr.numel() != 1:
+            raise ValueError("Tensor lr must be 1-element")
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= betas[0] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+        if not 0.0 <= betas[1] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        betas = tuple(_scalar(b) for b in betas)
+        defaults = {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay, "amsgrad": amsgrad,
+                    "maximize": maximize, "foreach": foreach, "capturable": capturable,
+                    "differentiable": differentiable, "fused": fused,
+                    "decoupled_weight_decay": decoupled_weight_decay}
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("amsgrad", False)
+            group.setdefault("maximize", False)
+            group.setdefault("foreach", None)
+            group.setdefault("capturable", False)
+            group.setdefault("differentiable", False)
+            group.setdefault("decoupled_weight_decay", False)
+            group.setdefault("fused", None)
+            for p in group["params"]:
+                p_state = self.state.get(p, {})
+                if len(p_state) != 0 and not isinstance(p_state["step"], Tensor):
+                    p_state["step"] = _new(np.asarray(float(p_state["step"]), np.float32))
+
+    def step(self, closure=None):
+        """One Adam update per parameter with a gradient, in torch's operation order."""
+        loss = self._closure(closure)
+        for group in self.param_groups:
+            beta1, beta2 = group["betas"]
+            lr = _scalar(group["lr"])
+            eps = group["eps"]
+            weight_decay = group["weight_decay"]
+            amsgrad = group["amsgrad"]
+            maximize = group["maximize"]
+            decoupled = group["decoupled_weight_decay"]
+            w1 = 1 - beta1
+            for p in group["params"]:
+                g = p._grad
+                if g is None:
+                    continue
+                d = p._data
+                grad = g._data
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = _new(np.zeros((), np.float32))
+                    state["exp_avg"] = _new(np.zeros_like(d))
+                    state["exp_avg_sq"] = _new(np.zeros_like(d))
+                    if amsgrad:
+                        state["max_exp_avg_sq"] = _new(np.zeros_like(d))
+                if maximize:
+                    grad = -grad
+                step_t = state["step"]._data
+                step_t += 1
+                if weight_decay != 0:
+                    if decoupled:
+                        d *= 1 - lr * weight_decay
+                    else:
+                        grad = grad + weight_decay * d
+                m = state["exp_avg"]._data
+                v = state["exp_avg_sq"]._data
+                # exp_avg.lerp_(grad, 1 - beta1), with torch's two formulas for small and large weights
+                if abs(w1) < 0.5:
+                    tmp = grad - m
+                    tmp *= w1
+                    m += tmp
+                else:
+                    tmp = grad - m
+                    tmp *= 1 - w1
+                    np.subtract(grad, tmp, out=m)
+                # exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+                v *= beta2
+                tmp = grad * (1 - beta2)
+                tmp *= grad
+                v += tmp
+                step = float(step_t)
+                bias_correction1 = 1 - beta1 ** step
+                bias_correction2 = 1 - beta2 ** step
+                step_size = lr / bias_correction1
+                bias_correction2_sqrt = bias_correction2 ** 0.5
+                if amsgrad:
+                    vmax = state["max_exp_avg_sq"]._data
+                    np.maximum(vmax, v, out=vmax)
+                    denom = np.sqrt(vmax)
+                else:
+                    denom = np.sqrt(v)
+                denom /= bias_correction2_sqrt
+                denom += eps
+                # param.addcdiv_(exp_avg, denom, value=-step_size)
+                upd = m * -step_size
+                upd /= denom
+                d += upd
+                _bump(p)
+        return loss

@@ -1,0 +1,262 @@
+"""torch.optim.Optimizer: param_groups, per-parameter state, zero_grad, state_dict / load_state_dict.
+
+Optimizers update each parameter's NumPy storage in place with vectorised NumPy (nothing is recorded on
+the tape), and bump the parameter's version counter as torch's in-place updates do.
+"""
+import copy
+from collections import OrderedDict, defaultdict
+from itertools import chain
+
+import numpy as np
+
+from ..autograd.grad_mode import enable_grad
+from ..tensor import Tensor, _new, tensor_type_name
+
+__all__ = ["Optimizer", "required"]
+
+
+class _RequiredParameter:
+    def __repr__(self):
+        return "<required parameter>"
+
+
+required = _RequiredParameter()
+
+
+def _typename(obj):
+    if isinstance(obj, Tensor):
+        return tensor_type_name(obj._data)
+    module, name = type(obj).__module__, type(obj).__qualname__
+    return name if module == "builtins" else f"{module}.{name}"
+
+
+def _scalar(v):
+    return v.item() if isinstance(v, Tensor) else v
+
+
+def _bump(p):
+    vc = p._vc
+    if vc is not None:
+        vc[0] += 1
+
+
+class _Handle:
+    _next = 0
+
+    def __init__(self, hooks):
+        self.hooks = hooks
+        self.id = _Handle._next
+        _Handle._next += 1
+
+    def remove(self):
+        self.hooks.pop(self.id, None)
+
+
+class Optimizer:
+    def __init__(self, params, defaults):
+        self.defaults = defaults
+        self._optimizer_step_pre_hooks = OrderedDict()
+        self._optimizer_step_post_hooks = OrderedDict()
+        if isinstance(params, Tensor):
+            raise TypeError("params argument given to the optimizer should be an iterable of Tensors or dicts, "
+                            "but got " + _typename(params))
+        self.state = defaultdict(dict)
+        self.param_groups = []
+        param_groups = list(params)
+        if len(param_groups) == 0:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(param_groups[0], dict):
+            param_groups = [{"params": param_groups}]
+        for param_group in param_groups:
+            self.add_param_group(param_group)
+
+    def __getstate__(self):
+        return {"defaults": self.defaults, "state": self.state, "param_groups": self.param_groups}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self.__dict__.setdefault("_optimizer_step_pre_hooks", OrderedDict())
+        self.__dict__.setdefault("_optimizer_step_post_hooks", OrderedDict())
+
+    def __repr__(self):
+        format_string = self.__class__.__name__ + " ("
+        for i, group in enumerate(self.param_groups):
+            format_string += "\n"
+            format_string += f"Parameter Group {i}\n"
+            for key in sorted(group.keys()):
+                if key != "params":
+                    format_string += f"    {key}: {group[key]}\n"
+        format_string += ")"
+        return format_string
+
+    def add_param_group(self, param_group):
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group)}")
+        params = param_group["params"]
+        if isinstance(params, Tensor):
+            param_group["params"] = [params]
+        elif isinstance(params, set):
+            raise TypeError("optimizer parameters need to be organized in ordered collections, but the ordering "
+                            "of tensors in sets will change between runs. Please use a list instead.")
+        else:
+            param_group["params"] = list(params)
+        tensors, names = [], []
+        for param in param_group["params"]:
+            if isinstance(param, tuple):
+                names.append(param[0])
+                tensors.append(param[1])
+            else:
+                tensors.append(param)
+        param_group["params"] = tensors
+        if names:
+            if len(names) != len(tensors):
+                raise ValueError("all optimizer params should be with/without names. Some param names are missing")
+            param_group["param_names"] = names
+        for param in tensors:
+            if not isinstance(param, Tensor):
+                raise TypeError("optimizer can only optimize Tensors, but one of the params is " + _typename(param))
+            if not self.defaults.get("differentiable", None) and not (param.is_leaf or param.retains_grad):
+                raise ValueError("can't optimize a non-leaf Tensor")
+        for name, default in self.defaults.items():
+            if default is required and name not in param_group:
+                raise ValueError(f"parameter group didn't specify a value of required optimization parameter {name}")
+            param_group.setdefault(name, default)
+        if len({id(p) for p in tensors}) != len(tensors):
+            import warnings
+            warnings.warn("optimizer contains a parameter group with duplicate parameters; in future, this will "
+                          "cause an error; see github.com/pytorch/pytorch/issues/40967 for more information",
+                          stacklevel=3)
+        seen = set()
+        for group in self.param_groups:
+            seen.update(id(p) for p in group["params"])
+            if ("param_names" in param_group) != ("param_names" in group):
+                current = "with names" if "param_names" in param_group else "without names"
+                raise ValueError("all optimizer param groups should be with/without names. "
+                                 f"cannot add param group {current} to the optimizer")
+        if any(id(p) in seen for p in tensors):
+            raise ValueError("some parameters appear in more than one parameter group")
+        self.param_groups.append(param_group)
+
+    def zero_grad(self, set_to_none=True):
+        for group in self.param_groups:
+            for p in group["params"]:
+                g = p._grad
+                if g is None:
+                    continue
+                if set_to_none:
+                    p._grad = None
+                else:
+                    if g.grad_fn is not None:
+                        g.detach_()
+                    else:
+                        g.requires_grad_(False)
+                    g._data.fill(0)
+                    g._bump_version()
+
+    def step(self, closure=None):
+        raise NotImplementedError
+
+    def _closure(self, closure):
+        if closure is None:
+            return None
+        with enable_grad():
+            return closure()
+
+    def register_step_pre_hook(self, hook):
+        handle = _Handle(self._optimizer_step_pre_hooks)
+        self._optimizer_step_pre_hooks[handle.id] = hook
+        return handle
+
+    def register_step_post_hook(self, hook):
+        handle = _Handle(self._optimizer_step_post_hooks)
+        self._optimizer_step_post_hooks[handle.id] = hook
+        return handle
+
+    def __init_subclass__(cls, **kwargs):
+        """Wrap each subclass's step so that step hooks run around it (only when some are registered)."""
+        super().__init_subclass__(**kwargs)
+        step = cls.__dict__.get("step")
+        if step is None or getattr(step, "_hooked", False):
+            return
+
+        def hooked_step(self, *args, **kwargs):
+            if not (self._optimizer_step_pre_hooks or self._optimizer_step_post_hooks) or \
+                    self.__dict__.get("_in_hooked_step"):  # a subclass's step calling super().step()
+                return step(self, *args, **kwargs)
+            self._in_hooked_step = True
+            try:
+                for hook in list(self._optimizer_step_pre_hooks.values()):
+                    result = hook(self, args, kwargs)
+                    if result is not None:
+                        args, kwargs = result
+                out = step(self, *args, **kwargs)
+                for hook in list(self._optimizer_step_post_hooks.values()):
+                    hook(self, args, kwargs)
+            finally:
+                self._in_hooked_step = False
+            return out
+
+        hooked_step._hooked = True
+        hooked_step.__doc__ = step.__doc__
+        hooked_step.__name__ = "step"
+        hooked_step.__qualname__ = step.__qualname__
+        cls.step = hooked_step
+
+    # -- state dicts --------------------------------------------------------------------------------
+    def state_dict(self):
+        param_mappings = {}
+        start_index = 0
+
+        def pack_group(group):
+            nonlocal start_index
+            packed = {k: v for k, v in group.items() if k != "params"}
+            param_mappings.update({id(p): i for i, p in enumerate(group["params"], start_index)
+                                   if id(p) not in param_mappings})
+            packed["params"] = [param_mappings[id(p)] for p in group["params"]]
+            start_index += len(packed["params"])
+            return packed
+
+        param_groups = [pack_group(g) for g in self.param_groups]
+        packed_state = {(param_mappings[id(k)] if isinstance(k, Tensor) else k): v for k, v in self.state.items()}
+        return {"state": packed_state, "param_groups": param_groups}
+
+    def load_state_dict(self, state_dict):
+        state_dict = state_dict.copy()
+        groups = self.param_groups
+        saved_groups = copy.deepcopy(state_dict["param_groups"])
+        if len(groups) != len(saved_groups):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        if any(len(g["params"]) != len(s["params"]) for g, s in zip(groups, saved_groups)):
+            raise ValueError("loaded state dict contains a parameter group that doesn't match the size of "
+                             "optimizer's group")
+        id_map = dict(zip(chain.from_iterable(g["params"] for g in saved_groups),
+                          chain.from_iterable(g["params"] for g in groups)))
+
+        def cast(param, value, key=None):
+            if isinstance(value, Tensor):
+                data = value._data
+                if key != "step" and param._data.dtype.kind == "f" and data.dtype.kind == "f":
+                    data = data.astype(param._data.dtype)
+                return _new(np.array(data, copy=True))
+            if isinstance(value, dict):
+                return {k: cast(param, v, key=k) for k, v in value.items()}
+            if isinstance(value, (list, tuple)):
+                return type(value)(cast(param, v, key=key) for v in value)
+            return value
+
+        state = defaultdict(dict)
+        for k, v in state_dict["state"].items():
+            if k in id_map:
+                param = id_map[k]
+                state[param] = cast(param, v)
+            else:
+                state[k] = v
+
+        def update_group(group, new_group):
+            new_group["params"] = group["params"]
+            if "param_names" in group and "param_names" not in new_group:
+                new_group["param_names"] = group["param_names"]
+            return new_group
+
+        self.__setstate__({"state": state,
+                           "param_groups": [update_group(g, ng) for g, ng in zip(groups, saved_groups)]})
