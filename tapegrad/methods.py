@@ -29,17 +29,39 @@ _METHODS = {
     "floor": ops.floor, "ceil": ops.ceil, "round": ops.round, "trunc": ops.trunc, "atan2": ops.atan2,
     "maximum": ops.maximum, "minimum": ops.minimum, "clamp": ops.clamp, "clip": ops.clamp,
     "sum": ops.sum, "mean": ops.mean, "norm": ops.norm, "expand": ops.expand, "reshape": ops.reshape,
-    "view": ops.reshape, "flatten": ops.flatten, "squeeze": ops.squeeze, "unsqueeze": ops.unsqueeze,
+    "view": ops.view, "flatten": ops.flatten, "squeeze": ops.squeeze, "unsqueeze": ops.unsqueeze,
     "transpose": ops.transpose, "permute": ops.permute, "t": ops.t, "clone": ops.clone,
     "eq": ops.eq, "ne": ops.ne, "lt": ops.lt, "le": ops.le, "gt": ops.gt, "ge": ops.ge,
     "logical_not": ops.logical_not, "logical_and": ops.logical_and, "logical_or": ops.logical_or,
     "isnan": ops.isnan, "isinf": ops.isinf, "isfinite": ops.isfinite, "equal": ops.equal,
     "allclose": ops.allclose, "where": lambda self, condition, other: ops.where(condition, self, other),
+    # the training op set
+    "rsub": ops.rsub, "lerp": ops.lerp, "clamp_min": ops.clamp_min, "clamp_max": ops.clamp_max,
+    "logical_xor": ops.logical_xor, "greater": ops.gt, "less": ops.lt, "greater_equal": ops.ge,
+    "less_equal": ops.le, "not_equal": ops.ne, "arctan2": ops.atan2, "fmax": ops.maximum, "fmin": ops.minimum,
+    "prod": ops.prod, "var": ops.var, "std": ops.std, "amax": ops.amax, "amin": ops.amin, "max": ops.max,
+    "min": ops.min, "argmax": ops.argmax, "argmin": ops.argmin, "logsumexp": ops.logsumexp,
+    "softmax": ops.softmax, "log_softmax": ops.log_softmax, "cumsum": ops.cumsum, "all": ops.all, "any": ops.any,
+    "unflatten": ops.unflatten, "movedim": ops.movedim, "swapaxes": ops.transpose,
+    "swapdims": ops.transpose, "repeat": ops.repeat, "flip": ops.flip, "split": ops.split, "chunk": ops.chunk,
+    "narrow": ops.narrow, "select": ops.select, "unbind": ops.unbind, "gather": ops.gather,
+    "scatter_add": ops.scatter_add, "index_select": ops.index_select, "masked_fill": ops.masked_fill,
+    "take_along_dim": ops.take_along_dim, "tril": ops.tril, "triu": ops.triu, "bmm": ops.bmm, "mv": ops.mv,
+    "outer": ops.outer, "ger": ops.outer, "inner": ops.inner, "diagonal": ops.diagonal,
 }
 for _name, _fn in _METHODS.items():
     setattr(Tensor, _name, _fn)
 Tensor.T = property(lambda self: ops.permute(self, *reversed(range(self.ndim))))
-Tensor.mT = property(lambda self: ops.transpose(self, -2, -1))
+
+
+def _mT(self):
+    if self.ndim < 2:
+        raise RuntimeError(f"tensor.mT is only supported on matrices or batches of matrices. Got {self.ndim}-D "
+                           f"tensor.")
+    return ops.transpose(self, -2, -1)
+
+
+Tensor.mT = property(_mT)
 Tensor.expand_as = lambda self, other: ops.expand(self, other.shape)
 Tensor.view_as = lambda self, other: ops.reshape(self, other.shape)
 Tensor.reshape_as = lambda self, other: ops.reshape(self, other.shape)
@@ -107,7 +129,9 @@ def _make_inplace(fn):
 
 
 for _name in ("add", "sub", "mul", "div", "pow", "clamp", "clip", "neg", "exp", "log", "sqrt", "sin", "cos",
-              "tanh", "sigmoid", "relu", "abs", "reciprocal", "square", "floor", "ceil", "round", "sign"):
+              "tanh", "sigmoid", "relu", "abs", "reciprocal", "square", "floor", "ceil", "round", "sign",
+              "clamp_min", "clamp_max", "lerp", "masked_fill", "scatter_add", "tril", "triu", "rsqrt", "log1p",
+              "expm1", "tan", "atan", "asin", "acos", "sinh", "cosh", "erf", "trunc", "atan2", "maximum", "minimum"):
     setattr(Tensor, _name + "_", _make_inplace(_METHODS[_name]))
 for _op, _name in (("__iadd__", "add"), ("__isub__", "sub"), ("__imul__", "mul"), ("__itruediv__", "div")):
     setattr(Tensor, _op, _make_inplace(_METHODS[_name]))
@@ -136,26 +160,42 @@ def copy_(self, src, non_blocking=False):
 
 
 def setitem(self, key, value):
+    """x[key] = value, under torch's rules: value broadcasts to the indexed shape; a leaf that requires grad
+    cannot be written while grad mode is on; a write into a recorded tensor is itself recorded."""
     target = self._data
     if not target.flags.writeable:
         raise RuntimeError("tapegrad: this tensor's memory is read-only (it came from a read-only array)")
-    recorded = is_grad_enabled() and (self._requires_grad or isinstance(value, Tensor) and value._requires_grad)
     if self._requires_grad and self._is_leaf and is_grad_enabled():
-        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
+    k, advanced, _ = ops._index_key(key, self)
+    shape = np.empty(target.shape, np.bool_)[k].shape
+    v = value if isinstance(value, Tensor) else _new(np.asarray(value, dtype=target.dtype))
+    if advanced:
+        try:
+            np.broadcast_shapes(v.shape, shape)
+            if len(v.shape) > len(shape) and any(s != 1 for s in v.shape[:len(v.shape) - len(shape)]):
+                raise ValueError
+        except ValueError:
+            raise RuntimeError(f"shape mismatch: value tensor of shape {list(v.shape)} cannot be broadcast to "
+                               f"indexing result of shape {list(shape)}") from None
+    elif v.shape != shape:  # torch's expand error when value does not broadcast
+        lead = v.ndim - len(shape)
+        probe = _new(v._data.reshape(v.shape[lead:]) if lead > 0 and all(s == 1 for s in v.shape[:lead])
+                     else v._data)
+        ops.expand(probe, shape)
+    recorded = is_grad_enabled() and (self._requires_grad or v._requires_grad)
     if not recorded:
         self._ensure_vc()
-        target[ops._index_key(key, self)] = value._data if isinstance(value, Tensor) else value
+        target[k] = v._data
         self._vc[0] += 1
         return
-    # differentiable: out = self * (1 - mask) + scatter(value), composed from recorded ops
+    # differentiable: out = masked_fill(self, mask, 0) + scatter(value); neither op saves self's old value
     mask = np.zeros(target.shape, bool)
-    mask[ops._index_key(key, self)] = True
-    index_map = np.arange(target.size).reshape(target.shape)[ops._index_key(key, self)]
-    v = value if isinstance(value, Tensor) else _new(np.asarray(value, dtype=target.dtype))
+    mask[k] = True
+    index_map = np.arange(target.size).reshape(target.shape)[k]
     v = ops.expand(ops.to_dtype(v, self.dtype), index_map.shape)
-    keep = _new((~mask).astype(target.dtype))
     placed = ops.scatter_flat(v, index_map, target.shape)
-    _inplace_any(self, self * keep + placed)
+    _inplace(self, ops.masked_fill(self, _new(mask), 0.0) + placed)
 
 
 def _inplace_any(self, result):

@@ -113,7 +113,7 @@ unary("abs",     lambda x, c, c2: np.abs(x),                         "g * sign(x
 unary("reciprocal", lambda x, c, c2: np.reciprocal(x),               "-g * y * y")
 unary("square",  lambda x, c, c2: np.square(x),                      "2 * g * x", grad_fn="PowBackward0")
 unary("rsqrt",   lambda x, c, c2: 1 / np.sqrt(x),                    "-0.5 * g * y * y * y")
-unary("log1p",   lambda x, c, c2: np.log1p(x),                       "g / (1 + x)")
+unary("log1p",   lambda x, c, c2: np.log1p(x),                       "g / (1 + x)", grad_fn="Log1PBackward0")
 unary("expm1",   lambda x, c, c2: np.expm1(x),                       "g * (y + 1)")
 unary("log2",    lambda x, c, c2: np.log2(x),                        f"g / (x * {LN2!r})")
 unary("exp2",    lambda x, c, c2: np.exp2(x),                        f"g * y * {LN2!r}")
@@ -147,7 +147,8 @@ binary("sub", np.subtract,      "g",     "-g", st="RsubBackward1")
 binary("mul", np.multiply,      "g * b", "g * a")
 binary("div", np.true_divide,   "g / b", "-g * y / b")
 binary("pow", np.power,         "g * b * a ** (b - 1)",
-       "where((a == 0) & (b >= 0), 0 * g, g * y * log(a))", grad_fn="PowBackward1", ts="PowBackward0")
+       "where((a == 0) & (b >= 0), 0 * g, g * y * log(a))", grad_fn="PowBackward1", ts="PowBackward0",
+       st="PowBackward2")
 binary("maximum", np.maximum,   "where(a > b, g, where(a == b, 0.5 * g, 0 * g))",
        "where(b > a, g, where(a == b, 0.5 * g, 0 * g))")
 binary("minimum", np.minimum,   "where(a < b, g, where(a == b, 0.5 * g, 0 * g))",
@@ -203,6 +204,9 @@ def _mm_forward(a, b):
 def _vjp_matmul(ctx, g, inputs, out):
     from .ops import sum_to_shape
     a, b = inputs
+    if a.ndim == 2 and b.ndim == 2 and not _grad_mode():  # plain backward: BLAS on transposed views
+        from .tensor import _new
+        return _new(g._data @ b._data.T), _new(a._data.T @ g._data)
     if a.ndim == 1 and b.ndim == 1:
         return g * b, g * a
     a2 = a.unsqueeze(0) if a.ndim == 1 else a
@@ -269,3 +273,362 @@ def tables():
 
 
 _tables = None
+
+
+# == The training op set ==============================================================================
+# Elementwise additions. tanh is not a kernel function: 1 + tanh(u) = 2 * sigmoid(2u).
+_GELU_S = "sigmoid(1.5957691216057308 * (x + 0.044715 * x * x * x))"
+unary("gelu_tanh", lambda x, c, c2: 0.5 * x * (1 + np.tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))),
+      f"g * ({_GELU_S} * (1 + x * (1 - {_GELU_S}) * 1.5957691216057308 * (1 + 0.134145 * x * x)))",
+      grad_fn="GeluBackward0")
+unary("clamp_min", lambda x, c, c2: np.maximum(x, c),  "where(x >= c, g, 0 * g)", grad_fn="ClampMinBackward0")
+unary("clamp_max", lambda x, c, c2: np.minimum(x, c),  "where(x <= c, g, 0 * g)", grad_fn="ClampMaxBackward0")
+unary("round_decimals", lambda x, c, c2: np.round(x, int(c)),        "0 * g", grad_fn="RoundBackward1")
+unary("log_sigmoid", lambda x, c, c2: -np.logaddexp(0, -x),          "g * sigmoid(-x)", grad_fn="LogSigmoidBackward0")
+# tensor (op) number, as torch's C++ code computes it (its Python operators give the *Backward0 names)
+unary("_div_scalar", lambda x, c, c2: x / c,                          "g / c", grad_fn="DivBackward1")
+unary("_mul_scalar", lambda x, c, c2: x * c,                          "g * c", grad_fn="MulBackward1")
+
+
+def _ops():
+    from . import ops
+    return ops
+
+
+def _keep(g, ctx_shape):
+    """g reshaped to the keepdim shape of a reduction (ctx_shape), ready to broadcast against the input."""
+    return g if tuple(g.shape) == tuple(ctx_shape) else g.reshape(ctx_shape)
+
+
+# Data movement: each is a gather (index map forward, compiled scatter-add adjoint) under torch's name.
+for _name, _grad_fn in (("transpose", "TransposeBackward0"), ("t", "TBackward0"), ("permute", "PermuteBackward0"),
+                        ("select", "SelectBackward0"), ("slice", "SliceBackward0"), ("index", "IndexBackward0"),
+                        ("repeat", "RepeatBackward0"), ("flip", "FlipBackward0"), ("split", "SplitBackward0"),
+                        ("split_with_sizes", "SplitWithSizesBackward0"), ("unbind", "UnbindBackward0"),
+                        ("gather", "GatherBackward0"), ("index_select", "IndexSelectBackward0"),
+                        ("max_dim", "MaxBackward0"), ("min_dim", "MinBackward0"),
+                        ("embedding", "EmbeddingBackward0"), ("diagonal", "DiagonalBackward0"),
+                        ("unsqueeze_gather", "UnsqueezeBackward0")):
+    structural(_name, K_GATHER, _grad_fn, _vjp_gather)
+for _name, _grad_fn in (("view", "ViewBackward0"),
+                        ("squeeze", "SqueezeBackward0"), ("squeeze_dim", "SqueezeBackward1"),
+                        ("squeeze_dims", "SqueezeBackward2"), ("unsqueeze", "UnsqueezeBackward0"),
+                        ("alias", "AliasBackward0")):
+    structural(_name, K_RESHAPE, _grad_fn, _vjp_reshape)
+
+
+# -- Python ops: reductions ------------------------------------------------------------------------------
+class Ctx:
+    """A Python op's saved context (row aux): plain attributes."""
+
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+
+def _vjp_prod(ctx, g, inputs, out):
+    """torch's prod_backward: g * out / x without zeros; with zeros, the product of the other elements."""
+    T = _ops()
+    x, = inputs
+    g, y = _keep(g, ctx.keep), _keep(out, ctx.keep)
+    xd = x._data
+    if not np.any(xd == 0):
+        return (g * y / x,)
+    if _grad_mode():  # differentiable: product of the others, one row per element (create_graph)
+        dims, n = ctx.dims, ctx.n
+        rest = tuple(d for d in range(x.ndim) if d not in dims)
+        xp = T.permute(x, *(rest + dims)).reshape(tuple(x.shape[d] for d in rest) + (1, n))
+        others = T.prod(T.where(_const(np.eye(n, dtype=bool)), 1.0, xp), -1)   # [..., n]
+        perm_back = np.argsort(rest + dims)
+        others = others.reshape(tuple(x.shape[d] for d in rest) + tuple(x.shape[d] for d in dims))
+        return (g * T.permute(others, *perm_back.tolist()),)
+    return (g * _const(_others_product(xd, ctx.dims)),)
+
+
+def _others_product(xd, dims):
+    """For each element, the product of the other elements of its reduction group (exclusive cumprods)."""
+    rest = tuple(d for d in range(xd.ndim) if d not in dims)
+    perm = rest + tuple(dims)
+    xp = np.transpose(xd, perm)
+    lead = xp.shape[:len(rest)]
+    flat = xp.reshape(lead + (-1,))
+    ones = np.ones(lead + (1,), xd.dtype)
+    left = np.cumprod(np.concatenate([ones, flat[..., :-1]], -1), -1)
+    right = np.cumprod(np.concatenate([ones, flat[..., :0:-1]], -1), -1)[..., ::-1]
+    return np.transpose((left * right).reshape(xp.shape), np.argsort(perm))
+
+
+def _vjp_var(ctx, g, inputs, out):
+    x, = inputs
+    g = _keep(g, ctx.keep)
+    return (g * (2.0 / ctx.denom) * (x - x.mean(ctx.dims, keepdim=True)),)
+
+
+def _vjp_std(ctx, g, inputs, out):
+    T = _ops()
+    x, = inputs
+    g, y = _keep(g, ctx.keep), _keep(out, ctx.keep)
+    gv = T.where(y == 0, 0.0, g / (2 * y))   # torch: zero gradient where std is 0
+    return (gv * (2.0 / ctx.denom) * (x - x.mean(ctx.dims, keepdim=True)),)
+
+
+def _vjp_amax(ctx, g, inputs, out):
+    """Ties share the gradient equally (torch's scale_grad_by_count)."""
+    x, = inputs
+    g, y = _keep(g, ctx.keep), _keep(out, ctx.keep)
+    mask = (x == y).to(x.dtype)
+    return (mask * (g / mask.sum(ctx.dims, keepdim=True)),)
+
+
+def _vjp_softmax(ctx, g, inputs, out):
+    return (out * (g - (g * out).sum(ctx, keepdim=True)),)      # ctx: the dim
+
+
+def _vjp_log_softmax(ctx, g, inputs, out):
+    return (g - out.exp() * g.sum(ctx, keepdim=True),)
+
+
+def _vjp_logsumexp(ctx, g, inputs, out):
+    x, = inputs
+    g, y = _keep(g, ctx.keep), _keep(out, ctx.keep)
+    return (g * (x - y).exp(),)
+
+
+def _vjp_cumsum(ctx, g, inputs, out):
+    return (g.flip(ctx).cumsum(ctx).flip(ctx),)   # ctx: the dim
+
+
+def _vjp_vector_norm(ctx, g, inputs, out):
+    """torch's norm_backward, for each p: zero gradient where the norm is 0."""
+    T = _ops()
+    x, = inputs
+    g, y = _keep(g, ctx.keep), _keep(out, ctx.keep)
+    p = ctx.p
+    if p == 0:
+        return (x * 0.0,)
+    if p == 1:
+        return (x.sign() * g,)
+    if p == 2:
+        return (T.where(y == 0, 0.0, g / y) * x,)
+    if math.isinf(p):
+        mask = (x.abs() == y).to(x.dtype)
+        return (x.sign() * mask * (g / mask.sum(ctx.dims, keepdim=True)),)
+    if p < 1:
+        scaled = T.where(x == 0, 0.0, x.sign() * x.abs() ** (p - 1))
+        return (scaled * g * y ** (1 - p),)
+    scaled = x.sign() * x.abs() ** (p - 1) if p < 2 else x * x.abs() ** (p - 2)
+    return (scaled * T.where(y == 0, 0.0, g / y ** (p - 1)),)
+
+
+python("prod", "ProdBackward1", None, _vjp_prod, saves=1 | SAVES_OUT)
+python("prod_all", "ProdBackward0", None, _vjp_prod, saves=1 | SAVES_OUT)
+python("var", "VarBackward0", None, _vjp_var, saves=1)
+python("std", "StdBackward0", None, _vjp_std, saves=1 | SAVES_OUT)
+python("amax", "AmaxBackward0", None, _vjp_amax, saves=1 | SAVES_OUT)
+python("amin", "AminBackward0", None, _vjp_amax, saves=1 | SAVES_OUT)
+python("max_all", "MaxBackward1", None, _vjp_amax, saves=1 | SAVES_OUT)
+python("min_all", "MinBackward1", None, _vjp_amax, saves=1 | SAVES_OUT)
+python("softmax", "SoftmaxBackward0", None, _vjp_softmax, saves=SAVES_OUT)
+python("log_softmax", "LogSoftmaxBackward0", None, _vjp_log_softmax, saves=SAVES_OUT)
+python("logsumexp", "LogsumexpBackward0", None, _vjp_logsumexp, saves=1 | SAVES_OUT)
+python("cumsum", "CumsumBackward0", None, _vjp_cumsum, saves=0)
+python("vector_norm", "LinalgVectorNormBackward0", None, _vjp_vector_norm, saves=1 | SAVES_OUT)
+
+
+# -- Python ops: elementwise with tensor parameters, data movement with several inputs ----------------------
+def _vjp_lerp(ctx, g, inputs, out):
+    return g * (1.0 - ctx), g * ctx          # ctx: the scalar weight
+
+
+def _vjp_lerp_tensor(ctx, g, inputs, out):
+    start, end, weight = inputs
+    return g * (1.0 - weight), g * weight, g * (end - start)
+
+
+def _vjp_clamp_tensor(ctx, g, inputs, out):
+    """torch's clamp_backward and clamp_backward_min_max (ctx: which of min, max are given)."""
+    T = _ops()
+    x = inputs[0]
+    lo = inputs[1] if ctx[0] else None
+    hi = inputs[1 + ctx[0]] if ctx[1] else None
+    if lo is not None and hi is not None:
+        return (T.where((x >= lo) & (x <= hi), g, 0.0), T.where((x < lo) & (lo < hi), g, 0.0),
+                T.where((x > hi) | (hi < lo), g, 0.0))
+    if lo is not None:
+        return T.where(x >= lo, g, 0.0), T.where(x < lo, g, 0.0)
+    return T.where(x <= hi, g, 0.0), T.where(x > hi, g, 0.0)
+
+
+def _vjp_cat(ctx, g, inputs, out):
+    T = _ops()
+    dim, sizes = ctx
+    grads, start = [], 0
+    for s in sizes:
+        if s is None:  # a legacy empty 1-D input that cat skipped
+            grads.append(_const(np.zeros(0, g._data.dtype)))
+            continue
+        grads.append(T.narrow(g, dim, start, s))
+        start += s
+    return tuple(grads)
+
+
+def _vjp_stack(ctx, g, inputs, out):
+    return tuple(g.select(ctx, i) for i in range(len(inputs)))
+
+
+def _vjp_scatter_add(ctx, g, inputs, out):
+    T = _ops()
+    dim, index = ctx
+    return g, T.gather(g, dim, index)
+
+
+def _vjp_masked_fill(ctx, g, inputs, out):
+    T = _ops()
+    grads = [T.where(ctx, 0.0, g)]           # ctx: the mask (a bool Tensor)
+    if len(inputs) > 1:
+        grads.append(T.where(ctx, g, 0.0).sum())
+    return tuple(grads)
+
+
+def _vjp_tril(ctx, g, inputs, out):
+    return (g.tril(ctx),)
+
+
+def _vjp_triu(ctx, g, inputs, out):
+    return (g.triu(ctx),)
+
+
+python("lerp", "LerpBackward0", None, _vjp_lerp, saves=0)
+python("lerp_tensor", "LerpBackward1", None, _vjp_lerp_tensor, saves=1 | 2 | 4)
+python("clamp_tensor", "ClampBackward0", None, _vjp_clamp_tensor, saves=1 | 2 | 4)
+python("clamp_min_tensor", "ClampMinBackward1", None, _vjp_clamp_tensor, saves=1 | 2)
+python("clamp_max_tensor", "ClampMaxBackward1", None, _vjp_clamp_tensor, saves=1 | 2)
+python("cat", "CatBackward0", None, _vjp_cat, saves=0)
+python("stack", "StackBackward0", None, _vjp_stack, saves=0)
+python("scatter_add", "ScatterAddBackward0", None, _vjp_scatter_add, saves=0)
+python("masked_fill", "MaskedFillBackward0", None, _vjp_masked_fill, saves=0)
+python("masked_fill_tensor", "MaskedFillBackward1", None, _vjp_masked_fill, saves=0)
+python("tril", "TrilBackward0", None, _vjp_tril, saves=0)
+python("triu", "TriuBackward0", None, _vjp_triu, saves=0)
+
+
+# -- Python ops: linear algebra -----------------------------------------------------------------------------
+def _vjp_linear(ctx, g, inputs, out):
+    """out = x @ w.T (+ b): inputs (x, w[, b])."""
+    x, w = inputs[0], inputs[1]
+    gx = g.mm(w)
+    gw = g.t().mm(x)
+    return (gx, gw, g) if len(inputs) > 2 else (gx, gw)
+
+
+def _vjp_einsum(ctx, g, inputs, out):
+    from .ops.linalg import _einsum_grads
+    return _einsum_grads(ctx, g, inputs)
+
+
+python("addmm", "AddmmBackward0", None, _vjp_linear)
+python("linear", "MmBackward0", None, _vjp_linear)
+python("einsum", "EinsumBackward0", None, _vjp_einsum)
+python("matmul_fold", "UnsafeViewBackward0", _mm_forward, _vjp_matmul)
+python("matmul_bcast", "CloneBackward0", _mm_forward, _vjp_matmul)
+python("vecmat", "SqueezeBackward4", _mm_forward, _vjp_matmul)
+
+
+# -- Python ops: losses -------------------------------------------------------------------------------------
+def _const(a):
+    from .tensor import _new
+    return _new(a)
+
+
+def _grad_mode():
+    from .autograd.grad_mode import is_grad_enabled
+    return is_grad_enabled()
+
+
+def _vjp_nll(ctx, g, inputs, out):
+    """nll_loss: d/dinput = -coef * g, where coef holds w[target] / denominator at the target classes."""
+    if ctx.reduction == "none":
+        g = g.unsqueeze(ctx.cdim)
+    return (_const(ctx.coef) * g,)
+
+
+def _vjp_cross_entropy(ctx, g, inputs, out):
+    """log_softmax + nll fused: d/dx = (softmax(x) * rowsum(Q) - Q) * g, Q the target weights / denominator."""
+    T = _ops()
+    if ctx.reduction == "none":
+        g = g.unsqueeze(ctx.cdim)
+    if not _grad_mode():
+        return (_const(ctx.dx) * g,)
+    x = inputs[0]
+    p = T.softmax(x, ctx.cdim)
+    return ((p * _const(np.asarray(ctx.rowq)) - _const(np.asarray(ctx.q))) * g,)
+
+
+def _vjp_mse(ctx, g, inputs, out):
+    x, t = inputs
+    d = (x - t) * (2.0 * g)
+    if ctx.reduction == "mean":
+        d = d / ctx.n
+    return d, -d
+
+
+def _vjp_smooth_l1(ctx, g, inputs, out):
+    T = _ops()
+    x, t = inputs
+    d = x - t
+    gd = T.where(d.abs() < ctx.beta, d / ctx.beta, d.sign()) * g
+    if ctx.reduction == "mean":
+        gd = gd / ctx.n
+    return gd, -gd
+
+
+def _vjp_bce(ctx, g, inputs, out):
+    """torch: g * (x - t) / clamp_min((1 - x) * x, 1e-12) * w; the target's: g * -logit(x) * w."""
+    T = _ops()
+    x, t = inputs
+    if ctx.reduction == "mean":
+        g = g / ctx.n
+    gx = g * (x - t) / T.clamp_min((1 - x) * x, 1e-12)
+    gt = g * (T.log1p(-x) - T.log(x))
+    if ctx.w is not None:
+        gx, gt = gx * ctx.w, gt * ctx.w
+    return gx, gt
+
+
+def _vjp_bce_logits_full(ctx, g, inputs, out):
+    """Inputs (z, t[, weight][, pos_weight]); ctx (reduction, has_weight, has_pos_weight)."""
+    T = _ops()
+    z, t = inputs[0], inputs[1]
+    w = inputs[2] if ctx.has_w else None
+    pw = inputs[2 + ctx.has_w] if ctx.has_pw else None
+    if ctx.reduction == "mean":
+        g = g / ctx.n
+    sp_neg = T.softplus(-z)                      # -log(sigmoid(z))
+    if pw is None:
+        gz, gt = (z.sigmoid() - t) * g, -z * g
+    else:
+        gz = ((pw - 1) * t + 1) * z.sigmoid() - pw * t
+        gz, gt = gz * g, (-z + (pw - 1) * sp_neg) * g
+    if w is not None:
+        gz, gt = gz * w, gt * w
+    return (gz, gt) + (None,) * (len(inputs) - 2)
+
+
+python("nll_loss", "NllLossBackward0", None, _vjp_nll, saves=0)
+python("nll_loss2d", "NllLoss2DBackward0", None, _vjp_nll, saves=0)
+python("cross_entropy", "NllLossBackward0", None, _vjp_cross_entropy, saves=1)
+python("cross_entropy2d", "NllLoss2DBackward0", None, _vjp_cross_entropy, saves=1)
+python("mse_loss", "MseLossBackward0", None, _vjp_mse, saves=1 | 2)
+python("smooth_l1_loss", "SmoothL1LossBackward0", None, _vjp_smooth_l1, saves=1 | 2)
+python("binary_cross_entropy", "BinaryCrossEntropyBackward0", None, _vjp_bce, saves=1 | 2 | 4)
+python("bce_with_logits_full", "BinaryCrossEntropyWithLogitsBackward0", None, _vjp_bce_logits_full,
+       saves=1 | 2 | 4 | 8)
+
+
+def _vjp_embedding_padded(ctx, g, inputs, out):
+    """Rows looked up at padding_idx get no gradient (ctx: index map, keep mask, weight shape)."""
+    from .ops import scatter_flat
+    index_map, keep, shape = ctx
+    return (scatter_flat(g * keep, index_map, shape),)
+
+
+python("embedding_padded", "EmbeddingBackward0", None, _vjp_embedding_padded, saves=0)

@@ -66,3 +66,6 @@ def source():
 if __name__ == "__main__":
     TARGET.write_text(source())
     print(f"wrote {TARGET}")
+    # Numba's cache of runtime.py (which inlines these kernels) does not notice that they changed.
+    for stale in (TARGET.parent / "__pycache__").glob("runtime.*.nb[ic]"):
+        stale.unlink(missing_ok=True)

@@ -265,6 +265,38 @@ def unary(op, X, Y, G, GX, c, c2):
             x = X[i]
             g = G[i]
             GX[i] += -g * c / (c * c + x * x)
+    elif op == 81:  # gelu_tanh
+        for i in range(n):
+            x = X[i]
+            g = G[i]
+            GX[i] += g * (sigmoid(1.5957691216057308 * (x + 0.044715 * x * x * x)) * (1 + x * (1 - sigmoid(1.5957691216057308 * (x + 0.044715 * x * x * x))) * 1.5957691216057308 * (1 + 0.134145 * x * x)))
+    elif op == 82:  # clamp_min
+        for i in range(n):
+            x = X[i]
+            g = G[i]
+            GX[i] += where(x >= c, g, 0 * g)
+    elif op == 83:  # clamp_max
+        for i in range(n):
+            x = X[i]
+            g = G[i]
+            GX[i] += where(x <= c, g, 0 * g)
+    elif op == 84:  # round_decimals
+        for i in range(n):
+            g = G[i]
+            GX[i] += 0 * g
+    elif op == 85:  # log_sigmoid
+        for i in range(n):
+            x = X[i]
+            g = G[i]
+            GX[i] += g * sigmoid(-x)
+    elif op == 86:  # _div_scalar
+        for i in range(n):
+            g = G[i]
+            GX[i] += g / c
+    elif op == 87:  # _mul_scalar
+        for i in range(n):
+            g = G[i]
+            GX[i] += g * c
 
 
 @njit(**JIT)

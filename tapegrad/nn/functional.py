@@ -1,3 +1,72 @@
-"""torch.nn.functional: the ops, under torch's functional names."""
-from ..ops import (binary_cross_entropy_with_logits, elu, gelu, hardtanh, leaky_relu, relu,  # noqa: F401
-                   sigmoid, silu, softplus, tanh)
+"""torch.nn.functional: the ops, under functional's names and signatures."""
+from .. import ops
+from ..ops import (binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy, gelu,  # noqa: F401
+                   huber_loss, kl_div, l1_loss, linear, mse_loss, nll_loss, one_hot, sigmoid,  # noqa: F401
+                   smooth_l1_loss, tanh)  # noqa: F401
+
+
+def _maybe_inplace(input, result, inplace):
+    return input.copy_(result) if inplace else result
+
+
+def relu(input, inplace=False):
+    return _maybe_inplace(input, ops.relu(input), inplace)
+
+
+def relu_(input):
+    return relu(input, inplace=True)
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    return _maybe_inplace(input, ops.leaky_relu(input, negative_slope), inplace)
+
+
+def elu(input, alpha=1.0, inplace=False):
+    return _maybe_inplace(input, ops.elu(input, alpha), inplace)
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    return _maybe_inplace(input, ops.hardtanh(input, min_val, max_val), inplace)
+
+
+def silu(input, inplace=False):
+    return _maybe_inplace(input, ops.silu(input), inplace)
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    return ops.softplus(input, beta, threshold)
+
+
+def logsigmoid(input):
+    return ops.log_sigmoid(input)
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    return ops.softmax(input, dim, dtype)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    return ops.log_softmax(input, dim, dtype)
+
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    return ops.dropout(input, p, training, inplace)
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
+              sparse=False):
+    if padding_idx is not None:
+        n = weight.shape[0]
+        if padding_idx > 0:
+            assert padding_idx < n, "Padding_idx must be within num_embeddings"
+        elif padding_idx < 0:
+            assert padding_idx >= -n, "Padding_idx must be within num_embeddings"
+            padding_idx += n
+    if max_norm is not None:
+        raise NotImplementedError("tapegrad: embedding with max_norm is not supported")
+    return ops.embedding(weight, input, -1 if padding_idx is None else padding_idx, scale_grad_by_freq, sparse)
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    denom = ops.clamp_min(ops.norm(input, p, dim, keepdim=True), eps).expand_as(input)
+    return input / denom

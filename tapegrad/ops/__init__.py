@@ -16,6 +16,8 @@ from . import elementwise as _e, reduce as _r, shape as _s, linalg as _l, loss a
 from .elementwise import abs, pow, round  # noqa: F401
 from .reduce import sum, sum_to_shape  # noqa: F401
 from .shape import getitem, scatter_flat  # noqa: F401
+from .nn import *  # noqa: F401,F403  (after elementwise: its clamp, gelu, round take tensor/keyword arguments)
+from . import nn as _n
 
-__all__ = [n for m in (_e, _r, _s, _l, _o) for n in m.__all__] + ["detach"]
-del _e, _r, _s, _l, _o
+__all__ = [n for m in (_e, _r, _s, _l, _o, _n) for n in m.__all__] + ["detach"]
+del _e, _r, _s, _l, _o, _n

@@ -85,7 +85,8 @@ def _dims(dim, ndim):
         return tuple(range(ndim))
     dims = tuple(_dim(d, ndim) for d in (dim if isinstance(dim, (tuple, list)) else (dim,)))
     if len(set(dims)) != len(dims):
-        raise RuntimeError(f"dim {dims} appears multiple times in the list of dims")
+        twice = next(d for d in dims if dims.count(d) > 1)
+        raise RuntimeError(f"dim {twice} appears multiple times in the list of dims")
     return dims
 
 

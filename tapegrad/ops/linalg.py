@@ -1,37 +1,65 @@
-"""Linear algebra: matmul in its torch cases (dot, mv, mm, batched), norm."""
+"""Linear algebra: matmul in its torch cases (dot, mv, mm, batched), bmm, outer, einsum, norm."""
+import math
 
 import numpy as np
 
-from .. import _dtype, registry
-from ._common import OPS, _float, _new, _record, _tensor, broadcast_shape
-from .elementwise import abs, pow, sqrt
-from .reduce import sum
+from .. import _dtype
+from ..registry import Ctx
+from ._common import OPS, _dims, _new, _record, _tensor, broadcast_shape
+
+
+def _dtype_name(a):
+    return {"float32": "float", "float64": "double", "int64": "long", "int32": "int"}.get(a.dtype.name, a.dtype.name)
+
+
+def _same_dtype(a, b):
+    if a._data.dtype != b._data.dtype:
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_dtype_name(a._data)} != "
+                           f"{_dtype_name(b._data)}")
+
+
+def _batch_error(a_batch, k, b_batch, kb):
+    raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{a_batch}, {k}] but got: "
+                       f"[{b_batch}, {kb}].")
 
 
 def matmul(input, other):
     a, b = _tensor(input), _tensor(other)
     if a.ndim == 0 or b.ndim == 0:
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {a.ndim}D and {b.ndim}D")
-    if a._data.dtype != b._data.dtype:
-        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
-                           f"{_dtype.from_numpy_dtype(a._data.dtype).name} != "
-                           f"{_dtype.from_numpy_dtype(b._data.dtype).name}")
+    _same_dtype(a, b)
     ka = a.shape[-1]
     kb = b.shape[-2] if b.ndim > 1 else b.shape[0]
     if ka != kb:
         if a.ndim == 1 and b.ndim == 1:
             raise RuntimeError(f"inconsistent tensor size, expected tensor [{ka}] and src [{kb}] to have the same "
                                f"number of elements, but got {ka} and {kb} elements respectively")
-        sa = "x".join(map(str, a.shape if a.ndim > 1 else (1,) + a.shape))
-        sb = "x".join(map(str, b.shape if b.ndim > 1 else b.shape + (1,)))
-        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({sa} and {sb})")
+        if b.ndim == 1:
+            rows = math.prod(a.shape[:-1])
+            raise RuntimeError(f"size mismatch, got input ({rows}), mat ({rows}x{ka}), vec ({kb})")
+        if b.ndim == 2 or a.ndim == 1 and b.ndim == 2:
+            rows = math.prod(a.shape[:-1]) if a.ndim > 1 else 1
+            raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{ka} and {kb}x{b.shape[-1]})")
+        broadcast_shape(a.shape[:-2], b.shape[:-2])
+        _batch_error(math.prod(broadcast_shape(a.shape[:-2], b.shape[:-2])), ka, math.prod(b.shape[:-2]), kb)
     if a.ndim > 2 or b.ndim > 2:
-        broadcast_shape(a.shape[:-2], b.shape[:-2] if b.ndim > 1 else ())
+        broadcast_shape(a.shape[:-2] if a.ndim > 1 else (), b.shape[:-2] if b.ndim > 1 else ())
+    value = np.matmul(a._data, b._data)
     if a._data.dtype.kind != "f":
-        return _new(np.asarray(np.matmul(a._data, b._data)))
-    name = ("dot" if a.ndim == 1 and b.ndim == 1 else "mv" if a.ndim == 2 and b.ndim == 1
-            else "matmul" if a.ndim <= 2 and b.ndim <= 2 else "bmm")
-    return _record(OPS[name], np.matmul(a._data, b._data), (a, b))
+        return _new(np.asarray(value))
+    if a.ndim == 1 and b.ndim == 1:
+        name = "dot"
+    elif b.ndim == 1:
+        name = "mv" if a.ndim == 2 else "matmul_fold"
+    elif a.ndim == 1:
+        name = "vecmat" if b.ndim == 2 else "matmul_fold"
+    elif a.ndim <= 2 and b.ndim <= 2:
+        name = "matmul"
+    elif b.ndim >= 3 and all(n == 1 for n in a.shape[:-2]):  # torch folds b and transposes: a copy
+        name = "matmul_bcast"
+    else:
+        name = "matmul_fold"
+    return _record(OPS[name], np.asarray(value, order="C"), (a, b))
 
 
 def dot(input, other):
@@ -39,6 +67,9 @@ def dot(input, other):
     if a.ndim != 1 or b.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {a.ndim}D and {b.ndim}D tensors")
     return matmul(a, b)
+
+
+inner = dot
 
 
 def mm(input, mat2):
@@ -50,15 +81,191 @@ def mm(input, mat2):
     return matmul(a, b)
 
 
+def mv(input, vec):
+    a, b = _tensor(input), _tensor(vec)
+    if a.ndim != 2 or b.ndim != 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got 1, {a.ndim}, {b.ndim}")
+    return matmul(a, b)
+
+
+def bmm(input, mat2):
+    a, b = _tensor(input), _tensor(mat2)
+    if a.ndim != 3:
+        raise RuntimeError("batch1 must be a 3D tensor")
+    if b.ndim != 3:
+        raise RuntimeError("batch2 must be a 3D tensor")
+    if b.shape[0] != a.shape[0] or b.shape[1] != a.shape[2]:
+        _batch_error(a.shape[0], a.shape[2], b.shape[0], b.shape[1])
+    _same_dtype(a, b)
+    value = np.matmul(a._data, b._data)
+    if a._data.dtype.kind != "f":
+        return _new(value)
+    return _record(OPS["bmm"], value, (a, b))
+
+
+def outer(input, vec2):
+    a, b = _tensor(input), _tensor(vec2)
+    for name, v in (("self", a), ("vec2", b)):
+        if v.ndim != 1:
+            raise RuntimeError(f"outer: Expected 1-D argument {name}, but got {v.ndim}-D")
+    return a.reshape(-1, 1) * b
+
+
+ger = outer
+
+
+# -- einsum ------------------------------------------------------------------------------------------------
+def _parse_einsum(equation, operands):
+    """Explicit subscripts (ellipses replaced by capital letters) for each operand and the output."""
+    eq = equation.replace(" ", "")
+    lhs, arrow, rhs = eq.partition("->")
+    subs = lhs.split(",")
+    if len(subs) > len(operands):
+        raise RuntimeError("einsum(): fewer operands were provided than specified in the equation")
+    if len(subs) < len(operands):
+        raise RuntimeError("einsum(): more operands were provided than specified in the equation")
+    for s in subs + [rhs]:
+        for ch in s.replace("...", ""):
+            if not ch.isalpha():
+                raise RuntimeError(f"einsum(): invalid subscript given at index {eq.index(ch)} in the equation "
+                                   f"string, subscripts must be in [a-zA-Z]")
+    n_ell = 0
+    for s, x in zip(subs, operands):
+        n = len(s.replace("...", ""))
+        if "..." in s:
+            n_ell = max(n_ell, x.ndim - n)
+        elif n != x.ndim:
+            raise RuntimeError(f"einsum(): the number of subscripts in the equation ({n}) does not match the number "
+                               f"of dimensions ({x.ndim}) for operand {subs.index(s)} and no ellipsis was given")
+    used = set(eq)
+    pool = [c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ" if c not in used]
+    ell = "".join(pool[:n_ell])
+    out_subs = []
+    for s, x in zip(subs, operands):
+        if "..." in s:
+            k = x.ndim - len(s.replace("...", ""))
+            s = s.replace("...", ell[n_ell - k:] if k else "")
+        out_subs.append(s)
+    if arrow:
+        out = rhs.replace("...", ell)
+    else:
+        counts = {}
+        for s in out_subs:
+            for ch in s:
+                counts[ch] = counts.get(ch, 0) + 1
+        out = ell + "".join(sorted(ch for ch, c in counts.items() if c == 1 and ch not in ell))
+    sizes = {}
+    for i, (s, x) in enumerate(zip(out_subs, operands)):
+        for ch, n in zip(s, x.shape):
+            if ch in sizes and sizes[ch] != n and n != 1 and sizes[ch] != 1:
+                raise RuntimeError(f"einsum(): subscript {ch} has size {n} for operand {i} which does not broadcast "
+                                   f"with previously seen size {sizes[ch]}")
+            sizes[ch] = n if ch not in sizes or sizes[ch] == 1 else sizes[ch]
+    for ch in out:
+        if ch not in sizes:
+            raise RuntimeError(f"einsum(): output subscript {ch} does not appear in the equation for any input operand")
+    return out_subs, out
+
+
+def einsum(equation, *operands):
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    xs = [_tensor(x) for x in operands]
+    subs, out = _parse_einsum(equation, xs)
+    dt = _dtype.result_type(*[x._data for x in xs])
+    from ._common import _to_dtype
+    xs = [_to_dtype(x, dt) for x in xs]
+    value = np.einsum(",".join(subs) + "->" + out, *[x._data for x in xs], optimize=len(xs) > 1)
+    value = np.asarray(value, dtype=dt, order="C")
+    if dt.kind != "f":
+        return _new(value)
+    return _record(OPS["einsum"], value, tuple(xs), aux=(subs, out))
+
+
+def _einsum_grads(ctx, g, inputs):
+    """The gradient of operand k is einsum of g with the other operands onto k's subscripts. Letters only k
+    has were summed by the forward and come back by expand; repeated letters (diagonals) come back through
+    identity matrices."""
+    subs, out_subs = ctx
+    grads = []
+    for k, x in enumerate(inputs):
+        others = [(s, t) for j, (s, t) in enumerate(zip(subs, inputs)) if j != k]
+        have = set(out_subs).union(*[set(s) for s, _ in others])
+        uniq = "".join(dict.fromkeys(subs[k]))
+        size = {ch: n for ch, n in zip(subs[k], x.shape)}
+        target = "".join(ch for ch in uniq if ch in have)
+        gk = einsum(",".join([out_subs] + [s for s, _ in others]) + "->" + target, g, *[t for _, t in others])
+        if target != uniq:
+            gk = gk.reshape([size[ch] if ch in have else 1 for ch in uniq]).expand([size[ch] for ch in uniq])
+        if uniq != subs[k]:
+            free = iter(c for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                        if c not in subs[k] and c not in out_subs)
+            renamed, seen, deltas = "", set(), []
+            for ch in subs[k]:
+                if ch in seen:
+                    new = next(free)
+                    deltas.append((ch + new, _new(np.eye(size[ch], dtype=x._data.dtype))))
+                    renamed += new
+                else:
+                    seen.add(ch)
+                    renamed += ch
+            gk = einsum(",".join([uniq] + [d for d, _ in deltas]) + "->" + renamed, gk, *[e for _, e in deltas])
+        grads.append(gk)
+    return tuple(grads)
+
+
+# -- norms ---------------------------------------------------------------------------------------------------------
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
-    x = _float(_tensor(input))
-    if p in ("fro", 2, 2.0) and dim is None and not keepdim:
-        return _record(OPS["norm"], np.asarray(registry._norm_forward(x._data)), (x,))
-    if p in ("fro", 2, 2.0):
-        return sqrt(sum(x * x, dim=dim, keepdim=keepdim))
-    if p == 1:
-        return sum(abs(x), dim=dim, keepdim=keepdim)
-    return pow(sum(pow(abs(x), float(p)), dim=dim, keepdim=keepdim), 1.0 / p)
+    x = _tensor(input)
+    if p == "nuc":
+        raise NotImplementedError("tapegrad: the nuclear norm is not supported")
+    if p == "fro" or p is None:
+        p = 2.0
+    if isinstance(p, str):
+        raise RuntimeError(f"linalg.matrix_norm: Order {p} not supported.")
+    return vector_norm(x, p, dim, keepdim, dtype=dtype)
+
+
+def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
+    x = _tensor(x)
+    if dtype is not None:
+        from ._common import _to_dtype
+        x = _to_dtype(x, _dtype.to_numpy_dtype(dtype))
+    if x._data.dtype.kind != "f":
+        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
+                           f"{_dtype.from_numpy_dtype(x._data.dtype).name.capitalize().replace('Int64', 'Long')}")
+    p = float(ord)
+    dims = tuple(range(x.ndim)) if dim is None else (() if x.ndim == 0 else tuple(sorted(_dims(dim, x.ndim))))
+    data = x._data
+    if math.isinf(p) and any(x.shape[d] == 0 for d in dims) or math.isinf(p) and data.size == 0:
+        if dim is None:
+            raise RuntimeError("linalg.vector_norm cannot compute the inf norm on an empty tensor because the "
+                               "operation does not have an identity")
+        d = next(d for d in dims if x.shape[d] == 0)
+        raise RuntimeError(f"linalg.vector_norm cannot compute the inf norm on the dimension {d}because this "
+                           f"dimension is empty and the operation does not have an identity")
+
+    def red(fn, a):
+        return np.asarray(fn(a) if a.ndim == 0 else fn(a, axis=dims, keepdims=keepdim))
+    a = np.abs(data)
+    with np.errstate(all="ignore"):
+        if p == 2:
+            out = np.sqrt(red(np.sum, a * a))
+        elif p == 1:
+            out = red(np.sum, a)
+        elif p == math.inf:
+            out = red(np.max, a)
+        elif p == -math.inf:
+            out = red(np.min, a)
+        elif p == 0:
+            out = red(np.sum, (a != 0).astype(data.dtype))
+        else:
+            out = red(np.sum, a ** data.dtype.type(p)) ** data.dtype.type(1.0 / p)
+    keep = tuple(1 if d in dims else s for d, s in enumerate(x.shape))
+    if p == 2 and dim is None and not keepdim:  # the registry's plain 2-norm
+        return _record(OPS["norm"], out.astype(data.dtype, copy=False), (x,))
+    return _record(OPS["vector_norm"], out.astype(data.dtype, copy=False), (x,),
+                   aux=Ctx(p=p, dims=dims, keep=keep))
 
 
 __all__ = [n for n, v in list(globals().items()) if callable(v) and getattr(v, "__module__", None) == __name__

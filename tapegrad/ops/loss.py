@@ -1,35 +1,355 @@
-"""Loss functions (nn.functional's losses live here, next to the ops they compose)."""
+"""Loss functions (nn.functional's losses), with torch's reductions, arguments and errors.
+
+cross_entropy with class indices is one fused op (log_softmax + nll_loss, grad_fn NllLossBackward0): its
+backward is one multiply by the gradient computed in the forward, softmax(x) - onehot, scaled.
+"""
+import warnings
+
 import numpy as np
 
-from .. import registry
-from ._common import OPS, _record, _tensor, _to_dtype
-from .elementwise import softplus
-from .reduce import mean, sum
+from .. import _dtype, registry
+from ..registry import Ctx
+from ..tensor import _new
+from ._common import OPS, _record, _tensor, _to_dtype, broadcast_shape
+from .elementwise import _div_scalar, _mul_scalar, abs, where
+from .reduce import log_softmax, mean, sum
+
+_REDUCTIONS = ("none", "mean", "sum")
+
+
+def _reduction(reduction, size_average=None, reduce=None):
+    """torch's legacy size_average / reduce arguments, mapped to a reduction, and its check."""
+    if size_average is not None or reduce is not None:
+        size_average = True if size_average is None else size_average
+        reduce = True if reduce is None else reduce
+        reduction = "none" if not reduce else "mean" if size_average else "sum"
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    return reduction
+
+
+def _reduce(loss, reduction):
+    return mean(loss) if reduction == "mean" else sum(loss) if reduction == "sum" else loss
+
+
+def _reduce_np(a, reduction):
+    with np.errstate(all="ignore"):
+        if reduction == "mean":
+            return np.asarray(a.mean() if a.size else np.nan, a.dtype)
+        if reduction == "sum":
+            return np.asarray(a.sum(), a.dtype)
+    return a
+
+
+def _pair(input, target, check_shape=None):
+    x, t = _tensor(input), _tensor(target)
+    if t.shape != x.shape:
+        warnings.warn(f"Using a target size ({t.shape}) that is different to the input size ({x.shape}). This will "
+                      f"likely lead to incorrect results due to broadcasting. Please ensure they have the same size.",
+                      stacklevel=3)
+    shape = broadcast_shape(x.shape, t.shape)
+    dt = _dtype.result_type(x._data, t._data)
+    if dt.kind != "f":
+        dt = np.dtype(np.float32)
+    return _to_dtype(x, dt), _to_dtype(t, dt), shape
+
+
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    reduction = _reduction(reduction, size_average, reduce)
+    x, t, shape = _pair(input, target)
+    d = x._data - t._data
+    out = _reduce_np(d * d, reduction)
+    if weight is not None:
+        return _reduce((x - t) * (x - t) * weight, reduction)
+    return _record(OPS["mse_loss"], out, (x, t), aux=Ctx(reduction=reduction, n=int(np.prod(shape))))
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    reduction = _reduction(reduction, size_average, reduce)
+    x, t, _ = _pair(input, target)
+    loss = abs(x - t)
+    return _reduce(loss * weight if weight is not None else loss, reduction)
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    reduction = _reduction(reduction, size_average, reduce)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    if beta == 0:
+        return l1_loss(input, target, reduction=reduction)
+    x, t, shape = _pair(input, target)
+    d = np.abs(x._data - t._data)
+    loss = np.where(d < beta, 0.5 * d * d / beta, d - 0.5 * beta).astype(d.dtype, copy=False)
+    return _record(OPS["smooth_l1_loss"], _reduce_np(loss, reduction), (x, t),
+                   aux=Ctx(reduction=reduction, n=int(np.prod(shape)), beta=float(beta)))
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    reduction = _reduction(reduction)
+    x, t, _ = _pair(input, target)
+    d = abs(x - t)
+    loss = where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta))
+    return _reduce(loss * weight if weight is not None else loss, reduction)
+
+
+# -- nll_loss and cross_entropy ------------------------------------------------------------------------------
+def _class_targets(x, t, weight, ignore_index):
+    """Check (input, class-index target, weight) as torch does; returns the flat pieces the forward needs:
+    x as (M, C) (class dim last), targets (M,), valid (M,) and each sample's weight (M,)."""
+    if x.ndim == 0:
+        raise ValueError("Expected 1 or more dimensions (got 0)")
+    if x.ndim == 1:
+        if t.ndim > 1:
+            raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    elif x.shape[0] != (t.shape[0] if t.ndim else 1) or t.ndim == 0:
+        raise ValueError(f"Expected input batch_size ({x.shape[0]}) to match target batch_size "
+                         f"({t.shape[0] if t.ndim else 1}).")
+    elif x.ndim == 2 and t.ndim != 1:
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    elif x.ndim > 2 and t.shape != x.shape[:1] + x.shape[2:]:
+        raise RuntimeError(f"Expected target size {list(x.shape[:1] + x.shape[2:])}, got {list(t.shape)}")
+    if t._data.dtype not in (np.int64, np.uint8):
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {_scalar_name(t._data)}")
+    cdim = 0 if x.ndim == 1 else 1
+    C = x.shape[cdim]
+    if weight is not None:
+        weight = _tensor(weight)
+        if weight._requires_grad:
+            raise RuntimeError("The function 'nll_loss_forward' is not differentiable with respect to argument "
+                               "'weight'. This input cannot have requires_grad True.")
+        if weight.shape != (C,):
+            raise RuntimeError(f"weight tensor should be defined either for all {C} classes or no classes but got "
+                               f"weight tensor of shape: {list(weight.shape)}")
+    xl = x._data if x.ndim == 2 else np.moveaxis(x._data, cdim, -1).reshape(-1, C)
+    tl = t._data.reshape(-1).astype(np.int64, copy=False)
+    valid = tl != ignore_index
+    tt = np.where(valid, tl, 0)
+    bad = (tt < 0) | (tt >= C)
+    if bad.any():
+        raise IndexError(f"Target {int(tl[np.argmax(bad)])} is out of bounds.")
+    w = (weight._data.astype(x._data.dtype)[tt] if weight is not None else np.ones(len(tt), x._data.dtype)) * valid
+    return xl, tt, w.astype(x._data.dtype, copy=False), cdim
+
+
+def _scalar_name(a):
+    return {"float32": "Float", "float64": "Double", "int32": "Int", "int16": "Short", "int8": "Char",
+            "bool": "Bool", "float16": "Half"}.get(a.dtype.name, a.dtype.name)
+
+
+def _per_sample_scale(w, reduction, dtype):
+    """The factor of each sample's -log p[target] in the loss: its weight, over the weight sum for mean."""
+    if reduction == "mean":
+        with np.errstate(all="ignore"):
+            return (w / dtype.type(w.sum())).astype(dtype)
+    return w
+
+
+def _to_layout(a, x, cdim):
+    """An (M, C) array back in x's layout (class dim at cdim)."""
+    if x.ndim == 2:
+        return a
+    moved = np.moveaxis(x._data, cdim, -1).shape
+    return np.asarray(np.moveaxis(a.reshape(moved), -1, cdim), order="C")
+
+
+def _finish(per, w, reduction, t_shape, dtype):
+    with np.errstate(all="ignore"):
+        if reduction == "mean":
+            return np.asarray(per.sum() / w.sum(), dtype)
+        if reduction == "sum":
+            return np.asarray(per.sum(), dtype)
+    return per.reshape(t_shape).astype(dtype, copy=False)
+
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+    reduction = _reduction(reduction, size_average, reduce)
+    x, t = _tensor(input), _tensor(target)
+    xl, tt, w, cdim = _class_targets(x, t, weight, ignore_index)
+    rows = np.arange(len(tt))
+    per = -w * xl[rows, tt]
+    out = _finish(per, w, reduction, t.shape, x._data.dtype)
+    scale = _per_sample_scale(w, reduction, x._data.dtype)
+    coef = np.zeros(xl.shape, x._data.dtype)
+    coef[rows, tt] = -scale
+    op = OPS["nll_loss2d" if x.ndim >= 3 else "nll_loss"]
+    return _view_nd(x, reduction, _record(op, out, (x,), aux=Ctx(coef=_to_layout(coef, x, cdim),
+                                                                   reduction=reduction, cdim=cdim)))
+
+
+def _view_nd(x, reduction, out):
+    """torch computes the loss of an (N, C, d1, ...) input other than 4-D as 4-D, and views it back."""
+    if x.ndim >= 3 and x.ndim != 4 and reduction == "none":
+        from .shape import _reshape
+        return _reshape(out, out.shape, OPS["view"])
+    return out
+
+
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+                  reduction="mean", label_smoothing=0.0):
+    reduction = _reduction(reduction, size_average, reduce)
+    x, t = _tensor(input), _tensor(target)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    if x._data.dtype.kind != "f":
+        raise RuntimeError(f'"log_softmax_lastdim_kernel_impl" not implemented for '
+                           f"'{_dtype.from_numpy_dtype(x._data.dtype).name.capitalize()}'")
+    if t._data.dtype.kind == "f" and t.shape == x.shape:
+        return _cross_entropy_probs(x, t, weight, ignore_index, reduction, label_smoothing)
+    if label_smoothing > 0:
+        return _cross_entropy_smoothed(x, t, weight, ignore_index, reduction, label_smoothing)
+    xl, tt, w, cdim = _class_targets(x, t, weight, ignore_index)
+    dt = x._data.dtype
+    rows = np.arange(len(tt))
+    with np.errstate(all="ignore"):
+        z = xl - xl.max(1, keepdims=True) if xl.size else xl
+        e = np.exp(z)
+        s = e.sum(1, keepdims=True)
+        per = -w * (z[rows, tt] - np.log(s[:, 0]))
+        p = e / s
+    out = _finish(per, w, reduction, t.shape, dt)
+    scale = _per_sample_scale(w, reduction, dt)
+    dx = p * scale[:, None]
+    dx[rows, tt] -= scale
+    ctx = Ctx(dx=_to_layout(dx, x, cdim), reduction=reduction, cdim=cdim, tt=tt, scale=scale)
+    ctx.q, ctx.rowq = _LazyQ(ctx, x, cdim, "q"), _LazyQ(ctx, x, cdim, "rowq")
+    op = OPS["cross_entropy2d" if x.ndim >= 3 else "cross_entropy"]
+    return _view_nd(x, reduction, _record(op, out, (x,), aux=ctx))
+
+
+class _LazyQ:
+    """The target weights Q (onehot * scale) and their row sums, built only for create_graph."""
+
+    def __init__(self, ctx, x, cdim, which):
+        self.ctx, self.shape, self.dtype, self.cdim, self.which = ctx, x.shape, x._data.dtype, cdim, which
+
+    def __array__(self, dtype=None, copy=None):
+        ctx, tt = self.ctx, self.ctx.tt
+        C = self.shape[self.cdim]
+        if self.which == "rowq":
+            a = ctx.scale.reshape(-1, 1) * np.ones((1, C), self.dtype)
+        else:
+            a = np.zeros((len(tt), C), self.dtype)
+            a[np.arange(len(tt)), tt] = ctx.scale
+        moved = tuple(s for i, s in enumerate(self.shape) if i != self.cdim) + (C,)
+        return np.asarray(np.moveaxis(a.reshape(moved), -1, self.cdim), dtype=dtype, order="C")
+
+
+def _class_view(weight, x, cdim):
+    shape = [1] * x.ndim
+    shape[cdim] = x.shape[cdim]
+    return _tensor(weight).to(x.dtype).reshape(shape)
+
+
+def _cross_entropy_probs(x, t, weight, ignore_index, reduction, label_smoothing):
+    if ignore_index >= 0:
+        raise RuntimeError("ignore_index is not supported for floating point target")
+    cdim = 0 if x.ndim == 1 else 1
+    C = x.shape[cdim]
+    logp = log_softmax(x, cdim)
+    if label_smoothing > 0:
+        t = t * (1 - label_smoothing) + label_smoothing / C
+    prod = logp * t
+    if weight is not None:
+        prod = prod * _class_view(weight, x, cdim)
+    if reduction == "mean":
+        return _div_scalar(-prod.sum(), x.numel() / C if x.numel() else float("nan"))
+    if reduction == "sum":
+        return -prod.sum()
+    return -prod.sum(cdim)
+
+
+def _cross_entropy_smoothed(x, t, weight, ignore_index, reduction, eps):
+    xl, tt, w, cdim = _class_targets(x, t, weight, ignore_index)  # checks
+    C = x.shape[cdim]
+    logp = log_softmax(x, cdim)
+    nll = nll_loss(logp, t, weight, ignore_index=ignore_index, reduction=reduction)
+    smooth = -(logp * _class_view(weight, x, cdim)).sum(cdim) if weight is not None else -logp.sum(cdim)
+    ignored = _new(t._data == ignore_index)
+    smooth = smooth.masked_fill(ignored, 0.0)
+    if reduction == "mean":
+        denom = w.sum() if weight is not None else (~ignored._data).sum()
+        ret = smooth.sum() / _new(np.asarray(denom, dtype=x._data.dtype))
+    elif reduction == "sum":
+        ret = smooth.sum()
+    else:
+        ret = smooth
+    return _mul_scalar(nll, 1 - eps) + _mul_scalar(ret, eps / C)
+
+
+# -- binary cross entropy ---------------------------------------------------------------------------------
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    reduction = _reduction(reduction, size_average, reduce)
+    x, t = _tensor(input), _tensor(target)
+    if t.shape != x.shape:
+        raise ValueError(f"Using a target size ({t.shape}) that is different to the input size ({x.shape}) is "
+                         f"deprecated. Please ensure they have the same size.")
+    if t._data.dtype != x._data.dtype:
+        raise RuntimeError(f"Found dtype {_scalar_name(t._data)} but expected {_scalar_name(x._data)}")
+    xd, td = x._data, t._data
+    if np.any((xd < 0) | (xd > 1)):
+        raise RuntimeError("all elements of input should be between 0 and 1")
+    w = None
+    if weight is not None:
+        weight = _tensor(weight)
+        if weight._requires_grad:
+            raise RuntimeError("The function 'binary_cross_entropy' is not differentiable with respect to argument "
+                               "'weight'. This input cannot have requires_grad True.")
+        try:
+            wd = np.broadcast_to(weight._data, x.shape).astype(xd.dtype)
+        except ValueError:
+            raise RuntimeError(f"Attempting to broadcast a dimension of length {weight.shape[-1]} at -1! Mismatching "
+                               f"argument at index 1 had {weight.shape}; but expected shape should be broadcastable "
+                               f"to {list(x.shape)}") from None
+        w = _new(np.asarray(wd, order="C"))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        loss = -(td * np.maximum(np.log(xd), -100) + (1 - td) * np.maximum(np.log1p(-xd), -100))
+    if w is not None:
+        loss = loss * w._data
+    out = _reduce_np(loss.astype(xd.dtype, copy=False), reduction)
+    return _record(OPS["binary_cross_entropy"], out, (x, t), aux=Ctx(reduction=reduction, n=max(x.numel(), 1), w=w))
 
 
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
                                      reduction="mean", pos_weight=None):
+    reduction = _reduction(reduction, size_average, reduce)
     z, y = _tensor(input), _tensor(target)
     if z.shape != y.shape:
-        raise ValueError(f"Target size ({tuple(y.shape)}) must be the same as input size ({tuple(z.shape)})")
+        raise ValueError(f"Target size ({y.shape}) must be the same as input size ({z.shape})")
+    y = _to_dtype(y, z._data.dtype)
     if weight is None and pos_weight is None and reduction == "mean":
-        y = _to_dtype(y, z._data.dtype)
         out = np.asarray(registry._bce_logits_forward(z._data, y._data), dtype=z._data.dtype)
         return _record(OPS["bce_with_logits"], out, (z, y))
-    # general form, composed: max(z,0) - z*y*pw' + log1p(exp(-|z|)) scaled by pos_weight
-    log_sig = -softplus(-z)
-    log_one_minus = -softplus(z)
-    pw = 1.0 if pos_weight is None else pos_weight
-    loss = -(pw * y * log_sig + (1 - y) * log_one_minus)
+    extra = []
+    for name, v in (("weight", weight), ("pos_weight", pos_weight)):
+        if v is not None:
+            v = _tensor(v)
+            if v._requires_grad:
+                raise RuntimeError(f"The function 'binary_cross_entropy_with_logits' is not differentiable with "
+                                   f"respect to argument '{name}'. This input cannot have requires_grad True.")
+            broadcast_shape(z.shape, v.shape)
+            extra.append(_to_dtype(v, z._data.dtype))
+    zd, yd = z._data, y._data
+    sp = np.maximum(-zd, 0) + np.log1p(np.exp(-np.abs(zd)))        # softplus(-z) = -log(sigmoid(z))
+    if pos_weight is not None:
+        loss = (1 - yd) * zd + ((extra[-1]._data - 1) * yd + 1) * sp
+    else:
+        loss = (1 - yd) * zd + sp
     if weight is not None:
-        loss = loss * weight
-    if reduction == "mean":
-        return mean(loss)
-    if reduction == "sum":
-        return sum(loss)
-    if reduction == "none":
-        return loss
-    raise ValueError(f"{reduction} is not a valid value for reduction")
+        loss = loss * extra[0]._data
+    loss = np.broadcast_to(loss, z.shape).astype(zd.dtype)
+    out = _reduce_np(np.asarray(loss, order="C"), reduction)
+    ctx = Ctx(reduction=reduction, has_w=weight is not None, has_pw=pos_weight is not None, n=max(z.numel(), 1))
+    return _record(OPS["bce_with_logits_full"], out, (z, y) + tuple(extra), aux=ctx)
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    reduction = _reduction(reduction, size_average, reduce) if reduction != "batchmean" else reduction
+    x, t = _tensor(input), _tensor(target)
+    from .elementwise import exp, log
+    loss = exp(t) * (t - x) if log_target else where(t > 0, t * log(where(t > 0, t, 1.0)), 0.0) - t * x
+    if reduction == "batchmean":
+        return sum(loss) / (x.shape[0] if x.ndim else 1)
+    return _reduce(loss, reduction)
 
 
 __all__ = [n for n, v in list(globals().items()) if callable(v) and getattr(v, "__module__", None) == __name__

@@ -1,11 +1,15 @@
-"""Reductions (sum, mean) and their adjoints' shapes (expand, sum_to_shape)."""
+"""Reductions (sum, mean, prod, var, std, amax, max, argmax, logsumexp, softmax, cumsum) and the
+adjoints' shapes (expand, sum_to_shape)."""
+import builtins
+import collections
 import math
 
 import numpy as np
 
 from .. import _dtype
-from ..tensor import _new
-from ._common import OPS, _dims, _mask, _record, _sizes, _tensor, _to_dtype
+from ..registry import Ctx
+from ..tensor import Tensor, _new
+from ._common import OPS, _dim, _dims, _float, _mask, _record, _sizes, _tensor, _to_dtype
 
 
 def _reduce(name_all, name_dim, np_fn, input, dim, keepdim, dtype, scale_of):
@@ -14,10 +18,10 @@ def _reduce(name_all, name_dim, np_fn, input, dim, keepdim, dtype, scale_of):
         x = _to_dtype(x, _dtype.to_numpy_dtype(dtype))
     elif x._data.dtype.kind in "biu" and name_all == "mean_all":
         raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a floating point "
-                           f"or complex dtype. Got: {_dtype.from_numpy_dtype(x._data.dtype).name.capitalize()}")
+                           f"or complex dtype. Got: {_dtype_word(x._data)}")
     elif x._data.dtype.kind in "b":
         x = _new(x._data.astype(np.int64))
-    dims = _dims(dim, x.ndim)
+    dims = _dims(dim, x.ndim) if x.ndim else ()
     out = np.asarray(np_fn(x._data, axis=dims, keepdims=keepdim))
     if out.dtype != x._data.dtype:
         out = out.astype(x._data.dtype)
@@ -61,8 +65,280 @@ def expand(input, *sizes):
                                f"{list(sizes)}.  Tensor sizes: {list(x.shape)}")
     if shape == x.shape:
         return x
-    out = np.ascontiguousarray(np.broadcast_to(x._data, shape))
+    out = np.array(np.broadcast_to(x._data, shape), order="C")
     return _record(OPS["expand"], out, (x,))
+
+
+# -- reductions with a Python adjoint ------------------------------------------------------------------
+def _rdims(dim, ndim, empty_is_all=False):
+    """Reduction dims as a sorted tuple; None (or () where torch takes it as "all") reduces every dim."""
+    if dim is None or empty_is_all and isinstance(dim, (tuple, list)) and len(dim) == 0:
+        return tuple(range(ndim))
+    dims = _dims(dim, ndim)
+    return () if ndim == 0 else tuple(sorted(dims))
+
+
+def _keep_shape(shape, dims):
+    return tuple(1 if d in dims else s for d, s in enumerate(shape))
+
+
+def _np_reduce(fn, data, dims, keepdim, **kw):
+    if data.ndim == 0:
+        return np.asarray(fn(data, **kw))
+    return np.asarray(fn(data, axis=dims, keepdims=keepdim, **kw))
+
+
+def _dtype_word(a):
+    """A dtype as torch's C++ messages name it (Float, Double, Long, ...)."""
+    return {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
+            "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}[a.dtype.name]
+
+
+def _cast_arg(x, dtype):
+    return x if dtype is None else _to_dtype(x, _dtype.to_numpy_dtype(dtype))
+
+
+def _int_to_long(x):
+    return _new(x._data.astype(np.int64)) if x._data.dtype.kind in "biu" and x._data.dtype != np.int64 else x
+
+
+def prod(input, dim=None, keepdim=False, dtype=None):
+    x = _int_to_long(_cast_arg(_tensor(input), dtype))
+    if dim is not None:
+        if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
+            raise TypeError(f"prod() received an invalid combination of arguments - got ({type(dim).__name__}), but "
+                            f"expected one of:\n * (*, torch.dtype dtype = None)\n * (int dim, bool keepdim = False, "
+                            f"*, torch.dtype dtype = None)")
+        _dim(dim, x.ndim)
+    dims = _rdims(dim, x.ndim)
+    out = _np_reduce(np.prod, x._data, dims, keepdim and dim is not None).astype(x._data.dtype, copy=False)
+    if x._data.dtype.kind != "f":
+        return _new(out)
+    ctx = Ctx(keep=_keep_shape(x.shape, dims), dims=dims, n=math.prod(x.shape[d] for d in dims))
+    return _record(OPS["prod_all" if dim is None else "prod"], out, (x,), aux=ctx)
+
+
+def _correction(name, x, dim, unbiased, correction):
+    if isinstance(dim, bool):   # legacy var(unbiased)
+        dim, unbiased = None, dim
+    if x._data.dtype.kind != "f":
+        raise RuntimeError("std and var only support floating point and complex dtypes")
+    if unbiased is not None and correction is not None:
+        raise TypeError(f"{name}() received an invalid combination of arguments - got both 'unbiased' and "
+                        f"'correction'")
+    c = float(correction) if correction is not None else (0.0 if unbiased is False else 1.0)
+    return dim, c
+
+
+def _var(name, input, dim, unbiased, keepdim, correction):
+    x = _tensor(input)
+    dim, c = _correction(name, x, dim, unbiased, correction)
+    dims = _rdims(dim, x.ndim)
+    n = math.prod(x.shape[d] for d in dims)
+    denom = builtins.max(0.0, n - c)
+    with np.errstate(all="ignore"):
+        d = x._data - _np_reduce(np.mean, x._data, dims, True)
+        var = _np_reduce(np.sum, d * d, dims, keepdim) / x._data.dtype.type(denom)
+        out = np.sqrt(var) if name == "std" else var
+    ctx = Ctx(keep=_keep_shape(x.shape, dims), dims=dims, denom=denom)
+    return _record(OPS[name], out.astype(x._data.dtype, copy=False), (x,), aux=ctx)
+
+
+def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    return _var("var", input, dim, unbiased, keepdim, correction)
+
+
+def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    return _var("std", input, dim, unbiased, keepdim, correction)
+
+
+def _check_nonempty(name, x, dims, dim_given):
+    if x._data.size:
+        return
+    if not dim_given:
+        raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0. Specify "
+                           f"the reduction dim with the 'dim' argument.")
+    for d in dims:
+        if x.shape[d] == 0:
+            raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
+
+
+def _extreme(name, np_fn, input, dim, keepdim):
+    x = _tensor(input)
+    all_dims = dim is None or isinstance(dim, (tuple, list)) and len(dim) == 0
+    dims = _rdims(dim, x.ndim, empty_is_all=True)
+    _check_nonempty(name, x, dims, not all_dims)
+    out = _np_reduce(np_fn, x._data, dims, keepdim)
+    if x._data.dtype.kind != "f":
+        return _new(out)
+    return _record(OPS[name], out, (x,), aux=Ctx(keep=_keep_shape(x.shape, dims), dims=dims))
+
+
+def amax(input, dim=(), keepdim=False):
+    return _extreme("amax", np.max, input, dim, keepdim)
+
+
+def amin(input, dim=(), keepdim=False):
+    return _extreme("amin", np.min, input, dim, keepdim)
+
+
+def _values_indices(name):
+    cls = collections.namedtuple(name, ["values", "indices"])
+    cls.__repr__ = lambda self: f"torch.return_types.{name}(\nvalues={self.values!r},\nindices={self.indices!r})"
+    cls.__qualname__ = cls.__name__ = name
+    return cls
+
+
+return_types = Ctx(max=_values_indices("max"), min=_values_indices("min"), sort=_values_indices("sort"),
+                   topk=_values_indices("topk"), mode=_values_indices("mode"), median=_values_indices("median"),
+                   kthvalue=_values_indices("kthvalue"))
+
+
+def _max_min(name, input, dim, keepdim, other):
+    from .elementwise import maximum, minimum
+    if isinstance(dim, Tensor) or other is not None:   # max(a, b): the elementwise form
+        return (maximum if name == "max" else minimum)(input, other if other is not None else dim)
+    x = _tensor(input)
+    if dim is None:
+        if keepdim:
+            raise TypeError(f"{name}() received an invalid combination of arguments - got (keepdim=bool)")
+        _check_nonempty(name, x, (), False)
+        out = np.asarray(np.max(x._data) if name == "max" else np.min(x._data))
+        if x._data.dtype.kind != "f":
+            return _new(out)
+        dims = tuple(range(x.ndim))
+        return _record(OPS[name + "_all"], out, (x,), aux=Ctx(keep=(1,) * x.ndim, dims=dims))
+    d = _dim(dim, x.ndim)
+    if x.ndim == 0:
+        idx = np.zeros((), np.int64)
+        values = _index_values(OPS[name + "_dim"], x, np.zeros((), np.int64))
+        return getattr(return_types, name)(values, _new(idx))
+    _check_nonempty(name, x, (d,), True)
+    idx = (np.argmax if name == "max" else np.argmin)(x._data, axis=d, keepdims=True)
+    flat = np.take_along_axis(np.arange(x._data.size, dtype=np.int64).reshape(x.shape), idx, d)
+    if not keepdim:
+        idx, flat = np.squeeze(idx, d), np.squeeze(flat, d)
+    values = _index_values(OPS[name + "_dim"], x, flat)
+    return getattr(return_types, name)(values, _new(np.asarray(idx, dtype=np.int64, order="C")))
+
+
+def _index_values(op, x, flat):
+    from .shape import _gather
+    return _gather(x, flat, op)
+
+
+def max(input, dim=None, keepdim=False, *, other=None):
+    return _max_min("max", input, dim, keepdim, other)
+
+
+def min(input, dim=None, keepdim=False, *, other=None):
+    return _max_min("min", input, dim, keepdim, other)
+
+
+def _arg(name, np_fn, input, dim, keepdim):
+    x = _tensor(input)
+    if dim is None:
+        if x._data.size == 0:
+            raise IndexError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0.")
+        out = np.asarray(np_fn(x._data.reshape(-1)), dtype=np.int64)
+        return _new(out.reshape((1,) * x.ndim) if keepdim else out)
+    d = _dim(dim, x.ndim)
+    if x.ndim == 0:
+        return _new(np.zeros((), np.int64))
+    if x.shape[d] == 0:
+        raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
+    return _new(np.asarray(np_fn(x._data, axis=d, keepdims=keepdim), dtype=np.int64, order="C"))
+
+
+def argmax(input, dim=None, keepdim=False):
+    return _arg("argmax", np.argmax, input, dim, keepdim)
+
+
+def argmin(input, dim=None, keepdim=False):
+    return _arg("argmin", np.argmin, input, dim, keepdim)
+
+
+def logsumexp(input, dim, keepdim=False):
+    x = _float(_tensor(input))
+    dims = _rdims(dim, x.ndim)
+    data = x._data
+    if data.size == 0:
+        out = _np_reduce(np.sum, np.exp(data), dims, keepdim)
+        with np.errstate(divide="ignore"):
+            out = np.log(out)
+    else:
+        m = _np_reduce(np.max, data, dims, True)
+        m = np.where(np.isinf(m), 0, m).astype(data.dtype)
+        with np.errstate(divide="ignore"):
+            out = np.log(_np_reduce(np.sum, np.exp(data - m), dims, True)) + m
+        if not keepdim and data.ndim:
+            out = out.reshape(tuple(s for d, s in enumerate(data.shape) if d not in dims))
+    ctx = Ctx(keep=_keep_shape(x.shape, dims), dims=dims)
+    return _record(OPS["logsumexp"], out.astype(data.dtype, copy=False), (x,), aux=ctx)
+
+
+def _softmax_dim(ndim):
+    return 0 if ndim in (0, 1, 3) else 1   # torch's legacy implicit dim
+
+
+def _softmax_input(name, input, dim, dtype):
+    x = _cast_arg(_tensor(input), dtype)
+    if x._data.dtype.kind != "f":
+        raise NotImplementedError(f'"{name}_lastdim_kernel_impl" not implemented for \'{_dtype_word(x._data)}\'')
+    if dim is None:
+        dim = _softmax_dim(x.ndim)
+    if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
+        raise TypeError(f"{name}(): argument 'dim' (position 1) must be int, not {type(dim).__name__}")
+    return x, _dim(dim, x.ndim)
+
+
+def _shifted(data, d):
+    """data - max along d (0 where the max is infinite), and exp of it: the stable softmax pieces."""
+    m = np.max(data, axis=d, keepdims=True)
+    z = data - m
+    return z, np.exp(z)
+
+
+def softmax(input, dim=None, dtype=None, _stacklevel=3):
+    x, d = _softmax_input("softmax", input, dim, dtype)
+    data = x._data
+    if data.ndim == 0 or data.size == 0:
+        out = np.exp(data - data) if data.ndim == 0 else data.copy()
+    else:
+        _, e = _shifted(data, d)
+        out = e / np.sum(e, axis=d, keepdims=True)
+    return _record(OPS["softmax"], out, (x,), aux=d)
+
+
+def log_softmax(input, dim=None, dtype=None, _stacklevel=3):
+    x, d = _softmax_input("log_softmax", input, dim, dtype)
+    data = x._data
+    if data.ndim == 0 or data.size == 0:
+        out = data - data if data.ndim == 0 else data.copy()
+    else:
+        z, e = _shifted(data, d)
+        with np.errstate(divide="ignore"):
+            out = z - np.log(np.sum(e, axis=d, keepdims=True))
+    return _record(OPS["log_softmax"], out, (x,), aux=d)
+
+
+def cumsum(input, dim, dtype=None):
+    x = _int_to_long(_cast_arg(_tensor(input), dtype))
+    d = _dim(dim, x.ndim)
+    out = np.cumsum(x._data, axis=d, dtype=x._data.dtype) if x.ndim else x._data.copy()
+    if x._data.dtype.kind != "f":
+        return _new(out)
+    return _record(OPS["cumsum"], out, (x,), aux=d)
+
+
+def all(input, dim=None, keepdim=False):
+    x = _tensor(input)
+    return _new(_np_reduce(np.all, x._data, _rdims(dim, x.ndim), keepdim and dim is not None))
+
+
+def any(input, dim=None, keepdim=False):
+    x = _tensor(input)
+    return _new(_np_reduce(np.any, x._data, _rdims(dim, x.ndim), keepdim and dim is not None))
 
 
 __all__ = [n for n, v in list(globals().items()) if callable(v) and getattr(v, "__module__", None) == __name__

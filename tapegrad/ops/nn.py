@@ -1,0 +1,204 @@
+"""Neural-network ops that torch keeps in torch.nn.functional (and some also as torch.X): linear, dropout,
+embedding, one_hot, gelu. nn/functional.py binds them under functional's names and signatures."""
+import builtins
+
+import numpy as np
+
+from .. import random
+from ..tensor import Tensor, _new
+from ._common import OPS, _record, _tensor, _to_dtype
+from .elementwise import mul
+from .shape import _gather
+
+
+def linear(input, weight, bias=None):
+    """input @ weight.T + bias, one op for 2-D input (AddmmBackward0 / MmBackward0, as torch)."""
+    x, w = _tensor(input), _tensor(weight)
+    if w.ndim != 2 and not (w.ndim == 1 and x.ndim >= 1):
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {w.ndim}D")
+    if w.ndim == 1:
+        from .linalg import matmul
+        out = matmul(x, w)
+        return out + bias if bias is not None else out
+    if x.ndim != 2:  # as torch: fold the leading dims into one, and view the result back
+        from .shape import _reshape
+        if x.ndim == 0 or x.shape[-1] != w.shape[1]:
+            rows = x.numel() // x.shape[-1] if x.ndim and x.shape[-1] else 1
+            raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{x.shape[-1] if x.ndim else 1} "
+                               f"and {w.shape[1]}x{w.shape[0]})")
+        lead = x.shape[:-1]
+        out = linear(_reshape(x, (-1, x.shape[-1]) if x.numel() else (0, x.shape[-1]), OPS["view"]), w, bias)
+        return _reshape(out, lead + (w.shape[0],), OPS["view"])
+    if x.shape[1] != w.shape[1]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({x.shape[0]}x{x.shape[1]} and "
+                           f"{w.shape[1]}x{w.shape[0]})")
+    if x._data.dtype != w._data.dtype:
+        raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got {x.dtype} and {w.dtype}"
+                           .replace("torch.float32", "Float").replace("torch.float64", "Double"))
+    value = x._data @ w._data.T
+    if bias is None:
+        return _record(OPS["linear"], value, (x, w))
+    b = _to_dtype(_tensor(bias), x._data.dtype)
+    from ._common import broadcast_shape
+    broadcast_shape(value.shape, b.shape)
+    value += b._data
+    return _record(OPS["addmm"], value, (x, w, b))
+
+
+def dropout(input, p=0.5, train=True, inplace=False):
+    """torch.dropout: zero each element with probability p (tapegrad.random), scale the rest by 1/(1-p)."""
+    x = _tensor(input)
+    if p < 0 or p > 1:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not train or p == 0:
+        return x
+    dt = x._data.dtype if x._data.dtype.kind == "f" else np.dtype(np.float32)
+    if p == 1:
+        mask = np.zeros(x.shape, dt)
+    else:  # torch: noise = bernoulli_(1 - p) of the input's shape, noise / (1 - p), input * noise
+        mask = random.dropout_mask(tuple(x.shape), p, None, dt) / dt.type(1.0 - p)
+    if inplace:
+        return x.mul_(_new(mask))
+    return mul(x, _new(mask))
+
+
+def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
+    """torch.embedding (weight first): rows of weight at indices; padding_idx's row gets no gradient."""
+    w, idx = _tensor(weight), _tensor(indices)
+    if idx._data.dtype not in (np.int64, np.int32):
+        from ..tensor import tensor_type_name
+        raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the following scalar types: "
+                           f"Long, Int; but got {tensor_type_name(idx._data)} instead (while checking arguments for "
+                           f"embedding)")
+    if w.ndim != 2:
+        raise RuntimeError("'weight' must be 2-D")
+    if scale_grad_by_freq or sparse:
+        raise NotImplementedError("tapegrad: embedding with scale_grad_by_freq or sparse is not supported")
+    V, D = w.shape
+    ix = idx._data.astype(np.int64, copy=False)
+    if ix.size and (ix.min() < 0 or ix.max() >= V):
+        raise IndexError("index out of range in self")
+    value = w._data[ix]
+    index_map = ix[..., None] * D + np.arange(D, dtype=np.int64)
+    if padding_idx is None or padding_idx < 0 or not (w._requires_grad and _grad_on()):
+        return _gather(w, index_map, OPS["embedding"], value)
+    keep = _new((ix != padding_idx)[..., None].astype(w._data.dtype))
+    return _record(OPS["embedding_padded"], value, (w,), aux=(index_map, keep, w.shape))
+
+
+def _grad_on():
+    from ..autograd.grad_mode import is_grad_enabled
+    return is_grad_enabled()
+
+
+def one_hot(tensor, num_classes=-1):
+    t = _tensor(tensor)
+    if t._data.dtype != np.int64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    a = t._data
+    if num_classes == -1:
+        if a.size == 0:
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")
+        num_classes = int(a.max()) + 1
+    if a.size and a.min() < 0:
+        raise RuntimeError("Class values must be non-negative.")
+    if a.size and a.max() >= num_classes:
+        raise RuntimeError("Class values must be smaller than num_classes.")
+    out = np.zeros(a.shape + (int(num_classes),), np.int64)
+    np.put_along_axis(out, a[..., None], 1, -1)
+    return _new(out)
+
+
+def gelu(input, approximate="none"):
+    from . import elementwise
+    if approximate == "none":
+        return elementwise.gelu(input)
+    if approximate == "tanh":
+        return elementwise.gelu_tanh(input)
+    raise RuntimeError("approximate argument must be either none or tanh.")
+
+
+def clamp_min(input, min):
+    return _clamp_one("clamp_min", input, min)
+
+
+def clamp_max(input, max):
+    return _clamp_one("clamp_max", input, max)
+
+
+def _clamp_one(name, input, bound):
+    from . import elementwise
+    if isinstance(bound, Tensor):
+        x, b = _tensor(input), bound
+        return _clamp_tensor(OPS[name + "_tensor"], x, (b,), (name == "clamp_min", name == "clamp_max"))
+    return getattr(elementwise, name)(input, float(bound))
+
+
+def _clamp_tensor(op, x, bounds, which):
+    from .. import _dtype
+    from ._common import broadcast_shape
+    shape = x.shape
+    for b in bounds:
+        shape = broadcast_shape(shape, b.shape)
+    dt = _dtype.result_type(x._data, *[b._data for b in bounds])
+    x = _to_dtype(x, dt)
+    bounds = tuple(_to_dtype(b, dt) for b in bounds)
+    out = x._data
+    if which[0]:
+        out = np.maximum(out, bounds[0]._data)
+    if which[1]:
+        out = np.minimum(out, bounds[-1]._data)
+    out = np.array(np.broadcast_to(out, shape), order="C")
+    if dt.kind != "f":
+        return _new(out)
+    return _record(op, out, (x,) + bounds, aux=which)
+
+
+def clamp(input, min=None, max=None):
+    """clamp with number or Tensor bounds (ClampBackward1 / ClampBackward0, as torch)."""
+    from . import elementwise
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        x = _tensor(input)
+        like = x
+        bounds = tuple(b if isinstance(b, Tensor) else _tensor(b, like) for b in (min, max) if b is not None)
+        return _clamp_tensor(OPS["clamp_tensor"], x, bounds, (min is not None, max is not None))
+    return elementwise.clamp(input, min, max)
+
+
+clip = clamp
+
+
+def round(input, *, decimals=0):
+    from . import elementwise
+    if decimals == 0:
+        return elementwise.round(input)
+    return elementwise.round_decimals(input, float(decimals))
+
+
+def lerp(input, end, weight):
+    """start + weight * (end - start) (LerpBackward0 for a number weight, LerpBackward1 for a Tensor)."""
+    from ._common import broadcast_shape
+    s, e = _tensor(input), _tensor(end)
+    if s._data.dtype != e._data.dtype:
+        raise RuntimeError(f"expected dtype {s.dtype} for `end` but got dtype {e.dtype}")
+    if s._data.dtype.kind != "f":
+        raise RuntimeError('"lerp_kernel_scalar" not implemented for \'Long\'')
+    shape = broadcast_shape(s.shape, e.shape)
+    if isinstance(weight, Tensor):
+        w = weight
+        if w._data.dtype != s._data.dtype:
+            raise RuntimeError(f"expected dtype {s.dtype} for `weight` but got dtype {w.dtype}")
+        shape = broadcast_shape(shape, w.shape)
+        d = e._data - s._data
+        value = np.where(np.abs(w._data) < 0.5, s._data + w._data * d, e._data - d * (1 - w._data))
+        return _record(OPS["lerp_tensor"], np.array(np.broadcast_to(value, shape), order="C"), (s, e, w))
+    c = float(weight)
+    d = e._data - s._data
+    value = s._data + s._data.dtype.type(c) * d if builtins.abs(c) < 0.5 else e._data - d * s._data.dtype.type(1 - c)
+    return _record(OPS["lerp"], np.array(np.broadcast_to(value, shape), order="C"), (s, e), aux=c)
+
+
+__all__ = [n for n, v in list(globals().items()) if callable(v) and getattr(v, "__module__", None) == __name__
+           and not n.startswith("_")]
