@@ -377,3 +377,24 @@ def test_domain_errors_are_silent_like_torch_without_silencing_numpy():
             "np.log(np.zeros(1))\n")
     out = subprocess.run([sys.executable, "-W", "default", "-c", code], capture_output=True, text=True, check=True)
     assert out.stderr.count("RuntimeWarning") == 1  # only the user's own np.log
+
+
+def test_writing_through_a_view_is_caught_by_the_version_check():
+    def program(lib):
+        x = lib.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+        y = x * 1
+        z = (y * y).sum()
+        v = y.view(2, 2)
+        v.add_(1)
+        return lambda: z.backward()
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        program(torch)()
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        program(tapegrad)()
+
+
+def test_views_share_storage_with_their_base(lib):
+    x = lib.zeros(4)
+    v = x.view(2, 2)
+    v.add_(1)
+    np.testing.assert_array_equal(x.numpy(), [1.0, 1.0, 1.0, 1.0])

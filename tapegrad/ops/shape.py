@@ -22,9 +22,15 @@ def _recording(*xs):
 
 # -- reshapes ---------------------------------------------------------------------------------------------
 def _reshape(x, shape, op):
-    if not x._requires_grad:
-        return _new(x._data.reshape(shape))
-    return _record(op, x._data.reshape(shape), (x,))
+    """A view: it shares x's storage and version counter, as torch's views do, so a write through
+    either one is caught by the version check of every row that saved the other."""
+    cell = x._ensure_vc()
+    t = _record(op, x._data.reshape(shape), (x,)) if x._requires_grad else _new(x._data.reshape(shape))
+    t._vc = cell
+    if t._tape is not None:
+        t._tape.set_cell(t._slot, cell)
+        t._tape.outver[t._slot] = cell[0]
+    return t
 
 
 def _infer_shape(x, shape):
