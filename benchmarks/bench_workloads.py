@@ -1,0 +1,107 @@
+"""asv suite: W1-W5 step times, and W1 forward us/op / backward us/node.
+
+The library is $TAPEGRAD_BENCH_LIB (default ``tapegrad``; ``torch`` benchmarks
+the peer; ``tapegrad,torch`` runs both).  It is an asv parameter named
+``lib``, so results for different libraries never mix.  A library that
+cannot be imported is skipped (n/a), not failed.
+"""
+
+import os
+
+# Pin threads before NumPy / Numba / torch are imported (override with
+# $TAPEGRAD_BENCH_THREADS).
+_THREADS = os.environ.get("TAPEGRAD_BENCH_THREADS", "1")
+for _var in ("OMP_NUM_THREADS", "NUMBA_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ[_var] = _THREADS
+
+import statistics
+import sys
+import time
+
+try:  # asv imports this file as benchmarks.bench_workloads (package import)
+    from . import workloads as W
+except ImportError:  # imported as a top-level module: put the repo root on sys.path
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from benchmarks import workloads as W
+
+
+def _libs():
+    return [s.strip() for s in W.bench_lib_name().split(",") if s.strip()]
+
+
+def _load(libname):
+    # NumPy is already imported by asv_runner (via pympler) before this module's
+    # os.environ pinning runs, so limit its BLAS pool at runtime too.
+    W.pin_blas_threads(int(_THREADS))
+    try:
+        return W.load_lib(libname, threads=int(_THREADS))
+    except Exception as exc:  # not installed / not usable yet -> asv reports n/a
+        raise NotImplementedError(f"{libname} unavailable: {exc}") from exc
+
+
+class _WorkloadSuite:
+    workload = None
+    params = [_libs()]
+    param_names = ["lib"]
+    timeout = 600           # generous: Numba compilation happens in setup on a slow machine
+    warmup_time = 0.1
+
+    def setup(self, libname):
+        self.case = W.make(self.workload, libname, lib=_load(libname))
+        self.case.step()    # one full iteration: triggers Numba compilation, untimed
+
+    def time_step(self, libname):
+        self.case.step()
+
+
+class W1Chain(_WorkloadSuite):
+    """16 f32, 500 x y = tanh(y*1.0001 + 0.001) (1,500 ops), y.sum().backward()."""
+
+    workload = "W1"
+    split_repeats = 15
+
+    def _split(self):
+        fwd, bwd = [], []
+        for _ in range(self.split_repeats):
+            t0 = time.perf_counter()
+            loss = self.case.forward()
+            t1 = time.perf_counter()
+            self.case.backward(loss)
+            t2 = time.perf_counter()
+            fwd.append(t1 - t0)
+            bwd.append(t2 - t1)
+        return statistics.median(fwd), statistics.median(bwd)
+
+    def track_forward_us_per_op(self, libname):
+        return self._split()[0] / W.W1_OPS * 1e6
+
+    track_forward_us_per_op.unit = "µs/op"
+
+    def track_backward_us_per_node(self, libname):
+        return self._split()[1] / W.W1_OPS * 1e6
+
+    track_backward_us_per_node.unit = "µs/node"
+
+
+class W2Scalar(_WorkloadSuite):
+    """0-d tensors: 50 neurons x 20 inputs, tanh, sum, backward."""
+
+    workload = "W2"
+
+
+class W3MLP(_WorkloadSuite):
+    """One SGD step of a 64-128-128-10 tanh MLP, batch 64, cross_entropy."""
+
+    workload = "W3"
+
+
+class W4Matmul(_WorkloadSuite):
+    """(a @ b).sum().backward(), a, b 512x512 f32."""
+
+    workload = "W4"
+
+
+class W5SecondDerivative(_WorkloadSuite):
+    """grad(sum(tanh(x)**3), x, create_graph=True), then .sum().backward(); 1,000 f64."""
+
+    workload = "W5"
