@@ -23,6 +23,7 @@ from .random import (Generator, default_generator, get_rng_state, initial_seed, 
 from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled, no_grad,  # noqa: F401
                                  set_grad_enabled, is_inference_mode_enabled)
 from . import autograd  # noqa: F401
+from .autograd.anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled  # noqa: F401
 from . import nn  # noqa: F401
 from . import optim, utils  # noqa: F401
 from .serialization import load, save  # noqa: F401

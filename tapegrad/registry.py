@@ -360,7 +360,7 @@ def _others_product(xd, dims):
 def _vjp_var(ctx, g, inputs, out):
     x, = inputs
     g = _keep(g, ctx.keep)
-    return (g * (2.0 / ctx.denom) * (x - x.mean(ctx.dims, keepdim=True)),)
+    return (g * (np.float64(2.0) / ctx.denom) * (x - x.mean(ctx.dims, keepdim=True)),)  # denom 0: inf, as torch
 
 
 def _vjp_std(ctx, g, inputs, out):
@@ -368,7 +368,7 @@ def _vjp_std(ctx, g, inputs, out):
     x, = inputs
     g, y = _keep(g, ctx.keep), _keep(out, ctx.keep)
     gv = T.where(y == 0, 0.0, g / (2 * y))   # torch: zero gradient where std is 0
-    return (gv * (2.0 / ctx.denom) * (x - x.mean(ctx.dims, keepdim=True)),)
+    return (gv * (np.float64(2.0) / ctx.denom) * (x - x.mean(ctx.dims, keepdim=True)),)
 
 
 def _vjp_amax(ctx, g, inputs, out):

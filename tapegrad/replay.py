@@ -6,14 +6,17 @@ Python only at rows of kind PYTHON (matmul, fused losses, custom Functions) and 
 create_graph=True: the same rows run in Python through each op's registry rule on Tensors, so the
 backward is recorded on the tape like any forward computation.
 """
+import ast
 import ctypes
 import re
+import threading
 
 import numpy as np
 
 from . import kernels, registry
+from .autograd import anomaly
 from .autograd.grad_mode import enable_grad, no_grad
-from .tape import F_REQ, F_STOP, OP_LEAF
+from .tape import F_DEAD, F_REQ, F_STOP, OP_FREED, OP_LEAF
 from .tensor import Tensor, _new, tensor_type_name
 
 FREED_MESSAGE = (
@@ -23,17 +26,46 @@ FREED_MESSAGE = (
     "you need to access saved tensors after calling backward.")
 
 
+_local = threading.local()
+
+
+def current_pass():
+    """A token for the backward running in this thread (a nested backward has its own)."""
+    return getattr(_local, "token", None)
+
+
 def run(tape, roots, seeds, retain_graph, create_graph, targets=None, accumulate=True):
     """Backpropagate seeds (arrays) from root rows. Returns the adjoints of `targets` rows (as Tensors
     or None) when targets are given; accumulates into leaves' .grad when `accumulate`."""
+    outer, _local.token = current_pass(), object()
+    try:
+        return _run(tape, roots, seeds, retain_graph, create_graph, targets, accumulate)
+    finally:
+        _local.token = outer
+
+
+def _run(tape, roots, seeds, retain_graph, create_graph, targets, accumulate):
     with tape.lock:
         rt = kernels.load()
         kinds, saves = registry.tables()
         n = tape.n
         target_rows = np.asarray(targets if targets is not None else [], np.int64)
-        need, offsets, n32, n64, bad, arg = rt.plan(
-            n, np.asarray(roots, np.int64), target_rows, tape.flags, tape.op, kinds, saves, tape.argptr,
-            tape.args, tape.argver, tape.obj, tape.vaddr, tape.outver, tape.dtype)
+        for r in roots:  # an output whose history was freed (a root's DEAD row is not in any plan path)
+            if tape.flags[r] & F_DEAD and r not in target_rows:
+                raise RuntimeError(FREED_MESSAGE)
+        # a target is only read, never run: one whose history was freed is fine (grad(y.sum(), y) after y's
+        # graph was used), so its row is not reported dead to the plan
+        revived = None
+        if targets:
+            revived = target_rows[(tape.op[target_rows] == OP_FREED) & ((tape.flags[target_rows] & F_DEAD) != 0)]
+            tape.flags[revived] &= np.uint8(~F_DEAD & 0xFF)
+        try:
+            need, offsets, n32, n64, bad, arg = rt.plan(
+                n, np.asarray(roots, np.int64), target_rows, tape.flags, tape.op, kinds, saves, tape.argptr,
+                tape.args, tape.argver, tape.obj, tape.vaddr, tape.outver, tape.dtype)
+        finally:
+            if revived is not None:
+                tape.flags[revived] |= F_DEAD
         if bad >= 0:
             _raise_plan_error(tape, bad, arg)
         if create_graph:
@@ -58,7 +90,7 @@ def _raise_plan_error(tape, row, arg):
     owner = int(np.flatnonzero(tape.vaddr[:tape.n] == cell)[-1])  # the row that last wrote this storage
     producer = registry.OPS[tape.op[owner]]
     if producer.kind != registry.K_LEAF:
-        what += ", which is output 0 of " + re.sub(r"Backward\d*$", "", producer.grad_fn) + ","
+        what += ", which is output 0 of " + re.sub(r"Backward\d*$", "", row_name(tape, owner)) + ","
     raise RuntimeError(
         f"one of the variables needed for gradient computation has been modified by an inplace operation: "
         f"{what} is at version {current}; expected version {expected} instead. Hint: enable anomaly detection "
@@ -69,6 +101,7 @@ def _raise_plan_error(tape, row, arg):
 # -- the compiled path --------------------------------------------------------------------------------
 def _run_compiled(rt, tape, need, offsets, n32, n64, kinds, roots, seeds, targets, accumulate):
     adj = (np.zeros(n32, np.float32), np.zeros(n64, np.float64))
+    tape.note_adjoint_bytes(4 * n32 + 8 * n64)  # tape.stats(): last and peak adjoint buffer sizes
 
     def adjoint(row):
         value = tape.values[row]
@@ -79,22 +112,38 @@ def _run_compiled(rt, tape, need, offsets, n32, n64, kinds, roots, seeds, target
         if need[r]:
             a = adjoint(r)
             a += s
-    i = max(roots)
-    resume = False
-    while i >= 0:
-        i = rt.replay(i, resume, need, tape.flags, tape.op, kinds, tape.argptr, tape.args, tape.obj,
-                      tape.dtype, tape.fattr, tape.iattr, offsets, adj[0], adj[1])
-        if i < 0:
-            break
-        if tape.flags[i] & F_STOP and not resume:
-            _watched(tape, i, adjoint(i), graph=False)
-            resume = kinds[tape.op[i]] != registry.K_PYTHON
-            if resume:
-                continue
-        _python_row(tape, i, need, adjoint)
-        resume = False
-        i -= 1
-    leaves = np.flatnonzero(need & (tape.op[:tape.n] == OP_LEAF))
+    traced = anomaly.is_anomaly_enabled()
+    stopped = None
+    if traced:  # stop at every row, so that each row's gradients are checked and a failure is named
+        n = len(need)
+        stopped = np.flatnonzero(need & (kinds[tape.op[:n]] != registry.K_LEAF) & ((tape.flags[:n] & F_STOP) == 0))
+        tape.flags[stopped] |= F_STOP
+    i, resume = max(roots), False
+    try:
+        while True:
+            # `replay` runs rows from i down and returns the first row Python must handle (not yet run);
+            # with resume, it runs row i itself first (Python has run its hooks).
+            if traced and resume:
+                i = _traced_step(rt, tape, i, need, kinds, offsets, adj, adjoint)
+            else:
+                i = rt.replay(i, resume, need, tape.flags, tape.op, kinds, tape.argptr, tape.args, tape.obj,
+                              tape.dtype, tape.fattr, tape.iattr, offsets, adj[0], adj[1])
+            if i < 0:
+                break
+            if tape.flags[i] & F_STOP and i in tape.watch:
+                _watched(tape, i, adjoint(i), graph=False)
+            if kinds[tape.op[i]] == registry.K_PYTHON:
+                if traced:
+                    _named(tape, i, _python_row, tape, i, need, adjoint, anomaly.is_anomaly_check_nan_enabled())
+                else:
+                    _python_row(tape, i, need, adjoint)
+                i, resume = i - 1, False
+            else:
+                resume = True
+    finally:
+        if stopped is not None:
+            tape.flags[stopped] &= np.uint8(~F_STOP & 0xFF)
+    leaves = np.flatnonzero(need & (tape.op[:len(need)] == OP_LEAF))
     if accumulate:
         for r in leaves.tolist():
             _accumulate(tape, r, adjoint(r), targets, graph=False)
@@ -102,15 +151,67 @@ def _run_compiled(rt, tape, need, offsets, n32, n64, kinds, roots, seeds, target
         return [_new(adjoint(r).copy()) if need[r] else None for r in targets]
 
 
-def _python_row(tape, row, need, adjoint):
+def _traced_step(rt, tape, i, need, kinds, offsets, adj, adjoint):
+    """Anomaly mode: run row i alone in the compiled replay, then check what it added for NaN."""
+    check = anomaly.is_anomaly_check_nan_enabled()
+    args = [a for a in tape.row_args(i) if need[a]] if check else ()
+    clean = {a: not np.isnan(adjoint(a)).any() for a in args}
+    nxt = rt.replay(i, True, need, tape.flags, tape.op, kinds, tape.argptr, tape.args, tape.obj, tape.dtype,
+                    tape.fattr, tape.iattr, offsets, adj[0], adj[1])
+    if any(clean[a] and np.isnan(adjoint(a)).any() for a in args):
+        _named(tape, i, _raise_nan, tape, i, need, adjoint)
+    return nxt
+
+
+def _raise_nan(tape, row, need, adjoint):
+    """Which of the row's outputs (its input gradients) is NaN: recomputed by its rule, to say as torch."""
+    args = tape.row_args(row)
+    index = next(j for j, a in enumerate(args) if need[a] and np.isnan(adjoint(a)).any())
+    try:
+        with no_grad(), np.errstate(all="ignore"):
+            grads = graph_vjp(registry.OPS[tape.op[row]], tape, row, _new(adjoint(row).copy()),
+                              [wrap(tape, a) for a in args])
+        index = next(j for j, (a, g) in enumerate(zip(args, grads)) if need[a] and _has_nan(g))
+    except Exception:  # noqa: BLE001  (the compiled result already says which input went NaN)
+        pass
+    raise RuntimeError(anomaly.nan_message(row_name(tape, row), index))
+
+
+def _has_nan(g):
+    if g is None:
+        return False
+    data = g._data if isinstance(g, Tensor) else np.asarray(g)
+    return data.dtype.kind == "f" and bool(np.isnan(data).any())
+
+
+def _named(tape, row, fn, *args):
+    """Run one row's backward; if it fails, warn where the row was recorded (anomaly mode), and re-raise."""
+    try:
+        return fn(*args)
+    except Exception:
+        anomaly.warn_error(tape, row, row_name(tape, row))
+        raise
+
+
+def row_name(tape, row):
+    """torch's name of a row's backward node: the registry's, or the custom Function's (from its ctx)."""
+    name = getattr(tape.aux.get(row), "grad_fn_name", None)
+    return name or registry.OPS[tape.op[row]].grad_fn
+
+
+def _python_row(tape, row, need, adjoint, check_nan=False):
     op = registry.OPS[tape.op[row]]
     args = tape.row_args(row)
+    if not any(need[a] for a in args):
+        return
     with no_grad():
         grads = op.vjp(tape.aux.get(row), _new(adjoint(row)), [wrap(tape, a) for a in args], wrap(tape, row))
-    for a, g in zip(args, grads):
+    for j, (a, g) in enumerate(zip(args, grads)):
         if g is not None and need[a]:
             target = adjoint(a)
             g = g._data if isinstance(g, Tensor) else np.asarray(g)
+            if check_nan and _has_nan(g):
+                raise RuntimeError(anomaly.nan_message(row_name(tape, row), j))
             target += _sum_to(g, target.shape)
 
 
@@ -159,12 +260,19 @@ def _accumulate(tape, row, adjoint, targets, graph):
 
 
 def _add_grad(t, g, graph):
+    """Accumulate into .grad as torch's AccumulateGrad: out of place under create_graph (the sum is
+    recorded), in place otherwise (even into a .grad that has a history: its version is bumped)."""
     if t._grad is None:
+        if graph:  # never alias a seed, another row's value or the user's grad_outputs
+            from .ops import clone
+            g = clone(g) if g._requires_grad else _new(g._data.copy())
         t._grad = g
-    elif graph or t._grad._requires_grad:
+    elif graph:
         t._grad = t._grad + g
     else:
         t._grad._data += g._data
+        if t._grad._requires_grad or t._grad._vc is not None:
+            t._grad._bump_version()
 
 
 def wrap(tape, row):
@@ -174,21 +282,24 @@ def wrap(tape, row):
     if tape.flags[row] & F_REQ:
         t._requires_grad = True
         if tape.op[row] != OP_LEAF:
-            t._is_leaf = False
+            t._is_leaf, t._op = False, int(tape.op[row])
     return t
 
 
 # -- create_graph: the backward recorded as ops ---------------------------------------------------------------
 def _run_graph(tape, need, roots, seeds, targets, accumulate):
+    from .ops import sum_to_shape
     grads = {}
     for r, s in zip(roots, seeds):
         if need[r]:
             g = s if isinstance(s, Tensor) else _new(np.asarray(s))
             grads[r] = grads[r] + g if r in grads else g
     target_set = set(targets or ())
+    traced = anomaly.is_anomaly_enabled()
+    check = traced and anomaly.is_anomaly_check_nan_enabled()
     with enable_grad():
-        for i in range(max(roots), -1, -1):
-            if not need[i] or i not in grads:
+        for i in np.flatnonzero(need[: max(roots) + 1])[::-1].tolist():
+            if i not in grads:
                 continue
             g = grads[i] if i in target_set else grads.pop(i)
             if tape.flags[i] & F_STOP:
@@ -199,15 +310,30 @@ def _run_graph(tape, need, roots, seeds, targets, accumulate):
                     _accumulate(tape, i, g, targets, graph=True)
                 continue
             args = tape.row_args(i)
+            if not any(need[a] for a in args):
+                continue
             inputs = [wrap(tape, a) for a in args]
-            for a, ga in zip(args, graph_vjp(op, tape, i, g, inputs)):
+            if traced:
+                with anomaly.inducing(tape, i, row_name(tape, i)):
+                    out = _named(tape, i, _checked_graph_vjp, op, tape, i, g, inputs, args, need, check)
+            else:
+                out = graph_vjp(op, tape, i, g, inputs)
+            for a, ga in zip(args, out):
                 if ga is None or not need[a]:
                     continue
-                from .ops import sum_to_shape
                 ga = sum_to_shape(ga, tape.values[a].shape)
                 grads[a] = grads[a] + ga if a in grads else ga
     if targets is not None:
         return [grads.get(r) for r in targets]
+
+
+def _checked_graph_vjp(op, tape, row, g, inputs, args, need, check):
+    out = graph_vjp(op, tape, row, g, inputs)
+    if check:
+        for j, (a, ga) in enumerate(zip(args, out)):
+            if need[a] and _has_nan(ga):
+                raise RuntimeError(anomaly.nan_message(row_name(tape, row), j))
+    return out
 
 
 def graph_vjp(op, tape, row, g, inputs):
@@ -217,30 +343,68 @@ def graph_vjp(op, tape, row, g, inputs):
         if ctx is None and op.kind == registry.K_SUM:
             ctx = _keep_shape(inputs[0].shape, int(tape.iattr[row]))
         return op.vjp(ctx, g, inputs, wrap(tape, row))
-    env = dict(_expression_functions())
+    env = {}
     env.update(g=g, y=wrap(tape, row), c=float(tape.fattr[row, 0]), c2=float(tape.fattr[row, 1]))
     if op.kind == registry.K_BINARY:
         env.update(a=inputs[0], b=inputs[1])
     else:
         env.update(x=inputs[0])
-    return [eval(_compiled(d), env) for d in op.derivs]
+    out = []
+    for d in op.derivs:
+        code, names = _compiled(d)
+        for name in names:
+            env[name] = _function(name)
+        out.append(eval(code, env))
+    return out
 
 
 def _keep_shape(shape, mask):
     return tuple(1 if (mask >> d) & 1 else s for d, s in enumerate(shape))
 
 
+# -- derivative expressions, evaluated on Tensors ------------------------------------------------------------
+# The registry's strings are written for scalars (the generated kernels); on Tensors two things differ:
+# `&` / `|` between a Python bool (from a comparison of constants, `c == 0`) and a Tensor, and a function
+# of constants only (`log(c)`), which must stay a float64 Python number. Both are handled here.
+_VARIABLES = frozenset(("g", "y", "x", "a", "b", "c", "c2"))
 _code_cache = {}
+_functions = {}
+
+
+class _Logical(ast.NodeTransformer):
+    def visit_BinOp(self, node):
+        self.generic_visit(node)
+        fn = {ast.BitAnd: "_and_", ast.BitOr: "_or_"}.get(type(node.op))
+        if fn is None:
+            return node
+        return ast.copy_location(ast.Call(ast.Name(fn, ast.Load()), [node.left, node.right], []), node)
 
 
 def _compiled(expr):
-    code = _code_cache.get(expr)
-    if code is None:
-        code = _code_cache[expr] = compile(expr, f"<derivative {expr}>", "eval")
-    return code
+    entry = _code_cache.get(expr)
+    if entry is None:
+        tree = ast.fix_missing_locations(_Logical().visit(ast.parse(expr, mode="eval")))
+        names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - _VARIABLES
+        entry = _code_cache[expr] = (compile(tree, f"<derivative {expr}>", "eval"), tuple(sorted(names)))
+    return entry
 
 
-def _expression_functions():
-    from . import ops
-    return {name: getattr(ops, name) for name in
-            ("cos", "sin", "cosh", "sinh", "exp", "log", "sqrt", "sign", "sigmoid", "erf", "where")}
+def _function(name):
+    fn = _functions.get(name)
+    if fn is None:
+        from . import ops
+        if name in ("_and_", "_or_"):
+            op = ops.logical_and if name == "_and_" else ops.logical_or
+            scalar = (lambda p, q: p & q) if name == "_and_" else (lambda p, q: p | q)
+        else:
+            op = scalar = getattr(ops, name)
+
+        def fn(*args, _op=op, _scalar=scalar):
+            if any(isinstance(v, Tensor) for v in args):
+                return _op(*args)
+            if _scalar is _op:  # constants only: float64, not the default float32 of a new tensor
+                return _op(*(_new(np.asarray(v, None if isinstance(v, (bool, np.bool_)) else np.float64))
+                             for v in args)).item()
+            return _scalar(*args)
+        _functions[name] = fn
+    return fn

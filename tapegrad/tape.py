@@ -4,10 +4,20 @@ Rows are a struct of arrays, so the compiled replay reads them directly. A row's
 in `values[row]`; the tape holds it (that is what keeps it alive for the replay) and stores only
 `id(value)`: the replay reads the data pointer and shape from NumPy's array struct, which costs
 nothing at record time (`ndarray.ctypes.data` costs 1.1 us, more than a small ufunc; measured).
+
+Memory (docs/reliability.md): backward without retain_graph frees the rows it used and cuts the dead
+tail. Rows that no live tensor reaches (forward passes without backward) are found by `sweep`, which
+runs when the tape reaches SWEEP_ROWS rows, or sooner once the rows recorded since the last sweep hold
+about SWEEP_BYTES of values (record() looks when the tape reaches `sweep_at`), and then compacts the
+tape: live rows move down, keeping their order. A tensor whose row moved finds it again by its value (`locate`), so recording costs
+nothing extra; compaction never moves a row onto an index that another row holding the same value
+object had, so a stale row number can never be mistaken for a live one.
 """
 import sys
 import threading
+import warnings
 import weakref
+from itertools import repeat
 
 import numpy as np
 
@@ -19,6 +29,98 @@ F_DEAD = 2   # freed: by backward(retain_graph=False), or by the sweep when no l
 F_STOP = 4   # the replay returns to Python at this row (tensor hooks, retain_grad)
 NOT_A_SLOT = 1 << 62  # a tensor's slot before it has one: fails the `slot < n` test without a branch
 
+SWEEP_ROWS = 4096       # a sweep when the tape reaches this length (or twice its length after the last one),
+SWEEP_BYTES = 64 << 20  # or sooner when the rows recorded since then hold values of about this many bytes,
+SWEEP_CHECK = 256       # estimated (from a sample) every this many rows,
+SWEEP_GAP_MIN = 16      # or as often as this when the estimate nears SWEEP_BYTES
+GROWTH_MIN = 1024       # live rows below this never count as growth (a sweep that finds the live part 25%
+GROWTH_SWEEPS = 2       # larger than the last one does): so many such sweeps in a row before the warning,
+GROWTH_NO_FREED = 16384  # and one more and this many live rows when backward has freed none of it
+GHOSTS = 4              # cut rows remembered per index (see _truncate)
+_ROW_KEYED = ("aux", "watch", "cells", "registered", "anomaly_traces")  # dicts keyed by row, remapped by compaction
+
+THREAD_MESSAGE = (
+    "tapegrad: this graph was recorded by thread {name!r}, which is still running. Each thread records "
+    "its own tape, and only the recording thread may run backward through it while it is alive (it could "
+    "be recording at the same time). Call backward in that thread, or after it has finished.")
+
+
+class TapeGrowthWarning(UserWarning):
+    """The part of the tape that live tensors reach keeps growing from sweep to sweep."""
+
+
+GROWTH_MESSAGE = (
+    "tapegrad: the live part of the autograd tape has grown at {sweeps} sweeps in a row, to {live} entries, "
+    "most of them reachable from 0-dim tensors. A scalar that accumulates results across iterations keeps "
+    "every iteration's graph alive: write `total_loss += loss.item()` (or `loss.detach()`, or "
+    "`losses.append(loss.item())`) instead of `total_loss += loss`. If this is one large graph you mean "
+    "to backpropagate, ignore this warning (category tapegrad.tape.TapeGrowthWarning).")
+_growth_warned = False
+
+
+class Watch:
+    """A tape.watch entry: a non-leaf tensor with hooks or retain_grad. Calling it gives the tensor while
+    it lives; afterwards, while its row does, a stand-in that still runs its hooks (torch keeps a tensor's
+    hooks on its graph node: `h.register_hook(f)` inside a function that drops h still calls f)."""
+    __slots__ = ("ref", "hooks")
+
+    def __init__(self, t):
+        self.ref = weakref.ref(t)
+        self.hooks = t._hooks
+
+    def __call__(self):
+        t = self.ref()
+        if t is None and self.hooks:
+            return _Hooks(self.hooks)
+        return t
+
+    def alive(self):
+        return self.ref() is not None
+
+
+class _Hooks:
+    __slots__ = ("_hooks",)
+    _retains_grad = False
+
+    def __init__(self, hooks):
+        self._hooks = hooks
+
+
+class _Lock:
+    """The tape's lock, taken by backward. Its depth tells the sweep that row numbers are in use (a
+    create_graph backward records onto the tape it replays); it refuses a thread other than the
+    recording one while that thread is alive, since the recording thread does not take the lock."""
+    __slots__ = ("_lock", "depth", "owner")
+
+    def __init__(self, owner):
+        self._lock = threading.RLock()
+        self.depth = 0
+        self.owner = owner
+
+    def check_thread(self):
+        owner = self.owner
+        if owner is not threading.current_thread() and owner.is_alive():
+            raise RuntimeError(THREAD_MESSAGE.format(name=owner.name))
+
+    def acquire(self, blocking=True, timeout=-1):
+        self.check_thread()
+        got = self._lock.acquire(blocking, timeout)
+        if got:
+            self.depth += 1
+        return got
+
+    def release(self):
+        self.depth -= 1
+        self._lock.release()
+
+    def __enter__(self):
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc):
+        self.release()
+        return False
+
 
 class Tape:
     def __init__(self, capacity=1024):
@@ -26,16 +128,26 @@ class Tape:
         self.nargs = 0          # entries in use in the CSR argument arrays
         self.values = []        # the value of each row (None once freed)
         self.aux = {}           # row -> Python object an op needs (index map, context), or a leaf's weakref
-        self.watch = {}         # row -> weakref of a non-leaf tensor with hooks or retain_grad
+        self.watch = {}         # row -> Watch of a non-leaf tensor with hooks or retain_grad
         self.cells = {}         # row -> the version cell vaddr[row] points at (kept alive here)
-        self.lock = threading.RLock()
-        self.sweep_at = 4096    # sweep unreachable rows when the tape reaches this length
+        self.registered = {}    # op row -> the first of the leaf/constant rows registered by its record
+        self.owner = threading.current_thread()
+        self.lock = _Lock(self.owner)
+        self.sweep_at = SWEEP_CHECK  # record() calls check_sweep() when the tape reaches this length
+        self._sweep_rows = SWEEP_ROWS  # the length at which a sweep runs whatever the values' sizes
+        self._swept_n = 0              # the length after the last sweep
+        self.sweeps = self.compactions = self.swept = 0
+        self.last_adjoint_bytes = self.peak_adjoint_bytes = 0
+        self._last_live = 0
+        self._growth = 0
         self.cap = 0
         self.acap = 0
         self._grow(capacity)
         self._grow_args(2 * capacity)
 
     # -- storage ---------------------------------------------------------------------------------
+    _ROW_ARRAYS = ("op", "flags", "dtype", "obj", "vaddr", "outver", "fattr", "iattr")
+
     def _grow(self, cap):
         def resized(a, shape, dtype):
             new = np.zeros(shape, dtype)
@@ -53,6 +165,10 @@ class Tape:
         self.fattr = resized(get("fattr"), (cap, 2), np.float64)  # scalar attributes (constants)
         self.iattr = resized(get("iattr"), cap, np.int64)       # integer attribute (axes mask, index map)
         self.argptr = resized(get("argptr"), cap + 1, np.int64)  # CSR: args of row i are args[argptr[i]:argptr[i+1]]
+        ghost = np.zeros((GHOSTS, cap), np.int64)  # per index: ids of the values of the last rows cut there
+        if get("ghost") is not None:
+            ghost[:, : self.ghost.shape[1]] = self.ghost
+        self.ghost = ghost
         self.cap = cap
 
     def _grow_args(self, cap):
@@ -69,19 +185,29 @@ class Tape:
     def slot(self, t):
         """The row holding tensor t's current value, registering it as a leaf or constant if needed."""
         s = t._slot
-        if t._tape is self and s < self.n and self.values[s] is t._data:
-            return s
-        if t._tape is not None and t._tape is not self and not t._is_leaf:
+        if t._tape is self:
+            if s < self.n and self.values[s] is t._data:
+                return s
+            if s != NOT_A_SLOT and self.compactions:
+                s = self.locate(t)
+                if s >= 0:
+                    return s
+        elif t._tape is not None and not t._is_leaf:
             raise RuntimeError("tapegrad: this tensor's graph was recorded by another thread; each thread "
                                "records its own tape. Call backward in that thread, or pass t.detach().")
+        if self.owner is not threading.current_thread():
+            self.lock.check_thread()
         if t._requires_grad and not t._is_leaf:
             # Its history was freed (backward without retain_graph): a backward through it must say so.
             s = self._append(OP_FREED, t._data, F_REQ | F_DEAD)
-        elif t._requires_grad:
-            s = self._append(OP_LEAF, t._data, F_REQ)
-            self.aux[s] = weakref.ref(t)
         else:
-            s = self._append(OP_CONST, t._data, 0)
+            if sys.getrefcount(t._data) > 2 and (self.ghost[:, self.n] == id(t._data)).any():
+                self._pad_past(t._data)  # t shares an array object (t = y.detach()) with a cut row here
+            if t._requires_grad:
+                s = self._append(OP_LEAF, t._data, F_REQ)
+                self.aux[s] = weakref.ref(t)
+            else:
+                s = self._append(OP_CONST, t._data, 0)
         self.argptr[s + 1] = self.nargs
         if t._vc is not None:
             self.set_cell(s, t._vc)
@@ -89,13 +215,57 @@ class Tape:
         t._tape, t._slot = self, s
         return s
 
+    def _pad_past(self, data):
+        """Pad while the next index is one where a cut row held `data`: the tensor that row was (y,
+        whose graph backward freed) still names that index, and would take a row holding its array
+        (t = y.detach()) for its own."""
+        while (self.ghost[:, self.n] == id(data)).any():
+            n = self.n
+            if n + 2 >= self.cap:
+                self._grow(2 * self.cap)
+            self.op[n], self.flags[n], self.obj[n] = OP_FREED, F_DEAD, 0
+            self.values.append(None)
+            self.argptr[n + 1] = self.nargs
+            self.n = n + 1
+
+    def locate(self, t):
+        """t's row on this tape, found again if a compaction moved it (and remembered), or -1."""
+        s = t._slot
+        if s < self.n and self.values[s] is t._data:
+            return s
+        s = self.find(t._data, t if t._is_leaf and t._requires_grad else "const" if t._is_leaf else "op")
+        if s >= 0:
+            t._slot = s
+        return s
+
+    def find(self, value, kind="op"):
+        """The row holding the value object `value` since the last compaction moved it, or -1.
+
+        kind: "op" for an op's result, "const" for a constant, or the leaf tensor itself. Of several
+        rows holding one value (in-place ops write one storage), the newest of that kind is the one.
+        """
+        if not self.compactions:
+            return -1  # rows never moved: a row number that fails `values[row] is value` is freed
+        values, op = self.values, self.op
+        for r in np.flatnonzero(self.obj[: self.n] == id(value))[::-1].tolist():
+            if values[r] is not value:
+                continue
+            o = op[r]
+            if not isinstance(kind, str):  # a leaf tensor: its row names it
+                ref = self.aux.get(r) if o == OP_LEAF else None
+                ok = ref is not None and ref() is kind
+            elif kind == "const":
+                ok = o == OP_CONST
+            else:
+                ok = o != OP_LEAF and o != OP_CONST
+            if ok:
+                return r
+        return -1
+
     def _append(self, op, value, flags):
         n = self.n
         if n + 1 >= self.cap:
             self._grow(2 * self.cap)
-        if n >= self.sweep_at:
-            self.sweep()
-            n = self.n
         self.op[n] = op
         self.flags[n] = flags
         dt = value.dtype
@@ -107,6 +277,10 @@ class Tape:
 
     def record(self, op, out, inputs, c=0.0, c2=0.0, iattr=0, aux=None):
         """Append one op row: opcode, input rows, output value. Returns the output's row."""
+        n0 = self.n
+        if n0 >= self.sweep_at and not self.lock.depth:
+            self.check_sweep()  # before any input row is read: a sweep may move rows
+            n0 = self.n
         k = self.nargs
         if k + len(inputs) >= self.acap:
             self._grow_args(2 * (k + len(inputs)))
@@ -121,6 +295,8 @@ class Tape:
             k += 1
         n = self._append(op, out, F_REQ)
         self.argptr[n + 1] = self.nargs = k
+        if n > n0:
+            self.registered[n] = n0  # inputs registered for this row: rows n0..n-1
         if c:
             self.fattr[n, 0] = c
         if c2:
@@ -139,13 +315,37 @@ class Tape:
     def row_args(self, row):
         return self.args[self.argptr[row]: self.argptr[row + 1]].tolist()
 
+    def note_adjoint_bytes(self, nbytes):
+        """Called by backward with the size of the adjoint buffers it allocated."""
+        self.last_adjoint_bytes = nbytes
+        if nbytes > self.peak_adjoint_bytes:
+            self.peak_adjoint_bytes = nbytes
+
     # -- freeing ---------------------------------------------------------------------------------
-    def free(self, rows):
-        """Mark rows dead and release their values, then cut the dead tail of the tape."""
+    def free(self, rows, sweeping=False):
+        """Mark rows dead and release their values, then cut the dead tail of the tape.
+
+        backward frees a graph's op rows: the tail it cuts also takes the constants first registered
+        while the graph was recorded (per-iteration data: a constant whose row is cut registers again
+        when used). Leaves keep their rows, so parameters are registered once.
+        """
         values, aux = self.values, self.aux
         self.flags[rows] |= F_DEAD
-        tail = self._live_end()
-        for r in rows[rows < tail].tolist():  # rows stranded below a live row: rare (interleaved graphs)
+        if sweeping or not len(rows):
+            tail = self._live_end()
+        else:
+            n = self.n
+            op = self.op[:n]
+            kept = np.flatnonzero(((self.flags[:n] & F_DEAD) == 0) & (op != OP_CONST))
+            first = int(rows.min())
+            tail = max(int(kept[-1]) + 1 if len(kept) else 0, self.registered.get(first, first))
+        stranded = rows[rows < tail]  # rows below a live row: interleaved graphs, or the sweep's
+        self.vaddr[stranded] = 0      # their version cells are released below
+        obj = self.obj
+        for r in stranded.tolist():
+            v = values[r]
+            if v is not None and sys.getrefcount(v) <= 3:  # the list, v, the argument: it dies here, and
+                obj[r] = 0                                 # its id may be reused (see compact)
             values[r] = None
             aux.pop(r, None)
             self.watch.pop(r, None)
@@ -160,8 +360,13 @@ class Tape:
     def _truncate(self, n):
         if n >= self.n:
             return
+        # Remember the ids of the cut rows' values at their indices: a tensor may still hold one, and
+        # its row number names this index, which another row may take (slot pads past it)
+        ghost = self.ghost[:, n: self.n]
+        ghost[1:] = ghost[:-1].copy()
+        ghost[0] = self.obj[n: self.n]
         del self.values[n:]
-        for table in (self.aux, self.watch, self.cells):
+        for table in self._row_tables():
             for r in [r for r in table if r >= n]:
                 del table[r]
         k = self.argptr[n]
@@ -173,27 +378,319 @@ class Tape:
         self.argptr[n + 1: self.n + 1] = 0
         self.n, self.nargs = n, int(k)
 
-    def sweep(self):
-        """Free the rows that no live tensor can reach (PyTorch frees an unreachable graph the same way).
+    def _row_tables(self):
+        return [t for t in (getattr(self, name, None) for name in _ROW_KEYED) if t]
 
-        A row is a root when something besides the tape holds its value: a tensor, or a view of it. The
-        reference count says so without any per-tensor bookkeeping on the recording path.
+    def _owner_rows(self):
+        """For each entry of the argument arrays, the row it belongs to."""
+        n = self.n
+        return np.repeat(np.arange(n, dtype=np.int64), np.diff(self.argptr[: n + 1]))
+
+    def _held(self):
+        """Rows whose value something besides the tape holds: a tensor, a view, a saved context.
+
+        The reference count says so without any per-tensor bookkeeping on the recording path. A count
+        above 2 (the tape's list, getrefcount's argument) makes a row a candidate; the tape's own other
+        references are then subtracted for candidates only: one per further row holding the value (an
+        in-place op's rows share one), one per view among the leaf, constant and reshape rows' values
+        (a view holds its base; other ops' values are arrays of their own).
         """
-        from .kernels import runtime
+        from . import registry
         n = self.n
-        held = np.fromiter((sys.getrefcount(v) > 3 for v in self.values), np.bool_, n)
+        values = self.values
+        alive = (self.flags[:n] & F_DEAD) == 0
+        refs = np.fromiter(map(sys.getrefcount, values), np.int64, n)
+        held = (refs > 2) & alive
+        cand = np.flatnonzero(held)
+        if cand.size:
+            ids = np.where(alive, self.obj[:n], 0)
+            want = ids[cand]
+            same = ids[np.isin(ids, want)]
+            uniq, counts = np.unique(same, return_counts=True)
+            internal = counts[np.searchsorted(uniq, want)]           # rows holding the value (itself included)
+            kinds = registry.tables()[0][self.op[:n]]
+            viewish = np.flatnonzero(alive & ((kinds == registry.K_LEAF) | (kinds == registry.K_RESHAPE)))
+            bases = [id(b) for b in map(getattr, map(values.__getitem__, viewish.tolist()), repeat("base"),
+                                        repeat(None)) if b is not None]
+            if bases:
+                b_uniq, b_counts = np.unique(np.asarray(bases, np.int64), return_counts=True)
+                pos = np.minimum(np.searchsorted(b_uniq, want), len(b_uniq) - 1)
+                internal = internal + np.where(b_uniq[pos] == want, b_counts[pos], 0)
+            held[cand] = refs[cand] > internal + 1
         for r, w in self.watch.items():  # hooks and retain_grad keep rows whose tensors are alive
-            if w() is not None:
+            if (w.alive() if isinstance(w, Watch) else w() is not None):
                 held[r] = True
-        dead = runtime.unreachable(n, held, self.flags, self.argptr, self.args)
-        self.free(np.flatnonzero(dead))
-        self.sweep_at = max(4096, 2 * self.n)
+        return held
 
-    def stats(self):
+    def _reachable(self, held, owners):
+        """Rows that a held row reaches backwards through live rows (a dead row keeps nothing)."""
+        from .kernels import load
         n = self.n
-        live = int(np.count_nonzero((self.flags[:n] & F_DEAD) == 0))
-        saved = sum(v.nbytes for v in self.values if v is not None)
-        return {"entries": n, "live_entries": live, "saved_bytes": saved, "capacity": self.cap}
+        args = self.args[: self.nargs]
+        if owners.size:
+            dead_entry = (self.flags[owners] & F_DEAD) != 0
+            if dead_entry.any():
+                args = args.copy()
+                args[dead_entry] = owners[dead_entry]  # an entry of a dead row points at the row itself
+        lost = load().unreachable(n, held, self.flags, self.argptr, args)
+        return ~lost & ((self.flags[:n] & F_DEAD) == 0)
+
+    def check_sweep(self):
+        """Sweep if the tape has reached SWEEP_ROWS rows (twice its length after the last sweep, if more),
+        or if the rows recorded since the last sweep hold about SWEEP_BYTES bytes of values (estimated
+        from every 16th value); else say when to look again."""
+        n, start = self.n, min(self._swept_n, self.n)
+        if n < self._sweep_rows:
+            sample = max((n - start + 15) // 16, 1)
+            recorded = sum(map(getattr, self.values[start::16], repeat("nbytes"), repeat(0))) * (n - start) // sample
+            if recorded < SWEEP_BYTES:
+                per_row = max(recorded // max(n - start, 1), 1)
+                gap = min(SWEEP_CHECK, max(SWEEP_GAP_MIN, (SWEEP_BYTES - recorded) // per_row))
+                self.sweep_at = min(self._sweep_rows, n + gap)
+                return
+        self.sweep()
+
+    def sweep(self):
+        """Free the rows that no live tensor can reach (PyTorch frees an unreachable graph the same way),
+        then compact the tape so that it stays as long as what is live."""
+        if self.lock.depth:
+            return  # a backward is using row numbers; the next record after it sweeps
+        self.sweeps += 1
+        n = self.n
+        owners = self._owner_rows()
+        reach = self._reachable(self._held(), owners)
+        dead = np.flatnonzero(~reach & ((self.flags[:n] & F_DEAD) == 0))
+        self.swept += len(dead)
+        # Nothing holds their values: they die with their rows, and their ids may be reused (compact)
+        self.flags[dead] |= F_DEAD
+        self.obj[dead] = 0
+        self.vaddr[dead] = 0
+        if not self.compact():  # (it drops the dead rows' values and table entries itself)
+            self.free(dead, sweeping=True)
+        self._truncate(self._live_end())
+        live = int(np.count_nonzero((self.flags[: self.n] & F_DEAD) == 0))
+        self._swept_n = self.n
+        self._sweep_rows = max(SWEEP_ROWS, 2 * self.n)  # a large live part: O(1) per row recorded
+        self.sweep_at = min(self._sweep_rows, self.n + SWEEP_CHECK)
+        self._check_growth(live)
+
+    # -- compaction ------------------------------------------------------------------------------
+    def compact(self):
+        """Move the live rows down over the dead ones, keeping their order.
+
+        Dead rows that a live row names as an input stay, without inputs, so that a backward through
+        them still raises. Rows from the first one whose context keeps row numbers (an aux object with
+        `_row`, a custom Function's) upwards stay where they are. No row lands on an index where another
+        row holding the same value object was: a tensor's stale row number then fails the tape's
+        `values[row] is data` test, and `locate` finds its row.
+        """
+        if self.lock.depth:
+            return False
+        n = self.n
+        if n == 0:
+            return False
+        flags = self.flags[:n]
+        alive = (flags & F_DEAD) == 0
+        owners = self._owner_rows()
+        keep = alive.copy()
+        keep[self.args[: self.nargs][alive[owners]]] = True
+        pinned = [r for r, a in self.aux.items() if hasattr(a, "_row") and r < n and keep[r]]
+        top = min(pinned) if pinned else n   # rows from here up do not move
+        keep[top:] = True
+        rows = np.flatnonzero(keep)
+        m = len(rows)
+        below = int(np.searchsorted(rows, top))  # kept rows below the pinned part
+        if m == n or below == top:
+            return False
+        if m == 0:
+            self._truncate(0)
+            self.compactions += 1
+            return True
+        new = rows.copy()                         # rows from `top` up keep their index
+        new[:below] = np.arange(below)
+        # A kept row must not land on an index where another row had the same value object (a dead
+        # row keeps its value's id only while something else held the value when it was freed).
+        ids = self.obj[:n]
+        uniq, counts = np.unique(ids[ids != 0], return_counts=True)
+        where = {}
+        gk, gi = np.nonzero(self.ghost[:, :n])  # cut rows (see _truncate) count as rows that held their values
+        gids = self.ghost[gk, gi]
+        mine = np.isin(gids, ids[rows])
+        for i, g in zip(gi[mine].tolist(), gids[mine].tolist()):
+            where.setdefault(g, set()).add(i)
+        shared = np.union1d(uniq[counts > 1], np.fromiter(where, np.int64, len(where)))
+        if shared.size:
+            for i in np.flatnonzero(np.isin(ids, shared)).tolist():
+                where.setdefault(int(ids[i]), set()).add(i)
+            bump = np.zeros(below, np.int64)
+            pad = 0
+            for j in np.flatnonzero(np.isin(ids[rows[:below]], shared)).tolist():
+                r, target = int(rows[j]), j + pad
+                olds = where[int(ids[r])]
+                while target != r and target in olds:
+                    pad += 1
+                    target += 1
+                    bump[j] += 1
+            if pad:
+                new[:below] += np.cumsum(bump)  # padding rows (dead, empty) before rows that would collide
+                if below and new[below - 1] >= top:
+                    return False  # no room below the pinned part: leave the tape as it is
+        size = int(new[-1]) + 1
+        if size >= self.cap:
+            self._grow(size + 1)
+        src = np.full(size, -1, np.int64)  # the old row at each new index (-1: padding)
+        src[new] = rows
+        new_of_old = np.full(n, -1, np.int64)
+        new_of_old[rows] = new
+        pad_rows = src < 0
+        take = np.where(pad_rows, 0, src)
+        live_src = ~pad_rows & alive[take]
+        counts_new = np.where(live_src, np.diff(self.argptr[: n + 1])[take], 0)
+        # arguments of the kept live rows, renumbered
+        entry_live = keep[owners] & alive[owners]
+        new_args = new_of_old[self.args[: self.nargs][entry_live]]
+        new_argver = self.argver[: self.nargs][entry_live]
+        assert (new_args >= 0).all()
+        for name in self._ROW_ARRAYS:
+            a = getattr(self, name)
+            moved = a[take]
+            moved[pad_rows] = 0
+            a[:size] = moved
+            a[size:n] = 0
+        self.flags[:size][pad_rows] = F_DEAD
+        self.op[:size][pad_rows] = OP_FREED
+        dead_kept = ~pad_rows & ~alive[take]
+        self.vaddr[:size][dead_kept] = 0
+        k = len(new_args)
+        self.args[:k] = new_args
+        self.argver[:k] = new_argver
+        self.args[k: self.nargs] = 0
+        self.argver[k: self.nargs] = 0
+        self.argptr[0] = 0
+        self.argptr[1: size + 1] = np.cumsum(counts_new)
+        self.argptr[size + 1: n + 1] = 0
+        values = self.values
+        keeps_value = np.where(pad_rows, False, alive[take]).tolist()
+        self.values = [values[r] if ok else None for r, ok in zip(src.tolist(), keeps_value)]
+        for name in _ROW_KEYED:
+            table = getattr(self, name, None)
+            if table:
+                moved = {int(new_of_old[r]): v for r, v in table.items() if r < n and new_of_old[r] >= 0 and alive[r]}
+                table.clear()
+                table.update(moved)
+        self.registered.clear()  # (its values are row numbers)
+        self.n, self.nargs = size, k
+        self.compactions += 1
+        return True
+
+    # -- growth of the live part (a scalar accumulating graphs across iterations) -------------------
+    def _check_growth(self, live):
+        """Warn once when the live part grows from sweep to sweep and 0-dim tensors reach most of it.
+
+        A training loop's `total_loss += loss` keeps rows that backward has freed (the losses): that
+        is a leak as soon as it grows. Without freed rows it may be an evaluation loop's leak or one
+        large scalar graph about to be backpropagated, so the warning waits for more growth.
+        """
+        global _growth_warned
+        if live >= GROWTH_MIN and live * 4 >= self._last_live * 5:
+            self._growth += 1
+        else:
+            self._growth = 0
+        self._last_live = live
+        if self._growth < GROWTH_SWEEPS or _growth_warned:
+            return
+        held = self._held()
+        scalar = np.zeros(self.n, np.bool_)
+        for r in np.flatnonzero(held).tolist():
+            v = self.values[r]
+            scalar[r] = v is not None and v.ndim == 0
+        owners = self._owner_rows()
+        reach = self._reachable(scalar, owners)
+        reached = int(np.count_nonzero(reach))
+        if 2 * reached < live:
+            return
+        inputs = self.args[: self.nargs][reach[owners]]
+        freed = len(np.unique(inputs[(self.flags[inputs] & F_DEAD) != 0]))
+        if 4 * freed < reached and (self._growth <= GROWTH_SWEEPS or live < GROWTH_NO_FREED):
+            return
+        _growth_warned = True
+        warnings.warn(GROWTH_MESSAGE.format(sweeps=self._growth, live=live), TapeGrowthWarning,
+                      stacklevel=_user_stacklevel())
+
+    # -- inspection ------------------------------------------------------------------------------
+    def stats(self):
+        """Sizes: entries (rows), live entries, the bytes of the values the tape holds and of those a
+        backward would read (saved), the tape's own arrays, and the last and peak adjoint buffers."""
+        from . import registry
+        n = self.n
+        flags = self.flags[:n]
+        alive = (flags & F_DEAD) == 0
+        values = self.values
+        value_bytes = _distinct_bytes(v for v in values if v is not None)
+        saved = np.zeros(n, np.bool_)
+        kinds, saves = registry.tables()
+        owners = self._owner_rows()
+        if n:
+            ops = self.op[:n]
+            saves_of = saves[ops].astype(np.int64)
+            entry = np.arange(self.nargs) - self.argptr[owners]  # position of each entry in its row
+            live_entry = alive[owners] & (entry < 7) & ((saves_of[owners] >> np.minimum(entry, 62)) & 1 == 1)
+            saved[self.args[: self.nargs][live_entry]] = True
+            saved |= alive & ((saves_of & registry.SAVES_OUT) != 0) & (kinds[ops] != registry.K_LEAF)
+        saved_bytes = _distinct_bytes(values[r] for r in np.flatnonzero(saved).tolist() if values[r] is not None)
+        tape_bytes = sum(getattr(self, a).nbytes for a in self._ROW_ARRAYS + ("argptr", "args", "argver"))
+        return {"entries": n, "live_entries": int(np.count_nonzero(alive)),
+                "leaf_entries": int(np.count_nonzero(alive & (self.op[:n] == OP_LEAF))),
+                "saved_bytes": saved_bytes, "value_bytes": value_bytes, "tape_bytes": int(tape_bytes),
+                "capacity": self.cap, "last_adjoint_bytes": self.last_adjoint_bytes,
+                "peak_adjoint_bytes": self.peak_adjoint_bytes, "sweeps": self.sweeps,
+                "compactions": self.compactions, "swept_entries": self.swept, "sweep_at": self.sweep_at}
+
+    def dump(self, file=None, rows=None):
+        """Print the Wengert list: row, opcode name, torch grad_fn, input rows, shape, dtype, flags."""
+        from . import registry
+        lines = [f"{'row':>6}  {'op':<16} {'grad_fn':<30} {'inputs':<16} {'shape':<14} {'dtype':<8} flags"]
+        for r in (range(self.n) if rows is None else rows):
+            o = int(self.op[r])
+            op = registry.OPS[o] if o < len(registry.OPS) else None
+            name = op.name if op else f"#{o}"
+            grad_fn = getattr(self.aux.get(r), "grad_fn_name", None) or (op.grad_fn if op else None) or "-"
+            if name == "leaf":
+                grad_fn = "AccumulateGrad"
+            v = self.values[r]
+            shape = "-" if v is None else str(tuple(v.shape))
+            dtype = "-" if v is None else str(v.dtype)
+            f = int(self.flags[r])
+            words = [w for bit, w in ((F_REQ, "REQ"), (F_DEAD, "DEAD"), (F_STOP, "STOP")) if f & bit]
+            if v is None and not f & F_DEAD:
+                words.append("NOVALUE")
+            attrs = [f"c={self.fattr[r, 0]:g}" if self.fattr[r, 0] else "",
+                     f"c2={self.fattr[r, 1]:g}" if self.fattr[r, 1] else ""]
+            args = ",".join(map(str, self.row_args(r))) or "-"
+            lines.append(f"{r:>6}  {name:<16} {grad_fn:<30} {args:<16} {shape:<14} {dtype:<8} "
+                         f"{'|'.join(words) or '-'} {' '.join(a for a in attrs if a)}".rstrip())
+        text = "\n".join(lines)
+        print(text, file=file if file is not None else sys.stdout)
+        return text
+
+
+def _distinct_bytes(arrays):
+    """Bytes of the memory the arrays use, each buffer counted once (a view counts as its base)."""
+    seen = {}
+    for a in arrays:
+        base = a
+        while isinstance(base.base, np.ndarray):
+            base = base.base
+        seen[id(base)] = base.nbytes
+    return int(sum(seen.values()))
+
+
+def _user_stacklevel():
+    """The stacklevel of the first frame outside tapegrad, so a warning names the user's line."""
+    f, level = sys._getframe(1), 1
+    while f is not None and f.f_globals.get("__name__", "").startswith("tapegrad"):
+        f, level = f.f_back, level + 1
+    return level
 
 
 _local = threading.local()

@@ -3,12 +3,10 @@
 A Tensor holds no graph object: `grad_fn` is made on demand from its tape row. Attribute defaults live
 on the class, so making an op's result sets only the attributes that differ (the recording hot path).
 """
-import weakref
-
 import numpy as np
 
 from . import _dtype, _format
-from .tape import F_STOP, NOT_A_SLOT
+from .tape import F_STOP, NOT_A_SLOT, Watch
 
 
 def as_array(data, dtype=None):
@@ -115,6 +113,8 @@ class Tensor:
 
     @requires_grad.setter
     def requires_grad(self, value):
+        if bool(value) == self._requires_grad:
+            return  # no change (torch allows it on a non-leaf too); the tensor keeps its row and graph
         if not self._is_leaf:
             raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want to use a "
                                "computed variable in a subgraph that doesn't require differentiation use "
@@ -156,6 +156,7 @@ class Tensor:
             return None
         if self._grad_fn is None:
             from .autograd.graph import node_for
+            self._tape.locate(self)  # (its row may have moved: Tape.compact)
             self._grad_fn = node_for(self._tape, self._slot, self._op, self._data)
         return self._grad_fn
 
@@ -171,9 +172,9 @@ class Tensor:
         """Give this storage a version cell the tape can read, and point this tensor's row at it."""
         if self._vc is None:
             self._vc = np.zeros(1, np.int64)
-            tape, s = self._tape, self._slot
-            if tape is not None and s < tape.n and tape.values[s] is self._data:
-                tape.set_cell(s, self._vc)
+            tape = self._tape
+            if tape is not None and tape.locate(self) >= 0:  # (locate: the row may have moved, Tape.compact)
+                tape.set_cell(self._slot, self._vc)
         return self._vc
 
     # -- shape and conversion -----------------------------------------------------------------------
@@ -337,9 +338,10 @@ class Tensor:
 
     def _watch(self):
         """Make the replay stop at this tensor's row, so Python can run its hooks and retain its grad."""
-        tape, s = self._tape, self._slot
+        tape = self._tape
+        s = tape.slot(self)  # its current row (a stale one may now be another tensor's: Tape.compact)
         tape.flags[s] |= F_STOP
-        tape.watch[s] = weakref.ref(self)
+        tape.watch[s] = Watch(self)  # (its hooks outlive it, as torch's live on the graph node)
 
     # -- dtype conversion ----------------------------------------------------------------------------------
     def to(self, *args, **kwargs):

@@ -8,8 +8,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
 
 
-def test_readme_example_prints_what_it_says():
-    code = re.search(r"```python\n(.*?)```", README, re.S).group(1)
+def test_readme_examples_print_what_they_say():
+    code = "\n".join(re.findall(r"```python\n(.*?)```", README, re.S))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     printed = out.stdout.splitlines()
     expected = [m.group(1) for m in re.finditer(r"print\(.*\)\s+# (.*)", code)]

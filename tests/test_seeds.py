@@ -11,7 +11,6 @@ libraries support.
 libraries and compares what they print.
 """
 import importlib
-import math
 import os
 import re
 import subprocess

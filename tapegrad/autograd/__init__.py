@@ -3,6 +3,11 @@ import numpy as np
 
 from .grad_mode import (enable_grad, inference_mode, is_grad_enabled, no_grad,  # noqa: F401
                         set_grad_enabled)
+from .anomaly import detect_anomaly, set_detect_anomaly  # noqa: F401
+from .function import Function  # noqa: F401
+from . import functional  # noqa: F401
+from .gradcheck import gradcheck, gradgradcheck  # noqa: F401
+from .inspect import dump, tape_stats  # noqa: F401
 
 
 def Variable(data, requires_grad=False, volatile=False):
@@ -26,8 +31,7 @@ def _seeds(outputs, grad_outputs, create_graph):
     from ..tensor import Tensor
     grads = _as_tuple(grad_outputs) or (None,) * len(outputs)
     if len(grads) != len(outputs):
-        raise RuntimeError(f"grad requires one gradient per output: got {len(grads)} gradients and "
-                           f"{len(outputs)} outputs")
+        raise RuntimeError(f"got {len(outputs)} tensors and {len(grads)} gradients")
     seeds = []
     for i, (out, g) in enumerate(zip(outputs, grads)):
         if not out._requires_grad:
@@ -95,9 +99,15 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     if materialize_grads and allow_unused is False:
         raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, "
                          "but got: allow_unused=False.")
+    if not inputs:
+        raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
     for i, t in enumerate(inputs):
         if not t._requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
+    if is_grads_batched:  # one backward per row of the batched grad_outputs (tapegrad has no vmap)
+        from .functional import _batched_grad
+        return _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
+                             materialize_grads)
     seeds = _seeds(outputs, grad_outputs, create_graph)
     if retain_graph is None:
         retain_graph = create_graph
@@ -105,12 +115,12 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     _, targets = _rows(inputs)
     result = replay.run(tape, roots, seeds, retain_graph, create_graph, targets=targets, accumulate=False)
     out = []
-    for t, g in zip(inputs, result):
+    for i, (t, g) in enumerate(zip(inputs, result)):
         if g is None:
             if materialize_grads:
                 g = _new(np.zeros_like(t._data))
             elif not allow_unused:
-                raise RuntimeError("One of the differentiated Tensors appears to not have been used in the graph. "
-                                   "Set allow_unused=True if this is the desired behavior.")
+                raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have been used in the "
+                                   f"graph. Set allow_unused=True if this is the desired behavior.")
         out.append(g)
     return tuple(out)

@@ -12,7 +12,11 @@ class Node:
         self._tape, self._row, self._value = tape, row, value
 
     def _alive(self):
-        return self._row < self._tape.n and self._tape.values[self._row] is self._value
+        tape = self._tape
+        if self._row < tape.n and tape.values[self._row] is self._value:
+            return True
+        self._row = tape.find(self._value)  # moved by Tape.compact, or -1: freed
+        return self._row >= 0
 
     def name(self):
         return type(self).__name__
@@ -60,6 +64,9 @@ class AccumulateGrad:
 
 
 def node_for(tape, row, op, value):
+    ctx = tape.aux.get(row)
+    if isinstance(ctx, Node):  # a custom Function's ctx is its grad_fn (MyFnBackward), as in torch
+        return ctx
     name = registry.OPS[op].grad_fn
     cls = _classes.get(name)
     if cls is None:

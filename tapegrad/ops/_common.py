@@ -5,7 +5,7 @@ import numbers
 import numpy as np
 
 from .. import _dtype, registry, tape as tape_mod
-from ..autograd.grad_mode import _state as _grad_mode, is_grad_enabled
+from ..autograd.grad_mode import _state as _grad_mode
 from ..tensor import Tensor, _new, as_array
 
 OPS = registry.BY_NAME
@@ -107,6 +107,14 @@ def _sizes(sizes):
 
 
 def _tensor_tensor(op, forward, a, b):
+    da, db = a._data, b._data
+    if da.dtype == db.dtype and da.dtype.kind == "f":  # the hot path: no promotion; NumPy checks the shapes
+        try:
+            out = forward(da, db)
+        except ValueError:
+            broadcast_shape(da.shape, db.shape)  # raises torch's error
+            raise
+        return _record(op, out, (a, b))
     shape = broadcast_shape(a._data.shape, b._data.shape)
     dt = _dtype.result_type(a._data, b._data)
     if dt.kind != "f":

@@ -34,9 +34,12 @@ def _make_binary(name, commutative=False):
     forward = op.forward
 
     def fn(input, other):
-        tp = type(other)
-        if (tp is float or tp is int) and type(input) is Tensor and input._data.dtype.kind == "f":
-            return _record(ts, forward(input._data, other), (input,), float(other))  # the hot path: x * 2.0
+        if isinstance(input, Tensor):  # the hot paths first: tensor op tensor, tensor op Python number
+            if isinstance(other, Tensor):
+                return _tensor_tensor(op, forward, input, other)
+            tp = type(other)
+            if (tp is float or tp is int) and input._data.dtype.kind == "f":
+                return _record(ts, forward(input._data, other), (input,), float(other))
         if _is_scalar(other):
             x, sop, c = _tensor(input), ts, other
         elif _is_scalar(input):

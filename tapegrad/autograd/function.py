@@ -1,0 +1,409 @@
+"""torch.autograd.Function: an op written by the user, forward and backward, as one tape row.
+
+`MyFn.apply(...)` runs `forward` under no_grad and records ONE row of the registry's "function" op
+(K_PYTHON) whose inputs are the tensor arguments; the row's vjp calls the user's `backward`. The row's
+context is the ctx object, which is also its grad_fn (a `MyFnBackward` instance, as in torch). The
+backward runs with grad mode on under create_graph, so a backward written in tapegrad ops is itself
+recorded and differentiable again.
+
+A row holds one value, so a Function with several differentiable outputs records its first one on the
+"function" row and each further output on a "function_output" row that reads it: those rows hand their
+gradient to the ctx, and the user's backward is called once, at the "function" row, with all of them.
+"""
+import inspect
+import threading
+import weakref
+
+import numpy as np
+
+from .. import registry
+from ..tensor import Tensor, _new
+from .graph import Node
+from .grad_mode import is_grad_enabled, no_grad
+
+__all__ = ["Function", "FunctionCtx", "BackwardCFunction", "once_differentiable", "InplaceFunction"]
+
+_local = threading.local()
+
+
+# -- ctx -------------------------------------------------------------------------------------------------------
+class FunctionCtx:
+    """What `forward` / `setup_context` may call on ctx (torch's FunctionCtx)."""
+
+    def save_for_backward(self, *tensors):
+        for i, t in enumerate(tensors):
+            if t is not None and not isinstance(t, Tensor):
+                raise TypeError(f"save_for_backward can only save variables, but argument {i} is of type "
+                                f"{type(t).__name__}")
+        self.to_save = tensors
+
+    def save_for_forward(self, *tensors):
+        self.saved_for_forward = tensors
+
+    def mark_dirty(self, *args):
+        self.dirty_tensors = args
+
+    def mark_shared_storage(self, *pairs):
+        pass  # deprecated in torch: storage sharing is tracked automatically
+
+    def mark_non_differentiable(self, *args):
+        self.non_differentiable = args
+
+    def set_materialize_grads(self, value):
+        self.materialize_grads = bool(value)
+
+
+class BackwardCFunction(Node, FunctionCtx):
+    """A Function's ctx once applied: its backward node, named `<Function name>Backward` (torch's class).
+
+    It is the grad_fn of the Function's outputs, and the context of its tape rows.
+    """
+    _forward_cls = None
+    grad_fn_name = "BackwardCFunction"
+    materialize_grads = True
+    needs_input_grad = ()
+    to_save = ()
+    dirty_tensors = ()
+    non_differentiable = ()
+    _saved = None
+
+    def __init__(self):
+        pass  # Node's fields are set when the row is recorded
+
+    __eq__ = object.__eq__
+    __hash__ = object.__hash__
+
+    def _alive(self):
+        tape = getattr(self, "_tape", None)
+        return tape is not None and self._row < tape.n and tape.values[self._row] is self._value()
+
+    def name(self):
+        return type(self).__name__
+
+    @property
+    def next_functions(self):
+        return Node.next_functions.fget(self) if self._alive() else ()
+
+    @property
+    def saved_tensors(self):
+        if self._saved is None:  # inside forward, before the row exists
+            return tuple(self.to_save)
+        if getattr(self, "_tape", None) is not None and not self._alive():
+            from ..replay import FREED_MESSAGE
+            raise RuntimeError(FREED_MESSAGE)
+        return tuple(_unpack(self, entry) for entry in self._saved)
+
+    saved_variables = saved_tensors
+
+    def apply(self, *grads):
+        return _user_backward(self._forward_cls)(self, *grads)
+
+    # -- the rows' vjps ------------------------------------------------------------------------------------
+    def _stash(self, row, g):
+        """A further output's gradient, kept for the one backward call at the Function's row."""
+        from ..replay import current_pass
+        token = current_pass()
+        if self.__dict__.get("_pending_token") is not token:
+            self._pending_token, self._pending = token, {}
+        j = self._output_of_row[row]
+        self._pending[j] = self._pending[j] + g if j in self._pending else g
+
+    def _backward(self, g):
+        from ..replay import current_pass
+        grads = [None] * len(self._output_meta)
+        grads[self._primary] = g
+        if self.__dict__.get("_pending_token") is current_pass():
+            for j, gj in self._pending.items():
+                grads[j] = gj
+        self._pending_token = self._pending = None
+        if self.materialize_grads:
+            grads = [_zeros(meta) if gj is None and meta is not None else gj
+                     for gj, meta in zip(grads, self._output_meta)]
+        result = _user_backward(self._forward_cls)(self, *grads)
+        return self._check_grads(result)
+
+    def _check_grads(self, result):
+        """torch's checks on what backward returned; one gradient per tensor input (the row's args)."""
+        name = type(self).__name__
+        result = result if isinstance(result, tuple) else (result,)
+        n = len(self._input_meta)
+        if len(result) != n and not (len(result) > n and all(r is None for r in result[n:])):
+            raise RuntimeError(f"function {name} returned an incorrect number of gradients (expected {n}, got "
+                               f"{len(result)})")
+        out = []
+        for i, (r, meta) in enumerate(zip(result, self._input_meta)):
+            if meta is None:
+                if r is not None:
+                    raise RuntimeError(f"function {name} returned a gradient different than None at position "
+                                       f"{i + 1}, but the corresponding forward input was not a Variable")
+                continue
+            shape, dtype, requires_grad = meta
+            if r is None or not requires_grad:
+                out.append(None)
+                continue
+            if not isinstance(r, Tensor):
+                raise TypeError(f"expected Variable or None (got {type(r).__name__})")
+            if r.shape != shape:
+                try:
+                    ok = np.broadcast_shapes(shape, r.shape) == tuple(r.shape)
+                except ValueError:
+                    ok = False
+                if not ok:
+                    raise RuntimeError(f"Function {name} returned an invalid gradient at index {i} - got "
+                                       f"{list(r.shape)} but expected shape compatible with {list(shape)}")
+            if r._data.dtype != dtype:
+                r = r.to(r.dtype if dtype.kind != "f" else _torch_dtype(dtype))
+            out.append(r)
+        return out
+
+
+class FunctionMeta(type):
+    """Gives each Function subclass its backward class, `<name>Backward`, as torch's metaclass does."""
+
+    def __init__(cls, name, bases, attrs):
+        super().__init__(name, bases, attrs)
+        cls._backward_cls = type(name + "Backward", (BackwardCFunction,),
+                                 {"_forward_cls": cls, "grad_fn_name": name + "Backward", "__module__": __name__})
+
+
+class Function(FunctionCtx, metaclass=FunctionMeta):
+    """Base class for user-defined differentiable operations (torch.autograd.Function)."""
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError("Legacy autograd function with non-static forward method is deprecated. Please use "
+                           "new-style autograd function with static forward method. (Example: "
+                           "https://pytorch.org/docs/stable/autograd.html#torch.autograd.Function)")
+
+    @staticmethod
+    def forward(*args, **kwargs):
+        raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        raise NotImplementedError("setup_context is not implemented.")
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        raise NotImplementedError("You must implement either the backward or vjp method for your custom "
+                                  "autograd.Function to use it with backward mode AD.")
+
+    vjp = backward
+
+    @staticmethod
+    def jvp(ctx, *grad_inputs):
+        raise NotImplementedError("You must implement the jvp function for custom autograd.Function to use it "
+                                  "with forward mode AD.")
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        setup = cls.setup_context is not Function.setup_context
+        if setup:
+            bound = inspect.signature(cls.forward).bind(*args, **kwargs)
+            bound.apply_defaults()
+            args, kwargs = bound.args, bound.kwargs
+        ctx = cls._backward_cls()
+        tensors = [a for a in args if isinstance(a, Tensor)]
+        recording = is_grad_enabled() and any(t._requires_grad for t in tensors)
+        ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
+        with no_grad():
+            output = cls.forward(*args, **kwargs) if setup else cls.forward(ctx, *args, **kwargs)
+            if setup:
+                cls.setup_context(ctx, args, output)
+        is_tuple = isinstance(output, tuple)
+        outputs = _finish(ctx, args, tensors, output if is_tuple else (output,), recording)
+        return outputs if is_tuple else outputs[0]
+
+
+class InplaceFunction(Function):
+    def __init__(self, inplace=False):
+        super().__init__()
+        self.inplace = inplace
+
+
+def _user_backward(cls):
+    backward, vjp = cls.backward, cls.vjp
+    if backward is not Function.backward and vjp is not Function.vjp and backward is not vjp:
+        raise RuntimeError("Implementing both 'backward' and 'vjp' for a custom Function is not allowed. You should "
+                           "only implement one of them.")
+    return vjp if vjp is not Function.vjp else backward
+
+
+def _torch_dtype(np_dtype):
+    from .. import _dtype
+    return _dtype.from_numpy_dtype(np_dtype)
+
+
+def _zeros(meta):
+    shape, dtype = meta
+    return _new(np.zeros(shape, dtype))
+
+
+# -- recording -------------------------------------------------------------------------------------------------
+def _finish(ctx, args, tensors, outputs, recording):
+    """The outputs as returned by apply: dirty inputs rebased, aliases of inputs made new tensors, and the
+    differentiable ones recorded (one row, plus one per further differentiable output)."""
+    from .. import tape as tape_mod
+    dirty = {id(t) for t in ctx.dirty_tensors}
+    non_diff = {id(t) for t in ctx.non_differentiable}
+    inputs = {id(a) for a in tensors}
+    for t in ctx.dirty_tensors:
+        if t._requires_grad and t._is_leaf and recording:
+            raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
+        t._bump_version()
+    results, meta, recorded = [], [], {}
+    for o in outputs:
+        if not isinstance(o, Tensor):
+            results.append(o)
+            meta.append(None)
+            continue
+        original = o
+        if recording and id(o) in inputs and id(o) not in dirty:
+            o = _new(o._data)  # an input returned as is: a new tensor (torch returns a view)
+        if not o._data.flags.c_contiguous or not o._data.dtype.isnative:
+            o._data = np.ascontiguousarray(o._data, o._data.dtype.newbyteorder("="))
+        results.append(o)
+        meta.append((o._data.shape, o._data.dtype))
+        if recording and o._data.dtype.kind == "f" and id(original) not in non_diff:
+            recorded[len(results) - 1] = (o, original)
+    if not recorded:
+        return tuple(results)
+    tape = tape_mod.current()
+    primary = min(recorded)
+    first = recorded[primary][0]
+    row = tape.record(_FUNCTION.code, first._data, tensors, aux=ctx)
+    ctx._tape, ctx._row, ctx._value = tape, row, weakref.ref(first._data)
+    ctx._primary, ctx._output_meta, ctx._output_of_row = primary, meta, {}
+    rows = {}
+    for j, (o, original) in sorted(recorded.items()):
+        if j != primary:
+            r = tape.record(_OUTPUT.code, o._data, (first,), aux=ctx)
+            ctx._output_of_row[r] = j
+        else:
+            r = row
+        rows[id(o)] = (r, o._data)
+        if original is not o and id(original) not in inputs:
+            rows[id(original)] = rows[id(o)]
+        _attach(o, tape, r, _FUNCTION.code if j == primary else _OUTPUT.code, ctx)
+        if o._vc is not None:
+            tape.set_cell(r, o._vc)
+            tape.outver[r] = o._vc[0]
+    ctx._input_meta = tuple((a._data.shape, a._data.dtype, a._requires_grad) if isinstance(a, Tensor) else None
+                            for a in args)
+    ctx._saved = tuple(_pack(t, rows, tape) for t in ctx.to_save)
+    ctx.to_save = ()  # the packed form holds outputs by row, so that a forward nobody uses can be swept
+    return tuple(results)
+
+
+def _attach(t, tape, row, op, ctx):
+    t._tape, t._slot, t._requires_grad, t._is_leaf, t._op, t._grad_fn = tape, row, True, False, op, ctx
+
+
+def _pack(t, rows, tape):
+    if t is None:
+        return None
+    where = rows.get(id(t))
+    if where is not None:  # an output: kept by row, so the ctx does not hold the row's own value alive
+        row, value = where
+        return ("row", row, weakref.ref(value), _cell_version(tape, row))
+    return ("tensor", t, t._version)
+
+
+def _cell_version(tape, row):
+    import ctypes
+    cell = int(tape.vaddr[row])
+    return ctypes.c_int64.from_address(cell).value if cell else 0
+
+
+def _unpack(ctx, entry):
+    if entry is None:
+        return None
+    from ..replay import FREED_MESSAGE, wrap
+    if entry[0] == "row":
+        _, row, ref, expected = entry
+        tape = ctx._tape
+        if row >= tape.n or tape.values[row] is not ref():
+            raise RuntimeError(FREED_MESSAGE)
+        t = wrap(tape, row)
+        current = _cell_version(tape, row)
+        producer = _producer_name(tape, row)
+    else:
+        _, t, expected = entry
+        current = t._version
+        producer = None if t.grad_fn is None else type(t.grad_fn).__name__
+    if current != expected:
+        _raise_modified(t, current, expected, producer)
+    return t
+
+
+def _producer_name(tape, row):
+    """The grad_fn of whatever last wrote this row's storage (an in-place op, or the Function itself)."""
+    from ..replay import row_name
+    cell = int(tape.vaddr[row])
+    owner = int(np.flatnonzero(tape.vaddr[:tape.n] == cell)[-1]) if cell else row
+    return row_name(tape, owner)
+
+
+def _raise_modified(t, current, expected, producer):
+    import re
+    from ..tensor import tensor_type_name
+    what = f"[{tensor_type_name(t._data)} {list(t._data.shape)}]"
+    if producer is not None:
+        what += ", which is output 0 of " + re.sub(r"Backward\d*$", "", producer) + ","
+    raise RuntimeError(
+        f"one of the variables needed for gradient computation has been modified by an inplace operation: "
+        f"{what} is at version {current}; expected version {expected} instead. Hint: enable anomaly detection "
+        f"to find the operation that failed to compute its gradient, with "
+        f"torch.autograd.set_detect_anomaly(True, check_nan=False).")
+
+
+# -- the registry entries --------------------------------------------------------------------------------------
+def _vjp_function(ctx, g, inputs, out):
+    """The Function's own backward(ctx, *grads), called once with every output's gradient."""
+    return ctx._backward(g)
+
+
+def _vjp_output(ctx, g, inputs, out):
+    """Hands this output's gradient to the Function's row (zeros flow on, so that row runs)."""
+    ctx._stash(out._slot, g)
+    first, = inputs
+    return (_new(np.zeros(first._data.shape, first._data.dtype)),)  # the Function's row must run
+
+
+def _vjp_delayed_error(ctx, g, inputs, out):
+    """Raises: a @once_differentiable backward is not differentiable."""
+    raise RuntimeError("trying to differentiate twice a function that was marked with @once_differentiable")
+
+
+if "function" not in registry.BY_NAME:
+    registry.python("function", "BackwardCFunction", None, _vjp_function, saves=0,
+                    doc="a custom autograd.Function (its grad_fn is named by the Function)")
+    registry.python("function_output", "BackwardCFunction", None, _vjp_output, saves=0,
+                    doc="a further output of a custom autograd.Function")
+    registry.python("delayed_error", "DelayedError", None, _vjp_delayed_error, saves=0,
+                    doc="the result of a @once_differentiable backward under create_graph")
+_FUNCTION, _OUTPUT, _DELAYED = (registry.BY_NAME[n] for n in ("function", "function_output", "delayed_error"))
+
+
+def once_differentiable(fn):
+    """A backward that is not itself differentiable: run under no_grad; under create_graph its results
+    raise when differentiated (torch's DelayedError)."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(ctx, *args):
+        with no_grad():
+            outputs = fn(ctx, *args)
+        if not (is_grad_enabled() and any(isinstance(a, Tensor) and a._requires_grad for a in args)):
+            return outputs
+        is_tuple = isinstance(outputs, tuple)
+        wrapped = tuple(_delayed_error(o) for o in (outputs if is_tuple else (outputs,)))
+        return wrapped if is_tuple else wrapped[0]
+    return wrapper
+
+
+def _delayed_error(o):
+    if not isinstance(o, Tensor) or o._data.dtype.kind != "f":
+        return o
+    from ..ops._common import _record
+    source = _new(o._data, requires_grad=True)  # a stand-in leaf: differentiating further raises at this row
+    return _record(_DELAYED, o._data, (source,))
