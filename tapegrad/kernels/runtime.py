@@ -86,6 +86,24 @@ def plan(n, roots, targets, flags, op, kinds, saves, argptr, args, argver, obj, 
 
 
 @njit(**JIT)
+def _walk(shape, strides, n):
+    """The flat offsets (sum of index * stride) of the n elements of `shape`, in C order: an odometer."""
+    out = np.empty(n, np.int64)
+    idx = np.zeros(shape.size, np.int64)
+    off = 0
+    for k in range(n):
+        out[k] = off
+        for d in range(shape.size - 1, -1, -1):
+            idx[d] += 1
+            off += strides[d]
+            if idx[d] < shape[d]:
+                break
+            off -= strides[d] * shape[d]
+            idx[d] = 0
+    return out
+
+
+@njit(**JIT)
 def broadcast_offsets(it, src):
     """For each element of array `it` (C order), the flat index of the element of `src` that
     broadcasting (or a keepdim reduction of `it` onto `src`) pairs it with."""
@@ -102,20 +120,7 @@ def broadcast_offsets(it, src):
             if m != 1:
                 strides[d] = st
             st *= m
-    n = size(it)
-    out = np.empty(n, np.int64)
-    idx = np.zeros(nd, np.int64)
-    off = 0
-    for k in range(n):
-        out[k] = off
-        for d in range(nd - 1, -1, -1):  # odometer step
-            idx[d] += 1
-            off += strides[d]
-            if idx[d] < shape[d]:
-                break
-            off -= strides[d] * shape[d]
-            idx[d] = 0
-    return out
+    return _walk(shape, strides, size(it))
 
 
 @njit(**JIT)
@@ -130,20 +135,7 @@ def reduce_offsets(it, mask):
         if not (mask >> d) & 1:
             strides[d] = st
             st *= shape[d]
-    n = size(it)
-    out = np.empty(n, np.int64)
-    idx = np.zeros(nd, np.int64)
-    off = 0
-    for k in range(n):
-        out[k] = off
-        for d in range(nd - 1, -1, -1):
-            idx[d] += 1
-            off += strides[d]
-            if idx[d] < shape[d]:
-                break
-            off -= strides[d] * shape[d]
-            idx[d] = 0
-    return out
+    return _walk(shape, strides, size(it))
 
 
 @njit(**JIT)
