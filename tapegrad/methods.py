@@ -73,6 +73,9 @@ def _inplace(self, result):
     """Write result into self's storage, bump its version, and give self the result's history."""
     if self._requires_grad and self._is_leaf and is_grad_enabled():
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+    base = self._base
+    if base is not None and base._requires_grad and base._is_leaf and is_grad_enabled():
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
     value = result._data
     if value.dtype != self._data.dtype:
         if value.dtype.kind == "f" and self._data.dtype.kind != "f" or value.dtype.kind in "iu" and \

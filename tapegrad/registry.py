@@ -94,6 +94,8 @@ def _sigmoid(x):
 
 def _erf(x):
     from .kernels.scalar import erf_array
+    if x.dtype == np.float16:  # compiled for float32 and float64 only; torch returns float16
+        return erf_array(x.astype(np.float32)).astype(np.float16)
     return erf_array(x)
 
 
@@ -108,7 +110,7 @@ unary("cos",     lambda x, c, c2: np.cos(x),                         "-g * sin(x
 unary("tan",     lambda x, c, c2: np.tan(x),                         "g * (1 + y * y)")
 unary("tanh",    lambda x, c, c2: np.tanh(x),                        "g * (1 - y * y)")
 unary("sigmoid", lambda x, c, c2: _sigmoid(x),                       "g * y * (1 - y)")
-unary("relu",    lambda x, c, c2: np.maximum(x, 0),                  "g * (y > 0)")
+unary("relu",    lambda x, c, c2: np.maximum(x, 0),                  "where(y <= 0, 0 * g, g)")  # NaN passes g
 unary("abs",     lambda x, c, c2: np.abs(x),                         "g * sign(x)")
 unary("reciprocal", lambda x, c, c2: np.reciprocal(x),               "-g * y * y")
 unary("square",  lambda x, c, c2: np.square(x),                      "2 * g * x", grad_fn="PowBackward0")
@@ -123,7 +125,7 @@ unary("atan",    lambda x, c, c2: np.arctan(x),                      "g / (1 + x
 unary("sinh",    lambda x, c, c2: np.sinh(x),                        "g * cosh(x)")
 unary("cosh",    lambda x, c, c2: np.cosh(x),                        "g * sinh(x)")
 unary("erf",     lambda x, c, c2: _erf(x),                           "g * 1.1283791670955126 * exp(-x * x)")
-unary("sign",    lambda x, c, c2: np.sign(x),                        "0 * g")
+unary("sign",    lambda x, c, c2: np.nan_to_num(np.sign(x)), "0 * g")  # sign(nan) is 0
 unary("floor",   lambda x, c, c2: np.floor(x),                       "0 * g")
 unary("ceil",    lambda x, c, c2: np.ceil(x),                        "0 * g")
 unary("round",   lambda x, c, c2: np.round(x),                       "0 * g")
@@ -135,7 +137,7 @@ unary("silu",    lambda x, c, c2: x * _sigmoid(x),                   "g * sigmoi
 unary("softplus", lambda x, c, c2: np.where(x * c > c2, x, np.logaddexp(0, c * x) / c),
       "where(x * c > c2, g, g * sigmoid(c * x))")
 unary("leaky_relu", lambda x, c, c2: np.where(x > 0, x, x * c),      "where(x > 0, g, g * c)")
-unary("elu",     lambda x, c, c2: np.where(x > 0, x, c * np.expm1(np.minimum(x, 0))), "where(x > 0, g, g * (y + c))")
+unary("elu",     lambda x, c, c2: np.where(x > 0, x, c * np.expm1(np.minimum(x, 0))), "where(x <= 0, g * (y + c), g)")
 unary("hardtanh", lambda x, c, c2: np.clip(x, c, c2),                "where((x > c) & (x < c2), g, 0 * g)")
 unary("clamp",   lambda x, c, c2: np.minimum(np.maximum(x, c), c2),  "where((x >= c) & (x <= c2), g, 0 * g)",
       grad_fn="ClampBackward1")

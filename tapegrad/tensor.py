@@ -80,6 +80,7 @@ class Tensor:
     _hooks = None
     _retains_grad = False
     _grad_fn = None
+    _base = None          # the tensor a view was made from (torch's ._base)
     _op = 0               # opcode of the op that made this tensor (its grad_fn's name)
     __array_priority__ = 1000  # make `ndarray * Tensor` defer to Tensor.__rmul__
 

@@ -59,7 +59,7 @@ def unary(op, X, Y, G, GX, c, c2):
         for i in range(n):
             y = Y[i]
             g = G[i]
-            GX[i] += g * (y > 0)
+            GX[i] += where(y <= 0, 0 * g, g)
     elif op == 13:  # abs
         for i in range(n):
             x = X[i]
@@ -175,7 +175,7 @@ def unary(op, X, Y, G, GX, c, c2):
             x = X[i]
             y = Y[i]
             g = G[i]
-            GX[i] += where(x > 0, g, g * (y + c))
+            GX[i] += where(x <= 0, g * (y + c), g)
     elif op == 37:  # hardtanh
         for i in range(n):
             x = X[i]

@@ -174,10 +174,15 @@ def _step(i, kind, o, argptr, args, obj, fattr, iattr, need, offsets, adj, dt):
     elif not need[a0]:
         return
     elif kind == K_SUM:
-        ix = reduce_offsets(x, iattr[i])
         c = fattr[i, 0]
-        for k in range(m):
-            gx[k] += g[ix[k]] * c
+        if n == 1:  # a full reduction: every input element gets the one output adjoint
+            v = g[0] * c
+            for k in range(m):
+                gx[k] += v
+        else:
+            ix = reduce_offsets(x, iattr[i])
+            for k in range(m):
+                gx[k] += g[ix[k]] * c
     elif kind == K_EXPAND:
         iy = broadcast_offsets(y, x)
         for k in range(n):

@@ -9,7 +9,8 @@ from ._common import OPS, _float, _is_scalar, _record, _tensor, _tensor_tensor, 
 from .. import registry
 
 
-_KEEPS_INT = {"neg", "abs", "sign", "relu", "floor", "ceil", "round", "trunc", "square", "clamp", "copy"}
+_KEEPS_INT = {"neg", "abs", "sign", "relu", "floor", "ceil", "round", "trunc", "square", "clamp", "clamp_min",
+              "clamp_max", "hardtanh", "copy"}
 
 
 def _make_unary(name):
@@ -21,7 +22,9 @@ def _make_unary(name):
         x = input if type(input) is Tensor else _tensor(input)
         if x._data.dtype.kind != "f":
             if keeps_int:
-                return _new(np.asarray(forward(x._data, c, c2)))
+                out = np.asarray(forward(x._data if name != "square" or x._data.dtype != np.bool_
+                                         else x._data.astype(np.int64), c, c2))
+                return _new(out.astype(np.float32) if out.dtype.kind == "f" else out)  # float bounds: float32
             x = _float(x)
         return _record(op, forward(x._data, c, c2), (x,), c, c2)
     fn.__name__ = name
@@ -82,7 +85,12 @@ def clamp(input, min=None, max=None):
         if max is not None:
             out = minimum(out, max)
         return out
-    return _clamp(input, -math.inf if min is None else float(min), math.inf if max is None else float(max))
+    return _clamp(input, -math.inf if min is None else _bound(min), math.inf if max is None else _bound(max))
+
+
+def _bound(v):
+    """A Python int bound stays an int, so clamping an integer tensor keeps its dtype (as torch)."""
+    return v if type(v) is int else float(v)
 
 
 clip = clamp
@@ -97,6 +105,8 @@ def elu(input, alpha=1.0):
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0):
+    if isinstance(input, Tensor) and input._data.dtype.kind in "iu":  # torch keeps the integer type
+        return globals()["_hardtanh"](input, int(min_val), int(max_val))
     return globals()["_hardtanh"](input, float(min_val), float(max_val))
 
 

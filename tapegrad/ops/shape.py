@@ -27,6 +27,7 @@ def _reshape(x, shape, op):
     cell = x._ensure_vc()
     t = _record(op, x._data.reshape(shape), (x,)) if x._requires_grad else _new(x._data.reshape(shape))
     t._vc = cell
+    t._base = x if x._base is None else x._base
     if t._tape is not None:
         t._tape.set_cell(t._slot, cell)
         t._tape.outver[t._slot] = cell[0]

@@ -316,15 +316,9 @@ def _unary_names():
                   and not op.name.endswith(("_ts", "_st")) and not op.name.startswith("_"))
 
 
-NAN_GAPS = {  # registry.py's derivative strings (and the kernels generated from them) differ from torch at NaN
-    "relu": "relu's gradient at a NaN input is 0 ('g * (y > 0)'); torch passes g (threshold_backward: y <= 0)",
-    "elu": "elu's gradient at a NaN input is NaN ('where(x > 0, g, g * (y + c))'); torch passes g (x <= 0)",
-    "sign": "sign(NaN) is NaN (np.sign); torch gives 0",
-}
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=NAN_GAPS[n]))
-                                  if n in NAN_GAPS else n for n in _unary_names()])
+@pytest.mark.parametrize("name", _unary_names())
 def test_nan_and_inf_propagate_through_values_and_gradients_as_in_torch(name):
     """Each elementwise op on NaN, +-inf, +-0 and large values, without the domain mapping: torch's
     values and gradients, NaN where torch has NaN. (atol 1e-15: sigmoid's tails, 1e-13 at x = -30, are
@@ -367,25 +361,10 @@ def test_nan_and_inf_through_reductions(name):
 
 
 # -- float16 and integer inputs --------------------------------------------------------------------------------
-DTYPE_GAPS = {  # (op, input dtype): how tapegrad's result type differs from torch's (ops/elementwise.py, nn.py)
-    ("clamp", "int64"): "float bounds on an integer tensor give float64, torch float32 (the default dtype)",
-    ("clamp", "int32"): "float bounds on an integer tensor give float64, torch float32 (the default dtype)",
-    ("clamp", "bool"): "float bounds on a bool tensor give float64, torch float32 (the default dtype)",
-    ("clamp_min", "int64"): "a float bound on an integer tensor gives float64, torch float32",
-    ("clamp_min", "int32"): "a float bound on an integer tensor gives float64, torch float32",
-    ("clamp_min", "bool"): "a float bound on a bool tensor gives float64, torch float32",
-    ("hardtanh", "int64"): "hardtanh of an integer tensor is float32; torch keeps int64 (bounds truncated)",
-    ("hardtanh", "int32"): "hardtanh of an integer tensor is float32; torch keeps int32 (bounds truncated)",
-    ("erf", "float16"): "erf of float16 is computed and returned in float32; torch returns float16",
-    ("gelu", "float16"): "gelu of float16 is computed and returned in float32; torch returns float16",
-    ("square", "bool"): "square of bool is int8; torch gives int64",
-}
 
 
 def _dtype_params():
-    return [pytest.param(name, dtype, marks=pytest.mark.xfail(strict=True, reason=DTYPE_GAPS[name, dtype]))
-            if (name, dtype) in DTYPE_GAPS else (name, dtype)
-            for name in _unary_names() for dtype in ("int64", "int32", "bool", "float16")]
+    return [(name, dtype) for name in _unary_names() for dtype in ("int64", "int32", "bool", "float16")]
 
 
 @pytest.mark.parametrize("name,dtype", _dtype_params())
@@ -563,9 +542,6 @@ def test_an_in_place_write_through_a_view_or_its_base_is_detected(variant):
         program(tapegrad)
 
 
-@pytest.mark.xfail(strict=True, reason="an in-place op on a view of a leaf that requires grad is allowed and "
-                   "silently changes the leaf (torch raises 'a view of a leaf Variable that requires grad is "
-                   "being used in an in-place operation.'). methods._inplace does not know views' bases")
 def test_an_in_place_write_through_a_view_of_a_leaf_raises():
     a = tapegrad.tensor([1.0, 2.0, 3.0], requires_grad=True)
     with pytest.raises(RuntimeError, match="view of a leaf Variable"):
