@@ -17,6 +17,7 @@ from . import kernels, registry
 from .autograd import anomaly
 from .autograd.grad_mode import enable_grad, no_grad
 from .tape import F_DEAD, F_REQ, F_STOP, OP_FREED, OP_LEAF
+from .ops._common import summed_dims
 from .tensor import Tensor, _new, tensor_type_name
 
 FREED_MESSAGE = (
@@ -218,9 +219,7 @@ def _python_row(tape, row, need, adjoint, check_nan=False):
 def _sum_to(g, shape):
     if g.shape == shape:
         return g
-    lead = g.ndim - len(shape)
-    dims = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape) if s == 1 and g.shape[lead + i] != 1)
-    return np.sum(g, axis=dims, keepdims=True).reshape(shape)
+    return np.sum(g, axis=summed_dims(g.shape, shape), keepdims=True).reshape(shape)
 
 
 def _run_hooks(t, g):

@@ -70,6 +70,13 @@ def broadcast_shape(a, b):
     raise RuntimeError(f"shapes {a} and {b} cannot be broadcast")
 
 
+def summed_dims(shape, target):
+    """The dims of `shape` to sum (keepdim) to undo broadcasting onto `target`: leading dims, and dims where
+    target has 1."""
+    lead = len(shape) - len(target)
+    return tuple(range(lead)) + tuple(lead + i for i, s in enumerate(target) if s == 1 and shape[lead + i] != 1)
+
+
 def _dim(d, ndim):
     """Normalise a dim argument; torch's IndexError when it is out of range."""
     if not isinstance(d, (int, np.integer)) or isinstance(d, bool):

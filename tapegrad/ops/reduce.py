@@ -9,7 +9,7 @@ import numpy as np
 from .. import _dtype
 from ..registry import Ctx
 from ..tensor import Tensor, _new
-from ._common import OPS, _dim, _dims, _float, _mask, _record, _sizes, _tensor, _to_dtype
+from ._common import OPS, _dim, _dims, _float, _mask, _record, _sizes, _tensor, _to_dtype, summed_dims
 
 
 def _reduce(name_all, name_dim, np_fn, input, dim, keepdim, dtype, scale_of):
@@ -43,8 +43,7 @@ def sum_to_shape(x, shape):
     shape = tuple(shape)
     if x.shape == shape:
         return x
-    lead = x.ndim - len(shape)
-    dims = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape) if s == 1 and x.shape[lead + i] != 1)
+    dims = summed_dims(x.shape, shape)
     out = np.sum(x._data, axis=dims, keepdims=True).reshape(shape)
     return _record(OPS["sum_to_shape"], out, (x,), 1.0, 0.0, _mask(dims))
 
