@@ -113,7 +113,7 @@ unary("sigmoid", lambda x, c, c2: _sigmoid(x),                       "g * y * (1
 unary("relu",    lambda x, c, c2: np.maximum(x, 0),                  "where(y <= 0, 0 * g, g)")  # NaN passes g
 unary("abs",     lambda x, c, c2: np.abs(x),                         "g * sign(x)")
 unary("reciprocal", lambda x, c, c2: np.reciprocal(x),               "-g * y * y")
-unary("square",  lambda x, c, c2: np.square(x),                      "2 * g * x", grad_fn="PowBackward0")
+unary("square",  lambda x, c, c2: np.square(x.astype(np.int64) if x.dtype == np.bool_ else x),                      "2 * g * x", grad_fn="PowBackward0")
 unary("rsqrt",   lambda x, c, c2: 1 / np.sqrt(x),                    "-0.5 * g * y * y * y")
 unary("log1p",   lambda x, c, c2: np.log1p(x),                       "g / (1 + x)", grad_fn="Log1PBackward0")
 unary("expm1",   lambda x, c, c2: np.expm1(x),                       "g * (y + 1)")

@@ -22,8 +22,7 @@ def _make_unary(name):
         x = input if type(input) is Tensor else _tensor(input)
         if x._data.dtype.kind != "f":
             if keeps_int:
-                out = np.asarray(forward(x._data if name != "square" or x._data.dtype != np.bool_
-                                         else x._data.astype(np.int64), c, c2))
+                out = np.asarray(forward(x._data, c, c2))
                 return _new(out.astype(np.float32) if out.dtype.kind == "f" else out)  # float bounds: float32
             x = _float(x)
         return _record(op, forward(x._data, c, c2), (x,), c, c2)
