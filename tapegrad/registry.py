@@ -208,7 +208,8 @@ def _vjp_matmul(ctx, g, inputs, out):
     a, b = inputs
     if a.ndim == 2 and b.ndim == 2 and not _grad_mode():  # plain backward: BLAS on transposed views
         from .tensor import _new
-        return _new(g._data @ b._data.T), _new(a._data.T @ g._data)
+        return (_new(g._data @ b._data.T) if a._requires_grad else None,  # x @ w: no gradient for data x
+                _new(a._data.T @ g._data) if b._requires_grad else None)
     if a.ndim == 1 and b.ndim == 1:
         return g * b, g * a
     a2 = a.unsqueeze(0) if a.ndim == 1 else a
@@ -517,8 +518,8 @@ python("triu", "TriuBackward0", None, _vjp_triu, saves=0)
 def _vjp_linear(ctx, g, inputs, out):
     """out = x @ w.T (+ b): inputs (x, w[, b])."""
     x, w = inputs[0], inputs[1]
-    gx = g.mm(w)
-    gw = g.t().mm(x)
+    gx = g.mm(w) if x._requires_grad else None
+    gw = g.t().mm(x) if w._requires_grad else None
     return (gx, gw, g) if len(inputs) > 2 else (gx, gw)
 
 

@@ -150,6 +150,65 @@ def test_matmul_between_compiled_segments(lib):
         np.testing.assert_allclose(a, b, rtol=1e-10)
 
 
+
+
+def test_a_weight_gradient_from_a_python_row_accumulates_and_keeps_its_hooks(lib):
+    """A leaf whose one adjoint comes from a Python row takes that array as its .grad (no copy): it must
+    still run the leaf's hooks, accumulate over backwards, and not share memory with anything else."""
+    rng = np.random.default_rng(2)
+    a = lib.tensor(rng.standard_normal((4, 3)), requires_grad=True)
+    b = lib.tensor(rng.standard_normal((3, 5)), requires_grad=True)
+    x = lib.tensor(rng.standard_normal((2, 4)))
+    seen = []
+    b.register_hook(lambda g: seen.append(g.detach().numpy().copy()) or g * 2)
+    ((x @ a) @ b).sum().backward()
+    first_a, first_b = grad_of(a), grad_of(b)
+    ((x @ a) @ b).sum().backward()
+    np.testing.assert_allclose(grad_of(a), 2 * first_a)
+    np.testing.assert_allclose(grad_of(b), 2 * first_b)
+    np.testing.assert_allclose(first_b, 2 * seen[0])
+    assert not np.shares_memory(a.grad.numpy(), b.grad.numpy())
+    y = (a @ b).sum()
+    ga, gb = (t.numpy() for t in lib.autograd.grad(y, (a, b)))  # targets: copies, .grad untouched
+    np.testing.assert_allclose(grad_of(a), 2 * first_a)
+    np.testing.assert_allclose(ga, np.ones((4, 5)) @ b.detach().numpy().T)
+
+
+def test_a_gradient_the_backward_also_holds_is_not_handed_to_a_leaf(lib):
+    """A custom backward returning an array it keeps (or one array for two inputs) is added, not adopted:
+    changing .grad in place must not change the kept array or the other leaf's .grad."""
+    class Keep(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, p, q):
+            ctx.kept = lib.ones(3, dtype=lib.float64)
+            return p * q
+
+        @staticmethod
+        def backward(ctx, g):
+            return ctx.kept, ctx.kept
+
+    p = lib.zeros(3, dtype=lib.float64, requires_grad=True)
+    q = lib.zeros(3, dtype=lib.float64, requires_grad=True)
+    out = Keep.apply(p, q)
+    out.sum().backward()
+    p.grad.add_(10.0)
+    np.testing.assert_array_equal(out.grad_fn.kept.numpy(), np.ones(3))
+    np.testing.assert_array_equal(q.grad.numpy(), np.ones(3))
+
+    class Same(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, p, q):
+            return p * q
+
+        @staticmethod
+        def backward(ctx, g):
+            both = g * 3
+            return both, both
+
+    p.grad = q.grad = None
+    Same.apply(p, q).sum().backward()
+    p.grad.add_(1.0)
+    np.testing.assert_array_equal(q.grad.numpy(), np.full(3, 3.0))
 # -- versions and in-place ----------------------------------------------------------------------------------
 def test_modifying_a_saved_value_in_place_raises_torchs_error():
     def program(lib):

@@ -34,18 +34,25 @@ def plan(n, roots, targets, flags, op, kinds, saves, argptr, args, argver, obj, 
     """Mark the rows this backward needs and lay out their adjoints.
 
     need: rows reached from the roots that require grad (and, when targets are given, lie on a path to
-    one). Returns (need, offsets, n32, n64, error_row, error_arg): error_row >= 0 names a needed row that
+    one). own: leaves whose one adjoint comes from a Python row (a weight's matmul gradient): they get no
+    slot in the buffers, since Python hands that array to the leaf as it is (only without targets).
+    Returns (need, own, offsets, n32, n64, error_row, error_arg): error_row >= 0 names a needed row that
     is dead (freed), or whose saved input (error_arg >= 0) or output (error_arg == -1) changed in place.
     """
     need = np.zeros(n, np.bool_)
+    uses = np.zeros(n, np.int32)
+    own = np.zeros(n, np.bool_)
     for r in roots:
         need[r] = (flags[r] & F_REQ) != 0
+        uses[r] = 2  # seeded: never owned
     for i in range(n - 1, -1, -1):
         if need[i]:
             for k in range(argptr[i], argptr[i + 1]):
                 a = args[k]
                 if flags[a] & F_REQ:
                     need[a] = True
+                    uses[a] += 1
+                    own[a] = kinds[op[i]] == K_PYTHON and op[a] == 0 and targets.size == 0
     if targets.size:
         leads = np.zeros(n, np.bool_)
         for t in targets:
@@ -65,16 +72,19 @@ def plan(n, roots, targets, flags, op, kinds, saves, argptr, args, argver, obj, 
         if not need[i]:
             continue
         if flags[i] & F_DEAD:
-            return need, offsets, n32, n64, i, -2
+            return need, own, offsets, n32, n64, i, -2
         o = op[i]
         s = saves[o]
         for j in range(argptr[i + 1] - argptr[i]):
             k = argptr[i] + j
             a = args[k]
             if (s >> j) & 1 and vaddr[a] != 0 and load_i64(vaddr[a]) != argver[k]:
-                return need, offsets, n32, n64, i, j
+                return need, own, offsets, n32, n64, i, j
         if s & SAVES_OUT and vaddr[i] != 0 and load_i64(vaddr[i]) != outver[i]:
-            return need, offsets, n32, n64, i, -1
+            return need, own, offsets, n32, n64, i, -1
+        own[i] = own[i] and uses[i] == 1
+        if own[i]:
+            continue
         m = size(obj[i])
         if dtypes[i] == 0:
             offsets[i] = n32
@@ -82,7 +92,7 @@ def plan(n, roots, targets, flags, op, kinds, saves, argptr, args, argver, obj, 
         else:
             offsets[i] = n64
             n64 += m
-    return need, offsets, n32, n64, -1, 0
+    return need, own, offsets, n32, n64, -1, 0
 
 
 @njit(**JIT)
