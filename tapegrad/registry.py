@@ -93,7 +93,7 @@ def _sigmoid(x):
 
 
 def _erf(x):
-    from .kernels.scalar import erf_array
+    from .kernels.erf import erf_array
     if x.dtype == np.float16:  # compiled for float32 and float64 only; torch returns float16
         return erf_array(x.astype(np.float32)).astype(np.float16)
     return erf_array(x)

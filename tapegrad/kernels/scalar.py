@@ -1,7 +1,7 @@
 """Scalar functions that derivative expressions may use, compiled (the Tensor versions are in ops)."""
 import math
 
-from numba import njit, vectorize
+from numba import njit
 
 from .memory import JIT
 
@@ -23,9 +23,4 @@ def sigmoid(x):
 
 @njit(inline="always", **JIT)
 def erf(x):
-    return math.erf(x)
-
-
-@vectorize(["float32(float32)", "float64(float64)"], cache=True)
-def erf_array(x):
     return math.erf(x)
