@@ -5,6 +5,7 @@ Run from the repository root::
     python -m benchmarks.compare                 # W1-W5, 3 processes
     python -m benchmarks.compare --quick --only W1,W3
     python -m benchmarks.compare --plot bench.png --json bench.json
+    python -m benchmarks.compare --no-startup --no-memory   # workloads only
 
 What it does:
 
@@ -27,6 +28,17 @@ What it does:
 4. Prints one Markdown table.  Ratios are time ratios: < 1 means tapegrad
    is faster; for workloads, the median across processes of per-process
    ratios.
+5. Memory (the table's last row): peak memory of one W3 step at batch 1,024
+   for tapegrad, torch and NumPy, each in its own fresh process (interleaved,
+   ``--startup-runs`` processes per library, median across them).  After 3
+   warm-up steps, each of 5 steps is preceded by ``gc.collect()``,
+   ``malloc_trim(0)`` (glibc: hand freed heap pages back, so RSS counts only
+   live memory) and a reset of the kernel's RSS high-water mark (``5`` into
+   ``/proc/self/clear_refs``); the step's peak is VmHWM after it minus VmRSS
+   before it, and a process reports the median of its 5.  RSS, not
+   ``tracemalloc``: torch allocates outside Python's allocator, which
+   tracemalloc cannot see.  Linux only (``n/a`` elsewhere).  The ratio is the
+   ratio of medians.
 
 Threads are pinned (OMP/NUMBA/MKL/OPENBLAS_NUM_THREADS and
 torch.set_num_threads) to ``--threads`` (default 1) before NumPy or torch is
@@ -51,6 +63,10 @@ THREAD_VARS = ("OMP_NUM_THREADS", "NUMBA_NUM_THREADS", "MKL_NUM_THREADS", "OPENB
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULT_MARKER = "@@COMPARE-RESULT@@ "
 COLUMNS = ("tapegrad", "torch", "numpy", "micrograd")
+
+MEMORY_WORKLOAD, MEMORY_BATCH = "W3", 1024   # the issue's target: MLP step at batch 1,024
+MEMORY_WARMUP, MEMORY_STEPS = 3, 5
+MEMORY_LIBS = ("tapegrad", "torch", "numpy")
 
 STARTUP_FIRST_BACKWARD = """\
 import numpy as np
@@ -83,8 +99,10 @@ def parse_args(argv=None):
     p.add_argument("--threads", type=int, default=1,
                    help="value for OMP/NUMBA/MKL/OPENBLAS_NUM_THREADS and torch.set_num_threads (default 1)")
     p.add_argument("--startup-runs", type=int, default=None, metavar="K",
-                   help="fresh processes per startup measurement (default 7, --quick 3)")
+                   help="fresh processes per startup measurement and per library for the "
+                        "memory measurement (default 7, --quick 3)")
     p.add_argument("--no-startup", action="store_true", help="skip the startup measurements")
+    p.add_argument("--no-memory", action="store_true", help="skip the peak-memory measurement")
     p.add_argument("--plot", default=None, metavar="OUT.png",
                    help="write a bar chart (needs matplotlib)")
     p.add_argument("--json", default=None, metavar="OUT.json", help="write the raw results as JSON")
@@ -181,9 +199,85 @@ def run_worker(spec):
     print(RESULT_MARKER + json.dumps(out), flush=True)
 
 
+def _proc_status_kib(key):
+    """One ``/proc/self/status`` field (VmRSS, VmHWM), in KiB."""
+    with open("/proc/self/status") as f:
+        for ln in f:
+            if ln.startswith(key + ":"):
+                return int(ln.split()[1])
+    raise OSError(f"no {key} in /proc/self/status")
+
+
+def _reset_peak_rss():
+    """Reset VmHWM to the current RSS (Linux >= 4.0)."""
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+
+
+def _malloc_trim():
+    """glibc's ``malloc_trim`` (returns freed heap pages to the OS), or None."""
+    try:
+        import ctypes
+        return ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):  # not glibc (macOS, musl, Windows)
+        return None
+
+
+def memory_unsupported():
+    """Why the peak-memory measurement cannot run here, or None if it can."""
+    if not sys.platform.startswith("linux"):
+        return f"needs Linux /proc/self/clear_refs and VmHWM (platform is {sys.platform})"
+    try:
+        _proc_status_kib("VmRSS")
+        _proc_status_kib("VmHWM")
+    except OSError as exc:
+        return f"cannot read VmRSS/VmHWM from /proc/self/status ({exc})"
+    try:
+        _reset_peak_rss()
+    except OSError as exc:  # read-only /proc, or a kernel older than 4.0 (EINVAL)
+        return f"cannot reset the peak RSS via /proc/self/clear_refs ({exc})"
+    return None
+
+
+def _step_peak(case, trim):
+    """Bytes by which RSS rose above its pre-step value during one ``case.step()``."""
+    gc.collect()
+    if trim is not None:
+        trim(0)
+    _reset_peak_rss()
+    before = _proc_status_kib("VmRSS")
+    case.step()
+    return max(0, _proc_status_kib("VmHWM") - before) * 1024
+
+
+def run_memory_worker(spec):
+    """Peak memory of MEMORY_STEPS steps of one library's W3 at batch 1,024 (fresh process)."""
+    from benchmarks import workloads as W  # imports numpy (after pinning)
+    W.pin_blas_threads(spec["threads"])
+    name = spec["lib"]
+    lib = W.load_lib(name, threads=spec["threads"]) if name in W.AUTOGRAD_LIBS else None
+    case = W.make(MEMORY_WORKLOAD, name, lib=lib, batch=MEMORY_BATCH)
+    for _ in range(MEMORY_WARMUP):
+        case.step()
+    trim = _malloc_trim()
+    peaks = [_step_peak(case, trim) for _ in range(MEMORY_STEPS)]
+    print(RESULT_MARKER + json.dumps({"peaks": peaks, "trim": trim is not None}), flush=True)
+
+
 # --------------------------------------------------------------------------
 # Parent
 # --------------------------------------------------------------------------
+
+def spawn_worker(spec):
+    """Run ``--_worker spec`` in a fresh process: (parsed result or None, CompletedProcess)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.compare", "--_worker", json.dumps(spec)],
+        cwd=REPO_ROOT, env=dict(os.environ), capture_output=True, text=True, check=False)
+    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith(RESULT_MARKER)), None)
+    if proc.returncode != 0 or line is None:
+        return None, proc
+    return json.loads(line[len(RESULT_MARKER):]), proc
+
 
 def try_import(name, threads):
     from benchmarks import workloads as W
@@ -233,20 +327,17 @@ def check_agreement(workloads, mods):
 
 
 def run_workers(args, workloads, libs_by_wl):
-    spec = {"workloads": workloads, "libs": libs_by_wl, "repeats": args.repeats,
+    spec = {"kind": "time", "workloads": workloads, "libs": libs_by_wl, "repeats": args.repeats,
             "target": args.target, "threads": args.threads, "warmup": 2}
     per_process, worker_errors = [], []
     for i in range(args.processes):
         print(f"  timing process {i + 1}/{args.processes} ...", file=sys.stderr, flush=True)
-        proc = subprocess.run(
-            [sys.executable, "-m", "benchmarks.compare", "--_worker", json.dumps(spec)],
-            cwd=REPO_ROOT, env=dict(os.environ), capture_output=True, text=True, check=False)
-        line = next((ln for ln in proc.stdout.splitlines() if ln.startswith(RESULT_MARKER)), None)
-        if proc.returncode != 0 or line is None:
+        res, proc = spawn_worker(spec)
+        if res is None:
             worker_errors.append(f"process {i + 1} failed (rc={proc.returncode}):\n"
                                  + proc.stderr[-3000:])
             continue
-        per_process.append(json.loads(line[len(RESULT_MARKER):]))
+        per_process.append(res)
     agg = {}
     for wl in workloads:
         agg[wl] = {"times": {}, "errors": {}}
@@ -303,10 +394,49 @@ def measure_startup(args, available):
             failures[key] = proc.stderr.strip().splitlines()[-1:] or ["failed"]
     times = {key: [] for key in cmds if key not in failures}
     for _ in range(args.startup_runs):
-        for key in times:
-            dt, proc = once(cmds[key])
-            times[key].append(dt)
+        for key, ts in times.items():
+            dt, _ = once(cmds[key])
+            ts.append(dt)
     return {key: statistics.median(v) for key, v in times.items()}, failures
+
+
+def measure_memory(args, available):
+    """Peak memory of one W3 step at batch 1,024 per library; fresh processes, interleaved.
+
+    Returns {"peak_bytes": {lib: median across processes}, "per_process": {lib: [...]},
+    "errors": {lib: msg}, "unavailable": reason or None, "trim": bool, ...}.
+    """
+    out = {"workload": MEMORY_WORKLOAD, "batch": MEMORY_BATCH, "steps": MEMORY_STEPS,
+           "peak_bytes": {}, "per_process": {}, "errors": {}, "unavailable": memory_unsupported(),
+           "trim": None}
+    if out["unavailable"]:
+        return out
+    libs = [name for name in MEMORY_LIBS if available.get(name)]
+    runs = {name: [] for name in libs}
+    trims = set()
+    for _ in range(args.startup_runs):
+        for name in libs:                         # interleaved A, B, C, A, B, C
+            if name in out["errors"]:
+                continue
+            res, proc = spawn_worker({"kind": "memory", "lib": name, "threads": args.threads})
+            if res is None:
+                out["errors"][name] = (proc.stderr.strip().splitlines()[-1:] or
+                                       [f"failed (rc={proc.returncode})"])[0]
+                continue
+            runs[name].append(statistics.median(res["peaks"]))
+            trims.add(res["trim"])
+    for name, vals in runs.items():
+        if vals and name not in out["errors"]:
+            out["per_process"][name] = vals
+            out["peak_bytes"][name] = statistics.median(vals)
+    out["trim"] = all(trims) if trims else None
+    return out
+
+
+def fmt_bytes(b):
+    if b is None:
+        return "n/a"
+    return f"{b / 1e6:.2f} MB"
 
 
 def fmt_time(s):
@@ -325,7 +455,24 @@ def fmt_ratio(a, b=1.0):
     return f"{a / b:.2f}x"
 
 
-def build_table(workloads, check, agg, startup, startup_fail, descriptions, available):
+def memory_row(memory, available):
+    """The table row for ``measure_memory``'s result (ratios are ratios of medians)."""
+    vals, row = {}, [f"memory: {memory['workload']} step peak at batch {memory['batch']:,}"]
+    for name in COLUMNS:
+        vals[name] = None
+        if name not in MEMORY_LIBS:
+            row.append("—")
+        elif memory["unavailable"] or not available.get(name, True):
+            row.append("n/a")
+        elif name in memory["errors"]:
+            row.append("error")
+        else:
+            vals[name] = memory["peak_bytes"].get(name)
+            row.append(fmt_bytes(vals[name]))
+    return row + [fmt_ratio(vals["tapegrad"], vals["torch"]), fmt_ratio(vals["tapegrad"], vals["numpy"])]
+
+
+def build_table(workloads, check, agg, startup, startup_fail, descriptions, available, memory=None):
     rows = []
     header = ["workload", "tapegrad", "torch", "numpy", "micrograd", "tapegrad/torch", "tapegrad/numpy"]
 
@@ -393,6 +540,8 @@ def build_table(workloads, check, agg, startup, startup_fail, descriptions, avai
             row += [fmt_ratio(vals["tapegrad"], vals["torch"]),
                     fmt_ratio(vals["tapegrad"], vals["numpy"]) if what == "import" else "—"]
             rows.append(row)
+    if memory is not None:
+        rows.append(memory_row(memory, available))
 
     widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
     lines = ["| " + " | ".join(h.ljust(w) for h, w in zip(header, widths)) + " |",
@@ -435,7 +584,8 @@ def main(argv=None):
     args = parse_args(argv)
     pin_threads(args.threads)           # before numpy / numba / torch are imported
     if args._worker is not None:
-        run_worker(json.loads(args._worker))
+        spec = json.loads(args._worker)
+        (run_memory_worker if spec.get("kind") == "memory" else run_worker)(spec)
         return 0
 
     if args.plot:
@@ -446,8 +596,9 @@ def main(argv=None):
                   "(pip install matplotlib), or run without --plot", file=sys.stderr)
             return 2
 
-    from benchmarks import workloads as W
     import numpy as np
+
+    from benchmarks import workloads as W
 
     if args.only:
         workloads = [w.strip().upper() for w in args.only.split(",") if w.strip()]
@@ -501,16 +652,34 @@ def main(argv=None):
         for (name, what), msg in startup_fail.items():
             print(f"  startup {what} for {name} failed: {' '.join(msg)}")
 
+    memory = None
+    if not args.no_memory:
+        print("measuring memory ...", file=sys.stderr, flush=True)
+        memory = measure_memory(args, available)
+        if memory["unavailable"]:
+            print(f"  memory: not measured: {memory['unavailable']}")
+        for name, msg in memory["errors"].items():
+            print(f"  memory for {name} failed: {msg}")
+
     print()
-    print(build_table(workloads, check, agg, startup, startup_fail, W.DESCRIPTIONS, available))
+    print(build_table(workloads, check, agg, startup, startup_fail, W.DESCRIPTIONS, available, memory))
     print()
-    notes = ["times are per step, median across processes of per-process medians; "
-             "ratios are time ratios (< 1: tapegrad faster), median across processes of "
-             "per-process ratios (startup: ratio of medians)",
+    notes = [("times are per step, median across processes of per-process medians; "
+              "ratios are time ratios (< 1: tapegrad faster), median across processes of "
+              "per-process ratios (startup: ratio of medians)"),
              "numpy = hand-written forward+backward (the floor); micrograd = pure-Python scalar peer (W2 only)"]
     if startup is not None and ("baseline", "python -c pass") in startup:
         notes.append(f"startup times include interpreter startup: python -c pass = "
                      f"{fmt_time(startup[('baseline', 'python -c pass')])}")
+    if memory is not None and memory["peak_bytes"]:
+        notes.append(f"memory: peak RSS during one {memory['workload']} step at batch {memory['batch']:,} "
+                     f"above RSS before it (after gc.collect and malloc_trim), median of {memory['steps']} "
+                     f"steps per process, then across {args.startup_runs} "
+                     f"{'process' if args.startup_runs == 1 else 'processes'} per library; "
+                     "ratios are memory ratios of medians; MB = 10^6 bytes")
+        if not memory["trim"]:
+            notes.append("memory: malloc_trim was unavailable (not glibc): freed heap memory may stay "
+                         "resident and be reused, so peaks can be underestimated")
     for n in notes:
         print(f"- {n}")
 
@@ -518,7 +687,8 @@ def main(argv=None):
         with open(args.json, "w") as f:
             json.dump({"versions": versions, "args": {k: v for k, v in vars(args).items() if k != "_worker"},
                        "check": check, "times": agg,
-                       "startup": {f"{k[0]}:{k[1]}": v for k, v in (startup or {}).items()}},
+                       "startup": {f"{k[0]}:{k[1]}": v for k, v in (startup or {}).items()},
+                       "memory": memory},
                       f, indent=2, default=str)
     if args.plot:
         if agg:

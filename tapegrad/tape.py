@@ -36,6 +36,7 @@ SWEEP_GAP_MIN = 16      # or as often as this when the estimate nears SWEEP_BYTE
 GROWTH_MIN = 1024       # live rows below this never count as growth (a sweep that finds the live part 25%
 GROWTH_SWEEPS = 2       # larger than the last one does): so many such sweeps in a row before the warning,
 GROWTH_NO_FREED = 16384  # and one more and this many live rows when backward has freed none of it
+_F32, _F64 = np.dtype(np.float32).num, np.dtype(np.float64).num  # the dtypes the replay knows: codes 0 and 1
 GHOSTS = 4              # cut rows remembered per index (see _truncate)
 _ROW_KEYED = ("aux", "watch", "cells", "registered", "anomaly_traces")  # dicts keyed by row, remapped by compaction
 
@@ -268,32 +269,45 @@ class Tape:
             self._grow(2 * self.cap)
         self.op[n] = op
         self.flags[n] = flags
-        dt = value.dtype
-        self.dtype[n] = (dt.itemsize >> 3) if dt.kind == "f" else 2  # float32 0, float64 1 (float16 never requires grad)
+        dt = value.dtype.num
+        self.dtype[n] = 0 if dt == _F32 else 1 if dt == _F64 else 2  # float16 never requires grad
         self.obj[n] = id(value)
         self.values.append(value)
         self.n = n + 1
         return n
 
     def record(self, op, out, inputs, c=0.0, c2=0.0, iattr=0, aux=None):
-        """Append one op row: opcode, input rows, output value. Returns the output's row."""
-        n0 = self.n
-        if n0 >= self.sweep_at and not self.lock.depth:
+        """Append one op row: opcode, input rows, output value. Returns the output's row.
+
+        The hot path of every recorded op: `_append` is written out here, and attributes are read once.
+        """
+        n = self.n
+        if n >= self.sweep_at and not self.lock.depth:
             self.check_sweep()  # before any input row is read: a sweep may move rows
-            n0 = self.n
+            n = self.n
+        n0 = n
         k = self.nargs
         if k + len(inputs) >= self.acap:
             self._grow_args(2 * (k + len(inputs)))
         args, values = self.args, self.values
         for t in inputs:
             s = t._slot
-            if not (t._tape is self and s < self.n and values[s] is t._data):
+            if not (t._tape is self and s < n and values[s] is t._data):
                 s = self.slot(t)
+                n = self.n
             args[k] = s
             if t._vc is not None:
                 self.argver[k] = t._vc[0]
             k += 1
-        n = self._append(op, out, F_REQ)
+        if n + 1 >= self.cap:
+            self._grow(2 * self.cap)
+        self.op[n] = op
+        self.flags[n] = F_REQ
+        dt = out.dtype.num
+        self.dtype[n] = 0 if dt == _F32 else 1 if dt == _F64 else 2
+        self.obj[n] = id(out)
+        values.append(out)
+        self.n = n + 1
         self.argptr[n + 1] = self.nargs = k
         if n > n0:
             self.registered[n] = n0  # inputs registered for this row: rows n0..n-1
@@ -693,12 +707,16 @@ def _user_stacklevel():
     return level
 
 
-_local = threading.local()
+class _Local(threading.local):
+    tape = None
+
+
+_local = _Local()
 
 
 def current():
     """This thread's tape."""
-    t = getattr(_local, "tape", None)
+    t = _local.tape
     if t is None:
         t = _local.tape = Tape()
     return t
