@@ -36,9 +36,9 @@ SWEEP_GAP_MIN = 16      # or as often as this when the estimate nears SWEEP_BYTE
 GROWTH_MIN = 1024       # live rows below this never count as growth (a sweep that finds the live part 25%
 GROWTH_SWEEPS = 2       # larger than the last one does): so many such sweeps in a row before the warning,
 GROWTH_NO_FREED = 16384  # and one more and this many live rows when backward has freed none of it
-_F32, _F64 = np.dtype(np.float32).num, np.dtype(np.float64).num  # the dtypes the replay knows: codes 0 and 1
 GHOSTS = 4              # cut rows remembered per index (see _truncate)
 _ROW_KEYED = ("aux", "watch", "cells", "registered", "anomaly_traces")  # dicts keyed by row, remapped by compaction
+_F32, _F64 = np.dtype(np.float32).num, np.dtype(np.float64).num  # the dtypes the replay knows: codes 0 and 1
 
 THREAD_MESSAGE = (
     "tapegrad: this graph was recorded by thread {name!r}, which is still running. Each thread records "

@@ -12,6 +12,7 @@ from . import elementwise
 # Kinds of row, as declared in the registry.
 K_LEAF, K_UNARY, K_BINARY, K_SUM, K_EXPAND, K_RESHAPE, K_GATHER, K_CAST, K_PYTHON = range(9)
 F_REQ, F_DEAD, F_STOP = 1, 2, 4
+OP_LEAF = 0  # the tape's opcode of a leaf row (a tensor that requires grad and has no history)
 SAVES_OUT = 128  # bit of the saves table: the op's backward reads its own output
 
 
@@ -52,7 +53,7 @@ def plan(n, roots, targets, flags, op, kinds, saves, argptr, args, argver, obj, 
                 if flags[a] & F_REQ:
                     need[a] = True
                     uses[a] += 1
-                    own[a] = kinds[op[i]] == K_PYTHON and op[a] == 0 and targets.size == 0
+                    own[a] = kinds[op[i]] == K_PYTHON and op[a] == OP_LEAF and targets.size == 0
     if targets.size:
         leads = np.zeros(n, np.bool_)
         for t in targets:
