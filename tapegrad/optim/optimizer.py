@@ -11,6 +11,7 @@ import numpy as np
 
 from ..autograd.grad_mode import enable_grad
 from ..tensor import Tensor, _new, tensor_type_name
+from ..utils.hooks import RemovableHandle
 
 __all__ = ["Optimizer", "required"]
 
@@ -38,18 +39,6 @@ def _bump(p):
     vc = p._vc
     if vc is not None:
         vc[0] += 1
-
-
-class _Handle:
-    _next = 0
-
-    def __init__(self, hooks):
-        self.hooks = hooks
-        self.id = _Handle._next
-        _Handle._next += 1
-
-    def remove(self):
-        self.hooks.pop(self.id, None)
 
 
 class Optimizer:
@@ -163,12 +152,12 @@ class Optimizer:
             return closure()
 
     def register_step_pre_hook(self, hook):
-        handle = _Handle(self._optimizer_step_pre_hooks)
+        handle = RemovableHandle(self._optimizer_step_pre_hooks)
         self._optimizer_step_pre_hooks[handle.id] = hook
         return handle
 
     def register_step_post_hook(self, hook):
-        handle = _Handle(self._optimizer_step_post_hooks)
+        handle = RemovableHandle(self._optimizer_step_post_hooks)
         self._optimizer_step_post_hooks[handle.id] = hook
         return handle
 

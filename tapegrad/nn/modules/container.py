@@ -10,6 +10,14 @@ from .module import Module, _addindent
 __all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
 
 
+def _abs_index(idx, n):
+    """A list container's index as the name of its entry, with torch's IndexError when out of range."""
+    idx = operator.index(idx)
+    if not (-n <= idx < n):
+        raise IndexError(f"index {idx} is out of range")
+    return str(idx + n if idx < 0 else idx)
+
+
 class Sequential(Module):
     def __init__(self, *args):
         super().__init__()
@@ -111,28 +119,20 @@ class ModuleList(Module):
         if modules is not None:
             self += modules
 
-    def _get_abs_string_index(self, idx):
-        idx = operator.index(idx)
-        if not (-len(self) <= idx < len(self)):
-            raise IndexError(f"index {idx} is out of range")
-        if idx < 0:
-            idx += len(self)
-        return str(idx)
-
     def __getitem__(self, idx):
         if isinstance(idx, slice):
             return self.__class__(list(self._modules.values())[idx])
-        return self._modules[self._get_abs_string_index(idx)]
+        return self._modules[_abs_index(idx, len(self))]
 
     def __setitem__(self, idx, module):
-        return setattr(self, self._get_abs_string_index(idx), module)
+        return setattr(self, _abs_index(idx, len(self)), module)
 
     def __delitem__(self, idx):
         if isinstance(idx, slice):
             for k in range(len(self._modules))[idx]:
                 delattr(self, str(k))
         else:
-            delattr(self, self._get_abs_string_index(idx))
+            delattr(self, _abs_index(idx, len(self)))
         self.__dict__["_modules"] = dict(zip([str(i) for i in range(len(self._modules))], self._modules.values()))
 
     def __len__(self):
@@ -263,21 +263,13 @@ class ParameterList(Module):
         if values is not None:
             self += values
 
-    def _get_abs_string_index(self, idx):
-        idx = operator.index(idx)
-        if not (-len(self) <= idx < len(self)):
-            raise IndexError(f"index {idx} is out of range")
-        if idx < 0:
-            idx += len(self)
-        return str(idx)
-
     def __getitem__(self, idx):
         if isinstance(idx, slice):
             return self.__class__([self[i] for i in range(len(self))[idx]])
-        return getattr(self, self._get_abs_string_index(idx))
+        return getattr(self, _abs_index(idx, len(self)))
 
     def __setitem__(self, idx, param):
-        idx = self._get_abs_string_index(idx)
+        idx = _abs_index(idx, len(self))
         if not isinstance(param, Parameter):
             param = Parameter(param)
         return setattr(self, str(idx), param)

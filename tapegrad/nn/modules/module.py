@@ -9,6 +9,7 @@ from ... import _dtype
 from ...autograd.grad_mode import no_grad
 from ...tape import NOT_A_SLOT
 from ...tensor import Tensor, tensor_type_name
+from ...utils.hooks import RemovableHandle
 from ..parameter import Buffer, Parameter
 
 __all__ = ["Module"]
@@ -31,24 +32,6 @@ class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpec
         return super().__repr__()
 
     __str__ = __repr__
-
-
-class RemovableHandle:
-    _next_id = 0
-
-    def __init__(self, hooks_dict):
-        self.hooks_dict = hooks_dict
-        self.id = RemovableHandle._next_id
-        RemovableHandle._next_id += 1
-
-    def remove(self):
-        self.hooks_dict.pop(self.id, None)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *args):
-        self.remove()
 
 
 def _addindent(s_, num_spaces):
