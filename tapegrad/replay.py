@@ -28,6 +28,10 @@ FREED_MESSAGE = (
     "you need to access saved tensors after calling backward.")
 
 
+# Adjoint blocks of at least this many elements are shared by rows whose adjoints are never alive
+# together (kernels.runtime._layout); NO_REUSE turns that off.
+REUSE_MIN, NO_REUSE = 4096, 1 << 62
+
 _local = threading.local()
 
 
@@ -62,9 +66,11 @@ def _run(tape, roots, seeds, retain_graph, create_graph, targets, accumulate):
             revived = target_rows[(tape.op[target_rows] == OP_FREED) & ((tape.flags[target_rows] & F_DEAD) != 0)]
             tape.flags[revived] &= np.uint8(~F_DEAD & 0xFF)
         try:
-            need, own, offsets, n32, n64, bad, arg = rt.plan(
+            # anomaly mode reads a row's adjoint after the row has run (_raise_nan): no block is reused
+            reuse_min = NO_REUSE if anomaly.is_anomaly_enabled() else REUSE_MIN
+            need, own, offsets, recycle, n32, n64, bad, arg = rt.plan(
                 n, np.asarray(roots, np.int64), target_rows, tape.flags, tape.op, kinds, saves, tape.argptr,
-                tape.args, tape.argver, tape.obj, tape.vaddr, tape.outver, tape.dtype)
+                tape.args, tape.argver, tape.obj, tape.vaddr, tape.outver, tape.dtype, reuse_min)
         finally:
             if revived is not None:
                 tape.flags[revived] |= F_DEAD
@@ -73,7 +79,8 @@ def _run(tape, roots, seeds, retain_graph, create_graph, targets, accumulate):
         if create_graph:
             result = _run_graph(tape, need, roots, seeds, targets, accumulate)
         else:
-            result = _run_compiled(rt, tape, need, own, offsets, n32, n64, kinds, roots, seeds, targets, accumulate)
+            result = _run_compiled(rt, tape, need, own, offsets, recycle, n32, n64, kinds, roots, seeds, targets,
+                                   accumulate)
         if not retain_graph:
             ops = need & (tape.op[:n] != OP_LEAF) & (tape.op[:n] != 1)
             tape.free(np.flatnonzero(ops))
@@ -101,7 +108,7 @@ def _raise_plan_error(tape, row, arg):
 
 
 # -- the compiled path --------------------------------------------------------------------------------
-def _run_compiled(rt, tape, need, owned, offsets, n32, n64, kinds, roots, seeds, targets, accumulate):
+def _run_compiled(rt, tape, need, owned, offsets, recycle, n32, n64, kinds, roots, seeds, targets, accumulate):
     adj = (np.zeros(n32, np.float32), np.zeros(n64, np.float64))
     tape.note_adjoint_bytes(4 * n32 + 8 * n64)  # tape.stats(): last and peak adjoint buffer sizes
     own = {}  # the adjoints of `owned` rows (plan gave them no slot): arrays of their own, see _python_row
@@ -133,10 +140,10 @@ def _run_compiled(rt, tape, need, owned, offsets, n32, n64, kinds, roots, seeds,
             # `replay` runs rows from i down and returns the first row Python must handle (not yet run);
             # with resume, it runs row i itself first (Python has run its hooks).
             if traced and resume:
-                i = _traced_step(rt, tape, i, need, kinds, offsets, adj, adjoint)
+                i = _traced_step(rt, tape, i, need, kinds, offsets, recycle, adj, adjoint)
             else:
                 i = rt.replay(i, resume, need, tape.flags, tape.op, kinds, tape.argptr, tape.args, tape.obj,
-                              tape.dtype, tape.fattr, tape.iattr, offsets, adj[0], adj[1])
+                              tape.dtype, tape.fattr, tape.iattr, offsets, recycle, adj[0], adj[1])
             if i < 0:
                 break
             if tape.flags[i] & F_STOP and i in tape.watch:
@@ -147,6 +154,8 @@ def _run_compiled(rt, tape, need, owned, offsets, n32, n64, kinds, roots, seeds,
                            anomaly.is_anomaly_check_nan_enabled())
                 else:
                     _python_row(tape, i, need, adjoint, owned, own)
+                if recycle[i]:
+                    adjoint(i).fill(0)  # another row's adjoint takes this block (plan)
                 i, resume = i - 1, False
             else:
                 resume = True
@@ -162,13 +171,13 @@ def _run_compiled(rt, tape, need, owned, offsets, n32, n64, kinds, roots, seeds,
         return [_new(adjoint(r).copy()) if need[r] else None for r in targets]
 
 
-def _traced_step(rt, tape, i, need, kinds, offsets, adj, adjoint):
+def _traced_step(rt, tape, i, need, kinds, offsets, recycle, adj, adjoint):
     """Anomaly mode: run row i alone in the compiled replay, then check what it added for NaN."""
     check = anomaly.is_anomaly_check_nan_enabled()
     args = [a for a in tape.row_args(i) if need[a]] if check else ()
     clean = {a: not np.isnan(adjoint(a)).any() for a in args}
     nxt = rt.replay(i, True, need, tape.flags, tape.op, kinds, tape.argptr, tape.args, tape.obj, tape.dtype,
-                    tape.fattr, tape.iattr, offsets, adj[0], adj[1])
+                    tape.fattr, tape.iattr, offsets, recycle, adj[0], adj[1])
     if any(clean[a] and np.isnan(adjoint(a)).any() for a in args):
         _named(tape, i, _raise_nan, tape, i, need, adjoint)
     return nxt

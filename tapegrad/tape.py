@@ -27,6 +27,7 @@ OP_LEAF, OP_CONST, OP_FREED = 0, 1, 2
 F_REQ = 1    # an adjoint flows into this row (it requires grad)
 F_DEAD = 2   # freed: by backward(retain_graph=False), or by the sweep when no live tensor reaches it
 F_STOP = 4   # the replay returns to Python at this row (tensor hooks, retain_grad)
+F_READ = 8   # a rule recorded so far reads this row's value: the tape must keep it (see release)
 NOT_A_SLOT = 1 << 62  # a tensor's slot before it has one: fails the `slot < n` test without a branch
 
 SWEEP_ROWS = 4096       # a sweep when the tape reaches this length (or twice its length after the last one),
@@ -37,7 +38,9 @@ GROWTH_MIN = 1024       # live rows below this never count as growth (a sweep th
 GROWTH_SWEEPS = 2       # larger than the last one does): so many such sweeps in a row before the warning,
 GROWTH_NO_FREED = 16384  # and one more and this many live rows when backward has freed none of it
 GHOSTS = 4              # cut rows remembered per index (see _truncate)
-_ROW_KEYED = ("aux", "watch", "cells", "registered", "anomaly_traces")  # dicts keyed by row, remapped by compaction
+RELEASE_BYTES = 64 << 10  # an op's value of at least this size that no rule reads is not held by the tape
+# dicts keyed by row, remapped by compaction
+_ROW_KEYED = ("aux", "watch", "cells", "registered", "released", "anomaly_traces")
 _F32, _F64 = np.dtype(np.float32).num, np.dtype(np.float64).num  # the dtypes the replay knows: codes 0 and 1
 
 THREAD_MESSAGE = (
@@ -132,6 +135,7 @@ class Tape:
         self.watch = {}         # row -> Watch of a non-leaf tensor with hooks or retain_grad
         self.cells = {}         # row -> the version cell vaddr[row] points at (kept alive here)
         self.registered = {}    # op row -> the first of the leaf/constant rows registered by its record
+        self.released = {}      # row -> weakref to the value the tape let go of (values[row] holds its shape)
         self.owner = threading.current_thread()
         self.lock = _Lock(self.owner)
         self.sweep_at = SWEEP_CHECK  # record() calls check_sweep() when the tape reaches this length
@@ -187,7 +191,7 @@ class Tape:
         """The row holding tensor t's current value, registering it as a leaf or constant if needed."""
         s = t._slot
         if t._tape is self:
-            if s < self.n and self.values[s] is t._data:
+            if self.holds(s, t._data):
                 return s
             if s != NOT_A_SLOT and self.compactions:
                 s = self.locate(t)
@@ -232,7 +236,7 @@ class Tape:
     def locate(self, t):
         """t's row on this tape, found again if a compaction moved it (and remembered), or -1."""
         s = t._slot
-        if s < self.n and self.values[s] is t._data:
+        if self.holds(s, t._data):
             return s
         s = self.find(t._data, t if t._is_leaf and t._requires_grad else "const" if t._is_leaf else "op")
         if s >= 0:
@@ -248,6 +252,10 @@ class Tape:
         if not self.compactions:
             return -1  # rows never moved: a row number that fails `values[row] is value` is freed
         values, op = self.values, self.op
+        if isinstance(kind, str) and kind == "op":  # a released row (only op rows are) holds it by weakref
+            newest = max((r for r, w in self.released.items() if w() is value), default=-1)
+            if newest >= 0 and not (self.obj[newest + 1: self.n] == id(value)).any():
+                return newest
         for r in np.flatnonzero(self.obj[: self.n] == id(value))[::-1].tolist():
             if values[r] is not value:
                 continue
@@ -295,6 +303,8 @@ class Tape:
             if not (t._tape is self and s < n and values[s] is t._data):
                 s = self.slot(t)
                 n = self.n
+                if s in self.released:
+                    self._reacquire(s, t._data, op, k - self.nargs)
             args[k] = s
             if t._vc is not None:
                 self.argver[k] = t._vc[0]
@@ -319,7 +329,77 @@ class Tape:
             self.iattr[n] = iattr
         if aux is not None:
             self.aux[n] = aux
+        if out.nbytes >= RELEASE_BYTES:
+            self._release_inputs(n)
         return n
+
+    # -- values no rule reads --------------------------------------------------------------------
+    # The tape holds each value for the rules that read it. The value of an op whose own rule does not
+    # read it (matmul, add) and which no rule recorded so far reads either is not held: the tape keeps a
+    # placeholder of its shape (the compiled replay reads sizes from it) and a weakref, so the value dies
+    # with the user's tensor, as torch frees `x @ w` once `+ b` has used it. A later op whose rule reads
+    # it takes it back from the tensor (_reacquire). Only large values: for a small one the bookkeeping
+    # costs more than the memory.
+    def holds(self, row, value):
+        """Whether `value` is the value of `row` (held, or released by the tape while a tensor has it)."""
+        if row >= self.n or value is None:
+            return False
+        if self.values[row] is value:
+            return True
+        w = self.released.get(row)
+        return w is not None and w() is value
+
+    def value_at(self, row):
+        """The value of a row as tensors see it: the released array while it lives, else what the tape has."""
+        w = self.released.get(row)
+        v = w() if w is not None else None
+        return self.values[row] if v is None else v
+
+    def _release_inputs(self, row):
+        from .registry import SAVES_OUT, tables
+        saves = tables()[1]
+        lo, hi = self.argptr[row], self.argptr[row + 1]
+        reads = int(saves[self.op[row]])
+        traces = self.__dict__.get("anomaly_traces") or ()  # (anomaly mode names a row by its value)
+        for j, s in enumerate(self.args[lo:hi].tolist()):
+            if j >= 7 or (reads >> j) & 1:
+                continue  # this row's rule reads it
+            v = self.values[s]
+            o = int(self.op[s])
+            if (o <= OP_FREED or v is None or self.flags[s] & (F_READ | F_DEAD) or s in self.aux
+                    or s in self.released or self.vaddr[s] or v.base is not None or v.nbytes < RELEASE_BYTES
+                    or v.dtype.kind != "f" or saves[o] & SAVES_OUT or s in traces):
+                continue
+            # rows recorded after s (this one included): does one of their rules read s?
+            k0 = int(self.argptr[s + 1])
+            entries = np.flatnonzero(self.args[k0: self.nargs] == s) + k0
+            if entries.size:
+                owners = np.searchsorted(self.argptr[: self.n + 1], entries, side="right") - 1
+                pos = entries - self.argptr[owners]
+                if ((pos >= 7) | ((saves[self.op[owners]] >> np.minimum(pos, 7)) & 1 == 1)).any():
+                    self.flags[s] |= F_READ
+                    continue
+            self.released[s] = weakref.ref(v)
+            shape = np.ndarray(v.shape, v.dtype, _nan(v.dtype), 0, (0,) * v.ndim)
+            self.values[s], self.obj[s] = shape, id(shape)
+
+    def _reacquire(self, row, value, op, j):
+        """Op `op` takes the released row's value as its input j: hold it again if op's rule reads it."""
+        from .registry import tables
+        if j < 7 and not (int(tables()[1][op]) >> j) & 1:
+            return
+        del self.released[row]
+        self.values[row], self.obj[row] = value, id(value)
+        self.flags[row] |= F_READ
+
+    def _ids(self, lo, hi):
+        """id() of each row's value in lo:hi, the released arrays' own (not their placeholders') where they live."""
+        ids = self.obj[lo:hi].copy()
+        for r, w in self.released.items():
+            v = w() if lo <= r < hi else None
+            if v is not None:
+                ids[r - lo] = id(v)
+        return ids
 
     def set_cell(self, row, cell):
         """Point a row at the version cell of its value's storage, so backward can check it."""
@@ -355,11 +435,15 @@ class Tape:
             tail = max(int(kept[-1]) + 1 if len(kept) else 0, self.registered.get(first, first))
         stranded = rows[rows < tail]  # rows below a live row: interleaved graphs, or the sweep's
         self.vaddr[stranded] = 0      # their version cells are released below
-        obj = self.obj
+        obj, released = self.obj, self.released
         for r in stranded.tolist():
             v = values[r]
-            if v is not None and sys.getrefcount(v) <= 3:  # the list, v, the argument: it dies here, and
-                obj[r] = 0                                 # its id may be reused (see compact)
+            w = released.pop(r, None)
+            if w is not None:  # (a placeholder): the row keeps the id of the value while a tensor has it
+                v = w()
+                obj[r] = 0 if v is None else id(v)
+            elif v is not None and sys.getrefcount(v) <= 3:  # the list, v, the argument: it dies here,
+                obj[r] = 0                                   # and its id may be reused (see compact)
             values[r] = None
             aux.pop(r, None)
             self.watch.pop(r, None)
@@ -378,7 +462,7 @@ class Tape:
         # its row number names this index, which another row may take (slot pads past it)
         ghost = self.ghost[:, n: self.n]
         ghost[1:] = ghost[:-1].copy()
-        ghost[0] = self.obj[n: self.n]
+        ghost[0] = self._ids(n, self.n)
         del self.values[n:]
         for table in self._row_tables():
             for r in [r for r in table if r >= n]:
@@ -433,6 +517,9 @@ class Tape:
             held[cand] = refs[cand] > internal + 1
         for r, w in self.watch.items():  # hooks and retain_grad keep rows whose tensors are alive
             if (w.alive() if isinstance(w, Watch) else w() is not None):
+                held[r] = True
+        for r, w in self.released.items():  # the tape does not hold these: a live one is held elsewhere
+            if w() is not None and alive[r]:
                 held[r] = True
         return held
 
@@ -524,7 +611,7 @@ class Tape:
         new[:below] = np.arange(below)
         # A kept row must not land on an index where another row had the same value object (a dead
         # row keeps its value's id only while something else held the value when it was freed).
-        ids = self.obj[:n]
+        ids = self._ids(0, n)
         uniq, counts = np.unique(ids[ids != 0], return_counts=True)
         where = {}
         gk, gi = np.nonzero(self.ghost[:, :n])  # cut rows (see _truncate) count as rows that held their values
@@ -686,6 +773,19 @@ class Tape:
         text = "\n".join(lines)
         print(text, file=file if file is not None else sys.stdout)
         return text
+
+
+_NANS = {}
+
+
+def _nan(dtype):
+    """A read-only one-element NaN array: the buffer of the placeholders of released values (zero strides),
+    so a rule that read one by mistake would give NaN, which the tests against torch catch."""
+    a = _NANS.get(dtype)
+    if a is None:
+        a = _NANS[dtype] = np.full(1, np.nan, dtype)
+        a.flags.writeable = False
+    return a
 
 
 def _distinct_bytes(arrays):

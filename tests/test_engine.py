@@ -129,6 +129,23 @@ def test_broadcasting_gradients_sum_back_to_each_input(lib):
     np.testing.assert_allclose(grad_of(b), grad_of(tb), rtol=1e-10)
 
 
+@pytest.mark.parametrize("shapes", [((5, 4), (4,)), ((5, 4), (5, 1)), ((5, 1), (1, 4)), ((2, 3, 4), ()),
+                                    ((1, 3, 1), (2, 3, 4)), ((3, 1, 4), (3, 2, 4)), ((2, 1, 4, 1), (3, 1, 5))],
+                         ids=["bias", "column", "outer", "scalar", "middle", "index-map", "index-map-4d"])
+def test_every_broadcast_pattern_gives_torchs_gradients(shapes):
+    """The compiled binary adjoint pairs elements by two strides per input where one split of the output's
+    dimensions allows it (a bias, a column, an outer product), else by index maps: both against torch."""
+    rng = np.random.default_rng(1)
+    a0, b0 = rng.uniform(0.5, 1.5, shapes[0]), rng.uniform(0.5, 1.5, shapes[1])
+    grads = []
+    for L in (tapegrad, torch):
+        a, b = L.tensor(a0, requires_grad=True), L.tensor(b0, requires_grad=True)
+        ((a * b - a / b) ** 2 + (b - a)).sum().backward()
+        grads.append((grad_of(a), grad_of(b)))
+    for mine, theirs in zip(*grads):
+        np.testing.assert_allclose(mine, theirs, rtol=1e-12)
+
+
 def test_zero_dim_tensors(lib):
     x = lib.tensor(2.0, requires_grad=True)
     y = x * x * x + x.sin()

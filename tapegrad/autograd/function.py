@@ -75,7 +75,7 @@ class BackwardCFunction(Node, FunctionCtx):
 
     def _alive(self):
         tape = getattr(self, "_tape", None)
-        return tape is not None and self._row < tape.n and tape.values[self._row] is self._value()
+        return tape is not None and tape.holds(self._row, self._value())
 
     def name(self):
         return type(self).__name__

@@ -13,7 +13,7 @@ class Node:
 
     def _alive(self):
         tape = self._tape
-        if self._row < tape.n and tape.values[self._row] is self._value:
+        if tape.holds(self._row, self._value):
             return True
         self._row = tape.find(self._value)  # moved by Tape.compact, or -1: freed
         return self._row >= 0
@@ -35,7 +35,7 @@ class Node:
             elif op.kind == registry.K_LEAF:
                 out.append((None, 0))
             else:
-                out.append((node_for(tape, a, tape.op[a], tape.values[a]), 0))
+                out.append((node_for(tape, a, tape.op[a], tape.value_at(a)), 0))
         return tuple(out)
 
     def __repr__(self):

@@ -39,20 +39,25 @@ def _unary(ops):
 
 
 def _binary(ops):
-    out = ["", "", "@njit(**JIT)", "def binary(op, A, B, Y, G, GA, GB, IA, IB, same, need_a, need_b):",
-           "    n = G.size"]
+    # Output element k = o * inner + j reads a[o * ao + j * aj] and b[o * bo + j * bj] (broadcasting as two
+    # strides each), or a[IA[k]] and b[IB[k]] when the index maps IA, IB are given (kernels.runtime._split)
+    out = ["", "", "@njit(**JIT)",
+           "def binary(op, A, B, Y, G, GA, GB, IA, IB, outer, inner, ao, aj, bo, bj, need_a, need_b):",
+           "    mapped = IA.size > 0"]
     kw = "if"
     for op in ops:
         da, db = op.derivs
         both = da + " " + db
         out.append(f"    {kw} op == {op.code}:  # {op.name}")
-        out.append("        for k in range(n):")
-        out.append("            ia = k if same else IA[k]")
-        out.append("            ib = k if same else IB[k]")
+        out.append("        for o in range(outer):")
+        out.append("            for j in range(inner):")
+        out.append("                k = o * inner + j")
+        out.append("                ia = IA[k] if mapped else o * ao + j * aj")
+        out.append("                ib = IB[k] if mapped else o * bo + j * bj")
         for line in _loads(both, ("a", "b", "y", "g"), {"a": "ia", "b": "ib", "y": "k", "g": "k"}):
-            out.append("            " + line)
-        out.append(f"            if need_a:\n                GA[ia] += {da}")
-        out.append(f"            if need_b:\n                GB[ib] += {db}")
+            out.append("                " + line)
+        out.append(f"                if need_a:\n                    GA[ia] += {da}")
+        out.append(f"                if need_b:\n                    GB[ib] += {db}")
         kw = "elif"
     return out
 

@@ -300,90 +300,106 @@ def unary(op, X, Y, G, GX, c, c2):
 
 
 @njit(**JIT)
-def binary(op, A, B, Y, G, GA, GB, IA, IB, same, need_a, need_b):
-    n = G.size
+def binary(op, A, B, Y, G, GA, GB, IA, IB, outer, inner, ao, aj, bo, bj, need_a, need_b):
+    mapped = IA.size > 0
     if op == 40:  # add
-        for k in range(n):
-            ia = k if same else IA[k]
-            ib = k if same else IB[k]
-            g = G[k]
-            if need_a:
-                GA[ia] += g
-            if need_b:
-                GB[ib] += g
+        for o in range(outer):
+            for j in range(inner):
+                k = o * inner + j
+                ia = IA[k] if mapped else o * ao + j * aj
+                ib = IB[k] if mapped else o * bo + j * bj
+                g = G[k]
+                if need_a:
+                    GA[ia] += g
+                if need_b:
+                    GB[ib] += g
     elif op == 43:  # sub
-        for k in range(n):
-            ia = k if same else IA[k]
-            ib = k if same else IB[k]
-            g = G[k]
-            if need_a:
-                GA[ia] += g
-            if need_b:
-                GB[ib] += -g
+        for o in range(outer):
+            for j in range(inner):
+                k = o * inner + j
+                ia = IA[k] if mapped else o * ao + j * aj
+                ib = IB[k] if mapped else o * bo + j * bj
+                g = G[k]
+                if need_a:
+                    GA[ia] += g
+                if need_b:
+                    GB[ib] += -g
     elif op == 46:  # mul
-        for k in range(n):
-            ia = k if same else IA[k]
-            ib = k if same else IB[k]
-            a = A[ia]
-            b = B[ib]
-            g = G[k]
-            if need_a:
-                GA[ia] += g * b
-            if need_b:
-                GB[ib] += g * a
+        for o in range(outer):
+            for j in range(inner):
+                k = o * inner + j
+                ia = IA[k] if mapped else o * ao + j * aj
+                ib = IB[k] if mapped else o * bo + j * bj
+                a = A[ia]
+                b = B[ib]
+                g = G[k]
+                if need_a:
+                    GA[ia] += g * b
+                if need_b:
+                    GB[ib] += g * a
     elif op == 49:  # div
-        for k in range(n):
-            ia = k if same else IA[k]
-            ib = k if same else IB[k]
-            b = B[ib]
-            y = Y[k]
-            g = G[k]
-            if need_a:
-                GA[ia] += g / b
-            if need_b:
-                GB[ib] += -g * y / b
+        for o in range(outer):
+            for j in range(inner):
+                k = o * inner + j
+                ia = IA[k] if mapped else o * ao + j * aj
+                ib = IB[k] if mapped else o * bo + j * bj
+                b = B[ib]
+                y = Y[k]
+                g = G[k]
+                if need_a:
+                    GA[ia] += g / b
+                if need_b:
+                    GB[ib] += -g * y / b
     elif op == 52:  # pow
-        for k in range(n):
-            ia = k if same else IA[k]
-            ib = k if same else IB[k]
-            a = A[ia]
-            b = B[ib]
-            y = Y[k]
-            g = G[k]
-            if need_a:
-                GA[ia] += g * b * a ** (b - 1)
-            if need_b:
-                GB[ib] += where((a == 0) & (b >= 0), 0 * g, g * y * log(a))
+        for o in range(outer):
+            for j in range(inner):
+                k = o * inner + j
+                ia = IA[k] if mapped else o * ao + j * aj
+                ib = IB[k] if mapped else o * bo + j * bj
+                a = A[ia]
+                b = B[ib]
+                y = Y[k]
+                g = G[k]
+                if need_a:
+                    GA[ia] += g * b * a ** (b - 1)
+                if need_b:
+                    GB[ib] += where((a == 0) & (b >= 0), 0 * g, g * y * log(a))
     elif op == 55:  # maximum
-        for k in range(n):
-            ia = k if same else IA[k]
-            ib = k if same else IB[k]
-            a = A[ia]
-            b = B[ib]
-            g = G[k]
-            if need_a:
-                GA[ia] += where(a > b, g, where(a == b, 0.5 * g, 0 * g))
-            if need_b:
-                GB[ib] += where(b > a, g, where(a == b, 0.5 * g, 0 * g))
+        for o in range(outer):
+            for j in range(inner):
+                k = o * inner + j
+                ia = IA[k] if mapped else o * ao + j * aj
+                ib = IB[k] if mapped else o * bo + j * bj
+                a = A[ia]
+                b = B[ib]
+                g = G[k]
+                if need_a:
+                    GA[ia] += where(a > b, g, where(a == b, 0.5 * g, 0 * g))
+                if need_b:
+                    GB[ib] += where(b > a, g, where(a == b, 0.5 * g, 0 * g))
     elif op == 58:  # minimum
-        for k in range(n):
-            ia = k if same else IA[k]
-            ib = k if same else IB[k]
-            a = A[ia]
-            b = B[ib]
-            g = G[k]
-            if need_a:
-                GA[ia] += where(a < b, g, where(a == b, 0.5 * g, 0 * g))
-            if need_b:
-                GB[ib] += where(b < a, g, where(a == b, 0.5 * g, 0 * g))
+        for o in range(outer):
+            for j in range(inner):
+                k = o * inner + j
+                ia = IA[k] if mapped else o * ao + j * aj
+                ib = IB[k] if mapped else o * bo + j * bj
+                a = A[ia]
+                b = B[ib]
+                g = G[k]
+                if need_a:
+                    GA[ia] += where(a < b, g, where(a == b, 0.5 * g, 0 * g))
+                if need_b:
+                    GB[ib] += where(b < a, g, where(a == b, 0.5 * g, 0 * g))
     elif op == 61:  # atan2
-        for k in range(n):
-            ia = k if same else IA[k]
-            ib = k if same else IB[k]
-            a = A[ia]
-            b = B[ib]
-            g = G[k]
-            if need_a:
-                GA[ia] += g * b / (a * a + b * b)
-            if need_b:
-                GB[ib] += -g * a / (a * a + b * b)
+        for o in range(outer):
+            for j in range(inner):
+                k = o * inner + j
+                ia = IA[k] if mapped else o * ao + j * aj
+                ib = IB[k] if mapped else o * bo + j * bj
+                a = A[ia]
+                b = B[ib]
+                g = G[k]
+                if need_a:
+                    GA[ia] += g * b / (a * a + b * b)
+                if need_b:
+                    GB[ib] += -g * a / (a * a + b * b)

@@ -31,14 +31,18 @@ def unreachable(n, held, flags, argptr, args):
 
 
 @njit(**JIT)
-def plan(n, roots, targets, flags, op, kinds, saves, argptr, args, argver, obj, vaddr, outver, dtypes):
+def plan(n, roots, targets, flags, op, kinds, saves, argptr, args, argver, obj, vaddr, outver, dtypes, reuse_min):
     """Mark the rows this backward needs and lay out their adjoints.
 
     need: rows reached from the roots that require grad (and, when targets are given, lie on a path to
     one). own: leaves whose one adjoint comes from a Python row (a weight's matmul gradient): they get no
     slot in the buffers, since Python hands that array to the leaf as it is (only without targets).
-    Returns (need, own, offsets, n32, n64, error_row, error_arg): error_row >= 0 names a needed row that
-    is dead (freed), or whose saved input (error_arg >= 0) or output (error_arg == -1) changed in place.
+    Adjoints get a block each in row order, or, when some row's is large enough to share (reuse_min
+    elements), blocks by liveness (_layout); recycle marks rows whose block a later row takes over, which
+    the replay zeroes once the row has run.
+    Returns (need, own, offsets, recycle, n32, n64, error_row, error_arg): error_row >= 0 names a needed
+    row that is dead (freed), or whose saved input (error_arg >= 0) or output (error_arg == -1) changed in
+    place.
     """
     need = np.zeros(n, np.bool_)
     uses = np.zeros(n, np.int32)
@@ -67,33 +71,100 @@ def plan(n, roots, targets, flags, op, kinds, saves, argptr, args, argver, obj, 
         for i in range(n):
             need[i] = need[i] and leads[i]
     offsets = np.zeros(n, np.int64)
+    recycle = np.zeros(n, np.bool_)
     n32 = 0
     n64 = 0
+    shared = False
     for i in range(n):
         if not need[i]:
             continue
         if flags[i] & F_DEAD:
-            return need, own, offsets, n32, n64, i, -2
+            return need, own, offsets, recycle, 0, 0, i, -2
         o = op[i]
         s = saves[o]
         for j in range(argptr[i + 1] - argptr[i]):
             k = argptr[i] + j
             a = args[k]
             if (s >> j) & 1 and vaddr[a] != 0 and load_i64(vaddr[a]) != argver[k]:
-                return need, own, offsets, n32, n64, i, j
+                return need, own, offsets, recycle, 0, 0, i, j
         if s & SAVES_OUT and vaddr[i] != 0 and load_i64(vaddr[i]) != outver[i]:
-            return need, own, offsets, n32, n64, i, -1
+            return need, own, offsets, recycle, 0, 0, i, -1
         own[i] = own[i] and uses[i] == 1
         if own[i]:
             continue
-        m = size(obj[i])
+        m = size(obj[i])  # a block per row, in row order: the layout when no block is large enough to share
+        shared = shared or (m >= reuse_min and op[i] != OP_LEAF)
         if dtypes[i] == 0:
             offsets[i] = n32
             n32 += m
         else:
             offsets[i] = n64
             n64 += m
-    return need, own, offsets, n32, n64, -1, 0
+    if shared:
+        n32, n64 = _layout(n, roots, targets, need, own, op, kinds, argptr, args, obj, dtypes, reuse_min,
+                           offsets, recycle)
+    return need, own, offsets, recycle, n32, n64, -1, 0
+
+
+@njit(**JIT)
+def _layout(n, roots, targets, need, own, op, kinds, argptr, args, obj, dtypes, reuse_min, offsets, recycle):
+    """Offsets of the needed rows' adjoints in the two buffers (float32, float64); returns their lengths.
+
+    In replay order (from the top root down), a row's block is taken when its first consumer runs and
+    given back once the row itself has run: rows whose adjoints are never alive together share memory,
+    as torch frees each gradient once it is used. Only blocks of at least reuse_min elements are shared
+    (a small one costs more to track than it holds), and only between rows of one size and dtype; leaves
+    and targets keep theirs to the end. A reused block is zeroed by the replay when its row has run.
+    """
+    sizes = np.full(n, -1, np.int64)  # -1: not placed yet
+    keep = np.zeros(n, np.bool_)
+    for t in targets:
+        keep[t] = True
+    free = np.empty((n, 3), np.int64)  # the given-back blocks: offset, size (with the dtype as sign), row
+    used = np.zeros(3, np.int64)       # elements used in the float32 and float64 buffers; free blocks
+    top = -1
+    for r in roots:
+        top = max(top, r)
+        if need[r] and not own[r] and sizes[r] < 0:
+            sizes[r] = _new_block(r, size(obj[r]), dtypes[r], offsets, used)
+    for i in range(top, -1, -1):
+        if not need[i] or kinds[op[i]] == K_LEAF:
+            continue
+        for k in range(argptr[i], argptr[i + 1]):
+            a = args[k]
+            if not need[a] or own[a] or sizes[a] >= 0:
+                continue
+            m = sizes[a] = size(obj[a])
+            if m >= reuse_min and op[a] != OP_LEAF and not keep[a]:
+                key = m if dtypes[a] == 0 else -m
+                last = used[2] - 1
+                f = last
+                while f > last - 32 and f >= 0 and free[f, 1] != key:  # the most recently given back first
+                    f -= 1
+                if f > last - 32 and f >= 0:
+                    offsets[a] = free[f, 0]
+                    recycle[free[f, 2]] = True
+                    free[f, 0], free[f, 1], free[f, 2] = free[last, 0], free[last, 1], free[last, 2]
+                    used[2] = last
+                    continue
+            _new_block(a, m, dtypes[a], offsets, used)
+        m = sizes[i]
+        if m >= reuse_min and not own[i] and not keep[i]:
+            f = used[2]
+            free[f, 0], free[f, 1], free[f, 2] = offsets[i], m if dtypes[i] == 0 else -m, i
+            used[2] = f + 1
+    for i in range(n):  # (a needed row that no consumer reaches in replay order: none expected)
+        if need[i] and not own[i] and sizes[i] < 0:
+            sizes[i] = _new_block(i, size(obj[i]), dtypes[i], offsets, used)
+    return used[0], used[1]
+
+
+@njit(inline="always", **JIT)
+def _new_block(row, m, dt, offsets, used):
+    d = 0 if dt == 0 else 1
+    offsets[row] = used[d]
+    used[d] += m
+    return m
 
 
 @njit(**JIT)
@@ -149,14 +220,58 @@ def reduce_offsets(it, mask):
     return _walk(shape, strides, size(it))
 
 
+_NO_MAP = np.empty(0, np.int64)
+
+
 @njit(**JIT)
-def _same_shape(a, b):
-    if ndim(a) != ndim(b):
-        return False
-    for d in range(ndim(a)):
-        if dim(a, d) != dim(b, d):
-            return False
-    return True
+def _broadcast(y, x, d):
+    """How input x meets output dimension d of y: -1 it does not matter (size 1), 1 broadcast, 0 in full."""
+    if dim(y, d) == 1:
+        return -1
+    e = d - (ndim(y) - ndim(x))
+    return 1 if e < 0 or dim(x, e) == 1 else 0
+
+
+@njit(**JIT)
+def _split(y, x, z):
+    """Split y's dimensions into outer and inner parts so that each input is either broadcast or in full
+    along each part: then element k = o * inner + j of y pairs with x[o * xo + j * xj] and z[o * zo + j * zj].
+    Returns (outer, inner, xo, xj, zo, zj), or outer = -1 when no split does (x of shape (a, 1, c) with
+    y (a, b, c)). A bias (b,) added to (n, b) is outer broadcast, inner in full: x[j]."""
+    nd = ndim(y)
+    for s in range(nd + 1):
+        xo = xi = zo = zi = -1  # the pattern of each input in each part (-1: none seen)
+        ok = True
+        for d in range(nd):
+            px = _broadcast(y, x, d)
+            pz = _broadcast(y, z, d)
+            if d < s:
+                if px >= 0:
+                    ok = ok and (xo < 0 or xo == px)
+                    xo = px
+                if pz >= 0:
+                    ok = ok and (zo < 0 or zo == pz)
+                    zo = pz
+            else:
+                if px >= 0:
+                    ok = ok and (xi < 0 or xi == px)
+                    xi = px
+                if pz >= 0:
+                    ok = ok and (zi < 0 or zi == pz)
+                    zi = pz
+        if ok:
+            outer = 1
+            inner = 1
+            for d in range(nd):
+                if d < s:
+                    outer *= dim(y, d)
+                else:
+                    inner *= dim(y, d)
+            xj = 1 if xi == 0 else 0
+            zj = 1 if zi == 0 else 0
+            return (outer, inner, (inner if xj else 1) if xo == 0 else 0, xj,
+                    (inner if zj else 1) if zo == 0 else 0, zj)
+    return (-1, 0, 0, 0, 0, 0)
 
 
 @njit(**JIT)
@@ -177,11 +292,13 @@ def _step(i, kind, o, argptr, args, obj, fattr, iattr, need, offsets, adj, dt):
         z = obj[a1]
         p = size(z)
         gz = adj[offsets[a1]: offsets[a1] + p]
-        same = _same_shape(x, y) and _same_shape(z, y)
-        ix = np.empty(0, np.int64) if same else broadcast_offsets(y, x)
-        iz = np.empty(0, np.int64) if same else broadcast_offsets(y, z)
-        elementwise.binary(o, view(x, m, dt), view(z, p, dt), view(y, n, dt), g, gx, gz,
-                           ix, iz, same, need[a0], need[a1])
+        split = _split(y, x, z)
+        if split[0] < 0:  # a broadcast that two strides per input cannot say: index maps
+            elementwise.binary(o, view(x, m, dt), view(z, p, dt), view(y, n, dt), g, gx, gz,
+                               broadcast_offsets(y, x), broadcast_offsets(y, z), 1, n, 0, 0, 0, 0, need[a0], need[a1])
+        else:
+            elementwise.binary(o, view(x, m, dt), view(z, p, dt), view(y, n, dt), g, gx, gz, _NO_MAP, _NO_MAP,
+                               split[0], split[1], split[2], split[3], split[4], split[5], need[a0], need[a1])
     elif not need[a0]:
         return
     elif kind == K_SUM:
@@ -215,9 +332,11 @@ def _add_into(src, dst):
 
 
 @njit(**JIT)
-def replay(start, resume, need, flags, op, kinds, argptr, args, obj, dtypes, fattr, iattr, offsets, adj32, adj64):
+def replay(start, resume, need, flags, op, kinds, argptr, args, obj, dtypes, fattr, iattr, offsets, recycle,
+           adj32, adj64):
     """Run the needed rows from `start` down to 0; return the first row Python must run, or -1.
-    With resume, the row at `start` runs here even if flagged STOP (Python has run its hooks)."""
+    With resume, the row at `start` runs here even if flagged STOP (Python has run its hooks).
+    A row's recycled block (see plan) is zeroed once the row has run: another row's adjoint takes it."""
     for i in range(start, -1, -1):
         if not need[i]:
             continue
@@ -239,4 +358,10 @@ def replay(start, resume, need, flags, op, kinds, argptr, args, obj, dtypes, fat
             _step(i, kind, o, argptr, args, obj, fattr, iattr, need, offsets, adj32, np.float32)
         else:
             _step(i, kind, o, argptr, args, obj, fattr, iattr, need, offsets, adj64, np.float64)
+        if recycle[i]:
+            m = size(obj[i])
+            if dtypes[i] == 0:
+                adj32[offsets[i]: offsets[i] + m] = 0
+            else:
+                adj64[offsets[i]: offsets[i] + m] = 0
     return -1
