@@ -154,8 +154,6 @@ def _run_compiled(rt, tape, need, owned, offsets, recycle, n32, n64, kinds, root
                            anomaly.is_anomaly_check_nan_enabled())
                 else:
                     _python_row(tape, i, need, adjoint, owned, own)
-                if recycle[i]:
-                    adjoint(i).fill(0)  # another row's adjoint takes this block (plan)
                 i, resume = i - 1, False
             else:
                 resume = True

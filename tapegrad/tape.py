@@ -12,6 +12,10 @@ about SWEEP_BYTES of values (record() looks when the tape reaches `sweep_at`), a
 tape: live rows move down, keeping their order. A tensor whose row moved finds it again by its value (`locate`), so recording costs
 nothing extra; compaction never moves a row onto an index that another row holding the same value
 object had, so a stale row number can never be mistaken for a live one.
+
+A large value that no backward rule reads (the output of `x @ w` once `+ b` has used it) is not held:
+the tape keeps a placeholder of its shape and a weakref (`released`), so the value dies with its tensor
+as in torch, and an op whose rule reads it later takes it back (see "values no rule reads" below).
 """
 import sys
 import threading

@@ -146,6 +146,37 @@ def test_every_broadcast_pattern_gives_torchs_gradients(shapes):
         np.testing.assert_allclose(mine, theirs, rtol=1e-12)
 
 
+@pytest.mark.parametrize("case", [((4, 5), (0,)), ((4, 5), (1,)), ((2, 3, 4), (0, 1)), ((2, 3, 4), (2,)),
+                                  ((2, 3, 4), (1,)), ((2, 3, 4), (0, 2)), ((2, 1, 4), (0,))],
+                         ids=["rows", "columns", "outer", "inner", "middle (map)", "ends (map)", "size-1 axis"])
+def test_every_reduction_pattern_gives_torchs_gradients(case):
+    """A sum's adjoint spreads over the reduced axes by two strides where one split allows it, else by a map."""
+    shape, dims = case
+    x0 = np.random.default_rng(2).standard_normal(shape)
+    w0 = np.random.default_rng(3).standard_normal(np.sum(x0, axis=dims, keepdims=True).shape)
+    grads = []
+    for L in (tapegrad, torch):
+        x = L.tensor(x0, requires_grad=True)
+        (x.sum(dim=dims, keepdim=True) * L.tensor(w0)).sum().backward()
+        grads.append(grad_of(x))
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-12)
+
+
+@pytest.mark.parametrize("case", [((3, 1), (3, 4)), ((1, 4), (3, 4)), ((4,), (2, 3, 4)), ((3, 1, 4), (3, 2, 4)),
+                                  ((1, 3, 1), (2, 3, 4))],
+                         ids=["columns", "rows", "leading", "middle (map)", "ends (map)"])
+def test_every_expand_pattern_gives_torchs_gradients(case):
+    src, dst = case
+    x0 = np.random.default_rng(4).standard_normal(src)
+    w0 = np.random.default_rng(5).standard_normal(dst)
+    grads = []
+    for L in (tapegrad, torch):
+        x = L.tensor(x0, requires_grad=True)
+        (x.expand(*dst) * L.tensor(w0)).sum().backward()
+        grads.append(grad_of(x))
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-12)
+
+
 def test_zero_dim_tensors(lib):
     x = lib.tensor(2.0, requires_grad=True)
     y = x * x * x + x.sin()

@@ -114,7 +114,9 @@ def _layout(n, roots, targets, need, own, op, kinds, argptr, args, obj, dtypes, 
     given back once the row itself has run: rows whose adjoints are never alive together share memory,
     as torch frees each gradient once it is used. Only blocks of at least reuse_min elements are shared
     (a small one costs more to track than it holds), and only between rows of one size and dtype; leaves
-    and targets keep theirs to the end. A reused block is zeroed by the replay when its row has run.
+    and targets keep theirs to the end, and so do PYTHON rows, whose vjp gets a view of the block and may
+    keep it (a custom Function's backward may store its grad_output). A reused block is zeroed by the
+    replay when its row has run.
     """
     sizes = np.full(n, -1, np.int64)  # -1: not placed yet
     keep = np.zeros(n, np.bool_)
@@ -149,7 +151,7 @@ def _layout(n, roots, targets, need, own, op, kinds, argptr, args, obj, dtypes, 
                     continue
             _new_block(a, m, dtypes[a], offsets, used)
         m = sizes[i]
-        if m >= reuse_min and not own[i] and not keep[i]:
+        if m >= reuse_min and not own[i] and not keep[i] and kinds[op[i]] != K_PYTHON:
             f = used[2]
             free[f, 0], free[f, 1], free[f, 2] = offsets[i], m if dtypes[i] == 0 else -m, i
             used[2] = f + 1
@@ -224,41 +226,45 @@ _NO_MAP = np.empty(0, np.int64)
 
 
 @njit(**JIT)
-def _broadcast(y, x, d):
-    """How input x meets output dimension d of y: -1 it does not matter (size 1), 1 broadcast, 0 in full."""
-    if dim(y, d) == 1:
-        return -1
-    e = d - (ndim(y) - ndim(x))
-    return 1 if e < 0 or dim(x, e) == 1 else 0
+def _broadcast(y, x):
+    """How input x meets each dimension of output y: -1 it does not matter (size 1), 1 broadcast, 0 in full."""
+    nd = ndim(y)
+    out = np.empty(nd, np.int8)
+    for d in range(nd):
+        e = d - (nd - ndim(x))
+        out[d] = -1 if dim(y, d) == 1 else 1 if e < 0 or dim(x, e) == 1 else 0
+    return out
 
 
 @njit(**JIT)
-def _split(y, x, z):
-    """Split y's dimensions into outer and inner parts so that each input is either broadcast or in full
-    along each part: then element k = o * inner + j of y pairs with x[o * xo + j * xj] and z[o * zo + j * zj].
-    Returns (outer, inner, xo, xj, zo, zj), or outer = -1 when no split does (x of shape (a, 1, c) with
-    y (a, b, c)). A bias (b,) added to (n, b) is outer broadcast, inner in full: x[j]."""
+def _reduced(x, mask):
+    """The keepdim reduction of x over the axes in mask, seen as a broadcast: _broadcast's codes per axis."""
+    out = np.empty(ndim(x), np.int8)
+    for d in range(ndim(x)):
+        out[d] = -1 if dim(x, d) == 1 else 1 if (mask >> d) & 1 else 0
+    return out
+
+
+@njit(**JIT)
+def _split(y, px, pz):
+    """Split y's dimensions into an outer and an inner part such that each of two inputs (their
+    _broadcast codes px, pz) is either broadcast or in full along each part: then element
+    k = o * inner + j of y pairs with x[o * xo + j * xj] and z[o * zo + j * zj]. Returns
+    (outer, inner, xo, xj, zo, zj), or outer = -1 when no split does (x of shape (a, 1, c) against y of
+    (a, b, c)). A bias (b,) added to (n, b) is outer broadcast, inner in full: x[j]."""
     nd = ndim(y)
     for s in range(nd + 1):
-        xo = xi = zo = zi = -1  # the pattern of each input in each part (-1: none seen)
+        xo = xi = zo = zi = -1  # each input's code in each part (-1: none seen yet)
         ok = True
         for d in range(nd):
-            px = _broadcast(y, x, d)
-            pz = _broadcast(y, z, d)
             if d < s:
-                if px >= 0:
-                    ok = ok and (xo < 0 or xo == px)
-                    xo = px
-                if pz >= 0:
-                    ok = ok and (zo < 0 or zo == pz)
-                    zo = pz
+                ok = ok and (px[d] < 0 or xo < 0 or xo == px[d]) and (pz[d] < 0 or zo < 0 or zo == pz[d])
+                xo = px[d] if px[d] >= 0 else xo
+                zo = pz[d] if pz[d] >= 0 else zo
             else:
-                if px >= 0:
-                    ok = ok and (xi < 0 or xi == px)
-                    xi = px
-                if pz >= 0:
-                    ok = ok and (zi < 0 or zi == pz)
-                    zi = pz
+                ok = ok and (px[d] < 0 or xi < 0 or xi == px[d]) and (pz[d] < 0 or zi < 0 or zi == pz[d])
+                xi = px[d] if px[d] >= 0 else xi
+                zi = pz[d] if pz[d] >= 0 else zi
         if ok:
             outer = 1
             inner = 1
@@ -292,7 +298,7 @@ def _step(i, kind, o, argptr, args, obj, fattr, iattr, need, offsets, adj, dt):
         z = obj[a1]
         p = size(z)
         gz = adj[offsets[a1]: offsets[a1] + p]
-        split = _split(y, x, z)
+        split = _split(y, _broadcast(y, x), _broadcast(y, z))
         if split[0] < 0:  # a broadcast that two strides per input cannot say: index maps
             elementwise.binary(o, view(x, m, dt), view(z, p, dt), view(y, n, dt), g, gx, gz,
                                broadcast_offsets(y, x), broadcast_offsets(y, z), 1, n, 0, 0, 0, 0, need[a0], need[a1])
@@ -307,14 +313,28 @@ def _step(i, kind, o, argptr, args, obj, fattr, iattr, need, offsets, adj, dt):
             v = g[0] * c
             for k in range(m):
                 gx[k] += v
+        else:  # x's element o * inner + j reads g[o * go + j * gj] (see _split), or an offset map
+            p = _reduced(x, iattr[i])
+            outer, inner, go, gj = _split(x, p, p)[:4]
+            if outer < 0:
+                ix = reduce_offsets(x, iattr[i])
+                for k in range(m):
+                    gx[k] += g[ix[k]] * c
+            else:
+                for o in range(outer):
+                    for j in range(inner):
+                        gx[o * inner + j] += g[o * go + j * gj] * c
+    elif kind == K_EXPAND:  # y's element o * inner + j adds into gx[o * xo + j * xj], or an offset map
+        p = _broadcast(y, x)
+        outer, inner, xo, xj = _split(y, p, p)[:4]
+        if outer < 0:
+            iy = broadcast_offsets(y, x)
+            for k in range(n):
+                gx[iy[k]] += g[k]
         else:
-            ix = reduce_offsets(x, iattr[i])
-            for k in range(m):
-                gx[k] += g[ix[k]] * c
-    elif kind == K_EXPAND:
-        iy = broadcast_offsets(y, x)
-        for k in range(n):
-            gx[iy[k]] += g[k]
+            for o in range(outer):
+                for j in range(inner):
+                    gx[o * xo + j * xj] += g[o * inner + j]
     elif kind == K_RESHAPE:
         for k in range(n):
             gx[k] += g[k]

@@ -233,6 +233,30 @@ def test_adjoint_blocks_are_shared_by_rows_whose_adjoints_are_never_alive_togeth
     assert tape.stats()["last_adjoint_bytes"] == 3 * 8192 * 8 + 8  # x, two shared blocks, the sum's
 
 
+def test_a_gradient_a_custom_backward_keeps_is_never_overwritten(tape):
+    """A Python row's vjp gets a view of its adjoint block; a custom Function's backward may keep its
+    grad_output (as torch allows), so such blocks are never handed on to another row."""
+    x0 = np.random.default_rng(0).standard_normal(8192)
+    kept = {}
+    for L in (tapegrad, torch):
+        class Keep(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, a):
+                return a * 1.0
+
+            @staticmethod
+            def backward(ctx, g):
+                kept[L] = g
+                return g
+        x = L.tensor(x0, requires_grad=True)
+        y = Keep.apply(x.tanh().sin())  # two rows below: the second would take a freed block
+        for _ in range(4):
+            y = y.sin()
+        y.sum().backward()
+        kept[L] = kept[L].numpy().copy() if L is torch else kept[L]
+    np.testing.assert_allclose(kept[tapegrad].numpy(), kept[torch], rtol=1e-12)
+
+
 def test_autograd_grad_of_intermediates_keeps_their_blocks(tape):
     """Targets are read after the whole replay: their blocks are never handed on."""
     x0 = np.random.default_rng(0).standard_normal(8192)
