@@ -28,12 +28,10 @@ scalar kernel (libm ``logf``/``cosf``/``sinf``) elsewhere or under ``ATEN_CPU_CA
 build does there, and torch's own kernel elsewhere.
 """
 import ctypes
-import ctypes.util
 import math
 import operator
 import os
 import platform
-import secrets
 
 import numpy as np
 
@@ -161,6 +159,12 @@ def _init_genrand(seed):
     return np.array(key, np.uint32)
 
 
+def _os_random_64():
+    """64 random bits from the OS, as `secrets.randbits(64)` (whose import, with hmac and hashlib, costs
+    9 ms of `import tapegrad`)."""
+    return int.from_bytes(os.urandom(8), "little")
+
+
 class Generator:
     """torch.Generator for the CPU: manual_seed, seed, initial_seed, get_state, set_state."""
 
@@ -186,7 +190,7 @@ class Generator:
         return self
 
     def seed(self):
-        s = secrets.randbits(64)
+        s = _os_random_64()
         self._reseed(s)
         return s
 
@@ -267,7 +271,7 @@ class Generator:
         return r * math.cos(theta)
 
 
-default_generator = Generator().manual_seed(secrets.randbits(64))  # torch seeds its default from the OS
+default_generator = Generator().manual_seed(_os_random_64())  # torch seeds its default from the OS
 
 
 def manual_seed(seed):
@@ -406,6 +410,7 @@ def _libm32():
     global _LIBM32
     if _LIBM32 is None:
         try:
+            import ctypes.util  # (here: it imports subprocess and tempfile, 12 ms of `import tapegrad`)
             libm = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
             fns = []
             for name in ("logf", "cosf", "sinf"):
