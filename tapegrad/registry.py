@@ -7,7 +7,9 @@ in two places, so the two cannot drift:
   * backward(create_graph=True) evaluates it on Tensors, so the backward is itself recorded on the tape.
 Binary ops use a, b for the inputs; each also gets a tensor-scalar (`_ts`, b is the constant c) and a
 scalar-tensor (`_st`, a is the constant c) variant. Other ops give `vjp(ctx, g, inputs, out)` written
-in tapegrad ops: it runs under no_grad in a plain backward and recorded under create_graph.
+in tapegrad ops: it runs under no_grad in a plain backward and recorded under create_graph. A Python op
+on the hot path may also give `array_vjp(ctx, g, inputs, wanted)` on NumPy arrays, which a plain backward
+calls instead (no Tensor is made); it returns None where it does not apply, and then `vjp` runs.
 docs/ops.md is generated from this table too.
 """
 import math
@@ -20,12 +22,13 @@ SAVES_OUT = 128
 
 
 class OpDef:
-    __slots__ = ("code", "name", "kind", "grad_fn", "forward", "derivs", "vjp", "saves", "doc")
+    __slots__ = ("code", "name", "kind", "grad_fn", "forward", "derivs", "vjp", "saves", "doc", "array_vjp")
 
-    def __init__(self, name, kind, grad_fn, forward=None, derivs=(), vjp=None, saves=0, doc=""):
+    def __init__(self, name, kind, grad_fn, forward=None, derivs=(), vjp=None, saves=0, doc="", array_vjp=None):
         self.code = len(OPS)
         self.name, self.kind, self.grad_fn, self.forward = name, kind, grad_fn, forward
         self.derivs, self.vjp, self.saves, self.doc = tuple(derivs), vjp, saves, doc
+        self.array_vjp = array_vjp
         OPS.append(self)
         BY_NAME[name] = self
 
@@ -70,9 +73,9 @@ def structural(name, kind, grad_fn, vjp, saves=0, doc=""):
     OpDef(name, kind, grad_fn, None, (), vjp, saves, doc)
 
 
-def python(name, grad_fn, forward, vjp, saves=1 | 2 | 4 | 8, doc=""):
+def python(name, grad_fn, forward, vjp, saves=1 | 2 | 4 | 8, doc="", array_vjp=None):
     """An op whose adjoint runs in Python between compiled segments (BLAS, fused losses)."""
-    OpDef(name, K_PYTHON, grad_fn, forward, (), vjp, saves, doc)
+    OpDef(name, K_PYTHON, grad_fn, forward, (), vjp, saves, doc, array_vjp)
 
 
 def _torch_name(name):
@@ -206,10 +209,6 @@ def _mm_forward(a, b):
 def _vjp_matmul(ctx, g, inputs, out):
     from .ops import sum_to_shape
     a, b = inputs
-    if a.ndim == 2 and b.ndim == 2 and not _grad_mode():  # plain backward: BLAS on transposed views
-        from .tensor import _new
-        return (_new(g._data @ b._data.T) if a._requires_grad else None,  # x @ w: no gradient for data x
-                _new(a._data.T @ g._data) if b._requires_grad else None)
     if a.ndim == 1 and b.ndim == 1:
         return g * b, g * a
     a2 = a.unsqueeze(0) if a.ndim == 1 else a
@@ -224,6 +223,15 @@ def _vjp_matmul(ctx, g, inputs, out):
     ga = sum_to_shape(ga, a2.shape).reshape(a.shape)
     gb = sum_to_shape(gb, b2.shape).reshape(b.shape)
     return ga, gb
+
+
+def _matmul_arrays(ctx, g, inputs, wanted):
+    """Plain backward of a matrix product: BLAS on transposed views, and only the wanted side (no gradient
+    for the data x of x @ w)."""
+    a, b = inputs
+    if a.ndim != 2 or b.ndim != 2:
+        return None
+    return g @ b.T if wanted[0] else None, a.T @ g if wanted[1] else None
 
 
 def _bce_logits_forward(z, t):
@@ -257,7 +265,7 @@ def _vjp_scatter(ctx, g, inputs, out):
     return (_gather(g, ctx),)  # ctx: the index map
 
 
-python("matmul", "MmBackward0", _mm_forward, _vjp_matmul)
+python("matmul", "MmBackward0", _mm_forward, _vjp_matmul, array_vjp=_matmul_arrays)
 python("mv", "MvBackward0", _mm_forward, _vjp_matmul)
 python("bmm", "BmmBackward0", _mm_forward, _vjp_matmul)
 python("dot", "DotBackward0", _mm_forward, _vjp_matmul)
@@ -554,16 +562,36 @@ def _vjp_nll(ctx, g, inputs, out):
     return (_const(ctx.coef) * g,)
 
 
+def _nll_arrays(ctx, g, inputs, wanted):
+    return (ctx.coef * (np.expand_dims(g, ctx.cdim) if ctx.reduction == "none" else g),)
+
+
 def _vjp_cross_entropy(ctx, g, inputs, out):
     """log_softmax + nll fused: d/dx = (softmax(x) * rowsum(Q) - Q) * g, Q the target weights / denominator."""
     T = _ops()
     if ctx.reduction == "none":
         g = g.unsqueeze(ctx.cdim)
-    if not _grad_mode():
-        return (_const(ctx.dx) * g,)
     x = inputs[0]
     p = T.softmax(x, ctx.cdim)
-    return ((p * _const(np.asarray(ctx.rowq)) - _const(np.asarray(ctx.q))) * g,)
+    q, rowq = _target_weights(ctx, x.shape, x._data.dtype)
+    return ((p * _const(rowq) - _const(q)) * g,)
+
+
+def _target_weights(ctx, shape, dtype):
+    """Q (each sample's share of the loss at its target class, in x's layout) and its sums along the class
+    dim, broadcast back: the create_graph rule's constants, built only when it runs."""
+    cdim, tt = ctx.cdim, ctx.tt
+    C = shape[cdim]
+    q = np.zeros((len(tt), C), dtype)
+    q[np.arange(len(tt)), tt] = ctx.scale
+    rowq = ctx.scale.reshape(-1, 1) * np.ones((1, C), dtype)
+    moved = tuple(s for i, s in enumerate(shape) if i != cdim) + (C,)
+    return [np.ascontiguousarray(np.moveaxis(a.reshape(moved), -1, cdim)) for a in (q, rowq)]
+
+
+def _cross_entropy_arrays(ctx, g, inputs, wanted):
+    """The gradient for g = 1 was computed with the loss (ctx.dx)."""
+    return (ctx.dx * (np.expand_dims(g, ctx.cdim) if ctx.reduction == "none" else g),)
 
 
 def _vjp_mse(ctx, g, inputs, out):
@@ -616,10 +644,11 @@ def _vjp_bce_logits_full(ctx, g, inputs, out):
     return (gz, gt) + (None,) * (len(inputs) - 2)
 
 
-python("nll_loss", "NllLossBackward0", None, _vjp_nll, saves=0)
-python("nll_loss2d", "NllLoss2DBackward0", None, _vjp_nll, saves=0)
-python("cross_entropy", "NllLossBackward0", None, _vjp_cross_entropy, saves=1)
-python("cross_entropy2d", "NllLoss2DBackward0", None, _vjp_cross_entropy, saves=1)
+python("nll_loss", "NllLossBackward0", None, _vjp_nll, saves=0, array_vjp=_nll_arrays)
+python("nll_loss2d", "NllLoss2DBackward0", None, _vjp_nll, saves=0, array_vjp=_nll_arrays)
+python("cross_entropy", "NllLossBackward0", None, _vjp_cross_entropy, saves=1, array_vjp=_cross_entropy_arrays)
+python("cross_entropy2d", "NllLoss2DBackward0", None, _vjp_cross_entropy, saves=1,
+       array_vjp=_cross_entropy_arrays)
 python("mse_loss", "MseLossBackward0", None, _vjp_mse, saves=1 | 2)
 python("smooth_l1_loss", "SmoothL1LossBackward0", None, _vjp_smooth_l1, saves=1 | 2)
 python("binary_cross_entropy", "BinaryCrossEntropyBackward0", None, _vjp_bce, saves=1 | 2 | 4)

@@ -95,7 +95,21 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
 # -- nll_loss and cross_entropy ------------------------------------------------------------------------------
 def _class_targets(x, t, weight, ignore_index):
     """Check (input, class-index target, weight) as torch does; returns the flat pieces the forward needs:
-    x as (M, C) (class dim last), targets (M,), valid (M,) and each sample's weight (M,)."""
+    x as (M, C) (class dim last), targets (M,) (0 where ignored), each sample's weight (M,), the class dim."""
+    xl, tl, weight, cdim = _class_layout(x, t, weight)
+    C = xl.shape[1]
+    valid = tl != ignore_index
+    tt = np.where(valid, tl, 0)
+    bad = (tt < 0) | (tt >= C)
+    if bad.any():
+        raise IndexError(f"Target {int(tl[np.argmax(bad)])} is out of bounds.")
+    w = (weight._data.astype(x._data.dtype)[tt] if weight is not None else np.ones(len(tt), x._data.dtype)) * valid
+    return xl, tt, w.astype(x._data.dtype, copy=False), cdim
+
+
+def _class_layout(x, t, weight):
+    """The shape, dtype and weight checks of _class_targets; returns x as (M, C), the targets (M,) as given,
+    the weight (a Tensor or None) and the class dim."""
     if x.ndim == 0:
         raise ValueError("Expected 1 or more dimensions (got 0)")
     if x.ndim == 1:
@@ -122,13 +136,7 @@ def _class_targets(x, t, weight, ignore_index):
                                f"weight tensor of shape: {list(weight.shape)}")
     xl = x._data if x.ndim == 2 else np.moveaxis(x._data, cdim, -1).reshape(-1, C)
     tl = t._data.reshape(-1).astype(np.int64, copy=False)
-    valid = tl != ignore_index
-    tt = np.where(valid, tl, 0)
-    bad = (tt < 0) | (tt >= C)
-    if bad.any():
-        raise IndexError(f"Target {int(tl[np.argmax(bad)])} is out of bounds.")
-    w = (weight._data.astype(x._data.dtype)[tt] if weight is not None else np.ones(len(tt), x._data.dtype)) * valid
-    return xl, tt, w.astype(x._data.dtype, copy=False), cdim
+    return xl, tl, weight, cdim
 
 
 def _scalar_name(a):
@@ -197,41 +205,29 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         return _cross_entropy_probs(x, t, weight, ignore_index, reduction, label_smoothing)
     if label_smoothing > 0:
         return _cross_entropy_smoothed(x, t, weight, ignore_index, reduction, label_smoothing)
-    xl, tt, w, cdim = _class_targets(x, t, weight, ignore_index)
+    xl, tl, weight, cdim = _class_layout(x, t, weight)
     dt = x._data.dtype
-    rows = np.arange(len(tt))
-    with np.errstate(all="ignore"):
-        z = xl - xl.max(1, keepdims=True) if xl.size else xl
-        e = np.exp(z)
-        s = e.sum(1, keepdims=True)
-        per = -w * (z[rows, tt] - np.log(s[:, 0]))
-        p = e / s
-    out = _finish(per, w, reduction, t.shape, dt)
-    scale = _per_sample_scale(w, reduction, dt)
-    dx = p * scale[:, None]
-    dx[rows, tt] -= scale
-    ctx = Ctx(dx=_to_layout(dx, x, cdim), reduction=reduction, cdim=cdim, tt=tt, scale=scale)
-    ctx.q, ctx.rowq = _LazyQ(ctx, x, cdim, "q"), _LazyQ(ctx, x, cdim, "rowq")
+    work = np.float32 if dt == np.float16 else dt  # (the kernel is compiled for float32 and float64)
+    m = len(tl)
+    per, dx, picked, share = np.empty(m, work), np.empty(xl.shape, work), np.empty(m, np.int64), np.empty(m, work)
+    bad, loss = _cross_entropy_kernel()(
+        np.ascontiguousarray(xl, work), np.ascontiguousarray(tl),
+        np.empty(0) if weight is None else weight._data.astype(np.float64).reshape(-1), int(ignore_index),
+        reduction == "mean", per, dx, picked, share)
+    if bad >= 0:
+        raise IndexError(f"Target {int(tl[bad])} is out of bounds.")
+    out = per.reshape(t.shape).astype(dt, copy=False) if reduction == "none" else np.asarray(loss, dt)
+    dx, share = dx.astype(dt, copy=False), share.astype(dt, copy=False)
+    ctx = Ctx(dx=_to_layout(dx, x, cdim), reduction=reduction, cdim=cdim, tt=picked, scale=share)
     op = OPS["cross_entropy2d" if x.ndim >= 3 else "cross_entropy"]
     return _view_nd(x, reduction, _record(op, out, (x,), aux=ctx))
 
 
-class _LazyQ:
-    """The target weights Q (onehot * scale) and their row sums, built only for create_graph."""
-
-    def __init__(self, ctx, x, cdim, which):
-        self.ctx, self.shape, self.dtype, self.cdim, self.which = ctx, x.shape, x._data.dtype, cdim, which
-
-    def __array__(self, dtype=None, copy=None):
-        ctx, tt = self.ctx, self.ctx.tt
-        C = self.shape[self.cdim]
-        if self.which == "rowq":
-            a = ctx.scale.reshape(-1, 1) * np.ones((1, C), self.dtype)
-        else:
-            a = np.zeros((len(tt), C), self.dtype)
-            a[np.arange(len(tt)), tt] = ctx.scale
-        moved = tuple(s for i, s in enumerate(self.shape) if i != self.cdim) + (C,)
-        return np.asarray(np.moveaxis(a.reshape(moved), -1, self.cdim), dtype=dtype, order="C")
+def _cross_entropy_kernel():
+    from .. import kernels
+    kernels.load()  # chooses where Numba caches before anything compiles
+    from ..kernels.loss import cross_entropy_rows
+    return cross_entropy_rows
 
 
 def _class_view(weight, x, cdim):

@@ -1,0 +1,57 @@
+"""cross_entropy with class indices in one pass per sample: log-softmax, the loss, and its gradient.
+
+In NumPy the same takes about 25 calls on small arrays: 41 µs of a 64 x 10 batch, a fifth of the W3
+forward (benchmarks/). In its own module so that only cross_entropy compiles it.
+"""
+import math
+
+import numpy as np
+from numba import njit
+
+from .memory import JIT
+
+
+@njit(**JIT)
+def cross_entropy_rows(x, targets, class_weight, ignore_index, mean, per, dx, picked, share):
+    """x (M, C) logits; targets (M,) int64; class_weight (C,), or empty for none.
+
+    Writes each sample's loss -w * log_softmax(x)[target] into per, its target (0 where ignored) into
+    picked, its share of the loss (w, over the weight sum for the mean; 0 where ignored) into share, and the
+    loss's gradient, (softmax(x) - onehot) * share, into dx. Returns (the first sample whose target is out
+    of range, or -1; the sum of per, over the weight sum for the mean). Checks every target before any
+    x[i, target] is read.
+    """
+    m, c = x.shape
+    weighted = class_weight.size > 0
+    total = 0.0
+    for i in range(m):
+        t = targets[i]
+        if t == ignore_index:
+            continue
+        if t < 0 or t >= c:
+            return i, 0.0
+        total += class_weight[t] if weighted else 1.0
+    loss = 0.0
+    for i in range(m):
+        t = targets[i]
+        if t == ignore_index:  # no loss and no gradient (torch's, also when every sample is ignored)
+            picked[i], share[i], per[i] = 0, 0.0, 0.0
+            dx[i, :] = 0.0
+            continue
+        w = class_weight[t] if weighted else 1.0
+        scale = w / total if mean else w  # (0 / 0 when every weight is 0: NaN, as in torch)
+        picked[i], share[i] = t, scale
+        top = -np.inf
+        for j in range(c):
+            top = max(top, x[i, j])
+        s = 0.0
+        for j in range(c):
+            e = math.exp(x[i, j] - top)
+            dx[i, j] = e
+            s += e
+        per[i] = -w * (x[i, t] - top - math.log(s))
+        loss += per[i]
+        for j in range(c):
+            dx[i, j] = dx[i, j] / s * scale
+        dx[i, t] -= scale
+    return -1, loss / total if mean else loss  # (every sample ignored: 0 / 0, NaN as in torch)
