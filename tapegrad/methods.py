@@ -125,19 +125,48 @@ def _type_word(a):
     return {"f": "Float", "i": "Long", "u": "Byte", "b": "Bool"}[a.dtype.kind]
 
 
-def _make_inplace(fn):
+def _make_inplace(fn, ufunc=None):
     def method(self, *args, **kwargs):
+        if ufunc is not None and len(args) == 1 and not kwargs and _unrecorded_arith(self, args[0], ufunc):
+            return self
         return _inplace(self, fn(self, *args, **kwargs))
     return method
 
 
+def _unrecorded_arith(self, other, ufunc):
+    """`p -= lr * g` with nothing to record (no_grad, or no operand requires grad): the ufunc writes into
+    self's storage, in one pass and with no temporary. Returns False, having done nothing, for anything
+    _inplace must decide (dtype promotion, broadcasting, recording, torch's errors)."""
+    data = self._data
+    tp = type(other)
+    if tp is Tensor:
+        value = other._data
+        if value.dtype != data.dtype or value.shape != data.shape:
+            return False
+        recorded = other._requires_grad or self._requires_grad
+    elif tp is float or tp is int:
+        value, recorded = other, self._requires_grad
+    else:
+        return False
+    if data.dtype.kind != "f" or not data.flags.writeable:
+        return False
+    if is_grad_enabled():
+        base = self._base
+        if recorded or base is not None and base._requires_grad:
+            return False
+    ufunc(data, value, out=data)
+    self._ensure_vc()[0] += 1
+    return True
+
+
+_UFUNCS = {"add": np.add, "sub": np.subtract, "mul": np.multiply}
 for _name in ("add", "sub", "mul", "div", "pow", "clamp", "clip", "neg", "exp", "log", "sqrt", "sin", "cos",
               "tanh", "sigmoid", "relu", "abs", "reciprocal", "square", "floor", "ceil", "round", "sign",
               "clamp_min", "clamp_max", "lerp", "masked_fill", "scatter_add", "tril", "triu", "rsqrt", "log1p",
               "expm1", "tan", "atan", "asin", "acos", "sinh", "cosh", "erf", "trunc", "atan2", "maximum", "minimum"):
-    setattr(Tensor, _name + "_", _make_inplace(_METHODS[_name]))
+    setattr(Tensor, _name + "_", _make_inplace(_METHODS[_name], _UFUNCS.get(_name)))
 for _op, _name in (("__iadd__", "add"), ("__isub__", "sub"), ("__imul__", "mul"), ("__itruediv__", "div")):
-    setattr(Tensor, _op, _make_inplace(_METHODS[_name]))
+    setattr(Tensor, _op, _make_inplace(_METHODS[_name], _UFUNCS.get(_name)))
 
 
 def _broadcast_value(self, value):

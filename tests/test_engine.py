@@ -4,6 +4,7 @@ Where behaviour is PyTorch's, the same program runs on both libraries (`lib` fix
 """
 import gc
 import importlib
+import re
 import subprocess
 import sys
 import threading
@@ -302,6 +303,50 @@ def test_optimizer_style_update_under_no_grad_then_stale_graph_raises():
             w -= 0.1 * w.grad
         return lambda: loss.backward()
     raises_like_torch(program(tapegrad), program(torch))
+
+
+IN_PLACE_ARITHMETIC = {  # the unrecorded ones write straight into the storage; the others go through _inplace
+    "no_grad sub of a scaled gradient": lambda L, w, b: _no_grad(L, lambda: w.sub_(0.5 * b)),
+    "no_grad -= int": lambda L, w, b: _no_grad(L, lambda: w.__isub__(2)),
+    "+= a plain tensor with grad on": lambda L, w, b: w.__iadd__(b.detach()),
+    "*= a tensor that requires grad (recorded)": lambda L, w, b: w.__imul__(b),
+    "+= a broadcast row": lambda L, w, b: w.__iadd__(b.detach()[0]),
+    "+= a float64 tensor": lambda L, w, b: w.__iadd__(b.detach().double()),
+    "+= through a view": lambda L, w, b: w.view(3, 2).__iadd__(3.0),  # (indexing copies: architecture.md)
+    "int tensor += 1": lambda L, w, b: w.long().__iadd__(1),
+    "int tensor += 1.5": lambda L, w, b: w.long().__iadd__(1.5),
+    "+= a larger shape": lambda L, w, b: w[0].__iadd__(b.detach()),
+}
+
+
+def _no_grad(L, fn):
+    with L.no_grad():
+        return fn()
+
+
+@pytest.mark.parametrize("case", list(IN_PLACE_ARITHMETIC))
+def test_in_place_arithmetic_matches_torch_with_and_without_recording(case):
+    def program(L):
+        w = L.tensor(np.arange(6.0, dtype=np.float32).reshape(2, 3))
+        b = L.tensor(np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3), requires_grad=True)
+        out = IN_PLACE_ARITHMETIC[case](L, w, b)
+        if out.requires_grad:
+            out.sum().backward()
+        return out, w, b.grad
+    try:
+        want = program(torch)
+    except RuntimeError as e:
+        with pytest.raises(RuntimeError, match=re.escape(str(e).split(".")[0])):
+            program(tapegrad)
+        return
+    got = program(tapegrad)
+    for g, t in zip(got, want):
+        if t is None:
+            assert g is None
+            continue
+        np.testing.assert_array_equal(g.detach().numpy(), t.detach().numpy())
+        assert str(g.dtype) == str(t.dtype) and g.requires_grad == t.requires_grad
+    assert got[1]._version == want[1]._version
 
 
 def test_grad_data_zero_clears_the_gradient(lib):
