@@ -147,11 +147,19 @@ unary("clamp",   lambda x, c, c2: np.minimum(np.maximum(x, c), c2),  "where((x >
 unary("copy",    lambda x, c, c2: x.copy(),                          "g", grad_fn="CloneBackward0")
 
 # -- Binary elementwise (broadcasting) ---------------------------------------------------------------
+def _power(a, b):
+    """x ** 3 as x * x * x, as torch computes it: libm's pow takes 16x longer for a negative base (61 against
+    3.7 us for 1,000 float64), and NumPy special-cases only 2, 0.5 and -1."""
+    if type(b) in (int, float) and b == 3 and a.dtype.kind == "f":
+        return a * a * a
+    return np.power(a, b)
+
+
 binary("add", np.add,           "g",     "g")
 binary("sub", np.subtract,      "g",     "-g", st="RsubBackward1")
 binary("mul", np.multiply,      "g * b", "g * a")
 binary("div", np.true_divide,   "g / b", "-g * y / b")
-binary("pow", np.power,         "g * b * a ** (b - 1)",
+binary("pow", _power,           "g * b * a ** (b - 1)",
        "where((a == 0) & (b >= 0), 0 * g, g * y * log(a))", grad_fn="PowBackward1", ts="PowBackward0",
        st="PowBackward2")
 binary("maximum", np.maximum,   "where(a > b, g, where(a == b, 0.5 * g, 0 * g))",
