@@ -16,8 +16,13 @@ from math import cos, cosh, exp, log, sin, sinh, sqrt  # noqa: F401
 from numba import njit
 
 from .memory import JIT
-from .scalar import erf, sigmoid, sign, where  # noqa: F401
+from .scalar import erf, power, sigmoid, sign, where  # noqa: F401
 '''
+
+
+def _compiled(expr):
+    """`u ** (v - 1)` becomes power(u, v - 1), which multiplies for small integer exponents."""
+    return re.sub(r"(\w+) \*\* \(([^()]*)\)", r"power(\1, \2)", expr)
 
 
 def _loads(expr, names, index):
@@ -33,7 +38,7 @@ def _unary(ops):
         out.append("        for i in range(n):")
         for line in _loads(dx, ("x", "y", "g"), {"x": "i", "y": "i", "g": "i"}):
             out.append("            " + line)
-        out.append(f"            GX[i] += {dx}")
+        out.append(f"            GX[i] += {_compiled(dx)}")
         kw = "elif"
     return out
 
@@ -56,8 +61,8 @@ def _binary(ops):
         out.append("                ib = IB[k] if mapped else o * bo + j * bj")
         for line in _loads(both, ("a", "b", "y", "g"), {"a": "ia", "b": "ib", "y": "k", "g": "k"}):
             out.append("                " + line)
-        out.append(f"                if need_a:\n                    GA[ia] += {da}")
-        out.append(f"                if need_b:\n                    GB[ib] += {db}")
+        out.append(f"                if need_a:\n                    GA[ia] += {_compiled(da)}")
+        out.append(f"                if need_b:\n                    GB[ib] += {_compiled(db)}")
         kw = "elif"
     return out
 
