@@ -143,16 +143,15 @@ def _unrecorded_arith(self, other, ufunc):
         value = other._data
         if value.dtype != data.dtype or value.shape != data.shape:
             return False
-        recorded = other._requires_grad or self._requires_grad
     elif tp is float or tp is int:
-        value, recorded = other, self._requires_grad
+        value = other
     else:
         return False
     if data.dtype.kind != "f" or not data.flags.writeable:
         return False
     if is_grad_enabled():
         base = self._base
-        if recorded or base is not None and base._requires_grad:
+        if self._requires_grad or tp is Tensor and other._requires_grad or base is not None and base._requires_grad:
             return False
     ufunc(data, value, out=data)
     self._ensure_vc()[0] += 1
