@@ -55,3 +55,6 @@ def numel(input):
 
 def set_printoptions(**kwargs):
     raise NotImplementedError("tapegrad prints with torch's default options only")
+
+
+from .trace import compile  # noqa: E402,F401  (torch.compile: trace once, replay the tape)

@@ -3,6 +3,7 @@ import numpy as np
 
 from . import ops
 from .autograd.grad_mode import is_grad_enabled
+from .tape import untraceable
 from .tensor import Tensor, _new
 
 
@@ -71,6 +72,7 @@ Tensor.type_as = lambda self, other: self.to(other.dtype)
 # -- in-place ops -----------------------------------------------------------------------------------------
 def _inplace(self, result):
     """Write result into self's storage, bump its version, and give self the result's history."""
+    untraceable("an in-place op")
     if self._requires_grad and self._is_leaf and is_grad_enabled():
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
     base = self._base
@@ -153,6 +155,7 @@ def _unrecorded_arith(self, other, ufunc):
         base = self._base
         if self._requires_grad or tp is Tensor and other._requires_grad or base is not None and base._requires_grad:
             return False
+    untraceable("an in-place op")
     ufunc(data, value, out=data)
     self._ensure_vc()[0] += 1
     return True

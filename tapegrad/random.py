@@ -35,6 +35,8 @@ import platform
 
 import numpy as np
 
+from .tape import untraceable
+
 _DEFAULT_SEED = 67280421310721  # torch.Generator()'s seed
 _N = 624
 _STATE_BYTES = 5056  # sizeof(CPUGeneratorImplState)
@@ -242,6 +244,7 @@ class Generator:
 
     def _u32(self, n):
         """n raw 32-bit draws (torch's random()), as uint64."""
+        untraceable("a random draw")
         if n:
             self._fresh = False
         return self._bits.random_raw(n)

@@ -22,10 +22,11 @@ SAVES_OUT = 128
 
 
 class OpDef:
-    __slots__ = ("code", "name", "kind", "grad_fn", "forward", "derivs", "vjp", "saves", "doc", "array_vjp")
+    __slots__ = ("code", "name", "kind", "grad_fn", "forward", "derivs", "vjp", "saves", "doc", "array_vjp", "ufunc")
 
     def __init__(self, name, kind, grad_fn, forward=None, derivs=(), vjp=None, saves=0, doc="", array_vjp=None):
         self.code = len(OPS)
+        self.ufunc = None  # a unary op whose forward is one NumPy ufunc of x: that ufunc (tapegrad.compile)
         self.name, self.kind, self.grad_fn, self.forward = name, kind, grad_fn, forward
         self.derivs, self.vjp, self.saves, self.doc = tuple(derivs), vjp, saves, doc
         self.array_vjp = array_vjp
@@ -54,7 +55,12 @@ def _subst(expr, mapping):
 
 
 def unary(name, forward, dx, grad_fn=None, doc=""):
-    OpDef(name, K_UNARY, grad_fn or _torch_name(name), forward, (dx,), saves=_saves((dx,), ("x",)), doc=doc)
+    """forward: (x, c, c2) -> value, or a NumPy ufunc of x alone."""
+    ufunc = forward if isinstance(forward, np.ufunc) else None
+    if ufunc is not None:
+        forward = lambda x, c, c2: ufunc(x)  # noqa: E731
+    OpDef(name, K_UNARY, grad_fn or _torch_name(name), forward, (dx,), saves=_saves((dx,), ("x",)),
+          doc=doc).ufunc = ufunc
 
 
 def binary(name, forward, da, db, grad_fn=None, ts=None, st=None, doc=""):
@@ -103,36 +109,36 @@ def _erf(x):
 
 
 # -- Unary elementwise -------------------------------------------------------------------------------
-# name        forward (x, c, c2)                                      dx
-unary("neg",     lambda x, c, c2: np.negative(x),                    "-g")
-unary("exp",     lambda x, c, c2: np.exp(x),                         "g * y")
-unary("log",     lambda x, c, c2: np.log(x),                         "g / x")
-unary("sqrt",    lambda x, c, c2: np.sqrt(x),                        "g / (2 * y)")
-unary("sin",     lambda x, c, c2: np.sin(x),                         "g * cos(x)")
-unary("cos",     lambda x, c, c2: np.cos(x),                         "-g * sin(x)")
-unary("tan",     lambda x, c, c2: np.tan(x),                         "g * (1 + y * y)")
-unary("tanh",    lambda x, c, c2: np.tanh(x),                        "g * (1 - y * y)")
+# name        forward (x, c, c2), or a ufunc of x                     dx
+unary("neg",     np.negative,                                        "-g")
+unary("exp",     np.exp,                                             "g * y")
+unary("log",     np.log,                                             "g / x")
+unary("sqrt",    np.sqrt,                                            "g / (2 * y)")
+unary("sin",     np.sin,                                             "g * cos(x)")
+unary("cos",     np.cos,                                             "-g * sin(x)")
+unary("tan",     np.tan,                                             "g * (1 + y * y)")
+unary("tanh",    np.tanh,                                            "g * (1 - y * y)")
 unary("sigmoid", lambda x, c, c2: _sigmoid(x),                       "g * y * (1 - y)")
 unary("relu",    lambda x, c, c2: np.maximum(x, 0),                  "where(y <= 0, 0 * g, g)")  # NaN passes g
-unary("abs",     lambda x, c, c2: np.abs(x),                         "g * sign(x)")
-unary("reciprocal", lambda x, c, c2: np.reciprocal(x),               "-g * y * y")
+unary("abs",     np.abs,                                             "g * sign(x)")
+unary("reciprocal", np.reciprocal,                                   "-g * y * y")
 unary("square",  lambda x, c, c2: np.square(x.astype(np.int64) if x.dtype == np.bool_ else x),                      "2 * g * x", grad_fn="PowBackward0")
 unary("rsqrt",   lambda x, c, c2: 1 / np.sqrt(x),                    "-0.5 * g * y * y * y")
-unary("log1p",   lambda x, c, c2: np.log1p(x),                       "g / (1 + x)", grad_fn="Log1PBackward0")
-unary("expm1",   lambda x, c, c2: np.expm1(x),                       "g * (y + 1)")
-unary("log2",    lambda x, c, c2: np.log2(x),                        f"g / (x * {LN2!r})")
-unary("exp2",    lambda x, c, c2: np.exp2(x),                        f"g * y * {LN2!r}")
-unary("asin",    lambda x, c, c2: np.arcsin(x),                      "g / sqrt(1 - x * x)")
-unary("acos",    lambda x, c, c2: np.arccos(x),                      "-g / sqrt(1 - x * x)")
-unary("atan",    lambda x, c, c2: np.arctan(x),                      "g / (1 + x * x)")
-unary("sinh",    lambda x, c, c2: np.sinh(x),                        "g * cosh(x)")
-unary("cosh",    lambda x, c, c2: np.cosh(x),                        "g * sinh(x)")
+unary("log1p",   np.log1p,                                           "g / (1 + x)", grad_fn="Log1PBackward0")
+unary("expm1",   np.expm1,                                           "g * (y + 1)")
+unary("log2",    np.log2,                                            f"g / (x * {LN2!r})")
+unary("exp2",    np.exp2,                                            f"g * y * {LN2!r}")
+unary("asin",    np.arcsin,                                          "g / sqrt(1 - x * x)")
+unary("acos",    np.arccos,                                          "-g / sqrt(1 - x * x)")
+unary("atan",    np.arctan,                                          "g / (1 + x * x)")
+unary("sinh",    np.sinh,                                            "g * cosh(x)")
+unary("cosh",    np.cosh,                                            "g * sinh(x)")
 unary("erf",     lambda x, c, c2: _erf(x),                           "g * 1.1283791670955126 * exp(-x * x)")
 unary("sign",    lambda x, c, c2: np.nan_to_num(np.sign(x)), "0 * g")  # sign(nan) is 0
-unary("floor",   lambda x, c, c2: np.floor(x),                       "0 * g")
-unary("ceil",    lambda x, c, c2: np.ceil(x),                        "0 * g")
+unary("floor",   np.floor,                                           "0 * g")
+unary("ceil",    np.ceil,                                            "0 * g")
 unary("round",   lambda x, c, c2: np.round(x),                       "0 * g")
-unary("trunc",   lambda x, c, c2: np.trunc(x),                       "0 * g")
+unary("trunc",   np.trunc,                                           "0 * g")
 unary("gelu",    lambda x, c, c2: 0.5 * x * (1 + _erf(x * 0.7071067811865476)),
       "g * (0.5 * (1 + erf(x * 0.7071067811865476)) + x * 0.3989422804014327 * exp(-0.5 * x * x))")
 unary("silu",    lambda x, c, c2: x * _sigmoid(x),                   "g * sigmoid(x) * (1 + x * (1 - sigmoid(x)))")
@@ -672,3 +678,17 @@ def _vjp_embedding_padded(ctx, g, inputs, out):
 
 
 python("embedding_padded", "EmbeddingBackward0", None, _vjp_embedding_padded, saves=0)
+
+
+# -- tapegrad.compile: one row per output of a traced function (tapegrad/trace.py) ---------------------------
+def _vjp_compiled(ctx, g, inputs, out):
+    """One output of a tapegrad.compile'd call: a plain backward replays its private tape (ctx.program)."""
+    from .trace import DOUBLE_BACKWARD
+    raise RuntimeError(DOUBLE_BACKWARD)
+
+
+def _compiled_arrays(ctx, g, inputs, wanted):
+    return ctx.program.backward(ctx, g, wanted)
+
+
+python("compiled", "CompiledFunctionBackward", None, _vjp_compiled, saves=0, array_vjp=_compiled_arrays)

@@ -17,7 +17,7 @@ import numpy as np
 from . import kernels, registry
 from .autograd import anomaly
 from .autograd.grad_mode import enable_grad, no_grad
-from .tape import F_DEAD, F_REQ, F_STOP, OP_FREED, OP_LEAF
+from .tape import F_DEAD, F_REQ, F_STOP, OP_FREED, OP_LEAF, untraceable
 from .ops._common import summed_dims
 from .tensor import Tensor, _new, tensor_type_name
 
@@ -43,11 +43,29 @@ def current_pass():
 def run(tape, roots, seeds, retain_graph, create_graph, targets=None, accumulate=True):
     """Backpropagate seeds (arrays) from root rows. Returns the adjoints of `targets` rows (as Tensors
     or None) when targets are given; accumulates into leaves' .grad when `accumulate`."""
+    untraceable("a backward")
     outer, _local.token = current_pass(), object()
     try:
         return _run(tape, roots, seeds, retain_graph, create_graph, targets, accumulate)
     finally:
         _local.token = outer
+
+
+def run_planned(tape, roots, seeds, targets, plans):
+    """The adjoints of `targets` (Tensors or None) for a tape that never changes, its rows never freed and its
+    versions never checked (tapegrad.compile's private tape): `plans` keeps each (roots, targets) plan."""
+    with tape.lock:
+        rt = kernels.load()
+        kinds, saves = registry.tables()
+        key = (tuple(roots), tuple(targets))
+        p = plans.get(key)
+        if p is None or anomaly.is_anomaly_enabled():
+            p = plans[key] = rt.plan(
+                tape.n, np.asarray(roots, np.int64), np.asarray(targets, np.int64), tape.flags, tape.op, kinds, saves,
+                tape.argptr, tape.args, tape.argver, tape.obj, tape.vaddr, tape.outver, tape.dtype,
+                NO_REUSE if anomaly.is_anomaly_enabled() else REUSE_MIN)
+        need, own, offsets, recycle, n32, n64, bad, arg = p
+        return _run_compiled(rt, tape, need, own, offsets, recycle, n32, n64, kinds, roots, seeds, targets, False)
 
 
 def _run(tape, roots, seeds, retain_graph, create_graph, targets, accumulate):

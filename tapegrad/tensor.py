@@ -6,7 +6,7 @@ on the class, so making an op's result sets only the attributes that differ (the
 import numpy as np
 
 from . import _dtype, _format
-from .tape import F_STOP, NOT_A_SLOT, Watch
+from .tape import F_STOP, NOT_A_SLOT, Watch, untraceable
 
 
 def as_array(data, dtype=None):
@@ -149,6 +149,7 @@ class Tensor:
                 raise RuntimeError("assigned grad has data of a different size")
             if value._data.dtype != self._data.dtype:
                 raise RuntimeError("assigned grad has data of a different type")
+        untraceable("an assignment to .grad")
         self._grad = value
 
     @property
@@ -222,20 +223,24 @@ class Tensor:
         return self.to(dtype)
 
     def item(self):
+        untraceable("a value read into Python (item)")
         if self._data.size != 1:
             raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
         return self._data.reshape(-1)[0].item()
 
     def tolist(self):
+        untraceable("a value read into Python (tolist)")
         return self._data.tolist()
 
     def numpy(self, force=False):
         if self._requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
                                "instead.")
+        untraceable("a value read into Python (numpy)")
         return self._data
 
     def __array__(self, dtype=None, copy=None):
+        untraceable("a value read into Python (__array__)")
         return self._data if dtype is None else self._data.astype(dtype)
 
     def __len__(self):
@@ -262,6 +267,7 @@ class Tensor:
     def __bool__(self):
         if self._data.size != 1:
             raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+        untraceable("a value read into Python (bool)")
         return bool(self._data.reshape(-1)[0])
 
     def __hash__(self):
@@ -339,6 +345,7 @@ class Tensor:
 
     def _watch(self):
         """Make the replay stop at this tensor's row, so Python can run its hooks and retain its grad."""
+        untraceable("a hook or retain_grad")
         tape = self._tape
         s = tape.slot(self)  # its current row (a stale one may now be another tensor's: Tape.compact)
         tape.flags[s] |= F_STOP

@@ -206,21 +206,36 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     if label_smoothing > 0:
         return _cross_entropy_smoothed(x, t, weight, ignore_index, reduction, label_smoothing)
     xl, tl, weight, cdim = _class_layout(x, t, weight)
-    dt = x._data.dtype
+    ctx = Ctx(reduction=reduction, cdim=cdim, target=t, ignore_index=int(ignore_index),
+              weight=np.empty(0) if weight is None else weight._data.astype(np.float64).reshape(-1))
+    per, loss, dx = _cross_entropy_rows(ctx, xl, tl, x._data.dtype)
+    out = per.reshape(t.shape) if reduction == "none" else loss
+    ctx.dx = _to_layout(dx, x, cdim)
+    op = OPS["cross_entropy2d" if x.ndim >= 3 else "cross_entropy"]
+    return _view_nd(x, reduction, _record(op, out, (x,), aux=ctx))
+
+
+def _cross_entropy_rows(ctx, xl, tl, dt):
+    """The compiled pass over (M, C) logits and (M,) targets: per-sample losses, the reduced loss and the
+    gradient for g = 1 (sets ctx.tt, ctx.scale for the create_graph rule)."""
     work = np.float32 if dt == np.float16 else dt  # (the kernel is compiled for float32 and float64)
     m = len(tl)
     per, dx, picked, share = np.empty(m, work), np.empty(xl.shape, work), np.empty(m, np.int64), np.empty(m, work)
     bad, loss = _cross_entropy_kernel()(
-        np.ascontiguousarray(xl, work), np.ascontiguousarray(tl),
-        np.empty(0) if weight is None else weight._data.astype(np.float64).reshape(-1), int(ignore_index),
-        reduction == "mean", per, dx, picked, share)
+        np.ascontiguousarray(xl, work), np.ascontiguousarray(tl), ctx.weight, ctx.ignore_index,
+        ctx.reduction == "mean", per, dx, picked, share)
     if bad >= 0:
         raise IndexError(f"Target {int(tl[bad])} is out of bounds.")
-    out = per.reshape(t.shape).astype(dt, copy=False) if reduction == "none" else np.asarray(loss, dt)
-    dx, share = dx.astype(dt, copy=False), share.astype(dt, copy=False)
-    ctx = Ctx(dx=_to_layout(dx, x, cdim), reduction=reduction, cdim=cdim, tt=picked, scale=share)
-    op = OPS["cross_entropy2d" if x.ndim >= 3 else "cross_entropy"]
-    return _view_nd(x, reduction, _record(op, out, (x,), aux=ctx))
+    ctx.tt, ctx.scale = picked, share.astype(dt, copy=False)
+    return per.astype(dt, copy=False), np.asarray(loss, dt), dx.astype(dt, copy=False)
+
+
+def _cross_entropy_replay(ctx, x, target):
+    """A traced 2-D cross_entropy (class indices) recomputed on new logits and targets (tapegrad.compile)."""
+    if target.shape != x.shape[:1]:
+        raise ValueError(f"Expected input batch_size ({x.shape[0]}) to match target batch_size ({target.shape[0]}).")
+    per, loss, ctx.dx = _cross_entropy_rows(ctx, x, target.astype(np.int64, copy=False), x.dtype)
+    return per if ctx.reduction == "none" else loss
 
 
 def _cross_entropy_kernel():

@@ -1,0 +1,362 @@
+"""tapegrad.compile: record a function once, then replay its tape on new inputs (DESIGN, "where this goes next").
+
+The first call with a given signature (each tensor argument's shape, dtype and requires_grad, other arguments
+by value, grad mode) runs the function on a private tape, with every tensor argument a fresh leaf (floats
+require grad), so that every op that depends on an argument is recorded. The recording is kept when each of
+its rows can be recomputed from its inputs (`_forward_rule`) and nothing else can make a later call differ:
+no value read into Python (`.item()`, `bool`, `.numpy()`), no random draw, no in-place op, no backward, no
+hook, no op left unrecorded (under no_grad, or on constants only), and every tensor it reads is an argument
+or a leaf that requires grad and outlives the call (a parameter). Anything else makes the signature run
+eagerly from then on, as torch.compile falls back at a graph break (`fullgraph=True` raises instead).
+
+A later call binds the arguments' and parameters' current arrays to their rows, recomputes the rows in
+order, and records one row per output on the caller's tape (CompiledFunctionBackward). That row's
+backward replays the private tape (compiled, and retained so that the next call can use it again) from
+the output down to the inputs it is asked for. Python code in the function runs only when it is traced,
+as with torch.jit.trace: what it reads besides its arguments and parameters is fixed then.
+"""
+import weakref
+
+import numpy as np
+
+from . import random, registry, replay
+from . import tape as tape_mod
+from .autograd.grad_mode import _state as _grad_state
+from .ops._common import _record
+from .ops.loss import _cross_entropy_replay
+from .tape import F_STOP, OP_CONST, OP_LEAF, Tape
+from .tensor import Tensor, _new
+
+CACHE_SIZE_LIMIT = 8  # signatures traced per function before it runs eagerly (torch's cache_size_limit)
+DOUBLE_BACKWARD = "torch.compile with aot_autograd does not currently support double backward"
+OPS = registry.OPS
+COMPILED = registry.BY_NAME["compiled"]
+
+
+def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None, options=None,
+            disable=False):
+    """torch.compile: `model` (a function or a module) traced per signature and replayed (module docstring)."""
+    if model is None:
+        return lambda m: compile(m, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode,
+                                 options=options, disable=disable)
+    if not callable(model):  # torch's own check and words
+        raise AssertionError(f"A callable function is expected, but {type(model)} is provided.")
+    return model if disable else Compiled(model, fullgraph)
+
+
+class Compiled:
+    """The callable torch.compile returns: one trace (a _Program) or a reason to run eagerly, per signature."""
+
+    def __init__(self, fn, fullgraph=False):
+        self._orig_mod = fn
+        self._fullgraph = fullgraph
+        self._cache = {}
+
+    def __getattr__(self, name):  # a compiled module still has its parameters, train(), ...
+        return getattr(self.__dict__["_orig_mod"], name)
+
+    def __call__(self, *args, **kwargs):
+        fn = self._orig_mod
+        if tape_mod._local.tracing is not None:  # inside another trace: inlined into it
+            return fn(*args, **kwargs)
+        key = _signature(args, kwargs)
+        if key is None:
+            if self._fullgraph:
+                raise RuntimeError("tapegrad.compile(fullgraph=True): cannot replay this function: an argument "
+                                   "that is neither a tensor nor hashable, or a tensor passed by keyword")
+            return fn(*args, **kwargs)
+        entry = self._cache.get(key)
+        if entry is None:
+            entry = self._trace(key, args, kwargs)
+        if type(entry) is _Program:
+            out = entry.run(args)
+            if out is not None:
+                return out
+            entry = self._trace(key, args, kwargs)  # a parameter changed shape, dtype or requires_grad
+            if type(entry) is _Program:
+                return entry.run(args)
+        return fn(*args, **kwargs)
+
+    def _trace(self, key, args, kwargs):
+        if len(self._cache) >= CACHE_SIZE_LIMIT and key not in self._cache:
+            entry = f"more than {CACHE_SIZE_LIMIT} signatures (cache_size_limit)"
+        else:
+            entry = _trace(self._orig_mod, args, kwargs)
+        if type(entry) is str and self._fullgraph:
+            raise RuntimeError(f"tapegrad.compile(fullgraph=True): cannot replay this function: {entry}")
+        self._cache[key] = entry
+        return entry
+
+
+def _signature(args, kwargs):
+    """The guard: what a trace depends on besides the values of tensor arguments (None: not hashable)."""
+    key = [_grad_state.enabled]
+    seen = {}
+    for a in args:
+        if isinstance(a, Tensor):
+            d = a._data
+            key.append((d.shape, d.dtype.str, a._requires_grad, seen.setdefault(id(d), len(seen))))
+        else:
+            key.append((type(a), a))
+    for k in sorted(kwargs):
+        v = kwargs[k]
+        if isinstance(v, Tensor):
+            return None
+        key.append((k, type(v), v))
+    key = tuple(key)
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+class Recording:
+    """The trace in progress (tape._local.tracing): what would make it unreplayable, as it happens."""
+    __slots__ = ("breaks",)
+
+    def __init__(self):
+        self.breaks = []
+
+
+class Unreplayable(Exception):
+    """Why a trace cannot be replayed."""
+
+
+class _TraceTape(Tape):
+    """A tape that never sweeps and never releases a value: every row's value is recomputed in place."""
+
+    def __init__(self):
+        super().__init__()
+        self.sweep_at = self._sweep_rows = 1 << 62
+
+    def check_sweep(self):
+        pass
+
+    def _release_inputs(self, row):
+        pass
+
+
+def _trace(fn, args, kwargs):
+    """Run fn on a private tape; its _Program, or why it cannot be replayed (a string)."""
+    targs = []
+    for a in args:
+        if isinstance(a, Tensor):
+            t = _new(a._data)
+            if a._data.dtype.kind == "f" and a._data.dtype.itemsize >= 4:
+                t.requires_grad = True
+            a = t
+        targs.append(a)
+    local, rec = tape_mod._local, Recording()
+    private = _TraceTape()
+    saved, rng = (local.tape, local.tracing), random.default_generator.get_state()
+    local.tape, local.tracing = private, rec
+    try:
+        out = fn(*targs, **kwargs)
+    except Exception as e:  # noqa: BLE001  (the eager call that follows raises it where it belongs)
+        rec.breaks.append(f"tracing raised {type(e).__name__}: {e}")
+    finally:
+        local.tape, local.tracing = saved
+    if rec.breaks:
+        random.default_generator.set_state(rng)  # the eager call that follows draws what it would have
+        return rec.breaks[0]
+    single = isinstance(out, Tensor)
+    outs = (out,) if single else out
+    if not isinstance(outs, (tuple, list)) or not outs or not all(
+            isinstance(o, Tensor) and o._tape is private and not o._is_leaf for o in outs):
+        return "it must return a tensor computed from its inputs, or a tuple or list of them"
+    try:
+        return _Program(private, targs, [o._slot for o in outs], None if single else type(outs))
+    except Unreplayable as e:
+        return str(e)
+
+
+class _Program:
+    """A traced function: its private tape, which rows its arguments and parameters are bound to, and one
+    forward step per op row. Raises Unreplayable, saying why, when it cannot be replayed."""
+
+    def __init__(self, private, targs, out_rows, container):
+        self.tape, self.out_rows, self.container = private, out_rows, container
+        self.generation = 0
+        self._plans = {}  # (roots, targets) -> replay's plan: the private tape never changes shape
+        self.tensor_args = [i for i, a in enumerate(targs) if isinstance(a, Tensor)]
+        self.B = [targs[i]._data for i in self.tensor_args]  # the bound arrays: tensor arguments, then parameters
+        row_arg = {targs[i]._slot: j for j, i in enumerate(self.tensor_args) if targs[i]._tape is private}
+        arg_of = {id(targs[i]): j for j, i in enumerate(self.tensor_args)}  # (cross_entropy's target)
+        self.bind, self.params, steps = [], [], []
+        V = private.values
+        for r in range(private.n):
+            o = int(private.op[r])
+            if private.flags[r] & F_STOP or o > OP_CONST and private.vaddr[r]:
+                raise Unreplayable("a hook, retain_grad or an in-place op")
+            if o == OP_LEAF or o == OP_CONST:
+                j = row_arg.get(r)
+                p = private.aux[r]() if j is None and o == OP_LEAF else None
+                if p is not None:
+                    j = len(self.B)
+                    self.B.append(p._data)
+                    self.params.append((weakref.ref(p), p._data.shape, p._data.dtype))
+                if j is None:
+                    raise Unreplayable("it reads a tensor that is neither an argument nor a parameter (a leaf "
+                                      "that requires grad)")
+                self.bind.append((r, j))
+                continue
+            step = _forward_rule(OPS[o], V, r, private, self.B, arg_of)
+            if step is None:
+                raise Unreplayable(f"{OPS[o].name} has no replay rule")
+            steps.append(step)
+        self.steps = steps
+        rows = {j: r for r, j in self.bind}
+        self.input_rows = [rows.get(j) for j in range(len(self.B))]  # of each input of the caller's row
+        # The private plan must not check versions: the caller's row checks them, on the real tensors.
+        private.vaddr[: private.n] = 0
+        private.cells.clear()
+        recorded = list(V)
+        self._forward(self.B)
+        for r in range(private.n):  # the rules must give exactly what the ops gave
+            a, b = recorded[r], V[r]
+            if a.shape != b.shape or a.dtype != b.dtype or not np.array_equal(a, b, equal_nan=a.dtype.kind == "f"):
+                raise Unreplayable(f"{OPS[private.op[r]].name}'s replay differs from its op")
+
+    def _forward(self, arrays):
+        """Bind `arrays` (tensor arguments, then parameters) and recompute every op row."""
+        B, V, tape = self.B, self.tape.values, self.tape
+        B[:] = arrays
+        for r, j in self.bind:
+            V[r] = B[j]
+        for step in self.steps:
+            step()
+        tape.obj[: tape.n] = np.fromiter(map(id, V), np.int64, tape.n)
+
+    def run(self, args):
+        """Recompute on `args`; the outputs, recorded on the caller's tape (None: a parameter changed)."""
+        inputs = [args[i] for i in self.tensor_args]
+        arrays = [t._data for t in inputs]
+        for ref, shape, dtype in self.params:
+            p = ref()
+            if p is None or not p._requires_grad or p._data.shape != shape or p._data.dtype != dtype:
+                return None
+            inputs.append(p)
+            arrays.append(p._data)
+        self._forward(arrays)
+        self.generation += 1
+        V, inputs = self.tape.values, tuple(inputs)
+        outs = [_record(COMPILED, V[r].copy(), inputs, aux=_Call(self, k, inputs, arrays))
+                for k, r in enumerate(self.out_rows)]
+        return outs[0] if self.container is None else self.container(outs)
+
+    def backward(self, call, g, wanted):
+        """The gradients of a call's inputs (arrays, or None where not wanted): the private tape replayed."""
+        for t, v in zip(call.inputs, call.versions):
+            if t._version != v:
+                raise RuntimeError(_modified(t, v))
+        if call.generation != self.generation:  # a later call has replaced the values: recompute this one's
+            self._forward(call.arrays)
+            self.generation = call.generation
+        targets = [r for r, w in zip(self.input_rows, wanted) if w and r is not None]
+        roots = [self.out_rows[call.index]]
+        got = iter(replay.run_planned(self.tape, roots, [np.asarray(g)], targets, self._plans))
+        grads = [next(got) if w and r is not None else None for r, w in zip(self.input_rows, wanted)]
+        return [None if g is None else g._data for g in grads]
+
+
+class _Call:
+    """The context of one output of one call: what its backward needs, and the inputs' versions then."""
+    __slots__ = ("arrays", "generation", "index", "inputs", "program", "versions")
+
+    def __init__(self, program, index, inputs, arrays):
+        self.program, self.index, self.generation = program, index, program.generation
+        self.inputs, self.arrays = inputs, arrays
+        self.versions = [t._version for t in inputs]
+
+
+def _modified(t, expected):
+    from .tensor import tensor_type_name
+    return (f"one of the variables needed for gradient computation has been modified by an inplace operation: "
+            f"[{tensor_type_name(t._data)} {list(t._data.shape)}] is at version {t._version}; expected version "
+            f"{expected} instead. Hint: enable anomaly detection to find the operation that failed to compute its "
+            f"gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False).")
+
+
+# -- forward rules: each op row recomputed from its inputs' values -------------------------------------------
+_MATMUL = frozenset(("matmul", "mv", "dot", "vecmat", "matmul_fold", "matmul_bcast"))
+# data movement whose index map depends on shapes (and Python ints) only, never on a tensor's values
+_SHAPE_GATHERS = frozenset(("transpose", "t", "permute", "flip", "repeat", "diagonal", "select", "slice",
+                            "unsqueeze_gather"))
+
+
+def _forward_rule(op, V, r, tape, B, arg_of):
+    """A function that recomputes row r into V[r], or None when the op has no replay rule. B holds the bound
+    arrays (arguments, then parameters); arg_of maps a traced argument's id to its index in B."""
+    ins = tape.row_args(r)
+    out = V[r]
+    shape, dtype = out.shape, out.dtype
+    c, c2 = float(tape.fattr[r, 0]), float(tape.fattr[r, 1])
+    kind, name, f = op.kind, op.name, op.forward
+    x = ins[0] if ins else None
+    binary_of = registry.BY_NAME.get(name[:-3]) if name.endswith(("_ts", "_st")) else None
+    if kind == registry.K_UNARY and binary_of is not None and binary_of.kind == registry.K_BINARY:
+        bf = binary_of.forward  # (the variant's own forward wraps this one: a call less per row)
+        if name.endswith("_ts"):
+            def step():
+                V[r] = bf(V[x], c)
+        else:
+            def step():
+                V[r] = bf(c, V[x])
+    elif kind == registry.K_UNARY and op.ufunc is not None:
+        u = op.ufunc
+
+        def step():
+            V[r] = u(V[x])
+    elif kind == registry.K_UNARY and f is not None:
+        def step():
+            V[r] = f(V[x], c, c2)
+    elif kind == registry.K_BINARY:
+        y = ins[1]
+
+        def step():
+            V[r] = f(V[x], V[y])
+    elif kind == registry.K_SUM:
+        axes = tuple(d for d in range(V[x].ndim) if int(tape.iattr[r]) >> d & 1)
+        reduce = np.mean if name.startswith("mean") else np.sum
+
+        def step():
+            V[r] = np.asarray(reduce(V[x], axis=axes, keepdims=True)).reshape(shape).astype(dtype, copy=False)
+    elif kind == registry.K_EXPAND:
+        def step():
+            V[r] = np.array(np.broadcast_to(V[x], shape), order="C")
+    elif kind == registry.K_RESHAPE:
+        def step():
+            V[r] = V[x].reshape(shape)
+    elif kind == registry.K_CAST:
+        def step():
+            V[r] = V[x].astype(dtype)
+    elif kind == registry.K_GATHER and name in _SHAPE_GATHERS:
+        index_map = tape.aux[r]
+
+        def step():
+            V[r] = np.asarray(V[x].reshape(-1)[index_map])
+    elif name in _MATMUL:
+        y = ins[1]
+
+        def step():
+            V[r] = np.asarray(np.matmul(V[x], V[y]), order="C")
+    elif name == "linear" or name == "addmm":
+        w, b = ins[1], ins[2] if len(ins) > 2 else None
+
+        def step():
+            value = V[x] @ V[w].T
+            if b is not None:
+                value += V[b]
+            V[r] = value
+    elif name == "cross_entropy":
+        ctx = tape.aux[r]
+        j = arg_of.get(id(getattr(ctx, "target", None)))
+        if j is None or out.ndim:
+            return None
+
+        def step():
+            V[r] = _cross_entropy_replay(ctx, V[x], B[j])
+    else:
+        return None
+    return step

@@ -1,0 +1,215 @@
+"""tapegrad.compile (tapegrad/trace.py): a traced function replayed on new inputs gives what the eager call
+gives (values, gradients, torch's errors), and anything a replay could not repeat runs eagerly instead."""
+import numpy as np
+import pytest
+import torch
+
+import tapegrad as tg
+from tapegrad import trace
+
+rng = np.random.default_rng(0)
+
+
+def _mlp(lib, seed=0):
+    r = np.random.default_rng(seed)
+    return [lib.tensor(r.standard_normal(s).astype(np.float32) * 0.3, requires_grad=True)
+            for s in ((8, 16), (16,), (16, 5), (5,))]
+
+
+def _loss(lib, params):
+    w1, b1, w2, b2 = params
+
+    def loss(x, y):
+        h = lib.tanh(x @ w1 + b1)
+        return lib.nn.functional.cross_entropy(h @ w2 + b2, y)
+    return loss
+
+
+def test_training_loop_matches_eager_and_torch_and_runs_python_once():
+    calls = []
+    ps_c, ps_e, ps_t = _mlp(tg), _mlp(tg), _mlp(torch)
+    eager, traced, ref = _loss(tg, ps_e), _loss(tg, ps_c), _loss(torch, ps_t)
+
+    def counted(x, y):
+        calls.append(1)
+        return traced(x, y)
+    compiled = tg.compile(counted, fullgraph=True)
+    for step in range(6):
+        x = rng.standard_normal((4, 8)).astype(np.float32)
+        y = rng.integers(0, 5, 4)
+        losses = []
+        for lib, f, ps in ((tg, compiled, ps_c), (tg, eager, ps_e), (torch, ref, ps_t)):
+            loss = f(lib.tensor(x), lib.tensor(y))
+            loss.backward()
+            with lib.no_grad():
+                for p in ps:
+                    p -= 0.5 * p.grad
+                    p.grad = None
+            losses.append(loss.item())
+        assert losses[0] == losses[1]
+        assert losses[0] == pytest.approx(losses[2], rel=1e-5)
+    for a, b, t in zip(ps_c, ps_e, ps_t):
+        np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
+        np.testing.assert_allclose(a.detach().numpy(), t.detach().numpy(), rtol=1e-5, atol=1e-6)
+    assert len(calls) == 1  # traced once; every later step replayed the tape
+
+
+def _chain(lib):
+    def f(x, k):
+        y = x
+        for _ in range(k):
+            y = lib.sigmoid(lib.exp(y * 0.5 - 1.0) / (1.0 + y * y)) + 2.0 ** y
+        return (y.sum(0) * x.mean()).sum(), y.t()
+    return f
+
+
+def test_elementwise_reductions_and_two_outputs_match_torch():
+    f = tg.compile(_chain(tg), fullgraph=True)
+    for shape in ((3, 4), (3, 4), (2, 5)):  # the new shape is a new signature, traced again
+        xd = rng.standard_normal(shape)
+        x, tx = tg.tensor(xd, requires_grad=True), torch.tensor(xd, requires_grad=True)
+        (s, yt), (ts, tyt) = f(x, 3), _chain(torch)(tx, 3)
+        np.testing.assert_allclose(s.item(), ts.item(), rtol=1e-12)
+        np.testing.assert_allclose(yt.detach().numpy(), tyt.detach().numpy(), rtol=1e-12)
+        (s + yt.sum()).backward()
+        (ts + tyt.sum()).backward()
+        np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-10)
+        assert type(f(x, 3)) is tuple and s.grad_fn.name() == "CompiledFunctionBackward"
+
+
+def test_backward_of_an_earlier_call_recomputes_its_values():
+    w = tg.tensor(rng.standard_normal(5), requires_grad=True)
+    f = tg.compile(lambda x: (tg.tanh(x * w) ** 2).sum(), fullgraph=True)
+    x1, x2 = tg.tensor(rng.standard_normal(5)), tg.tensor(rng.standard_normal(5))
+    l1, l2 = f(x1), f(x2)   # the second call replaces the private tape's values
+    l1.backward()
+    g1 = w.grad.clone()
+    w.grad = None
+    (tg.tanh(x1 * w) ** 2).sum().backward()
+    np.testing.assert_array_equal(g1.numpy(), w.grad.numpy())
+    w.grad = None
+    l2.backward()
+    g2 = w.grad.clone()
+    w.grad = None
+    (tg.tanh(x2 * w) ** 2).sum().backward()
+    np.testing.assert_array_equal(g2.numpy(), w.grad.numpy())
+
+
+def test_autograd_grad_retain_graph_and_argument_gradients():
+    f = tg.compile(lambda a, b: (a * b + a.exp()).sum(), fullgraph=True)
+    a = tg.tensor(rng.standard_normal(4), requires_grad=True)
+    b = tg.tensor(rng.standard_normal(4))
+    out = f(a, b)
+    ga, = tg.autograd.grad(out, a, retain_graph=True)
+    np.testing.assert_allclose(ga.numpy(), b.numpy() + np.exp(a.detach().numpy()))
+    out.backward(retain_graph=True)
+    out.backward()
+    np.testing.assert_allclose(a.grad.numpy(), 2 * ga.numpy())
+    assert b.grad is None
+
+
+def test_a_parameter_modified_in_place_before_backward_raises_torchs_error():
+    w = tg.tensor(rng.standard_normal(3), requires_grad=True)
+    f = tg.compile(lambda x: (x * w).sum(), fullgraph=True)
+    out = f(tg.tensor(np.ones(3)))
+    with tg.no_grad():
+        w += 1.0
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.backward()
+
+
+def test_double_backward_is_refused_in_torchs_words():
+    x = tg.tensor(rng.standard_normal(3), requires_grad=True)
+    f = tg.compile(lambda x: (x * x * x).sum(), fullgraph=True)
+    g, = tg.autograd.grad(f(x), x, create_graph=False)
+    np.testing.assert_allclose(g.numpy(), 3 * x.detach().numpy() ** 2)
+    with pytest.raises(RuntimeError, match="does not currently support double backward"):
+        tg.autograd.grad(f(x), x, create_graph=True)
+
+
+def test_a_bad_target_in_a_replay_raises_torchs_error():
+    ps = _mlp(tg)
+    f = tg.compile(_loss(tg, ps), fullgraph=True)
+    x = tg.tensor(rng.standard_normal((4, 8)).astype(np.float32))
+    f(x, tg.tensor(np.array([0, 1, 2, 3])))
+    with pytest.raises(IndexError, match="Target 7 is out of bounds."):
+        f(x, tg.tensor(np.array([0, 7, 2, 3])))
+    with pytest.raises(IndexError, match="Target -3 is out of bounds."):
+        f(x, tg.tensor(np.array([0, 1, -3, 3])))
+
+
+def test_a_parameter_that_changes_shape_or_requires_grad_is_traced_again():
+    w = tg.tensor(np.ones(3), requires_grad=True)
+    f = tg.compile(lambda x: (x * w).sum())
+    x = tg.tensor(np.arange(3.0))
+    assert f(x).item() == 3.0
+    w.data = tg.tensor(np.full(3, 2.0))
+    assert f(x).item() == 6.0           # the parameter's current array is read at each call
+    w.data = tg.tensor(np.full(2, 2.0))
+    x = tg.tensor(np.arange(2.0))
+    assert f(x).item() == 2.0           # a new signature (x) and a new parameter shape: traced again
+    w.requires_grad_(False)
+    out = f(x)                          # traced again: w is now a constant, which only an eager call can read
+    assert out.item() == 2.0 and not out.requires_grad
+    assert "neither an argument nor a parameter" in list(f._cache.values())[-1]
+
+
+BREAKS = {
+    "a value read into Python (item)": lambda x: x * x.sum().item(),
+    "a random draw": lambda x: x * tg.rand(3),
+    "an in-place op": lambda x: x.exp().mul_(2.0),
+    "ran unrecorded": lambda x: x * tg.ones(3).exp(),
+    "under no_grad": lambda x: _under_no_grad(x),
+    "neither an argument nor a parameter": lambda x: x * tg.ones(3),
+    "a hook or retain_grad": lambda x: _hooked(x),
+    "it must return a tensor": lambda x: [x.exp(), 1.0],
+    "has no replay rule": lambda x: x.cumsum(0),
+}
+
+
+def _under_no_grad(x):
+    with tg.no_grad():
+        m = x.max()
+    return x - m
+
+
+def _hooked(x):
+    y = x.exp()
+    y.retain_grad()
+    return y
+
+
+@pytest.mark.parametrize("reason", list(BREAKS))
+def test_what_a_replay_cannot_repeat_runs_eagerly_or_raises_with_fullgraph(reason):
+    fn = BREAKS[reason]
+    with pytest.raises(RuntimeError, match=reason.replace("(", r"\(").replace(")", r"\)")):
+        tg.compile(fn, fullgraph=True)(tg.tensor(np.arange(3.0), requires_grad=True))
+    f = tg.compile(fn)
+    for _ in range(2):
+        tg.manual_seed(1)
+        got = f(tg.tensor(np.arange(3.0), requires_grad=True))
+        tg.manual_seed(1)
+        want = fn(tg.tensor(np.arange(3.0), requires_grad=True))
+        if isinstance(want, list):
+            got, want = got[0], want[0]
+        np.testing.assert_array_equal(got.detach().numpy(), want.detach().numpy())
+
+
+def test_signatures_past_the_cache_limit_run_eagerly():
+    f = tg.compile(lambda x, k: x * k, fullgraph=False)
+    x = tg.tensor(np.ones(2), requires_grad=True)
+    for k in range(trace.CACHE_SIZE_LIMIT + 3):
+        assert f(x, float(k)).sum().item() == 2.0 * k
+    assert sum(type(e) is trace._Program for e in f._cache.values()) == trace.CACHE_SIZE_LIMIT
+
+
+def test_compile_as_a_decorator_on_a_module_and_disable():
+    tg.manual_seed(0)
+    model = tg.nn.Sequential(tg.nn.Linear(4, 3), tg.nn.Tanh(), tg.nn.Linear(3, 2))
+    compiled = tg.compile(model)
+    assert list(compiled.parameters()) == list(model.parameters())
+    x = tg.tensor(rng.standard_normal((5, 4)).astype(np.float32))
+    np.testing.assert_array_equal(compiled(x).detach().numpy(), model(x).detach().numpy())
+    assert tg.compile(disable=True)(model) is model
+    with pytest.raises(AssertionError, match="A callable function is expected, but <class 'int'> is provided."):
+        tg.compile(3)
