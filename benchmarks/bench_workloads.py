@@ -1,9 +1,11 @@
-"""asv suite: W1-W5 step times, and W1 forward us/op / backward us/node.
+"""asv suite: W1-W5 step times, W1 forward us/op / backward us/node, and the
+``tapegrad.compile`` step times of W1 and W3 (``*Compiled``).
 
 The library is $TAPEGRAD_BENCH_LIB (default ``tapegrad``; ``torch`` benchmarks
 the peer; ``tapegrad,torch`` runs both).  It is an asv parameter named
 ``lib``, so results for different libraries never mix.  A library that
-cannot be imported is skipped (n/a), not failed.
+cannot be imported is skipped (n/a), not failed; so is a compiled suite for a
+library other than tapegrad.
 """
 
 import os
@@ -105,3 +107,26 @@ class W5SecondDerivative(_WorkloadSuite):
     """grad(sum(tanh(x)**3), x, create_graph=True), then .sum().backward(); 1,000 f64."""
 
     workload = "W5"
+
+
+class _CompiledSuite(_WorkloadSuite):
+    """The workload's tapegrad step with its differentiable part under tapegrad.compile(fullgraph=True)."""
+
+    def setup(self, libname):
+        if libname != "tapegrad":   # the compiled variant exists for tapegrad only -> n/a
+            raise NotImplementedError(f"no compiled variant for {libname}")
+        self.case = W.make(self.workload, "tapegrad.compile", lib=_load(libname))
+        self.case.step()    # traces the function and compiles Numba kernels, untimed
+        self.case.step()    # first replay of the trace, untimed
+
+
+class W1ChainCompiled(_CompiledSuite):
+    """W1 with the 500-step chain under tapegrad.compile (one replayed row forward, one backward)."""
+
+    workload = "W1"
+
+
+class W3MLPCompiled(_CompiledSuite):
+    """W3 with the loss (x, y -> cross_entropy) under tapegrad.compile; SGD step as W3MLP."""
+
+    workload = "W3"

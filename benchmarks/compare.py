@@ -1,4 +1,4 @@
-"""Compare tapegrad against torch, hand-written NumPy (the floor) and micrograd.
+"""Compare tapegrad (eager and ``tapegrad.compile``) against torch, hand-written NumPy (the floor) and micrograd.
 
 Run from the repository root::
 
@@ -9,7 +9,9 @@ Run from the repository root::
 
 What it does:
 
-1. Checks that the implementations agree: every library's gradients are
+1. Checks that the implementations agree: every library's gradients (the
+   column "compiled" is ``tapegrad.compile(fullgraph=True)`` of the same step,
+   W1-W4 only) are
    compared with the NumPy reference (np.allclose, rtol 1e-4 for float32,
    1e-6 for float64, atol relative to the gradient's scale).  A workload
    where any library disagrees is *not timed* (the row says which).  A
@@ -26,8 +28,8 @@ What it does:
    fresh process, median of several (interleaved), after one untimed run
    (which fills any Numba on-disk cache).
 4. Prints one Markdown table.  Ratios are time ratios: < 1 means tapegrad
-   is faster; for workloads, the median across processes of per-process
-   ratios.
+   (or, in the compiled/... columns, compiled tapegrad) is faster; for
+   workloads, the median across processes of per-process ratios.
 5. Memory (the table's last row): peak memory of one W3 step at batch 1,024
    for tapegrad, torch and NumPy, each in its own fresh process (interleaved,
    ``--startup-runs`` processes per library, median across them).  After 3
@@ -62,7 +64,8 @@ import time
 THREAD_VARS = ("OMP_NUM_THREADS", "NUMBA_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULT_MARKER = "@@COMPARE-RESULT@@ "
-COLUMNS = ("tapegrad", "torch", "numpy", "micrograd")
+COLUMNS = ("tapegrad", "tapegrad.compile", "torch", "numpy", "micrograd")
+LABELS = {"tapegrad.compile": "compiled"}   # column name in the table (default: the library name)
 
 MEMORY_WORKLOAD, MEMORY_BATCH = "W3", 1024   # the issue's target: MLP step at batch 1,024
 MEMORY_WARMUP, MEMORY_STEPS = 3, 5
@@ -85,7 +88,8 @@ def pin_threads(n):
 def parse_args(argv=None):
     p = argparse.ArgumentParser(
         prog="python -m benchmarks.compare",
-        description="Time W1-W5 on tapegrad, torch, NumPy (hand-written backward) and micrograd.")
+        description="Time W1-W5 on tapegrad, tapegrad.compile, torch, NumPy (hand-written backward) "
+                    "and micrograd.")
     p.add_argument("--processes", type=int, default=3, metavar="N",
                    help="fresh timing subprocesses; the median across them is reported (default 3)")
     p.add_argument("--only", default=None, metavar="W1,W3",
@@ -296,7 +300,7 @@ def check_agreement(workloads, mods):
         try:
             ref = W.gradients(wl, "numpy")
         except Exception as exc:  # noqa: BLE001
-            report[wl] = {"status": {c: "error" for c in COLUMNS}, "refused": True,
+            report[wl] = {"status": {c: "error" for c in W.libs_for(wl)}, "refused": True,
                           "msgs": [f"{wl}: NumPy reference failed: {type(exc).__name__}: {exc}"]}
             continue
         status["numpy"] = "ok"
@@ -469,17 +473,29 @@ def memory_row(memory, available):
         else:
             vals[name] = memory["peak_bytes"].get(name)
             row.append(fmt_bytes(vals[name]))
-    return row + [fmt_ratio(vals["tapegrad"], vals["torch"]), fmt_ratio(vals["tapegrad"], vals["numpy"])]
+    return row + [fmt_ratio(vals["tapegrad"], vals["torch"]), fmt_ratio(vals["tapegrad"], vals["numpy"]),
+                  "—", "—"]
 
 
 def build_table(workloads, check, agg, startup, startup_fail, descriptions, available, memory=None):
     rows = []
-    header = ["workload", "tapegrad", "torch", "numpy", "micrograd", "tapegrad/torch", "tapegrad/numpy"]
+    header = (["workload"] + [LABELS.get(c, c) for c in COLUMNS]
+              + ["tapegrad/torch", "tapegrad/numpy", "compiled/torch", "compiled/numpy"])
+    compiled = "tapegrad.compile"
+
+    def ratios(cells, times, key="total"):
+        """tapegrad/torch, tapegrad/numpy, compiled/torch, compiled/numpy ("—": no compiled version)."""
+        out = [fmt_ratio(ratio(times["tapegrad"], times["torch"], key)),
+               fmt_ratio(ratio(times["tapegrad"], times["numpy"], key))]
+        if cells[compiled] == "—":
+            return out + ["—", "—"]
+        return out + [fmt_ratio(ratio(times[compiled], times["torch"], key)),
+                      fmt_ratio(ratio(times[compiled], times["numpy"], key))]
 
     def cell_for(wl, name):
         st = check[wl]["status"].get(name)
         if st is None:
-            return "—", None                      # implementation does not exist (micrograd)
+            return "—", None                      # implementation does not exist (micrograd, compiled W5)
         if st == "n/a":
             return "n/a", None
         if st == "error":
@@ -500,32 +516,29 @@ def build_table(workloads, check, agg, startup, startup_fail, descriptions, avai
         label = f"{wl} {descriptions[wl]}"
         if check[wl]["refused"]:
             label += " (REFUSED: results disagree)"
-        rows.append([label] + [cells[c] for c in COLUMNS] + [fmt_ratio(ratio(times["tapegrad"], times["torch"])),
-                                                         fmt_ratio(ratio(times["tapegrad"], times["numpy"]))])
+        rows.append([label] + [cells[c] for c in COLUMNS] + ratios(cells, times))
         if wl == "W1":
             for part, unit in (("forward", "µs/op"), ("backward", "µs/node")):
                 vals = {}
-                for name in ("tapegrad", "torch", "numpy"):
+                for name in ("tapegrad", compiled, "torch", "numpy"):
                     t = times[name]
                     vals[name] = t[part] / 1500 if t else None
                 row = [f"W1 {part} ({unit})"]
                 for name in COLUMNS:
-                    if name == "micrograd":
+                    if name == "micrograd" or cells[name] == "—":
                         row.append("—")
                     elif vals[name] is None:
                         row.append(cells[name] if cells[name] in ("n/a", "error", "MISMATCH", "not timed") else "n/a")
                     else:
                         row.append(f"{vals[name] * 1e6:.3f}")
-                row += [fmt_ratio(ratio(times["tapegrad"], times["torch"], part)),
-                        fmt_ratio(ratio(times["tapegrad"], times["numpy"], part))]
-                rows.append(row)
+                rows.append(row + ratios(cells, times, part))
     if startup is not None:
         for what, label in (("import", 'startup: python -c "import X"'),
                             ("first_backward", "startup: import + first backward")):
             vals, row = {}, [label]
             for name in COLUMNS:
                 key = (name, what)
-                if name == "micrograd" or (name == "numpy" and what == "first_backward"):
+                if name in ("micrograd", compiled) or (name == "numpy" and what == "first_backward"):
                     row.append("—")
                     vals[name] = None
                 elif not available.get(name, True):
@@ -538,7 +551,7 @@ def build_table(workloads, check, agg, startup, startup_fail, descriptions, avai
                     vals[name] = startup.get(key)
                     row.append(fmt_time(vals[name]))
             row += [fmt_ratio(vals["tapegrad"], vals["torch"]),
-                    fmt_ratio(vals["tapegrad"], vals["numpy"]) if what == "import" else "—"]
+                    fmt_ratio(vals["tapegrad"], vals["numpy"]) if what == "import" else "—", "—", "—"]
             rows.append(row)
     if memory is not None:
         rows.append(memory_row(memory, available))
@@ -568,7 +581,7 @@ def plot(path, workloads, agg, check):
                 xs.append(i + (j - (len(names) - 1) / 2) * width)
                 ys.append(t["total"] * 1e3)
         if xs:
-            ax.bar(xs, ys, width, label=name)
+            ax.bar(xs, ys, width, label=LABELS.get(name, name))
     ax.set_xticks(range(len(workloads)))
     ax.set_xticklabels(workloads)
     ax.set_yscale("log")
@@ -614,7 +627,8 @@ def main(argv=None):
         mod, err = try_import(name, args.threads)
         mods[name] = mod
         available[name] = mod is not None
-        versions[name] = getattr(mod, "__version__", "?") if mod is not None else f"n/a ({err})"
+        if name not in W.LIB_MODULES:   # tapegrad.compile: the tapegrad module, already listed
+            versions[name] = getattr(mod, "__version__", "?") if mod is not None else f"n/a ({err})"
     try:
         import numba
         versions["numba"] = numba.__version__
@@ -667,7 +681,9 @@ def main(argv=None):
     notes = [("times are per step, median across processes of per-process medians; "
               "ratios are time ratios (< 1: tapegrad faster), median across processes of "
               "per-process ratios (startup: ratio of medians)"),
-             "numpy = hand-written forward+backward (the floor); micrograd = pure-Python scalar peer (W2 only)"]
+             "numpy = hand-written forward+backward (the floor); micrograd = pure-Python scalar peer (W2 only)",
+             ("compiled = the tapegrad step with its differentiable part under tapegrad.compile(fullgraph=True) "
+              "(traced in warm-up, replayed when timed; W1-W4, no W5: create_graph is not replayed)")]
     if startup is not None and ("baseline", "python -c pass") in startup:
         notes.append(f"startup times include interpreter startup: python -c pass = "
                      f"{fmt_time(startup[('baseline', 'python -c pass')])}")

@@ -3,7 +3,11 @@
 Every workload is a class taking a library module ``lib`` (``tapegrad`` or
 ``torch``: same API).  Each has a hand-written NumPy twin (forward AND the
 backward pass written out by hand, no autograd): the floor.  W2 also has a
-micrograd-style pure-Python peer (``Value`` below).
+micrograd-style pure-Python peer (``Value`` below).  W1-W4 also have a
+``tapegrad.compile`` variant (library name ``"tapegrad.compile"``, module
+``tapegrad``): the same computation with its differentiable part wrapped in
+``lib.compile(..., fullgraph=True)`` (traced once, then replayed; W5 is not:
+compile does not replay ``create_graph``).
 
 Interface shared by every implementation (``make(workload, libname)``)::
 
@@ -32,8 +36,9 @@ import os
 import numpy as np
 
 WORKLOADS = ("W1", "W2", "W3", "W4", "W5")
-AUTOGRAD_LIBS = ("tapegrad", "torch")
-ALL_LIBS = ("tapegrad", "torch", "numpy", "micrograd")
+AUTOGRAD_LIBS = ("tapegrad", "tapegrad.compile", "torch")
+ALL_LIBS = ("tapegrad", "tapegrad.compile", "torch", "numpy", "micrograd")
+LIB_MODULES = {"tapegrad.compile": "tapegrad"}   # library name -> module it imports (default: itself)
 
 DESCRIPTIONS = {
     "W1": "chain: 16 f32, 500 x tanh(y*1.0001+0.001), 1,500 ops",
@@ -105,10 +110,13 @@ def pin_blas_threads(n=1):
 
 
 def load_lib(name, threads=None):
-    """Import an autograd library by name; for torch also pin its intra-op threads."""
+    """Import an autograd library by name; for torch also pin its intra-op threads.
+
+    ``"tapegrad.compile"`` imports ``tapegrad`` (``LIB_MODULES``).
+    """
     if name not in AUTOGRAD_LIBS:
         raise ValueError(f"not an autograd library: {name!r}")
-    mod = importlib.import_module(name)
+    mod = importlib.import_module(LIB_MODULES.get(name, name))
     if not hasattr(mod, "tensor"):
         # e.g. an empty source directory imported as a namespace package
         raise ImportError(f"{name} imported from {list(getattr(mod, '__path__', []))} "
@@ -243,6 +251,24 @@ class W1Chain:
         return self.backward(self.forward())
 
 
+class W1ChainCompiled(W1Chain):
+    """W1Chain with the chain (x -> y.sum()) under lib.compile(fullgraph=True)."""
+
+    def __init__(self, lib, size=16, steps=500):
+        super().__init__(lib, size, steps)
+
+        def chain(x):
+            y = x
+            for _ in range(steps):
+                y = lib.tanh(y * 1.0001 + 0.001)
+            return y.sum()
+        self.chain = lib.compile(chain, fullgraph=True)
+
+    def forward(self):
+        self.x.grad = None
+        return self.chain(self.x)
+
+
 class W1ChainNumpy:
     ops = W1_OPS
 
@@ -288,17 +314,28 @@ class W2Scalar:
         self.x = [lib.tensor(np.array(d["x"][i])) for i in range(inputs)]
         self.params = [p for row in self.w for p in row] + self.b
 
-    def step(self):
-        for p in self.params:
-            p.grad = None
-        x = self.x
+    def output(self, *x):
         outs = []
         for wn, bn in zip(self.w, self.b):
             act = sum(wi * xi for wi, xi in zip(wn, x)) + bn
             outs.append(act.tanh())
-        out = sum(outs)
+        return sum(outs)
+
+    def step(self):
+        for p in self.params:
+            p.grad = None
+        out = self.output(*self.x)
         out.backward()
         return [p.grad for p in self.params]
+
+
+class W2ScalarCompiled(W2Scalar):
+    """W2Scalar with the graph under lib.compile(fullgraph=True): the 20 inputs are positional
+    arguments, weights and biases closure parameters."""
+
+    def __init__(self, lib, neurons=50, inputs=20):
+        super().__init__(lib, neurons, inputs)
+        self.output = lib.compile(self.output, fullgraph=True)
 
 
 class W2ScalarNumpy:
@@ -420,13 +457,16 @@ class W3MLP:
             self.params.append(lib.tensor(d[f"w{k}"], requires_grad=True))
             self.params.append(lib.tensor(d[f"b{k}"], requires_grad=True))
 
-    def forward(self):
+    def loss(self, x, y):
         lib = self.lib
         w1, b1, w2, b2, w3, b3 = self.params
-        h1 = lib.tanh(self.x @ w1 + b1)
+        h1 = lib.tanh(x @ w1 + b1)
         h2 = lib.tanh(h1 @ w2 + b2)
         logits = h2 @ w3 + b3
-        return lib.nn.functional.cross_entropy(logits, self.y)
+        return lib.nn.functional.cross_entropy(logits, y)
+
+    def forward(self):
+        return self.loss(self.x, self.y)
 
     def step(self):
         loss = self.forward()
@@ -438,6 +478,15 @@ class W3MLP:
                 p -= lr * p.grad
                 p.grad = None
         return grads
+
+
+class W3MLPCompiled(W3MLP):
+    """W3MLP with the loss (x, y -> cross_entropy) under lib.compile(fullgraph=True); parameters are
+    closure variables, updated in place by the same SGD step."""
+
+    def __init__(self, lib, batch=64, sizes=W3_SIZES):
+        super().__init__(lib, batch, sizes)
+        self.loss = lib.compile(self.loss, fullgraph=True)
 
 
 class W3MLPNumpy:
@@ -500,6 +549,20 @@ class W4Matmul:
         return [self.a.grad, self.b.grad]
 
 
+class W4MatmulCompiled(W4Matmul):
+    """W4Matmul with (a @ b).sum() under lib.compile(fullgraph=True)."""
+
+    def __init__(self, lib, n=512):
+        super().__init__(lib, n)
+        self.f = lib.compile(lambda a, b: (a @ b).sum(), fullgraph=True)
+
+    def step(self):
+        self.a.grad = None
+        self.b.grad = None
+        self.f(self.a, self.b).backward()
+        return [self.a.grad, self.b.grad]
+
+
 class W4MatmulNumpy:
     def __init__(self, n=512):
         d = w4_data(n)
@@ -555,18 +618,23 @@ _LIB_CLASSES = {"W1": W1Chain, "W2": W2Scalar, "W3": W3MLP, "W4": W4Matmul, "W5"
 _NUMPY_CLASSES = {"W1": W1ChainNumpy, "W2": W2ScalarNumpy, "W3": W3MLPNumpy,
                   "W4": W4MatmulNumpy, "W5": W5SecondNumpy}
 _MICROGRAD_CLASSES = {"W2": W2ScalarMicrograd}
+_COMPILED_CLASSES = {"W1": W1ChainCompiled, "W2": W2ScalarCompiled, "W3": W3MLPCompiled,
+                     "W4": W4MatmulCompiled}   # no W5: compile does not replay create_graph
 
 
 def libs_for(workload):
     """Implementations that exist for a workload, in table order."""
-    libs = ["tapegrad", "torch", "numpy"]
+    libs = ["tapegrad"]
+    if workload in _COMPILED_CLASSES:
+        libs.append("tapegrad.compile")
+    libs += ["torch", "numpy"]
     if workload in _MICROGRAD_CLASSES:
         libs.append("micrograd")
     return libs
 
 
 def make(workload, libname, lib=None, **kwargs):
-    """Build a workload instance for ``libname`` (tapegrad, torch, numpy, micrograd).
+    """Build a workload instance for ``libname`` (tapegrad, tapegrad.compile, torch, numpy, micrograd).
 
     ``lib`` may be passed for the autograd libraries (an already imported module);
     otherwise it is imported with ``load_lib``.
@@ -579,8 +647,12 @@ def make(workload, libname, lib=None, **kwargs):
         if workload not in _MICROGRAD_CLASSES:
             raise NotAvailable(f"no micrograd version of {workload}")
         return _MICROGRAD_CLASSES[workload](**kwargs)
+    if libname == "tapegrad.compile" and workload not in _COMPILED_CLASSES:
+        raise NotAvailable(f"no compiled version of {workload}")
     if lib is None:
         lib = load_lib(libname)
+    if libname == "tapegrad.compile":
+        return _COMPILED_CLASSES[workload](lib, **kwargs)
     return _LIB_CLASSES[workload](lib, **kwargs)
 
 

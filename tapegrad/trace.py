@@ -39,7 +39,7 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
     if model is None:
         return lambda m: compile(m, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode,
                                  options=options, disable=disable)
-    if not callable(model):  # torch's own check and words
+    if not callable(model):  # noqa: TRY004  (torch raises AssertionError, in these words)
         raise AssertionError(f"A callable function is expected, but {type(model)} is provided.")
     return model if disable else Compiled(model, fullgraph)
 
@@ -187,8 +187,8 @@ class _Program:
         V = private.values
         for r in range(private.n):
             o = int(private.op[r])
-            if private.flags[r] & F_STOP or o > OP_CONST and private.vaddr[r]:
-                raise Unreplayable("a hook, retain_grad or an in-place op")
+            if private.flags[r] & F_STOP:  # (in-place ops are caught where they run)
+                raise Unreplayable("a hook or retain_grad")
             if o == OP_LEAF or o == OP_CONST:
                 j = row_arg.get(r)
                 p = private.aux[r]() if j is None and o == OP_LEAF else None
@@ -215,6 +215,8 @@ class _Program:
         self._forward(self.B)
         for r in range(private.n):  # the rules must give exactly what the ops gave
             a, b = recorded[r], V[r]
+            if type(b) is not np.ndarray:  # the compiled replay reads every value's array struct
+                raise Unreplayable(f"{OPS[private.op[r]].name}'s replay gives no array")
             if a.shape != b.shape or a.dtype != b.dtype or not np.array_equal(a, b, equal_nan=a.dtype.kind == "f"):
                 raise Unreplayable(f"{OPS[private.op[r]].name}'s replay differs from its op")
 
@@ -359,4 +361,10 @@ def _forward_rule(op, V, r, tape, B, arg_of):
             V[r] = _cross_entropy_replay(ctx, V[x], B[j])
     else:
         return None
+    if not shape:  # a ufunc of 0-d arrays gives a NumPy scalar: the compiled replay reads an array's struct
+        rule = step
+
+        def step():
+            rule()
+            V[r] = np.asarray(V[r])
     return step

@@ -77,6 +77,17 @@ def test_elementwise_reductions_and_two_outputs_match_torch():
         assert type(f(x, 3)) is tuple and s.grad_fn.name() == "CompiledFunctionBackward"
 
 
+def test_zero_dim_tensors_and_views_replay():
+    """A ufunc of 0-d arrays returns a NumPy scalar; every row's value must stay an array (the compiled
+    replay reads its struct)."""
+    w = tg.tensor(np.array(0.5), requires_grad=True)
+    f = tg.compile(lambda x: (w * x).tanh() + (w.reshape(1) * x.reshape(1)).sum(), fullgraph=True)
+    for v in (0.3, -1.2):
+        w.grad = None
+        f(tg.tensor(np.array(v))).backward()
+        assert w.grad.item() == pytest.approx(v * (1 - np.tanh(0.5 * v) ** 2) + v, rel=1e-12)
+
+
 def test_backward_of_an_earlier_call_recomputes_its_values():
     w = tg.tensor(rng.standard_normal(5), requires_grad=True)
     f = tg.compile(lambda x: (tg.tanh(x * w) ** 2).sum(), fullgraph=True)
