@@ -60,11 +60,8 @@ def run_planned(tape, roots, seeds, targets, plans):
         key = (tuple(roots), tuple(targets))
         p = plans.get(key)
         if p is None or anomaly.is_anomaly_enabled():
-            p = plans[key] = rt.plan(
-                tape.n, np.asarray(roots, np.int64), np.asarray(targets, np.int64), tape.flags, tape.op, kinds, saves,
-                tape.argptr, tape.args, tape.argver, tape.obj, tape.vaddr, tape.outver, tape.dtype,
-                NO_REUSE if anomaly.is_anomaly_enabled() else REUSE_MIN)
-        need, own, offsets, recycle, n32, n64, bad, arg = p
+            p = plans[key] = _plan(rt, tape, tape.n, roots, np.asarray(targets, np.int64), kinds, saves)
+        need, own, offsets, recycle, n32, n64, _, _ = p  # (no error: nothing is freed or checked)
         return _run_compiled(rt, tape, need, own, offsets, recycle, n32, n64, kinds, roots, seeds, targets, False)
 
 
@@ -84,11 +81,7 @@ def _run(tape, roots, seeds, retain_graph, create_graph, targets, accumulate):
             revived = target_rows[(tape.op[target_rows] == OP_FREED) & ((tape.flags[target_rows] & F_DEAD) != 0)]
             tape.flags[revived] &= np.uint8(~F_DEAD & 0xFF)
         try:
-            # anomaly mode reads a row's adjoint after the row has run (_raise_nan): no block is reused
-            reuse_min = NO_REUSE if anomaly.is_anomaly_enabled() else REUSE_MIN
-            need, own, offsets, recycle, n32, n64, bad, arg = rt.plan(
-                n, np.asarray(roots, np.int64), target_rows, tape.flags, tape.op, kinds, saves, tape.argptr,
-                tape.args, tape.argver, tape.obj, tape.vaddr, tape.outver, tape.dtype, reuse_min)
+            need, own, offsets, recycle, n32, n64, bad, arg = _plan(rt, tape, n, roots, target_rows, kinds, saves)
         finally:
             if revived is not None:
                 tape.flags[revived] |= F_DEAD
@@ -103,6 +96,13 @@ def _run(tape, roots, seeds, retain_graph, create_graph, targets, accumulate):
             ops = need & (tape.op[:n] != OP_LEAF) & (tape.op[:n] != 1)
             tape.free(np.flatnonzero(ops))
         return result
+
+
+def _plan(rt, tape, n, roots, target_rows, kinds, saves):
+    # anomaly mode reads a row's adjoint after the row has run (_raise_nan): no block is reused
+    reuse_min = NO_REUSE if anomaly.is_anomaly_enabled() else REUSE_MIN
+    return rt.plan(n, np.asarray(roots, np.int64), target_rows, tape.flags, tape.op, kinds, saves, tape.argptr,
+                   tape.args, tape.argver, tape.obj, tape.vaddr, tape.outver, tape.dtype, reuse_min)
 
 
 def _raise_plan_error(tape, row, arg):

@@ -813,14 +813,14 @@ def _user_stacklevel():
 
 class _Local(threading.local):
     tape = None
-    tracing = None  # the tapegrad.compile trace this thread is recording (tapegrad/trace.py), if any
+    tracing = None  # while tapegrad.compile traces in this thread: the list of what a replay cannot repeat
 
 
 def untraceable(reason):
     """Something a traced function did that a replay cannot repeat: the trace is dropped (tapegrad.compile)."""
-    rec = _local.tracing
-    if rec is not None:
-        rec.breaks.append(reason)
+    breaks = _local.tracing
+    if breaks is not None:
+        breaks.append(reason)
 
 
 _local = _Local()

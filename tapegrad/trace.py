@@ -19,7 +19,7 @@ import weakref
 
 import numpy as np
 
-from . import random, registry, replay
+from . import random, registry
 from . import tape as tape_mod
 from .autograd.grad_mode import _state as _grad_state
 from .ops._common import _record
@@ -39,8 +39,8 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
     if model is None:
         return lambda m: compile(m, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode,
                                  options=options, disable=disable)
-    if not callable(model):  # noqa: TRY004  (torch raises AssertionError, in these words)
-        raise AssertionError(f"A callable function is expected, but {type(model)} is provided.")
+    if not callable(model):  # torch raises AssertionError, in these words
+        raise AssertionError(f"A callable function is expected, but {type(model)} is provided.")  # noqa: TRY004
     return model if disable else Compiled(model, fullgraph)
 
 
@@ -111,14 +111,6 @@ def _signature(args, kwargs):
     return key
 
 
-class Recording:
-    """The trace in progress (tape._local.tracing): what would make it unreplayable, as it happens."""
-    __slots__ = ("breaks",)
-
-    def __init__(self):
-        self.breaks = []
-
-
 class Unreplayable(Exception):
     """Why a trace cannot be replayed."""
 
@@ -128,10 +120,7 @@ class _TraceTape(Tape):
 
     def __init__(self):
         super().__init__()
-        self.sweep_at = self._sweep_rows = 1 << 62
-
-    def check_sweep(self):
-        pass
+        self.sweep_at = 1 << 62  # record() never reaches it, so never calls check_sweep
 
     def _release_inputs(self, row):
         pass
@@ -147,19 +136,19 @@ def _trace(fn, args, kwargs):
                 t.requires_grad = True
             a = t
         targs.append(a)
-    local, rec = tape_mod._local, Recording()
+    local, breaks = tape_mod._local, []  # what would make it unreplayable, as it happens (tape.untraceable)
     private = _TraceTape()
     saved, rng = (local.tape, local.tracing), random.default_generator.get_state()
-    local.tape, local.tracing = private, rec
+    local.tape, local.tracing = private, breaks
     try:
         out = fn(*targs, **kwargs)
     except Exception as e:  # noqa: BLE001  (the eager call that follows raises it where it belongs)
-        rec.breaks.append(f"tracing raised {type(e).__name__}: {e}")
+        breaks.append(f"tracing raised {type(e).__name__}: {e}")
     finally:
         local.tape, local.tracing = saved
-    if rec.breaks:
+    if breaks:
         random.default_generator.set_state(rng)  # the eager call that follows draws what it would have
-        return rec.breaks[0]
+        return breaks[0]
     single = isinstance(out, Tensor)
     outs = (out,) if single else out
     if not isinstance(outs, (tuple, list)) or not outs or not all(
@@ -255,9 +244,11 @@ class _Program:
         if call.generation != self.generation:  # a later call has replaced the values: recompute this one's
             self._forward(call.arrays)
             self.generation = call.generation
+        # (imported here: the backward that calls this has loaded it; import tapegrad need not)
+        from .replay import run_planned
         targets = [r for r, w in zip(self.input_rows, wanted) if w and r is not None]
         roots = [self.out_rows[call.index]]
-        got = iter(replay.run_planned(self.tape, roots, [np.asarray(g)], targets, self._plans))
+        got = iter(run_planned(self.tape, roots, [np.asarray(g)], targets, self._plans))
         grads = [next(got) if w and r is not None else None for r, w in zip(self.input_rows, wanted)]
         return [None if g is None else g._data for g in grads]
 

@@ -6,7 +6,6 @@ import numpy as np
 
 from .. import _dtype, registry, tape as tape_mod
 from ..autograd.grad_mode import _state as _grad_mode
-from ..tape import _local
 from ..tensor import Tensor, _new, as_array
 
 OPS = registry.BY_NAME
@@ -26,7 +25,7 @@ def _record(op, out, inputs, c=0.0, c2=0.0, iattr=0, aux=None):
                 t._slot = tape.record(op.code, out, inputs, c, c2, iattr, aux)
                 t._tape, t._requires_grad, t._is_leaf, t._op = tape, True, False, op.code
                 return t
-    if _local.tracing is not None:
+    if tape_mod._local.tracing is not None:
         tape_mod.untraceable(f"{op.name} ran unrecorded (under no_grad, or on constants only)")
     return t
 

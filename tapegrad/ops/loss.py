@@ -231,9 +231,8 @@ def _cross_entropy_rows(ctx, xl, tl, dt):
 
 
 def _cross_entropy_replay(ctx, x, target):
-    """A traced 2-D cross_entropy (class indices) recomputed on new logits and targets (tapegrad.compile)."""
-    if target.shape != x.shape[:1]:
-        raise ValueError(f"Expected input batch_size ({x.shape[0]}) to match target batch_size ({target.shape[0]}).")
+    """A traced 2-D cross_entropy (class indices) recomputed on new logits and targets (tapegrad.compile: its
+    guard keeps both shapes as traced; the kernel checks the targets' values)."""
     per, loss, ctx.dx = _cross_entropy_rows(ctx, x, target.astype(np.int64, copy=False), x.dtype)
     return per if ctx.reduction == "none" else loss
 
