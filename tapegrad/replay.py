@@ -178,9 +178,8 @@ def _run_compiled(rt, tape, need, owned, offsets, recycle, n32, n64, kinds, root
     finally:
         if stopped is not None:
             tape.flags[stopped] &= np.uint8(~F_STOP & 0xFF)
-    leaves = np.flatnonzero(need & (tape.op[:len(need)] == OP_LEAF))
     if accumulate:
-        for r in leaves.tolist():
+        for r in np.flatnonzero(need & (tape.op[:len(need)] == OP_LEAF)).tolist():
             g = own.get(r)
             _accumulate(tape, r, _new(adjoint(r).copy()) if g is None else _new(g), targets, graph=False)
     if targets is not None:

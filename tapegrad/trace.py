@@ -161,8 +161,10 @@ def _trace(fn, args, kwargs):
 
 
 class _Program:
-    """A traced function: its private tape, which rows its arguments and parameters are bound to, and one
-    forward step per op row. Raises Unreplayable, saying why, when it cannot be replayed."""
+    """A traced function: its private tape, which rows its arguments and parameters are bound to, and how
+    each op row is recomputed: runs of elementwise rows in one compiled call of NumPy's own loops
+    (kernels/forward.py), other rows by one NumPy call each. Raises Unreplayable, saying why, when it cannot
+    be replayed."""
 
     def __init__(self, private, targs, out_rows, container):
         self.tape, self.out_rows, self.container = private, out_rows, container
@@ -171,9 +173,7 @@ class _Program:
         self.tensor_args = [i for i, a in enumerate(targs) if isinstance(a, Tensor)]
         self.B = [targs[i]._data for i in self.tensor_args]  # the bound arrays: tensor arguments, then parameters
         row_arg = {targs[i]._slot: j for j, i in enumerate(self.tensor_args) if targs[i]._tape is private}
-        arg_of = {id(targs[i]): j for j, i in enumerate(self.tensor_args)}  # (cross_entropy's target)
-        self.bind, self.params, steps = [], [], []
-        V = private.values
+        self.bind, self.params = [], []
         for r in range(private.n):
             o = int(private.op[r])
             if private.flags[r] & F_STOP:  # (in-place ops are caught where they run)
@@ -189,25 +189,67 @@ class _Program:
                     raise Unreplayable("it reads a tensor that is neither an argument nor a parameter (a leaf "
                                       "that requires grad)")
                 self.bind.append((r, j))
-                continue
-            step = _forward_rule(OPS[o], V, r, private, self.B, arg_of)
-            if step is None:
-                raise Unreplayable(f"{OPS[o].name} has no replay rule")
-            steps.append(step)
-        self.steps = steps
+        self.bind_rows = np.array([r for r, _ in self.bind], np.int64)
+        self.bind_cols = np.array([j for _, j in self.bind], np.int64)
         rows = {j: r for r, j in self.bind}
         self.input_rows = [rows.get(j) for j in range(len(self.B))]  # of each input of the caller's row
         # The private plan must not check versions: the caller's row checks them, on the real tensors.
         private.vaddr[: private.n] = 0
         private.cells.clear()
-        recorded = list(V)
-        self._forward(self.B)
-        for r in range(private.n):  # the rules must give exactly what the ops gave
-            a, b = recorded[r], V[r]
-            if type(b) is not np.ndarray:  # the compiled replay reads every value's array struct
-                raise Unreplayable(f"{OPS[private.op[r]].name}'s replay gives no array")
-            if a.shape != b.shape or a.dtype != b.dtype or not np.array_equal(a, b, equal_nan=a.dtype.kind == "f"):
-                raise Unreplayable(f"{OPS[private.op[r]].name}'s replay differs from its op")
+        arg_of = {id(targs[i]): j for j, i in enumerate(self.tensor_args)}  # (cross_entropy's target)
+        recorded = list(private.values)
+        # NumPy's loops called directly must give what the ufunc call gave; where they do not (a NumPy whose
+        # ufuncs pick another loop), every row falls back to its NumPy call
+        for loops in (True, False):
+            self.steps = self._steps(recorded, arg_of, loops)
+            self._forward(self.B)
+            wrong = _differs(private, recorded)
+            if wrong is None:
+                return
+            private.values[:] = recorded
+        raise Unreplayable(wrong)
+
+    def _steps(self, recorded, arg_of, loops):
+        """The forward as a list of calls: one per run of elementwise rows (`loops`), one per other row."""
+        tape, V, bound = self.tape, self.tape.values, set(self.bind_rows.tolist())
+        fwd = _loop_kernels() if loops else None
+        plan, entries, consts = [], [], {np.float32: [], np.float64: []}
+        self.table = None  # the forward table (kernels/forward.py), one row per elementwise row
+        for r in range(tape.n):
+            if r in bound:
+                continue
+            op = OPS[int(tape.op[r])]
+            entry = fwd and _loop_entry(fwd, op, recorded, r, tape, consts)
+            if entry is not None:
+                V[r] = np.empty_like(recorded[r])  # written in place by every call: its id never changes
+                tape.obj[r] = id(V[r])
+                if not plan or type(plan[-1]) is not list:
+                    plan.append([])
+                plan[-1].append(len(entries))
+                entries.append(entry)
+                continue
+            step = _forward_rule(op, V, r, tape, self.B, arg_of)
+            if step is None:
+                raise Unreplayable(f"{op.name} has no replay rule")
+            plan.append(step)
+        if not entries:
+            return plan
+        # the constants' arrays must outlive the table, which holds their addresses
+        self._consts = [np.array(c, t) for t, c in consts.items()]
+        table = self.table = np.array(entries, np.int64)
+        for col, row in ((fwd.CA, fwd.A), (fwd.CB, fwd.B)):
+            for k in np.flatnonzero(table[:, row] == -1):
+                dtype, i = divmod(int(table[k, col]), 1 << 32)
+                c = self._consts[dtype]
+                table[k, col] = c.ctypes.data + i * c.itemsize
+        steps, obj = [], tape.obj
+        for item in plan:
+            if type(item) is list:
+                start, stop = item[0], item[-1] + 1
+                steps.append(lambda start=start, stop=stop: fwd.forward(table, start, stop, obj))
+            else:
+                steps.append(item)
+        return steps
 
     def _forward(self, arrays):
         """Bind `arrays` (tensor arguments, then parameters) and recompute every op row."""
@@ -215,9 +257,9 @@ class _Program:
         B[:] = arrays
         for r, j in self.bind:
             V[r] = B[j]
+        tape.obj[self.bind_rows] = np.fromiter(map(id, B), np.int64, len(B))[self.bind_cols]
         for step in self.steps:
             step()
-        tape.obj[: tape.n] = np.fromiter(map(id, V), np.int64, tape.n)
 
     def run(self, args):
         """Recompute on `args`; the outputs, recorded on the caller's tape (None: a parameter changed)."""
@@ -352,10 +394,77 @@ def _forward_rule(op, V, r, tape, B, arg_of):
             V[r] = _cross_entropy_replay(ctx, V[x], B[j])
     else:
         return None
-    if not shape:  # a ufunc of 0-d arrays gives a NumPy scalar: the compiled replay reads an array's struct
-        rule = step
-
+    rule, obj = step, tape.obj  # a later compiled call (forward or backward) reads the value by its id
+    if shape:
         def step():
             rule()
-            V[r] = np.asarray(V[r])
+            obj[r] = id(V[r])
+    else:  # a ufunc of 0-d arrays gives a NumPy scalar: the compiled replay reads an array's struct
+        def step():
+            rule()
+            v = V[r] = np.asarray(V[r])
+            obj[r] = id(v)
     return step
+
+
+def _loop_kernels():
+    """kernels/forward.py, loaded with the compiled runtime (numba is imported on the first trace)."""
+    from .kernels import forward, load
+    load()
+    return forward
+
+
+_LOOPS = {}  # (ufunc, dtype) -> NumPy's inner loop (function, data), or None
+
+
+def _loop_entry(fwd, op, V, r, tape, consts):
+    """Row r as a row of the forward table (kernels/forward.py), or None. It must be an op whose NumPy forward
+    is one ufunc (or a binary one with a Python scalar, `x * 2.0`) on operands of the output's dtype, float32
+    or float64, each of the output's size or a single element; `consts` collects the scalars per dtype."""
+    out, name, ins = V[r], op.name, tape.row_args(r)
+    dtype = out.dtype.type
+    if dtype not in consts:
+        return None
+    binary_of = registry.BY_NAME.get(name[:-3]) if name.endswith(("_ts", "_st")) else None
+    if op.kind == registry.K_UNARY and op.ufunc is not None:
+        ufunc, operands = op.ufunc, ins
+    elif op.kind == registry.K_UNARY and binary_of is not None and binary_of.kind == registry.K_BINARY:
+        ufunc, operands = binary_of.forward, (ins[0], None) if name.endswith("_ts") else (None, ins[0])
+    elif op.kind == registry.K_BINARY:
+        ufunc, operands = op.forward, ins
+    else:
+        return None
+    if not isinstance(ufunc, np.ufunc):
+        return None
+    key = (ufunc, dtype)
+    if key not in _LOOPS:
+        _LOOPS[key] = fwd.ufunc_loop(ufunc, dtype)
+    if _LOOPS[key] is None:
+        return None
+    n, item = out.size, out.itemsize
+    entry = [0] * fwd.WIDTH
+    entry[fwd.R], (entry[fwd.FN], entry[fwd.DATA]), entry[fwd.N], entry[fwd.SO] = r, _LOOPS[key], n, item
+    entry[fwd.B] = -2
+    for x, (col, step, const) in zip(operands, ((fwd.A, fwd.SA, fwd.CA), (fwd.B, fwd.SB, fwd.CB))):
+        if x is None:  # the scalar, which NumPy casts to the tensor's dtype (NEP 50), as np.array(c, dtype)
+            k = list(consts).index(dtype)
+            entry[col], entry[const] = -1, k << 32 | len(consts[dtype])
+            consts[dtype].append(float(tape.fattr[r, 0]))
+            continue
+        v = V[x]
+        if v.dtype != out.dtype or v.size not in (n, 1):
+            return None
+        entry[col], entry[step] = x, item if v.size == n else 0
+    return entry
+
+
+def _differs(tape, recorded):
+    """Why the replayed values differ from those the ops recorded, or None: they must be equal to the bit."""
+    V = tape.values
+    for r in range(tape.n):
+        a, b = recorded[r], V[r]
+        if type(b) is not np.ndarray:  # the compiled replay reads every value's array struct
+            return f"{OPS[tape.op[r]].name}'s replay gives no array"
+        if a.shape != b.shape or a.dtype != b.dtype or not np.array_equal(a, b, equal_nan=a.dtype.kind == "f"):
+            return f"{OPS[tape.op[r]].name}'s replay differs from its op"
+    return None

@@ -88,6 +88,53 @@ def test_zero_dim_tensors_and_views_replay():
         assert w.grad.item() == pytest.approx(v * (1 - np.tanh(0.5 * v) ** 2) + v, rel=1e-12)
 
 
+def _elementwise(lib, w):
+    def f(x, s):  # every kind of table row: unary ufuncs, x op y, x op scalar, scalar op x, a 1-element operand
+        y = lib.tanh(x * 1.0001 + 0.001) - 2.0 / (x * x + 1.0)
+        y = lib.exp(-y.abs()) * w + lib.sqrt(y * y) / s + lib.maximum(y, s) - lib.atan2(y, x)
+        return (y / 0.0 + y).sum(), y  # inf and nan as NumPy gives them
+    return f
+
+
+@pytest.mark.filterwarnings("ignore:divide by zero:RuntimeWarning", "ignore:invalid value:RuntimeWarning")
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_elementwise_rows_replay_in_one_compiled_call_bit_for_bit(dtype):
+    """Runs of elementwise rows call NumPy's own inner loops (kernels/forward.py): values equal eager ones."""
+    w = tg.tensor(rng.standard_normal(6).astype(dtype), requires_grad=True)
+    f = tg.compile(_elementwise(tg, w), fullgraph=True)
+    for _ in range(3):
+        x = tg.tensor(rng.standard_normal(6).astype(dtype) * 3, requires_grad=True)
+        s = tg.tensor(np.array([rng.standard_normal()], dtype))
+        (out, y), (eout, ey) = f(x, s), _elementwise(tg, w)(x, s)
+        assert out.dtype == eout.dtype == y.dtype and y.shape == ey.shape
+        np.testing.assert_array_equal(y.detach().numpy(), ey.detach().numpy())
+        np.testing.assert_array_equal(out.detach().numpy(), eout.detach().numpy())
+        grads = tg.autograd.grad(y.sum(), (x, w))
+        np.testing.assert_array_equal(grads[0].numpy(), tg.autograd.grad(ey.sum(), x)[0].numpy())
+    program, = f._cache.values()
+    assert len(program.table) >= 20  # (the rows really ran in the table, not one NumPy call each)
+
+
+def test_a_loop_that_differs_from_the_ufunc_call_falls_back_to_numpy(monkeypatch):
+    """The self-check catches a wrong loop (here: add's, called for multiply) and every row runs its ufunc."""
+    from tapegrad.kernels import forward
+    loop = forward.ufunc_loop
+    monkeypatch.setattr(forward, "ufunc_loop", lambda u, d: loop(np.add if u is np.multiply else u, d))
+    monkeypatch.setattr(trace, "_LOOPS", {})
+    x = tg.tensor(rng.standard_normal(5), requires_grad=True)
+    f = tg.compile(lambda x: (x * 3.0).tanh(), fullgraph=True)
+    np.testing.assert_array_equal(f(x).detach().numpy(), np.tanh(x.detach().numpy() * 3.0))
+    program, = f._cache.values()
+    assert program.table is None
+
+
+def test_ufunc_loop_is_found_only_for_its_dtype():
+    from tapegrad.kernels import forward
+    assert forward.ufunc_loop(np.tanh, np.float32) != forward.ufunc_loop(np.tanh, np.float64)
+    assert forward.ufunc_loop(np.tanh, np.float32) is not None
+    assert forward.ufunc_loop(np.bitwise_and, np.float64) is None  # NumPy has no such loop
+
+
 def test_backward_of_an_earlier_call_recomputes_its_values():
     w = tg.tensor(rng.standard_normal(5), requires_grad=True)
     f = tg.compile(lambda x: (tg.tanh(x * w) ** 2).sum(), fullgraph=True)

@@ -36,7 +36,7 @@ def dim(obj, d):
     return load_i64(load_i64(obj + _DIMS) + 8 * d)
 
 
-@njit(**JIT)
+@njit(inline="always", **JIT)
 def size(obj):
     n = 1
     for d in range(ndim(obj)):

@@ -3,10 +3,11 @@
 Everything here takes only ndarrays and scalars. Row kinds come from the registry's `kinds` table;
 rows of kind PYTHON (and rows flagged STOP) make `replay` return, so Python can run them and resume.
 """
+import numba
 import numpy as np
 from numba import njit
 
-from .memory import JIT, dim, load_i64, ndim, size, view
+from .memory import JIT, _voidptr, dim, load_i64, ndim, size, view
 from . import elementwise
 
 # Kinds of row, as declared in the registry.
@@ -280,16 +281,25 @@ def _split(y, px, pz):
     return (-1, 0, 0, 0, 0, 0)
 
 
+@njit(inline="always", **JIT)
+def _block(adj, offset, n, dt):
+    """adj[offset: offset + n] without a reference count (a slice's costs two atomic operations: W1's rows
+    spend most of their time on them); plan laid every block out inside adj, and this checks it."""
+    if offset < 0 or offset + n > adj.size:
+        raise IndexError("tapegrad: an adjoint block lies outside its buffer")
+    return numba.carray(_voidptr(adj.ctypes.data + offset * adj.itemsize), n, dt)
+
+
 @njit(**JIT)
 def _step(i, kind, o, argptr, args, obj, fattr, iattr, need, offsets, adj, dt):
     """One row's adjoint, for rows whose inputs share the output's dtype."""
     y = obj[i]
     n = size(y)
-    g = adj[offsets[i]: offsets[i] + n]
+    g = _block(adj, offsets[i], n, dt)
     a0 = args[argptr[i]]
     x = obj[a0]
     m = size(x)
-    gx = adj[offsets[a0]: offsets[a0] + m]
+    gx = _block(adj, offsets[a0], m, dt)
     if kind == K_UNARY:
         if need[a0]:
                 elementwise.unary(o, view(x, m, dt), view(y, n, dt), g, gx, fattr[i, 0], fattr[i, 1])
@@ -297,8 +307,11 @@ def _step(i, kind, o, argptr, args, obj, fattr, iattr, need, offsets, adj, dt):
         a1 = args[argptr[i] + 1]
         z = obj[a1]
         p = size(z)
-        gz = adj[offsets[a1]: offsets[a1] + p]
-        split = _split(y, _broadcast(y, x), _broadcast(y, z))
+        gz = _block(adj, offsets[a1], p, dt)
+        if (m == n or m == 1) and (p == n or p == 1):  # each input whole or one element: no search
+            split = (1, n, 0, 1 if m == n else 0, 0, 1 if p == n else 0)
+        else:
+            split = _split(y, _broadcast(y, x), _broadcast(y, z))
         if split[0] < 0:  # a broadcast that two strides per input cannot say: index maps
             elementwise.binary(o, view(x, m, dt), view(z, p, dt), view(y, n, dt), g, gx, gz,
                                broadcast_offsets(y, x), broadcast_offsets(y, z), 1, n, 0, 0, 0, 0, need[a0], need[a1])
