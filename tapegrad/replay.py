@@ -52,7 +52,7 @@ def run(tape, roots, seeds, retain_graph, create_graph, targets=None, accumulate
 
 
 def run_planned(tape, roots, seeds, targets, plans):
-    """The adjoints of `targets` (Tensors or None) for a tape that never changes, its rows never freed and its
+    """The adjoints of `targets` (arrays, or None) for a tape that never changes, its rows never freed and its
     versions never checked (tapegrad.compile's private tape): `plans` keeps each (roots, targets) plan."""
     with tape.lock:
         rt = kernels.load()
@@ -92,6 +92,8 @@ def _run(tape, roots, seeds, retain_graph, create_graph, targets, accumulate):
         else:
             result = _run_compiled(rt, tape, need, own, offsets, recycle, n32, n64, kinds, roots, seeds, targets,
                                    accumulate)
+            if result is not None:
+                result = [None if g is None else _new(g) for g in result]
         if not retain_graph:
             ops = need & (tape.op[:n] != OP_LEAF) & (tape.op[:n] != 1)
             tape.free(np.flatnonzero(ops))
@@ -182,8 +184,8 @@ def _run_compiled(rt, tape, need, owned, offsets, recycle, n32, n64, kinds, root
         for r in np.flatnonzero(need & (tape.op[:len(need)] == OP_LEAF)).tolist():
             g = own.get(r)
             _accumulate(tape, r, _new(adjoint(r).copy()) if g is None else _new(g), targets, graph=False)
-    if targets is not None:
-        return [_new(adjoint(r).copy()) if need[r] else None for r in targets]
+    if targets is not None:  # (arrays: tapegrad.compile's backward hands them on as they are)
+        return [adjoint(r).copy() if need[r] else None for r in targets]
 
 
 def _traced_step(rt, tape, i, need, kinds, offsets, recycle, adj, adjoint):

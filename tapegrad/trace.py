@@ -291,8 +291,7 @@ class _Program:
         targets = [r for r, w in zip(self.input_rows, wanted) if w and r is not None]
         roots = [self.out_rows[call.index]]
         got = iter(run_planned(self.tape, roots, [np.asarray(g)], targets, self._plans))
-        grads = [next(got) if w and r is not None else None for r, w in zip(self.input_rows, wanted)]
-        return [None if g is None else g._data for g in grads]
+        return [next(got) if w and r is not None else None for r, w in zip(self.input_rows, wanted)]
 
 
 class _Call:
