@@ -444,16 +444,14 @@ def _loop_entry(fwd, op, V, r, tape, consts):
     entry = [0] * fwd.WIDTH
     entry[fwd.R], (entry[fwd.FN], entry[fwd.DATA]), entry[fwd.N], entry[fwd.SO] = r, _LOOPS[key], n, item
     entry[fwd.B] = -2
+    if any(x is not None and (V[x].dtype != out.dtype or V[x].size not in (n, 1)) for x in operands):
+        return None
     for x, (col, step, const) in zip(operands, ((fwd.A, fwd.SA, fwd.CA), (fwd.B, fwd.SB, fwd.CB))):
         if x is None:  # the scalar, which NumPy casts to the tensor's dtype (NEP 50), as np.array(c, dtype)
-            k = list(consts).index(dtype)
-            entry[col], entry[const] = -1, k << 32 | len(consts[dtype])
+            entry[col], entry[const] = -1, list(consts).index(dtype) << 32 | len(consts[dtype])
             consts[dtype].append(float(tape.fattr[r, 0]))
-            continue
-        v = V[x]
-        if v.dtype != out.dtype or v.size not in (n, 1):
-            return None
-        entry[col], entry[step] = x, item if v.size == n else 0
+        else:
+            entry[col], entry[step] = x, item if V[x].size == n else 0
     return entry
 
 
