@@ -19,6 +19,7 @@ import numpy as np
 
 K_LEAF, K_UNARY, K_BINARY, K_SUM, K_EXPAND, K_RESHAPE, K_GATHER, K_CAST, K_PYTHON = range(9)
 SAVES_OUT = 128
+SAVES_ALL = 64  # every input's version is checked, however many (a compiled call's; kernels/runtime.py)
 
 
 class OpDef:
@@ -691,4 +692,5 @@ def _compiled_arrays(ctx, g, inputs, wanted):
     return ctx.program.backward(ctx, g, wanted)
 
 
-python("compiled", "CompiledFunctionBackward", None, _vjp_compiled, saves=0, array_vjp=_compiled_arrays)
+# SAVES_ALL: the backward reads the arrays of the call, so the plan checks that none was changed in place since
+python("compiled", "CompiledFunctionBackward", None, _vjp_compiled, saves=SAVES_ALL, array_vjp=_compiled_arrays)

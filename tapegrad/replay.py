@@ -58,11 +58,15 @@ def run_planned(tape, roots, seeds, targets, plans):
         rt = kernels.load()
         kinds, saves = registry.tables()
         key = (tuple(roots), tuple(targets))
-        p = plans.get(key)
-        if p is None or anomaly.is_anomaly_enabled():
-            p = plans[key] = _plan(rt, tape, tape.n, roots, np.asarray(targets, np.int64), kinds, saves)
+        entry = plans.get(key)
+        if entry is None or anomaly.is_anomaly_enabled():
+            p = _plan(rt, tape, tape.n, roots, np.asarray(targets, np.int64), kinds, saves)
+            entry = plans[key] = (p, _handover(tape, targets, p))
+        p, handover = entry
         need, own, offsets, recycle, n32, n64, _, _ = p  # (no error: nothing is freed or checked)
-        return _run_compiled(rt, tape, need, own, offsets, recycle, n32, n64, kinds, roots, seeds, targets, False)
+        adjoint, adj = _run_compiled(rt, tape, need, own, offsets, recycle, n32, n64, kinds, roots, seeds, targets,
+                                     False)
+        return _copies(handover, adjoint, adj)
 
 
 def _run(tape, roots, seeds, retain_graph, create_graph, targets, accumulate):
@@ -90,13 +94,11 @@ def _run(tape, roots, seeds, retain_graph, create_graph, targets, accumulate):
         if create_graph:
             result = _run_graph(tape, need, roots, seeds, targets, accumulate)
         else:
-            result = _run_compiled(rt, tape, need, own, offsets, recycle, n32, n64, kinds, roots, seeds, targets,
-                                   accumulate)
-            if result is not None:
-                result = [None if g is None else _new(g) for g in result]
+            adjoint, _ = _run_compiled(rt, tape, need, own, offsets, recycle, n32, n64, kinds, roots, seeds, targets,
+                                       accumulate)
+            result = None if targets is None else [_new(adjoint(r).copy()) if need[r] else None for r in targets]
         if not retain_graph:
-            ops = need & (tape.op[:n] != OP_LEAF) & (tape.op[:n] != 1)
-            tape.free(np.flatnonzero(ops))
+            tape.free_graph(need)
         return result
 
 
@@ -181,11 +183,51 @@ def _run_compiled(rt, tape, need, owned, offsets, recycle, n32, n64, kinds, root
         if stopped is not None:
             tape.flags[stopped] &= np.uint8(~F_STOP & 0xFF)
     if accumulate:
+        aux = tape.aux
         for r in np.flatnonzero(need & (tape.op[:len(need)] == OP_LEAF)).tolist():
+            ref = aux.get(r)
+            t = ref() if ref is not None else None
+            if t is None:
+                continue
             g = own.get(r)
-            _accumulate(tape, r, _new(adjoint(r).copy()) if g is None else _new(g), targets, graph=False)
-    if targets is not None:  # (arrays: tapegrad.compile's backward hands them on as they are)
-        return [adjoint(r).copy() if need[r] else None for r in targets]
+            g = _new(adjoint(r).copy() if g is None else g)
+            if t._hooks:
+                g = _run_hooks(t, g)
+            if targets is None:
+                if t._grad is None:  # (_add_grad's first case, written out: W2 has 1,050 leaves)
+                    t._grad = g
+                else:
+                    _add_grad(t, g, False)
+    return adjoint, adj
+
+
+def _handover(tape, targets, plan):
+    """How run_planned copies the targets' adjoints out, fixed for its plan: (k, row) of those copied one by
+    one, and the 0-d ones not owned (W2: 1,050 scalar parameters) as one gather per dtype, since a slice,
+    reshape and copy each costs three times what a gathered element does."""
+    need, owned, offsets = plan[0], plan[1], plan[2]
+    one_by_one, scalars = [], ([], [])
+    for k, r in enumerate(targets):
+        if need[r]:
+            if owned[r] or tape.values[r].ndim:
+                one_by_one.append((k, r))
+            else:
+                scalars[tape.dtype[r]].append(k)
+    gathers = [(d, ks, offsets[[targets[k] for k in ks]]) for d, ks in enumerate(scalars) if ks]
+    return len(targets), one_by_one, gathers
+
+
+def _copies(handover, adjoint, adj):
+    """Copies of the targets' adjoints, None where not needed (see _handover)."""
+    n, one_by_one, gathers = handover
+    out = [None] * n
+    for k, r in one_by_one:
+        out[k] = adjoint(r).copy()
+    for d, ks, index in gathers:
+        scalar = adj[d].dtype.type
+        for k, v in zip(ks, adj[d][index].tolist()):
+            out[k] = np.array(v, scalar)
+    return out
 
 
 def _traced_step(rt, tape, i, need, kinds, offsets, recycle, adj, adjoint):
@@ -242,7 +284,7 @@ def _python_row(tape, row, need, adjoint, owned, own, check_nan=False):
     else holds it: a weight's gradient is then the array BLAS wrote, not a copy (W4: 0.3 of 9.5 ms)."""
     op = registry.OPS[tape.op[row]]
     args = tape.row_args(row)
-    wanted = [bool(need[a]) for a in args]
+    wanted = need[args].tolist()
     if not any(wanted):
         return
     grads = None
@@ -252,19 +294,22 @@ def _python_row(tape, row, need, adjoint, owned, own, check_nan=False):
     if grads is None:
         with no_grad():
             grads = op.vjp(tape.aux.get(row), _new(adjoint(row)), [wrap(tape, a) for a in args], wrap(tape, row))
-    grads = [g._data if isinstance(g, Tensor) else g if g is None else np.asarray(g) for g in grads]
+    grads = [g if g is None or type(g) is np.ndarray else g._data if isinstance(g, Tensor) else np.asarray(g)
+             for g in grads]
+    values, mine = tape.values, owned[args].tolist()
     for j, a in enumerate(args):
         g = grads[j]
         if g is None or not wanted[j]:
             continue
         if check_nan and _has_nan(g):
             raise RuntimeError(anomaly.nan_message(row_name(tape, row), j))
-        value = tape.values[a]
-        g = _sum_to(g, value.shape)
+        value = values[a]
+        if g.shape != value.shape:
+            g = _sum_to(g, value.shape)
         # refcount 3 (this list, `g`, the call's argument): the vjp made it, and no tensor, context or
         # other input's result shares it
-        if owned[a] and a not in own and g.base is None and sys.getrefcount(g) == 3 \
-                and g.dtype == value.dtype and g.flags.c_contiguous and g.flags.writeable:
+        if mine[j] and a not in own and g.base is None and sys.getrefcount(g) == 3 and g.dtype == value.dtype \
+                and g.flags.carray:  # (C-contiguous, aligned, writeable)
             own[a] = g
         else:
             target = adjoint(a)

@@ -25,6 +25,8 @@ from itertools import repeat
 
 import numpy as np
 
+from . import kernels
+
 # Row opcodes the tape itself knows; ops get theirs from the registry.
 OP_LEAF, OP_CONST, OP_FREED = 0, 1, 2
 # Row flags.
@@ -420,23 +422,25 @@ class Tape:
             self.peak_adjoint_bytes = nbytes
 
     # -- freeing ---------------------------------------------------------------------------------
-    def free(self, rows, sweeping=False):
-        """Mark rows dead and release their values, then cut the dead tail of the tape.
+    def free_graph(self, need):
+        """Free the op rows a backward ran (`need`: its plan's rows), as free does, in one compiled pass.
 
-        backward frees a graph's op rows: the tail it cuts also takes the constants first registered
-        while the graph was recorded (per-iteration data: a constant whose row is cut registers again
-        when used). Leaves keep their rows, so parameters are registered once.
-        """
-        values, aux = self.values, self.aux
+        The tail it cuts also takes the constants first registered while the graph was recorded
+        (per-iteration data: a constant whose row is cut registers again when used). Leaves keep their
+        rows, so parameters are registered once."""
+        rows, end = kernels.load().free_graph(need, self.n, self.op, self.flags)  # (a hook may have recorded rows)
+        if len(rows):
+            first = int(rows[0])
+            self._release(rows, max(end, self.registered.get(first, first)))
+
+    def free(self, rows):
+        """Mark rows dead and release their values, then cut the dead tail of the tape (a sweep's)."""
         self.flags[rows] |= F_DEAD
-        if sweeping or not len(rows):
-            tail = self._live_end()
-        else:
-            n = self.n
-            op = self.op[:n]
-            kept = np.flatnonzero(((self.flags[:n] & F_DEAD) == 0) & (op != OP_CONST))
-            first = int(rows.min())
-            tail = max(int(kept[-1]) + 1 if len(kept) else 0, self.registered.get(first, first))
+        self._release(rows, self._live_end())
+
+    def _release(self, rows, tail):
+        """Drop the values of dead rows below `tail`, then cut the tape at `tail`."""
+        values, aux = self.values, self.aux
         stranded = rows[rows < tail]  # rows below a live row: interleaved graphs, or the sweep's
         self.vaddr[stranded] = 0      # their version cells are released below
         obj, released = self.obj, self.released
@@ -462,26 +466,22 @@ class Tape:
     def _truncate(self, n):
         if n >= self.n:
             return
+        k = int(self.argptr[n])
         # Remember the ids of the cut rows' values at their indices: a tensor may still hold one, and
         # its row number names this index, which another row may take (slot pads past it)
-        ghost = self.ghost[:, n: self.n]
-        ghost[1:] = ghost[:-1].copy()
-        ghost[0] = self._ids(n, self.n)
+        kernels.load().cut(n, self.n, k, self.nargs, self.ghost, self.obj, self.op, self.flags, self.dtype, self.vaddr,
+                   self.outver, self.iattr, self.fattr, self.args, self.argver, self.argptr)
+        for r, w in self.released.items():  # a released value's id is its own, not its placeholder's (_ids)
+            v = w() if r >= n else None
+            if v is not None:
+                self.ghost[0, r] = id(v)
         del self.values[n:]
-        for table in self._row_tables():
-            for r in [r for r in table if r >= n]:
-                del table[r]
-        k = self.argptr[n]
-        for a in (self.op, self.flags, self.dtype, self.obj, self.vaddr, self.outver, self.iattr):
-            a[n: self.n] = 0
-        self.fattr[n: self.n] = 0.0
-        self.args[k: self.nargs] = 0
-        self.argver[k: self.nargs] = 0
-        self.argptr[n + 1: self.n + 1] = 0
-        self.n, self.nargs = n, int(k)
-
-    def _row_tables(self):
-        return [t for t in (getattr(self, name, None) for name in _ROW_KEYED) if t]
+        for name in _ROW_KEYED:
+            table = getattr(self, name, None)
+            if table:
+                for r in [r for r in table if r >= n]:
+                    del table[r]
+        self.n, self.nargs = n, k
 
     def _owner_rows(self):
         """For each entry of the argument arrays, the row it belongs to."""
@@ -571,7 +571,7 @@ class Tape:
         self.obj[dead] = 0
         self.vaddr[dead] = 0
         if not self.compact():  # (it drops the dead rows' values and table entries itself)
-            self.free(dead, sweeping=True)
+            self.free(dead)
         self._truncate(self._live_end())
         live = int(np.count_nonzero((self.flags[: self.n] & F_DEAD) == 0))
         self._swept_n = self.n

@@ -274,15 +274,13 @@ class _Program:
         self._forward(arrays)
         self.generation += 1
         V, inputs = self.tape.values, tuple(inputs)
-        outs = [_record(COMPILED, V[r].copy(), inputs, aux=_Call(self, k, inputs, arrays))
+        outs = [_record(COMPILED, V[r].copy(), inputs, aux=_Call(self, k, arrays))
                 for k, r in enumerate(self.out_rows)]
         return outs[0] if self.container is None else self.container(outs)
 
     def backward(self, call, g, wanted):
-        """The gradients of a call's inputs (arrays, or None where not wanted): the private tape replayed."""
-        for t, v in zip(call.inputs, call.versions):
-            if t._version != v:
-                raise RuntimeError(_modified(t, v))
+        """The gradients of a call's inputs (arrays, or None where not wanted): the private tape replayed. (The
+        caller's plan has checked that no input changed in place since the call: the row saves all.)"""
         if call.generation != self.generation:  # a later call has replaced the values: recompute this one's
             self._forward(call.arrays)
             self.generation = call.generation
@@ -295,21 +293,11 @@ class _Program:
 
 
 class _Call:
-    """The context of one output of one call: what its backward needs, and the inputs' versions then."""
-    __slots__ = ("arrays", "generation", "index", "inputs", "program", "versions")
+    """The context of one output of one call: what its backward needs."""
+    __slots__ = ("arrays", "generation", "index", "program")
 
-    def __init__(self, program, index, inputs, arrays):
-        self.program, self.index, self.generation = program, index, program.generation
-        self.inputs, self.arrays = inputs, arrays
-        self.versions = [t._version for t in inputs]
-
-
-def _modified(t, expected):
-    from .tensor import tensor_type_name
-    return (f"one of the variables needed for gradient computation has been modified by an inplace operation: "
-            f"[{tensor_type_name(t._data)} {list(t._data.shape)}] is at version {t._version}; expected version "
-            f"{expected} instead. Hint: enable anomaly detection to find the operation that failed to compute its "
-            f"gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False).")
+    def __init__(self, program, index, arrays):
+        self.program, self.index, self.generation, self.arrays = program, index, program.generation, arrays
 
 
 # -- forward rules: each op row recomputed from its inputs' values -------------------------------------------

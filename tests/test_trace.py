@@ -1,5 +1,7 @@
 """tapegrad.compile (tapegrad/trace.py): a traced function replayed on new inputs gives what the eager call
 gives (values, gradients, torch's errors), and anything a replay could not repeat runs eagerly instead."""
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -173,6 +175,21 @@ def test_a_parameter_modified_in_place_before_backward_raises_torchs_error():
     with tg.no_grad():
         w += 1.0
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.backward()
+
+
+@pytest.mark.parametrize("changed", [0, 8])
+def test_any_input_modified_in_place_before_backward_raises_torchs_error(changed):
+    # the row's plan checks every input's version: the argument's (0) as the eighth parameter's (8)
+    x = tg.tensor(np.ones(3), requires_grad=True)
+    ws = [tg.tensor(rng.standard_normal(3), requires_grad=True) for _ in range(8)]
+    f = tg.compile(lambda x: sum((x * w).sum() for w in ws), fullgraph=True)
+    f(x).backward()
+    out = f(x)
+    with tg.no_grad():
+        ([x] + ws)[changed].mul_(2.0)
+    with pytest.raises(RuntimeError, match=re.escape("[torch.DoubleTensor [3]] is at version 1; expected version 0 "
+                                                     "instead.")):
         out.backward()
 
 

@@ -6,12 +6,12 @@ caching is off and kernels compile in memory.
 """
 import os
 import pathlib
-import tempfile
 
 _runtime = None
 
 
 def _writable(path):
+    import tempfile  # (not at import tapegrad: this module is imported then)
     try:
         path.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=path):

@@ -14,7 +14,9 @@ from . import elementwise
 K_LEAF, K_UNARY, K_BINARY, K_SUM, K_EXPAND, K_RESHAPE, K_GATHER, K_CAST, K_PYTHON = range(9)
 F_REQ, F_DEAD, F_STOP = 1, 2, 4
 OP_LEAF = 0  # the tape's opcode of a leaf row (a tensor that requires grad and has no history)
+OP_CONST = 1  # (tape.py)
 SAVES_OUT = 128  # bit of the saves table: the op's backward reads its own output
+SAVES_ALL = 64  # bit of the saves table: the op's backward reads every input, however many (a compiled call)
 
 
 @njit(**JIT)
@@ -29,6 +31,47 @@ def unreachable(n, held, flags, argptr, args):
     for i in range(n):
         out[i] = not live[i] and (flags[i] & F_DEAD) == 0
     return out
+
+
+@njit(**JIT)
+def free_graph(need, n, op, flags):
+    """Tape.free_graph: mark the needed op rows (not leaves, not constants) dead. Returns them, and the length
+    of the tape's n rows (need covers the first ones) past its last live row that is not a constant."""
+    rows = np.empty(need.size, np.int64)
+    k = 0
+    end = 0
+    for i in range(n):
+        o = op[i]
+        if i < need.size and need[i] and o != OP_LEAF and o != OP_CONST:
+            flags[i] |= F_DEAD
+            rows[k] = i
+            k += 1
+        elif (flags[i] & F_DEAD) == 0 and o != OP_CONST:
+            end = i + 1
+    return rows[:k], end
+
+
+@njit(**JIT)
+def cut(n, end, k, nargs, ghost, obj, op, flags, dtypes, vaddr, outver, iattr, fattr, args, argver, argptr):
+    """Tape._truncate's arrays: rows n..end and argument entries k..nargs cleared, and each cut row's value
+    id pushed onto its index's ghost ids (the caller corrects those of released values)."""
+    for r in range(n, end):
+        for h in range(ghost.shape[0] - 1, 0, -1):
+            ghost[h, r] = ghost[h - 1, r]
+        ghost[0, r] = obj[r]
+        obj[r] = 0
+        op[r] = 0
+        flags[r] = 0
+        dtypes[r] = 0
+        vaddr[r] = 0
+        outver[r] = 0
+        iattr[r] = 0
+        fattr[r, 0] = 0.0
+        fattr[r, 1] = 0.0
+        argptr[r + 1] = 0
+    for j in range(k, nargs):
+        args[j] = 0
+        argver[j] = 0
 
 
 @njit(**JIT)
@@ -86,7 +129,7 @@ def plan(n, roots, targets, flags, op, kinds, saves, argptr, args, argver, obj, 
         for j in range(argptr[i + 1] - argptr[i]):
             k = argptr[i] + j
             a = args[k]
-            if (s >> j) & 1 and vaddr[a] != 0 and load_i64(vaddr[a]) != argver[k]:
+            if (s & SAVES_ALL or (j < 6 and (s >> j) & 1)) and vaddr[a] != 0 and load_i64(vaddr[a]) != argver[k]:
                 return need, own, offsets, recycle, 0, 0, i, j
         if s & SAVES_OUT and vaddr[i] != 0 and load_i64(vaddr[i]) != outver[i]:
             return need, own, offsets, recycle, 0, 0, i, -1
@@ -290,7 +333,7 @@ def _block(adj, offset, n, dt):
     return numba.carray(_voidptr(adj.ctypes.data + offset * adj.itemsize), n, dt)
 
 
-@njit(**JIT)
+@njit(inline="always", **JIT)
 def _step(i, kind, o, argptr, args, obj, fattr, iattr, need, offsets, adj, dt):
     """One row's adjoint, for rows whose inputs share the output's dtype."""
     y = obj[i]
