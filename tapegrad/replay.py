@@ -189,8 +189,9 @@ def _run_compiled(rt, tape, need, owned, offsets, recycle, n32, n64, kinds, root
             t = ref() if ref is not None else None
             if t is None:
                 continue
-            g = own.get(r)
-            g = _new(adjoint(r).copy() if g is None else g)
+            g = Tensor.__new__(Tensor)  # (_new, written out)
+            a = own.get(r)
+            g._data = adjoint(r).copy() if a is None else a
             if t._hooks:
                 g = _run_hooks(t, g)
             if targets is None:
@@ -202,15 +203,16 @@ def _run_compiled(rt, tape, need, owned, offsets, recycle, n32, n64, kinds, root
 
 
 def _handover(tape, targets, plan):
-    """How run_planned copies the targets' adjoints out, fixed for its plan: (k, row) of those copied one by
-    one, and the 0-d ones not owned (W2: 1,050 scalar parameters) as one gather per dtype, since a slice,
-    reshape and copy each costs three times what a gathered element does."""
+    """How run_planned hands the targets' adjoints out, fixed for its plan: (k, row, owned) of those handed one
+    by one (an owned leaf's array is its own already: a weight's BLAS result, not copied), and the 0-d ones not
+    owned (W2: 1,050 scalar parameters) as one gather per dtype, since a slice, reshape and copy each costs
+    three times what a gathered element does."""
     need, owned, offsets = plan[0], plan[1], plan[2]
     one_by_one, scalars = [], ([], [])
     for k, r in enumerate(targets):
         if need[r]:
             if owned[r] or tape.values[r].ndim:
-                one_by_one.append((k, r))
+                one_by_one.append((k, r, bool(owned[r])))
             else:
                 scalars[tape.dtype[r]].append(k)
     gathers = [(d, ks, offsets[[targets[k] for k in ks]]) for d, ks in enumerate(scalars) if ks]
@@ -218,15 +220,18 @@ def _handover(tape, targets, plan):
 
 
 def _copies(handover, adjoint, adj):
-    """Copies of the targets' adjoints, None where not needed (see _handover)."""
+    """The targets' adjoints as arrays of their own, None where not needed (see _handover)."""
     n, one_by_one, gathers = handover
     out = [None] * n
-    for k, r in one_by_one:
-        out[k] = adjoint(r).copy()
+    for k, r, owned in one_by_one:
+        out[k] = adjoint(r) if owned else adjoint(r).copy()
     for d, ks, index in gathers:
-        scalar = adj[d].dtype.type
-        for k, v in zip(ks, adj[d][index].tolist()):
-            out[k] = np.array(v, scalar)
+        values = adj[d][index].tolist()  # (float64 is np.array's default: a third faster to make than float32)
+        arrays = [np.array(v) for v in values] if d else [np.array(v, np.float32) for v in values]
+        if len(ks) == n:
+            return arrays
+        for k, a in zip(ks, arrays):
+            out[k] = a
     return out
 
 

@@ -168,6 +168,22 @@ def test_autograd_grad_retain_graph_and_argument_gradients():
     assert b.grad is None
 
 
+def test_gradients_handed_out_are_arrays_of_their_own():
+    # a weight's gradient leaves the private replay as the array BLAS wrote (no copy), a 0-d parameter's as
+    # one gathered element: none may alias another, or a later call's
+    w, s = tg.tensor(rng.standard_normal((3, 2)), requires_grad=True), tg.tensor(np.array(0.5), requires_grad=True)
+    f = tg.compile(lambda x: (x @ w * s).sum(), fullgraph=True)
+    x1, x2 = tg.tensor(rng.standard_normal((4, 3))), tg.tensor(rng.standard_normal((4, 3)))
+    gw1, gs1 = tg.autograd.grad(f(x1), (w, s))
+    kept = gw1.numpy().copy(), gs1.numpy().copy()
+    f(x2).backward()
+    assert not np.shares_memory(gw1.numpy(), w.grad.numpy()) and not np.shares_memory(gs1.numpy(), s.grad.numpy())
+    np.testing.assert_array_equal(gw1.numpy(), kept[0])
+    np.testing.assert_array_equal(gs1.numpy(), kept[1])
+    np.testing.assert_allclose(w.grad.numpy(), x2.numpy().sum(0)[:, None].repeat(2, 1) * 0.5)
+    np.testing.assert_allclose(s.grad.numpy(), (x2.numpy() @ w.detach().numpy()).sum())
+
+
 def test_a_parameter_modified_in_place_before_backward_raises_torchs_error():
     w = tg.tensor(rng.standard_normal(3), requires_grad=True)
     f = tg.compile(lambda x: (x * w).sum(), fullgraph=True)

@@ -80,7 +80,7 @@ def plan(n, roots, targets, flags, op, kinds, saves, argptr, args, argver, obj, 
 
     need: rows reached from the roots that require grad (and, when targets are given, lie on a path to
     one). own: leaves whose one adjoint comes from a Python row (a weight's matmul gradient): they get no
-    slot in the buffers, since Python hands that array to the leaf as it is (only without targets).
+    slot in the buffers, since Python hands that array on as it is (to the leaf, or out of run_planned).
     Adjoints get a block each in row order, or, when some row's is large enough to share (reuse_min
     elements), blocks by liveness (_layout); recycle marks rows whose block a later row takes over, which
     the replay zeroes once the row has run.
@@ -101,7 +101,7 @@ def plan(n, roots, targets, flags, op, kinds, saves, argptr, args, argver, obj, 
                 if flags[a] & F_REQ:
                     need[a] = True
                     uses[a] += 1
-                    own[a] = kinds[op[i]] == K_PYTHON and op[a] == OP_LEAF and targets.size == 0
+                    own[a] = kinds[op[i]] == K_PYTHON and op[a] == OP_LEAF
     if targets.size:
         leads = np.zeros(n, np.bool_)
         for t in targets:
