@@ -33,6 +33,8 @@ def _registry_rows():
         else:
             rule = ""
         saves = [n for j, n in enumerate(("in0", "in1", "in2", "in3")) if op.saves >> j & 1]
+        if op.saves & registry.SAVES_ALL:
+            saves = ["every input"]
         if op.saves & registry.SAVES_OUT:
             saves.append("out")
         rows.append(f"| {op.code} | `{op.name}` | {KINDS[op.kind]} | {op.grad_fn or ''} | {_cell(rule)} | "
