@@ -193,7 +193,7 @@ def _run_compiled(rt, tape, need, owned, offsets, recycle, n32, n64, kinds, root
             a = own.get(r)
             g._data = adjoint(r).copy() if a is None else a
             if t._hooks:
-                g = _run_hooks(t, g)
+                g = _run_hooks(t, g, False)
             if targets is None:
                 if t._grad is None:  # (_add_grad's first case, written out: W2 has 1,050 leaves)
                     t._grad = g
@@ -327,13 +327,17 @@ def _sum_to(g, shape):
     return np.sum(g, axis=summed_dims(g.shape, shape), keepdims=True).reshape(shape)
 
 
-def _run_hooks(t, g):
-    for hook in t._hooks or ():
-        out = hook(g)
-        if out is not None:
-            if out.shape != g.shape:
-                raise RuntimeError("hook 'hook' has changed the size of value")
-            g = out
+def _run_hooks(t, g, graph):
+    """t's hooks on its gradient g, in torch's grad mode: recording under create_graph, under no_grad else."""
+    if not t._hooks:
+        return g
+    with enable_grad() if graph else no_grad():
+        for hook in t._hooks:
+            out = hook(g)
+            if out is not None:
+                if out.shape != g.shape:
+                    raise RuntimeError("hook 'hook' has changed the size of value")
+                g = out
     return g
 
 
@@ -344,7 +348,7 @@ def _watched(tape, row, adjoint, graph):
     if t is None:
         return adjoint
     g = adjoint if graph else _new(adjoint.copy())
-    g = _run_hooks(t, g)
+    g = _run_hooks(t, g, graph)
     if not graph and g._data is not adjoint:
         adjoint[...] = g._data
     if t._retains_grad:
@@ -358,7 +362,7 @@ def _accumulate(tape, row, g, targets, graph):
     t = ref() if ref is not None else None
     if t is None:
         return
-    g = _run_hooks(t, g)
+    g = _run_hooks(t, g, graph)
     if targets is None:
         _add_grad(t, g, graph)
 

@@ -371,6 +371,20 @@ def test_hooks_and_retain_grad(lib):
     np.testing.assert_allclose(grad_of(x), [37.0, 73.0])
 
 
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_hooks_run_in_the_backwards_grad_mode(lib, create_graph):
+    # torch runs them with grad mode = create_graph: a plain backward's hook records nothing
+    x = lib.tensor([1.0, 2.0], requires_grad=True)
+    w = lib.tensor([0.5, 0.5], requires_grad=True)
+    seen = []
+    y = x * 2.0
+    y.register_hook(lambda g: seen.append((lib.is_grad_enabled(), (w * g).requires_grad)))
+    x.register_hook(lambda g: seen.append((lib.is_grad_enabled(), (w * g).requires_grad)))
+    y.sum().backward(create_graph=create_graph)
+    assert seen == [(create_graph, create_graph)] * 2
+    x.grad = None  # (create_graph: breaks the cycle torch warns about)
+
+
 def test_grad_fn_names_and_next_functions(lib):
     x = lib.tensor([1.0, 2.0], requires_grad=True)
     c = lib.tensor([3.0, 4.0])
