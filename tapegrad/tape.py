@@ -428,7 +428,8 @@ class Tape:
         The tail it cuts also takes the constants first registered while the graph was recorded
         (per-iteration data: a constant whose row is cut registers again when used). Leaves keep their
         rows, so parameters are registered once."""
-        rows, end = kernels.load().free_graph(need, self.n, self.op, self.flags)  # (a hook may have recorded rows)
+        # (all n rows: a hook under enable_grad may have recorded some while the backward ran)
+        rows, end = kernels.load().free_graph(need, self.n, self.op, self.flags)
         if len(rows):
             first = int(rows[0])
             self._release(rows, max(end, self.registered.get(first, first)))
@@ -469,8 +470,8 @@ class Tape:
         k = int(self.argptr[n])
         # Remember the ids of the cut rows' values at their indices: a tensor may still hold one, and
         # its row number names this index, which another row may take (slot pads past it)
-        kernels.load().cut(n, self.n, k, self.nargs, self.ghost, self.obj, self.op, self.flags, self.dtype, self.vaddr,
-                   self.outver, self.iattr, self.fattr, self.args, self.argver, self.argptr)
+        kernels.load().cut(n, self.n, k, self.nargs, self.ghost, self.obj, self.op, self.flags, self.dtype,
+                           self.vaddr, self.outver, self.iattr, self.fattr, self.args, self.argver, self.argptr)
         for r, w in self.released.items():  # a released value's id is its own, not its placeholder's (_ids)
             v = w() if r >= n else None
             if v is not None:

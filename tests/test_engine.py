@@ -385,6 +385,23 @@ def test_hooks_run_in_the_backwards_grad_mode(lib, create_graph):
     x.grad = None  # (create_graph: breaks the cycle torch warns about)
 
 
+def test_what_a_hook_records_under_enable_grad_outlives_the_backward(lib):
+    # the backward frees its own rows only: the row the hook recorded while it ran stays usable
+    x = lib.tensor([1.0, 2.0], requires_grad=True)
+    w = lib.tensor([0.5, 0.25], requires_grad=True)
+    kept = []
+
+    def hook(g):
+        with lib.enable_grad():
+            kept.append((w * g).sum())
+    y = x * 2.0
+    y.register_hook(hook)
+    y.sum().backward()
+    kept[0].backward()
+    np.testing.assert_allclose(grad_of(w), [1.0, 1.0])
+    np.testing.assert_allclose(grad_of(x), [2.0, 2.0])
+
+
 def test_grad_fn_names_and_next_functions(lib):
     x = lib.tensor([1.0, 2.0], requires_grad=True)
     c = lib.tensor([3.0, 4.0])

@@ -14,7 +14,7 @@ from . import elementwise
 K_LEAF, K_UNARY, K_BINARY, K_SUM, K_EXPAND, K_RESHAPE, K_GATHER, K_CAST, K_PYTHON = range(9)
 F_REQ, F_DEAD, F_STOP = 1, 2, 4
 OP_LEAF = 0  # the tape's opcode of a leaf row (a tensor that requires grad and has no history)
-OP_CONST = 1  # (tape.py)
+OP_CONST = 1  # the tape's opcode of a constant row
 SAVES_OUT = 128  # bit of the saves table: the op's backward reads its own output
 SAVES_ALL = 64  # bit of the saves table: the op's backward reads every input, however many (a compiled call)
 
