@@ -42,6 +42,11 @@ def _make_binary(name, commutative=False):
             tp = type(other)
             if (tp is float or tp is int) and input._data.dtype.kind == "f":
                 return _record(ts, forward(input._data, other), (input,), float(other))
+        elif isinstance(other, Tensor):  # Python number op tensor (`1 - y`: create_graph's tanh rule)
+            tp = type(input)
+            if (tp is float or tp is int) and other._data.dtype.kind == "f":
+                sop, c = (ts if commutative else st), float(input)
+                return _record(sop, sop.forward(other._data, c, 0.0), (other,), c)
         if _is_scalar(other):
             x, sop, c = _tensor(input), ts, other
         elif _is_scalar(input):
