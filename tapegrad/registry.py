@@ -18,8 +18,9 @@ import re
 import numpy as np
 
 K_LEAF, K_UNARY, K_BINARY, K_SUM, K_EXPAND, K_RESHAPE, K_GATHER, K_CAST, K_PYTHON = range(9)
-SAVES_OUT = 128
-SAVES_ALL = 64  # every input's version is checked, however many (a compiled call's; kernels/runtime.py)
+# An op's `saves` byte: bit j < 6, its backward reads input j; SAVES_ALL, every input, however many (a compiled
+# call's); SAVES_OUT, its output. `plan` checks the versions of exactly these (kernels/runtime.py).
+SAVES_ALL, SAVES_OUT = 64, 128
 
 
 class OpDef:
@@ -299,6 +300,14 @@ def tables():
 
 
 _tables = None
+
+
+def reads_input(saves, j):
+    """Whether an op's rule may read its input j (numbers or NumPy arrays), for the tape's memory savings:
+    its bit, SAVES_ALL, or any input past the six bits (kept, to be safe; `plan` checks no version there)."""
+    if isinstance(j, np.ndarray):
+        return ((saves & SAVES_ALL) != 0) | (j >= 6) | ((saves >> np.minimum(j, 6)) & 1 == 1)
+    return bool(saves & SAVES_ALL) or j >= 6 or bool(saves >> j & 1)
 
 
 # == The training op set ==============================================================================

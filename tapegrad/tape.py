@@ -362,13 +362,13 @@ class Tape:
         return self.values[row] if v is None else v
 
     def _release_inputs(self, row):
-        from .registry import SAVES_OUT, tables
+        from .registry import SAVES_OUT, reads_input, tables
         saves = tables()[1]
         lo, hi = self.argptr[row], self.argptr[row + 1]
         reads = int(saves[self.op[row]])
         traces = self.__dict__.get("anomaly_traces") or ()  # (anomaly mode names a row by its value)
         for j, s in enumerate(self.args[lo:hi].tolist()):
-            if j >= 7 or (reads >> j) & 1:
+            if reads_input(reads, j):
                 continue  # this row's rule reads it
             v = self.values[s]
             o = int(self.op[s])
@@ -382,7 +382,7 @@ class Tape:
             if entries.size:
                 owners = np.searchsorted(self.argptr[: self.n + 1], entries, side="right") - 1
                 pos = entries - self.argptr[owners]
-                if ((pos >= 7) | ((saves[self.op[owners]] >> np.minimum(pos, 7)) & 1 == 1)).any():
+                if reads_input(saves[self.op[owners]], pos).any():
                     self.flags[s] |= F_READ
                     continue
             self.released[s] = weakref.ref(v)
@@ -391,8 +391,8 @@ class Tape:
 
     def _reacquire(self, row, value, op, j):
         """Op `op` takes the released row's value as its input j: hold it again if op's rule reads it."""
-        from .registry import tables
-        if j < 7 and not (int(tables()[1][op]) >> j) & 1:
+        from .registry import reads_input, tables
+        if not reads_input(int(tables()[1][op]), j):
             return
         del self.released[row]
         self.values[row], self.obj[row] = value, id(value)
@@ -470,12 +470,9 @@ class Tape:
         k = int(self.argptr[n])
         # Remember the ids of the cut rows' values at their indices: a tensor may still hold one, and
         # its row number names this index, which another row may take (slot pads past it)
-        kernels.load().cut(n, self.n, k, self.nargs, self.ghost, self.obj, self.op, self.flags, self.dtype,
-                           self.vaddr, self.outver, self.iattr, self.fattr, self.args, self.argver, self.argptr)
-        for r, w in self.released.items():  # a released value's id is its own, not its placeholder's (_ids)
-            v = w() if r >= n else None
-            if v is not None:
-                self.ghost[0, r] = id(v)
+        kernels.load().cut(n, self.n, k, self.nargs, self._ids(n, self.n), self.ghost, self.obj, self.op,
+                           self.flags, self.dtype, self.vaddr, self.outver, self.iattr, self.fattr, self.args,
+                           self.argver, self.argptr)
         del self.values[n:]
         for name in _ROW_KEYED:
             table = getattr(self, name, None)
@@ -740,7 +737,7 @@ class Tape:
             ops = self.op[:n]
             saves_of = saves[ops].astype(np.int64)
             entry = np.arange(self.nargs) - self.argptr[owners]  # position of each entry in its row
-            live_entry = alive[owners] & (entry < 7) & ((saves_of[owners] >> np.minimum(entry, 62)) & 1 == 1)
+            live_entry = alive[owners] & registry.reads_input(saves_of[owners], entry)
             saved[self.args[: self.nargs][live_entry]] = True
             saved |= alive & ((saves_of & registry.SAVES_OUT) != 0) & (kinds[ops] != registry.K_LEAF)
         saved_bytes = _distinct_bytes(values[r] for r in np.flatnonzero(saved).tolist() if values[r] is not None)

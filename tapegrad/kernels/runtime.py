@@ -52,13 +52,13 @@ def free_graph(need, n, op, flags):
 
 
 @njit(**JIT)
-def cut(n, end, k, nargs, ghost, obj, op, flags, dtypes, vaddr, outver, iattr, fattr, args, argver, argptr):
+def cut(n, end, k, nargs, ids, ghost, obj, op, flags, dtypes, vaddr, outver, iattr, fattr, args, argver, argptr):
     """Tape._truncate's arrays: rows n..end and argument entries k..nargs cleared, and each cut row's value
-    id pushed onto its index's ghost ids (the caller corrects those of released values)."""
+    id (`ids`, Tape._ids) pushed onto its index's ghost ids."""
     for r in range(n, end):
         for h in range(ghost.shape[0] - 1, 0, -1):
             ghost[h, r] = ghost[h - 1, r]
-        ghost[0, r] = obj[r]
+        ghost[0, r] = ids[r - n]
         obj[r] = 0
         op[r] = 0
         flags[r] = 0

@@ -556,3 +556,13 @@ def test_a_leaf_given_a_freed_results_array_object_never_takes_its_row(tape):
         (y * 4.0).sum().backward()
     w.backward()
     np.testing.assert_allclose(z.grad.numpy(), [5.0, 5.0])
+
+
+def test_reads_input_is_one_rule_for_numbers_and_arrays():
+    # what the tape keeps for a row's rule (release, reacquire, stats) reads one rule off the saves byte
+    from tapegrad.registry import SAVES_ALL, SAVES_OUT, reads_input
+    cases = [(1 | 4, j) for j in range(8)] + [(SAVES_ALL, j) for j in range(8)] + [(SAVES_OUT, 0), (0, 5), (0, 6)]
+    expected = [True, False, True, False, False, False, True, True] + [True] * 8 + [False, False, True]
+    assert [reads_input(s, j) for s, j in cases] == expected
+    saves = np.array([s for s, _ in cases], np.uint8)
+    assert reads_input(saves, np.array([j for _, j in cases])).tolist() == expected
