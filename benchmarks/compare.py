@@ -10,8 +10,8 @@ Run from the repository root::
 What it does:
 
 1. Checks that the implementations agree: every library's gradients (the
-   column "compiled" is ``tapegrad.compile(fullgraph=True)`` of the same step,
-   W1-W4 only) are
+   column "compiled" is ``tapegrad.compile(fullgraph=True)`` of the same step;
+   in W3 and W5 the compiled part takes the gradients itself) are
    compared with the NumPy reference (np.allclose, rtol 1e-4 for float32,
    1e-6 for float64, atol relative to the gradient's scale).  A workload
    where any library disagrees is *not timed* (the row says which).  A
@@ -495,7 +495,7 @@ def build_table(workloads, check, agg, startup, startup_fail, descriptions, avai
     def cell_for(wl, name):
         st = check[wl]["status"].get(name)
         if st is None:
-            return "—", None                      # implementation does not exist (micrograd, compiled W5)
+            return "—", None                      # implementation does not exist (micrograd but W2)
         if st == "n/a":
             return "n/a", None
         if st == "error":
@@ -683,7 +683,8 @@ def main(argv=None):
               "per-process ratios (startup: ratio of medians)"),
              "numpy = hand-written forward+backward (the floor); micrograd = pure-Python scalar peer (W2 only)",
              ("compiled = the tapegrad step with its differentiable part under tapegrad.compile(fullgraph=True) "
-              "(traced in warm-up, replayed when timed; W1-W4, no W5: create_graph is not replayed)")]
+              "(traced in warm-up, replayed when timed; in W3 and W5 it takes the gradients itself with "
+              "autograd.grad, so the backward is replayed with the forward)")]
     if startup is not None and ("baseline", "python -c pass") in startup:
         notes.append(f"startup times include interpreter startup: python -c pass = "
                      f"{fmt_time(startup[('baseline', 'python -c pass')])}")

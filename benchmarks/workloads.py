@@ -3,11 +3,13 @@
 Every workload is a class taking a library module ``lib`` (``tapegrad`` or
 ``torch``: same API).  Each has a hand-written NumPy twin (forward AND the
 backward pass written out by hand, no autograd): the floor.  W2 also has a
-micrograd-style pure-Python peer (``Value`` below).  W1-W4 also have a
+micrograd-style pure-Python peer (``Value`` below).  Each also has a
 ``tapegrad.compile`` variant (library name ``"tapegrad.compile"``, module
 ``tapegrad``): the same computation with its differentiable part wrapped in
-``lib.compile(..., fullgraph=True)`` (traced once, then replayed; W5 is not:
-compile does not replay ``create_graph``).
+``lib.compile(..., fullgraph=True)`` (traced once, then replayed).  In W3-W5
+that part takes the gradients itself with ``autograd.grad``, so that the
+backward is traced and replayed with the forward, as torch.compile's
+AOTAutograd traces one joint graph.
 
 Interface shared by every implementation (``make(workload, libname)``)::
 
@@ -481,12 +483,23 @@ class W3MLP:
 
 
 class W3MLPCompiled(W3MLP):
-    """W3MLP with the loss (x, y -> cross_entropy) under lib.compile(fullgraph=True); parameters are
-    closure variables, updated in place by the same SGD step."""
+    """W3MLP with the loss and its gradients (x, y -> autograd.grad(cross_entropy, params)) under
+    lib.compile(fullgraph=True); parameters are closure variables, updated in place by the same SGD step."""
 
     def __init__(self, lib, batch=64, sizes=W3_SIZES):
         super().__init__(lib, batch, sizes)
-        self.loss = lib.compile(self.loss, fullgraph=True)
+
+        def gradients(x, y):
+            return lib.autograd.grad(self.loss(x, y), self.params)
+        self.gradients = lib.compile(gradients, fullgraph=True)
+
+    def step(self):
+        grads = self.gradients(self.x, self.y)
+        lr = self.lr
+        with self.lib.no_grad():
+            for p, g in zip(self.params, grads):
+                p -= lr * g
+        return grads
 
 
 class W3MLPNumpy:
@@ -550,17 +563,14 @@ class W4Matmul:
 
 
 class W4MatmulCompiled(W4Matmul):
-    """W4Matmul with (a @ b).sum() under lib.compile(fullgraph=True)."""
+    """W4Matmul with (a @ b).sum() and its gradients (autograd.grad) under lib.compile(fullgraph=True)."""
 
     def __init__(self, lib, n=512):
         super().__init__(lib, n)
-        self.f = lib.compile(lambda a, b: (a @ b).sum(), fullgraph=True)
+        self.f = lib.compile(lambda a, b: lib.autograd.grad((a @ b).sum(), (a, b)), fullgraph=True)
 
     def step(self):
-        self.a.grad = None
-        self.b.grad = None
-        self.f(self.a, self.b).backward()
-        return [self.a.grad, self.b.grad]
+        return list(self.f(self.a, self.b))
 
 
 class W4MatmulNumpy:
@@ -597,6 +607,22 @@ class W5Second:
         return [g, x.grad]
 
 
+class W5SecondCompiled(W5Second):
+    """W5Second with both gradients under lib.compile(fullgraph=True): the second as autograd.grad of g.sum()
+    (what g.sum().backward() leaves in x.grad)."""
+
+    def __init__(self, lib, n=1000):
+        super().__init__(lib, n)
+
+        def second(x):
+            g, = lib.autograd.grad((x.tanh() ** 3).sum(), x, create_graph=True)
+            return g, lib.autograd.grad(g.sum(), x)[0]
+        self.second = lib.compile(second, fullgraph=True)
+
+    def step(self):
+        return list(self.second(self.x))
+
+
 class W5SecondNumpy:
     def __init__(self, n=1000):
         self.x = w5_data(n)["x"]
@@ -622,7 +648,7 @@ _NUMPY_CLASSES = {"W1": W1ChainNumpy, "W2": W2ScalarNumpy, "W3": W3MLPNumpy,
                   "W4": W4MatmulNumpy, "W5": W5SecondNumpy}
 _MICROGRAD_CLASSES = {"W2": W2ScalarMicrograd}
 _COMPILED_CLASSES = {"W1": W1ChainCompiled, "W2": W2ScalarCompiled, "W3": W3MLPCompiled,
-                     "W4": W4MatmulCompiled}   # no W5: compile does not replay create_graph
+                     "W4": W4MatmulCompiled, "W5": W5SecondCompiled}
 
 
 def libs_for(workload):

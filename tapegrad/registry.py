@@ -703,3 +703,13 @@ def _compiled_arrays(ctx, g, inputs, wanted):
 
 # SAVES_ALL: the backward reads the arrays of the call, so the plan checks that none was changed in place since
 python("compiled", "CompiledFunctionBackward", None, _vjp_compiled, saves=SAVES_ALL, array_vjp=_compiled_arrays)
+
+
+def _vjp_traced_rule(ctx, g, inputs, out):
+    """One input's gradient by an op's array rule (matmul's BLAS, a fused loss's saved gradient), recorded when
+    tapegrad.compile traces autograd.grad without create_graph; its result is detached, so this never runs."""
+    raise RuntimeError("tapegrad.compile: a gradient taken without create_graph=True is not differentiable")
+
+
+# ctx: (the op, its context, the input's index, the one-hot `wanted` its replay passes to the rule)
+python("traced_rule", "TracedRuleBackward", None, _vjp_traced_rule, saves=0)

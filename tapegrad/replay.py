@@ -14,7 +14,7 @@ import threading
 
 import numpy as np
 
-from . import kernels, registry
+from . import kernels, registry, tape as tape_mod
 from .autograd import anomaly
 from .autograd.grad_mode import enable_grad, no_grad
 from .tape import F_DEAD, F_REQ, F_STOP, OP_FREED, OP_LEAF, untraceable
@@ -41,12 +41,18 @@ def current_pass():
 
 
 def run(tape, roots, seeds, retain_graph, create_graph, targets=None, accumulate=True):
-    """Backpropagate seeds (arrays) from root rows. Returns the adjoints of `targets` rows (as Tensors
-    or None) when targets are given; accumulates into leaves' .grad when `accumulate`."""
-    untraceable("a backward")
+    """Backpropagate seeds (arrays, or Tensors under create_graph or while tracing) from root rows. Returns the
+    adjoints of `targets` rows (as Tensors or None) when targets are given; accumulates into leaves' .grad when
+    `accumulate`."""
+    # tapegrad.compile records a gradient taken of what it traces (autograd.grad) as ops on its own tape
+    traced = tape_mod._local.tracing is not None and not accumulate and tape is tape_mod._local.tape
+    if not traced:
+        untraceable("a backward")  # (.backward() accumulates into .grad: a side effect a replay does not repeat)
+        if tape_mod._local.tracing is not None and not create_graph:  # (autograd._seeds kept an argument's)
+            seeds = [s._data if isinstance(s, Tensor) else s for s in seeds]
     outer, _local.token = current_pass(), object()
     try:
-        return _run(tape, roots, seeds, retain_graph, create_graph, targets, accumulate)
+        return _run(tape, roots, seeds, retain_graph, create_graph, targets, accumulate, traced)
     finally:
         _local.token = outer
 
@@ -69,7 +75,7 @@ def run_planned(tape, roots, seeds, targets, plans):
         return _copies(handover, adjoint, adj)
 
 
-def _run(tape, roots, seeds, retain_graph, create_graph, targets, accumulate):
+def _run(tape, roots, seeds, retain_graph, create_graph, targets, accumulate, traced):
     with tape.lock:
         rt = kernels.load()
         kinds, saves = registry.tables()
@@ -91,7 +97,9 @@ def _run(tape, roots, seeds, retain_graph, create_graph, targets, accumulate):
                 tape.flags[revived] |= F_DEAD
         if bad >= 0:
             _raise_plan_error(tape, bad, arg)
-        if create_graph:
+        if traced:
+            result = tape.gradient(need, roots, seeds, targets, create_graph)
+        elif create_graph:
             result = _run_graph(tape, need, roots, seeds, targets, accumulate)
         else:
             adjoint, _ = _run_compiled(rt, tape, need, own, offsets, recycle, n32, n64, kinds, roots, seeds, targets,
@@ -395,7 +403,10 @@ def wrap(tape, row):
 
 
 # -- create_graph: the backward recorded as ops ---------------------------------------------------------------
-def _run_graph(tape, need, roots, seeds, targets, accumulate):
+def _run_graph(tape, need, roots, seeds, targets, accumulate, vjp=None):
+    """The backward as Tensor ops, recorded: each row's rule is `vjp(op, tape, row, g, inputs)`, graph_vjp's by
+    default (tapegrad.compile gives its own for a gradient it traces)."""
+    vjp = vjp or graph_vjp
     from .ops import sum_to_shape
     grads = {}
     for r, s in zip(roots, seeds):
@@ -423,9 +434,9 @@ def _run_graph(tape, need, roots, seeds, targets, accumulate):
             inputs = [wrap(tape, a) for a in args]
             if traced:
                 with anomaly.inducing(tape, i, row_name(tape, i)):
-                    out = _named(tape, i, _checked_graph_vjp, op, tape, i, g, inputs, args, need, check)
+                    out = _named(tape, i, _checked_graph_vjp, vjp, op, tape, i, g, inputs, args, need, check)
             else:
-                out = graph_vjp(op, tape, i, g, inputs)
+                out = vjp(op, tape, i, g, inputs)
             for a, ga in zip(args, out):
                 if ga is None or not need[a]:
                     continue
@@ -435,8 +446,8 @@ def _run_graph(tape, need, roots, seeds, targets, accumulate):
         return [grads.get(r) for r in targets]
 
 
-def _checked_graph_vjp(op, tape, row, g, inputs, args, need, check):
-    out = graph_vjp(op, tape, row, g, inputs)
+def _checked_graph_vjp(vjp, op, tape, row, g, inputs, args, need, check):
+    out = vjp(op, tape, row, g, inputs)
     if check:
         for j, (a, ga) in enumerate(zip(args, out)):
             if need[a] and _has_nan(ga):

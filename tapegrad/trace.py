@@ -24,13 +24,14 @@ from . import tape as tape_mod
 from .autograd.grad_mode import _state as _grad_state
 from .ops._common import _record
 from .ops.loss import _cross_entropy_replay
-from .tape import F_STOP, OP_CONST, OP_LEAF, Tape
+from .tape import F_DEAD, F_STOP, OP_CONST, OP_LEAF, Tape
 from .tensor import Tensor, _new
 
 CACHE_SIZE_LIMIT = 8  # signatures traced per function before it runs eagerly (torch's cache_size_limit)
 DOUBLE_BACKWARD = "torch.compile with aot_autograd does not currently support double backward"
 OPS = registry.OPS
 COMPILED = registry.BY_NAME["compiled"]
+TRACED_RULE = registry.BY_NAME["traced_rule"]
 
 
 def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None, options=None,
@@ -116,14 +117,65 @@ class Unreplayable(Exception):
 
 
 class _TraceTape(Tape):
-    """A tape that never sweeps and never releases a value: every row's value is recomputed in place."""
+    """A tape that never sweeps and never releases a value: every row's value is recomputed in place. A gradient
+    the function takes (autograd.grad) is recorded on it as ops, as AOTAutograd traces a joint graph."""
 
     def __init__(self):
         super().__init__()
         self.sweep_at = 1 << 62  # record() never reaches it, so never calls check_sweep
+        self.held = {}     # leaf row -> the constant tensor it stands for (a seed): bound afresh at each call
+        self.aliases = {}  # leaf row -> the row whose value it is (a gradient without create_graph: detached)
 
     def _release_inputs(self, row):
         pass
+
+    def free_graph(self, need):
+        """retain_graph=False: the rows are marked freed, so that a second backward through them raises torch's
+        error, and kept (a replay recomputes them; _Program clears the marks)."""
+        rows = np.flatnonzero(need[: self.n])
+        self.flags[rows[self.op[rows] > OP_CONST]] |= F_DEAD
+
+    def gradient(self, need, roots, seeds, targets, create_graph):
+        """autograd.grad while tracing: the backward recorded as ops (`need`: the plan's rows). Without
+        create_graph an op with an array rule (matmul, a fused loss) records that rule as a row (_rule_rows), and
+        each gradient is handed out detached, as a leaf that stands for its row."""
+        from .replay import _run_graph, graph_vjp
+        seeds = [self._seed(s, self.values[r].dtype) for r, s in zip(roots, seeds)]
+        if create_graph:
+            return _run_graph(self, need, roots, seeds, targets, False)
+        got = _run_graph(self, need, roots, seeds, targets, False,
+                         lambda op, tape, row, g, inputs: _rule_rows(op, tape, row, g, inputs, need, graph_vjp))
+        return [None if g is None else self._leaf(g._data, self.aliases, g._slot) for g in got]
+
+    def _seed(self, s, dtype):
+        """A seed as a recorded tensor: an argument or a value computed from one is itself; a constant (the
+        implicit ones, grad_outputs made in the function) becomes a leaf standing for it."""
+        if isinstance(s, Tensor) and s._requires_grad:
+            return s
+        const = s if isinstance(s, Tensor) else _new(np.asarray(s, dtype))
+        return self._leaf(const._data, self.held, const)
+
+    def _leaf(self, data, table, meaning):
+        t = _new(data)
+        t._requires_grad = True  # (every op on it is recorded; a trace's leaves are bound by _Program)
+        table[self.slot(t)] = meaning
+        return t
+
+
+def _rule_rows(op, tape, row, g, inputs, need, graph_vjp):
+    """A row's part of a traced gradient that is not differentiated again: an op's array rule, when it has one,
+    as one recorded row per wanted input (its replay calls the rule); otherwise the create_graph rule."""
+    if op.array_vjp is None:
+        return graph_vjp(op, tape, row, g, inputs)
+    ctx = tape.aux.get(row)
+    wanted = tuple(bool(need[a]) for a in tape.row_args(row))
+    got = op.array_vjp(ctx, g._data, [x._data for x in inputs], wanted)
+    if got is None:  # (no array rule for these shapes)
+        return graph_vjp(op, tape, row, g, inputs)
+    only = [tuple(k == j for k in range(len(wanted))) for j in range(len(wanted))]  # (each row's replay: its own)
+    return [None if v is None or not w else
+            _record(TRACED_RULE, np.asarray(v), (*inputs, g), aux=(op, ctx, j, only[j]))
+            for j, (v, w) in enumerate(zip(got, wanted))]
 
 
 def _trace(fn, args, kwargs):
@@ -152,10 +204,12 @@ def _trace(fn, args, kwargs):
     single = isinstance(out, Tensor)
     outs = (out,) if single else out
     if not isinstance(outs, (tuple, list)) or not outs or not all(
-            isinstance(o, Tensor) and o._tape is private and not o._is_leaf for o in outs):
+            isinstance(o, Tensor) and o._tape is private and (not o._is_leaf or o._slot in private.aliases)
+            for o in outs):
         return "it must return a tensor computed from its inputs, or a tuple or list of them"
     try:
-        return _Program(private, targs, [o._slot for o in outs], None if single else type(outs))
+        wants = [a._requires_grad for a in args if isinstance(a, Tensor)]
+        return _Program(private, targs, wants, [o._slot for o in outs], None if single else type(outs))
     except Unreplayable as e:
         return str(e)
 
@@ -166,20 +220,25 @@ class _Program:
     (kernels/forward.py), other rows by one NumPy call each. Raises Unreplayable, saying why, when it cannot
     be replayed."""
 
-    def __init__(self, private, targs, out_rows, container):
+    def __init__(self, private, targs, wants, out_rows, container):
         self.tape, self.out_rows, self.container = private, out_rows, container
         self.generation = 0
         self._plans = {}  # (roots, targets) -> replay's plan: the private tape never changes shape
         self.tensor_args = [i for i, a in enumerate(targs) if isinstance(a, Tensor)]
         self.B = [targs[i]._data for i in self.tensor_args]  # the bound arrays: tensor arguments, then parameters
         row_arg = {targs[i]._slot: j for j, i in enumerate(self.tensor_args) if targs[i]._tape is private}
-        self.bind, self.params = [], []
+        self.bind, self.params, held = [], [], []
         for r in range(private.n):
             o = int(private.op[r])
             if private.flags[r] & F_STOP:  # (in-place ops are caught where they run)
                 raise Unreplayable("a hook or retain_grad")
             if o == OP_LEAF or o == OP_CONST:
                 j = row_arg.get(r)
+                if j is None and r in private.aliases:  # (a step gives it its row's value)
+                    continue
+                if j is None and r in private.held:
+                    held.append((r, private.held[r]))
+                    continue
                 p = private.aux[r]() if j is None and o == OP_LEAF else None
                 if p is not None:
                     j = len(self.B)
@@ -189,10 +248,18 @@ class _Program:
                     raise Unreplayable("it reads a tensor that is neither an argument nor a parameter (a leaf "
                                       "that requires grad)")
                 self.bind.append((r, j))
+        self.inputs = len(self.B)  # the caller's row's inputs: tensor arguments and parameters; then the seeds
+        self.held = [(t, t._data.shape, t._data.dtype) for _, t in held]
+        for r, t in held:
+            self.bind.append((r, len(self.B)))
+            self.B.append(t._data)
         self.bind_rows = np.array([r for r, _ in self.bind], np.int64)
         self.bind_cols = np.array([j for _, j in self.bind], np.int64)
         rows = {j: r for r, j in self.bind}
-        self.input_rows = [rows.get(j) for j in range(len(self.B))]  # of each input of the caller's row
+        self.input_rows = [rows.get(j) for j in range(self.inputs)]  # of each input of the caller's row
+        self.out_grad = _requiring_grad(private, self.bind, [j >= len(wants) or wants[j] for j in range(self.inputs)],
+                                        out_rows)
+        private.flags[: private.n] &= np.uint8(~F_DEAD & 0xFF)  # (what a traced retain_graph=False marked)
         # The private plan must not check versions: the caller's row checks them, on the real tensors.
         private.vaddr[: private.n] = 0
         private.cells.clear()
@@ -205,6 +272,7 @@ class _Program:
             self._forward(self.B)
             wrong = _differs(private, recorded)
             if wrong is None:
+                self.out_copy = _copied(private, self.in_place, out_rows, self.out_grad)
                 return
             private.values[:] = recorded
         raise Unreplayable(wrong)
@@ -215,13 +283,19 @@ class _Program:
         fwd = _loop_kernels() if loops else None
         plan, entries, consts = [], [], {np.float32: [], np.float64: []}
         self.table = None  # the forward table (kernels/forward.py), one row per elementwise row
+        self.in_place = set()  # its rows: their values are written in place by every call
         for r in range(tape.n):
             if r in bound:
+                continue
+            src = tape.aliases.get(r)
+            if src is not None:
+                plan.append(_alias_step(V, tape.obj, r, src))
                 continue
             op = OPS[int(tape.op[r])]
             entry = fwd and _loop_entry(fwd, op, recorded, r, tape, consts)
             if entry is not None:
                 V[r] = np.empty_like(recorded[r])  # written in place by every call: its id never changes
+                self.in_place.add(r)
                 tape.obj[r] = id(V[r])
                 if not plan or type(plan[-1]) is not list:
                     plan.append([])
@@ -271,11 +345,16 @@ class _Program:
                 return None
             inputs.append(p)
             arrays.append(p._data)
+        for t, shape, dtype in self.held:
+            if t._data.shape != shape or t._data.dtype != dtype:
+                return None
+            arrays.append(t._data)
         self._forward(arrays)
         self.generation += 1
         V, inputs = self.tape.values, tuple(inputs)
-        outs = [_record(COMPILED, V[r].copy(), inputs, aux=_Call(self, k, arrays))
-                for k, r in enumerate(self.out_rows)]
+        outs = [_record(COMPILED, V[r].copy(), inputs, aux=_Call(self, k, arrays)) if grad else
+                _new(V[r].copy() if copy else V[r]) for k, (r, grad, copy) in enumerate(zip(self.out_rows, self.out_grad,
+                                                                                         self.out_copy))]
         return outs[0] if self.container is None else self.container(outs)
 
     def backward(self, call, g, wanted):
@@ -298,6 +377,44 @@ class _Call:
 
     def __init__(self, program, index, arrays):
         self.program, self.index, self.generation, self.arrays = program, index, program.generation, arrays
+
+
+def _requiring_grad(tape, bind, wants, out_rows):
+    """Whether each output needs a gradient: it depends on a parameter or an argument that requires grad through
+    rows other than a detached gradient's (a trace's own leaves require grad, so that all of it is recorded)."""
+    grad = np.zeros(tape.n, bool)
+    for r, j in bind:
+        grad[r] = j < len(wants) and wants[j]
+    for r in range(tape.n):
+        if tape.op[r] > OP_CONST:
+            grad[r] = grad[tape.row_args(r)].any()
+    return [bool(grad[r]) for r in out_rows]
+
+
+def _copied(tape, in_place, out_rows, out_grad):
+    """Whether each output must be handed out as a copy: an array a later call writes into, or one a backward
+    reads (the user may change it in place). Another (a weight's gradient) is handed out as computed: the next
+    call replaces it."""
+    read = set()
+    for r in range(tape.n):
+        if tape.op[r] > OP_CONST:
+            saves = OPS[tape.op[r]].saves
+            read.update(a for j, a in enumerate(tape.row_args(r)) if registry.reads_input(saves, j))
+            if saves & registry.SAVES_OUT:
+                read.add(r)
+    out = []
+    for r, grad in zip(out_rows, out_grad):
+        src = tape.aliases.get(r, r)
+        out.append(grad or not read.isdisjoint((r, src)) or not in_place.isdisjoint((r, src)))
+    return out
+
+
+def _alias_step(V, obj, r, src):
+    """A detached gradient's leaf: its row's value."""
+    def step():
+        v = V[r] = V[src]
+        obj[r] = id(v)
+    return step
 
 
 # -- forward rules: each op row recomputed from its inputs' values -------------------------------------------
@@ -340,10 +457,17 @@ def _forward_rule(op, V, r, tape, B, arg_of):
             V[r] = f(V[x], V[y])
     elif kind == registry.K_SUM:
         axes = tuple(d for d in range(V[x].ndim) if int(tape.iattr[r]) >> d & 1)
-        reduce = np.mean if name.startswith("mean") else np.sum
+        if name.startswith("mean"):
+            def step():
+                V[r] = np.asarray(np.mean(V[x], axis=axes, keepdims=True)).reshape(shape).astype(dtype, copy=False)
+        elif V[x].dtype == dtype:
+            add = np.add.reduce  # (np.sum's own: a bias's gradient, without its Python wrapper)
 
-        def step():
-            V[r] = np.asarray(reduce(V[x], axis=axes, keepdims=True)).reshape(shape).astype(dtype, copy=False)
+            def step():
+                V[r] = add(V[x], axes, None, None, True).reshape(shape)
+        else:
+            def step():
+                V[r] = np.sum(V[x], axis=axes, keepdims=True).reshape(shape).astype(dtype, copy=False)
     elif kind == registry.K_EXPAND:
         def step():
             V[r] = np.array(np.broadcast_to(V[x], shape), order="C")
@@ -371,6 +495,20 @@ def _forward_rule(op, V, r, tape, B, arg_of):
             if b is not None:
                 value += V[b]
             V[r] = value
+    elif name == "traced_rule" and tape.aux[r][0].name == "matmul" and out.ndim == 2 == V[ins[0]].ndim == V[ins[1]].ndim:
+        a, b, gr = ins
+        if tape.aux[r][2] == 0:  # (_matmul_arrays' products, without its call)
+            def step():
+                V[r] = V[gr] @ V[b].T
+        else:
+            def step():
+                V[r] = V[a].T @ V[gr]
+    elif name == "traced_rule":  # (the rule of a cross_entropy reads the gradient its forward rule computed)
+        fop, ctx, j, wanted = tape.aux[r]
+        xs, gr = ins[:-1], ins[-1]
+
+        def step():
+            V[r] = np.asarray(fop.array_vjp(ctx, V[gr], [V[i] for i in xs], wanted)[j])
     elif name == "cross_entropy":
         ctx = tape.aux[r]
         j = arg_of.get(id(getattr(ctx, "target", None)))
@@ -429,18 +567,33 @@ def _loop_entry(fwd, op, V, r, tape, consts):
     if _LOOPS[key] is None:
         return None
     n, item = out.size, out.itemsize
-    entry = [0] * fwd.WIDTH
-    entry[fwd.R], (entry[fwd.FN], entry[fwd.DATA]), entry[fwd.N], entry[fwd.SO] = r, _LOOPS[key], n, item
-    entry[fwd.B] = -2
-    if any(x is not None and (V[x].dtype != out.dtype or V[x].size not in (n, 1)) for x in operands):
+    if any(x is not None and V[x].dtype != out.dtype for x in operands):
         return None
-    for x, (col, step, const) in zip(operands, ((fwd.A, fwd.SA, fwd.CA), (fwd.B, fwd.SB, fwd.CB))):
+    # an operand of fewer elements must be the output's last dims (a bias): one loop call per repeat of it
+    inner = {V[x].size for x in operands if x is not None and V[x].size not in (n, 1)}
+    if len(inner) > 1 or inner and not all(_trailing(V[x].shape, out.shape) for x in operands
+                                           if x is not None and V[x].size in inner):
+        return None
+    inner = inner.pop() if inner else n
+    entry = [0] * fwd.WIDTH
+    entry[fwd.R], (entry[fwd.FN], entry[fwd.DATA]), entry[fwd.N], entry[fwd.SO] = r, _LOOPS[key], inner, item
+    entry[fwd.B], entry[fwd.CALLS], entry[fwd.OO] = -2, n // inner if inner else 1, inner * item
+    for x, (col, step, outer, const) in zip(operands, ((fwd.A, fwd.SA, fwd.OA, fwd.CA),
+                                                       (fwd.B, fwd.SB, fwd.OB, fwd.CB))):
         if x is None:  # the scalar, which NumPy casts to the tensor's dtype (NEP 50), as np.array(c, dtype)
             entry[col], entry[const] = -1, list(consts).index(dtype) << 32 | len(consts[dtype])
             consts[dtype].append(float(tape.fattr[r, 0]))
         else:
-            entry[col], entry[step] = x, item if V[x].size == n else 0
+            size = V[x].size
+            entry[col], entry[step], entry[outer] = x, item if size > 1 else 0, inner * item if size == n else 0
     return entry
+
+
+def _trailing(shape, out_shape):
+    """Whether an array of `shape` broadcast to `out_shape` repeats whole: its dims past leading 1s are the last."""
+    while shape and shape[0] == 1:
+        shape = shape[1:]
+    return out_shape[len(out_shape) - len(shape):] == shape
 
 
 def _differs(tape, recorded):

@@ -117,6 +117,18 @@ def test_elementwise_rows_replay_in_one_compiled_call_bit_for_bit(dtype):
     assert len(program.table) >= 20  # (the rows really ran in the table, not one NumPy call each)
 
 
+@pytest.mark.parametrize("shape, other", [((5, 6), (6,)), ((2, 3, 4), (1, 3, 4)), ((2, 3, 4), (4,)), ((4,), (1,))])
+def test_a_bias_over_a_batch_is_one_table_row_bit_for_bit(shape, other):
+    """An operand of the output's last dims (a bias) is one table row: one loop call per repeat of it."""
+    b = tg.tensor(rng.standard_normal(other).astype(np.float32), requires_grad=True)
+    f = tg.compile(lambda x: (x + b) * b - b / x, fullgraph=True)
+    for _ in range(2):
+        x = tg.tensor(rng.standard_normal(shape).astype(np.float32), requires_grad=True)
+        np.testing.assert_array_equal(f(x).detach().numpy(), ((x + b) * b - b / x).detach().numpy())
+    program, = f._cache.values()
+    assert len(program.table) == 4  # (add, mul, div, sub: none fell back to a NumPy call)
+
+
 def test_a_loop_that_differs_from_the_ufunc_call_falls_back_to_numpy(monkeypatch):
     """The self-check catches a wrong loop (here: add's, called for multiply) and every row runs its ufunc."""
     from tapegrad.kernels import forward
@@ -166,6 +178,100 @@ def test_autograd_grad_retain_graph_and_argument_gradients():
     out.backward()
     np.testing.assert_allclose(a.grad.numpy(), 2 * ga.numpy())
     assert b.grad is None
+
+
+def _loss_and_grads(lib, params, calls):
+    loss = _loss(lib, params)
+
+    def step(x, y):  # a training step's gradients taken inside the compiled function, as with torch.func
+        calls.append(1)
+        out = loss(x, y)
+        return (out, *lib.autograd.grad(out, params))
+    return step
+
+
+def test_autograd_grad_inside_is_traced_and_replayed_with_each_calls_targets():
+    calls = []
+    ps_c, ps_t = _mlp(tg), _mlp(torch)
+    f, ref = tg.compile(_loss_and_grads(tg, ps_c, calls), fullgraph=True), _loss_and_grads(torch, ps_t, [])
+    kept = []
+    for _ in range(5):
+        x, y = rng.standard_normal((4, 8)).astype(np.float32), rng.integers(0, 5, 4)
+        got, want = f(tg.tensor(x), tg.tensor(y)), ref(torch.tensor(x), torch.tensor(y))
+        assert [t.requires_grad for t in got] == [t.requires_grad for t in want] == [True] + [False] * 4
+        for a, b in zip(got, want):
+            np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-5, atol=1e-6)
+        kept.append([g.numpy().copy() for g in got[1:]] + [got[1:]])
+        for lib, ps, gs in ((tg, ps_c, got[1:]), (torch, ps_t, want[1:])):
+            with lib.no_grad():
+                for p, g in zip(ps, gs):
+                    p -= 0.5 * g
+    assert len(calls) == 1  # traced once: the gradient too is replayed
+    for *copies, grads in kept:  # a gradient handed out as computed is never written by a later call
+        for c, g in zip(copies, grads):
+            np.testing.assert_array_equal(c, g.numpy())
+    program, = f._cache.values()
+    names = [tg.registry.OPS[o].name for o in program.tape.op[: program.tape.n]]
+    assert names.count("traced_rule") == 4  # the loss's and three weights' products (x's is not wanted)
+
+
+def test_a_gradient_a_later_call_writes_in_place_is_handed_out_as_a_copy():
+    w = tg.tensor(rng.standard_normal(5), requires_grad=True)
+    f = tg.compile(lambda x: tg.autograd.grad((x * w).tanh().sum(), w)[0], fullgraph=True)
+    xs = [rng.standard_normal(5) for _ in range(3)]
+    got = [f(tg.tensor(x)) for x in xs]  # (each is a row of the elementwise table: written in place by every call)
+    for x, g in zip(xs, got):
+        np.testing.assert_allclose(g.numpy(), x * (1 - np.tanh(x * w.detach().numpy()) ** 2), rtol=1e-12)
+
+
+def _second(lib):
+    def f(x):
+        g, = lib.autograd.grad((lib.tanh(x) ** 3).sum(), x, create_graph=True)
+        h, = lib.autograd.grad(g.sum(), x, retain_graph=True)
+        return g, h, g * h  # the last one differentiable through g only: h is detached
+    return f
+
+
+def test_create_graph_inside_gives_a_differentiable_gradient_and_a_detached_one():
+    f = tg.compile(_second(tg), fullgraph=True)
+    for _ in range(3):
+        xd = rng.uniform(-2, 2, 7)
+        x, tx = tg.tensor(xd, requires_grad=True), torch.tensor(xd, requires_grad=True)
+        got, want = f(x), _second(torch)(tx)
+        assert [t.requires_grad for t in got] == [t.requires_grad for t in want] == [True, False, True]
+        for a, b in zip(got, want):
+            np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-12, atol=1e-14)
+        (got[0].sum() + got[2].sum()).backward()
+        (want[0].sum() + want[2].sum()).backward()
+        np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-12, atol=1e-14)
+
+
+def test_grad_outputs_is_bound_when_an_argument_and_held_when_made_inside():
+    f = tg.compile(lambda x, v: tg.autograd.grad(x * x, x, grad_outputs=v)[0]
+                   + tg.autograd.grad((x * x).sum(), x, grad_outputs=tg.full((), 2.0))[0], fullgraph=True)
+    for _ in range(3):
+        x, v = rng.standard_normal(4), rng.standard_normal(4)
+        got = f(tg.tensor(x, requires_grad=True), tg.tensor(v))
+        np.testing.assert_allclose(got.numpy(), 2 * x * v + 4 * x, rtol=1e-12)
+
+
+def test_a_second_gradient_through_a_freed_graph_raises_torchs_error():
+    def twice(lib, x):
+        y = (x * x).sum()
+        return lib.autograd.grad(y, x)[0] + lib.autograd.grad(y, x)[0]
+    message = "Trying to backward through the graph a second time"
+    with pytest.raises(RuntimeError, match=message):
+        twice(torch, torch.ones(3, requires_grad=True))
+    with pytest.raises(RuntimeError, match=message):
+        tg.compile(lambda x: twice(tg, x), fullgraph=True)(tg.ones(3, requires_grad=True))
+    f = tg.compile(lambda x: twice(tg, x))  # eagerly, as torch raises it
+    with pytest.raises(RuntimeError, match=message):
+        f(tg.ones(3, requires_grad=True))
+    def retained(x):
+        y = (x * x).sum()
+        return tg.autograd.grad(y, x, retain_graph=True)[0] + tg.autograd.grad(y, x)[0]
+    kept = tg.compile(retained, fullgraph=True)
+    np.testing.assert_allclose(kept(tg.tensor(np.arange(3.0), requires_grad=True)).numpy(), 4 * np.arange(3.0))
 
 
 def test_gradients_handed_out_are_arrays_of_their_own():
@@ -255,7 +361,13 @@ BREAKS = {
     "a hook or retain_grad": lambda x: _hooked(x),
     "it must return a tensor": lambda x: [x.exp(), 1.0],
     "has no replay rule": lambda x: x.cumsum(0),
+    "a backward": lambda x: _backward_inside(x),
 }
+
+
+def _backward_inside(x):
+    (x * x).sum().backward()  # accumulates into x.grad: a side effect (autograd.grad is traced instead)
+    return x.exp()
 
 
 def _under_no_grad(x):

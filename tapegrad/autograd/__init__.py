@@ -52,9 +52,18 @@ def _seeds(outputs, grad_outputs, create_graph):
                 raise RuntimeError(f"For complex Tensors, both grad_output and output are required to have the "
                                    f"same dtype. Mismatch in dtype: grad_output[{i}] has a dtype of "
                                    f"{g.dtype} and output[{i}] has a dtype of {out.dtype}.")
-            g = g if create_graph else g._data.astype(out._data.dtype, copy=False)
+            if not create_graph:
+                if g._requires_grad and _tracing():  # an argument of a traced function: bound at each call
+                    g = g if g._data.dtype == out._data.dtype else g.to(out.dtype)
+                else:
+                    g = g._data.astype(out._data.dtype, copy=False)
         seeds.append(g)
     return seeds
+
+
+def _tracing():
+    from .. import tape as tape_mod
+    return tape_mod._local.tracing is not None
 
 
 def _rows(tensors):

@@ -17,9 +17,10 @@ from .memory import _DATA, JIT, load_i64
 # void **data; int ntypes, reserved1; const char *name; char *types (ntypes x nargs type numbers)
 _NIN, _NOUT, _FUNCTIONS, _LOOPDATA, _NTYPES, _NAME, _TYPES = 16, 20, 32, 40, 48, 56, 64
 # One row of a forward table: the output row, NumPy's loop and its data, the input rows (-1: the constant at
-# that column's address; B = -2: a unary loop), elements, and the byte steps of a, b and the output.
-R, FN, DATA, A, B, N, SA, SB, SO, CA, CB = range(11)
-WIDTH = 11
+# that column's address; B = -2: a unary loop), elements per loop call, the byte steps of a, b and the output,
+# then the loop calls (a bias over a batch: one per row) and the byte steps of a, b and the output between calls.
+R, FN, DATA, A, B, N, SA, SB, SO, CA, CB, CALLS, OA, OB, OO = range(15)
+WIDTH = 15
 
 
 def ufunc_loop(ufunc, dtype):
@@ -67,14 +68,19 @@ def forward(table, start, stop, obj):
     steps = np.empty(3, np.int64)
     for k in range(start, stop):
         t = table[k]
-        args[0] = load_i64(obj[t[A]] + _DATA) if t[A] >= 0 else t[CA]
+        a = load_i64(obj[t[A]] + _DATA) if t[A] >= 0 else t[CA]
         steps[0] = t[SA]
         m = 1
+        b = 0
         if t[B] != -2:
-            args[1] = load_i64(obj[t[B]] + _DATA) if t[B] >= 0 else t[CB]
+            b = load_i64(obj[t[B]] + _DATA) if t[B] >= 0 else t[CB]
             steps[1] = t[SB]
             m = 2
-        args[m] = load_i64(obj[t[R]] + _DATA)
+        out = load_i64(obj[t[R]] + _DATA)
         steps[m] = t[SO]
         dims[0] = t[N]
-        _call_loop(t[FN], args.ctypes.data, dims.ctypes.data, steps.ctypes.data, t[DATA])
+        for i in range(t[CALLS]):
+            args[0] = a + i * t[OA]
+            args[1] = b + i * t[OB]
+            args[m] = out + i * t[OO]
+            _call_loop(t[FN], args.ctypes.data, dims.ctypes.data, steps.ctypes.data, t[DATA])
