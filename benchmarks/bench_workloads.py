@@ -1,5 +1,5 @@
 """asv suite: W1-W5 step times, W1 forward us/op / backward us/node, and the
-``tapegrad.compile`` step times of W1 and W3 (``*Compiled``).
+``tapegrad.compile`` step times of W1, W3 and W5 (``*Compiled``).
 
 The library is $TAPEGRAD_BENCH_LIB (default ``tapegrad``; ``torch`` benchmarks
 the peer; ``tapegrad,torch`` runs both).  It is an asv parameter named
@@ -127,6 +127,12 @@ class W1ChainCompiled(_CompiledSuite):
 
 
 class W3MLPCompiled(_CompiledSuite):
-    """W3 with the loss (x, y -> cross_entropy) under tapegrad.compile; SGD step as W3MLP."""
+    """W3 with the loss and its gradients (x, y -> autograd.grad) under tapegrad.compile; SGD step as W3MLP."""
 
     workload = "W3"
+
+
+class W5SecondDerivativeCompiled(_CompiledSuite):
+    """W5 with both gradients (autograd.grad, the first with create_graph) under tapegrad.compile."""
+
+    workload = "W5"

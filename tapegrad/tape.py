@@ -814,11 +814,19 @@ class _Local(threading.local):
     tracing = None  # while tapegrad.compile traces in this thread: the list of what a replay cannot repeat
 
 
+class GraphBreak(BaseException):
+    """Raised where a traced function does what a replay cannot repeat, before it does it: the trace stops there,
+    so that nothing it does (a .grad accumulated, a hook registered) happens twice when the call runs eagerly. A
+    BaseException, so that the function's own `except Exception` does not swallow it."""
+
+
 def untraceable(reason):
-    """Something a traced function did that a replay cannot repeat: the trace is dropped (tapegrad.compile)."""
+    """Something a traced function is about to do that a replay cannot repeat: the trace stops and is dropped
+    (tapegrad.compile), and the call runs eagerly."""
     breaks = _local.tracing
     if breaks is not None:
         breaks.append(reason)
+        raise GraphBreak(reason)
 
 
 _local = _Local()

@@ -338,6 +338,7 @@ class Tensor:
     def register_hook(self, hook):
         if not self._requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        untraceable("a hook or retain_grad")  # (a parameter's hook would stay registered)
         if self._hooks is None:
             self._hooks = []
         self._hooks.append(hook)

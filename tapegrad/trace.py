@@ -194,6 +194,8 @@ def _trace(fn, args, kwargs):
     local.tape, local.tracing = private, breaks
     try:
         out = fn(*targs, **kwargs)
+    except tape_mod.GraphBreak:
+        pass  # (its reason is breaks[0])
     except Exception as e:  # noqa: BLE001  (the eager call that follows raises it where it belongs)
         breaks.append(f"tracing raised {type(e).__name__}: {e}")
     finally:

@@ -398,6 +398,23 @@ def test_what_a_replay_cannot_repeat_runs_eagerly_or_raises_with_fullgraph(reaso
         np.testing.assert_array_equal(got.detach().numpy(), want.detach().numpy())
 
 
+def test_a_break_stops_the_trace_before_its_side_effect():
+    """What a replay cannot repeat happens once, in the eager call, not also while tracing."""
+    w = tg.tensor(np.ones(3), requires_grad=True)
+    seen = []
+
+    def f(x):
+        try:
+            w.register_hook(lambda g: seen.append(1))
+        except Exception:  # noqa: BLE001, S110  (the break is no Exception: it stops the trace even here)
+            pass
+        (x * w).sum().backward()
+        return x * 2
+    tg.compile(f)(tg.tensor(np.arange(3.0)))
+    np.testing.assert_array_equal(w.grad.numpy(), np.arange(3.0))  # accumulated once, not twice
+    assert len(w._hooks) == 1 and seen == [1]
+
+
 def test_signatures_past_the_cache_limit_run_eagerly():
     f = tg.compile(lambda x, k: x * k, fullgraph=False)
     x = tg.tensor(np.ones(2), requires_grad=True)
