@@ -1,5 +1,5 @@
 """asv suite: W1-W5 step times, W1 forward us/op / backward us/node, and the
-``tapegrad.compile`` step times of W1, W3 and W5 (``*Compiled``).
+``tapegrad.compile`` step times of W1, W2, W3 and W5 (``*Compiled``).
 
 The library is $TAPEGRAD_BENCH_LIB (default ``tapegrad``; ``torch`` benchmarks
 the peer; ``tapegrad,torch`` runs both).  It is an asv parameter named
@@ -124,6 +124,12 @@ class W1ChainCompiled(_CompiledSuite):
     """W1 with the 500-step chain under tapegrad.compile (one replayed row forward, one backward)."""
 
     workload = "W1"
+
+
+class W2ScalarCompiled(_CompiledSuite):
+    """W2 with the graph and its gradients (x -> autograd.grad) under tapegrad.compile."""
+
+    workload = "W2"
 
 
 class W3MLPCompiled(_CompiledSuite):

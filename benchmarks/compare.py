@@ -11,7 +11,7 @@ What it does:
 
 1. Checks that the implementations agree: every library's gradients (the
    column "compiled" is ``tapegrad.compile(fullgraph=True)`` of the same step;
-   in W3 and W5 the compiled part takes the gradients itself) are
+   in W2-W5 the compiled part takes the gradients itself) are
    compared with the NumPy reference (np.allclose, rtol 1e-4 for float32,
    1e-6 for float64, atol relative to the gradient's scale).  A workload
    where any library disagrees is *not timed* (the row says which).  A
@@ -683,7 +683,7 @@ def main(argv=None):
               "per-process ratios (startup: ratio of medians)"),
              "numpy = hand-written forward+backward (the floor); micrograd = pure-Python scalar peer (W2 only)",
              ("compiled = the tapegrad step with its differentiable part under tapegrad.compile(fullgraph=True) "
-              "(traced in warm-up, replayed when timed; in W3 and W5 it takes the gradients itself with "
+              "(traced in warm-up, replayed when timed; in W2-W5 it takes the gradients itself with "
               "autograd.grad, so the backward is replayed with the forward)")]
     if startup is not None and ("baseline", "python -c pass") in startup:
         notes.append(f"startup times include interpreter startup: python -c pass = "

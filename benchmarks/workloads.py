@@ -6,7 +6,7 @@ backward pass written out by hand, no autograd): the floor.  W2 also has a
 micrograd-style pure-Python peer (``Value`` below).  Each also has a
 ``tapegrad.compile`` variant (library name ``"tapegrad.compile"``, module
 ``tapegrad``): the same computation with its differentiable part wrapped in
-``lib.compile(..., fullgraph=True)`` (traced once, then replayed).  In W3-W5
+``lib.compile(..., fullgraph=True)`` (traced once, then replayed).  In W2-W5
 that part takes the gradients itself with ``autograd.grad``, so that the
 backward is traced and replayed with the forward, as torch.compile's
 AOTAutograd traces one joint graph.
@@ -332,12 +332,16 @@ class W2Scalar:
 
 
 class W2ScalarCompiled(W2Scalar):
-    """W2Scalar with the graph under lib.compile(fullgraph=True): the 20 inputs are positional
-    arguments, weights and biases closure parameters."""
+    """W2Scalar with the graph and its gradients (autograd.grad) under lib.compile(fullgraph=True): the 20
+    inputs are positional arguments, weights and biases closure parameters."""
 
     def __init__(self, lib, neurons=50, inputs=20):
         super().__init__(lib, neurons, inputs)
-        self.output = lib.compile(self.output, fullgraph=True)
+        output = self.output
+        self.gradients = lib.compile(lambda *x: lib.autograd.grad(output(*x), self.params), fullgraph=True)
+
+    def step(self):
+        return list(self.gradients(*self.x))
 
 
 class W2ScalarNumpy:

@@ -290,8 +290,10 @@ class _Program:
             if r in bound:
                 continue
             src = tape.aliases.get(r)
-            if src is not None:
-                plan.append(_alias_step(V, tape.obj, r, src))
+            if src is not None:  # (consecutive ones, a gradient's, are one step)
+                if not plan or type(plan[-1]) is not _Aliases:
+                    plan.append(_Aliases(V, tape.obj))
+                plan[-1].rows.append((r, src))
                 continue
             op = OPS[int(tape.op[r])]
             entry = fwd and _loop_entry(fwd, op, recorded, r, tape, consts)
@@ -411,12 +413,19 @@ def _copied(tape, in_place, out_rows, out_grad):
     return out
 
 
-def _alias_step(V, obj, r, src):
-    """A detached gradient's leaf: its row's value."""
-    def step():
-        v = V[r] = V[src]
-        obj[r] = id(v)
-    return step
+class _Aliases:
+    """A step: detached gradients' leaves take their rows' values."""
+
+    def __init__(self, V, obj):
+        self.V, self.obj, self.rows, self.dst = V, obj, [], None
+
+    def __call__(self):
+        V = self.V
+        for r, src in self.rows:
+            V[r] = V[src]
+        if self.dst is None:  # (the rows are known once _steps has run)
+            self.dst, self.src = (np.array(c, np.int64) for c in zip(*self.rows))
+        self.obj[self.dst] = self.obj[self.src]
 
 
 # -- forward rules: each op row recomputed from its inputs' values -------------------------------------------
