@@ -4,16 +4,18 @@ The first call with a given signature (each tensor argument's shape, dtype and r
 by value, grad mode) runs the function on a private tape, with every tensor argument a fresh leaf (floats
 require grad), so that every op that depends on an argument is recorded. The recording is kept when each of
 its rows can be recomputed from its inputs (`_forward_rule`) and nothing else can make a later call differ:
-no value read into Python (`.item()`, `bool`, `.numpy()`), no random draw, no in-place op, no backward, no
-hook, no op left unrecorded (under no_grad, or on constants only), and every tensor it reads is an argument
-or a leaf that requires grad and outlives the call (a parameter). Anything else makes the signature run
-eagerly from then on, as torch.compile falls back at a graph break (`fullgraph=True` raises instead).
+no value read into Python (`.item()`, `bool`, `.numpy()`), no random draw, no in-place op, no `.backward()`,
+no hook, no op left unrecorded (under no_grad, or on constants only), and every tensor it reads is an
+argument or a leaf that requires grad and outlives the call (a parameter). Anything else stops the trace
+where it happens (tape.GraphBreak) and makes the signature run eagerly from then on, as torch.compile falls
+back at a graph break (`fullgraph=True` raises instead). A gradient the function takes (autograd.grad) is
+recorded as ops like the rest (_TraceTape.gradient), so a training step's backward is replayed with it.
 
 A later call binds the arguments' and parameters' current arrays to their rows, recomputes the rows in
-order, and records one row per output on the caller's tape (CompiledFunctionBackward). That row's
-backward replays the private tape (compiled, and retained so that the next call can use it again) from
-the output down to the inputs it is asked for. Python code in the function runs only when it is traced,
-as with torch.jit.trace: what it reads besides its arguments and parameters is fixed then.
+order, and records one row per output that needs a gradient on the caller's tape (CompiledFunctionBackward).
+That row's backward replays the private tape (compiled, and retained so that the next call can use it
+again) from the output down to the inputs it is asked for. Python code in the function runs only when it
+is traced, as with torch.jit.trace: what it reads besides its arguments and parameters is fixed then.
 """
 import weakref
 

@@ -246,13 +246,16 @@ def test_create_graph_inside_gives_a_differentiable_gradient_and_a_detached_one(
         np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-12, atol=1e-14)
 
 
-def test_grad_outputs_is_bound_when_an_argument_and_held_when_made_inside():
+def test_grad_outputs_is_bound_when_an_argument_and_held_when_a_constant():
+    u = tg.tensor(rng.standard_normal(4))  # a constant the function reads: its current array at each call
     f = tg.compile(lambda x, v: tg.autograd.grad(x * x, x, grad_outputs=v)[0]
-                   + tg.autograd.grad((x * x).sum(), x, grad_outputs=tg.full((), 2.0))[0], fullgraph=True)
+                   + tg.autograd.grad((x * x).sum(), x, grad_outputs=tg.full((), 2.0))[0]
+                   + tg.autograd.grad(x.exp(), x, grad_outputs=u)[0], fullgraph=True)
     for _ in range(3):
         x, v = rng.standard_normal(4), rng.standard_normal(4)
+        u.data = tg.tensor(rng.standard_normal(4))
         got = f(tg.tensor(x, requires_grad=True), tg.tensor(v))
-        np.testing.assert_allclose(got.numpy(), 2 * x * v + 4 * x, rtol=1e-12)
+        np.testing.assert_allclose(got.numpy(), 2 * x * v + 4 * x + np.exp(x) * u.numpy(), rtol=1e-12)
 
 
 def test_a_second_gradient_through_a_freed_graph_raises_torchs_error():

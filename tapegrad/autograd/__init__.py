@@ -53,7 +53,7 @@ def _seeds(outputs, grad_outputs, create_graph):
                                    f"same dtype. Mismatch in dtype: grad_output[{i}] has a dtype of "
                                    f"{g.dtype} and output[{i}] has a dtype of {out.dtype}.")
             if not create_graph:
-                if g._requires_grad and _tracing():  # an argument of a traced function: bound at each call
+                if _tracing():  # kept for tapegrad.compile to bind at each call (an argument, a constant)
                     g = g if g._data.dtype == out._data.dtype else g.to(out.dtype)
                 else:
                     g = g._data.astype(out._data.dtype, copy=False)
