@@ -48,8 +48,6 @@ def run(tape, roots, seeds, retain_graph, create_graph, targets=None, accumulate
     traced = tape_mod._local.tracing is not None and not accumulate and tape is tape_mod._local.tape
     if not traced:
         untraceable("a backward")  # (.backward() accumulates into .grad: a side effect a replay does not repeat)
-        if tape_mod._local.tracing is not None and not create_graph:  # (autograd._seeds kept an argument's)
-            seeds = [s._data if isinstance(s, Tensor) else s for s in seeds]
     outer, _local.token = current_pass(), object()
     try:
         return _run(tape, roots, seeds, retain_graph, create_graph, targets, accumulate, traced)

@@ -508,14 +508,6 @@ def _forward_rule(op, V, r, tape, B, arg_of):
             if b is not None:
                 value += V[b]
             V[r] = value
-    elif name == "traced_rule" and tape.aux[r][0].name == "matmul" and out.ndim == 2 == V[ins[0]].ndim == V[ins[1]].ndim:
-        a, b, gr = ins
-        if tape.aux[r][2] == 0:  # (_matmul_arrays' products, without its call)
-            def step():
-                V[r] = V[gr] @ V[b].T
-        else:
-            def step():
-                V[r] = V[a].T @ V[gr]
     elif name == "traced_rule":  # (the rule of a cross_entropy reads the gradient its forward rule computed)
         fop, ctx, j, wanted = tape.aux[r]
         xs, gr = ins[:-1], ins[-1]
