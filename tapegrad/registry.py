@@ -121,7 +121,7 @@ unary("cos",     np.cos,                                             "-g * sin(x
 unary("tan",     np.tan,                                             "g * (1 + y * y)")
 unary("tanh",    np.tanh,                                            "g * (1 - y * y)")
 unary("sigmoid", lambda x, c, c2: _sigmoid(x),                       "g * y * (1 - y)")
-unary("relu",    lambda x, c, c2: np.maximum(x, 0),                  "where(y <= 0, 0 * g, g)")  # NaN passes g
+unary("relu",    lambda x, c, c2: np.maximum(x, 0),                  "_with_input(where(y <= 0, 0 * g, g), y)")  # NaN passes g
 unary("abs",     np.abs,                                             "g * sign(x)")
 unary("reciprocal", np.reciprocal,                                   "-g * y * y")
 unary("square",  lambda x, c, c2: np.square(x.astype(np.int64) if x.dtype == np.bool_ else x),                      "2 * g * x", grad_fn="PowBackward0")
@@ -147,9 +147,9 @@ unary("silu",    lambda x, c, c2: x * _sigmoid(x),                   "g * sigmoi
 # c = beta, c2 = threshold: linear above threshold, as torch's softplus
 unary("softplus", lambda x, c, c2: np.where(x * c > c2, x, np.logaddexp(0, c * x) / c),
       "where(x * c > c2, g, g * sigmoid(c * x))")
-unary("leaky_relu", lambda x, c, c2: np.where(x > 0, x, x * c),      "where(x > 0, g, g * c)")
+unary("leaky_relu", lambda x, c, c2: np.where(x > 0, x, x * c),      "_with_input(where(x > 0, g, g * c), x)")
 unary("elu",     lambda x, c, c2: np.where(x > 0, x, c * np.expm1(np.minimum(x, 0))), "where(x <= 0, g * (y + c), g)")
-unary("hardtanh", lambda x, c, c2: np.clip(x, c, c2),                "where((x > c) & (x < c2), g, 0 * g)")
+unary("hardtanh", lambda x, c, c2: np.clip(x, c, c2),                "_with_input(where((x > c) & (x < c2), g, 0 * g), x)")
 unary("clamp",   lambda x, c, c2: np.minimum(np.maximum(x, c), c2),  "where((x >= c) & (x <= c2), g, 0 * g)",
       grad_fn="ClampBackward1")
 unary("copy",    lambda x, c, c2: x.copy(),                          "g", grad_fn="CloneBackward0")

@@ -16,7 +16,7 @@ from math import cos, cosh, exp, log, sin, sinh, sqrt  # noqa: F401
 from numba import njit
 
 from .memory import JIT
-from .scalar import erf, power, sigmoid, sign, where  # noqa: F401
+from .scalar import _with_input, erf, power, sigmoid, sign, where  # noqa: F401
 '''
 
 

@@ -5,7 +5,7 @@ from math import cos, cosh, exp, log, sin, sinh, sqrt  # noqa: F401
 from numba import njit
 
 from .memory import JIT
-from .scalar import erf, power, sigmoid, sign, where  # noqa: F401
+from .scalar import _with_input, erf, power, sigmoid, sign, where  # noqa: F401
 
 
 @njit(**JIT)
@@ -59,7 +59,7 @@ def unary(op, X, Y, G, GX, c, c2):
         for i in range(n):
             y = Y[i]
             g = G[i]
-            GX[i] += where(y <= 0, 0 * g, g)
+            GX[i] += _with_input(where(y <= 0, 0 * g, g), y)
     elif op == 13:  # abs
         for i in range(n):
             x = X[i]
@@ -169,7 +169,7 @@ def unary(op, X, Y, G, GX, c, c2):
         for i in range(n):
             x = X[i]
             g = G[i]
-            GX[i] += where(x > 0, g, g * c)
+            GX[i] += _with_input(where(x > 0, g, g * c), x)
     elif op == 36:  # elu
         for i in range(n):
             x = X[i]
@@ -180,7 +180,7 @@ def unary(op, X, Y, G, GX, c, c2):
         for i in range(n):
             x = X[i]
             g = G[i]
-            GX[i] += where((x > c) & (x < c2), g, 0 * g)
+            GX[i] += _with_input(where((x > c) & (x < c2), g, 0 * g), x)
     elif op == 38:  # clamp
         for i in range(n):
             x = X[i]

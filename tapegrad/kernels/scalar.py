@@ -37,3 +37,11 @@ def power(x, e):
     if e == 3.0:
         return x * x * x
     return x ** e
+
+
+@njit(inline="always", **JIT)
+def _with_input(v, x):
+    """v. On Tensors (create_graph), v recorded as a function of x with a zero derivative, as torch's
+    threshold_backward depends on its input: a gradient through relu then requires grad, and its own
+    gradient is zeros (a Hessian of a ReLU network)."""
+    return v
