@@ -104,7 +104,11 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
     if dtype is None:
         dtype = _dtype.float32 if any(isinstance(v, float) for v in vals) else _dtype.int64
     n = max(0, math.ceil((end - start) / step))
-    data = (start + np.arange(n, dtype=np.float64) * step).astype(_dtype.to_numpy_dtype(dtype))
+    np_dtype = _dtype.to_numpy_dtype(dtype)
+    if np_dtype.kind in "iu" and all(isinstance(v, (int, np.integer)) for v in vals):
+        data = (int(start) + np.arange(n, dtype=np.int64) * int(step)).astype(np_dtype)  # exact past 2**53
+    else:
+        data = (start + np.arange(n, dtype=np.float64) * step).astype(np_dtype)
     return _finish(data, None, requires_grad)
 
 

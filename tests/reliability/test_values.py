@@ -175,3 +175,54 @@ def test_hessian_of_a_relu_network_is_torchs():
         return L.autograd.functional.hessian(f, L.tensor(x0)).numpy()
     np.testing.assert_allclose(hessian(tg), hessian(torch), rtol=1e-12)
     np.testing.assert_allclose(hessian(tg), 2 * np.eye(3))
+
+
+# -- smaller value defects ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("case", [
+    "L.tensor([2**63])", "L.tensor([2**64])", "L.tensor(2**63)", "L.tensor([-2**63 - 1])", "L.tensor([1, 2**63])",
+    "L.tensor([[1], [2**63]])", "L.tensor([2**63], dtype=L.int64)", "L.tensor([300], dtype=L.uint8)",
+    "L.tensor([2**31], dtype=L.int32)",
+])
+def test_an_integer_outside_its_dtype_raises_torchs_overflow_error(case):
+    with pytest.raises(Exception) as want:
+        eval(case, {"L": torch})  # noqa: S307
+    with pytest.raises(type(want.value)) as got:
+        eval(case, {"L": tg})  # noqa: S307
+    assert str(got.value) == str(want.value)
+
+
+@pytest.mark.parametrize("case", [
+    "L.tensor([2**63], dtype=L.float32)", "L.tensor([1.5, 2**63])", "L.tensor([2**63 - 1, -2**63])",
+    "L.tensor(1e300)", "L.tensor([float('inf'), 1])", "L.arange(2**62, 2**62 + 3)", "L.arange(2**62, 2**62 + 9, 4)",
+    "L.arange(-2**60, -2**60 - 5, -2)", "L.arange(0, 10, 3)", "L.arange(5, dtype=L.int8)", "L.arange(0.5, 3)",
+])
+def test_large_integers_are_exact_as_torchs(case):
+    want, got = eval(case, {"L": torch}), eval(case, {"L": tg})  # noqa: S307
+    assert str(got.dtype).replace("tapegrad.", "torch.") == str(want.dtype)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+@pytest.mark.parametrize("shape, chunks, dim", [((2, 0), 3, 1), ((0,), 2, 0), ((2, 0), 1, 1), ((2, 5), 3, 1),
+                                                ((2, 0), 3, 0), ((7,), 3, 0), ((1,), 4, 0)])
+def test_chunk_gives_torchs_chunks_even_of_an_empty_dim(shape, chunks, dim):
+    want = [tuple(c.shape) for c in torch.zeros(shape).chunk(chunks, dim)]
+    assert [tuple(c.shape) for c in tg.zeros(shape).chunk(chunks, dim)] == want
+
+
+@pytest.mark.parametrize("recorded", ["none", "target", "value"])
+@pytest.mark.parametrize("key", ["L.tensor([0, 0, 1])", "[2, 0, 2]", "(L.tensor([0, 0]), L.tensor([1, 1]))",
+                                 "L.tensor([[1, 1], [1, 0]])"])
+def test_assignment_through_duplicate_indices_is_the_last_write_never_a_sum(recorded, key):
+    def run(L):
+        base = L.arange(12.0).reshape(3, 4) if key.startswith("(") else L.arange(3.0)
+        a = base.clone().requires_grad_(recorded == "target")
+        x = a * 1
+        k = eval(key, {"L": L})  # noqa: S307
+        n = np.prod(np.shape(np.zeros(tuple(base.shape))[tuple(np.asarray(i) for i in k) if isinstance(k, tuple)
+                                                          else np.asarray(k)]))
+        v = L.arange(1.0, n + 1).reshape(np.shape(np.zeros(tuple(base.shape))[
+            tuple(np.asarray(i) for i in k) if isinstance(k, tuple) else np.asarray(k)])).requires_grad_(
+            recorded == "value")
+        x[k] = v * 1
+        return x.detach().numpy()
+    np.testing.assert_array_equal(run(tg), run(torch))
