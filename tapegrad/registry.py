@@ -167,14 +167,15 @@ binary("add", np.add,           "g",     "g")
 binary("sub", np.subtract,      "g",     "-g", st="RsubBackward1")
 binary("mul", np.multiply,      "g * b", "g * a")
 binary("div", np.true_divide,   "g / b", "-g * y / b")
-binary("pow", _power,           "g * b * a ** (b - 1)",
+binary("pow", _power,           "where(b == 0, 0 * g, g * b * a ** (b - 1))",  # torch: 0 for x ** 0, even at 0, NaN
        "where((a == 0) & (b >= 0), 0 * g, g * y * log(a))", grad_fn="PowBackward1", ts="PowBackward0",
        st="PowBackward2")
 binary("maximum", np.maximum,   "where(a > b, g, where(a == b, 0.5 * g, 0 * g))",
        "where(b > a, g, where(a == b, 0.5 * g, 0 * g))")
 binary("minimum", np.minimum,   "where(a < b, g, where(a == b, 0.5 * g, 0 * g))",
        "where(b < a, g, where(a == b, 0.5 * g, 0 * g))")
-binary("atan2", np.arctan2,     "g * b / (a * a + b * b)", "-g * a / (a * a + b * b)")
+binary("atan2", np.arctan2,     "where((a == 0) & (b == 0), 0 * g, g * b / (a * a + b * b))",  # torch: 0 at (0, 0)
+       "where((a == 0) & (b == 0), 0 * g, -g * a / (a * a + b * b))")
 
 
 # -- Structural ops: compiled adjoints written by hand in kernels/runtime.py -------------------------
@@ -410,7 +411,15 @@ def _vjp_amax(ctx, g, inputs, out):
     """Ties share the gradient equally (torch's scale_grad_by_count)."""
     x, = inputs
     g, y = _keep(g, ctx.keep), _keep(out, ctx.keep)
-    mask = (x == y).to(x.dtype)
+    mask = (x == y).to(x.dtype)  # a NaN extreme matches nothing: NaN gradients, as torch's amax
+    return (mask * (g / mask.sum(ctx.dims, keepdim=True)),)
+
+
+def _vjp_max_all(ctx, g, inputs, out):
+    """max() and min() of all elements: torch's evenly_distribute_backward, where a NaN result counts the NaNs."""
+    x, = inputs
+    g, y = _keep(g, ctx.keep), _keep(out, ctx.keep)
+    mask = ((x == y) | (x.isnan() & y.isnan())).to(x.dtype)
     return (mask * (g / mask.sum(ctx.dims, keepdim=True)),)
 
 
@@ -460,8 +469,8 @@ python("var", "VarBackward0", None, _vjp_var, saves=1)
 python("std", "StdBackward0", None, _vjp_std, saves=1 | SAVES_OUT)
 python("amax", "AmaxBackward0", None, _vjp_amax, saves=1 | SAVES_OUT)
 python("amin", "AminBackward0", None, _vjp_amax, saves=1 | SAVES_OUT)
-python("max_all", "MaxBackward1", None, _vjp_amax, saves=1 | SAVES_OUT)
-python("min_all", "MinBackward1", None, _vjp_amax, saves=1 | SAVES_OUT)
+python("max_all", "MaxBackward1", None, _vjp_max_all, saves=1 | SAVES_OUT)
+python("min_all", "MinBackward1", None, _vjp_max_all, saves=1 | SAVES_OUT)
 python("softmax", "SoftmaxBackward0", None, _vjp_softmax, saves=SAVES_OUT)
 python("log_softmax", "LogSoftmaxBackward0", None, _vjp_log_softmax, saves=SAVES_OUT)
 python("logsumexp", "LogsumexpBackward0", None, _vjp_logsumexp, saves=1 | SAVES_OUT)

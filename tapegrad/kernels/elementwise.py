@@ -228,7 +228,7 @@ def unary(op, X, Y, G, GX, c, c2):
         for i in range(n):
             x = X[i]
             g = G[i]
-            GX[i] += g * c * power(x, c - 1)
+            GX[i] += where(c == 0, 0 * g, g * c * power(x, c - 1))
     elif op == 54:  # pow_st
         for i in range(n):
             x = X[i]
@@ -259,12 +259,12 @@ def unary(op, X, Y, G, GX, c, c2):
         for i in range(n):
             x = X[i]
             g = G[i]
-            GX[i] += g * c / (x * x + c * c)
+            GX[i] += where((x == 0) & (c == 0), 0 * g, g * c / (x * x + c * c))
     elif op == 63:  # atan2_st
         for i in range(n):
             x = X[i]
             g = G[i]
-            GX[i] += -g * c / (c * c + x * x)
+            GX[i] += where((c == 0) & (x == 0), 0 * g, -g * c / (c * c + x * x))
     elif op == 81:  # gelu_tanh
         for i in range(n):
             x = X[i]
@@ -361,7 +361,7 @@ def binary(op, A, B, Y, G, GA, GB, IA, IB, outer, inner, ao, aj, bo, bj, need_a,
                 y = Y[k]
                 g = G[k]
                 if need_a:
-                    GA[ia] += g * b * power(a, b - 1)
+                    GA[ia] += where(b == 0, 0 * g, g * b * power(a, b - 1))
                 if need_b:
                     GB[ib] += where((a == 0) & (b >= 0), 0 * g, g * y * log(a))
     elif op == 55:  # maximum
@@ -400,6 +400,6 @@ def binary(op, A, B, Y, G, GA, GB, IA, IB, outer, inner, ao, aj, bo, bj, need_a,
                 b = B[ib]
                 g = G[k]
                 if need_a:
-                    GA[ia] += g * b / (a * a + b * b)
+                    GA[ia] += where((a == 0) & (b == 0), 0 * g, g * b / (a * a + b * b))
                 if need_b:
-                    GB[ib] += -g * a / (a * a + b * b)
+                    GB[ib] += where((a == 0) & (b == 0), 0 * g, -g * a / (a * a + b * b))

@@ -226,3 +226,31 @@ def test_assignment_through_duplicate_indices_is_the_last_write_never_a_sum(reco
         x[k] = v * 1
         return x.detach().numpy()
     np.testing.assert_array_equal(run(tg), run(torch))
+
+
+# -- gradients at special points --------------------------------------------------------------------------------
+SPECIAL = {  # op, the special inputs (each padded with ordinary values to lengths 1, 3, 8 and 17)
+    "atan2 at (0, 0)": (lambda L, a, b: L.atan2(a, b), [0.0, 0.0], [0.0, -0.0]),
+    "x ** 0 at 0 and NaN": (lambda L, a: a ** 0, [0.0, float("nan")]),
+    "x ** 0.0 at -0": (lambda L, a: a ** 0.0, [-0.0, 0.0]),
+    "x ** y, y = 0": (lambda L, a, b: a ** b, [0.0, float("nan")], [0.0, 0.0]),
+    "x ** x at 0": (lambda L, a: a ** a, [0.0, 0.0]),
+    "max() with NaN": (lambda L, a: a.max(), [float("nan"), 5.0]),
+    "min() with NaN": (lambda L, a: a.min(), [float("nan"), -5.0]),
+    "amax() with NaN": (lambda L, a: a.amax(), [float("nan"), 5.0]),
+}
+
+
+@pytest.mark.parametrize("name", list(SPECIAL))
+@pytest.mark.parametrize("n", [1, 3, 8, 17])
+def test_gradients_at_special_points_are_torchs(name, n):
+    fn, *specials = SPECIAL[name]
+    rng = np.random.default_rng(n)
+    columns = [np.concatenate([s, rng.uniform(0.5, 2.0, n)])[:max(n, 1)] for s in specials]
+
+    def grads(L):
+        xs = [L.tensor(c, dtype=L.float64, requires_grad=True) for c in columns]
+        fn(L, *xs).sum().backward()
+        return [x.grad.numpy() for x in xs]
+    for got, want in zip(grads(tg), grads(torch)):
+        np.testing.assert_allclose(got, want, rtol=1e-12, equal_nan=True)
