@@ -170,10 +170,11 @@ binary("div", np.true_divide,   "g / b", "-g * y / b")
 binary("pow", _power,           "where(b == 0, 0 * g, g * b * a ** (b - 1))",  # torch: 0 for x ** 0, even at 0, NaN
        "where((a == 0) & (b >= 0), 0 * g, g * y * log(a))", grad_fn="PowBackward1", ts="PowBackward0",
        st="PowBackward2")
-binary("maximum", np.maximum,   "where(a > b, g, where(a == b, 0.5 * g, 0 * g))",
-       "where(b > a, g, where(a == b, 0.5 * g, 0 * g))")
-binary("minimum", np.minimum,   "where(a < b, g, where(a == b, 0.5 * g, 0 * g))",
-       "where(b < a, g, where(a == b, 0.5 * g, 0 * g))")
+# a NaN operand passes g to both sides, as torch's (its rule masks only where the other side is larger)
+binary("maximum", np.maximum,   "where(a < b, 0 * g, where(a == b, 0.5 * g, g))",
+       "where(b < a, 0 * g, where(a == b, 0.5 * g, g))")
+binary("minimum", np.minimum,   "where(a > b, 0 * g, where(a == b, 0.5 * g, g))",
+       "where(b > a, 0 * g, where(a == b, 0.5 * g, g))")
 binary("atan2", np.arctan2,     "where((a == 0) & (b == 0), 0 * g, g * b / (a * a + b * b))",  # torch: 0 at (0, 0)
        "where((a == 0) & (b == 0), 0 * g, -g * a / (a * a + b * b))")
 
@@ -454,8 +455,8 @@ def _vjp_vector_norm(ctx, g, inputs, out):
     if p == 2:
         return (T.where(y == 0, 0.0, g / y) * x,)
     if math.isinf(p):
-        mask = (x.abs() == y).to(x.dtype)
-        return (x.sign() * mask * (g / mask.sum(ctx.dims, keepdim=True)),)
+        mask = (x.abs() == y).to(x.dtype)  # a NaN row matches nothing: zeros, as torch (not 0 / 0)
+        return (x.sign() * mask * (g / mask.sum(ctx.dims, keepdim=True).clamp_min(1.0)),)
     if p < 1:
         scaled = T.where(x == 0, 0.0, x.sign() * x.abs() ** (p - 1))
         return (scaled * g * y ** (1 - p),)

@@ -239,22 +239,22 @@ def unary(op, X, Y, G, GX, c, c2):
         for i in range(n):
             x = X[i]
             g = G[i]
-            GX[i] += where(x > c, g, where(x == c, 0.5 * g, 0 * g))
+            GX[i] += where(x < c, 0 * g, where(x == c, 0.5 * g, g))
     elif op == 57:  # maximum_st
         for i in range(n):
             x = X[i]
             g = G[i]
-            GX[i] += where(x > c, g, where(c == x, 0.5 * g, 0 * g))
+            GX[i] += where(x < c, 0 * g, where(c == x, 0.5 * g, g))
     elif op == 59:  # minimum_ts
         for i in range(n):
             x = X[i]
             g = G[i]
-            GX[i] += where(x < c, g, where(x == c, 0.5 * g, 0 * g))
+            GX[i] += where(x > c, 0 * g, where(x == c, 0.5 * g, g))
     elif op == 60:  # minimum_st
         for i in range(n):
             x = X[i]
             g = G[i]
-            GX[i] += where(x < c, g, where(c == x, 0.5 * g, 0 * g))
+            GX[i] += where(x > c, 0 * g, where(c == x, 0.5 * g, g))
     elif op == 62:  # atan2_ts
         for i in range(n):
             x = X[i]
@@ -374,9 +374,9 @@ def binary(op, A, B, Y, G, GA, GB, IA, IB, outer, inner, ao, aj, bo, bj, need_a,
                 b = B[ib]
                 g = G[k]
                 if need_a:
-                    GA[ia] += where(a > b, g, where(a == b, 0.5 * g, 0 * g))
+                    GA[ia] += where(a < b, 0 * g, where(a == b, 0.5 * g, g))
                 if need_b:
-                    GB[ib] += where(b > a, g, where(a == b, 0.5 * g, 0 * g))
+                    GB[ib] += where(b < a, 0 * g, where(a == b, 0.5 * g, g))
     elif op == 58:  # minimum
         for o in range(outer):
             for j in range(inner):
@@ -387,9 +387,9 @@ def binary(op, A, B, Y, G, GA, GB, IA, IB, outer, inner, ao, aj, bo, bj, need_a,
                 b = B[ib]
                 g = G[k]
                 if need_a:
-                    GA[ia] += where(a < b, g, where(a == b, 0.5 * g, 0 * g))
+                    GA[ia] += where(a > b, 0 * g, where(a == b, 0.5 * g, g))
                 if need_b:
-                    GB[ib] += where(b < a, g, where(a == b, 0.5 * g, 0 * g))
+                    GB[ib] += where(b > a, 0 * g, where(a == b, 0.5 * g, g))
     elif op == 61:  # atan2
         for o in range(outer):
             for j in range(inner):

@@ -118,27 +118,14 @@ def _no_bool_power(input, other):
         raise NotImplementedError('"pow" not implemented for \'Bool\'')
 
 
-def _tensors_only(fn):
-    """maximum, minimum and atan2 take two tensors in torch: a number is its TypeError."""
-    def checked(input, other):
-        for pos, arg, what in ((1, input, "input"), (2, other, "other")):
-            if not isinstance(arg, Tensor):
-                raise TypeError(f"{fn.__name__}(): argument '{what}' (position {pos}) must be Tensor, not "
-                                f"{type(arg).__name__}")
-        return fn(input, other)
-    checked.__name__, checked.__doc__ = fn.__name__, fn.__doc__
-    return checked
-
-
 add = _make_binary("add", commutative=True)
 mul = _make_binary("mul", commutative=True)
-_maximum = _make_binary("maximum", commutative=True)
-_minimum = _make_binary("minimum", commutative=True)
-maximum, minimum = _tensors_only(_maximum), _tensors_only(_minimum)
+maximum = _make_binary("maximum", commutative=True)
+minimum = _make_binary("minimum", commutative=True)
 sub = _make_binary("sub", check=_no_bool_subtraction)
 div = _make_binary("div", to_float=True)
 pow = _make_binary("pow", check=_no_bool_power)
-atan2 = _tensors_only(_make_binary("atan2", to_float=True))
+atan2 = _make_binary("atan2", to_float=True)
 _clamp = globals()["clamp"]
 
 
@@ -148,9 +135,9 @@ def clamp(input, min=None, max=None):
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         out = input
         if min is not None:
-            out = _maximum(out, min)
+            out = maximum(out, min)
         if max is not None:
-            out = _minimum(out, max)
+            out = minimum(out, max)
         return out
     return _clamp(input, -math.inf if min is None else _bound(min), math.inf if max is None else _bound(max))
 

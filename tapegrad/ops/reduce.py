@@ -135,8 +135,11 @@ def _var(name, input, dim, unbiased, keepdim, correction):
     dims = _rdims(dim, x.ndim)
     n = math.prod(x.shape[d] for d in dims)
     denom = builtins.max(0.0, n - c)
+    data = x._data
     with np.errstate(all="ignore"):
-        d = x._data - _np_reduce(np.mean, x._data, dims, True)
+        if n > 0 and data.ndim:  # shifted by each group's first element: equal values give exactly 0, never inf
+            data = data - data[tuple(slice(0, 1) if i in dims else slice(None) for i in range(data.ndim))]
+        d = data - _np_reduce(np.mean, data, dims, True)
         var = _np_reduce(np.sum, d * d, dims, keepdim) / x._data.dtype.type(denom)
         out = np.sqrt(var) if name == "std" else var
     ctx = Ctx(keep=_keep_shape(x.shape, dims), dims=dims, denom=denom)
