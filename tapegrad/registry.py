@@ -160,6 +160,8 @@ def _power(a, b):
     3.7 us for 1,000 float64), and NumPy special-cases only 2, 0.5 and -1."""
     if type(b) in (int, float) and b == 3 and a.dtype.kind == "f":
         return a * a * a
+    if type(b) in (int, float) and b == -0.5 and a.dtype.kind == "f":
+        return 1 / np.sqrt(a)  # torch's rsqrt: -inf at -0.0 (pow gives +inf), so x ** 0.5's gradient there too
     return np.power(a, b)
 
 
@@ -167,7 +169,7 @@ binary("add", np.add,           "g",     "g")
 binary("sub", np.subtract,      "g",     "-g", st="RsubBackward1")
 binary("mul", np.multiply,      "g * b", "g * a")
 binary("div", np.true_divide,   "g / b", "-g * y / b")
-binary("pow", _power,           "where(b == 0, 0 * g, g * b * a ** (b - 1))",  # torch: 0 for x ** 0, even at 0, NaN
+binary("pow", _power,           "_select(b == 0, 0 * g, g * b * a ** (b - 1))",  # torch: 0 for x ** 0, even at 0, NaN
        "where((a == 0) & (b >= 0), 0 * g, g * y * log(a))", grad_fn="PowBackward1", ts="PowBackward0",
        st="PowBackward2")
 # a NaN operand passes g to both sides, as torch's (its rule masks only where the other side is larger)

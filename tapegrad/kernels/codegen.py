@@ -16,7 +16,7 @@ from math import cos, cosh, exp, log, sin, sinh, sqrt  # noqa: F401
 from numba import njit
 
 from .memory import JIT
-from .scalar import _with_input, erf, power, sigmoid, sign, where  # noqa: F401
+from .scalar import _select, _with_input, erf, power, sigmoid, sign, where  # noqa: F401
 '''
 
 
@@ -77,5 +77,6 @@ if __name__ == "__main__":
     TARGET.write_text(source())
     print(f"wrote {TARGET}")
     # Numba's cache of runtime.py (which inlines these kernels) does not notice that they changed.
-    for stale in (TARGET.parent / "__pycache__").glob("runtime.*.nb[ic]"):
+    for stale in [*(TARGET.parent / "__pycache__").glob("runtime.*.nb[ic]"),
+                  *(TARGET.parent / "__pycache__").glob("elementwise.*.nb[ic]")]:  # scalar.py inlined too
         stale.unlink(missing_ok=True)

@@ -176,6 +176,13 @@ for _name in ("leaky_relu", "elu", "hardtanh", "softplus"):
     globals()["_" + _name] = _make_unary(_name)
 
 
+def _select(cond, a, b):
+    """where() in a derivative expression whose condition may be a constant's Python bool (`c == 0`)."""
+    if isinstance(cond, (bool, np.bool_)):
+        return a if cond else b
+    return where(cond, a, b)
+
+
 def _with_input(v, x):
     """v, recorded as a function of x with a zero derivative (the derivative expressions' `_with_input`, as torch's
     threshold_backward depends on its input): where(True, v, x) gives x a gradient of zeros."""
