@@ -169,7 +169,7 @@ binary("add", np.add,           "g",     "g")
 binary("sub", np.subtract,      "g",     "-g", st="RsubBackward1")
 binary("mul", np.multiply,      "g * b", "g * a")
 binary("div", np.true_divide,   "g / b", "-g * y / b")
-binary("pow", _power,           "_select(b == 0, 0 * g, g * b * a ** (b - 1))",  # torch: 0 for x ** 0, even at 0, NaN
+binary("pow", _power,           "g * _select(b == 0, 0 * b, b * a ** (b - 1))",  # torch: 0 for x ** 0, even at 0, NaN
        "where((a == 0) & (b >= 0), 0 * g, g * y * log(a))", grad_fn="PowBackward1", ts="PowBackward0",
        st="PowBackward2")
 # a NaN operand passes g to both sides, as torch's (its rule masks only where the other side is larger)

@@ -228,7 +228,7 @@ def unary(op, X, Y, G, GX, c, c2):
         for i in range(n):
             x = X[i]
             g = G[i]
-            GX[i] += _select(c == 0, 0 * g, g * c * power(x, c - 1))
+            GX[i] += g * _select(c == 0, 0 * c, c * power(x, c - 1))
     elif op == 54:  # pow_st
         for i in range(n):
             x = X[i]
@@ -361,7 +361,7 @@ def binary(op, A, B, Y, G, GA, GB, IA, IB, outer, inner, ao, aj, bo, bj, need_a,
                 y = Y[k]
                 g = G[k]
                 if need_a:
-                    GA[ia] += _select(b == 0, 0 * g, g * b * power(a, b - 1))
+                    GA[ia] += g * _select(b == 0, 0 * b, b * power(a, b - 1))
                 if need_b:
                     GB[ib] += where((a == 0) & (b >= 0), 0 * g, g * y * log(a))
     elif op == 55:  # maximum
