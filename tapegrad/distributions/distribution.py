@@ -19,6 +19,14 @@ def _all_true(valid):
     return bool(np.all(data))
 
 
+def _format_param(t):
+    """f"{t}" as torch formats a parameter in a repr: a 0-d tensor as its number, other one-element tensors
+    in full, larger ones as their size."""
+    if t.numel() != 1:
+        return str(t.size())
+    return str(t.item()) if t.dim() == 0 else str(t)
+
+
 class Distribution:
     """Abstract base class for probability distributions."""
 
@@ -138,7 +146,7 @@ class Distribution:
             raise ValueError(f"The right-most size of value must match event_shape: {value.size()} vs "
                              f"{self._event_shape}.")
         actual_shape = value.size()
-        expected_shape = self._batch_shape + self._event_shape
+        expected_shape = _Size(tuple(self._batch_shape) + tuple(self._event_shape))
         for i, j in zip(reversed(actual_shape), reversed(expected_shape)):
             if i != 1 and j != 1 and i != j:
                 raise ValueError(f"Value is not broadcastable with batch_shape+event_shape: {actual_shape} vs "
@@ -166,7 +174,5 @@ class Distribution:
 
     def __repr__(self):
         param_names = [k for k in self.arg_constraints if k in self.__dict__]
-        args_string = ", ".join(
-            f"{p}: {self.__dict__[p] if self.__dict__[p].numel() == 1 else self.__dict__[p].size()}"
-            for p in param_names)
+        args_string = ", ".join(f"{p}: {_format_param(self.__dict__[p])}" for p in param_names)
         return self.__class__.__name__ + "(" + args_string + ")"
