@@ -220,7 +220,8 @@ def standard_gamma_np(alpha, generator=None):
 
 def sample_dirichlet_np(alpha, generator=None):
     """torch._sample_dirichlet on the CPU: float64 gamma draws, normalised over the last dim, clamped into
-    [tiny, nextafter(1, 0)] of alpha's dtype."""
+    [tiny, nextafter(1, 0)] of alpha's dtype. The normalising sum is taken in order, as torch's is for fewer
+    than 4 categories; for more, torch's vectorised sum may round differently (by an ulp, CPU-dependent)."""
     alpha = np.asarray(alpha)
     gen = _random._gen(generator)
     vals = [_sample_gamma(a, gen, False) for a in np.ascontiguousarray(alpha, np.float64).reshape(-1).tolist()]
@@ -467,6 +468,16 @@ def rsample_dirichlet(concentration):
 # ---------------------------------------------------------------------------------------------- sampling
 
 
+def exponential_np(shape, dtype, generator=None):
+    """torch.empty(shape, dtype=dtype).exponential_() on the CPU: one float64 uniform per element,
+    -log1p(-u) with libm's log1p (NumPy's differs in the last bit), cast to dtype."""
+    gen = _random._gen(generator)
+    n = int(np.prod(shape, dtype=np.int64))
+    u = gen._u53(n)
+    q = np.fromiter(map(math.log1p, (-u).tolist()), np.float64, n)
+    return (-q).astype(dtype).reshape(shape)
+
+
 def multinomial_np(probs, num_samples, replacement=False, generator=None):
     """torch.multinomial on the CPU for a 1-d or 2-d float array (the default generator's stream)."""
     p = np.asarray(probs)
@@ -491,10 +502,7 @@ def multinomial_np(probs, num_samples, replacement=False, generator=None):
             raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
         if (rows.sum(-1) == 0).any():
             raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
-        # exponential_(1) in p's dtype (one float64 uniform each: -log1p(-u) with libm's log1p), then p / q
-        u = gen._u53(rows.size)
-        q = np.fromiter(map(math.log1p, (-u).tolist()), np.float64, u.size)
-        q = (-q).astype(p.dtype).reshape(rows.shape)
+        q = exponential_np(rows.shape, p.dtype, gen)
         ratio = rows / q
         if num_samples == 1:
             idx = ratio.argmax(-1)[:, None]

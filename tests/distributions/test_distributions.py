@@ -487,3 +487,44 @@ def test_reinforce_pattern():
     assert losses[0][0] == losses[1][0]
     assert math.isclose(losses[0][1], losses[1][1], rel_tol=1e-6)
     np.testing.assert_allclose(grads[1], grads[0], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("npdt,tdt,gdt", DTYPES, ids=DT_IDS)
+def test_cdf_icdf(npdt, tdt, gdt):
+    for name in ("Normal", "Uniform"):
+        a, b, _, _ = pair(name, npdt, tdt, gdt)
+        v = value_for(name, npdt)
+        close(a.cdf(T(v, tdt)), b.cdf(G(v, gdt)), tol(npdt) * 10)
+    a, b, _, _ = pair("Uniform", npdt, tdt, gdt)
+    q = RNG.uniform(size=(3, 4)).astype(npdt)
+    close(a.icdf(T(q, tdt)), b.icdf(G(q, gdt)), tol(npdt))
+    with pytest.raises(NotImplementedError, match="erfinv"):
+        D.Normal(0.0, 1.0).icdf(tg.tensor(0.5))
+    with pytest.raises(AttributeError, match="Poisson"):
+        D.Poisson
+
+
+@pytest.mark.parametrize("npdt,tdt", [(np.float32, torch.float32), (np.float64, torch.float64)], ids=DT_IDS)
+def test_multinomial_exponential_draws_are_torchs(npdt, tdt):
+    from tapegrad.distributions._ops import exponential_np
+    torch.manual_seed(3)
+    tg.manual_seed(3)
+    want = torch.empty(4000, dtype=tdt).exponential_().numpy()
+    np.testing.assert_array_equal(exponential_np((4000,), npdt), want)
+
+
+@pytest.mark.parametrize("npdt,tdt,gdt", DTYPES, ids=DT_IDS)
+def test_long_gamma_and_dirichlet_streams(npdt, tdt, gdt):
+    """Enough draws that Marsaglia-Tsang's rejection branches and the alpha < 1 boost all run."""
+    c = np.geomspace(0.02, 30.0, 40).astype(npdt)
+    torch.manual_seed(21)
+    tg.manual_seed(21)
+    same(TD.Gamma(T(c, tdt), T(np.ones_like(c), tdt)).sample((25,)),
+         D.Gamma(G(c, gdt), G(np.ones_like(c), gdt)).sample((25,)))
+    k = c.reshape(8, 5)
+    # the same gamma draws; torch normalises 5 or more categories with a vectorised sum (its rounding depends
+    # on the CPU), tapegrad sums in order: agreement to an ulp. Up to 3 categories both sum in order (above).
+    close(TD.Dirichlet(T(k, tdt)).sample((10,)), D.Dirichlet(G(k, gdt)).sample((10,)), 1e-6 if npdt == np.float32 else 1e-15)
+    k = c.reshape(-1, 2)   # Beta's and small Dirichlets: bit for bit
+    same(TD.Dirichlet(T(k, tdt)).sample((3,)), D.Dirichlet(G(k, gdt)).sample((3,)))
+    same(torch.randn(3, dtype=torch.float64), tg.randn(3, dtype=tg.float64))   # the Box-Muller cache too
