@@ -7,8 +7,8 @@ __all__ = ["ExponentialFamily"]
 class ExponentialFamily(Distribution):
     """Distributions whose density is p(x; theta) = exp(<t(x), theta> - F(theta) + k(x)).
 
-    The subclasses here define entropy and KL in closed form; the Bregman-divergence defaults torch derives
-    from `_natural_params` and `_log_normalizer` are not implemented.
+    A subclass that defines `_natural_params`, `_log_normalizer` and `_mean_carrier_measure` gets entropy and
+    the same-family KL divergence from the Bregman divergence of F, as in torch (through autograd.grad).
     """
 
     @property
@@ -23,5 +23,12 @@ class ExponentialFamily(Distribution):
         raise NotImplementedError
 
     def entropy(self):
-        raise NotImplementedError("tapegrad.distributions: ExponentialFamily's generic (Bregman divergence) "
-                                  "entropy is not implemented")
+        from ..autograd import grad
+        result = -self._mean_carrier_measure
+        nparams = [p.detach().requires_grad_() for p in self._natural_params]
+        lg_normal = self._log_normalizer(*nparams)
+        gradients = grad(lg_normal.sum(), nparams, create_graph=True)
+        result += lg_normal
+        for p, g in zip(nparams, gradients):
+            result -= (p * g).reshape(tuple(self._batch_shape) + (-1,)).sum(-1)
+        return result

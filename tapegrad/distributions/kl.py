@@ -12,6 +12,7 @@ from .beta import Beta
 from .categorical import Categorical
 from .dirichlet import Dirichlet
 from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .gamma import Gamma
 from .multivariate_normal import MultivariateNormal, _batch_mahalanobis
 from .normal import Normal
@@ -149,6 +150,25 @@ def _kl_dirichlet_dirichlet(p, q):
     t3 = p.concentration - q.concentration
     t4 = digamma(p.concentration) - digamma(sum_p_concentration).unsqueeze(-1)
     return t1 - t2 + (t3 * t4).sum(-1)
+
+
+@register_kl(ExponentialFamily, ExponentialFamily)
+def _kl_expfamily_expfamily(p, q):
+    """The Bregman divergence of the log-normalizer (same family only)."""
+    from ..autograd import grad
+    from .utils import _sum_rightmost
+    if type(p) is not type(q):
+        raise NotImplementedError("The cross KL-divergence between different exponential families cannot "
+                                  "                            be computed using Bregman divergences")
+    p_nparams = [n.detach().requires_grad_() for n in p._natural_params]
+    q_nparams = q._natural_params
+    lg_normal = p._log_normalizer(*p_nparams)
+    gradients = grad(lg_normal.sum(), p_nparams, create_graph=True)
+    result = q._log_normalizer(*q_nparams) - lg_normal
+    for pnp, qnp, g in zip(p_nparams, q_nparams, gradients):
+        term = (qnp - pnp) * g
+        result = result - _sum_rightmost(term, len(q.event_shape))
+    return result
 
 
 @register_kl(Gamma, Gamma)
