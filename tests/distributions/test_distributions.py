@@ -128,7 +128,8 @@ NAMES = ["Normal", "Uniform", "Bernoulli", "BernoulliLogits", "Categorical", "Ca
 @pytest.mark.parametrize("name", NAMES)
 def test_values_and_shapes(name, npdt, tdt, gdt):
     a, b, _, _ = pair(name, npdt, tdt, gdt)
-    assert tuple(b.batch_shape) == tuple(a.batch_shape) and tuple(b.event_shape) == tuple(a.event_shape)
+    assert repr(b.batch_shape) == repr(a.batch_shape) and repr(b.event_shape) == repr(a.event_shape)
+    assert repr(b._extended_shape((2,))) == repr(a._extended_shape((2,)))
     assert b.has_rsample == a.has_rsample and b.has_enumerate_support == a.has_enumerate_support
     v = value_for(name, npdt)
     tv = torch.tensor(v) if v.dtype == np.int64 else T(v, tdt)
@@ -155,7 +156,8 @@ def test_expand(name):
     a, b, _, _ = pair(name, np.float64, torch.float64, tg.float64)
     shape = (5,) + tuple(a.batch_shape)
     ea, eb = a.expand(shape), b.expand(shape)
-    assert type(eb) is type(b) and tuple(eb.batch_shape) == tuple(ea.batch_shape)
+    assert type(eb) is type(b) and repr(eb.batch_shape) == repr(ea.batch_shape)
+    assert eb._validate_args == ea._validate_args
     assert tuple(eb.event_shape) == tuple(ea.event_shape)
     close(ea.entropy(), eb.entropy(), 1e-10)
     close(ea.mean, eb.mean, 1e-10)
