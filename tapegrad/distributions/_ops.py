@@ -26,10 +26,6 @@ from ..tensor import Tensor, _new
 _f32 = np.float32
 
 
-def _np(x):
-    return x._data if isinstance(x, Tensor) else np.asarray(x)
-
-
 # ---------------------------------------------------------------------------------------------- libm
 
 _LIBM = None
@@ -592,10 +588,6 @@ def bernoulli_np(p):
 
 
 # ---------------------------------------------------------------------------------------------- linalg
-
-
-def _tril(a):
-    return np.tril(a)
 
 
 def _solve_lower(L, B):
