@@ -1,6 +1,13 @@
-"""torch.optim: SGD, Adam, AdamW and learning-rate schedulers."""
+"""torch.optim: the optimizers torch ships and the learning-rate schedulers."""
 from .optimizer import Optimizer  # noqa: F401
-from .sgd import SGD  # noqa: F401
+from .adadelta import Adadelta  # noqa: F401
+from .adagrad import Adagrad  # noqa: F401
 from .adam import Adam  # noqa: F401
+from .adamax import Adamax  # noqa: F401
 from .adamw import AdamW  # noqa: F401
+from .nadam import NAdam  # noqa: F401
+from .radam import RAdam  # noqa: F401
+from .rmsprop import RMSprop  # noqa: F401
+from .rprop import Rprop  # noqa: F401
+from .sgd import SGD  # noqa: F401
 from . import lr_scheduler  # noqa: F401
