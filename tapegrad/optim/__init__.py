@@ -5,9 +5,12 @@ from .adagrad import Adagrad  # noqa: F401
 from .adam import Adam  # noqa: F401
 from .adamax import Adamax  # noqa: F401
 from .adamw import AdamW  # noqa: F401
+from .asgd import ASGD  # noqa: F401
+from .lbfgs import LBFGS  # noqa: F401
 from .nadam import NAdam  # noqa: F401
 from .radam import RAdam  # noqa: F401
 from .rmsprop import RMSprop  # noqa: F401
 from .rprop import Rprop  # noqa: F401
 from .sgd import SGD  # noqa: F401
+from .sparse_adam import SparseAdam  # noqa: F401
 from . import lr_scheduler  # noqa: F401
