@@ -305,7 +305,10 @@ def _grads_of(optimizer_name, group):
 
 
 def _step_tensor(value=0.0):
-    return _new(np.asarray(value, np.float32))
+    """torch's scalar state (step, mu_product, eta...): float32, or float64 when that is the default dtype."""
+    from .. import get_default_dtype  # at call time: the package imports optim
+    dtype = np.float64 if str(get_default_dtype()) == "torch.float64" else np.float32
+    return _new(np.asarray(value, dtype))
 
 
 def _steps_to_tensors(optimizer, keys=("step",)):
