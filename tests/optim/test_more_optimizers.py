@@ -96,6 +96,9 @@ OPTIMIZERS = {
     "adadelta": lambda L, p: L.optim.Adadelta(p),
     "adadelta-options": lambda L, p: L.optim.Adadelta(p, lr=0.5, rho=0.8, eps=1e-5, weight_decay=0.1,
                                                       maximize=True),
+    "adafactor": lambda L, p: L.optim.Adafactor(p, lr=0.05),
+    "adafactor-options": lambda L, p: L.optim.Adafactor(p, lr=0.05, beta2_decay=-0.5, eps=(1e-6, 1e-2), d=1.5,
+                                                        weight_decay=0.1, maximize=True),
     "adagrad": lambda L, p: L.optim.Adagrad(p, lr=0.1),
     "adagrad-options": lambda L, p: L.optim.Adagrad(p, lr=0.1, lr_decay=0.01, weight_decay=0.1,
                                                     initial_accumulator_value=0.5, eps=1e-6, maximize=True),
@@ -165,7 +168,7 @@ def _interchange(name, dtype, source, target):
                          os_.state_dict() if target is tg else ot.state_dict(), dtype)
 
 
-@pytest.mark.parametrize("name", ["adadelta", "adagrad-options", "adamax", "asgd-averaging", "nadam-options",
+@pytest.mark.parametrize("name", ["adadelta", "adafactor-options", "adagrad-options", "adamax", "asgd-averaging", "nadam-options",
                                   "radam-rectified", "rmsprop-centered", "rprop-options", "param-groups",
                                   "adam-fused"])
 @pytest.mark.parametrize("direction", ["torch-to-tapegrad", "tapegrad-to-torch"])
@@ -197,6 +200,9 @@ def _p(L):
 
 
 @pytest.mark.parametrize("make", [
+    lambda L: L.optim.Adafactor(_p(L), lr=-1), lambda L: L.optim.Adafactor(_p(L), beta2_decay=0.1),
+    lambda L: L.optim.Adafactor(_p(L), eps=(-1, 1e-3)), lambda L: L.optim.Adafactor(_p(L), eps=(None, -1)),
+    lambda L: L.optim.Adafactor(_p(L), d=0.5), lambda L: L.optim.Adafactor(_p(L), weight_decay=-1),
     lambda L: L.optim.Adadelta(_p(L), lr=-1), lambda L: L.optim.Adadelta(_p(L), rho=1.5),
     lambda L: L.optim.Adadelta(_p(L), eps=-1), lambda L: L.optim.Adadelta(_p(L), weight_decay=-1),
     lambda L: L.optim.Adadelta(_p(L), lr=L.tensor([0.1, 0.2])),
@@ -352,7 +358,12 @@ def test_training_losses_match_torch(name):
 
 
 def test_optimizer_names_are_exported_like_torch():
-    missing = {"Adafactor", "Muon", "swa_utils", "swap_in_optimizer_params_and_state"}
+    missing = {"swa_utils", "swap_in_optimizer_params_and_state"}
     for name in torch.optim.__all__:
         if name not in missing:
             assert hasattr(tg.optim, name), name
+
+
+def test_muon_is_a_clear_not_implemented():
+    with pytest.raises(NotImplementedError, match="Muon"):
+        tg.optim.Muon([tg.nn.Parameter(tg.ones(2, 2))])
