@@ -55,14 +55,16 @@ class Adagrad(Optimizer):
                 g = p._grad
                 if g is None:
                     continue
-                if getattr(g, "is_sparse", False):
-                    raise NotImplementedError("Adagrad with sparse gradients is not supported by tapegrad")
                 d = p._data
-                grad = g._data
                 state = self.state[p]
                 step_t = state["step"]._data
                 step_t += 1
                 step = float(step_t)
+                if getattr(g, "is_sparse", False):
+                    self._sparse_update(p, g, state["sum"]._data, lr / (1 + (step - 1) * lr_decay), eps,
+                                        weight_decay, maximize)
+                    continue
+                grad = g._data
                 if maximize:
                     grad = -grad
                 if weight_decay != 0:
@@ -75,3 +77,19 @@ class Adagrad(Optimizer):
                 _addcdiv_(d, grad, std, -clr)
                 _bump(p)
         return loss
+
+    @staticmethod
+    def _sparse_update(p, g, state_sum, clr, eps, weight_decay, maximize):
+        """A COO gradient (read through coalesce / _indices / _values): sum and parameter change at its indices."""
+        if weight_decay != 0:
+            raise RuntimeError("weight_decay option is not compatible with sparse gradients")
+        g = g.coalesce()  # the update is non-linear, so indices must be unique
+        index = tuple(g._indices()._data)
+        values = g._values()._data
+        if maximize:
+            values = -values
+        state_sum[index] += values * values
+        std_values = np.sqrt(state_sum[index])
+        std_values += eps
+        p._data[index] += (values / std_values) * -clr
+        _bump(p)

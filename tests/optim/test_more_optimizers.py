@@ -367,3 +367,31 @@ def test_optimizer_names_are_exported_like_torch():
 def test_muon_is_a_clear_not_implemented():
     with pytest.raises(NotImplementedError, match="Muon"):
         tg.optim.Muon([tg.nn.Parameter(tg.ones(2, 2))])
+
+
+@pytest.mark.filterwarnings("ignore:Sparse invariant checks")
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_adagrad_sparse_gradients_match_torch(dtype):
+    rng = np.random.default_rng(4)
+    init = rng.standard_normal((6, 3)).astype(dtype)
+    pa, pb = tg.nn.Parameter(tg.tensor(init)), torch.nn.Parameter(torch.tensor(init))
+    oa = tg.optim.Adagrad([pa], lr=0.1, lr_decay=0.01, initial_accumulator_value=0.1, maximize=True)
+    ob = torch.optim.Adagrad([pb], lr=0.1, lr_decay=0.01, initial_accumulator_value=0.1, maximize=True)
+    for step in range(8):
+        rows = np.unique(rng.integers(0, 6, 3))
+        values = rng.standard_normal((len(rows), 3)).astype(dtype)
+        pa._grad = _CooGrad(rows[None, :], values)
+        pb.grad = torch.sparse_coo_tensor(torch.tensor(rows[None, :]), torch.tensor(values), (6, 3))
+        oa.step()
+        ob.step()
+    _assert_close(pa, pb, dtype)
+    _assert_close(oa.state_dict()["state"][0]["sum"], ob.state_dict()["state"][0]["sum"], dtype)
+
+    def with_weight_decay(L):
+        p = L.nn.Parameter(L.ones(2, 2))
+        if L is torch:
+            p.grad = L.ones(2, 2).to_sparse()
+        else:
+            p._grad = _CooGrad(np.array([[0, 1], [0, 1]]), np.ones(2, np.float32))
+        L.optim.Adagrad([p], weight_decay=0.1).step()
+    same_error(with_weight_decay)
