@@ -168,7 +168,8 @@ def _interchange(name, dtype, source, target):
                          os_.state_dict() if target is tg else ot.state_dict(), dtype)
 
 
-@pytest.mark.parametrize("name", ["adadelta", "adafactor-options", "adagrad-options", "adamax", "asgd-averaging", "nadam-options",
+@pytest.mark.parametrize("name", ["adadelta", "adafactor-options", "adagrad-options", "adamax", "asgd-averaging",
+                                  "nadam-options",
                                   "radam-rectified", "rmsprop-centered", "rprop-options", "param-groups",
                                   "adam-fused"])
 @pytest.mark.parametrize("direction", ["torch-to-tapegrad", "tapegrad-to-torch"])
@@ -207,7 +208,8 @@ def _p(L):
     lambda L: L.optim.Adadelta(_p(L), eps=-1), lambda L: L.optim.Adadelta(_p(L), weight_decay=-1),
     lambda L: L.optim.Adadelta(_p(L), lr=L.tensor([0.1, 0.2])),
     lambda L: L.optim.Adagrad(_p(L), lr=-1), lambda L: L.optim.Adagrad(_p(L), lr_decay=-1),
-    lambda L: L.optim.Adagrad(_p(L), weight_decay=-1), lambda L: L.optim.Adagrad(_p(L), initial_accumulator_value=-1),
+    lambda L: L.optim.Adagrad(_p(L), weight_decay=-1),
+    lambda L: L.optim.Adagrad(_p(L), initial_accumulator_value=-1),
     lambda L: L.optim.Adagrad(_p(L), eps=-1), lambda L: L.optim.Adagrad(_p(L), fused=True, foreach=True),
     lambda L: L.optim.Adagrad(_p(L), fused=True, differentiable=True),
     lambda L: L.optim.Adamax(_p(L), lr=-1), lambda L: L.optim.Adamax(_p(L), eps=-1),

@@ -110,8 +110,6 @@ def test_momentum_free_optimizer_with_cycle_momentum_errors():
 
 
 def test_constructor_errors_match_torch():
-    S = "optim.lr_scheduler"
-
     def sch(L):
         return L.optim.lr_scheduler
 
@@ -137,7 +135,6 @@ def test_constructor_errors_match_torch():
     same_error(lambda L: sch(L).ChainedScheduler([]))
     same_error(lambda L: _chained_two_optimizers(L))
     same_error(lambda L: _onecycle_past_the_end(L))
-    assert S
 
 
 def _sequential_wrong_milestones(L):
