@@ -31,7 +31,7 @@ class Adagrad(Optimizer):
         for group in self.param_groups:  # torch creates the state here, before any step
             for p in group["params"]:
                 state = self.state[p]
-                state["step"] = _step_tensor()
+                state["step"] = _step_tensor(fused=group["fused"])
                 state["sum"] = _new(np.full_like(p._data, initial_accumulator_value))
 
     def __setstate__(self, state):
@@ -57,6 +57,9 @@ class Adagrad(Optimizer):
                     continue
                 d = p._data
                 state = self.state[p]
+                if len(state) == 0:  # a parameter of a group added after construction
+                    state["step"] = _step_tensor(fused=group["fused"])
+                    state["sum"] = _new(np.full_like(d, self.defaults["initial_accumulator_value"]))
                 step_t = state["step"]._data
                 step_t += 1
                 step = float(step_t)

@@ -304,10 +304,11 @@ def _grads_of(optimizer_name, group):
     return out
 
 
-def _step_tensor(value=0.0):
-    """torch's scalar state (step, mu_product, eta...): float32, or float64 when that is the default dtype."""
+def _step_tensor(value=0.0, fused=False):
+    """torch's scalar state (step, mu_product, eta...): float32, or float64 when that is the default dtype
+    (fused optimizers keep float32)."""
     from .. import get_default_dtype  # at call time: the package imports optim
-    dtype = np.float64 if str(get_default_dtype()) == "torch.float64" else np.float32
+    dtype = np.float64 if not fused and str(get_default_dtype()) == "torch.float64" else np.float32
     return _new(np.asarray(value, dtype))
 
 

@@ -397,3 +397,19 @@ def test_adagrad_sparse_gradients_match_torch(dtype):
             p._grad = _CooGrad(np.array([[0, 1], [0, 1]]), np.ones(2, np.float32))
         L.optim.Adagrad([p], weight_decay=0.1).step()
     same_error(with_weight_decay)
+
+
+@pytest.mark.parametrize("name", ["adagrad-options", "rprop", "nadam", "asgd", "adafactor", "rmsprop-centered"])
+def test_add_param_group_after_steps_matches_torch(name):
+    """A group added after some steps gets its state at its first step, with the optimizer's defaults."""
+    runs = {}
+    for L in LIBS:
+        ps = _params(L, "float64")
+        opt = OPTIMIZERS[name](L, ps[:2])
+        _steps(L, opt, ps[:2], 3)
+        opt.add_param_group({"params": ps[2:], "lr": 0.02})
+        _steps(L, opt, ps, 4, seed=3)
+        runs[L] = ps, opt.state_dict()
+    for a, b in zip(runs[tg][0], runs[torch][0]):
+        _assert_close(a, b, "float64")
+    _assert_states_close(runs[tg][1], runs[torch][1], "float64")
