@@ -498,9 +498,19 @@ class Work:
             finish()
 
     def wait(self, timeout=None):
+        """Block until done (under the group's timeout). With `timeout` (a timedelta or seconds), raise
+        RuntimeError if it is not done by then; the operation stays pending and may be waited for again."""
         if not self._done:
             MPI = _mpi()
-            _blocking(self._pg, self._what, MPI.Request.Waitall, self._requests)
+            if timeout is None:
+                _blocking(self._pg, self._what, MPI.Request.Waitall, self._requests)
+            else:
+                seconds = timeout.total_seconds() if isinstance(timeout, datetime.timedelta) else float(timeout)
+                deadline = time.monotonic() + seconds
+                while not MPI.Request.Testall(self._requests):
+                    if time.monotonic() > deadline:
+                        raise RuntimeError(f"Work.wait: {self._what} did not complete within {timeout}")
+                    time.sleep(0)
             self._complete()
         return True
 

@@ -140,6 +140,21 @@ with torch.no_grad():
 assert w._version > v0
 same(w, np.full(2, n, np.float32), "all_reduce of a leaf")
 
+# Work.wait with a timeout: a receive nobody sends to times out, stays pending, and completes later
+if n > 1:
+    t = torch.zeros(2)
+    work = dist.irecv(t, src=(r + 1) % n, tag=7)
+    try:
+        work.wait(timeout=datetime.timedelta(milliseconds=50))
+        raise AssertionError("Work.wait(timeout) did not time out")
+    except RuntimeError as e:
+        assert "did not complete within 0:00:00.050000" in str(e), e
+    assert not work.is_completed()
+    dist.barrier()  # (nobody sends before every rank's wait has timed out)
+    dist.send(torch.full((2,), float(r)), dst=(r - 1) % n, tag=7)
+    work.wait(timeout=30)
+    same(t, np.full(2, (r + 1) % n, np.float32), "irecv after a timed-out wait")
+
 # objects
 objs = [None] * n
 dist.all_gather_object(objs, {"rank": r, "tag": "x" * r})

@@ -229,8 +229,8 @@ class DistributedDataParallel(Module):
             slot[...] = grad._data
         p._grad = None  # the replay assigns the returned slot; _finish points every .grad at its slot
         pending["ready"][i] = True
-        pending["count"] += 1
         if pending["expected"][i]:
+            pending["count"] += 1
             bucket.remaining -= 1
             if bucket.remaining == 0:
                 self._start_ready(pending)
