@@ -489,7 +489,7 @@ class Work:
 
     def __init__(self, pg, what, requests, finish=None):
         self._pg, self._what, self._requests, self._finish = pg, what, requests, finish
-        self._done = False
+        self._done, self._buffer = False, None
 
     def _complete(self):
         self._done = True
@@ -797,7 +797,9 @@ def isend(tensor, dst=None, group=None, tag=0, group_dst=None):
         return _not_in_group("send")
     peer = _peer(pg, "send", dst, group_dst)
     buf = _contiguous(a)
-    return Work(pg, f"send to rank {pg.ranks[peer]}", [pg.comm.Isend(_buffer(buf), peer, tag)])
+    work = Work(pg, f"send to rank {pg.ranks[peer]}", [pg.comm.Isend(_buffer(buf), peer, tag)])
+    work._buffer = buf  # (a contiguous copy must outlive the send)
+    return work
 
 
 def _check_received(pg, a, status, peer):
