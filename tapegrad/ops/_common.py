@@ -54,7 +54,7 @@ def _to_dtype(x, np_dtype):
 
 def _float(x):
     """Ops that only make sense in floating point promote integer inputs to float32, as torch does."""
-    return x if x._data.dtype.kind == "f" else _new(x._data.astype(np.float32))
+    return x if x._data.dtype.kind == "f" else _new(x._data.astype(_dtype.default_float.np))
 
 
 # -- shape errors in torch's words -------------------------------------------------------------------
