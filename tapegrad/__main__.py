@@ -30,7 +30,7 @@ def _run(fn):
         tb = e.__traceback__
         while tb is not None and tb.tb_next is not None and _is_launcher_frame(tb.tb_frame.f_code):
             tb = tb.tb_next
-        sys.excepthook(type(e), e, tb)
+        sys.excepthook(type(e), e.with_traceback(tb), tb)  # (3.11+ prints e.__traceback__)
         return 1
     return 0
 
@@ -57,7 +57,7 @@ def main(argv=None):
     sys.argv = argv
     # python script.py puts the script's folder (symlinks resolved) first on sys.path, not the cwd
     sys.path[0] = path if os.path.isdir(path) else os.path.dirname(os.path.realpath(path))
-    return _run(lambda: runpy.run_path(path, run_name="__main__"))
+    return _run(lambda: runpy.run_path(os.path.abspath(path), run_name="__main__"))  # (__file__ absolute, as python makes it)
 
 
 if __name__ == "__main__":

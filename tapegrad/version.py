@@ -4,7 +4,7 @@ scripts see; tapegrad's own release is `tapegrad.version.tapegrad`."""
 import re
 
 tapegrad = "0.1.0"
-_VERSION_RE = re.compile(r"^v?(\d+(?:\.\d+)*)(?:(a|b|rc|\.?dev|\.?post)(\d*))?(?:\+.*)?$")
+_VERSION_RE = re.compile(r"^v?(\d+(?:\.\d+)*)(?:(a|b|rc|\.?dev|\.?post)(\d*))?(?:\+(.+))?$")
 _PHASE = {"dev": -3, ".dev": -3, "a": -2, "b": -1, "rc": 0, None: 1, "post": 2, ".post": 2}
 
 
@@ -21,7 +21,8 @@ def _key(v):
     release = [int(x) for x in m.group(1).split(".")]
     while len(release) > 1 and release[-1] == 0:
         release.pop()
-    return (tuple(release), _PHASE[m.group(2)], int(m.group(3) or 0))
+    local = () if m.group(4) is None else (1, m.group(4))  # (a local label sorts after the public version)
+    return (tuple(release), _PHASE[m.group(2)], int(m.group(3) or 0), local)
 
 
 class TorchVersion(str):

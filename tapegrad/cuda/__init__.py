@@ -78,7 +78,7 @@ class device:
         self.idx = device
 
     def __enter__(self):
-        _fail()
+        raise RuntimeError("PyTorch was compiled without CUDA support")
 
     def __exit__(self, *exc):
         return False
