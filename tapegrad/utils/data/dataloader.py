@@ -1,5 +1,8 @@
 """torch.utils.data.dataloader: DataLoader, default_collate, default_convert, get_worker_info.
 
+num_workers > 0 runs worker processes as torch does (_worker.py): the same worker seeds, worker_init_fn,
+prefetch_factor, persistent_workers, and batches in the sampler's order.
+
 A DataLoader over a TensorDataset with the default collate gathers each batch with one NumPy fancy
 index per tensor instead of stacking samples one by one (the result is the same).
 """
@@ -12,6 +15,7 @@ from ... import random
 from ...tensor import Tensor, _new
 from .dataset import IterableDataset, TensorDataset
 from .sampler import BatchSampler, RandomSampler, SequentialSampler
+from ._worker import MultiProcessingIter, WorkerInfo, get_worker_info  # noqa: F401
 
 __all__ = ["DataLoader", "default_collate", "default_convert", "get_worker_info"]
 
@@ -87,8 +91,6 @@ def default_convert(data):
     return data
 
 
-def get_worker_info():
-    return None
 
 
 # -- the loader ------------------------------------------------------------------------------------------
@@ -104,6 +106,20 @@ class DataLoader:
                              "multiprocessing.")
         if timeout < 0:
             raise ValueError("timeout option should be non-negative")
+        if num_workers == 0 and prefetch_factor is not None:
+            raise ValueError("prefetch_factor option could only be specified in multiprocessing.let num_workers > 0 "
+                             "to enable multiprocessing, otherwise set prefetch_factor to None.")
+        elif num_workers > 0 and prefetch_factor is None:
+            prefetch_factor = 2
+        elif prefetch_factor is not None and prefetch_factor < 0:
+            raise ValueError("prefetch_factor option should be non-negative")
+        if persistent_workers and num_workers == 0:
+            raise ValueError("persistent_workers option needs num_workers > 0")
+        self.prefetch_factor = prefetch_factor
+        self.persistent_workers = persistent_workers
+        self.multiprocessing_context = multiprocessing_context
+        self.in_order = in_order
+        self._iterator = None
         self.dataset = dataset
         self.num_workers = num_workers
         self.pin_memory = pin_memory
@@ -163,7 +179,16 @@ class DataLoader:
 
     def __iter__(self):
         # torch's loader iterator draws a worker base seed from the loader's generator (or the default one)
-        # every time iteration starts, before the sampler draws anything: do the same, to stay in step
+        # every time it is made, before the sampler draws anything: do the same, to stay in step
+        if self.num_workers > 0:
+            if self.persistent_workers and self._iterator is not None:
+                self._iterator.reset()  # (the same workers, and no new base seed, as torch)
+                return self._iterator
+            base_seed = int(random.integers(0, 2 ** 63, (), self.generator))
+            it = MultiProcessingIter(self, base_seed)
+            if self.persistent_workers:
+                self._iterator = it
+            return it
         random.integers(0, 2 ** 63, (), self.generator)
         if self._iterable:
             return self._iter_iterable()
