@@ -31,6 +31,10 @@ int8 = dtype("int8", np.int8, 2)
 uint8 = dtype("uint8", np.uint8, 2)
 bool = dtype("bool", np.bool_, 2)  # noqa: A001 - torch's name
 float, double, half, long, int = float32, float64, float16, int64, int32  # noqa: A001
+# torch.bfloat16 exists so scripts can name it (`torch.bfloat16 if bf16_supported else torch.float32`);
+# making or converting a tensor to it raises (tapegrad has no bfloat16 arithmetic: see to_numpy_dtype)
+bfloat16 = dtype("bfloat16", "V2", -1)
+bfloat16.is_floating_point = True
 
 # torch.set_default_dtype: the dtype of Python floats and of float factories called without dtype=
 default_float = float32
@@ -67,6 +71,9 @@ def from_numpy_dtype(np_dtype):
 def to_numpy_dtype(d):
     """Accept a tapegrad dtype, a NumPy dtype or a Python type, as torch accepts its own."""
     if isinstance(d, dtype):
+        if d.code < 0:
+            raise NotImplementedError(f"tapegrad: {d!r} tensors are not implemented (no {d.name} arithmetic); "
+                                      f"use torch.float32, or torch.float16 for storage")
         return d.np
     if d is builtins.float:
         return default_float.np
