@@ -151,3 +151,13 @@ def test_bad_options_as_torch(kw):
         except ValueError as e:
             return str(e)
     assert err(tapegrad) == err(torch) is not None
+
+
+def test_pin_memory_warns_as_torch_without_an_accelerator():
+    def caught(lib):
+        import warnings
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            out = [b.tolist() for b in lib.utils.data.DataLoader(list(range(4)), batch_size=2, pin_memory=True)]
+        return out, [str(x.message) for x in w if "pin_memory" in str(x.message)]
+    assert caught(tapegrad) == caught(torch)

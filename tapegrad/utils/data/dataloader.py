@@ -178,6 +178,10 @@ class DataLoader:
         return len(self._index_sampler)
 
     def __iter__(self):
+        if self.pin_memory:  # (torch's warning: there is no accelerator to pin memory for)
+            import warnings
+            warnings.warn("'pin_memory' argument is set as true but no accelerator is found, then device pinned "
+                          "memory won't be used.", stacklevel=2)
         # torch's loader iterator draws a worker base seed from the loader's generator (or the default one)
         # every time it is made, before the sampler draws anything: do the same, to stay in step
         if self.num_workers > 0:
