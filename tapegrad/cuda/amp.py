@@ -15,4 +15,6 @@ class GradScaler(_GradScaler):
 
 class autocast(_autocast):
     def __init__(self, enabled=True, dtype=None, cache_enabled=True):
+        warnings.warn("`torch.cuda.amp.autocast(args...)` is deprecated. Please use "
+                      "`torch.amp.autocast('cuda', args...)` instead.", FutureWarning, stacklevel=2)
         super().__init__("cuda", dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)

@@ -99,7 +99,17 @@ def test_autocast_cuda_is_disabled_with_torchs_warning():
                 y = t.ones(2, 2) @ t.ones(2, 2)
             with t.cuda.amp.autocast():
                 pass
-        return repr(y.dtype), [str(w.message) for w in caught if "deprecated" not in str(w.message)]
+        return repr(y.dtype), [(w.category.__name__, str(w.message)) for w in caught]
+    assert f(tapegrad) == f(torch)
+
+
+def test_cpu_amp_autocast_disabled_warns_as_torch():
+    def f(t):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with t.cpu.amp.autocast(enabled=False):
+                y = t.ones(2) * 2
+        return y.tolist(), [(w.category.__name__, str(w.message)) for w in caught]
     assert f(tapegrad) == f(torch)
 
 
