@@ -42,6 +42,9 @@ def main(argv=None):
         return 2 if not argv else 0
     from ._torch_alias import install_as_torch
     install_as_torch()
+    # processes started with multiprocessing's spawn/forkserver copy sys.path, not import hooks: a stand-in
+    # `torch` package right after the script's folder hands them tapegrad too (DataLoader workers, ...)
+    sys.path.insert(1, os.path.join(os.path.dirname(os.path.abspath(__file__)), "_spawn_shim"))
     if argv[0] == "-m":
         if len(argv) < 2:
             print("Argument expected for the -m option", file=sys.stderr)

@@ -193,3 +193,37 @@ def test_a_missing_optional_dependency_keeps_its_own_error(project):
     r = run(["opt.py"], cwd=project)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["absent_optional_package_xyz"]
+
+
+def test_spawned_processes_see_tapegrad_too(project):
+    """multiprocessing's spawn children re-import the script without the parent's import hook: a
+    DataLoader's spawned workers must still get tapegrad as torch (and tensors of tapegrad's type)."""
+    write(project / "spawned.py", """
+        import multiprocessing as mp
+        import torch
+        from torch.utils.data import DataLoader, Dataset
+
+        class Items(Dataset):
+            def __len__(self):
+                return 4
+
+            def __getitem__(self, i):
+                return torch.tensor([float(i)])
+
+        def child_torch_name(q):
+            import torch
+            q.put(torch.__name__)
+
+        if __name__ == "__main__":
+            batches = [b.tolist() for b in DataLoader(Items(), batch_size=2, num_workers=2,
+                                                      multiprocessing_context="spawn")]
+            ctx = mp.get_context("spawn")
+            q = ctx.Queue()
+            p = ctx.Process(target=child_torch_name, args=(q,))
+            p.start()
+            print(torch.__name__, q.get(timeout=60), batches)
+            p.join()
+    """)
+    r = run(["-m", "tapegrad", "spawned.py"], cwd=project)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "tapegrad tapegrad [[[0.0], [1.0]], [[2.0], [3.0]]]"
