@@ -91,6 +91,8 @@ _default = CPU
 
 
 def get_default_device():
+    if _default._type != "cpu":
+        raise unavailable(_default)  # (torch makes a tensor there to find the index: its error)
     return _default
 
 

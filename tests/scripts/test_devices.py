@@ -81,6 +81,7 @@ def test_default_device_and_its_context():
         t.set_default_device("cuda")
         try:
             out.append(outcome(lambda t: t.zeros(1), t))
+            out.append(outcome(lambda t: t.get_default_device(), t))
             out.append(repr(t.zeros_like(t.tensor([1.0], device="cpu")).device))  # the input's device
         finally:
             t.set_default_device(None)
