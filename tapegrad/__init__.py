@@ -27,6 +27,7 @@ from . import autograd  # noqa: F401
 from .autograd.anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled  # noqa: F401
 from . import nn  # noqa: F401
 from . import optim, utils  # noqa: F401
+from . import distributions  # noqa: F401
 from .serialization import load, save  # noqa: F401
 
 # -- running PyTorch scripts: devices, the environment, the launcher (see docs/compatibility.md) --------------
