@@ -10,7 +10,8 @@ import tapegrad
 PATHS = {
     "utils.data.dataloader": ["DataLoader", "default_collate", "get_worker_info"],
     "utils.data.dataset": ["Dataset", "TensorDataset", "IterableDataset", "ConcatDataset", "Subset", "random_split"],
-    "utils.data.sampler": ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "BatchSampler"],
+    "utils.data.sampler": ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "BatchSampler",
+                           "WeightedRandomSampler"],
     "utils.data.distributed": ["DistributedSampler"],
     "utils.data": ["DataLoader", "DistributedSampler", "TensorDataset"],
     "nn.modules": ["Module", "Linear", "ReLU", "Sequential", "MSELoss"],
@@ -128,3 +129,24 @@ def test_huge_random_sampler_in_a_loader():
         it = iter(t.utils.data.DataLoader(ds, batch_size=4, sampler=s))
         return [next(it)[0].tolist() for _ in range(3)]
     assert first_batches(tapegrad) == first_batches(torch)
+
+
+@pytest.mark.parametrize("replacement,num_samples", [(True, 50), (False, 5), (True, 1), (False, 1)])
+@pytest.mark.parametrize("with_generator", [True, False])
+def test_weighted_random_sampler_matches_torch(replacement, num_samples, with_generator):
+    def draws(t):
+        t.manual_seed(3)
+        g = t.Generator().manual_seed(9) if with_generator else None
+        s = t.utils.data.WeightedRandomSampler([0.1, 0.9, 0.4, 0.7, 3.0, 0.0, 1.2], num_samples, replacement, g)
+        return list(s), list(s), len(s), t.rand(2).tolist()
+    assert draws(tapegrad) == draws(torch)
+
+
+@pytest.mark.parametrize("args", [([1.0, 2.0], 0), ([1.0, 2.0], 2, 1), ([[1.0, 2.0]], 2)])
+def test_weighted_random_sampler_errors(args):
+    def err(t):
+        try:
+            t.utils.data.WeightedRandomSampler(*args)
+        except ValueError as e:
+            return str(e)
+    assert err(tapegrad) == err(torch) is not None

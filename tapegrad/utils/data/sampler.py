@@ -3,7 +3,8 @@ import numpy as np
 
 from ... import random
 
-__all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "BatchSampler"]
+__all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler",
+           "BatchSampler"]
 
 
 # -- samplers -------------------------------------------------------------------------------------------
@@ -91,6 +92,35 @@ class SubsetRandomSampler(Sampler):
 
     def __len__(self):
         return len(self.indices)
+
+
+class WeightedRandomSampler(Sampler):
+    """Indices drawn with the given weights: torch.multinomial(weights, num_samples, replacement), as torch."""
+
+    def __init__(self, weights, num_samples, replacement=True, generator=None):
+        if not isinstance(num_samples, int) or isinstance(num_samples, bool) or num_samples <= 0:
+            raise ValueError(f"num_samples should be a positive integer value, but got num_samples={num_samples}")
+        if not isinstance(replacement, bool):
+            raise ValueError(f"replacement should be a boolean value, but got replacement={replacement}")
+        from ...creation import as_tensor
+        from ..._dtype import float64
+        weights_tensor = as_tensor(weights, dtype=float64)
+        if len(weights_tensor.shape) != 1:
+            raise ValueError(f"weights should be a 1d sequence but given weights have shape "
+                             f"{tuple(weights_tensor.shape)}")
+        self.weights = weights_tensor
+        self.num_samples = num_samples
+        self.replacement = replacement
+        self.generator = generator
+
+    def __iter__(self):
+        # torch's CPU multinomial stream (distributions' port of ATen's; tapegrad.multinomial once it exists)
+        from ...distributions._ops import multinomial_np
+        draws = multinomial_np(self.weights._data, self.num_samples, self.replacement, self.generator)
+        yield from draws.tolist()
+
+    def __len__(self):
+        return self.num_samples
 
 
 class BatchSampler(Sampler):
