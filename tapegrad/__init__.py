@@ -36,8 +36,8 @@ from . import version  # noqa: E402,F401
 from .device import device, get_default_device, set_default_device  # noqa: E402,F401
 from . import accelerator, amp, backends, cpu, cuda, mps  # noqa: E402,F401
 from .amp import autocast  # noqa: E402,F401
-from ._runtime import (are_deterministic_algorithms_enabled, get_default_dtype, get_float32_matmul_precision,  # noqa: E402,F401
-                       get_num_interop_threads, get_num_threads, is_autocast_enabled, set_default_dtype,
+from ._runtime import (are_deterministic_algorithms_enabled, get_default_dtype,  # noqa: E402,F401
+                       get_float32_matmul_precision, get_num_interop_threads, get_num_threads, is_autocast_enabled, set_default_dtype,
                        set_float32_matmul_precision, set_num_interop_threads, set_num_threads,
                        use_deterministic_algorithms)
 from ._torch_alias import install_as_torch  # noqa: E402,F401

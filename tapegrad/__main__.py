@@ -60,7 +60,8 @@ def main(argv=None):
     sys.argv = argv
     # python script.py puts the script's folder (symlinks resolved) first on sys.path, not the cwd
     sys.path[0] = path if os.path.isdir(path) else os.path.dirname(os.path.realpath(path))
-    return _run(lambda: runpy.run_path(os.path.abspath(path), run_name="__main__"))  # (__file__ absolute, as python makes it)
+    path = os.path.abspath(path)  # (__file__ is absolute, as python makes it)
+    return _run(lambda: runpy.run_path(path, run_name="__main__"))
 
 
 if __name__ == "__main__":

@@ -53,7 +53,8 @@ TENSOR_CASES = [
     lambda t: repr(t.zeros(2, device="cpu:1")), lambda t: repr(t.ones(2, device=t.device("cpu"))),
     # a device other than the CPU: torch's own (CPU build) errors, never a silent CPU tensor
     lambda t: t.zeros(2).to("cuda"), lambda t: t.zeros(2).cuda(), lambda t: t.zeros(2, device="cuda"),
-    lambda t: t.tensor([1.0], device="cuda:0"), lambda t: t.randn(2, device="cuda"), lambda t: t.arange(3, device="cuda"),
+    lambda t: t.tensor([1.0], device="cuda:0"), lambda t: t.randn(2, device="cuda"),
+    lambda t: t.arange(3, device="cuda"),
     lambda t: t.zeros(2).to("mps"), lambda t: t.zeros(2).to("xpu"), lambda t: t.zeros(2, device="xpu"),
     lambda t: t.zeros(2).to(0), lambda t: t.nn.Linear(2, 2).to("cuda"), lambda t: t.nn.Linear(2, 2).cuda(),
     lambda t: repr(t.zeros_like(t.zeros(2), device="cpu")),

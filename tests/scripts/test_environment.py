@@ -17,7 +17,8 @@ QUERIES = [
     lambda t: t.cuda.memory_reserved(), lambda t: t.cuda.empty_cache(), lambda t: t.cuda.manual_seed(1),
     lambda t: t.cuda.manual_seed_all(1), lambda t: t.cuda.seed(),
     lambda t: t.cuda.synchronize(), lambda t: t.cuda.current_device(), lambda t: t.cuda.get_device_name(),
-    lambda t: t.cuda.get_device_properties(0), lambda t: t.cuda.get_device_capability(), lambda t: t.cuda.mem_get_info(),
+    lambda t: t.cuda.get_device_properties(0), lambda t: t.cuda.get_device_capability(),
+    lambda t: t.cuda.mem_get_info(),
     lambda t: t.cuda.initial_seed(), lambda t: t.cuda.get_rng_state(), lambda t: t.cuda.current_stream(),
     lambda t: t.accelerator.is_available(), lambda t: t.accelerator.device_count(),
     lambda t: t.accelerator.current_accelerator(), lambda t: t.accelerator.current_accelerator(check_available=True),
@@ -27,9 +28,11 @@ QUERIES = [
     lambda t: t.cpu.is_available(), lambda t: t.cpu.device_count(), lambda t: t.cpu.current_device(),
     lambda t: t.cpu.synchronize(),
     lambda t: t.backends.cudnn.is_available(), lambda t: t.backends.cudnn.version(), lambda t: t.backends.cudnn.enabled,
-    lambda t: t.backends.cudnn.benchmark, lambda t: t.backends.cudnn.deterministic, lambda t: t.backends.cudnn.allow_tf32,
+    lambda t: t.backends.cudnn.benchmark, lambda t: t.backends.cudnn.deterministic,
+    lambda t: t.backends.cudnn.allow_tf32,
     lambda t: t.backends.mps.is_available(), lambda t: t.backends.mps.is_built(), lambda t: t.backends.cuda.is_built(),
-    lambda t: t.backends.cuda.matmul.allow_tf32, lambda t: t.backends.cuda.matmul.allow_fp16_reduced_precision_reduction,
+    lambda t: t.backends.cuda.matmul.allow_tf32,
+    lambda t: t.backends.cuda.matmul.allow_fp16_reduced_precision_reduction,
     lambda t: t.is_autocast_enabled(), lambda t: t.version.cuda, lambda t: t.version.hip,
     lambda t: t.set_num_threads(0), lambda t: t.set_num_threads(-1), lambda t: t.set_num_threads(1.5),
     lambda t: t.get_float32_matmul_precision(),
@@ -187,3 +190,17 @@ def test_hub_dir_follows_torch_home(monkeypatch, tmp_path):
     monkeypatch.delenv("TORCH_HOME")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "x"))
     assert tapegrad.hub.get_dir() == torch.hub.get_dir()
+
+
+def test_hub_downloads_and_loads_a_state_dict(tmp_path):
+    src = tmp_path / "weights.pt"
+    tapegrad.save({"w": tapegrad.arange(3.0)}, str(src))
+    url = src.as_uri()  # (file:// : no network in the tests)
+    dst = tmp_path / "copy.pt"
+    tapegrad.hub.download_url_to_file(url, str(dst))
+    assert dst.read_bytes() == src.read_bytes()
+    with pytest.raises(RuntimeError, match="invalid hash value"):
+        tapegrad.hub.download_url_to_file(url, str(tmp_path / "bad.pt"), hash_prefix="0000")
+    assert not (tmp_path / "bad.pt").exists()
+    state = tapegrad.hub.load_state_dict_from_url(url, model_dir=str(tmp_path / "cache"))
+    assert state["w"].tolist() == [0.0, 1.0, 2.0] and (tmp_path / "cache" / "weights.pt").exists()
