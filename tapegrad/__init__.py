@@ -12,6 +12,7 @@ _warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"tapegrad\."
 
 from ._dtype import (bool, double, dtype, float, float16, float32, float64, half, int, int8, int16,  # noqa: F401
                      int32, int64, long, uint8)
+from ._dtype import bfloat16  # noqa: F401,E402  (nameable; tensors of it raise NotImplementedError)
 from .tensor import Size, Tensor  # noqa: F401
 from . import methods as _methods  # noqa: F401  (binds Tensor's methods)
 from .ops import *  # noqa: F401,F403
@@ -30,7 +31,25 @@ from . import distributions  # noqa: F401
 from . import distributed  # noqa: F401  (imports no MPI: init_process_group does)
 from .serialization import load, save  # noqa: F401
 
-__version__ = "0.1.0"
+# -- running PyTorch scripts: devices, the environment, the launcher (see docs/compatibility.md) --------------
+from .version import __version__  # noqa: E402,F401  (torch's API version, a TorchVersion str)
+from . import version  # noqa: E402,F401
+from .device import device, get_default_device, set_default_device  # noqa: E402,F401
+from . import accelerator, amp, backends, cpu, cuda, mps  # noqa: E402,F401
+from .amp import autocast  # noqa: E402,F401
+from ._runtime import (are_deterministic_algorithms_enabled, get_default_dtype,  # noqa: E402,F401
+                       get_float32_matmul_precision, get_num_interop_threads, get_num_threads, is_autocast_enabled, set_default_dtype,
+                       set_float32_matmul_precision, set_num_interop_threads, set_num_threads,
+                       use_deterministic_algorithms)
+from ._torch_alias import install_as_torch  # noqa: E402,F401
+_LAZY_SUBMODULES = ("onnx", "hub", "serialization")
+
+
+def __getattr__(name):  # torch.onnx / torch.hub load on first use, as `import torch.onnx` would
+    if name in _LAZY_SUBMODULES:
+        import importlib
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module 'tapegrad' has no attribute '{name}'")
 
 
 def warmup():
@@ -41,10 +60,6 @@ def warmup():
         y = x.to(dt)
         ((y * y).tanh() + y).sum().backward()
     return kernels.load()
-
-
-def get_default_dtype():
-    return float32
 
 
 def is_tensor(obj):

@@ -20,7 +20,7 @@ def as_array(data, dtype=None):
     if np_dtype is None and not isinstance(data, np.ndarray):
         a = np.asarray(data)
         if a.dtype.kind == "f":
-            np_dtype = np.float32  # torch.tensor([1.5]) is float32: Python floats take the default dtype
+            np_dtype = _dtype.default_float.np  # torch.tensor([1.5]): Python floats take the default dtype
         elif a.dtype.kind in "iu":
             np_dtype = np.int64
         elif a.dtype.kind not in "b":
@@ -90,7 +90,7 @@ class Tensor:
         dtype = kwargs.pop("dtype", None)
         if kwargs:
             raise TypeError(f"Tensor() got unexpected keyword arguments {sorted(kwargs)}")
-        np_dtype = _dtype.to_numpy_dtype(dtype or _dtype.float32)
+        np_dtype = _dtype.to_numpy_dtype(dtype or _dtype.default_float)
         if len(args) == 1 and not isinstance(args[0], (int, np.integer)):
             self._data = as_array(args[0], dtype=np_dtype)
         elif all(isinstance(a, (int, np.integer)) for a in args):
@@ -198,7 +198,15 @@ class Tensor:
 
     @property
     def device(self):
-        return "cpu"
+        from .device import CPU
+        return CPU
+
+    @property
+    def is_cpu(self):
+        return True
+
+    def get_device(self):
+        return -1  # torch's answer for a CPU tensor
 
     @property
     def is_cuda(self):
@@ -282,7 +290,7 @@ class Tensor:
         elif self._requires_grad:
             suffixes.append("requires_grad=True")
         name = _dtype.from_numpy_dtype(self._data.dtype)
-        return _format.format_tensor(self._data, repr(name), name is _dtype.float32, suffixes)
+        return _format.format_tensor(self._data, repr(name), name is _dtype.default_float, suffixes)
 
     def __format__(self, spec):
         if self._data.ndim == 0 and spec:
@@ -356,16 +364,19 @@ class Tensor:
 
     # -- dtype conversion ----------------------------------------------------------------------------------
     def to(self, *args, **kwargs):
-        dtype = kwargs.get("dtype")
-        for a in args:
-            if isinstance(a, _dtype.dtype):
-                dtype = a
-            elif isinstance(a, Tensor):
-                dtype = a.dtype
-        if dtype is None:
-            return self
+        """to(dtype), to(device, dtype=None), to(tensor), each with non_blocking=False, copy=False. A device
+        other than the CPU raises torch's error for it (tapegrad computes on the CPU only)."""
+        dtype, device, copy = _parse_to(args, kwargs)
+        if device is not None:
+            from .device import check
+            check(device)
+        if dtype is None or _dtype.to_numpy_dtype(dtype) == self._data.dtype:
+            return self.clone() if copy else self
         from .ops import to_dtype
         return to_dtype(self, dtype)
+
+    def cuda(self, device=None, non_blocking=False, memory_format=None):
+        raise AssertionError("Torch not compiled with CUDA enabled")
 
     def float(self):
         return self.to(_dtype.float32)
@@ -402,6 +413,34 @@ class _HookHandle:
     def remove(self):
         if self._hook in self._hooks:
             self._hooks.remove(self._hook)
+
+
+def _parse_to(args, kwargs):
+    """Tensor.to's overloads -> (dtype or None, device or None, copy)."""
+    kwargs = dict(kwargs)
+    dtype, device = kwargs.pop("dtype", None), kwargs.pop("device", None)
+    kwargs.pop("non_blocking", None)
+    kwargs.pop("memory_format", None)
+    copy = kwargs.pop("copy", False)
+    if kwargs:
+        raise TypeError(f"to() received an invalid combination of arguments - got unexpected keyword "
+                        f"arguments {sorted(kwargs)}")
+    rest = list(args)
+    if rest and isinstance(rest[0], Tensor):
+        other = rest.pop(0)
+        dtype, device = other.dtype, other.device
+    elif rest and isinstance(rest[0], _dtype.dtype):
+        dtype = rest.pop(0)
+    elif rest and not isinstance(rest[0], bool):
+        device = rest.pop(0)
+        if rest and isinstance(rest[0], _dtype.dtype):
+            dtype = rest.pop(0)
+    if rest:  # the positional non_blocking, copy
+        if len(rest) > 2 or not all(isinstance(r, bool) for r in rest):
+            raise TypeError(f"to() received an invalid combination of arguments - got {tuple(args)}")
+        if len(rest) == 2:
+            copy = rest[1]
+    return dtype, device, copy
 
 
 def _rebuild(data, requires_grad):

@@ -53,8 +53,8 @@ def _to_dtype(x, np_dtype):
 
 
 def _float(x):
-    """Ops that only make sense in floating point promote integer inputs to float32, as torch does."""
-    return x if x._data.dtype.kind == "f" else _new(x._data.astype(np.float32))
+    """Ops that only make sense in floating point promote integer inputs to the default float dtype, as torch."""
+    return x if x._data.dtype.kind == "f" else _new(x._data.astype(_dtype.default_float.np))
 
 
 # -- shape errors in torch's words -------------------------------------------------------------------
