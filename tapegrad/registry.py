@@ -713,3 +713,15 @@ def _vjp_traced_rule(ctx, g, inputs, out):
 
 # ctx: (the op, its context, the input's index, the one-hot `wanted` its replay passes to the rule)
 python("traced_rule", "TracedRuleBackward", None, _vjp_traced_rule, saves=0)
+
+
+# -- Ordering and layout ops scripts use (ops/sort.py, ops/layout.py) ------------------------------------------
+for _name, _grad_fn in (("sort", "SortBackward0"), ("topk", "TopkBackward0"), ("roll", "RollBackward0")):
+    structural(_name, K_GATHER, _grad_fn, _vjp_gather)
+
+
+def _vjp_diag_embed(ctx, g, inputs, out):
+    return (g.diagonal(ctx),)          # ctx: the diagonal's offset
+
+
+python("diag_embed", "DiagEmbedBackward0", None, _vjp_diag_embed, saves=0)
