@@ -160,15 +160,16 @@ def _tensor_str(data, indent):
     return _tensor_str_with_formatter(data, indent, summarize, formatter)
 
 
-def _add_suffixes(tensor_str, suffixes, indent):
+def _add_suffixes(tensor_str, suffixes, indent, force_newline=False):
     parts = [tensor_str]
     # torch's arithmetic (overcounts by 2 when there is no newline); kept
     # verbatim because it decides where suffixes wrap.
     last_line_len = len(tensor_str) - tensor_str.rfind("\n") + 1
     for suffix in suffixes:
-        if last_line_len + len(suffix) + 2 > PRINT_OPTS.linewidth:
+        if force_newline or last_line_len + len(suffix) + 2 > PRINT_OPTS.linewidth:
             parts.append(",\n" + " " * indent + suffix)
             last_line_len = indent + len(suffix)
+            force_newline = False
         else:
             parts.append(", " + suffix)
             last_line_len += len(suffix) + 2
@@ -203,3 +204,19 @@ def format_tensor(data, dtype_name, is_default_dtype, suffixes):
             head.append(f"dtype={dtype_name}")
         tensor_str = _tensor_str(data, indent)
     return _add_suffixes(_PREFIX + tensor_str, head + list(suffixes), indent)
+
+
+def format_sparse(indices, values, size, dtype_name, is_default_dtype, suffixes):
+    """What ``repr`` of a sparse COO tensor prints (indices, values, then size, nnz, dtype, layout, grad)."""
+    indent = len(_PREFIX)
+    ind_str = _tensor_str(indices, indent + len("indices=tensor("))
+    if indices.size == 0:
+        ind_str += f", size={tuple(indices.shape)}"
+    val_str = _tensor_str(values, indent + len("values=tensor("))
+    if values.size == 0:
+        val_str += f", size={tuple(values.shape)}"
+    head = [f"size={tuple(size)}", f"nnz={indices.shape[1]}"]
+    if not is_default_dtype:
+        head.append(f"dtype={dtype_name}")
+    body = f"indices=tensor({ind_str}),\n" + " " * indent + f"values=tensor({val_str})"
+    return _add_suffixes(_PREFIX + body, head + ["layout=torch.sparse_coo"] + list(suffixes), indent, True)

@@ -303,3 +303,5 @@ for _name in ("is_xpu", "is_mps", "is_sparse", "is_quantized", "is_meta", "is_mk
 Tensor.argsort = lambda self, dim=-1, descending=False, stable=False: ops.argsort(self, dim, descending, stable)
 for _name in ("sort", "msort", "topk", "unique", "unique_consecutive", "roll", "diag", "multinomial"):
     setattr(Tensor, _name, getattr(ops, _name))
+Tensor.spmm = lambda self, mat2: ops.sparse.mm(self, mat2)
+ops.sparse._install()  # (last: sparse tensors refuse every dense method bound above)

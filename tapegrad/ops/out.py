@@ -13,6 +13,7 @@ import numpy as np
 from .. import creation
 from ..autograd.grad_mode import is_grad_enabled, no_grad
 from ..tensor import Tensor
+from . import sparse as _sparse
 
 _KIND_WORD = {"f": "Float", "i": "Long", "u": "Byte", "b": "Bool"}
 
@@ -105,8 +106,9 @@ _CREATION = ("zeros", "ones", "empty", "arange", "eye", "full", "linspace", "ran
 
 __all__ = []
 _ns = globals()
-for _name in _NAMES:
-    _fn = getattr(_ops(), _name, None)
+_SPARSE_AWARE = {"mm": _sparse.mm, "matmul": _sparse.matmul, "spmm": _sparse.spmm}
+for _name in _NAMES + ("spmm",):
+    _fn = _SPARSE_AWARE.get(_name) or getattr(_ops(), _name, None)
     if _fn is not None:
         _ns[_name] = with_out(_fn, _name)
         __all__.append(_name)
