@@ -200,6 +200,8 @@ def format_tensor(data, dtype_name, is_default_dtype, suffixes):
             head.append(f"dtype={dtype_name}")
         tensor_str = "[]"
     else:
+        if not PRINT_OPTS.edgeitems:
+            head.append(f"size={tuple(data.shape)}")
         if not (is_default_dtype or dtype_name in _IMPLIED_DTYPES):
             head.append(f"dtype={dtype_name}")
         tensor_str = _tensor_str(data, indent)

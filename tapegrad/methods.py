@@ -287,7 +287,8 @@ def _np_dtype(dtype):
 def new_tensor(self, data, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
     """A copy of data in self's dtype unless dtype is given (as torch: never the dtype data would infer)."""
     from .tensor import as_array
-    return _new_like(self, as_array(data, dtype if dtype is not None else self.dtype), None, requires_grad)
+    dtype = dtype if dtype is not None else self.dtype
+    return _new_like(self, as_array(data, dtype), dtype, requires_grad)
 
 
 def data_ptr(self):

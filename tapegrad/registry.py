@@ -716,7 +716,8 @@ python("traced_rule", "TracedRuleBackward", None, _vjp_traced_rule, saves=0)
 
 
 # -- Ordering and layout ops scripts use (ops/sort.py, ops/layout.py) ------------------------------------------
-for _name, _grad_fn in (("sort", "SortBackward0"), ("topk", "TopkBackward0"), ("roll", "RollBackward0")):
+for _name, _grad_fn in (("sort", "SortBackward0"), ("sort_stable", "SortBackward1"), ("topk", "TopkBackward0"),
+                        ("roll", "RollBackward0")):
     structural(_name, K_GATHER, _grad_fn, _vjp_gather)
 
 

@@ -528,6 +528,8 @@ def _index_key(key, x):
             last = "select"
         elif isinstance(k, (Tensor, list, np.ndarray, range, tuple)):
             a = k._data if isinstance(k, Tensor) else np.asarray(k if type(k) is not range else list(k))
+            if type(k) is range and a.size == 0:
+                a = a.astype(np.int64)
             if isinstance(k, list) and a.size == 0:
                 a = a.astype(np.int64)
             if a.dtype.kind not in "iub":

@@ -37,10 +37,11 @@ def _values_at(x, op, d, idx):
 def sort(input, dim=-1, descending=False, stable=False):
     x = _tensor(input)
     d = _dim(dim, x.ndim)
+    op = OPS["sort_stable" if stable else "sort"]  # (torch's two overloads: SortBackward1 and SortBackward0)
     if x.ndim == 0:
-        return return_types.sort(_values_at(x, OPS["sort"], 0, None), _new(np.zeros((), np.int64)))
+        return return_types.sort(_values_at(x, op, 0, None), _new(np.zeros((), np.int64)))
     idx = _stable_order(x._data, d, bool(descending))
-    return return_types.sort(_values_at(x, OPS["sort"], d, idx), _new(np.ascontiguousarray(idx, dtype=np.int64)))
+    return return_types.sort(_values_at(x, op, d, idx), _new(np.ascontiguousarray(idx, dtype=np.int64)))
 
 
 def argsort(input, dim=-1, descending=False, stable=False):

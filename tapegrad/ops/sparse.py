@@ -166,8 +166,13 @@ class SparseTensor(Tensor):
         return out if dtype is None else out.to(dtype)
 
     def _dense(self):
-        flat = (np.ravel_multi_index(tuple(self._ind), self._size) if self._ind.size else np.zeros(0, np.int64))
-        return scatter_flat(self._vals, flat.astype(np.int64), self._size)
+        return scatter_flat(self._vals, self._flat_index(), self._size)
+
+    def _flat_index(self):
+        """Each value's position in the row-major dense tensor."""
+        if not self._ind.size:
+            return np.zeros(0, np.int64)
+        return np.ravel_multi_index(tuple(self._ind), self._size).astype(np.int64)
 
     def to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None):
         if sparse_dim is not None and sparse_dim != self.sparse_dim():
@@ -210,7 +215,12 @@ class SparseTensor(Tensor):
     def _no_storage(self, *args, **kwargs):
         raise RuntimeError("Cannot access data pointer of Tensor that doesn't have storage")
 
-    item = tolist = data_ptr = __array__ = _no_storage
+    tolist = data_ptr = __array__ = _no_storage
+
+    def item(self):
+        if self.numel() != 1:
+            raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to Scalar")
+        return self.to_dense().item()
 
     def reshape(self, *shape):
         raise RuntimeError("reshape is not implemented for sparse tensors")
@@ -280,8 +290,9 @@ class SparseTensor(Tensor):
     __add__ = add
 
     def __radd__(self, other):   # dense + sparse: a dense result
-        from .elementwise import add
-        return add(other, self._dense())
+        if not isinstance(other, Tensor):
+            raise RuntimeError("add(sparse, dense) is not supported. Use add(dense, sparse) instead.")
+        return _dense_plus(other, self, False)
 
     def sub(self, other, *, alpha=1):
         return self.add(-other if isinstance(other, SparseTensor) else other, alpha=alpha)
@@ -289,8 +300,9 @@ class SparseTensor(Tensor):
     __sub__ = sub
 
     def __rsub__(self, other):
-        from .elementwise import sub
-        return sub(other, self._dense())
+        if not isinstance(other, Tensor):
+            raise RuntimeError("add(sparse, dense) is not supported. Use add(dense, sparse) instead.")
+        return _dense_plus(other, self, True)
 
     def sum(self, dim=None, keepdim=False, dtype=None):
         if keepdim:
@@ -314,6 +326,23 @@ class SparseTensor(Tensor):
 
     def smm(self, mat2):
         return mm(self, mat2)
+
+
+def _dense_plus(dense, sparse, negate):
+    """dense ± sparse, as torch's add_out_dense_sparse: each value added in turn into a copy of the dense
+    tensor, in the promoted dtype (a scatter_add, so duplicates round as torch's do)."""
+    from ._common import _to_dtype
+    from .shape import scatter_add
+    if tuple(dense.shape) != sparse._size:
+        raise RuntimeError(f"add: expected 'self' and 'other' to have same size, but self has size "
+                           f"{list(dense.shape)} while other has size {list(sparse._size)} (FYI: dense-sparse "
+                           f"addition does not currently support broadcasting)")
+    dt = _dtype.result_type(dense._data, sparse._vals._data)
+    vals = _to_dtype(sparse._vals, dt)
+    if negate:
+        vals = -vals
+    flat = _new(sparse._flat_index())
+    return scatter_add(_to_dtype(dense, dt).reshape(-1), 0, flat, vals).reshape(sparse._size)
 
 
 def _make(ind, vals, size, coalesced):
@@ -353,6 +382,9 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, pi
     if ind.dtype.kind not in "iu":
         ind = ind.astype(np.int64)   # (torch converts float indices too)
     ind = np.ascontiguousarray(ind, dtype=np.int64)
+    if ind.ndim == 1 and size is not None and len(size) != ind.shape[0]:
+        raise RuntimeError(f"'len(size) == sparse_dim + dense_dim' is not satisfied: len(size) = {len(size)}, "
+                           f"sparse_dim = {ind.shape[0]}, dense_dim = 0")
     if ind.ndim != 2:
         raise RuntimeError(f"indices must be sparse_dim x nnz, but got: {list(ind.shape)}")
     vals = values if isinstance(values, Tensor) else _new(as_array(values))
@@ -458,16 +490,17 @@ def mm(input, mat2):
         raise _unsupported("mm (sparse @ sparse)")
     if b_sparse:   # dense @ sparse = (sparse.T @ dense.T).T
         a = _tensor(input)
-        _check_mm(a.shape, mat2.shape, a.dtype, mat2.dtype, a.ndim, mat2.ndim)
-        return mm(mat2.t(), a.t()).t()
+        if a.ndim != 2:
+            raise RuntimeError("self must be a matrix")
+        return mm(mat2.t(), a.t()).t()   # (its checks and messages are torch's, which also transposes)
     b = _tensor(mat2)
-    _check_mm(input.shape, b.shape, input.dtype, b.dtype, input.ndim, b.ndim)
+    _check_mm(input.shape, b.shape, input.ndim, b.ndim)
     structure = input.__dict__.get("_structure")
     if structure is None:
         structure = input.__dict__["_structure"] = _Product(input._ind[0], input._ind[1], *input._size)
     vals = input._vals
     if vals.dtype != b.dtype:
-        raise RuntimeError(f"expected scalar type {_word(b.dtype)} but found {_word(vals.dtype)}")
+        raise RuntimeError(f"expected scalar type {_word(vals.dtype)} but found {_word(b.dtype)}")
     return _sparse_mm(structure, vals, b)
 
 
@@ -476,13 +509,15 @@ def _word(dtype):
             "float16": "Half", "uint8": "Byte", "int16": "Short", "int8": "Char"}[dtype.name]
 
 
-def _check_mm(sa, sb, da, db, na, nb):
+def _check_mm(sa, sb, na, nb):
     if na != 2:
-        raise RuntimeError(f"self must be a matrix")
+        raise RuntimeError("self must be a matrix")
+    if nb < 2:
+        _dim(1, nb)   # torch's IndexError: it reads the dense operand's size(1)
     if nb != 2:
-        raise RuntimeError(f"mat2 must be a matrix")
+        raise RuntimeError("mat2 must be a matrix")
     if sa[1] != sb[0]:
-        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({sa[0]}x{sa[1]} and {sb[0]}x{sb[1]})")
+        raise RuntimeError(f"addmm: Argument #3 (dense): Expected dim 0 size {sa[1]}, got {sb[0]}")
 
 
 def spmm(input, mat2):
