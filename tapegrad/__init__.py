@@ -22,6 +22,7 @@ from .creation import ones
 from .ops.out import *  # noqa: F401,F403,E402
 from ._format import get_printoptions, set_printoptions  # noqa: F401,E402
 from . import sparse  # noqa: F401,E402  (torch.sparse)
+from .ops.sparse import layout, sparse_coo, strided  # noqa: F401,E402
 from .random import (Generator, default_generator, get_rng_state, initial_seed, manual_seed, seed,  # noqa: F401
                      set_rng_state)
 from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled, no_grad,  # noqa: F401

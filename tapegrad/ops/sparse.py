@@ -564,4 +564,4 @@ def _install():
     _refuse_dense_methods()
 
 
-__all__ = ["sparse_coo_tensor", "spmm", "strided", "sparse_coo", "layout"]
+__all__ = ["sparse_coo_tensor", "spmm"]  # (layout, strided, sparse_coo: exported by tapegrad/__init__.py)
