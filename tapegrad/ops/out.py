@@ -6,6 +6,7 @@ The wrapped functions are the `tapegrad.` names only; Tensor methods (which take
 call the unwrapped ops, so the hot path pays nothing for this.
 """
 import functools
+import inspect
 import warnings
 
 import numpy as np
@@ -63,13 +64,11 @@ def _tensors_in(args):
 
 
 def with_out(fn, name=None):
-    """fn with torch's `out=` keyword."""
+    """fn with torch's `out=` keyword. The wrapper has fn's own parameters (generated from its signature), so a
+    call without out= costs one plain call more; a signature with *args or **kwargs gets a generic wrapper."""
     name = name or fn.__name__
 
-    @functools.wraps(fn)
-    def wrapper(*args, out=None, **kwargs):
-        if out is None:
-            return fn(*args, **kwargs)
+    def finish(out, args, kwargs):
         outs = out if isinstance(out, (tuple, list)) else (out,)
         if is_grad_enabled() and any(t._requires_grad for t in _tensors_in(args + tuple(kwargs.values()) + outs)):
             raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic "
@@ -85,7 +84,47 @@ def with_out(fn, name=None):
                 write_out(o, r, name)
             return type(result)(*out)
         return write_out(out, result, name)
+
+    wrapper = _generated(fn, finish)
+    if wrapper is None:
+        def wrapper(*args, out=None, **kwargs):
+            if out is None:
+                return fn(*args, **kwargs)
+            return finish(out, args, kwargs)
+    functools.update_wrapper(wrapper, fn)
     return wrapper
+
+
+def _generated(fn, finish):
+    """def wrapper(<fn's parameters>, *, out=None): fn(...) when out is None, else finish(out, args, kwargs)."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    kinds = inspect.Parameter
+    if any(p.kind in (kinds.VAR_POSITIONAL, kinds.VAR_KEYWORD) or p.name == "out" for p in params):
+        return None
+    env = {"fn": fn, "finish": finish}
+    head, positional, keyword, star = [], [], [], False
+    for p in params:
+        if p.kind is kinds.KEYWORD_ONLY and not star:
+            head.append("*")
+            star = True
+        default = ""
+        if p.default is not kinds.empty:
+            env[f"_default_{p.name}"] = p.default
+            default = f"=_default_{p.name}"
+        head.append(p.name + default)
+        (keyword if p.kind is kinds.KEYWORD_ONLY else positional).append(p.name)
+    head.append("out=None" if star else "*, out=None")
+    call_kw = ", ".join(f"{k}={k}" for k in keyword)
+    args = ", ".join(positional)
+    source = (f"def wrapper({', '.join(head)}):\n"
+              f"    if out is None:\n"
+              f"        return fn({args}{', ' if args and call_kw else ''}{call_kw})\n"
+              f"    return finish(out, ({args}{',' if positional else ''}), {{{', '.join(repr(k) + ': ' + k for k in keyword)}}})\n")
+    exec(source, env)  # noqa: S102  (source built from the wrapped function's own parameter names)
+    return env["wrapper"]
 
 
 def _ops():

@@ -15,6 +15,7 @@ from .. import _dtype
 from ..autograd.grad_mode import is_grad_enabled
 from ..tensor import Tensor, _new, as_array
 from ._common import OPS, _dim, _record, _tensor
+from .linalg import matmul as _dense_matmul, mm as _dense_mm
 from .shape import _gather, scatter_flat
 
 
@@ -484,8 +485,7 @@ def mm(input, mat2):
     """sparse @ dense (a dense result), dense @ sparse, or dense @ dense (torch.mm)."""
     a_sparse, b_sparse = isinstance(input, SparseTensor), isinstance(mat2, SparseTensor)
     if not a_sparse and not b_sparse:
-        from .linalg import mm as dense_mm
-        return dense_mm(input, mat2)
+        return _dense_mm(input, mat2)
     if a_sparse and b_sparse:
         raise _unsupported("mm (sparse @ sparse)")
     if b_sparse:   # dense @ sparse = (sparse.T @ dense.T).T
@@ -528,8 +528,7 @@ def matmul(input, other):
     """torch.matmul with a sparse operand: a 2-D sparse matrix times a dense matrix or vector, either side."""
     a_sparse, b_sparse = isinstance(input, SparseTensor), isinstance(other, SparseTensor)
     if not a_sparse and not b_sparse:
-        from .linalg import matmul as dense_matmul
-        return dense_matmul(input, other)
+        return _dense_matmul(input, other)
     if a_sparse and not b_sparse:
         b = _tensor(other)
         if input.ndim == 2 and b.ndim == 1:
