@@ -246,8 +246,10 @@ Tensor.__setitem__ = setitem
 
 
 # -- tensor features scripts use (issue 18): ordering, layout, new_*, storage and device queries ------------------
-def _new_like(self, data, dtype, requires_grad):
+def _new_like(self, data, dtype, requires_grad, device=None):
     from . import _dtype
+    from .ops.layout import cpu_only
+    cpu_only(device)
     np_dtype = self._data.dtype if dtype is None else _dtype.to_numpy_dtype(dtype)
     t = _new(np.asarray(data, dtype=np_dtype))
     if requires_grad:
@@ -261,22 +263,22 @@ def _new_shape(size, name):
 
 
 def new_zeros(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
-    return _new_like(self, np.zeros(_new_shape(size, "new_zeros")), dtype, requires_grad)
+    return _new_like(self, np.zeros(_new_shape(size, "new_zeros")), dtype, requires_grad, device)
 
 
 def new_ones(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
-    return _new_like(self, np.ones(_new_shape(size, "new_ones")), dtype, requires_grad)
+    return _new_like(self, np.ones(_new_shape(size, "new_ones")), dtype, requires_grad, device)
 
 
 def new_empty(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
-    return _new_like(self, np.zeros(_new_shape(size, "new_empty")), dtype, requires_grad)  # zeroed: never leak
+    return _new_like(self, np.zeros(_new_shape(size, "new_empty")), dtype, requires_grad, device)  # zeroed
 
 
 def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False, layout=None,
              pin_memory=False):
-    shape = _new_shape((size,), "new_full")
-    np_dtype = self._data.dtype if dtype is None else None
-    return _new_like(self, np.full(shape, fill_value, np_dtype or _np_dtype(dtype)), dtype, requires_grad)
+    np_dtype = self._data.dtype if dtype is None else _np_dtype(dtype)
+    return _new_like(self, np.full(_new_shape((size,), "new_full"), fill_value, np_dtype), dtype, requires_grad,
+                     device)
 
 
 def _np_dtype(dtype):
@@ -288,7 +290,7 @@ def new_tensor(self, data, dtype=None, device=None, requires_grad=False, layout=
     """A copy of data in self's dtype unless dtype is given (as torch: never the dtype data would infer)."""
     from .tensor import as_array
     dtype = dtype if dtype is not None else self.dtype
-    return _new_like(self, as_array(data, dtype), dtype, requires_grad)
+    return _new_like(self, as_array(data, dtype), dtype, requires_grad, device)
 
 
 def data_ptr(self):

@@ -117,12 +117,13 @@ def _generated(fn, finish):
         head.append(p.name + default)
         (keyword if p.kind is kinds.KEYWORD_ONLY else positional).append(p.name)
     head.append("out=None" if star else "*, out=None")
-    call_kw = ", ".join(f"{k}={k}" for k in keyword)
-    args = ", ".join(positional)
+    call = ", ".join(positional + [f"{k}={k}" for k in keyword])
+    args = "".join(f"{p}, " for p in positional)
+    kwargs = ", ".join(f"{k!r}: {k}" for k in keyword)
     source = (f"def wrapper({', '.join(head)}):\n"
               f"    if out is None:\n"
-              f"        return fn({args}{', ' if args and call_kw else ''}{call_kw})\n"
-              f"    return finish(out, ({args}{',' if positional else ''}), {{{', '.join(repr(k) + ': ' + k for k in keyword)}}})\n")
+              f"        return fn({call})\n"
+              f"    return finish(out, ({args}), {{{kwargs}}})\n")
     exec(source, env)  # noqa: S102  (source built from the wrapped function's own parameter names)
     return env["wrapper"]
 

@@ -379,6 +379,8 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, pi
                       requires_grad=False, check_invariants=None, is_coalesced=None):
     """torch.sparse_coo_tensor; the indices are always checked against the size (torch's check_invariants
     messages): an index outside it would write outside the dense result."""
+    from .layout import cpu_only
+    cpu_only(device)
     ind = indices._data if isinstance(indices, Tensor) else np.asarray(as_array(indices))
     if ind.dtype.kind not in "iu":
         ind = ind.astype(np.int64)   # (torch converts float indices too)

@@ -576,7 +576,7 @@ def test_sparse_leaf_requiring_grad_is_refused_clearly():
         sp(tapegrad).requires_grad_()
 
 
-# -- tapegrad.compile ---------------------------------------------------------------------------------------------------
+# -- tapegrad.compile ------------------------------------------------------------------------------------------------
 def test_compile_replays_roll_and_names_the_ops_it_cannot_replay():
     x = tapegrad.tensor(X, requires_grad=True)
     compiled = tapegrad.compile(lambda t: (tapegrad.roll(t, (1, 2), (0, 1)) * t).sum(), fullgraph=True)
@@ -592,3 +592,13 @@ def test_compile_replays_roll_and_names_the_ops_it_cannot_replay():
         with pytest.raises(RuntimeError, match=f"cannot replay this function: {reason}"):
             tapegrad.compile(fn, fullgraph=True)(x)
         assert float(tapegrad.compile(fn)(x)) == pytest.approx(float(fn(x)))   # eager fallback
+
+
+@pytest.mark.parametrize("call", [
+    lambda L: L.ones(2).new_zeros(2, device="cuda"), lambda L: L.ones(2).new_tensor([1.0], device="cuda:0"),
+    lambda L: L.ones(2).new_full((2,), 1.0, device="xpu"), lambda L: L.tril_indices(2, 2, device="cuda"),
+    lambda L: L.sparse_coo_tensor([[0]], [1.0], device="cuda"),
+])
+def test_constructors_refuse_other_devices_as_a_cpu_only_torch(call):
+    raises_same(call)
+    assert tapegrad.ones(2).new_zeros(2, device="cpu").tolist() == [0.0, 0.0]
