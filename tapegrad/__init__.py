@@ -31,6 +31,8 @@ from . import autograd  # noqa: F401
 from .autograd.anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled  # noqa: F401
 from . import nn  # noqa: F401
 from . import optim, utils  # noqa: F401
+from . import distributions  # noqa: F401
+from . import distributed  # noqa: F401  (imports no MPI: init_process_group does)
 from .serialization import load, save  # noqa: F401
 
 __version__ = "0.1.0"
