@@ -19,6 +19,11 @@ from .ops import *  # noqa: F401,F403
 from .ops import abs, pow, round, sum  # noqa: F401  (names that shadow builtins, exported on purpose)
 from .creation import *  # noqa: F401,F403
 from .creation import ones
+# tensor features scripts use: out= on torch's functions, print options, sparse COO (issue 18)
+from .ops.out import *  # noqa: F401,F403,E402
+from ._format import get_printoptions, set_printoptions  # noqa: F401,E402
+from . import sparse  # noqa: F401,E402  (torch.sparse)
+from .ops.sparse import layout, sparse_coo, strided  # noqa: F401,E402
 from .random import (Generator, default_generator, get_rng_state, initial_seed, manual_seed, seed,  # noqa: F401
                      set_rng_state)
 from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled, no_grad,  # noqa: F401
@@ -68,10 +73,6 @@ def is_tensor(obj):
 
 def numel(input):
     return input.numel()
-
-
-def set_printoptions(**kwargs):
-    raise NotImplementedError("tapegrad prints with torch's default options only")
 
 
 from .trace import compile  # noqa: E402,F401  (torch.compile: trace once, replay the tape)

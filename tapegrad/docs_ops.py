@@ -53,7 +53,8 @@ def _frontend_rows():
         fn = getattr(ops, name, None)
         if fn is None or not callable(fn):
             continue
-        top = "yes" if getattr(tapegrad, name, None) is fn else ""
+        exported = getattr(tapegrad, name, None)
+        top = "yes" if exported is fn or getattr(exported, "__wrapped__", None) is fn else ""  # (out= wrappers)
         method = "yes" if hasattr(Tensor, name) else ""
         functional = "yes" if hasattr(F, name) else ""
         module = getattr(fn, "__module__", "").replace("tapegrad.ops.", "")

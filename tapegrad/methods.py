@@ -243,3 +243,68 @@ Tensor.zero_ = zero_
 Tensor.fill_ = fill_
 Tensor.copy_ = copy_
 Tensor.__setitem__ = setitem
+
+
+# -- tensor features scripts use (issue 18): ordering, layout, new_*, storage and device queries ------------------
+def _new_like(self, data, dtype, requires_grad, device=None):
+    from . import _dtype
+    from .ops.layout import cpu_only
+    cpu_only(device)
+    np_dtype = self._data.dtype if dtype is None else _dtype.to_numpy_dtype(dtype)
+    t = _new(np.asarray(data, dtype=np_dtype))
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _new_shape(size, name):
+    from .creation import _shape
+    return _shape(size)
+
+
+def new_zeros(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
+    return _new_like(self, np.zeros(_new_shape(size, "new_zeros")), dtype, requires_grad, device)
+
+
+def new_ones(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
+    return _new_like(self, np.ones(_new_shape(size, "new_ones")), dtype, requires_grad, device)
+
+
+def new_empty(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
+    return _new_like(self, np.zeros(_new_shape(size, "new_empty")), dtype, requires_grad, device)  # zeroed
+
+
+def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False, layout=None,
+             pin_memory=False):
+    np_dtype = self._data.dtype if dtype is None else _np_dtype(dtype)
+    return _new_like(self, np.full(_new_shape((size,), "new_full"), fill_value, np_dtype), dtype, requires_grad,
+                     device)
+
+
+def _np_dtype(dtype):
+    from . import _dtype
+    return _dtype.to_numpy_dtype(dtype)
+
+
+def new_tensor(self, data, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
+    """A copy of data in self's dtype unless dtype is given (as torch: never the dtype data would infer)."""
+    from .tensor import as_array
+    dtype = dtype if dtype is not None else self.dtype
+    return _new_like(self, as_array(data, dtype), dtype, requires_grad, device)
+
+
+def data_ptr(self):
+    """The address of the first element: stable while the storage lives; a view that shares memory points into
+    its base's block, as torch's."""
+    return self._data.__array_interface__["data"][0]
+
+
+Tensor.new_zeros, Tensor.new_ones, Tensor.new_empty, Tensor.new_full = new_zeros, new_ones, new_empty, new_full
+Tensor.new_tensor, Tensor.data_ptr = new_tensor, data_ptr
+for _name in ("is_xpu", "is_mps", "is_sparse", "is_quantized", "is_meta", "is_mkldnn", "is_nested", "is_sparse_csr"):
+    setattr(Tensor, _name, False)
+Tensor.argsort = lambda self, dim=-1, descending=False, stable=False: ops.argsort(self, dim, descending, stable)
+for _name in ("sort", "msort", "topk", "unique", "unique_consecutive", "roll", "diag", "multinomial"):
+    setattr(Tensor, _name, getattr(ops, _name))
+Tensor.spmm = lambda self, mat2: ops.sparse.mm(self, mat2)
+ops.sparse._install()  # (last: sparse tensors refuse every dense method bound above)

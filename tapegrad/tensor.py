@@ -293,9 +293,10 @@ class Tensor:
         return _format.format_tensor(self._data, repr(name), name is _dtype.default_float, suffixes)
 
     def __format__(self, spec):
-        if self._data.ndim == 0 and spec:
+        # torch: a plain 0-d tensor formats its number (f"{loss}" and f"{loss:.4f}"); anything else is object's
+        if self._data.ndim == 0 and type(self) is Tensor:
             return format(self.item(), spec)
-        return repr(self) if not spec else format(repr(self), spec)
+        return object.__format__(self, spec)
 
     def __reduce__(self):
         return (_rebuild, (self._data, self._requires_grad))

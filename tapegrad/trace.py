@@ -433,7 +433,7 @@ class _Aliases:
 # -- forward rules: each op row recomputed from its inputs' values -------------------------------------------
 _MATMUL = frozenset(("matmul", "mv", "dot", "vecmat", "matmul_fold", "matmul_bcast"))
 # data movement whose index map depends on shapes (and Python ints) only, never on a tensor's values
-_SHAPE_GATHERS = frozenset(("transpose", "t", "permute", "flip", "repeat", "diagonal", "select", "slice",
+_SHAPE_GATHERS = frozenset(("transpose", "t", "permute", "flip", "repeat", "diagonal", "select", "slice", "roll",
                             "unsqueeze_gather"))
 
 

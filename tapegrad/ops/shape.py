@@ -500,6 +500,8 @@ _BAD_INDEX = ("only integers, slices (`:`), ellipsis (`...`), None and long or b
 def _index_key(key, x):
     """key as NumPy takes it (tuples of ints, slices, None, Ellipsis, int or bool arrays), checked the way
     torch checks it (its exception types and messages). Returns (key, advanced, op name)."""
+    if isinstance(key, (list, range)) and _sequence_as_tuple(key):
+        key = tuple(key)
     items = key if isinstance(key, tuple) else (key,)
     out, advanced, last = [], False, None
     for k in items:
@@ -524,8 +526,10 @@ def _index_key(key, x):
         elif isinstance(k, Tensor) and k.ndim == 0 and k._data.dtype.kind in "iu":
             out.append(int(k._data))
             last = "select"
-        elif isinstance(k, (Tensor, list, np.ndarray)):
-            a = k._data if isinstance(k, Tensor) else np.asarray(k)
+        elif isinstance(k, (Tensor, list, np.ndarray, range, tuple)):
+            a = k._data if isinstance(k, Tensor) else np.asarray(k if type(k) is not range else list(k))
+            if type(k) is range and a.size == 0:
+                a = a.astype(np.int64)
             if isinstance(k, list) and a.size == 0:
                 a = a.astype(np.int64)
             if a.dtype.kind not in "iub":
@@ -538,6 +542,14 @@ def _index_key(key, x):
     _check_key(out, x)
     op = "index" if advanced else last or ("alias" if isinstance(key, tuple) or key is Ellipsis else "slice")
     return tuple(out), advanced, op
+
+
+def _sequence_as_tuple(key):
+    """torch's treatSequenceAsTuple (NumPy's old rule): a short list holding a tensor, a sequence, a slice,
+    Ellipsis or None indexes as a tuple (x[[rows, cols]] is x[rows, cols]); other lists and ranges are index
+    arrays."""
+    return len(key) < 32 and builtins.any(
+        isinstance(k, (Tensor, list, tuple, range, slice, np.ndarray)) or k is Ellipsis or k is None for k in key)
 
 
 def _slice_int(v):

@@ -364,6 +364,11 @@ CASES = [
     _case("log_softmax", lambda T, x: T.log_softmax(x, 0), [(3, 4)]),
     _case("logsumexp", lambda T, x: T.logsumexp(x, 1), [(3, 4)]),
     _case("cumsum", lambda T, x: x.cumsum(1), [(3, 4)], eps=1e-2),
+    _case("diag_embed", lambda T, x: T.diag(x, 1), [(4,)], eps=1e-2),
+    # the dense operand only: torch's gradient for a sparse matrix's values is not differentiable
+    _case("sparse_mm", lambda T, d: T.spmm(T.sparse_coo_tensor(T.tensor([[0, 2, 2, 1], [3, 0, 3, 1]]),
+                                                               T.tensor([0.5, -1.2, 0.8, 1.5], dtype=T.float64),
+                                                               (3, 4)), d), [(4, 2)], eps=1e-3),
     _case("custom_function", lambda T, x, y: sum(o.sum() for o in _cube_pair(T).apply(x, y, 1.5)).reshape(1),
           [(3,), (3,)], covers=("function", "function_output"), eps=1e-4),
 ]
