@@ -3,6 +3,7 @@ import numpy as np
 
 from . import ops
 from .autograd.grad_mode import is_grad_enabled
+from .device import check as _check_device
 from .tape import untraceable
 from .tensor import Tensor, _new
 
@@ -248,8 +249,7 @@ Tensor.__setitem__ = setitem
 # -- tensor features scripts use (issue 18): ordering, layout, new_*, storage and device queries ------------------
 def _new_like(self, data, dtype, requires_grad, device=None):
     from . import _dtype
-    from .ops.layout import cpu_only
-    cpu_only(device)
+    _check_device(device)
     np_dtype = self._data.dtype if dtype is None else _dtype.to_numpy_dtype(dtype)
     t = _new(np.asarray(data, dtype=np_dtype))
     if requires_grad:

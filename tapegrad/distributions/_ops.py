@@ -522,55 +522,6 @@ def exponential_np(shape, dtype, generator=None):
     return (-q).astype(dtype).reshape(shape)
 
 
-def multinomial_np(probs, num_samples, replacement=False, generator=None):
-    """torch.multinomial on the CPU for a 1-d or 2-d float array (the default generator's stream)."""
-    p = np.asarray(probs)
-    if not 1 <= p.ndim <= 2:
-        raise RuntimeError("prob_dist must be 1 or 2 dim")
-    if p.dtype.kind != "f":
-        raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: {p.dtype}")
-    if num_samples <= 0:
-        raise RuntimeError("cannot sample n_sample <= 0 samples")
-    k = p.shape[-1]
-    if not replacement and num_samples > k:
-        raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
-    if k > 2 ** 24:
-        raise RuntimeError("number of categories cannot exceed 2^24")
-    rows = p.reshape(-1, k)
-    out_shape = (num_samples,) if p.ndim == 1 else (p.shape[0], num_samples)
-    if rows.size == 0 or rows.shape[0] == 0:
-        return np.zeros(out_shape, np.int64)
-    gen = _random._gen(generator)
-    if not replacement or num_samples == 1:
-        if not (np.max(p) < np.inf and np.min(p) >= 0):   # nan fails both comparisons
-            raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
-        if (rows.sum(-1) == 0).any():
-            raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
-        q = exponential_np(rows.shape, p.dtype, gen)
-        ratio = rows / q
-        if num_samples == 1:
-            idx = ratio.argmax(-1)[:, None]
-        else:   # topk: largest first; ties keep the lower index first
-            idx = np.argsort(-ratio, axis=-1, kind="stable")[:, :num_samples]
-        return idx.astype(np.int64).reshape(out_shape)
-    out = np.empty((rows.shape[0], num_samples), np.int64)
-    dt = p.dtype.type
-    for i, row in enumerate(rows):
-        if (row < 0).any():
-            raise RuntimeError("invalid multinomial distribution (encountering probability entry < 0)")
-        if not np.isfinite(row).all():
-            raise RuntimeError("invalid multinomial distribution (encountering probability entry = infinity or NaN)")
-        cum = np.cumsum(row, dtype=p.dtype)   # sequential, in p's dtype
-        total = cum[-1]
-        if not total > 0:
-            raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
-        cum = (cum / dt(total)).astype(np.float64)
-        cum[-1] = 1.0
-        u = gen._u53(num_samples)
-        out[i] = np.searchsorted(cum, u, side="left")   # first slot with cum >= u
-    return out.reshape(out_shape)
-
-
 def normal_np(mean, std):
     """torch.normal(mean, std) for arrays: a standard normal of the broadcast shape, times std, plus mean."""
     mean, std = np.asarray(mean), np.asarray(std)

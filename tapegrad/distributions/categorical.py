@@ -4,7 +4,7 @@ import math
 import numpy as np
 
 from . import constraints
-from ._ops import multinomial_np
+from ..ops.sort import multinomial
 from .distribution import Distribution
 from .utils import lazy_property, logits_to_probs, probs_to_logits
 
@@ -89,7 +89,7 @@ class Categorical(Distribution):
         sample_shape = tuple(sample_shape)
         n = int(np.prod(sample_shape, dtype=np.int64))
         probs_2d = self.probs.detach()._data.reshape(-1, self._num_events)
-        samples_2d = multinomial_np(probs_2d, n, True).T
+        samples_2d = multinomial(_new(probs_2d), n, True)._data.T
         return _new(np.ascontiguousarray(samples_2d).reshape(tuple(self._extended_shape(sample_shape))))
 
     def log_prob(self, value):

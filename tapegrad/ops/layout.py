@@ -2,21 +2,10 @@
 import numpy as np
 
 from .. import _dtype
+from ..device import check as _check_device
 from ..tensor import _new
 from ._common import OPS, _dim, _record, _tensor
 from .shape import _gather, _index_map
-
-
-def cpu_only(device):
-    """A device= argument of the constructors here: the CPU, or the error a CPU-only torch raises (after the
-    device API lands, tapegrad.device.check does this for every constructor)."""
-    if device is None:
-        return
-    kind = str(device).partition(":")[0]
-    if kind != "cpu":
-        if kind in ("cuda", "xpu"):
-            raise AssertionError(f"Torch not compiled with {kind.upper()} enabled")
-        raise RuntimeError(f"tapegrad computes on the CPU only: device '{device}' is not available")
 
 
 def roll(input, shifts, dims=None):
@@ -68,12 +57,12 @@ def _triangle_indices(lower, row, col, offset, dtype):
 
 
 def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
-    cpu_only(device)
+    _check_device(device)
     return _triangle_indices(True, int(row), int(col), offset, dtype)
 
 
 def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
-    cpu_only(device)
+    _check_device(device)
     return _triangle_indices(False, int(row), int(col), offset, dtype)
 
 

@@ -2,6 +2,7 @@
 import numpy as np
 
 from ... import random
+from ...ops.sort import multinomial
 
 __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler",
            "BatchSampler"]
@@ -114,9 +115,7 @@ class WeightedRandomSampler(Sampler):
         self.generator = generator
 
     def __iter__(self):
-        # torch's CPU multinomial stream (distributions' port of ATen's; tapegrad.multinomial once it exists)
-        from ...distributions._ops import multinomial_np
-        draws = multinomial_np(self.weights._data, self.num_samples, self.replacement, self.generator)
+        draws = multinomial(self.weights, self.num_samples, self.replacement, generator=self.generator)._data
         yield from draws.tolist()
 
     def __len__(self):
