@@ -134,6 +134,7 @@ class _Lock:
 
 class Tape:
     growth_pending = None  # the growth warning, once found, until the `+=` that keeps the graphs alive
+
     def __init__(self, capacity=1024):
         self.n = 0              # rows in use
         self.nargs = 0          # entries in use in the CSR argument arrays

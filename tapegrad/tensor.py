@@ -122,7 +122,10 @@ class Tensor:
     @property
     def data(self):
         """The same storage with no history; changes through it are not version-tracked (as torch's .data)."""
-        return _new(self._data)
+        t = _new(self._data)
+        if self._strides is not None:
+            t._strides = self._strides
+        return t
 
     @data.setter
     def data(self, value):
@@ -346,7 +349,8 @@ class Tensor:
     def detach(self):
         t = _new(self._data)
         t._vc = self._ensure_vc()  # shares storage and version counter, as torch's detach()
-        t._strides = self._strides
+        if self._strides is not None:
+            t._strides = self._strides
         return t
 
     def detach_(self):
@@ -427,9 +431,11 @@ class Tensor:
         return strides[_dim(dim, self._data.ndim)]
 
     def is_contiguous(self, memory_format=None):
+        _no_memory_format(memory_format)
         return _strides.is_contiguous(self._data.shape, self._strides)
 
     def contiguous(self, memory_format=None):
+        _no_memory_format(memory_format)
         if self.is_contiguous():
             return self
         from .ops import clone
@@ -439,6 +445,12 @@ class Tensor:
 
     def is_floating_point(self):
         return self._data.dtype.kind == "f"
+
+
+def _no_memory_format(memory_format):
+    if memory_format is not None:
+        raise NotImplementedError("tapegrad: memory formats (channels_last, ...) are not supported: tensors have "
+                                  "torch's default (contiguous) layout")
 
 
 class _HookHandle:
