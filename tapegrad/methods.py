@@ -172,6 +172,18 @@ for _op, _name in (("__iadd__", "add"), ("__isub__", "sub"), ("__imul__", "mul")
     setattr(Tensor, _op, _make_inplace(_METHODS[_name], _UFUNCS.get(_name)))
 
 
+def _iadd_naming_growth(iadd):
+    def __iadd__(self, other):
+        tape = self._tape
+        if tape is not None and tape.growth_pending is not None and self._data.ndim == 0:
+            tape.warn_growth()  # (Tape._check_growth: the warning names this `total_loss += loss` line)
+        return iadd(self, other)
+    return __iadd__
+
+
+Tensor.__iadd__ = _iadd_naming_growth(Tensor.__iadd__)
+
+
 def _broadcast_value(self, value):
     v = value if isinstance(value, Tensor) else _new(np.asarray(value, dtype=self._data.dtype))
     return ops.expand(ops.to_dtype(v, self.dtype), self.shape) if v.shape != self.shape else ops.to_dtype(v, self.dtype)

@@ -124,7 +124,9 @@ def _raise_plan_error(tape, row, arg):
     current = ctypes.c_int64.from_address(cell).value  # the version cell the row points at
     expected = tape.argver[tape.argptr[row] + arg] if arg >= 0 else tape.outver[row]
     what = f"[{tensor_type_name(value)} {list(value.shape)}]"
-    owner = int(np.flatnonzero(tape.vaddr[:tape.n] == cell)[-1])  # the row that last wrote this storage
+    # torch names the node a saved output belongs to (the failing row itself: ExpBackward0's result), and
+    # for a saved input the grad_fn it has now (the in-place op that last wrote its storage)
+    owner = row if arg < 0 else int(np.flatnonzero(tape.vaddr[:tape.n] == cell)[-1])
     producer = registry.OPS[tape.op[owner]]
     if producer.kind != registry.K_LEAF:
         what += ", which is output 0 of " + re.sub(r"Backward\d*$", "", row_name(tape, owner)) + ","

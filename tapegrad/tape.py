@@ -133,6 +133,8 @@ class _Lock:
 
 
 class Tape:
+    growth_pending = None  # the growth warning, once found, until the `+=` that keeps the graphs alive
+
     def __init__(self, capacity=1024):
         self.n = 0              # rows in use
         self.nargs = 0          # entries in use in the CSR argument arrays
@@ -695,6 +697,9 @@ class Tape:
         large scalar graph about to be backpropagated, so the warning waits for more growth.
         """
         global _growth_warned
+        if self.growth_pending is not None:  # no `+=` on a scalar since it was found: say it here
+            self.warn_growth()
+            return
         if live >= GROWTH_MIN and live * 4 >= self._last_live * 5:
             self._growth += 1
         else:
@@ -717,8 +722,15 @@ class Tape:
         if 4 * freed < reached and (self._growth <= GROWTH_SWEEPS or live < GROWTH_NO_FREED):
             return
         _growth_warned = True
-        warnings.warn(GROWTH_MESSAGE.format(sweeps=self._growth, live=live), TapeGrowthWarning,
-                      stacklevel=_user_stacklevel())
+        # A sweep runs at whatever op fills the tape, usually in the forward: the warning waits for the
+        # next in-place add on a 0-dim tensor (Tensor.__iadd__), so that it names the user's
+        # `total_loss += loss` line, as the fix it suggests is written there.
+        self.growth_pending = GROWTH_MESSAGE.format(sweeps=self._growth, live=live)
+
+    def warn_growth(self):
+        """Issue the pending growth warning, naming the user's line that is running now."""
+        message, self.growth_pending = self.growth_pending, None
+        warnings.warn(message, TapeGrowthWarning, stacklevel=_user_stacklevel())
 
     # -- inspection ------------------------------------------------------------------------------
     def stats(self):

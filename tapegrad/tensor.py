@@ -3,9 +3,11 @@
 A Tensor holds no graph object: `grad_fn` is made on demand from its tape row. Attribute defaults live
 on the class, so making an op's result sets only the attributes that differ (the recording hot path).
 """
+import warnings
+
 import numpy as np
 
-from . import _dtype, _format
+from . import _dtype, _format, _strides
 from .tape import F_STOP, NOT_A_SLOT, Watch, untraceable
 from .tape import _local as _tape_local
 
@@ -71,6 +73,23 @@ class Size(tuple):
         return n
 
 
+# torch's warnings, without the "(Triggered internally at <torch's C++ source>)" it appends: tapegrad has no
+# such source line to name.
+NON_LEAF_GRAD_MESSAGE = (
+    "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute won't be "
+    "populated during autograd.backward(). If you indeed want the .grad field to be populated for a non-leaf "
+    "Tensor, use .retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor by mistake, make sure "
+    "you access the leaf Tensor instead. See github.com/pytorch/pytorch/pull/30531 for more information.")
+SCALAR_MESSAGE = ("Converting a tensor with requires_grad=True to a scalar may lead to unexpected behavior.\n"
+                  "Consider using tensor.detach() first.")
+_scalar_warned = False
+
+
+def _grad_enabled():
+    from .autograd.grad_mode import is_grad_enabled
+    return is_grad_enabled()
+
+
 class Tensor:
     _requires_grad = False
     _is_leaf = True
@@ -82,6 +101,7 @@ class Tensor:
     _retains_grad = False
     _grad_fn = None
     _base = None          # the tensor a view was made from (torch's ._base)
+    _strides = None       # the strides torch's view would have, in elements; None: contiguous (_strides.py)
     _op = 0               # opcode of the op that made this tensor (its grad_fn's name)
     __array_priority__ = 1000  # make `ndarray * Tensor` defer to Tensor.__rmul__
 
@@ -102,7 +122,10 @@ class Tensor:
     @property
     def data(self):
         """The same storage with no history; changes through it are not version-tracked (as torch's .data)."""
-        return _new(self._data)
+        t = _new(self._data)
+        if self._strides is not None:
+            t._strides = self._strides
+        return t
 
     @data.setter
     def data(self, value):
@@ -115,6 +138,10 @@ class Tensor:
 
     @requires_grad.setter
     def requires_grad(self, value):
+        self._set_requires_grad(value, "only Tensors of floating point and complex dtype can require gradients")
+
+    def _set_requires_grad(self, value, not_float_message):
+        """The attribute and requires_grad_() differ only in torch's message for a non-float dtype."""
         if bool(value) == self._requires_grad:
             return  # no change (torch allows it on a non-leaf too); the tensor keeps its row and graph
         if not self._is_leaf:
@@ -122,14 +149,14 @@ class Tensor:
                                "computed variable in a subgraph that doesn't require differentiation use "
                                "var_no_grad = var.detach().")
         if value and self._data.dtype.kind != "f":
-            raise RuntimeError("only Tensors of floating point dtype can require gradients")
+            raise RuntimeError(not_float_message)
         if value and self._data.dtype.itemsize < 4:
             raise RuntimeError("tapegrad: float16 tensors cannot require gradients; convert with .float() first")
         self._requires_grad = bool(value)
         self._slot = NOT_A_SLOT
 
     def requires_grad_(self, requires_grad=True):
-        self.requires_grad = requires_grad
+        self._set_requires_grad(requires_grad, "only Tensors of floating point dtype can require gradients")
         return self
 
     @property
@@ -138,6 +165,9 @@ class Tensor:
 
     @property
     def grad(self):
+        if not self._is_leaf and not self._retains_grad:
+            # torch warns at every such read; Python's default filter shows it once per line of code
+            warnings.warn(NON_LEAF_GRAD_MESSAGE, UserWarning, stacklevel=2)
         return self._grad
 
     @grad.setter
@@ -263,7 +293,11 @@ class Tensor:
             raise TypeError("iteration over a 0-d tensor")
         return (self[i] for i in range(self._data.shape[0]))
 
-    def __float__(self):
+    def __float__(self):  # (complex(t) and "%f" % t come here too, as in torch)
+        global _scalar_warned
+        if self._requires_grad and not _scalar_warned and _grad_enabled():
+            _scalar_warned = True  # torch warns once per process (TORCH_WARN_ONCE)
+            warnings.warn(SCALAR_MESSAGE, UserWarning, stacklevel=2)
         return float(self.item())
 
     def __int__(self):
@@ -324,6 +358,8 @@ class Tensor:
     def detach(self):
         t = _new(self._data)
         t._vc = self._ensure_vc()  # shares storage and version counter, as torch's detach()
+        if self._strides is not None:
+            t._strides = self._strides
         return t
 
     def detach_(self):
@@ -397,14 +433,36 @@ class Tensor:
     def cpu(self):
         return self
 
-    def contiguous(self):
-        return self
+    def stride(self, dim=None):
+        """torch's strides for this tensor's layout: what its views would have (the values themselves are
+        always stored contiguously, see _strides.py)."""
+        strides = _strides.of(self)
+        if dim is None:
+            return strides
+        from .ops import _dim
+        return strides[_dim(dim, self._data.ndim)]
 
-    def is_contiguous(self):
-        return True
+    def is_contiguous(self, memory_format=None):
+        _no_memory_format(memory_format)
+        return _strides.is_contiguous(self._data.shape, self._strides)
+
+    def contiguous(self, memory_format=None):
+        _no_memory_format(memory_format)
+        if self.is_contiguous():
+            return self
+        from .ops import clone
+        t = clone(self)  # CloneBackward0, as torch's contiguous() records
+        t._strides = None
+        return t
 
     def is_floating_point(self):
         return self._data.dtype.kind == "f"
+
+
+def _no_memory_format(memory_format):
+    if memory_format is not None:
+        raise NotImplementedError("tapegrad: memory formats (channels_last, ...) are not supported: tensors have "
+                                  "torch's default (contiguous) layout")
 
 
 class _HookHandle:

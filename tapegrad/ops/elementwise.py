@@ -3,7 +3,7 @@ import math
 
 import numpy as np
 
-from .. import _dtype
+from .. import _dtype, _strides
 from ..tensor import Tensor, _new, as_array
 from ._common import OPS, _float, _is_scalar, _record, _tensor, _tensor_tensor, _to_dtype, broadcast_shape
 from .. import registry
@@ -123,7 +123,11 @@ for _name in ("leaky_relu", "elu", "hardtanh", "softplus"):
 
 
 def clone(input):
-    return globals()["copy"](_tensor(input))
+    x = _tensor(input)
+    t = globals()["copy"](x)
+    if x._strides is not None and _strides.is_dense(x._data.shape, x._strides):
+        t._strides = x._strides  # torch's clone keeps a permuted layout (memory_format=preserve_format)
+    return t
 
 
 def true_divide(input, other):

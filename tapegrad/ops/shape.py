@@ -10,7 +10,7 @@ import numbers
 
 import numpy as np
 
-from .. import _dtype
+from .. import _dtype, _strides
 from ..autograd.grad_mode import is_grad_enabled
 from ..tensor import Tensor, _new
 from ._common import OPS, _dim, _dims, _record, _sizes, _tensor, _to_dtype
@@ -28,6 +28,9 @@ def _reshape(x, shape, op):
     t = _record(op, x._data.reshape(shape), (x,)) if x._requires_grad else _new(x._data.reshape(shape))
     t._vc = cell
     t._base = x if x._base is None else x._base
+    if x._strides is not None:  # (reshape copies where view cannot: contiguous then)
+        new = _strides.of_view(x._data.shape, x._strides, shape)
+        t._strides = None if new is None else _strides.normal(shape, new)
     if t._tape is not None:
         t._tape.set_cell(t._slot, cell)
         t._tape.outver[t._slot] = cell[0]
@@ -58,7 +61,10 @@ def view(input, *shape):
     x = _tensor(input)
     if len(shape) == 1 and isinstance(shape[0], _dtype.dtype):
         raise NotImplementedError("tapegrad: view(dtype) is not supported")
-    return _reshape(x, _infer_shape(x, _sizes(shape)), OPS["view"])
+    shape = _infer_shape(x, _sizes(shape))
+    if x._strides is not None and _strides.of_view(x._data.shape, x._strides, shape) is None:
+        raise RuntimeError(_strides.VIEW_MESSAGE)
+    return _reshape(x, shape, OPS["view"])
 
 
 def flatten(input, start_dim=0, end_dim=-1):
@@ -130,8 +136,13 @@ def _view_op(x, v, op):
     """The op whose value is the NumPy view v of x's data (copied, C-contiguous)."""
     out = np.array(v, order="C", copy=True)
     if not (x._requires_grad and is_grad_enabled()):
-        return _new(out)
-    return _gather(x, _view_map(x._data, v), op, out)
+        t = _new(out)
+    else:
+        t = _gather(x, _view_map(x._data, v), op, out)
+    strides = _strides.of_numpy_view(x, v)
+    if strides is not None:
+        t._strides = strides
+    return t
 
 
 def scatter_flat(g, index_map, shape):
