@@ -84,7 +84,9 @@ def _inplace(self, result):
                 self._data.dtype.kind == "b":
             raise RuntimeError(f"result type {_type_word(value)} can't be cast to the desired output type "
                                f"{_type_word(self._data)}")
-        value = value.astype(self._data.dtype)
+        if result._requires_grad:  # the row taking self's storage must record self's dtype: a cast row
+            result = ops.to_dtype(result, self.dtype)
+        value = result._data if result._requires_grad else value.astype(self._data.dtype)
     if value.shape != self._data.shape:
         raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the broadcast shape "
                            f"{list(value.shape)}")

@@ -118,6 +118,9 @@ def _plan(rt, tape, n, roots, target_rows, kinds, saves):
 def _raise_plan_error(tape, row, arg):
     if arg == -2:
         raise RuntimeError(FREED_MESSAGE)
+    if arg == -3:  # an invariant, checked before any kernel reads the value: a bug, never a crash
+        raise RuntimeError(f"tapegrad: internal error: row {row} ({row_name(tape, row)}) records dtype code "
+                           f"{tape.dtype[row]} but holds a {tape.values[row].dtype} value; please report this")
     saved = tape.row_args(row)[arg] if arg >= 0 else row
     value = tape.values[saved]
     cell = int(tape.vaddr[saved])
@@ -149,8 +152,8 @@ def _run_compiled(rt, tape, need, owned, offsets, recycle, n32, n64, kinds, root
         if owned[row]:
             a = own[row] = np.zeros(value.shape, value.dtype)
             return a
-        o = offsets[row]
-        return adj[tape.dtype[row]][o: o + value.size].reshape(value.shape)
+        o = offsets[row]  # (float16 rows' adjoints are float64 elements of adj[1])
+        return adj[int(tape.dtype[row] != 0)][o: o + value.size].reshape(value.shape)
 
     for r, s in zip(roots, seeds):
         if need[r]:
@@ -176,7 +179,7 @@ def _run_compiled(rt, tape, need, owned, offsets, recycle, n32, n64, kinds, root
                 break
             if tape.flags[i] & F_STOP and i in tape.watch:
                 _watched(tape, i, adjoint(i), graph=False)
-            if kinds[tape.op[i]] == registry.K_PYTHON:
+            if kinds[tape.op[i]] == registry.K_PYTHON or _half_rule(tape, i, kinds):
                 if traced:
                     _named(tape, i, _python_row, tape, i, need, adjoint, owned, own,
                            anomaly.is_anomaly_check_nan_enabled())
@@ -220,7 +223,7 @@ def _handover(tape, targets, plan):
             if owned[r] or tape.values[r].ndim:
                 one_by_one.append((k, r, bool(owned[r])))
             else:
-                scalars[tape.dtype[r]].append(k)
+                scalars[int(tape.dtype[r] != 0)].append(k)
     gathers = [(d, ks, offsets[[targets[k] for k in ks]]) for d, ks in enumerate(scalars) if ks]
     return len(targets), one_by_one, gathers
 
@@ -289,6 +292,11 @@ def row_name(tape, row):
     return name or registry.OPS[tape.op[row]].grad_fn
 
 
+def _half_rule(tape, row, kinds):
+    """Whether a row's rule reads float16 values (the compiled replay reads float32 and float64 only)."""
+    return tape.dtype[row] == 2 and kinds[tape.op[row]] in (registry.K_UNARY, registry.K_BINARY)
+
+
 def _python_row(tape, row, need, adjoint, owned, own, check_nan=False):
     """Run a row's vjp in Python and add its results into the adjoints of the row's inputs. The result for
     an `owned` leaf (this row is the one source of its adjoint) becomes own[leaf] as it is when nothing
@@ -299,7 +307,11 @@ def _python_row(tape, row, need, adjoint, owned, own, check_nan=False):
     if not any(wanted):
         return
     grads = None
-    if op.array_vjp is not None:
+    if op.vjp is None:  # an elementwise row of float16 values: its registry rule on Tensors, in float16 as torch
+        half = tape.values[row].dtype
+        with no_grad():
+            grads = graph_vjp(op, tape, row, _new(adjoint(row).astype(half)), [wrap(tape, a) for a in args])
+    elif op.array_vjp is not None:
         values = tape.values
         grads = op.array_vjp(tape.aux.get(row), adjoint(row), [values[a] for a in args], wanted)
     if grads is None:
