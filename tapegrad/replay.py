@@ -95,6 +95,8 @@ def _run(tape, roots, seeds, retain_graph, create_graph, targets, accumulate, tr
                 tape.flags[revived] |= F_DEAD
         if bad >= 0:
             _raise_plan_error(tape, bad, arg)
+        if tape.guards:
+            _check_guards(tape, need)
         if traced:
             result = tape.gradient(need, roots, seeds, targets, create_graph)
         elif create_graph:
@@ -115,6 +117,25 @@ def _plan(rt, tape, n, roots, target_rows, kinds, saves):
                    tape.args, tape.argver, tape.obj, tape.vaddr, tape.outver, tape.dtype, reuse_min)
 
 
+def _check_guards(tape, need):
+    """torch's in-place error for an index, mask or target a needed row depends on (tape.guard), changed
+    since the row was recorded."""
+    n = len(need)
+    for row, entries in tape.guards.items():
+        if row < n and need[row]:
+            for cell, version, dtype, shape in entries:
+                if cell[0] != version:
+                    name = "CPUBoolType" if dtype == np.bool_ else tensor_type_name(np.empty(0, dtype))
+                    raise RuntimeError(_version_message(f"[{name} {list(shape)}]", int(cell[0]), version))
+
+
+def _version_message(what, current, expected):
+    return (f"one of the variables needed for gradient computation has been modified by an inplace operation: "
+            f"{what} is at version {current}; expected version {expected} instead. Hint: enable anomaly detection "
+            f"to find the operation that failed to compute its gradient, with "
+            f"torch.autograd.set_detect_anomaly(True, check_nan=False).")
+
+
 def _raise_plan_error(tape, row, arg):
     if arg == -2:
         raise RuntimeError(FREED_MESSAGE)
@@ -131,11 +152,7 @@ def _raise_plan_error(tape, row, arg):
     producer = registry.OPS[tape.op[owner]]
     if producer.kind != registry.K_LEAF:
         what += ", which is output 0 of " + re.sub(r"Backward\d*$", "", row_name(tape, owner)) + ","
-    raise RuntimeError(
-        f"one of the variables needed for gradient computation has been modified by an inplace operation: "
-        f"{what} is at version {current}; expected version {expected} instead. Hint: enable anomaly detection "
-        f"to find the operation that failed to compute its gradient, with "
-        f"torch.autograd.set_detect_anomaly(True, check_nan=False).")
+    raise RuntimeError(_version_message(what, current, expected))
 
 
 # -- the compiled path --------------------------------------------------------------------------------
@@ -353,10 +370,23 @@ def _run_hooks(t, g, graph):
         for hook in t._hooks:
             out = hook(g)
             if out is not None:
-                if out.shape != g.shape:
-                    raise RuntimeError("hook 'hook' has changed the size of value")
+                _check_hook_result(hook, g, out)
                 g = out
     return g
+
+
+def _check_hook_result(hook, g, out):
+    """torch's checks of what a tensor hook returned: a tensor of the gradient's dtype and shape."""
+    if not isinstance(out, Tensor):
+        raise TypeError(f"expected Variable, but hook returned '{type(out).__name__}'")
+    name = getattr(hook, "__name__", type(hook).__name__)
+    if out._data.dtype != g._data.dtype:
+        def type_name(a):
+            return "CPUBoolType" if a.dtype == np.bool_ else tensor_type_name(a)
+        raise RuntimeError(f"hook '{name}' has changed the type of value (was {type_name(g._data)} got "
+                           f"{type_name(out._data)})")
+    if out.shape != g.shape:
+        raise RuntimeError(f"hook '{name}' has changed the size of value")
 
 
 def _watched(tape, row, adjoint, graph):

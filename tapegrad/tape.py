@@ -46,7 +46,7 @@ GROWTH_NO_FREED = 16384  # and one more and this many live rows when backward ha
 GHOSTS = 4              # cut rows remembered per index (see _truncate)
 RELEASE_BYTES = 64 << 10  # an op's value of at least this size that no rule reads is not held by the tape
 # dicts keyed by row, remapped by compaction
-_ROW_KEYED = ("aux", "watch", "cells", "registered", "released", "anomaly_traces")
+_ROW_KEYED = ("aux", "watch", "cells", "registered", "released", "anomaly_traces", "guards")
 _F32, _F64 = np.dtype(np.float32).num, np.dtype(np.float64).num  # the dtypes the replay knows: codes 0 and 1
 
 THREAD_MESSAGE = (
@@ -142,6 +142,9 @@ class Tape:
         self.cells = {}         # row -> the version cell vaddr[row] points at (kept alive here)
         self.registered = {}    # op row -> the first of the leaf/constant rows registered by its record
         self.released = {}      # row -> weakref to the value the tape let go of (values[row] holds its shape)
+        self.shared_leaves = {}  # id -> weakref of a leaf another thread's tape registered too (leaf_rows)
+        self.guards = {}        # row -> [(version cell, version, dtype, shape)] of the index, mask or target
+                                # tensors its backward depends on (guard): backward checks them as saved
         self.owner = threading.current_thread()
         self.lock = _Lock(self.owner)
         self.sweep_at = SWEEP_CHECK  # record() calls check_sweep() when the tape reaches this length
@@ -215,6 +218,9 @@ class Tape:
             if sys.getrefcount(t._data) > 2 and (self.ghost[:, self.n] == id(t._data)).any():
                 self._pad_past(t._data)  # t shares an array object (t = y.detach()) with a cut row here
             if t._requires_grad:
+                if t._tape is not None and t._tape is not self:  # t's link moves here: each tape remembers
+                    ref = weakref.ref(t)                         # that it may hold rows t no longer names
+                    self.shared_leaves[id(t)] = t._tape.shared_leaves[id(t)] = ref
                 s = self._append(OP_LEAF, t._data, F_REQ)
                 self.aux[s] = weakref.ref(t)
             else:
@@ -225,6 +231,17 @@ class Tape:
             self.outver[s] = t._vc[0]
         t._tape, t._slot = self, s
         return s
+
+    def target_rows(self, t):
+        """The rows of this tape a gradient with respect to t sums: t's row, or, for a leaf that threads
+        have used on several tapes (its link names only the last), every live leaf row of t here."""
+        ref = self.shared_leaves.get(id(t))
+        if ref is None or ref() is not t:
+            return [self.slot(t)]
+        op, flags = self.op, self.flags
+        rows = [r for r, a in list(self.aux.items()) if r < self.n and op[r] == OP_LEAF and
+                not flags[r] & F_DEAD and isinstance(a, weakref.ref) and a() is t]
+        return sorted(rows) or [self.slot(t)]
 
     def _pad_past(self, data):
         """Pad while the next index is one where a cut row held `data`: the tensor that row was (y,
@@ -455,6 +472,7 @@ class Tape:
                 obj[r] = 0                                   # and its id may be reused (see compact)
             values[r] = None
             aux.pop(r, None)
+            self.guards.pop(r, None)
             self.watch.pop(r, None)
             self.cells.pop(r, None)
         self._truncate(tail)
@@ -778,6 +796,19 @@ class Tape:
 
 
 _NANS = {}
+
+
+def guard(out, *saved):
+    """Note the versions of the tensors that out's row's backward depends on but does not differentiate (an
+    index, a mask, a class target), as torch saves them: a backward after one of them was modified in place
+    raises torch's error instead of using the old or the new values. Returns out."""
+    tape = out._tape
+    if out._requires_grad and tape is not None and not out._is_leaf:
+        entries = tape.guards.setdefault(out._slot, [])
+        for t in saved:
+            cell = t._ensure_vc()
+            entries.append((cell, int(cell[0]), t._data.dtype, t._data.shape))
+    return out
 
 
 def _nan(dtype):
