@@ -66,6 +66,7 @@ GROWTH_MESSAGE = (
     "`losses.append(loss.item())`) instead of `total_loss += loss`. If this is one large graph you mean "
     "to backpropagate, ignore this warning (category tapegrad.tape.TapeGrowthWarning).")
 _growth_warned = False
+_refcount = sys.getrefcount
 
 
 class Watch:
@@ -315,6 +316,10 @@ class Tape:
         n = self.n
         if n >= self.sweep_at and not self.lock.depth:
             self.check_sweep()  # before any input row is read: a sweep may move rows
+            n = self.n
+        elif n and _refcount(self.values[n - 1]) <= 2 and not self.lock.depth:
+            # only the tape holds the last row's value: its tensor died (an evaluation's output, dropped)
+            self.cut_dead_tail()
             n = self.n
         n0 = n
         k = self.nargs
@@ -570,6 +575,35 @@ class Tape:
                 self.sweep_at = min(self._sweep_rows, n + gap)
                 return
         self.sweep()
+
+    def cut_dead_tail(self):
+        """Free the rows at the tape's end that no tensor holds, from the last row down to the first op row
+        held (record() calls it when the last row's tensor has died, as torch frees a graph with its last
+        tensor), and cut them. No row above them is left to reach them, so nothing can; leaf and constant
+        rows (registered while the pass ran) have no inputs, so a held one is stepped over and stays. A row
+        counts as held when anything beyond the tape refers to its value (a tensor, a view, a saved context),
+        its released value is alive, or its hooks' tensor is. O(rows walked)."""
+        if self.owner is not threading.current_thread():
+            return
+        values, released, watch, flags, op = self.values, self.released, self.watch, self.flags, self.op
+        dead = []
+        for r in range(self.n - 1, -1, -1):
+            if flags[r] & F_DEAD:
+                continue
+            w = released.get(r)
+            held = w() is not None if w is not None else _refcount(values[r]) > 2  # (the list, the argument)
+            if not held:
+                w = watch.get(r)
+                held = w is not None and (w.alive() if isinstance(w, Watch) else w() is not None)
+            if held:
+                if op[r] == OP_LEAF or op[r] == OP_CONST:
+                    continue
+                break
+            dead.append(r)
+        if dead:
+            self.swept += len(dead)
+            self.free(np.array(dead[::-1], np.int64))
+            self._swept_n = min(self._swept_n, self.n)
 
     def sweep(self):
         """Free the rows that no live tensor can reach (PyTorch frees an unreachable graph the same way),
