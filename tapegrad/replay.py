@@ -202,6 +202,8 @@ def _run_compiled(rt, tape, need, owned, offsets, recycle, n32, n64, kinds, root
                            anomaly.is_anomaly_check_nan_enabled())
                 else:
                     _python_row(tape, i, need, adjoint, owned, own)
+                if recycle[i]:  # (a float16 row's block, which a later row takes over: as the replay does)
+                    adjoint(i)[...] = 0
                 i, resume = i - 1, False
             else:
                 resume = True
