@@ -85,7 +85,9 @@ def _inplace(self, result):
                 self._data.dtype.kind == "b":
             raise RuntimeError(f"result type {_type_word(value)} can't be cast to the desired output type "
                                f"{_type_word(self._data)}")
-        value = value.astype(self._data.dtype)
+        if result._requires_grad:  # the row taking self's storage must record self's dtype: a cast row
+            result = ops.to_dtype(result, self.dtype)
+        value = result._data if result._requires_grad else value.astype(self._data.dtype)
     if value.shape != self._data.shape:
         raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the broadcast shape "
                            f"{list(value.shape)}")
@@ -105,7 +107,25 @@ def _inplace(self, result):
         self._tape, self._slot, self._requires_grad, self._is_leaf = tape, row, True, False
         self._op = result._op
         self._grad_fn = None
+        if base is not None and base._data.size == value.size and np.may_share_memory(base._data, self._data):
+            _carry_into_base(self, base)
     return self
+
+
+def _carry_into_base(view, base):
+    """torch's CopySlices, for a view as large as its base (view, reshape, squeeze, unsqueeze, view_as,
+    flatten): the base's history becomes the written view's, reshaped, so `h.view(2, 1).mul_(3)` reaches
+    h's later uses."""
+    new = ops.reshape(view, base.shape)
+    tape, row = new._tape, new._slot
+    tape.values[row] = base._data  # the row's value is the base's storage
+    tape.obj[row] = id(base._data)
+    vc = base._ensure_vc()
+    tape.set_cell(row, vc)
+    tape.outver[row] = vc[0]
+    base._tape, base._slot, base._requires_grad, base._is_leaf = tape, row, True, False
+    base._op = new._op
+    base._grad_fn = None
 
 
 def _snapshot_if_saved(self, result):

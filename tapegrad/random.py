@@ -24,8 +24,10 @@ Where torch's result depends on the machine, this module follows what torch does
 float32 ``normal`` with 16 or more elements is torch's AVX2 kernel (Cephes polynomials, with the FMAs GCC
 fuses) on x86-64 CPUs with AVX2 and FMA (AVX512 CPUs too: torch does not dispatch normal to AVX512), and the
 scalar kernel (libm ``logf``/``cosf``/``sinf``) elsewhere or under ``ATEN_CPU_CAPABILITY=default``.
-``bernoulli_(float p)`` (hence dropout) follows MKL's MCG31 stream on Intel x86-64 CPUs, as torch's MKL
-build does there, and torch's own kernel elsewhere.
+``bernoulli_(float p)`` (hence dropout) is the same on every CPU: torch's released builds compile MKL's
+bernoulli out (aten/src/ATen/native/cpu/DistributionKernels.cpp, "Disable MKL rng until
+https://github.com/pytorch/pytorch/issues/132395 is addressed"), so Intel and AMD CPUs, with or without
+AVX-512, run the serial kernel: one float64 draw per element.
 """
 import ctypes
 import math
@@ -72,20 +74,8 @@ def _capability():
     return "default", True        # aarch64 etc.: FMA is baseline and compilers contract a * b + c
 
 
-def _intel_x86():
-    """torch (x86 builds link MKL) takes MKL's path for bernoulli_(float p) when CPU 0's vendor is Intel."""
-    if platform.machine().lower() not in ("x86_64", "amd64"):
-        return False
-    try:
-        with open("/proc/cpuinfo") as f:
-            return any(line.startswith("vendor_id") and "GenuineIntel" in line for line in f)
-    except OSError:
-        return "intel" in platform.processor().lower()
-
-
 # Which float32 normal kernel torch runs, and whether its compiler fused a * b + c into an FMA.
 _KERNEL, _FUSED = _capability()
-_BERNOULLI_MKL = _intel_x86()
 
 
 # ---------------------------------------------------------------------------------------------- exact FMAs
@@ -571,47 +561,20 @@ def bernoulli(p, generator=None):
     return (u.reshape(p.shape) < p).astype(p.dtype)
 
 
-def bernoulli_scalar(shape, p, generator=None, dtype=np.float32, mkl=None):
-    """torch.empty(shape, dtype=dtype).bernoulli_(p) for a float p. Without MKL (AMD CPUs, non-x86): one
-    float64 draw per element, u < p. On Intel CPUs torch seeds MKL's MCG31 stream with one draw and
-    takes MKL's Bernoulli ICDF: float32(x / (2**31 - 1)) < float32(p). `mkl` overrides the CPU check."""
+def bernoulli_scalar(shape, p, generator=None, dtype=np.float32):
+    """torch.empty(shape, dtype=dtype).bernoulli_(p) for a float p: torch's serial kernel,
+    at::bernoulli_distribution<double>, one float64 draw (53 bits) per element, u < p."""
     if not 0 <= p <= 1:
         raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={_g(p)}")
     gen = _gen(generator)
-    n = _numel(shape)
-    if _BERNOULLI_MKL if mkl is None else mkl:
-        u = (_mcg31(int(gen._u32(1)[0]), n) * (1.0 / _MCG31_M)).astype(_f32)
-        return (u < _f32(p)).astype(dtype).reshape(shape)
-    return (gen._u53(n) < p).astype(dtype).reshape(shape)
+    return (gen._u53(_numel(shape)) < p).astype(dtype).reshape(shape)
 
 
-_MCG31_M, _MCG31_A = 2 ** 31 - 1, 1132489760
-_MCG31_BLOCK = 4096
-_MCG31_POWERS = None
-
-
-def _mcg31(seed, n):
-    """MKL's VSL_BRNG_MCG31 stream: x0 = seed mod (2**31 - 1) (1 if that is 0), x(k+1) = a * x(k) mod m,
-    returned as float64 x0, x1, ... (MKL's first output is x0 itself)."""
-    global _MCG31_POWERS
-    if _MCG31_POWERS is None:
-        powers = [1]
-        for _ in range(_MCG31_BLOCK):
-            powers.append(powers[-1] * _MCG31_A % _MCG31_M)
-        _MCG31_POWERS = np.array(powers[:-1], np.uint64), powers[-1]
-    within, jump = _MCG31_POWERS
-    starts = [seed % _MCG31_M or 1]
-    for _ in range(-(-n // _MCG31_BLOCK) - 1):
-        starts.append(starts[-1] * jump % _MCG31_M)
-    x = (np.array(starts, np.uint64)[:, None] * within[None, :]) % np.uint64(_MCG31_M)
-    return x.reshape(-1)[:n].astype(np.float64)
-
-
-def dropout_mask(shape, p, generator=None, dtype=np.float32, mkl=None):
+def dropout_mask(shape, p, generator=None, dtype=np.float32):
     """The keep-mask (0/1 in dtype) torch's CPU dropout draws: bernoulli_(1 - p) over shape; nothing is drawn
     for p == 0 (all ones) or p == 1 (all zeros)."""
     if p == 0:
         return np.ones(shape, dtype)
     if p == 1:
         return np.zeros(shape, dtype)
-    return bernoulli_scalar(shape, 1 - p, generator, dtype, mkl)
+    return bernoulli_scalar(shape, 1 - p, generator, dtype)

@@ -148,8 +148,8 @@ unary("silu",    lambda x, c, c2: x * _sigmoid(x),                   "g * sigmoi
 unary("softplus", lambda x, c, c2: np.where(x * c > c2, x, np.logaddexp(0, c * x) / c),
       "where(x * c > c2, g, g * sigmoid(c * x))")
 unary("leaky_relu", lambda x, c, c2: np.where(x > 0, x, x * c),      "where(x > 0, g, g * c)")
-unary("elu",     lambda x, c, c2: np.where(x > 0, x, c * np.expm1(np.minimum(x, 0))), "where(x <= 0, g * (y + c), g)")
-unary("hardtanh", lambda x, c, c2: np.clip(x, c, c2),                "where((x > c) & (x < c2), g, 0 * g)")
+unary("elu",     lambda x, c, c2: np.where(x > 0, x, c * np.expm1(np.minimum(x, 0))), "where(x > 0, g, g * (y + c))")  # NaN in, NaN out
+unary("hardtanh", lambda x, c, c2: np.clip(x, c, c2),                "where((x <= c) | (x >= c2), 0 * g, g + 0 * x)")  # NaN in, NaN out
 unary("clamp",   lambda x, c, c2: np.minimum(np.maximum(x, c), c2),  "where((x >= c) & (x <= c2), g, 0 * g)",
       grad_fn="ClampBackward1")
 unary("copy",    lambda x, c, c2: x.copy(),                          "g", grad_fn="CloneBackward0")

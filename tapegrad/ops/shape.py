@@ -14,6 +14,7 @@ from .. import _dtype, _strides
 from ..autograd.grad_mode import is_grad_enabled
 from ..tensor import Tensor, _new
 from ._common import OPS, _dim, _dims, _record, _sizes, _tensor, _to_dtype
+from ..tape import guard
 
 
 def _recording(*xs):
@@ -421,7 +422,7 @@ def gather(input, dim, index, *, sparse_grad=False):
                                    f"larger than self {list(xs)} apart from dimension {d}")
     _bounds(idx, x.shape[d] if x.ndim else 1, d)
     flat = _along(x, d, idx)
-    return _gather(x, flat, OPS["gather"])
+    return guard(_gather(x, flat, OPS["gather"]), index)
 
 
 def _along(x, d, idx):
@@ -456,7 +457,7 @@ def scatter_add(input, dim, index, src):
     np.add.at(out.reshape(-1), flat.reshape(-1), src_part.reshape(-1))
     if x._data.dtype.kind != "f":
         return _new(out)
-    return _record(OPS["scatter_add"], out, (x, src), aux=(d, index))
+    return guard(_record(OPS["scatter_add"], out, (x, src), aux=(d, index)), index)
 
 
 def index_select(input, dim, index):
@@ -472,9 +473,9 @@ def index_select(input, dim, index):
     if idx.size and (idx.min() < 0 or idx.max() >= n):
         raise IndexError("index out of range in self")
     if x.ndim == 0:
-        return _gather(x, np.zeros(idx.shape if index.ndim else (), np.int64), OPS["index_select"])
+        return guard(_gather(x, np.zeros(idx.shape if index.ndim else (), np.int64), OPS["index_select"]), index)
     flat = np.take(_index_map(x), idx, axis=d)
-    return _gather(x, flat, OPS["index_select"], np.take(x._data, idx, axis=d))
+    return guard(_gather(x, flat, OPS["index_select"], np.take(x._data, idx, axis=d)), index)
 
 
 def take_along_dim(input, indices, dim):
@@ -497,7 +498,7 @@ def masked_fill(input, mask, value):
     inputs = (x,) + ((_to_dtype(value, x._data.dtype),) if tensor_value and value._requires_grad else ())
     if x._data.dtype.kind != "f":
         return _new(out)
-    return _record(OPS["masked_fill_tensor" if tensor_value else "masked_fill"], out, inputs, aux=mask)
+    return guard(_record(OPS["masked_fill_tensor" if tensor_value else "masked_fill"], out, inputs, aux=mask), mask)
 
 
 _C_NAMES = {"float32": "float", "float64": "double", "int64": "long int", "int32": "int", "uint8": "unsigned char"}
@@ -604,6 +605,7 @@ def _check_key(key, x):
 
 def getitem(x, key):
     x = _tensor(x)
+    index_tensors = [k for k in (key if isinstance(key, tuple) else (key,)) if isinstance(k, Tensor)]
     key, advanced, op = _index_key(key, x)
     if advanced:
         try:
@@ -612,7 +614,7 @@ def getitem(x, key):
             raise IndexError(str(e).replace("arrays", "tensors")) from None
         if not _recording(x):
             return _new(out)
-        return _gather(x, _index_map(x)[key], OPS[op], out)
+        return guard(_gather(x, _index_map(x)[key], OPS[op], out), *index_tensors)
     v = x._data[key if Ellipsis in key else key + (Ellipsis,)]
     if op in ("unsqueeze", "alias"):
         if v.size == x.numel():  # no data moves: a reshape under torch's name
