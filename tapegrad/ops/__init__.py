@@ -18,6 +18,7 @@ from .reduce import sum, sum_to_shape  # noqa: F401
 from .shape import getitem, scatter_flat  # noqa: F401
 from .nn import *  # noqa: F401,F403  (after elementwise: its clamp, gelu, round take tensor/keyword arguments)
 from . import nn as _n
+from . import rnn as _rnn  # noqa: F401  (registers the fused LSTM/GRU cell rows)
 
 __all__ = [n for m in (_e, _r, _s, _l, _o, _n) for n in m.__all__] + ["detach"]
 del _e, _r, _s, _l, _o, _n

@@ -1,0 +1,151 @@
+"""Fused recurrent cell steps: the gate nonlinearities and state update of an LSTM or GRU step as one tape row
+each way (the gate pre-activations come from two linear rows, x W_ih^T + b_ih and h W_hh^T + b_hh).
+
+An LSTM step is two rows, since a row has one output: `lstm_cell_c` (c' = f c + i g) and `lstm_cell_h`
+(h' = o tanh(c')); both read the two pre-activation halves and share the gate values the first computed.
+A GRU step is one row, `gru_cell`, with torch's n = tanh(W_in x + b_in + r (W_hn h + b_hn)). Gate order is
+torch's: LSTM i, f, g, o; GRU r, z, n. A plain backward runs the NumPy array rules; create_graph runs the
+same derivative written in Tensor ops, so it is recorded and second order works.
+"""
+import numpy as np
+
+from .. import registry
+from ..registry import Ctx
+from ..tensor import _new
+from ._common import OPS, _record, _tensor
+
+
+def _sigmoid(a):
+    # 0.5 (1 + tanh(a / 2)): no overflow warning for large |a|, and it keeps float32 float32
+    return 0.5 * (1 + np.tanh(0.5 * a))
+
+
+def _check_pair(gx, gh, k):
+    if gx.shape != gh.shape or gx.ndim < 1 or gx.shape[-1] % k:
+        raise RuntimeError(f"expected gate pre-activations of equal shape (..., {k} * hidden_size), "
+                           f"got {tuple(gx.shape)} and {tuple(gh.shape)}")
+    if gx._data.dtype != gh._data.dtype:
+        raise RuntimeError(f"expected gate pre-activations of one dtype, got {gx.dtype} and {gh.dtype}")
+
+
+# -- LSTM -------------------------------------------------------------------------------------------------
+def lstm_cell_step(gx, gh, cx):
+    """(h', c') of one LSTM step from gx = x W_ih^T + b_ih, gh = h W_hh^T + b_hh (each (..., 4H)) and c."""
+    gx, gh, cx = _tensor(gx), _tensor(gh), _tensor(cx)
+    _check_pair(gx, gh, 4)
+    H = gx.shape[-1] // 4
+    if cx.shape != gx.shape[:-1] + (H,):
+        raise RuntimeError(f"expected a cell state of shape {gx.shape[:-1] + (H,)}, got {tuple(cx.shape)}")
+    acts = gx._data + gh._data
+    acts[..., :2 * H] = _sigmoid(acts[..., :2 * H])
+    acts[..., 2 * H:3 * H] = np.tanh(acts[..., 2 * H:3 * H])
+    acts[..., 3 * H:] = _sigmoid(acts[..., 3 * H:])
+    i, f, g, o = acts[..., :H], acts[..., H:2 * H], acts[..., 2 * H:3 * H], acts[..., 3 * H:]
+    cy = f * cx._data.astype(acts.dtype, copy=False) + i * g
+    ctx = Ctx(acts=acts, H=H)
+    c = _record(OPS["lstm_cell_c"], cy, (gx, gh, cx), aux=ctx)
+    tc = np.tanh(cy)
+    hctx = Ctx(acts=acts, H=H, tc=tc)
+    h = _record(OPS["lstm_cell_h"], o * tc, (gx, gh, c), aux=hctx)
+    return h, c
+
+
+def _lstm_c_arrays(ctx, g, inputs, wanted):
+    H, a = ctx.H, ctx.acts
+    i, f, gg = a[..., :H], a[..., H:2 * H], a[..., 2 * H:3 * H]
+    cx = inputs[2]
+    d = np.zeros_like(a)
+    if wanted[0] or wanted[1]:
+        d[..., :H] = g * gg * i * (1 - i)
+        d[..., H:2 * H] = g * cx * f * (1 - f)
+        d[..., 2 * H:3 * H] = g * i * (1 - gg * gg)
+    return d, d, (g * f if wanted[2] else None)
+
+
+def _lstm_h_arrays(ctx, g, inputs, wanted):
+    H, tc = ctx.H, ctx.tc
+    o = ctx.acts[..., 3 * H:]
+    d = np.zeros_like(ctx.acts)
+    d[..., 3 * H:] = g * tc * o * (1 - o)
+    return d, d, (g * o * (1 - tc * tc) if wanted[2] else None)
+
+
+def _gates(gx, gh, k):
+    return (gx + gh).chunk(k, -1)
+
+
+def _zeros(like):
+    return _new(np.zeros(like.shape, like._data.dtype))
+
+
+def _vjp_lstm_c(ctx, g, inputs, out):
+    from .shape import cat
+    gx, gh, cx = inputs
+    ai, af, ag, ao = _gates(gx, gh, 4)
+    i, f, gg = ai.sigmoid(), af.sigmoid(), ag.tanh()
+    d = cat([g * gg * i * (1 - i), g * cx * f * (1 - f), g * i * (1 - gg * gg), _zeros(ao)], -1)
+    return d, d.clone(), g * f
+
+
+def _vjp_lstm_h(ctx, g, inputs, out):
+    from .shape import cat
+    gx, gh, cy = inputs
+    ai, af, ag, ao = _gates(gx, gh, 4)
+    o, tc = ao.sigmoid(), cy.tanh()
+    z = _zeros(ai)
+    d = cat([z, z, z, g * tc * o * (1 - o)], -1)
+    return d, d.clone(), g * o * (1 - tc * tc)
+
+
+# -- GRU --------------------------------------------------------------------------------------------------
+def gru_cell_step(gi, gh, hx):
+    """h' of one GRU step from gi = x W_ih^T + b_ih, gh = h W_hh^T + b_hh (each (..., 3H)) and h."""
+    gi, gh, hx = _tensor(gi), _tensor(gh), _tensor(hx)
+    _check_pair(gi, gh, 3)
+    H = gi.shape[-1] // 3
+    if hx.shape != gi.shape[:-1] + (H,):
+        raise RuntimeError(f"expected a hidden state of shape {gi.shape[:-1] + (H,)}, got {tuple(hx.shape)}")
+    a, b, h = gi._data, gh._data, hx._data.astype(gi._data.dtype, copy=False)
+    rz = _sigmoid(a[..., :2 * H] + b[..., :2 * H])
+    r, z = rz[..., :H], rz[..., H:]
+    n = np.tanh(a[..., 2 * H:] + r * b[..., 2 * H:])
+    hy = n + z * (h - n)
+    return _record(OPS["gru_cell"], hy, (gi, gh, hx), aux=Ctx(rz=rz, n=n, H=H))
+
+
+def _gru_arrays(ctx, g, inputs, wanted):
+    H, n = ctx.H, ctx.n
+    r, z = ctx.rz[..., :H], ctx.rz[..., H:]
+    gh, hx = inputs[1], inputs[2]
+    dn = g * (1 - z) * (1 - n * n)
+    dgi = np.empty(r.shape[:-1] + (3 * H,), g.dtype)
+    dgi[..., :H] = dn * gh[..., 2 * H:] * r * (1 - r)
+    dgi[..., H:2 * H] = g * (hx - n) * z * (1 - z)
+    dgi[..., 2 * H:] = dn
+    dgh = None
+    if wanted[1]:
+        dgh = dgi.copy()
+        dgh[..., 2 * H:] = dn * r
+    return dgi, dgh, (g * z if wanted[2] else None)
+
+
+def _vjp_gru(ctx, g, inputs, out):
+    from .shape import cat
+    gi, gh, hx = inputs
+    ir, iz, i_n = gi.chunk(3, -1)
+    hr, hz, hn = gh.chunk(3, -1)
+    r, z = (ir + hr).sigmoid(), (iz + hz).sigmoid()
+    n = (i_n + r * hn).tanh()
+    dn = g * (1 - z) * (1 - n * n)
+    dr = dn * hn * r * (1 - r)
+    dz = g * (hx - n) * z * (1 - z)
+    return cat([dr, dz, dn], -1), cat([dr, dz, dn * r], -1), g * z
+
+
+registry.python("lstm_cell_c", "ThnnFusedLstmCellBackward0", None, _vjp_lstm_c, saves=1 | 2 | 4,
+                array_vjp=_lstm_c_arrays)
+registry.python("lstm_cell_h", "ThnnFusedLstmCellBackward0", None, _vjp_lstm_h, saves=1 | 2 | 4,
+                array_vjp=_lstm_h_arrays)
+registry.python("gru_cell", "ThnnFusedGruCellBackward0", None, _vjp_gru, saves=1 | 2 | 4, array_vjp=_gru_arrays)
+
+__all__ = []  # internal: nn.LSTMCell / GRUCell / LSTM / GRU call lstm_cell_step and gru_cell_step
