@@ -234,3 +234,144 @@ def test_second_order(name):
         if b is None:
             continue
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
+
+
+# -- attention ---------------------------------------------------------------------------------------------
+F_TG, F_TH = tg.nn.functional, torch.nn.functional
+
+
+def _both(arrays, grad=True):
+    return ([tg.tensor(a, requires_grad=grad and a.dtype.kind == "f") for a in arrays],
+            [torch.tensor(a, requires_grad=grad and a.dtype.kind == "f") for a in arrays])
+
+
+def _check_grads(outs, ins, dtype):
+    rng = np.random.default_rng(3)
+    (oa, ob), (ia, ib) = outs, ins
+    np.testing.assert_allclose(oa.detach().numpy(), ob.detach().numpy(), **TOL[dtype])
+    proj = rng.standard_normal(tuple(ob.shape)).astype(dtype)
+    (oa * tg.tensor(proj)).sum().backward()
+    (ob * torch.tensor(proj)).sum().backward()
+    for a, b in zip(ia, ib):
+        if b.requires_grad:
+            np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), **TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("mask", [None, "bool", "float", "causal"])
+@pytest.mark.parametrize("scale", [None, 0.3])
+def test_scaled_dot_product_attention(dtype, mask, scale):
+    q, k, v = _data((2, 3, 4, 5), dtype, 0), _data((2, 3, 6, 5), dtype, 1), _data((2, 3, 6, 7), dtype, 2)
+    arrays = [q, k, v]
+    if mask == "bool":
+        m = np.random.default_rng(4).random((4, 6)) > 0.3
+        m[:, 0] = True  # no row fully masked
+        arrays.append(m)
+    elif mask == "float":
+        arrays.append(_data((3, 4, 6), dtype, 5))
+    ia, ib = _both(arrays)
+    kw = dict(scale=scale, is_causal=mask == "causal")
+    if mask in ("bool", "float"):
+        kw["attn_mask"] = None
+        oa = F_TG.scaled_dot_product_attention(*ia[:3], attn_mask=ia[3], scale=scale)
+        ob = F_TH.scaled_dot_product_attention(*ib[:3], attn_mask=ib[3], scale=scale)
+    else:
+        oa = F_TG.scaled_dot_product_attention(*ia, **kw)
+        ob = F_TH.scaled_dot_product_attention(*ib, **kw)
+    _check_grads((oa, ob), (ia, ib), dtype)
+
+
+def test_sdpa_errors():
+    q = np.zeros((2, 3, 4), np.float32)
+    _raises_like(lambda: F_TG.scaled_dot_product_attention(tg.tensor(q), tg.tensor(q), tg.tensor(q),
+                                                           attn_mask=tg.tensor(np.ones((3, 3), bool)), is_causal=True),
+                 lambda: F_TH.scaled_dot_product_attention(torch.tensor(q), torch.tensor(q), torch.tensor(q),
+                                                           attn_mask=torch.tensor(np.ones((3, 3), bool)),
+                                                           is_causal=True))
+
+
+def _mha_twin(*args, dtype=np.float32, **kwargs):
+    return _twin("MultiheadAttention", *args, dtype=dtype, **kwargs)
+
+
+MHA = [dict(), dict(batch_first=True), dict(kdim=3, vdim=5), dict(bias=False), dict(need_weights=False),
+       dict(average_attn_weights=False), dict(key_padding_mask=True), dict(attn_mask="bool"),
+       dict(attn_mask="float", need_weights=False), dict(attn_mask="causal", is_causal=True, need_weights=False),
+       dict(cross=True), dict(key_padding_mask=True, attn_mask="bool", need_weights=False)]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", range(len(MHA)))
+def test_multihead_attention(case, dtype):
+    cfg = dict(MHA[case])
+    ctor = {k: cfg.pop(k) for k in ("batch_first", "kdim", "vdim", "bias") if k in cfg}
+    ours, theirs = _mha_twin(8, 2, dtype=dtype, **ctor)
+    L, S, N = 4, 5, 3
+    bf = ctor.get("batch_first", False)
+    shape = (lambda n, e: (N, n, e)) if bf else (lambda n, e: (n, N, e))
+    cross = cfg.pop("cross", False) or "kdim" in ctor
+    q = _data(shape(L, 8), dtype, 0)
+    k = _data(shape(S, ctor.get("kdim", 8)), dtype, 1)
+    v = _data(shape(S, ctor.get("vdim", 8)), dtype, 2)
+    kw = {k2: cfg[k2] for k2 in ("need_weights", "average_attn_weights", "is_causal") if k2 in cfg}
+    rng = np.random.default_rng(9)
+    masks = {}
+    if cfg.get("key_padding_mask"):
+        m = rng.random((N, S if cross else L)) > 0.7
+        m[:, 0] = False
+        masks["key_padding_mask"] = m
+    am = cfg.get("attn_mask")
+    T = S if cross else L
+    if am == "bool":
+        m = rng.random((L, T)) > 0.6
+        m[:, 0] = False
+        masks["attn_mask"] = m
+    elif am == "float":
+        masks["attn_mask"] = _data((L, T), dtype, 6)
+    elif am == "causal":
+        masks["attn_mask"] = torch.nn.Transformer.generate_square_subsequent_mask(L, dtype=torch.float64).numpy() \
+            .astype(dtype)
+    arrays = [q, k, v] if cross else [q]
+    ia, ib = _both(arrays)
+    args_a = ia if cross else ia * 3
+    args_b = ib if cross else ib * 3
+    ma = {n: tg.tensor(m) for n, m in masks.items()}
+    mb = {n: torch.tensor(m) for n, m in masks.items()}
+    oa, wa = ours(*args_a, **ma, **kw)
+    ob, wb = theirs(*args_b, **mb, **kw)
+    assert (wa is None) == (wb is None)
+    if wb is not None:
+        np.testing.assert_allclose(wa.detach().numpy(), wb.detach().numpy(), **TOL[dtype])
+    _check_grads((oa, ob), (ia, ib), dtype)
+    for (n, pa), (_, pb) in zip(ours.named_parameters(), theirs.named_parameters()):
+        np.testing.assert_allclose(pa.grad.numpy(), pb.grad.numpy(), err_msg=n, **TOL[dtype])
+
+
+@pytest.mark.parametrize("kwargs", [{}, dict(kdim=3, vdim=5), dict(bias=False), dict(batch_first=True)])
+def test_multihead_attention_repr_state_dict(kwargs):
+    ours, theirs = tg.nn.MultiheadAttention(8, 2, **kwargs), torch.nn.MultiheadAttention(8, 2, **kwargs)
+    assert repr(ours) == repr(theirs)
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    for k, v in ours.state_dict().items():
+        assert tuple(v.shape) == tuple(theirs.state_dict()[k].shape)
+    if "bias" not in kwargs:
+        assert not ours.in_proj_bias.detach().numpy().any() and not ours.out_proj.bias.detach().numpy().any()
+
+
+def test_multihead_attention_errors():
+    ours, theirs = tg.nn.MultiheadAttention(8, 2), torch.nn.MultiheadAttention(8, 2)
+    x = np.zeros((4, 3, 8), np.float32)
+    _raises_like(lambda: ours(tg.tensor(x), tg.tensor(x), tg.tensor(x), attn_mask=tg.tensor(np.zeros((3, 3), bool))),
+                 lambda: theirs(torch.tensor(x), torch.tensor(x), torch.tensor(x),
+                                attn_mask=torch.tensor(np.zeros((3, 3), bool))))
+    _raises_like(lambda: ours(tg.tensor(x), tg.tensor(x), tg.tensor(x), is_causal=True),
+                 lambda: theirs(torch.tensor(x), torch.tensor(x), torch.tensor(x), is_causal=True))
+    with pytest.raises(AssertionError, match="embed_dim must be divisible by num_heads"):
+        tg.nn.MultiheadAttention(8, 3)
+
+
+def test_generate_square_subsequent_mask():
+    a = tg.nn.Transformer.generate_square_subsequent_mask(5).numpy()
+    b = torch.nn.Transformer.generate_square_subsequent_mask(5).numpy()
+    np.testing.assert_array_equal(a, b)
+    assert a.dtype == b.dtype
