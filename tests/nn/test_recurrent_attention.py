@@ -375,3 +375,57 @@ def test_generate_square_subsequent_mask():
     b = torch.nn.Transformer.generate_square_subsequent_mask(5).numpy()
     np.testing.assert_array_equal(a, b)
     assert a.dtype == b.dtype
+
+
+# -- transformer layers (nn.LayerNorm comes from the normalization work; skipped until it is merged in) -------
+needs_layer_norm = pytest.mark.skipif(not hasattr(tg.nn, "LayerNorm"), reason="nn.LayerNorm not in this tree")
+
+LAYERS = [dict(), dict(norm_first=True), dict(activation="gelu", batch_first=True), dict(bias=False)]
+
+
+@needs_layer_norm
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", range(len(LAYERS)))
+@pytest.mark.parametrize("masked", [False, True])
+def test_transformer_encoder(case, dtype, masked):
+    kw = dict(LAYERS[case], dim_feedforward=16, dropout=0.0)
+    torch.manual_seed(0)
+    theirs = torch.nn.TransformerEncoder(torch.nn.TransformerEncoderLayer(8, 2, **kw), 2,
+                                         norm=torch.nn.LayerNorm(8), enable_nested_tensor=False)
+    ours = tg.nn.TransformerEncoder(tg.nn.TransformerEncoderLayer(8, 2, **kw), 2, norm=tg.nn.LayerNorm(8),
+                                    enable_nested_tensor=False)
+    if dtype == np.float64:
+        theirs, ours = theirs.double(), ours.double()
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    assert repr(ours) == repr(theirs)
+    ours.load_state_dict({k: tg.tensor(v.numpy()) for k, v in theirs.state_dict().items()})
+    x = _data((3, 5, 8), dtype)
+    ia, ib = _both([x])
+    if masked:
+        mask = torch.nn.Transformer.generate_square_subsequent_mask(5 if kw.get("batch_first") else 3).numpy()
+        kpm = np.zeros((5 if not kw.get("batch_first") else 3, 3 if not kw.get("batch_first") else 5), bool)
+        kpm[0, -1] = True
+        oa = ours(ia[0], mask=tg.tensor(mask.astype(dtype)), src_key_padding_mask=tg.tensor(kpm))
+        ob = theirs(ib[0], mask=torch.tensor(mask.astype(dtype)), src_key_padding_mask=torch.tensor(kpm))
+    else:
+        oa, ob = ours(ia[0]), theirs(ib[0])
+    _check_grads((oa, ob), (ia, ib), dtype)
+    for (n, pa), (_, pb) in zip(ours.named_parameters(), theirs.named_parameters()):
+        np.testing.assert_allclose(pa.grad.numpy(), pb.grad.numpy(), err_msg=n, **TOL[dtype])
+
+
+@needs_layer_norm
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_transformer_full(norm_first):
+    kw = dict(d_model=8, nhead=2, num_encoder_layers=2, num_decoder_layers=2, dim_feedforward=16, dropout=0.0,
+              norm_first=norm_first)
+    theirs, ours = torch.nn.Transformer(**kw), tg.nn.Transformer(**kw)
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    assert repr(ours) == repr(theirs)
+    ours.load_state_dict({k: tg.tensor(v.numpy()) for k, v in theirs.state_dict().items()})
+    src, tgt = _data((4, 2, 8), np.float32, 0), _data((3, 2, 8), np.float32, 1)
+    ia, ib = _both([src, tgt])
+    m = torch.nn.Transformer.generate_square_subsequent_mask(3).numpy()
+    oa = ours(*ia, tgt_mask=tg.tensor(m))
+    ob = theirs(*ib, tgt_mask=torch.tensor(m))
+    _check_grads((oa, ob), (ia, ib), np.float32)
