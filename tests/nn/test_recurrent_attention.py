@@ -429,3 +429,44 @@ def test_transformer_full(norm_first):
     oa = ours(*ia, tgt_mask=tg.tensor(m))
     ob = theirs(*ib, tgt_mask=torch.tensor(m))
     _check_grads((oa, ob), (ia, ib), np.float32)
+
+
+# -- nn.utils.rnn ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("batch_first", [False, True])
+@pytest.mark.parametrize("padding_side", ["right", "left"])
+def test_pad_sequence(batch_first, padding_side):
+    arrays = [_data((n, 3), np.float32, n) for n in (4, 1, 3)]
+    ia, ib = _both(arrays)
+    oa = tg.nn.utils.rnn.pad_sequence(ia, batch_first=batch_first, padding_value=-2.0, padding_side=padding_side)
+    ob = torch.nn.utils.rnn.pad_sequence(ib, batch_first=batch_first, padding_value=-2.0, padding_side=padding_side)
+    _check_grads((oa, ob), (ia, ib), np.float32)
+
+
+@pytest.mark.parametrize("batch_first", [False, True])
+@pytest.mark.parametrize("enforce_sorted", [True, False])
+def test_pack_and_pad_packed(batch_first, enforce_sorted):
+    lengths = [5, 3, 2] if enforce_sorted else [3, 5, 2]
+    x = _data((3, 5, 2) if batch_first else (5, 3, 2), np.float32)
+    ia, ib = _both([x])
+    pa = tg.nn.utils.rnn.pack_padded_sequence(ia[0], lengths, batch_first=batch_first, enforce_sorted=enforce_sorted)
+    pb = torch.nn.utils.rnn.pack_padded_sequence(ib[0], lengths, batch_first=batch_first,
+                                                 enforce_sorted=enforce_sorted)
+    np.testing.assert_array_equal(pa.data.detach().numpy(), pb.data.detach().numpy())
+    np.testing.assert_array_equal(pa.batch_sizes.numpy(), pb.batch_sizes.numpy())
+    for a, b in ((pa.sorted_indices, pb.sorted_indices), (pa.unsorted_indices, pb.unsorted_indices)):
+        assert (a is None) == (b is None)
+        if b is not None:
+            np.testing.assert_array_equal(a.numpy(), b.numpy())
+    (oa, la), (ob, lb) = (tg.nn.utils.rnn.pad_packed_sequence(pa, batch_first=batch_first, padding_value=9.0),
+                          torch.nn.utils.rnn.pad_packed_sequence(pb, batch_first=batch_first, padding_value=9.0))
+    np.testing.assert_array_equal(la.numpy(), lb.numpy())
+    _check_grads((oa, ob), (ia, ib), np.float32)
+
+
+def test_pack_errors_and_packed_rnn_input():
+    x = np.zeros((5, 3, 2), np.float32)
+    _raises_like(lambda: tg.nn.utils.rnn.pack_padded_sequence(tg.tensor(x), [2, 3, 1]),
+                 lambda: torch.nn.utils.rnn.pack_padded_sequence(torch.tensor(x), [2, 3, 1]))
+    packed = tg.nn.utils.rnn.pack_padded_sequence(tg.tensor(x), [3, 2, 1])
+    with pytest.raises(NotImplementedError, match="PackedSequence"):
+        tg.nn.LSTM(2, 4)(packed)
