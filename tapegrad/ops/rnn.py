@@ -36,18 +36,29 @@ def lstm_cell_step(gx, gh, cx):
     H = gx.shape[-1] // 4
     if cx.shape != gx.shape[:-1] + (H,):
         raise RuntimeError(f"expected a cell state of shape {gx.shape[:-1] + (H,)}, got {tuple(cx.shape)}")
-    acts = gx._data + gh._data
+    ctx = Ctx(H=H)
+    c = _record(OPS["lstm_cell_c"], _lstm_c_forward(ctx, gx._data, gh._data, cx._data), (gx, gh, cx), aux=ctx)
+    hctx = Ctx(H=H, c_ctx=ctx)
+    h = _record(OPS["lstm_cell_h"], _lstm_h_forward(hctx, gx._data, gh._data, c._data), (gx, gh, c), aux=hctx)
+    return h, c
+
+
+def _lstm_c_forward(ctx, gx, gh, cx):
+    """c' = f c + i g; keeps the four gate activations in ctx.acts (both rows' backward reads them)."""
+    H = ctx.H
+    acts = gx + gh
     acts[..., :2 * H] = _sigmoid(acts[..., :2 * H])
     acts[..., 2 * H:3 * H] = np.tanh(acts[..., 2 * H:3 * H])
     acts[..., 3 * H:] = _sigmoid(acts[..., 3 * H:])
-    i, f, g, o = acts[..., :H], acts[..., H:2 * H], acts[..., 2 * H:3 * H], acts[..., 3 * H:]
-    cy = f * cx._data.astype(acts.dtype, copy=False) + i * g
-    ctx = Ctx(acts=acts, H=H)
-    c = _record(OPS["lstm_cell_c"], cy, (gx, gh, cx), aux=ctx)
-    tc = np.tanh(cy)
-    hctx = Ctx(acts=acts, H=H, tc=tc)
-    h = _record(OPS["lstm_cell_h"], o * tc, (gx, gh, c), aux=hctx)
-    return h, c
+    ctx.acts = acts
+    return acts[..., H:2 * H] * cx.astype(acts.dtype, copy=False) + acts[..., :H] * acts[..., 2 * H:3 * H]
+
+
+def _lstm_h_forward(ctx, gx, gh, cy):
+    """h' = o tanh(c'), with o from the c row's activations (run just before, in a replay too)."""
+    ctx.acts = ctx.c_ctx.acts
+    ctx.tc = np.tanh(cy)
+    return ctx.acts[..., 3 * ctx.H:] * ctx.tc
 
 
 def _lstm_c_arrays(ctx, g, inputs, wanted):
@@ -105,12 +116,17 @@ def gru_cell_step(gi, gh, hx):
     H = gi.shape[-1] // 3
     if hx.shape != gi.shape[:-1] + (H,):
         raise RuntimeError(f"expected a hidden state of shape {gi.shape[:-1] + (H,)}, got {tuple(hx.shape)}")
-    a, b, h = gi._data, gh._data, hx._data.astype(gi._data.dtype, copy=False)
+    ctx = Ctx(H=H)
+    return _record(OPS["gru_cell"], _gru_forward(ctx, gi._data, gh._data, hx._data), (gi, gh, hx), aux=ctx)
+
+
+def _gru_forward(ctx, a, b, h):
+    H = ctx.H
+    h = h.astype(a.dtype, copy=False)
     rz = _sigmoid(a[..., :2 * H] + b[..., :2 * H])
-    r, z = rz[..., :H], rz[..., H:]
-    n = np.tanh(a[..., 2 * H:] + r * b[..., 2 * H:])
-    hy = n + z * (h - n)
-    return _record(OPS["gru_cell"], hy, (gi, gh, hx), aux=Ctx(rz=rz, n=n, H=H))
+    n = np.tanh(a[..., 2 * H:] + rz[..., :H] * b[..., 2 * H:])
+    ctx.rz, ctx.n = rz, n
+    return n + rz[..., H:] * (h - n)
 
 
 def _gru_arrays(ctx, g, inputs, wanted):
@@ -147,5 +163,8 @@ registry.python("lstm_cell_c", "ThnnFusedLstmCellBackward0", None, _vjp_lstm_c, 
 registry.python("lstm_cell_h", "ThnnFusedLstmCellBackward0", None, _vjp_lstm_h, saves=1 | 2 | 4,
                 array_vjp=_lstm_h_arrays)
 registry.python("gru_cell", "ThnnFusedGruCellBackward0", None, _vjp_gru, saves=1 | 2 | 4, array_vjp=_gru_arrays)
+
+# tapegrad.compile's replay recomputes a row with these (trace.py), refreshing the context its backward reads
+REPLAY = {"lstm_cell_c": _lstm_c_forward, "lstm_cell_h": _lstm_h_forward, "gru_cell": _gru_forward}
 
 __all__ = []  # internal: nn.LSTMCell / GRUCell / LSTM / GRU call lstm_cell_step and gru_cell_step

@@ -470,3 +470,27 @@ def test_pack_errors_and_packed_rnn_input():
     packed = tg.nn.utils.rnn.pack_padded_sequence(tg.tensor(x), [3, 2, 1])
     with pytest.raises(NotImplementedError, match="PackedSequence"):
         tg.nn.LSTM(2, 4)(packed)
+
+
+@pytest.mark.parametrize("name", ["LSTM", "GRU"])
+def test_compile_replays_fused_cells(name):
+    """tapegrad.compile(fullgraph=True) replays the fused cell rows: new inputs give eager's values and grads."""
+    mod = getattr(tg.nn, name)(3, 4, num_layers=2)
+
+    def loss(x, h):
+        out, state = mod(x, (h, h) if name == "LSTM" else h)
+        return (out * out).sum()
+
+    compiled = tg.compile(loss, fullgraph=True)
+    for seed in range(3):
+        x, h = _data((5, 2, 3), np.float32, seed), _data((2, 2, 4), np.float32, seed + 10)
+        results = []
+        for f in (loss, compiled):
+            xs, hs = tg.tensor(x, requires_grad=True), tg.tensor(h, requires_grad=True)
+            mod.zero_grad()
+            value = f(xs, hs)
+            value.backward()
+            results.append([value.detach().numpy(), xs.grad.numpy(), hs.grad.numpy()]
+                           + [p.grad.numpy().copy() for p in mod.parameters()])
+        for a, b in zip(*results):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
