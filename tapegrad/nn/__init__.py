@@ -9,3 +9,6 @@ from .modules import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, Dropout, ELU
                       Tanh, Unflatten)
 from . import utils  # noqa: F401
 from . import parallel  # noqa: F401  (DistributedDataParallel, DataParallel)
+from .modules import GRU, GRUCell, LSTM, LSTMCell, RNN, RNNBase, RNNCell, RNNCellBase  # noqa: F401
+from .modules import (MultiheadAttention, Transformer, TransformerDecoder, TransformerDecoderLayer,  # noqa: F401
+                      TransformerEncoder, TransformerEncoderLayer)

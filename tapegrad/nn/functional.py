@@ -70,3 +70,6 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     denom = ops.clamp_min(ops.norm(input, p, dim, keepdim=True), eps).expand_as(input)
     return input / denom
+
+
+from ..ops.attention import scaled_dot_product_attention  # noqa: E402,F401

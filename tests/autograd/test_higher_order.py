@@ -277,6 +277,29 @@ def _norm(T, x):
     return _record(registry.BY_NAME["norm"], np.asarray(registry._norm_forward(x._data)), (x,))
 
 
+
+def _lstm_step(T, gx, gh, c):
+    """One fused LSTM step (ops/rnn.py) against torch's gate formulas (i, f, g, o); h' * c' reads both rows."""
+    if T is torch:
+        i, f, g, o = (gx + gh).chunk(4, 1)
+        c2 = f.sigmoid() * c + i.sigmoid() * g.tanh()
+        return o.sigmoid() * c2.tanh() * c2
+    from tapegrad.ops.rnn import lstm_cell_step
+    h2, c2 = lstm_cell_step(gx, gh, c)
+    return h2 * c2
+
+
+def _gru_step(T, gi, gh, h):
+    if T is torch:
+        ir, iz, i_n = gi.chunk(3, 1)
+        hr, hz, hn = gh.chunk(3, 1)
+        r, z = (ir + hr).sigmoid(), (iz + hz).sigmoid()
+        n = (i_n + r * hn).tanh()
+        return (1 - z) * n + z * h
+    from tapegrad.ops.rnn import gru_cell_step
+    return gru_cell_step(gi, gh, h)
+
+
 IDX = [[0, 3], [1, 1], [2, 0]]
 LABELS = [0, 3, 1]
 LABELS_2D = [[[0, 1], [2, 1]], [[1, 1], [0, 2]]]
@@ -369,6 +392,9 @@ CASES = [
     _case("sparse_mm", lambda T, d: T.spmm(T.sparse_coo_tensor(T.tensor([[0, 2, 2, 1], [3, 0, 3, 1]]),
                                                                T.tensor([0.5, -1.2, 0.8, 1.5], dtype=T.float64),
                                                                (3, 4)), d), [(4, 2)], eps=1e-3),
+    _case("lstm_cell", lambda T, gx, gh, c: _lstm_step(T, gx, gh, c), [(2, 8), (2, 8), (2, 2)],
+          covers=("lstm_cell_c", "lstm_cell_h")),
+    _case("gru_cell", lambda T, gi, gh, h: _gru_step(T, gi, gh, h), [(2, 6), (2, 6), (2, 2)]),
     _case("custom_function", lambda T, x, y: sum(o.sum() for o in _cube_pair(T).apply(x, y, 1.5)).reshape(1),
           [(3,), (3,)], covers=("function", "function_output"), eps=1e-4),
 ]

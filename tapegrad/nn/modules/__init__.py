@@ -9,3 +9,7 @@ from .sparse import Embedding  # noqa: F401
 from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Loss, MSELoss,  # noqa: F401
                    NLLLoss, SmoothL1Loss)
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential  # noqa: F401
+from .rnn import GRU, GRUCell, LSTM, LSTMCell, RNN, RNNBase, RNNCell, RNNCellBase  # noqa: F401
+from .attention import MultiheadAttention  # noqa: F401
+from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer,  # noqa: F401
+                          TransformerEncoder, TransformerEncoderLayer)
