@@ -1,5 +1,5 @@
-"""asv suite: W1-W5 step times, W1's forward and backward apart, and the
-``tapegrad.compile`` step times of W1, W2, W3 and W5 (``*Compiled``).
+"""asv suite: W1-W7 step times, W1's forward and backward apart, and the
+``tapegrad.compile`` step times of W1, W2, W3, W5, W6 and W7 (``*Compiled``).
 
 The library is $TAPEGRAD_BENCH_LIB (default ``tapegrad``; ``torch`` benchmarks
 the peer; ``tapegrad,torch`` runs both).  It is an asv parameter named
@@ -131,6 +131,18 @@ class W5SecondDerivative(_WorkloadSuite):
     workload = "W5"
 
 
+class W6Recurrent(_WorkloadSuite):
+    """20 steps of h = tanh(x @ Wx + h @ Wh + b) (batch 8, 16 -> 32, shared weights), backward, SGD."""
+
+    workload = "W6"
+
+
+class W7ScalarParameters(_WorkloadSuite):
+    """A cubic a + bx + cx² + dx³ (0-d parameters) fitted to sin on 50 points: one SGD step."""
+
+    workload = "W7"
+
+
 class _CompiledSuite(_WorkloadSuite):
     """The workload's tapegrad step with its differentiable part under tapegrad.compile(fullgraph=True)."""
 
@@ -164,3 +176,15 @@ class W5SecondDerivativeCompiled(_CompiledSuite):
     """W5 with both gradients (autograd.grad, the first with create_graph) under tapegrad.compile."""
 
     workload = "W5"
+
+
+class W6RecurrentCompiled(_CompiledSuite):
+    """W6 with the loop and its gradients (h0, inputs -> autograd.grad) under tapegrad.compile."""
+
+    workload = "W6"
+
+
+class W7ScalarParametersCompiled(_CompiledSuite):
+    """W7 with the loss and its gradients (x, y -> autograd.grad) under tapegrad.compile."""
+
+    workload = "W7"

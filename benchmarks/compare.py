@@ -2,7 +2,7 @@
 
 Run from the repository root::
 
-    python -m benchmarks.compare                 # W1-W5, 3 processes
+    python -m benchmarks.compare                 # W1-W7, 3 processes
     python -m benchmarks.compare --quick --only W1,W3
     python -m benchmarks.compare --plot bench.png --json bench.json
     python -m benchmarks.compare --no-startup --no-memory   # workloads only
@@ -11,7 +11,7 @@ What it does:
 
 1. Checks that the implementations agree: every library's gradients (the
    column "compiled" is ``tapegrad.compile(fullgraph=True)`` of the same step;
-   in W2-W5 the compiled part takes the gradients itself) are
+   in W2-W7 the compiled part takes the gradients itself) are
    compared with the NumPy reference (np.allclose, rtol 1e-4 for float32,
    1e-6 for float64, atol relative to the gradient's scale).  A workload
    where any library disagrees is *not timed* (the row says which).  A
@@ -91,7 +91,7 @@ def pin_threads(n):
 def parse_args(argv=None):
     p = argparse.ArgumentParser(
         prog="python -m benchmarks.compare",
-        description="Time W1-W5 on tapegrad, tapegrad.compile, torch, NumPy (hand-written backward) "
+        description="Time W1-W7 on tapegrad, tapegrad.compile, torch, NumPy (hand-written backward) "
                     "and micrograd.")
     p.add_argument("--processes", type=int, default=3, metavar="N",
                    help="fresh timing subprocesses; the median across them is reported (default 3)")
@@ -478,6 +478,11 @@ TARGETS = {
     "W3": [("≤ 0.5x torch", "torch", lambda r: r <= 0.5), ("≤ 1.3x numpy", "numpy", lambda r: r <= 1.3)],
     "W4": [("≤ 1.05x numpy", "numpy", lambda r: r <= 1.05)],
     "W5": [("≤ 0.5x torch", "torch", lambda r: r <= 0.5)],
+    # issue 20's targets, one per variant (the 4th field): both must be met
+    "W6": [("eager ≤ 0.7x", "torch", lambda r: r <= 0.7, "tapegrad"),
+           ("compiled ≤ 0.3x torch", "torch", lambda r: r <= 0.3, "compiled")],
+    "W7": [("eager ≤ 0.3x", "torch", lambda r: r <= 0.3, "tapegrad"),
+           ("compiled ≤ 0.1x torch", "torch", lambda r: r <= 0.1, "compiled")],
     "import": [("≤ 0.3 s", "value", lambda v: v <= 0.3)],
     "first_backward": [("≤ 1.2 s", "value", lambda v: v <= 1.2)],
     "memory": [("≤ 1.2x torch", "torch", lambda r: r <= 1.2)],
@@ -488,19 +493,27 @@ W1_NODES = 1500
 def target_cells(key, measured):
     """(target, met) for a row: measured[variant][quantity] -> number or None, variant tapegrad/compiled.
     Met is "yes" when eager tapegrad meets every part, "yes (compiled)" when only the compiled variant
-    does, "no" when neither, "n/a" when a needed number is missing."""
+    does, "no" when neither, "n/a" when a needed number is missing. A part with a 4th field applies to
+    that variant only; a row of such parts is met ("yes") when each variant meets its own, else it says
+    which variant missed."""
     parts = TARGETS.get(key)
     if not parts:
         return "—", "—"
-    text = ", ".join(t for t, _, _ in parts)
+    text = ", ".join(part[0] for part in parts)
 
     def meets(variant):
-        vals = [measured.get(variant, {}).get(q) for _, q, _ in parts]
+        mine = [part for part in parts if len(part) < 4 or part[3] == variant]
+        vals = [measured.get(variant, {}).get(part[1]) for part in mine]
         if any(v is None for v in vals):
             return None
-        return all(test(v) for (_, _, test), v in zip(parts, vals))
+        return all(part[2](v) for part, v in zip(mine, vals))
 
     eager, compiled = meets("tapegrad"), meets("compiled")
+    if any(len(part) == 4 for part in parts):
+        if eager is None or compiled is None:
+            return text, "n/a"
+        return text, {(True, True): "yes", (True, False): "eager only", (False, True): "compiled only",
+                      (False, False): "no"}[eager, compiled]
     if eager:
         return text, "yes"
     if compiled:
@@ -756,7 +769,7 @@ def main(argv=None):
               "per-process ratios (startup: ratio of medians)"),
              "numpy = hand-written forward+backward (the floor); micrograd = pure-Python scalar peer (W2 only)",
              ("compiled = the tapegrad step with its differentiable part under tapegrad.compile(fullgraph=True) "
-              "(traced in warm-up, replayed when timed; in W2-W5 it takes the gradients itself with "
+              "(traced in warm-up, replayed when timed; in W2-W7 it takes the gradients itself with "
               "autograd.grad, so the backward is replayed with the forward)")]
     if startup is not None and ("baseline", "python -c pass") in startup:
         notes.append(f"startup times include interpreter startup: python -c pass = "

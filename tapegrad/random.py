@@ -4,8 +4,8 @@ torch's CPU generator is a 32-bit MT19937 seeded with ``init_genrand(seed & 0xff
 32-bit output (``random()``), ``random64()`` is two draws, the first one the high word. The distributions
 below mirror ATen's CPU kernels (aten/src/ATen/native/cpu/DistributionTemplates.h, core/DistributionsHelper.h,
 core/TransformationHelper.h) and consume exactly the draws torch consumes, so any interleaving of calls
-stays in step with torch. The draws come from NumPy's ``MT19937.random_raw`` in blocks; the arithmetic is
-vectorised NumPy.
+stays in step with torch. The draws come from NumPy's ``MT19937.random_raw`` in blocks; the transforms of
+uniform and normal are compiled Numba kernels (kernels/rng.py, loaded on first use), the rest vectorised NumPy.
 
 Functions (``generator=None`` means the default generator; shapes are tuples of ints; arrays returned are
 fresh, C-contiguous NumPy arrays):
@@ -42,8 +42,6 @@ from .tape import untraceable
 _DEFAULT_SEED = 67280421310721  # torch.Generator()'s seed
 _N = 624
 _STATE_BYTES = 5056  # sizeof(CPUGeneratorImplState)
-_MASK53 = np.uint64((1 << 53) - 1)
-_MASK24 = np.uint64((1 << 24) - 1)
 _TWO_PI = 2.0 * math.pi
 _f32 = np.float32
 
@@ -131,6 +129,20 @@ def _madd(a, b, c, dtype):
     if _FUSED:
         return _fma(a, b, c, dtype)
     return np.asarray(a * dtype.type(b) + dtype.type(c), dtype)
+
+
+# ---------------------------------------------------------------------------------------------- kernels
+
+_RNG = []  # kernels/rng.py, once loaded (Numba is imported and the transforms compile on first use)
+
+
+def _rng():
+    if not _RNG:
+        from . import kernels
+        kernels.load()  # chooses where Numba caches before anything compiles
+        from .kernels import rng
+        _RNG.append(rng)
+    return _RNG[0]
 
 
 # ---------------------------------------------------------------------------------------------- generator
@@ -241,7 +253,7 @@ class Generator:
 
     def _u24(self, n):
         """n float32 uniforms in [0, 1): 24 low bits of one draw each."""
-        return (self._u32(n) & _MASK24).astype(_f32) * _f32(2.0 ** -24)
+        return _rng().u24(self._u32(n))
 
     def _u64(self, n):
         """n random64() values: two draws each, the first the high word."""
@@ -250,7 +262,7 @@ class Generator:
 
     def _u53(self, n):
         """n float64 uniforms in [0, 1): 53 low bits of random64()."""
-        return (self._u64(n) & _MASK53).astype(np.float64) * 2.0 ** -53
+        return _rng().u53(self._u32(2 * n))
 
     def _normal_double(self):
         """One at::normal_distribution<double> sample before its mean/std transform (Box-Muller with cache)."""
@@ -323,10 +335,9 @@ def uniform(shape, generator=None, dtype=np.float32, low=0.0, high=1.0):
     gen = _gen(generator)
     n = _numel(shape)
     if dtype == np.float64:
-        out = _madd(gen._u53(n), high - low, low, dtype)
+        return _rng().uniform_f64(gen._u32(2 * n), float(low), float(high), _FUSED).reshape(shape)
     elif dtype in (np.float32, np.float16):   # float16 is computed in float32, then rounded
-        lo, hi = _f32(low), _f32(high)
-        out = _madd(gen._u24(n), hi - lo, lo, np.dtype(_f32)).astype(dtype)
+        out = _rng().uniform_f32(gen._u32(n), _f32(low), _f32(high), _FUSED).astype(dtype, copy=False)
     else:
         raise TypeError(f"uniform: unsupported dtype {dtype}")
     # torch keeps [from, to): a value that rounded up to `to` (in the tensor's dtype) becomes `from`.
@@ -350,14 +361,14 @@ def normal(shape, generator=None, dtype=np.float32, mean=0.0, std=1.0):
         vals = np.array([gen._normal_double() for _ in range(n)], np.float64)
         out = _madd(vals, std, mean, np.dtype(np.float64)).astype(dtype)
     elif dtype == np.float64:
-        out = _normal_fill(gen, n, np.float64, lambda d: _box_muller16_f64(d, mean, std))
+        out = _normal_fill(gen, n, np.float64, lambda d: _rng().box_muller16_f64(d, float(mean), float(std)))
     elif dtype == np.float32:
-        fill = _box_muller16_avx2 if _KERNEL == "avx2" else _box_muller16_f32
+        fill = _rng().box_muller16_avx2 if _KERNEL == "avx2" else _box_muller16_f32
         out = _normal_fill(gen, n, _f32, lambda d: fill(d, _f32(mean), _f32(std)))
     elif dtype == np.float16:
         # torch 2.13 draws ceil(n / 16) * 16 uniforms, transforms them in float32, and keeps all but the
         # elements just before the last 16.
-        fill = _box_muller16_avx2 if _KERNEL == "avx2" else _box_muller16_f32
+        fill = _rng().box_muller16_avx2 if _KERNEL == "avx2" else _box_muller16_f32
         padded = fill(gen._u24(-(-n // 16) * 16).reshape(-1, 16), _f32(mean), _f32(std)).reshape(-1)
         out = np.concatenate([padded[:n - 16], padded[-16:]]).astype(np.float16)
     else:
@@ -381,18 +392,6 @@ def _normal_fill(gen, n, dtype, box_muller16):
 def _libm_map(fn, x):
     flat = x.reshape(-1)
     return np.fromiter(map(fn, flat.tolist()), x.dtype, flat.size).reshape(x.shape)
-
-
-def _box_muller16_f64(d, mean, std):
-    """normal_fill_16<double>: libm log/cos/sin (Python's math module calls the same libm); torch 2.13's
-    normal_fill applies mean and std with an FMA on every CPU."""
-    u1 = 1.0 - d[:, :8]
-    radius = np.sqrt(-2.0 * _libm_map(math.log, u1))
-    theta = _TWO_PI * d[:, 8:]
-    out = np.empty_like(d)
-    out[:, :8] = _fma(radius * _libm_map(math.cos, theta), std, mean, np.dtype(np.float64))
-    out[:, 8:] = _fma(radius * _libm_map(math.sin, theta), std, mean, np.dtype(np.float64))
-    return out
 
 
 _LIBM32 = None
@@ -427,74 +426,8 @@ def _box_muller16_f32(d, mean, std):
     return out
 
 
-# torch's AVX2 kernel: avx_mathfun.h's log256_ps and sincos256_ps (Cephes), as GCC compiles them with FMA
-# contraction: a product whose only use is an addition becomes an FMA, the first such product in program order.
-_LOG_P = [_f32(v) for v in (7.0376836292E-2, -1.1514610310E-1, 1.1676998740E-1, -1.2420140846E-1,
-                            1.4249322787E-1, -1.6668057665E-1, 2.0000714765E-1, -2.4999993993E-1,
-                            3.3333331174E-1)]
-_LOG_Q1, _LOG_Q2 = _f32(-2.12194440e-4), _f32(0.693359375)
-_SQRTHF = _f32(0.707106781186547524)
-_DP = [_f32(-0.78515625), _f32(-2.4187564849853515625e-4), _f32(-3.77489497744594108e-8)]
-_SINCOF = [_f32(-1.9515295891E-4), _f32(8.3321608736E-3), _f32(-1.6666654611E-1)]
-_COSCOF = [_f32(2.443315711809948E-005), _f32(-1.388731625493765E-003), _f32(4.166664568298827E-002)]
-_FOPI = _f32(1.27323954473516)
-_HALF, _ONE = _f32(0.5), _f32(1.0)
-
-
-def _log256(x):
-    bits = np.maximum(x, _f32(1.1754943508222875e-38)).view(np.int32)
-    e = ((bits >> 23) - 127).astype(_f32) + _ONE
-    x = ((bits & ~0x7F800000) | 0x3F000000).view(_f32)      # mantissa in [0.5, 1)
-    small = x < _SQRTHF
-    tmp = np.where(small, x, _f32(0))
-    x = x - _ONE
-    e = e - np.where(small, _ONE, _f32(0))
-    x = x + tmp
-    z = x * x
-    y = np.full_like(x, _LOG_P[0])
-    for p in _LOG_P[1:]:
-        y = _fma32(y, x, p)
-    y = y * x
-    y = _fma32(y, z, e * _LOG_Q1)
-    y = _fma32(-z, _HALF, y)
-    x = x + y
-    return _fma32(e, _LOG_Q2, x)
-
-
-def _sincos256(x):
-    sign_sin = x.view(np.int32) & np.int32(-0x80000000)
-    x = np.abs(x)
-    j = (x * _FOPI).astype(np.int32)         # truncation, as cvttps
-    j = (j + 1) & ~1
-    y = j.astype(_f32)
-    sign_sin = sign_sin ^ ((j & 4) << 29)
-    sign_cos = (~(j - 2) & 4) << 29
-    use_sin_poly = (j & 2) == 0
-    for dp in _DP:
-        x = _fma32(y, dp, x)
-    z = x * x
-    yc = _fma32(np.full_like(x, _COSCOF[0]), z, _COSCOF[1])
-    yc = _fma32(yc, z, _COSCOF[2])
-    yc = yc * z
-    yc = _fma32(yc, z, -(z * _HALF))
-    yc = yc + _ONE
-    ys = _fma32(np.full_like(x, _SINCOF[0]), z, _SINCOF[1])
-    ys = _fma32(ys, z, _SINCOF[2])
-    ys = ys * z
-    ys = _fma32(ys, x, x)
-    s = np.where(use_sin_poly, ys, yc)
-    c = np.where(use_sin_poly, yc, ys)
-    return (s.view(np.int32) ^ sign_sin).view(_f32), (c.view(np.int32) ^ sign_cos).view(_f32)
-
-
-def _box_muller16_avx2(d, mean, std):
-    """normal_fill_16_AVX2."""
-    radius = np.sqrt(_f32(-2) * _log256(_ONE - d[:, :8]))
-    s, c = _sincos256(_f32(2.0 * math.pi) * d[:, 8:])
-    out = np.empty_like(d)
-    out[:, :8] = _fma(radius * c, std, mean, np.dtype(_f32))
-    out[:, 8:] = _fma(radius * s, std, mean, np.dtype(_f32))
-    return out
+# torch's AVX2 kernel (avx_mathfun.h's Cephes log256_ps and sincos256_ps) and the float64 kernel are
+# compiled: kernels/rng.py.
 
 
 # ---------------------------------------------------------------------------------------------- integers

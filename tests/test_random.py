@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -241,6 +242,58 @@ def test_uniform_and_normal_argument_errors_match_torch():
         torch.empty(3).uniform_(2, 1)
     with pytest.raises(RuntimeError, match="normal expects std >= 0.0, but found std -1"):
         torch.empty(3).normal_(0, -1)
+
+
+# ------------------------------------------------------------------------------ the compiled fused multiply-adds
+
+
+def _round_f32(x):
+    """The float32 nearest the Fraction x, ties to even (float(x) then float32 could round twice)."""
+    f = np.float32(float(x))
+    best = f
+    for g in (np.nextafter(f, np.float32(np.inf)), np.nextafter(f, np.float32(-np.inf))):
+        d_best, d_g = abs(Fraction(float(best)) - x), abs(Fraction(float(g)) - x)
+        if d_g < d_best or (d_g == d_best and int(g.view(np.int32)) % 2 == 0):
+            best = g
+    return best
+
+
+def _fma_cases(dtype):
+    rng = np.random.default_rng(5)
+    a, b, c = (rng.standard_normal(300).astype(dtype) for _ in range(3))
+    one = dtype(1.0)
+    if dtype == np.float32:
+        # a * b = 1 + 2**-11 + 2**-24 is a float32 midpoint; a tiny c decides the rounding, which the float64
+        # sum alone loses (it rounds back onto the midpoint).
+        h = np.float32(1 + 2 ** -12)
+        extra = [(h, h, np.float32(s * 2.0 ** -60)) for s in (1, -1)] + [(-h, h, np.float32(s * 2.0 ** -60)) for s in (1, -1)]
+    else:
+        h = 1 + 2.0 ** -27
+        extra = [(h, h, s * 2.0 ** -200) for s in (1, -1)] + [(h, -h, s) for s in (1.0, -1.0)]
+    extra += [(one, one, dtype(0.0)), (dtype(0.5), dtype(3.0), dtype(-1.5))]
+    return list(zip(a, b, c)) + extra
+
+
+def test_fma32_is_a_single_rounding():
+    from tapegrad.kernels.rng import fma32
+    for a, b, c in _fma_cases(np.float32):
+        want = _round_f32(Fraction(float(a)) * Fraction(float(b)) + Fraction(float(c)))
+        got = fma32(a, b, c)
+        assert np.float32(got).view(np.int32) == want.view(np.int32), (a, b, c, got, want)
+
+
+def test_fma64_is_a_single_rounding():
+    from tapegrad.kernels.rng import fma64
+    for a, b, c in _fma_cases(np.float64):
+        want = float(Fraction(float(a)) * Fraction(float(b)) + Fraction(float(c)))
+        got = fma64(float(a), float(b), float(c))
+        assert np.float64(got).view(np.int64) == np.float64(want).view(np.int64), (a, b, c, got, want)
+
+
+def test_importing_and_seeding_load_no_rng_kernel():
+    # (the first draw loads Numba and the kernels: not `import tapegrad`)
+    code = "import sys, tapegrad; tapegrad.manual_seed(3); assert 'numba' not in sys.modules, 'numba imported'"
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
 
 
 # ------------------------------------------------------------------------------ randint / randperm
