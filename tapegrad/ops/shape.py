@@ -13,7 +13,8 @@ import numpy as np
 from .. import _dtype, _strides
 from ..autograd.grad_mode import is_grad_enabled
 from ..tensor import Tensor, _new
-from ._common import OPS, _dim, _dims, _record, _share_version, _sizes, _tensor, _to_dtype
+from ._common import _share_version
+from ._common import OPS, _dim, _dims, _record, _sizes, _tensor, _to_dtype
 
 
 def _recording(*xs):
