@@ -203,12 +203,18 @@ class Tensor:
         vc[0] += 1
 
     def _ensure_vc(self):
-        """Give this storage a version cell the tape can read, and point this tensor's row at it."""
+        """Give this storage a version cell the tape can read, and point this tensor's row at it. A tensor
+        for a row that already has a cell (backward's wrapper of a saved input) shares the storage, so it
+        takes that cell: a fresh one would repoint the row away from the owner's, whose bumps it then misses."""
         if self._vc is None:
-            self._vc = np.zeros(1, np.int64)
             tape = self._tape
-            if tape is not None and tape.locate(self) >= 0:  # (locate: the row may have moved, Tape.compact)
-                tape.set_cell(self._slot, self._vc)
+            row = tape.locate(self) if tape is not None else -1  # (locate: the row may have moved, Tape.compact)
+            cell = tape.cells.get(row) if row >= 0 else None
+            if cell is None:
+                cell = np.zeros(1, np.int64)
+                if row >= 0:
+                    tape.set_cell(row, cell)
+            self._vc = cell
         return self._vc
 
     # -- shape and conversion -----------------------------------------------------------------------

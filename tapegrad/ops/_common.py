@@ -30,6 +30,17 @@ def _record(op, out, inputs, c=0.0, c2=0.0, iattr=0, aux=None):
     return t
 
 
+def _share_version(x, t):
+    """t is a view of x in torch (tapegrad's may hold a copy): one version counter for both, so an in-place
+    write to either is caught by the version check of every row that saved the other, as torch's is."""
+    cell = x._ensure_vc()
+    t._vc = cell
+    if t._tape is not None:
+        t._tape.set_cell(t._slot, cell)
+        t._tape.outver[t._slot] = cell[0]
+    return t
+
+
 def _tensor(x, like=None):
     """A Tensor for an operand: Tensors pass through; arrays, lists and scalars become constants."""
     if isinstance(x, Tensor):

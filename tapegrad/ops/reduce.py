@@ -9,7 +9,8 @@ import numpy as np
 from .. import _dtype, _strides
 from ..registry import Ctx
 from ..tensor import Tensor, _new
-from ._common import OPS, _dim, _dims, _float, _mask, _record, _sizes, _tensor, _to_dtype, summed_dims
+from ._common import (OPS, _dim, _dims, _float, _mask, _record, _share_version, _sizes, _tensor, _to_dtype,
+                      summed_dims)
 
 
 def _reduce(name_all, name_dim, np_fn, input, dim, keepdim, dtype, scale_of):
@@ -67,7 +68,7 @@ def expand(input, *sizes):
     out = np.array(np.broadcast_to(x._data, shape), order="C")
     t = _record(OPS["expand"], out, (x,))
     t._strides = _strides.of_expand(x, shape)  # (broadcast dimensions: stride 0, as torch's expand view)
-    return t
+    return _share_version(x, t)
 
 
 # -- reductions with a Python adjoint ------------------------------------------------------------------

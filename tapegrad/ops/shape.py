@@ -13,6 +13,7 @@ import numpy as np
 from .. import _dtype, _strides
 from ..autograd.grad_mode import is_grad_enabled
 from ..tensor import Tensor, _new
+from ._common import _share_version
 from ._common import OPS, _dim, _dims, _record, _sizes, _tensor, _to_dtype
 from ..tape import guard
 
@@ -25,17 +26,12 @@ def _recording(*xs):
 def _reshape(x, shape, op):
     """A view: it shares x's storage and version counter, as torch's views do, so a write through
     either one is caught by the version check of every row that saved the other."""
-    cell = x._ensure_vc()
     t = _record(op, x._data.reshape(shape), (x,)) if x._requires_grad else _new(x._data.reshape(shape))
-    t._vc = cell
     t._base = x if x._base is None else x._base
     if x._strides is not None:  # (reshape copies where view cannot: contiguous then)
         new = _strides.of_view(x._data.shape, x._strides, shape)
         t._strides = None if new is None else _strides.normal(shape, new)
-    if t._tape is not None:
-        t._tape.set_cell(t._slot, cell)
-        t._tape.outver[t._slot] = cell[0]
-    return t
+    return _share_version(x, t)
 
 
 def _infer_shape(x, shape):
@@ -143,7 +139,7 @@ def _view_op(x, v, op):
     strides = _strides.of_numpy_view(x, v)
     if strides is not None:
         t._strides = strides
-    return t
+    return t if op is OPS["flip"] else _share_version(x, t)  # (torch's flip copies)
 
 
 def scatter_flat(g, index_map, shape):
