@@ -2,6 +2,7 @@
 import numpy as np
 
 from . import ops
+from .ops.elementwise import _add, _sub
 from .autograd.grad_mode import is_grad_enabled
 from .device import check as _check_device
 from .tape import untraceable
@@ -13,7 +14,7 @@ def _reflected(fn):
 
 
 _METHODS = {
-    "__add__": ops.add, "__radd__": ops.add, "__sub__": ops.sub, "__rsub__": _reflected(ops.sub),
+    "__add__": _add, "__radd__": _add, "__sub__": _sub, "__rsub__": _reflected(_sub),
     "__mul__": ops.mul, "__rmul__": ops.mul, "__truediv__": ops.div, "__rtruediv__": _reflected(ops.div),
     "__pow__": ops.pow, "__rpow__": _reflected(ops.pow), "__matmul__": ops.matmul,
     "__rmatmul__": _reflected(ops.matmul), "__neg__": ops.neg, "__abs__": ops.abs,

@@ -68,11 +68,34 @@ def _make_binary(name, commutative=False):
 for _op in registry.OPS:
     if _op.kind == registry.K_UNARY and not _op.name.endswith(("_ts", "_st")):
         globals()[_op.name] = _make_unary(_op.name)
-add = _make_binary("add", commutative=True)
 mul = _make_binary("mul", commutative=True)
 maximum = _make_binary("maximum", commutative=True)
 minimum = _make_binary("minimum", commutative=True)
-sub = _make_binary("sub")
+_add = _make_binary("add", commutative=True)  # the operators call these two directly: no alpha to check
+_sub = _make_binary("sub")
+
+
+def _times_alpha(input, other, alpha):
+    """alpha * other for add and sub, with torch's checks of alpha against the result's dtype."""
+    kind = _dtype.result_type(*(x._data if isinstance(x, Tensor) else x for x in (input, other))).kind
+    if isinstance(alpha, bool):
+        if kind != "b":
+            raise RuntimeError("Boolean alpha only supported for Boolean results.")
+    elif kind in "biu" and not isinstance(alpha, int):
+        raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
+    return mul(other, alpha)
+
+
+def add(input, other, *, alpha=1):
+    """add: input + alpha * other, broadcasting (AddBackward0)."""
+    return _add(input, other if alpha == 1 and alpha is not True else _times_alpha(input, other, alpha))
+
+
+def sub(input, other, *, alpha=1):
+    """sub: input - alpha * other, broadcasting (SubBackward0)."""
+    return _sub(input, other if alpha == 1 and alpha is not True else _times_alpha(input, other, alpha))
+
+
 div = _make_binary("div")
 pow = _make_binary("pow")
 atan2 = _make_binary("atan2")
