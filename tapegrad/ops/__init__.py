@@ -18,6 +18,8 @@ from .reduce import sum, sum_to_shape  # noqa: F401
 from .shape import getitem, scatter_flat  # noqa: F401
 from .nn import *  # noqa: F401,F403  (after elementwise: its clamp, gelu, round take tensor/keyword arguments)
 from . import nn as _n
+from .conv import *  # noqa: F401,F403
+from . import conv as _c
 
-__all__ = [n for m in (_e, _r, _s, _l, _o, _n) for n in m.__all__] + ["detach"]
-del _e, _r, _s, _l, _o, _n
+__all__ = [n for m in (_e, _r, _s, _l, _o, _n, _c) for n in m.__all__] + ["detach"]
+del _e, _r, _s, _l, _o, _n, _c

@@ -9,3 +9,8 @@ from .sparse import Embedding  # noqa: F401
 from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Loss, MSELoss,  # noqa: F401
                    NLLLoss, SmoothL1Loss)
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential  # noqa: F401
+from .dropout import Dropout1d, Dropout2d  # noqa: F401
+from .conv import Conv1d, Conv2d  # noqa: F401
+from .pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, MaxPool1d,  # noqa: F401
+                      MaxPool2d)
+from .normalization import BatchNorm1d, BatchNorm2d, LayerNorm  # noqa: F401
