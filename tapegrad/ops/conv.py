@@ -121,7 +121,7 @@ def _conv_arrays(ctx, g, inputs, wanted):
         gcols = gcols.reshape(G, N, oh, ow, C // G, kh, kw).transpose(1, 0, 4, 5, 6, 2, 3).reshape(N, C, kh, kw, oh, ow)
         gx = _col2im(gcols, ctx.xshape4, ctx.k, ctx.s, ctx.d, ctx.pads, ctx.out_hw).reshape(x.shape)
     if len(inputs) > 2 and wanted[2]:
-        gb = g.sum(axis=(0, 2, 3) if g.ndim == 4 else tuple(i for i in range(g.ndim) if i != g.ndim - 3))
+        gb = g.reshape(N, O, oh * ow).sum(axis=(0, 2))
     return (gx, gw) if len(inputs) == 2 else (gx, gw, gb)
 
 
@@ -142,8 +142,7 @@ def _vjp_conv(ctx, g, inputs, out):
     gx = scatter_flat(gcols, idx, (n + 1,))[:n].reshape(x.shape)
     if len(inputs) == 2:
         return gx, gw
-    dims = (0, 2, 3) if g.ndim == 4 else tuple(i for i in range(g.ndim) if i != g.ndim - 3)
-    return gx, gw, g.sum(dims)
+    return gx, gw, g.reshape(N, O, oh * ow).sum((0, 2))
 
 
 registry.python("conv", "ConvolutionBackward0", None, _vjp_conv, saves=2, array_vjp=_conv_arrays)
