@@ -91,18 +91,43 @@ def _cols(ctx, win):
     return w7.reshape(G, N * oh * ow, (C // G) * kh * kw)
 
 
+def _padded(x4, k, s, d, pads, out_hw, fill=0):
+    """x4 padded by pads (top, bottom, left, right) with `fill`, and more at the bottom/right where the last window
+    reaches past it (ceil_mode)."""
+    N, C, H, W = x4.shape
+    (kh, kw), (sh, sw), (dh, dw), (pt, pb, pl, pr), (oh, ow) = k, s, d, pads, out_hw
+    Hp, Wp = builtins.max(H + pt + pb, (oh - 1) * sh + (kh - 1) * dh + 1), \
+        builtins.max(W + pl + pr, (ow - 1) * sw + (kw - 1) * dw + 1)
+    if (Hp, Wp) == (H, W):
+        return x4
+    xp = np.full((N, C, Hp, Wp), fill, x4.dtype)
+    xp[:, :, pt:pt + H, pl:pl + W] = x4
+    return xp
+
+
+def _taps(k, s, d, out_hw):
+    """The (row, column) slices of the padded input that kernel tap (i, j) reads, tap by tap."""
+    (kh, kw), (sh, sw), (dh, dw), (oh, ow) = k, s, d, out_hw
+    return [(i, j, slice(i * dh, i * dh + (oh - 1) * sh + 1, sh), slice(j * dw, j * dw + (ow - 1) * sw + 1, sw))
+            for i in range(kh) for j in range(kw)]
+
+
 def _conv_forward(ctx, x4, w4, b):
-    N = x4.shape[0]
+    """im2col as one strided copy per kernel tap into (N, C, kh, kw, oh, ow), then W (G, Og, Cg*kh*kw) @ columns
+    (G, Cg*kh*kw, oh*ow) per sample: the result is already in torch's (N, O, oh, ow) layout."""
+    N, C = x4.shape[:2]
     O, G = w4.shape[0], ctx.groups
-    oh, ow = ctx.out_hw
-    cols = _cols(ctx, _windows(x4, ctx.k, ctx.s, ctx.d, ctx.pads, ctx.out_hw))
-    wm = w4.reshape(G, O // G, -1)
-    out = np.matmul(cols, wm.transpose(0, 2, 1))  # (G, N*L, Og)
+    (kh, kw), (oh, ow) = ctx.k, ctx.out_hw
+    xp = _padded(x4, ctx.k, ctx.s, ctx.d, ctx.pads, ctx.out_hw)
+    cols = np.empty((N, C, kh, kw, oh, ow), x4.dtype)
+    for i, j, rows, cs in _taps(ctx.k, ctx.s, ctx.d, ctx.out_hw):
+        cols[:, :, i, j] = xp[:, :, rows, cs]
+    cols = cols.reshape(N, G, (C // G) * kh * kw, oh * ow)
+    out = np.matmul(w4.reshape(G, O // G, -1), cols)  # (N, G, Og, L)
     if b is not None:
-        out += b.reshape(G, 1, O // G)
+        out += b.reshape(G, O // G, 1)
     ctx.cols = cols
-    out = out.reshape(G, N, oh, ow, O // G).transpose(1, 0, 4, 2, 3).reshape(N, O, oh, ow)
-    return np.ascontiguousarray(out)
+    return out.reshape(N, O, oh, ow)
 
 
 def _conv_arrays(ctx, g, inputs, wanted):
@@ -110,19 +135,33 @@ def _conv_arrays(ctx, g, inputs, wanted):
     x, w = inputs[0], inputs[1]
     N, C, H, W = ctx.xshape4
     O, G = ctx.wshape4[0], ctx.groups
-    oh, ow = ctx.out_hw
-    kh, kw = ctx.k
-    g2 = g.reshape(N, G, O // G, oh, ow).transpose(1, 0, 3, 4, 2).reshape(G, N * oh * ow, O // G)
+    (kh, kw), (oh, ow) = ctx.k, ctx.out_hw
+    g4 = g.reshape(N, G, O // G, oh * ow)
     gx = gw = gb = None
     if wanted[1]:
-        gw = np.matmul(g2.transpose(0, 2, 1), ctx.cols).reshape(w.shape)
+        # per sample (Og, L) @ (L, Cg*kh*kw) on transposed views (BLAS reads them as they are), summed over N
+        gw = np.matmul(g4, ctx.cols.transpose(0, 1, 3, 2)).sum(axis=0)
+        gw = gw.reshape(w.shape)
     if wanted[0]:
-        gcols = np.matmul(g2, w.reshape(G, O // G, -1))  # (G, N*L, Cg*kh*kw)
-        gcols = gcols.reshape(G, N, oh, ow, C // G, kh, kw).transpose(1, 0, 4, 5, 6, 2, 3).reshape(N, C, kh, kw, oh, ow)
-        gx = _col2im(gcols, ctx.xshape4, ctx.k, ctx.s, ctx.d, ctx.pads, ctx.out_hw).reshape(x.shape)
+        gcols = np.matmul(w.reshape(G, O // G, -1).transpose(0, 2, 1), g4)  # (N, G, Cg*kh*kw, L)
+        gcols = gcols.reshape(N, C, kh, kw, oh, ow)
+        xs = ctx.xshape4
+        Hp, Wp = _padded_size(ctx)
+        gxp = np.zeros((N, C, Hp, Wp), gcols.dtype)
+        for i, j, rows, cs in _taps(ctx.k, ctx.s, ctx.d, ctx.out_hw):
+            gxp[:, :, rows, cs] += gcols[:, :, i, j]
+        pt, pl = ctx.pads[0], ctx.pads[2]
+        gx = gxp[:, :, pt:pt + xs[2], pl:pl + xs[3]].reshape(x.shape)
     if len(inputs) > 2 and wanted[2]:
         gb = g.reshape(N, O, oh * ow).sum(axis=(0, 2))
     return (gx, gw) if len(inputs) == 2 else (gx, gw, gb)
+
+
+def _padded_size(ctx):
+    (N, C, H, W), (kh, kw), (sh, sw), (dh, dw), (pt, pb, pl, pr), (oh, ow) = \
+        ctx.xshape4, ctx.k, ctx.s, ctx.d, ctx.pads, ctx.out_hw
+    return (builtins.max(H + pt + pb, (oh - 1) * sh + (kh - 1) * dh + 1),
+            builtins.max(W + pl + pr, (ow - 1) * sw + (kw - 1) * dw + 1))
 
 
 def _vjp_conv(ctx, g, inputs, out):
@@ -299,10 +338,18 @@ def _max_pool(nd, input, kernel_size, stride, padding, dilation, ceil_mode):
         got = f"{C}x{oh}x{ow}" if nd == 2 else f"{C}x{ow}"
         raise RuntimeError(f"Given input size: ({shown}). Calculated output size: ({got}). Output size is too small")
     fill = -np.inf if x._data.dtype.kind == "f" else np.iinfo(x._data.dtype).min
-    win = _windows(x._data.reshape(xs4), k, s, d, (p[0], p[0], p[1], p[1]), (oh, ow), fill)
-    flatwin = win.reshape(N, C, oh, ow, k[0] * k[1])
-    arg = np.argmax(flatwin, axis=-1)  # first maximum, and a NaN wins, as torch
-    value = np.take_along_axis(flatwin, arg[..., None], -1)[..., 0]
+    xp = _padded(x._data.reshape(xs4), k, s, d, (p[0], p[0], p[1], p[1]), (oh, ow), fill)
+    value, arg = None, np.zeros((N, C, oh, ow), np.int64)
+    for i, j, rows, cs in _taps(k, s, d, (oh, ow)):  # a running maximum over the kernel's taps
+        tap = xp[:, :, rows, cs]
+        if value is None:
+            value = tap.copy()
+            continue
+        better = tap > value
+        if value.dtype.kind == "f":
+            better |= np.isnan(tap)  # torch: `val > maxval || isnan(val)`
+        np.copyto(value, tap, where=better)
+        arg[better] = i * k[1] + j
     ki, kj = np.divmod(arg, k[1])
     rows = np.arange(oh).reshape(-1, 1) * s[0] - p[0] + ki * d[0]
     cols = np.arange(ow) * s[1] - p[1] + kj * d[1]
