@@ -284,17 +284,30 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 def _vjp_max_pool(ctx, g, inputs, out):
     """g scattered to the argmax of each window."""
     from . import scatter_flat
-    return (scatter_flat(g, ctx.flat, inputs[0].shape),)
+    flat = ctx.local.reshape(ctx.planes, -1) + (np.arange(ctx.planes) * ctx.plane).reshape(-1, 1)
+    return (scatter_flat(g, flat.reshape(ctx.local.shape), inputs[0].shape),)
 
 
 def _max_pool_arrays(ctx, g, inputs, wanted):
     x = inputs[0]
-    if ctx.unique:
-        gx = np.zeros(x.size, g.dtype)
-        gx[ctx.flat.reshape(-1)] = g.reshape(-1)
-    else:
-        gx = np.bincount(ctx.flat.reshape(-1), g.reshape(-1), x.size).astype(g.dtype, copy=False)
+    if g.dtype not in (np.float32, np.float64):
+        return None
+    gx = np.zeros((ctx.planes, ctx.plane), g.dtype)
+    _pool_kernels().max_pool2d_adjoint(np.ascontiguousarray(g).reshape(ctx.planes, -1),
+                                       ctx.local.reshape(ctx.planes, -1), gx)
     return (gx.reshape(x.shape),)
+
+
+_kernel = []
+
+
+def _pool_kernels():
+    if not _kernel:
+        from .. import kernels
+        kernels.load()  # chooses where Numba caches before anything compiles
+        from ..kernels import pool
+        _kernel.append(pool)
+    return _kernel[0]
 
 
 registry.python("max_pool", "MaxPool2DWithIndicesBackward0", None, _vjp_max_pool, saves=0,
@@ -337,29 +350,17 @@ def _max_pool(nd, input, kernel_size, stride, padding, dilation, ceil_mode):
         shown = f"{C}x{H}x{W}" if nd == 2 else f"{C}x{W}"
         got = f"{C}x{oh}x{ow}" if nd == 2 else f"{C}x{ow}"
         raise RuntimeError(f"Given input size: ({shown}). Calculated output size: ({got}). Output size is too small")
-    fill = -np.inf if x._data.dtype.kind == "f" else np.iinfo(x._data.dtype).min
-    xp = _padded(x._data.reshape(xs4), k, s, d, (p[0], p[0], p[1], p[1]), (oh, ow), fill)
-    value, arg = None, np.zeros((N, C, oh, ow), np.int64)
-    for i, j, rows, cs in _taps(k, s, d, (oh, ow)):  # a running maximum over the kernel's taps
-        tap = xp[:, :, rows, cs]
-        if value is None:
-            value = tap.copy()
-            continue
-        better = tap > value
-        if value.dtype.kind == "f":
-            better |= np.isnan(tap)  # torch: `val > maxval || isnan(val)`
-        np.copyto(value, tap, where=better)
-        arg[better] = i * k[1] + j
-    ki, kj = np.divmod(arg, k[1])
-    rows = np.arange(oh).reshape(-1, 1) * s[0] - p[0] + ki * d[0]
-    cols = np.arange(ow) * s[1] - p[1] + kj * d[1]
-    local = rows * W + cols  # torch's indices: flat in each (H, W) plane of the input
+    xd = x._data if x._data.dtype in (np.float32, np.float64) else x._data.astype(np.float64)
+    value = np.empty((N * C, oh, ow), xd.dtype)
+    local = np.empty((N * C, oh, ow), np.int64)
+    _pool_kernels().max_pool2d_planes(np.ascontiguousarray(xd).reshape(N * C, H, W), k[0], k[1], s[0], s[1], p[0],
+                                      p[1], d[0], d[1], value, local)
+    value = value.astype(x._data.dtype, copy=False)
     oshape = (N, C) + ((oh, ow) if nd == 2 else (ow,))
     batched = x.ndim == nd + 2
     value = value.reshape(oshape if batched else oshape[1:])
     local = local.reshape(value.shape)
-    flat = (local.reshape(N * C, -1) + (np.arange(N * C) * (H * W)).reshape(-1, 1)).reshape(value.shape)
-    ctx = Ctx(flat=flat, unique=s[0] >= (k[0] - 1) * d[0] + 1 and s[1] >= (k[1] - 1) * d[1] + 1)
+    ctx = Ctx(local=local, planes=N * C, plane=H * W)
     return _record(OPS["max_pool"], np.ascontiguousarray(value), (x,), aux=ctx), local
 
 

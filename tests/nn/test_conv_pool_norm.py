@@ -109,6 +109,10 @@ def test_max_pool_indices_match_torch():
     b, ib = TF.max_pool2d(torch.tensor(x), **kw)
     np.testing.assert_array_equal(ia.numpy(), ib.numpy())
     assert repr(ia.dtype) == repr(ib.dtype)
+    allneg = np.full((1, 1, 5, 5), -np.inf, np.float32)  # every window's index: its first in-bounds tap
+    kw = dict(kernel_size=3, stride=2, padding=1, ceil_mode=True, return_indices=True)
+    np.testing.assert_array_equal(GF.max_pool2d(tg.tensor(allneg), **kw)[1].numpy(),
+                                  TF.max_pool2d(torch.tensor(allneg), **kw)[1].numpy())
     m, n = tg.nn.MaxPool1d(2, return_indices=True), torch.nn.MaxPool1d(2, return_indices=True)
     np.testing.assert_array_equal(m(tg.tensor(x[0]))[1].numpy(), n(torch.tensor(x[0]))[1].numpy())
 
