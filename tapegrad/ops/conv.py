@@ -338,6 +338,20 @@ def _pool_input(nd, x, name):
     return shape[:2] + (1,) + shape[2:] if nd == 1 else shape
 
 
+def _max_pool_planes(ctx, xd):
+    """The compiled pass: the maxima (N*C, oh, ow) in x's dtype, and torch's indices (kept in ctx.local)."""
+    (N, C, H, W), k, s, p, d, (oh, ow) = ctx.xs4, ctx.k, ctx.s, ctx.p, ctx.d, ctx.out_hw
+    dt = xd.dtype
+    if dt not in (np.float32, np.float64):
+        xd = xd.astype(np.float64)
+    value = np.empty((N * C, oh, ow), xd.dtype)
+    local = np.empty((N * C, oh, ow), np.int64)
+    _pool_kernels().max_pool2d_planes(np.ascontiguousarray(xd).reshape(N * C, H, W), k[0], k[1], s[0], s[1], p[0],
+                                      p[1], d[0], d[1], value, local)
+    ctx.local = local
+    return value.astype(dt, copy=False), local
+
+
 def _max_pool(nd, input, kernel_size, stride, padding, dilation, ceil_mode):
     x = _tensor(input)
     xs4 = _pool_input(nd, x, "max_pool")
@@ -350,17 +364,12 @@ def _max_pool(nd, input, kernel_size, stride, padding, dilation, ceil_mode):
         shown = f"{C}x{H}x{W}" if nd == 2 else f"{C}x{W}"
         got = f"{C}x{oh}x{ow}" if nd == 2 else f"{C}x{ow}"
         raise RuntimeError(f"Given input size: ({shown}). Calculated output size: ({got}). Output size is too small")
-    xd = x._data if x._data.dtype in (np.float32, np.float64) else x._data.astype(np.float64)
-    value = np.empty((N * C, oh, ow), xd.dtype)
-    local = np.empty((N * C, oh, ow), np.int64)
-    _pool_kernels().max_pool2d_planes(np.ascontiguousarray(xd).reshape(N * C, H, W), k[0], k[1], s[0], s[1], p[0],
-                                      p[1], d[0], d[1], value, local)
-    value = value.astype(x._data.dtype, copy=False)
+    ctx = Ctx(planes=N * C, plane=H * W, xs4=xs4, k=k, s=s, p=p, d=d, out_hw=(oh, ow))
+    value, local = _max_pool_planes(ctx, x._data)
     oshape = (N, C) + ((oh, ow) if nd == 2 else (ow,))
     batched = x.ndim == nd + 2
     value = value.reshape(oshape if batched else oshape[1:])
     local = local.reshape(value.shape)
-    ctx = Ctx(local=local, planes=N * C, plane=H * W)
     return _record(OPS["max_pool"], np.ascontiguousarray(value), (x,), aux=ctx), local
 
 
@@ -531,8 +540,8 @@ registry.python("batch_norm", "NativeBatchNormBackward0", None, _vjp_norm, saves
 registry.python("layer_norm", "NativeLayerNormBackward0", None, _vjp_norm, saves=1 | 2, array_vjp=_norm_arrays)
 
 
-def _normalize(op, x, w, b, ctx):
-    xd = x._data
+def _normalized(ctx, xd, wd, bd):
+    """The forward on arrays; keeps xhat and invstd in ctx for the backward."""
     if ctx.training:
         mean = xd.mean(axis=ctx.axes, keepdims=True)
         xc = xd - mean
@@ -543,12 +552,18 @@ def _normalize(op, x, w, b, ctx):
         var = ctx.var
     invstd = (1.0 / np.sqrt(var + ctx.eps)).astype(xd.dtype, copy=False)
     xhat = xc * invstd
-    value = xhat if w is None else xhat * w._data.reshape(ctx.pshape)
-    if b is not None:
-        value = value + b._data.reshape(ctx.pshape)
-    ctx.xhat, ctx.invstd, ctx.has_w, ctx.has_b = xhat, invstd, w is not None, b is not None
+    value = xhat if wd is None else xhat * wd.reshape(ctx.pshape)
+    if bd is not None:
+        value = value + bd.reshape(ctx.pshape)
+    ctx.xhat, ctx.invstd = xhat, invstd
+    return np.ascontiguousarray(value, xd.dtype)
+
+
+def _normalize(op, x, w, b, ctx):
+    ctx.has_w, ctx.has_b = w is not None, b is not None
+    value = _normalized(ctx, x._data, None if w is None else w._data, None if b is None else b._data)
     inputs = (x,) + ((w,) if w is not None else ()) + ((b,) if b is not None else ())
-    return _record(OPS[op], np.ascontiguousarray(value, xd.dtype), inputs, aux=ctx)
+    return _record(OPS[op], value, inputs, aux=ctx)
 
 
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
@@ -572,6 +587,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         ctx.var = _tensor(running_var)._data.astype(dt).reshape(pshape)
     w = None if weight is None else _to_dtype(_tensor(weight), dt)
     b = None if bias is None else _to_dtype(_tensor(bias), dt)
+    ctx.replayable = not (training and running_mean is not None)  # (a replay would not update the statistics)
     out = _normalize("batch_norm", x, w, b, ctx)
     if training and running_mean is not None:
         rm, rv = _tensor(running_mean), _tensor(running_var)
@@ -653,3 +669,29 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
                       "dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise dropout behavior, please "
                       "switch to using dropout1d instead.")
     return _feature_dropout(x, p, training, inplace, True)  # torch's feature_dropout: dims 0 and 1
+
+
+# -- tapegrad.compile: each row recomputed from new arrays of the traced shapes, its saved context refreshed ---------
+def _conv_replay(ctx, x, w, b=None):
+    return _conv_forward(ctx, x.reshape(ctx.xshape4), w.reshape(ctx.wshape4), b)
+
+
+def _max_pool_replay(ctx, x):
+    return _max_pool_planes(ctx, x)[0]
+
+
+def _norm_replay(ctx, x, *affine):
+    w = affine[0] if ctx.has_w else None
+    b = affine[-1] if ctx.has_b else None
+    return _normalized(ctx, x, w, b)
+
+
+def replay_rule(name, ctx):
+    """ops/conv.py's rows for trace.py: a function of the row's input arrays, or None (no replay)."""
+    if name == "conv":
+        return _conv_replay
+    if name == "max_pool":
+        return _max_pool_replay
+    if name == "layer_norm" or (name == "batch_norm" and ctx.replayable):
+        return _norm_replay
+    return None

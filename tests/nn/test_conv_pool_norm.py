@@ -274,3 +274,40 @@ def test_module_errors_match_torch(i):
 def test_padding_modes_other_than_zeros_are_named_as_missing():
     with pytest.raises(NotImplementedError, match="padding_mode='reflect'"):
         tg.nn.Conv2d(1, 2, 3, padding=1, padding_mode="reflect")
+
+
+def test_compile_replays_the_layers_and_matches_eager():
+    """conv, max_pool, layer_norm and an eval-mode batch_norm are replayed (fullgraph: no fallback), with their
+    backward, over steps that change the weights; a training batch_norm (running statistics) runs eagerly."""
+    def net():
+        tg.manual_seed(0)
+        bn = tg.nn.BatchNorm2d(4).eval()
+        return tg.nn.Sequential(tg.nn.Conv2d(2, 4, 3, padding=1, groups=2), bn, tg.nn.ReLU(), tg.nn.MaxPool2d(2),
+                                tg.nn.Flatten(),
+                                tg.nn.LayerNorm(36), tg.nn.Linear(36, 3))
+    calls = []
+    traced, eager = net(), net()
+
+    def f(x):
+        calls.append(1)
+        return traced(x).square().sum()
+    compiled = tg.compile(f, fullgraph=True)
+    for step in range(3):
+        x = tg.tensor(RNG.standard_normal((5, 2, 6, 6)).astype(np.float32))
+        losses = []
+        for fn, m in ((compiled, traced), (lambda x: eager(x).square().sum(), eager)):
+            loss = fn(x)
+            loss.backward()
+            with tg.no_grad():
+                for p in m.parameters():
+                    p -= 0.01 * p.grad
+                    p.grad = None
+            losses.append(loss.item())
+        assert losses[0] == pytest.approx(losses[1], rel=1e-6)
+    for a, b in zip(traced.parameters(), eager.parameters()):
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-5, atol=1e-6)
+    assert len(calls) == 1
+    train_bn = tg.compile(lambda x: tg.nn.functional.batch_norm(x, tg.zeros(2), tg.ones(2), training=True).sum(),
+                          fullgraph=True)
+    with pytest.raises(Exception, match="batch_norm has no replay rule"):
+        train_bn(tg.randn(3, 2, requires_grad=True))
