@@ -6,6 +6,7 @@ from ..ops import (binary_cross_entropy, binary_cross_entropy_with_logits, cross
 from ..ops.conv import (adaptive_avg_pool1d, adaptive_avg_pool2d, avg_pool1d, avg_pool2d, batch_norm,  # noqa: F401
                         conv1d, conv2d, dropout1d, dropout2d, layer_norm, max_pool1d, max_pool1d_with_indices,  # noqa
                         max_pool2d, max_pool2d_with_indices)  # noqa: F401
+from ..ops.padding import glu, group_norm, hardswish, mish, pad, prelu  # noqa: F401
 
 
 def _maybe_inplace(input, result, inplace):

@@ -45,6 +45,15 @@ CASES = {
     "layer_norm_plain": (lambda F, x: F.layer_norm(x, (6,), eps=1e-3), [(2, 3, 6)]),
     "batch_norm_train": (lambda F, x, w, b: F.batch_norm(x, None, None, w, b, training=True), [(4, 3, 5, 2), (3,), (3,)]),
     "batch_norm_1d": (lambda F, x: F.batch_norm(x, None, None, training=True, eps=1e-3), [(6, 4)]),
+    "pad_constant": (lambda F, x: F.pad(x, (1, 2, -1, 1), value=1.5), [(2, 3, 4, 5)]),
+    "pad_reflect": (lambda F, x: F.pad(x, (2, 1, 1, 3), mode="reflect"), [(2, 3, 4, 5)]),
+    "pad_replicate": (lambda F, x: F.pad(x, (2, 3), mode="replicate"), [(3, 5)]),
+    "pad_circular": (lambda F, x: F.pad(x, (1, 2, 3, 0), mode="circular"), [(1, 2, 4, 5)]),
+    "group_norm": (lambda F, x, w, b: F.group_norm(x, 2, w, b), [(3, 4, 5, 2), (4,), (4,)]),
+    "prelu": (lambda F, x, w: F.prelu(x, w), [(2, 3, 4), (3,)]),
+    "hardswish": (lambda F, x: F.hardswish(x * 3), [(4, 5)]),
+    "mish": (lambda F, x: F.mish(x), [(4, 5)]),
+    "glu": (lambda F, x: F.glu(x, 1), [(3, 6, 2)]),
 }
 
 
@@ -78,7 +87,7 @@ def test_values_and_gradients_match_torch(name, dtype, rtol):
 
 
 SECOND_ORDER = ["conv2d", "conv2d_groups", "conv1d", "max_pool2d_overlap", "avg_pool2d_pad", "layer_norm",
-                "batch_norm_train"]
+                "batch_norm_train", "pad_reflect", "group_norm", "mish", "glu"]
 
 
 @pytest.mark.parametrize("name", SECOND_ORDER)
@@ -139,6 +148,14 @@ MODULES = [
     ("LayerNorm", ((3, 4),), dict(elementwise_affine=False)),
     ("LayerNorm", (4,), dict(bias=False)),
     ("Dropout2d", (), {}),
+    ("Conv2d", (2, 4, 3), dict(padding=1, padding_mode="reflect")),
+    ("Conv1d", (2, 4, 4), dict(padding="same", padding_mode="circular")),
+    ("GroupNorm", (2, 4), {}),
+    ("GroupNorm", (2, 4), dict(affine=False)),
+    ("PReLU", (3,), {}),
+    ("Hardswish", (), {}),
+    ("Mish", (), {}),
+    ("GLU", (1,), {}),
     ("Dropout1d", (0.2,), {}),
 ]
 
@@ -237,6 +254,17 @@ ERRORS = [
     lambda F, T: F.layer_norm(T(2, 4), (3,)),
     lambda F, T: F.batch_norm(T(2, 4), None, None, training=True, weight=T(3)),
     lambda F, T: F.batch_norm(T(1, 3), None, None, training=True),
+    lambda F, T: F.pad(T(1, 2, 3, 3), (1,)),
+    lambda F, T: F.pad(T(1, 2, 3, 3), (1, 1) * 5),
+    lambda F, T: F.pad(T(1, 2, 3, 3), (1, 1), mode="reflect"),
+    lambda F, T: F.pad(T(1, 2, 3, 3), (3, 3, 0, 0), mode="reflect"),
+    lambda F, T: F.pad(T(1, 2, 3, 3), (4, 4, 0, 0), mode="circular"),
+    lambda F, T: F.pad(T(1, 2, 3, 3), (1, 1), mode="foo"),
+    lambda F, T: F.pad(T(1, 2, 3, 3), (-4, 0)),
+    lambda F, T: F.pad(T(1, 2, 3, 3), (1, 1, 1, 1), mode="reflect", value=1.0),
+    lambda F, T: F.group_norm(T(2, 4, 3), 3),
+    lambda F, T: F.glu(T(2, 3)),
+    lambda F, T: F.prelu(T(2, 3), T(2)),
 ]
 
 
@@ -254,6 +282,7 @@ MODULE_ERRORS = [
     lambda nn: nn.Conv2d(3, 2, 3, groups=2),
     lambda nn: nn.BatchNorm2d(3)(nn.Identity()(_T(nn)(2, 3, 4))),
     lambda nn: nn.BatchNorm1d(3)(_T(nn)(2, 3, 4, 5)),
+    lambda nn: nn.GroupNorm(3, 4),
 ]
 
 
@@ -271,9 +300,18 @@ def test_module_errors_match_torch(i):
     assert str(ours.value) == str(theirs.value)
 
 
-def test_padding_modes_other_than_zeros_are_named_as_missing():
-    with pytest.raises(NotImplementedError, match="padding_mode='reflect'"):
-        tg.nn.Conv2d(1, 2, 3, padding=1, padding_mode="reflect")
+@pytest.mark.parametrize("mode,padding", [("reflect", 1), ("replicate", (2, 1)), ("circular", "same")])
+def test_conv_padding_modes_match_torch(mode, padding):
+    theirs = torch.nn.Conv2d(2, 3, (3, 4), padding=padding, padding_mode=mode).double()
+    ours = tg.nn.Conv2d(2, 3, (3, 4), padding=padding, padding_mode=mode).double()
+    ours.load_state_dict({k: tg.tensor(v.numpy()) for k, v in theirs.state_dict().items()})
+    x = RNG.standard_normal((2, 2, 6, 7))
+    xa, xb = tg.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    a, b = ours(xa), theirs(xb)
+    np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-10, atol=1e-12)
+    (a * a).sum().backward(), (b * b).sum().backward()
+    np.testing.assert_allclose(xa.grad.numpy(), xb.grad.numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(ours.weight.grad.numpy(), theirs.weight.grad.numpy(), rtol=1e-10)
 
 
 def test_compile_replays_the_layers_and_matches_eager():

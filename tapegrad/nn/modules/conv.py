@@ -37,9 +37,6 @@ class _ConvNd(Module):
         modes = {"zeros", "reflect", "replicate", "circular"}
         if padding_mode not in modes:
             raise ValueError(f"padding_mode must be one of {modes}, but got padding_mode='{padding_mode}'")
-        if padding_mode != "zeros":
-            raise NotImplementedError(f"tapegrad: Conv{n}d with padding_mode='{padding_mode}' is not supported yet "
-                                      f"(only 'zeros')")
         self.in_channels, self.out_channels = in_channels, out_channels
         self.kernel_size = _ntuple(kernel_size, n)
         self.stride = _ntuple(stride, n)
@@ -47,6 +44,14 @@ class _ConvNd(Module):
         self.dilation = _ntuple(dilation, n)
         self.transposed, self.output_padding = False, (0,) * n
         self.groups, self.padding_mode = groups, padding_mode
+        if isinstance(self.padding, str):  # F.pad's order: the last dim's (left, right) first
+            twice = []
+            for d, k in zip(reversed(self.dilation), reversed(self.kernel_size)):
+                total = d * (k - 1)
+                twice += [total // 2, total - total // 2] if padding == "same" else [0, 0]
+        else:
+            twice = [p for p in reversed(self.padding) for _ in range(2)]
+        self._reversed_padding_repeated_twice = twice
         self.weight = Parameter(creation.empty((out_channels, in_channels // groups) + self.kernel_size, dtype=dtype))
         if bias:
             self.bias = Parameter(creation.empty(out_channels, dtype=dtype))
@@ -78,15 +83,22 @@ class _ConvNd(Module):
         return s.format(**self.__dict__)
 
 
+    def _conv_forward(self, conv, input):
+        if self.padding_mode != "zeros":
+            padded = F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode)
+            return conv(padded, self.weight, self.bias, self.stride, 0, self.dilation, self.groups)
+        return conv(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+
+
 class Conv1d(_ConvNd):
     _nd = 1
 
     def forward(self, input):
-        return F.conv1d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+        return self._conv_forward(F.conv1d, input)
 
 
 class Conv2d(_ConvNd):
     _nd = 2
 
     def forward(self, input):
-        return F.conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+        return self._conv_forward(F.conv2d, input)
