@@ -118,10 +118,13 @@ def _conv_forward(ctx, x4, w4, b):
     N, C = x4.shape[:2]
     O, G = w4.shape[0], ctx.groups
     (kh, kw), (oh, ow) = ctx.k, ctx.out_hw
-    xp = _padded(x4, ctx.k, ctx.s, ctx.d, ctx.pads, ctx.out_hw)
     cols = np.empty((N, C, kh, kw, oh, ow), x4.dtype)
-    for i, j, rows, cs in _taps(ctx.k, ctx.s, ctx.d, ctx.out_hw):
-        cols[:, :, i, j] = xp[:, :, rows, cs]
+    if x4.dtype in (np.float32, np.float64):
+        _conv_kernels().im2col(np.ascontiguousarray(x4), kh, kw, *ctx.s, *ctx.d, ctx.pads[0], ctx.pads[2], cols)
+    else:
+        xp = _padded(x4, ctx.k, ctx.s, ctx.d, ctx.pads, ctx.out_hw)
+        for i, j, rows, cs in _taps(ctx.k, ctx.s, ctx.d, ctx.out_hw):
+            cols[:, :, i, j] = xp[:, :, rows, cs]
     cols = cols.reshape(N, G, (C // G) * kh * kw, oh * ow)
     out = np.matmul(w4.reshape(G, O // G, -1), cols)  # (N, G, Og, L)
     if b is not None:
@@ -136,6 +139,7 @@ def _conv_arrays(ctx, g, inputs, wanted):
     N, C, H, W = ctx.xshape4
     O, G = ctx.wshape4[0], ctx.groups
     (kh, kw), (oh, ow) = ctx.k, ctx.out_hw
+    g = np.ascontiguousarray(g)  # (a broadcast adjoint, as sum's, would keep matmul off BLAS)
     g4 = g.reshape(N, G, O // G, oh * ow)
     gx = gw = gb = None
     if wanted[1]:
@@ -145,16 +149,33 @@ def _conv_arrays(ctx, g, inputs, wanted):
     if wanted[0]:
         gcols = np.matmul(w.reshape(G, O // G, -1).transpose(0, 2, 1), g4)  # (N, G, Cg*kh*kw, L)
         gcols = gcols.reshape(N, C, kh, kw, oh, ow)
-        xs = ctx.xshape4
-        Hp, Wp = _padded_size(ctx)
-        gxp = np.zeros((N, C, Hp, Wp), gcols.dtype)
-        for i, j, rows, cs in _taps(ctx.k, ctx.s, ctx.d, ctx.out_hw):
-            gxp[:, :, rows, cs] += gcols[:, :, i, j]
-        pt, pl = ctx.pads[0], ctx.pads[2]
-        gx = gxp[:, :, pt:pt + xs[2], pl:pl + xs[3]].reshape(x.shape)
+        if gcols.dtype in (np.float32, np.float64):
+            gx = np.zeros(ctx.xshape4, gcols.dtype)
+            _conv_kernels().col2im(np.ascontiguousarray(gcols), kh, kw, *ctx.s, *ctx.d, ctx.pads[0], ctx.pads[2], gx)
+            gx = gx.reshape(x.shape)
+        else:
+            xs = ctx.xshape4
+            Hp, Wp = _padded_size(ctx)
+            gxp = np.zeros((N, C, Hp, Wp), gcols.dtype)
+            for i, j, rows, cs in _taps(ctx.k, ctx.s, ctx.d, ctx.out_hw):
+                gxp[:, :, rows, cs] += gcols[:, :, i, j]
+            pt, pl = ctx.pads[0], ctx.pads[2]
+            gx = gxp[:, :, pt:pt + xs[2], pl:pl + xs[3]].reshape(x.shape)
     if len(inputs) > 2 and wanted[2]:
         gb = g.reshape(N, O, oh * ow).sum(axis=(0, 2))
     return (gx, gw) if len(inputs) == 2 else (gx, gw, gb)
+
+
+_conv_kernel = []
+
+
+def _conv_kernels():
+    if not _conv_kernel:
+        from .. import kernels
+        kernels.load()  # chooses where Numba caches before anything compiles
+        from ..kernels import conv
+        _conv_kernel.append(conv)
+    return _conv_kernel[0]
 
 
 def _padded_size(ctx):
