@@ -258,6 +258,10 @@ def _conv(nd, input, weight, bias, stride, padding, dilation, groups):
         if b.ndim != 1 or b.shape[0] != O:
             raise RuntimeError(f"Given weight of size {list(w.shape)}, expected bias to be 1-dimensional with {O} "
                                f"elements, but got bias of size {list(b.shape)} instead")
+    if builtins.min(k) <= 0:
+        k2 = (1,) + k if nd == 1 else k
+        raise RuntimeError(f"kernel size should be greater than zero, but got kernel_height: {k2[0]} kernel_width: "
+                           f"{k2[1]}")
     padded = [xs[2 + i] + pads[i][0] + pads[i][1] for i in range(nd)]
     eff = [d[i] * (k[i] - 1) + 1 for i in range(nd)]
     if any(e > p for e, p in zip(eff, padded)):
@@ -267,9 +271,10 @@ def _conv(nd, input, weight, bias, stride, padding, dilation, groups):
                            f"size can't be greater than actual input size")
     dt = x._data.dtype if x._data.dtype.kind == "f" else np.dtype(np.float32)
     if w._data.dtype != dt or (bias is not None and b._data.dtype != dt):
-        raise RuntimeError(f"Input type ({_type_name(x)}) and weight type ({_type_name(w)}) should be the same"
-                           if w._data.dtype != dt else
-                           f"Input type ({_type_name(x)}) and bias type ({_type_name(b)}) should be the same")
+        if w._data.dtype != dt:
+            raise RuntimeError(f"expected scalar type {_scalar_name(dt)} but found {_scalar_name(w._data.dtype)}")
+        raise RuntimeError(f"Input type ({dt}) and bias type ({b._data.dtype}) should be the same".replace(
+            "float32", "float").replace("float64", "double").replace("float16", "c10::Half"))
     if nd == 1:
         pads, k, s, d = [(0, 0)] + pads, (1,) + k, (1,) + s, (1,) + d
         xs4 = xs[:2] + (1,) + xs[2:]
@@ -288,9 +293,8 @@ def _conv(nd, input, weight, bias, stride, padding, dilation, groups):
     return _record(OPS["conv"], value, inputs, aux=ctx)
 
 
-def _type_name(t):
-    return {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor",
-            "float16": "torch.HalfTensor"}.get(str(t._data.dtype), str(t._data.dtype))
+def _scalar_name(dt):
+    return {"float32": "Float", "float64": "Double", "float16": "Half"}.get(str(dt), str(dt))
 
 
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
@@ -336,15 +340,24 @@ registry.python("max_pool", "MaxPool2DWithIndicesBackward0", None, _vjp_max_pool
 
 
 def _pool_args(nd, x, kernel_size, stride, padding, dilation, ceil_mode, name):
+    """torch's checks, in torch's order (max_pool1d has its own words; the others share the 2-d kernels')."""
     k = _pair(kernel_size, nd)
     s = k if stride is None or (isinstance(stride, (tuple, list)) and len(stride) == 0) else _pair(stride, nd)
     p, d = _pair(padding, nd), _pair(dilation, nd)
-    if builtins.min(k) <= 0:
-        raise RuntimeError(f"kernel size should be greater than zero, but got " + ", ".join(
-            f"k{a}: {v}" for a, v in zip("HW" if nd == 2 else "W", k)))
-    if builtins.min(s) <= 0:
-        raise RuntimeError("stride should be greater than zero, but got " + ", ".join(
-            f"d{a}: {v}" for a, v in zip("HW" if nd == 2 else "W", s)))
+    if name == "max_pool" and nd == 1:
+        for what, v in (("kernel_size", k), ("stride", s), ("dilation", d)):
+            if v[0] <= 0:
+                raise RuntimeError(f"max_pool1d() {what} must be greater than zero, but got {v[0]}")
+    k2, s2, d2 = ((1,) + k, (1,) + s, (1,) + d) if nd == 1 else (k, s, d)
+    if name == "max_pool" and builtins.min(s2) == 0:
+        raise RuntimeError("stride should not be zero")
+    if builtins.min(k2) <= 0:
+        raise RuntimeError(f"kernel size should be greater than zero, but got kH: {k2[0]} kW: {k2[1]}")
+    if builtins.min(s2) <= 0:
+        raise RuntimeError("stride should not be zero" if builtins.min(s2) == 0 else
+                           f"stride should be greater than zero, but got dH: {s2[0]} dW: {s2[1]}")
+    if builtins.min(d2) <= 0:
+        raise RuntimeError(f"dilation should be greater than zero, but got dilationH: {d2[0]} dilationW: {d2[1]}")
     for pp, kk, dd in zip(p, k, d):
         if pp > ((kk - 1) * dd + 1) // 2:
             raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={pp}, "
@@ -353,8 +366,11 @@ def _pool_args(nd, x, kernel_size, stride, padding, dilation, ceil_mode, name):
 
 
 def _pool_input(nd, x, name):
-    if x.ndim not in (nd + 1, nd + 2) or x.numel() == 0 and x.ndim:
+    if x.ndim not in (nd + 1, nd + 2):
         raise RuntimeError(f"non-empty {nd + 1}D or {nd + 2}D (batch mode) tensor expected for input")
+    if 0 in x.shape[x.ndim - nd - 1:]:
+        raise RuntimeError(f"Expected {nd + 1}D or {nd + 2}D (batch mode) tensor with optional 0 dim batch size for "
+                           f"input, but got:{list(x.shape)}")
     shape = tuple(x.shape) if x.ndim == nd + 2 else (1,) + tuple(x.shape)
     return shape[:2] + (1,) + shape[2:] if nd == 1 else shape
 

@@ -254,6 +254,20 @@ ERRORS = [
     lambda F, T: F.layer_norm(T(2, 4), (3,)),
     lambda F, T: F.batch_norm(T(2, 4), None, None, training=True, weight=T(3)),
     lambda F, T: F.batch_norm(T(1, 3), None, None, training=True),
+    lambda F, T: F.conv2d(T(1, 1, 4, 4), T(6, 1, 0, 3)),
+    lambda F, T: F.conv1d(T(1, 1, 4), T(6, 1, 0)),
+    lambda F, T: F.conv2d(T(1, 1, 4, 4), T(6, 1, 3, 3).double()),
+    lambda F, T: F.conv2d(T(1, 1, 4, 4), T(6, 1, 3, 3), T(6).double()),
+    lambda F, T: F.max_pool2d(T(1, 1, 4, 4), 0),
+    lambda F, T: F.max_pool2d(T(1, 1, 4, 4), (2, 0), 1),
+    lambda F, T: F.max_pool2d(T(1, 1, 4, 4), 2, dilation=0),
+    lambda F, T: F.max_pool1d(T(1, 1, 4), 0, 1),
+    lambda F, T: F.max_pool1d(T(1, 1, 4), 2, 0),
+    lambda F, T: F.max_pool1d(T(1, 1, 4), 2, 1, dilation=0),
+    lambda F, T: F.avg_pool2d(T(1, 1, 4, 4), 0, 1),
+    lambda F, T: F.avg_pool2d(T(1, 1, 4, 4), 2, 0),
+    lambda F, T: F.avg_pool1d(T(1, 1, 4), 0, 1),
+    lambda F, T: F.max_pool2d(T(1, 0, 4, 4), 2),
     lambda F, T: F.pad(T(1, 2, 3, 3), (1,)),
     lambda F, T: F.pad(T(1, 2, 3, 3), (1, 1) * 5),
     lambda F, T: F.pad(T(1, 2, 3, 3), (1, 1), mode="reflect"),
@@ -312,6 +326,13 @@ def test_conv_padding_modes_match_torch(mode, padding):
     (a * a).sum().backward(), (b * b).sum().backward()
     np.testing.assert_allclose(xa.grad.numpy(), xb.grad.numpy(), rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(ours.weight.grad.numpy(), theirs.weight.grad.numpy(), rtol=1e-10)
+
+
+@pytest.mark.parametrize("fn", [lambda F, T: F.max_pool2d(T(0, 2, 4, 4), 2), lambda F, T: F.avg_pool2d(T(0, 1, 4, 4), 2),
+                                lambda F, T: F.conv2d(T(0, 1, 4, 4), T(3, 1, 3, 3))])
+def test_an_empty_batch_gives_an_empty_result(fn):
+    ours = fn(GF, lambda *s: tg.zeros(s))
+    assert tuple(ours.shape) == tuple(fn(TF, lambda *s: torch.zeros(s)).shape)
 
 
 def test_compile_replays_the_layers_and_matches_eager():
