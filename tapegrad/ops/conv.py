@@ -310,7 +310,7 @@ def _vjp_max_pool(ctx, g, inputs, out):
     """g scattered to the argmax of each window."""
     from . import scatter_flat
     flat = ctx.local.reshape(ctx.planes, -1) + (np.arange(ctx.planes) * ctx.plane).reshape(-1, 1)
-    return (scatter_flat(g, flat.reshape(ctx.local.shape), inputs[0].shape),)
+    return (scatter_flat(g, flat.reshape(g.shape), inputs[0].shape),)
 
 
 def _max_pool_arrays(ctx, g, inputs, wanted):
