@@ -239,6 +239,12 @@ CASES = {
     "bce_with_logits_full": lambda L, x, R: F(L).binary_cross_entropy_with_logits(
         x, R.const(x.shape, 0, 1), pos_weight=R.const((x.shape[1],), 0.5, 2), reduction="sum"),
     "kl_div": lambda L, x, R: F(L).kl_div(x.log_softmax(1), R.const(x.shape, 0.1, 1), reduction="batchmean"),
+    # layers (issue 19)
+    "conv": lambda L, x, R: F(L).conv1d(x.unsqueeze(0), R.leaf((2, x.shape[0], 2)), R.leaf((2,)), padding=1),
+    "max_pool": lambda L, x, R: F(L).max_pool1d(x.unsqueeze(0), 2, 1, 1),
+    "layer_norm": lambda L, x, R: F(L).layer_norm(x, (x.shape[1],), R.leaf((x.shape[1],)), R.leaf((x.shape[1],))),
+    "batch_norm": lambda L, x, R: F(L).batch_norm(L.cat([x, x * 0.5 + 1]), None, None, R.leaf((x.shape[1],)),
+                                                  R.leaf((x.shape[1],)), training=True),
     # autograd
     "function": lambda L, x, R: _custom_function(L).apply(x)[0],
     "function_output": lambda L, x, R: _custom_function(L).apply(x)[1],
