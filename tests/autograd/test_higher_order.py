@@ -300,6 +300,11 @@ def _gru_step(T, gi, gh, h):
     return gru_cell_step(gi, gh, h)
 
 
+def _norm_composite(x, dims, w, b, eps=1e-5):
+    m = x.mean(dims, keepdim=True)
+    return (x - m) / ((x - m).square().mean(dims, keepdim=True) + eps).sqrt() * w + b
+
+
 IDX = [[0, 3], [1, 1], [2, 0]]
 LABELS = [0, 3, 1]
 LABELS_2D = [[[0, 1], [2, 1]], [[1, 1], [0, 2]]]
@@ -397,6 +402,15 @@ CASES = [
     _case("gru_cell", lambda T, gi, gh, h: _gru_step(T, gi, gh, h), [(2, 6), (2, 6), (2, 2)]),
     _case("custom_function", lambda T, x, y: sum(o.sum() for o in _cube_pair(T).apply(x, y, 1.5)).reshape(1),
           [(3,), (3,)], covers=("function", "function_output"), eps=1e-4),
+    # issue 19's layers (tests/nn/test_conv_pool_norm.py has more)
+    _case("conv", lambda T, x, w, b: T.nn.functional.conv2d(x, w, b, stride=2, padding=1, groups=2),
+          [(2, 4, 5, 4), (2, 2, 3, 2), (2,)], eps=1e-4),
+    _case("max_pool", lambda T, x: T.nn.functional.max_pool2d(x, 2, 1, 1), [(1, 2, 4, 3)]),
+    # (torch's native norms give wrong third derivatives in x: its composite is the oracle)
+    _case("layer_norm", lambda T, x, w, b: T.nn.functional.layer_norm(x, (4,), w, b), [(3, 4), (4,), (4,)],
+          torch_fn=lambda T, x, w, b: _norm_composite(x, (-1,), w, b)),
+    _case("batch_norm", lambda T, x, w, b: T.nn.functional.batch_norm(x, None, None, w, b, training=True),
+          [(4, 3), (3,), (3,)], torch_fn=lambda T, x, w, b: _norm_composite(x, (0,), w, b)),
 ]
 EXEMPT = {"delayed_error": "raises by design: tests/autograd/test_custom_function.py",
           "compiled": "tapegrad.compile's row refuses double backward, as torch.compile: tests/test_trace.py",

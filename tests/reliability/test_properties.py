@@ -247,6 +247,12 @@ CASES = {
     "diag_embed": lambda L, x, R: L.diag(x[0], 1),
     "sparse_mm": lambda L, x, R: L.spmm(L.sparse_coo_tensor(
         L.stack([R.ints((5,), 0, 3), R.ints((5,), 0, x.shape[0])]), R.leaf((5,)), (3, x.shape[0])), x),
+    # layers (issue 19)
+    "conv": lambda L, x, R: F(L).conv1d(x.unsqueeze(0), R.leaf((2, x.shape[0], 2)), R.leaf((2,)), padding=1),
+    "max_pool": lambda L, x, R: F(L).max_pool1d(x.unsqueeze(0), 2, 1, 1),
+    "layer_norm": lambda L, x, R: F(L).layer_norm(x, (x.shape[1],), R.leaf((x.shape[1],)), R.leaf((x.shape[1],))),
+    "batch_norm": lambda L, x, R: F(L).batch_norm(L.cat([x, x * 0.5 + 1]), None, None, R.leaf((x.shape[1],)),
+                                                  R.leaf((x.shape[1],)), training=True),
     # autograd
     "function": lambda L, x, R: _custom_function(L).apply(x)[0],
     "function_output": lambda L, x, R: _custom_function(L).apply(x)[1],

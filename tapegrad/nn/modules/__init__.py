@@ -13,3 +13,9 @@ from .rnn import GRU, GRUCell, LSTM, LSTMCell, RNN, RNNBase, RNNCell, RNNCellBas
 from .attention import MultiheadAttention  # noqa: F401
 from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer,  # noqa: F401
                           TransformerEncoder, TransformerEncoderLayer)
+from .dropout import Dropout1d, Dropout2d  # noqa: F401
+from .conv import Conv1d, Conv2d  # noqa: F401
+from .pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, MaxPool1d,  # noqa: F401
+                      MaxPool2d)
+from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm  # noqa: F401
+from .pointwise import GLU, Hardswish, Mish, PReLU  # noqa: F401
