@@ -1,5 +1,5 @@
-"""asv suite: W1-W5 step times, W1 forward us/op / backward us/node, and the
-``tapegrad.compile`` step times of W1, W2, W3 and W5 (``*Compiled``).
+"""asv suite: W1-W7 step times, W1's forward and backward apart, and the
+``tapegrad.compile`` step times of W1, W2, W3, W5, W6 and W7 (``*Compiled``).
 
 The library is $TAPEGRAD_BENCH_LIB (default ``tapegrad``; ``torch`` benchmarks
 the peer; ``tapegrad,torch`` runs both).  It is an asv parameter named
@@ -16,9 +16,7 @@ _THREADS = os.environ.get("TAPEGRAD_BENCH_THREADS", "1")
 for _var in ("OMP_NUM_THREADS", "NUMBA_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
     os.environ[_var] = _THREADS
 
-import statistics
 import sys
-import time
 
 try:  # asv imports this file as benchmarks.bench_workloads (package import)
     from . import workloads as W
@@ -60,29 +58,53 @@ class W1Chain(_WorkloadSuite):
     """16 f32, 500 x y = tanh(y*1.0001 + 0.001) (1,500 ops), y.sum().backward()."""
 
     workload = "W1"
-    split_repeats = 15
 
-    def _split(self):
-        fwd, bwd = [], []
-        for _ in range(self.split_repeats):
-            t0 = time.perf_counter()
-            loss = self.case.forward()
-            t1 = time.perf_counter()
-            self.case.backward(loss)
-            t2 = time.perf_counter()
-            fwd.append(t1 - t0)
-            bwd.append(t2 - t1)
-        return statistics.median(fwd), statistics.median(bwd)
 
-    def track_forward_us_per_op(self, libname):
-        return self._split()[0] / W.W1_OPS * 1e6
+class _W1Split:
+    """W1's forward and backward timed apart (per op / per node: divide by 1,500). These are asv
+    ``time_`` benchmarks, not ``track_`` figures: asv keeps their samples and confidence interval, so
+    ``asv continuous`` and ``asv compare`` see their noise and flag only a change beyond it (a bare
+    track value, one median with no spread, moved 1.6x under load on an unchanged commit).
 
-    track_forward_us_per_op.unit = "µs/op"
+    Each sample is one call (``number = 1``) after a fresh ``setup``: the backward needs a graph of its
+    own every time. The case (and its Numba compilation) is made once per process, not per sample."""
 
-    def track_backward_us_per_node(self, libname):
-        return self._split()[1] / W.W1_OPS * 1e6
+    workload = "W1"
+    params = _WorkloadSuite.params
+    param_names = _WorkloadSuite.param_names
+    timeout = _WorkloadSuite.timeout
+    number = 1                  # one forward / one backward per sample
+    repeat = (10, 40, 10.0)     # at least 10 samples, at most 40 or 10 s: enough for asv's statistics
+    warmup_time = 0             # a warm-up call would reuse the sample's graph (backward twice)
+    _cases = {}
 
-    track_backward_us_per_node.unit = "µs/node"
+    def _case(self, libname):
+        if libname not in self._cases:
+            case = W.make(self.workload, libname, lib=_load(libname))
+            case.step()         # Numba compilation, untimed
+            self._cases[libname] = case
+        return self._cases[libname]
+
+
+class W1Forward(_W1Split):
+    """W1's 1,500 recorded ops, no backward (the graph is dropped)."""
+
+    def setup(self, libname):
+        self.case = self._case(libname)
+
+    def time_forward(self, libname):
+        self.case.forward()
+
+
+class W1Backward(_W1Split):
+    """W1's backward through 1,500 nodes, from a forward made in setup."""
+
+    def setup(self, libname):
+        self.case = self._case(libname)
+        self.loss = self.case.forward()
+
+    def time_backward(self, libname):
+        self.case.backward(self.loss)
 
 
 class W2Scalar(_WorkloadSuite):
@@ -107,6 +129,18 @@ class W5SecondDerivative(_WorkloadSuite):
     """grad(sum(tanh(x)**3), x, create_graph=True), then .sum().backward(); 1,000 f64."""
 
     workload = "W5"
+
+
+class W6Recurrent(_WorkloadSuite):
+    """20 steps of h = tanh(x @ Wx + h @ Wh + b) (batch 8, 16 -> 32, shared weights), backward, SGD."""
+
+    workload = "W6"
+
+
+class W7ScalarParameters(_WorkloadSuite):
+    """A cubic a + bx + cx² + dx³ (0-d parameters) fitted to sin on 50 points: one SGD step."""
+
+    workload = "W7"
 
 
 class _CompiledSuite(_WorkloadSuite):
@@ -142,3 +176,15 @@ class W5SecondDerivativeCompiled(_CompiledSuite):
     """W5 with both gradients (autograd.grad, the first with create_graph) under tapegrad.compile."""
 
     workload = "W5"
+
+
+class W6RecurrentCompiled(_CompiledSuite):
+    """W6 with the loop and its gradients (h0, inputs -> autograd.grad) under tapegrad.compile."""
+
+    workload = "W6"
+
+
+class W7ScalarParametersCompiled(_CompiledSuite):
+    """W7 with the loss and its gradients (x, y -> autograd.grad) under tapegrad.compile."""
+
+    workload = "W7"

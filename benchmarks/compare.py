@@ -2,7 +2,7 @@
 
 Run from the repository root::
 
-    python -m benchmarks.compare                 # W1-W5, 3 processes
+    python -m benchmarks.compare                 # W1-W7, 3 processes
     python -m benchmarks.compare --quick --only W1,W3
     python -m benchmarks.compare --plot bench.png --json bench.json
     python -m benchmarks.compare --no-startup --no-memory   # workloads only
@@ -11,7 +11,7 @@ What it does:
 
 1. Checks that the implementations agree: every library's gradients (the
    column "compiled" is ``tapegrad.compile(fullgraph=True)`` of the same step;
-   in W2-W5 the compiled part takes the gradients itself) are
+   in W2-W7 the compiled part takes the gradients itself) are
    compared with the NumPy reference (np.allclose, rtol 1e-4 for float32,
    1e-6 for float64, atol relative to the gradient's scale).  A workload
    where any library disagrees is *not timed* (the row says which).  A
@@ -27,9 +27,12 @@ What it does:
 3. Startup: ``python -c "import X"`` and import + first backward, each in a
    fresh process, median of several (interleaved), after one untimed run
    (which fills any Numba on-disk cache).
-4. Prints one Markdown table.  Ratios are time ratios: < 1 means tapegrad
-   (or, in the compiled/... columns, compiled tapegrad) is faster; for
-   workloads, the median across processes of per-process ratios.
+4. Prints one Markdown table, the README's: each library's time, tapegrad/torch,
+   compiled/torch, best/numpy (the faster tapegrad variant over the floor), the
+   project's target for the row and whether it is met ("yes (compiled)": only
+   under tapegrad.compile).  Ratios are time ratios: < 1 means tapegrad (or
+   compiled tapegrad) is faster; for workloads, the median across processes
+   of per-process ratios.
 5. Memory (the table's last row): peak memory of one W3 step at batch 1,024
    for tapegrad, torch and NumPy, each in its own fresh process (interleaved,
    ``--startup-runs`` processes per library, median across them).  After 3
@@ -88,7 +91,7 @@ def pin_threads(n):
 def parse_args(argv=None):
     p = argparse.ArgumentParser(
         prog="python -m benchmarks.compare",
-        description="Time W1-W5 on tapegrad, tapegrad.compile, torch, NumPy (hand-written backward) "
+        description="Time W1-W7 on tapegrad, tapegrad.compile, torch, NumPy (hand-written backward) "
                     "and micrograd.")
     p.add_argument("--processes", type=int, default=3, metavar="N",
                    help="fresh timing subprocesses; the median across them is reported (default 3)")
@@ -459,10 +462,71 @@ def fmt_ratio(a, b=1.0):
     return f"{a / b:.2f}x"
 
 
+# The table's columns (the README's benchmark table has exactly these). micrograd is timed for W2 only,
+# so it is named in W2's label rather than given a column of dashes.
+TABLE_LIBS = ("tapegrad", "tapegrad.compile", "torch", "numpy")
+HEADER = (["workload"] + [LABELS.get(c, c) for c in TABLE_LIBS]
+          + ["tapegrad/torch", "compiled/torch", "best/numpy", "target", "met"])
+
+# The project's targets per row: (text, test). A test gets {"tapegrad": x, "compiled": x} of the quantity
+# the target names (a ratio to torch or to the floor, or an absolute value) and says whether x meets it.
+TARGETS = {
+    "W1": [("≤ 0.10x torch", "torch", lambda r: r <= 0.10)],
+    "W1 forward": [("≤ 1.3x numpy", "numpy", lambda r: r <= 1.3)],
+    "W1 backward": [("≤ 0.1 µs/node", "value", lambda v: v <= 0.1e-6 * W1_NODES)],
+    "W2": [("≤ 0.25x torch", "torch", lambda r: r <= 0.25), ("< micrograd", "micrograd", lambda r: r < 1.0)],
+    "W3": [("≤ 0.5x torch", "torch", lambda r: r <= 0.5), ("≤ 1.3x numpy", "numpy", lambda r: r <= 1.3)],
+    "W4": [("≤ 1.05x numpy", "numpy", lambda r: r <= 1.05)],
+    "W5": [("≤ 0.5x torch", "torch", lambda r: r <= 0.5)],
+    # issue 20's targets, one per variant (the 4th field): both must be met
+    "W6": [("eager ≤ 0.7x", "torch", lambda r: r <= 0.7, "tapegrad"),
+           ("compiled ≤ 0.3x torch", "torch", lambda r: r <= 0.3, "compiled")],
+    "W7": [("eager ≤ 0.3x", "torch", lambda r: r <= 0.3, "tapegrad"),
+           ("compiled ≤ 0.1x torch", "torch", lambda r: r <= 0.1, "compiled")],
+    "import": [("≤ 0.3 s", "value", lambda v: v <= 0.3)],
+    "first_backward": [("≤ 1.2 s", "value", lambda v: v <= 1.2)],
+    "memory": [("≤ 1.2x torch", "torch", lambda r: r <= 1.2)],
+}
+W1_NODES = 1500
+
+
+def target_cells(key, measured):
+    """(target, met) for a row: measured[variant][quantity] -> number or None, variant tapegrad/compiled.
+    Met is "yes" when eager tapegrad meets every part, "yes (compiled)" when only the compiled variant
+    does, "no" when neither, "n/a" when a needed number is missing. A part with a 4th field applies to
+    that variant only; a row of such parts is met ("yes") when each variant meets its own, else it says
+    which variant missed."""
+    parts = TARGETS.get(key)
+    if not parts:
+        return "—", "—"
+    text = ", ".join(part[0] for part in parts)
+
+    def meets(variant):
+        mine = [part for part in parts if len(part) < 4 or part[3] == variant]
+        vals = [measured.get(variant, {}).get(part[1]) for part in mine]
+        if any(v is None for v in vals):
+            return None
+        return all(part[2](v) for part, v in zip(mine, vals))
+
+    eager, compiled = meets("tapegrad"), meets("compiled")
+    if any(len(part) == 4 for part in parts):
+        if eager is None or compiled is None:
+            return text, "n/a"
+        return text, {(True, True): "yes", (True, False): "eager only", (False, True): "compiled only",
+                      (False, False): "no"}[eager, compiled]
+    if eager:
+        return text, "yes"
+    if compiled:
+        return text, "yes (compiled)"
+    if eager is None and compiled is None:
+        return text, "n/a"
+    return text, "no"
+
+
 def memory_row(memory, available):
     """The table row for ``measure_memory``'s result (ratios are ratios of medians)."""
     vals, row = {}, [f"memory: {memory['workload']} step peak at batch {memory['batch']:,}"]
-    for name in COLUMNS:
+    for name in TABLE_LIBS:
         vals[name] = None
         if name not in MEMORY_LIBS:
             row.append("—")
@@ -473,24 +537,39 @@ def memory_row(memory, available):
         else:
             vals[name] = memory["peak_bytes"].get(name)
             row.append(fmt_bytes(vals[name]))
-    return row + [fmt_ratio(vals["tapegrad"], vals["torch"]), fmt_ratio(vals["tapegrad"], vals["numpy"]),
-                  "—", "—"]
+    to_torch = vals["tapegrad"] / vals["torch"] if vals["tapegrad"] and vals["torch"] else None
+    return row + [fmt_ratio(vals["tapegrad"], vals["torch"]), "—", fmt_ratio(vals["tapegrad"], vals["numpy"]),
+                  *target_cells("memory", {"tapegrad": {"torch": to_torch}})]
 
 
 def build_table(workloads, check, agg, startup, startup_fail, descriptions, available, memory=None):
+    """The Markdown table: HEADER's columns, one row per workload (W1 also split into forward and
+    backward), the startup rows and the memory row."""
     rows = []
-    header = (["workload"] + [LABELS.get(c, c) for c in COLUMNS]
-              + ["tapegrad/torch", "tapegrad/numpy", "compiled/torch", "compiled/numpy"])
     compiled = "tapegrad.compile"
 
-    def ratios(cells, times, key="total"):
-        """tapegrad/torch, tapegrad/numpy, compiled/torch, compiled/numpy ("—": no compiled version)."""
-        out = [fmt_ratio(ratio(times["tapegrad"], times["torch"], key)),
-               fmt_ratio(ratio(times["tapegrad"], times["numpy"], key))]
-        if cells[compiled] == "—":
-            return out + ["—", "—"]
-        return out + [fmt_ratio(ratio(times[compiled], times["torch"], key)),
-                      fmt_ratio(ratio(times[compiled], times["numpy"], key))]
+    def min_or_none(*xs):
+        xs = [x for x in xs if x is not None]
+        return min(xs) if xs else None
+
+    def measured(cells, times, key="total", scale=1.0):
+        """Per variant: its ratio to torch, to the floor, to micrograd, and its own value."""
+        out = {}
+        for name, variant in (("tapegrad", "tapegrad"), (compiled, "compiled")):
+            if cells[name] == "—" or times[name] is None:
+                continue
+            out[variant] = {"torch": ratio(times[name], times["torch"], key),
+                            "numpy": ratio(times[name], times["numpy"], key),
+                            "micrograd": ratio(times[name], times["micrograd"], key),
+                            "value": times[name][key] * scale}
+        return out
+
+    def ratio_cells(m):
+        """tapegrad/torch, compiled/torch, best/numpy (the faster tapegrad variant over the floor)."""
+        eager, comp = m.get("tapegrad", {}), m.get("compiled")
+        best = min_or_none(eager.get("numpy"), comp.get("numpy") if comp else None)
+        return [fmt_ratio(eager.get("torch")), fmt_ratio(comp.get("torch")) if comp else "—",
+                fmt_ratio(best)]
 
     def cell_for(wl, name):
         st = check[wl]["status"].get(name)
@@ -514,31 +593,37 @@ def build_table(workloads, check, agg, startup, startup_fail, descriptions, avai
         for name in COLUMNS:
             cells[name], times[name] = cell_for(wl, name)
         label = f"{wl} {descriptions[wl]}"
+        if cells["micrograd"] != "—":
+            label += f" (micrograd: {cells['micrograd']})"
         if check[wl]["refused"]:
             label += " (REFUSED: results disagree)"
-        rows.append([label] + [cells[c] for c in COLUMNS] + ratios(cells, times))
+        m = measured(cells, times)
+        target, met = target_cells(wl, m)
+        if wl == "W2" and met.startswith("yes"):
+            variant = "tapegrad" if met == "yes" else "compiled"
+            met = met.rstrip(")") + ("; " if met != "yes" else " (") + \
+                f"{m[variant]['micrograd']:.2f}x micrograd)"
+        rows.append([label] + [cells[c] for c in TABLE_LIBS] + ratio_cells(m) + [target, met])
         if wl == "W1":
             for part, unit in (("forward", "µs/op"), ("backward", "µs/node")):
-                vals = {}
-                for name in ("tapegrad", compiled, "torch", "numpy"):
-                    t = times[name]
-                    vals[name] = t[part] / 1500 if t else None
                 row = [f"W1 {part} ({unit})"]
-                for name in COLUMNS:
-                    if name == "micrograd" or cells[name] == "—":
+                for name in TABLE_LIBS:
+                    t = times[name]
+                    if cells[name] == "—":
                         row.append("—")
-                    elif vals[name] is None:
+                    elif t is None:
                         row.append(cells[name] if cells[name] in ("n/a", "error", "MISMATCH", "not timed") else "n/a")
                     else:
-                        row.append(f"{vals[name] * 1e6:.3f}")
-                rows.append(row + ratios(cells, times, part))
+                        row.append(f"{t[part] / W1_NODES * 1e6:.3f}")
+                pm = measured(cells, times, part)
+                rows.append(row + ratio_cells(pm) + list(target_cells(f"W1 {part}", pm)))
     if startup is not None:
         for what, label in (("import", 'startup: python -c "import X"'),
                             ("first_backward", "startup: import + first backward")):
             vals, row = {}, [label]
-            for name in COLUMNS:
+            for name in TABLE_LIBS:
                 key = (name, what)
-                if name in ("micrograd", compiled) or (name == "numpy" and what == "first_backward"):
+                if name == compiled or (name == "numpy" and what == "first_backward"):
                     row.append("—")
                     vals[name] = None
                 elif not available.get(name, True):
@@ -550,12 +635,13 @@ def build_table(workloads, check, agg, startup, startup_fail, descriptions, avai
                 else:
                     vals[name] = startup.get(key)
                     row.append(fmt_time(vals[name]))
-            row += [fmt_ratio(vals["tapegrad"], vals["torch"]),
-                    fmt_ratio(vals["tapegrad"], vals["numpy"]) if what == "import" else "—", "—", "—"]
+            row += [fmt_ratio(vals["tapegrad"], vals["torch"]), "—", "—",
+                    *target_cells(what, {"tapegrad": {"value": vals["tapegrad"]}})]
             rows.append(row)
     if memory is not None:
         rows.append(memory_row(memory, available))
 
+    header = HEADER
     widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
     lines = ["| " + " | ".join(h.ljust(w) for h, w in zip(header, widths)) + " |",
              "|" + "|".join("-" * (w + 2) if i == 0 else "-" * (w + 1) + ":" for i, w in enumerate(widths)) + "|"]
@@ -683,7 +769,7 @@ def main(argv=None):
               "per-process ratios (startup: ratio of medians)"),
              "numpy = hand-written forward+backward (the floor); micrograd = pure-Python scalar peer (W2 only)",
              ("compiled = the tapegrad step with its differentiable part under tapegrad.compile(fullgraph=True) "
-              "(traced in warm-up, replayed when timed; in W2-W5 it takes the gradients itself with "
+              "(traced in warm-up, replayed when timed; in W2-W7 it takes the gradients itself with "
               "autograd.grad, so the backward is replayed with the forward)")]
     if startup is not None and ("baseline", "python -c pass") in startup:
         notes.append(f"startup times include interpreter startup: python -c pass = "

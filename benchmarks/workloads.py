@@ -1,4 +1,4 @@
-"""Benchmark workloads W1-W5, written once against the PyTorch autograd API.
+"""Benchmark workloads W1-W7, written once against the PyTorch autograd API.
 
 Every workload is a class taking a library module ``lib`` (``tapegrad`` or
 ``torch``: same API).  Each has a hand-written NumPy twin (forward AND the
@@ -37,7 +37,7 @@ import os
 
 import numpy as np
 
-WORKLOADS = ("W1", "W2", "W3", "W4", "W5")
+WORKLOADS = ("W1", "W2", "W3", "W4", "W5", "W6", "W7")
 AUTOGRAD_LIBS = ("tapegrad", "tapegrad.compile", "torch")
 ALL_LIBS = ("tapegrad", "tapegrad.compile", "torch", "numpy", "micrograd")
 LIB_MODULES = {"tapegrad.compile": "tapegrad"}   # library name -> module it imports (default: itself)
@@ -48,12 +48,14 @@ DESCRIPTIONS = {
     "W3": "MLP step: batch 64, 64-128-128-10 tanh, CE, SGD",
     "W4": "big matmul: (a@b).sum() 512x512 f32",
     "W5": "2nd derivative: grad(create_graph) of tanh(x)**3, 1,000 f64",
+    "W6": "recurrent loop: 20 x tanh(x@Wx + h@Wh + b), batch 8, 16->32, SGD",
+    "W7": "0-d parameters: cubic fit a+bx+cx²+dx³ to sin, 50 f32 points, SGD",
 }
 
 W1_OPS = 1500  # 500 x (mul, add, tanh)
 
 # Seeds: one per workload, fixed.
-SEEDS = {"W1": 1, "W2": 2, "W3": 3, "W4": 4, "W5": 5}
+SEEDS = {"W1": 1, "W2": 2, "W3": 3, "W4": 4, "W5": 5, "W6": 6, "W7": 7}
 
 
 class NotAvailable(Exception):
@@ -644,15 +646,180 @@ class W5SecondNumpy:
 
 
 # --------------------------------------------------------------------------
+# W6 recurrent loop (shared weights)
+# --------------------------------------------------------------------------
+
+def w6_data(steps=20, batch=8, inputs=16, width=32):
+    rng = np.random.default_rng(SEEDS["W6"])
+    return {"xs": rng.standard_normal((steps, batch, inputs)).astype(np.float32),
+            "wx": (rng.standard_normal((inputs, width)) / math.sqrt(inputs)).astype(np.float32),
+            "wh": (rng.standard_normal((width, width)) / math.sqrt(width)).astype(np.float32),
+            "b": rng.uniform(-0.1, 0.1, width).astype(np.float32)}
+
+
+class W6Recurrent:
+    """h = tanh(x_t @ Wx + h @ Wh + b) over the steps from h = 0, loss (h * h).mean(), backward, SGD."""
+
+    lr = 0.01
+
+    def __init__(self, lib, steps=20, batch=8, inputs=16, width=32):
+        self.lib = lib
+        d = w6_data(steps, batch, inputs, width)
+        self.xs = [lib.tensor(x) for x in d["xs"]]
+        self.h0 = lib.zeros(batch, width)
+        self.params = [lib.tensor(d[k], requires_grad=True) for k in ("wx", "wh", "b")]
+
+    def loss(self, h, *xs):
+        wx, wh, b = self.params
+        for x in xs:
+            h = (x @ wx + h @ wh + b).tanh()
+        return (h * h).mean()
+
+    def step(self):
+        self.loss(self.h0, *self.xs).backward()
+        grads = [p.grad for p in self.params]
+        with self.lib.no_grad():
+            for p in self.params:
+                p -= self.lr * p.grad
+                p.grad = None
+        return grads
+
+
+class W6RecurrentCompiled(W6Recurrent):
+    """W6Recurrent with the loop and its gradients (autograd.grad) under lib.compile(fullgraph=True): h0 and
+    the inputs are arguments, the weights closure parameters; the same SGD step outside."""
+
+    def __init__(self, lib, **kwargs):
+        super().__init__(lib, **kwargs)
+        self.gradients = lib.compile(lambda h, *xs: lib.autograd.grad(self.loss(h, *xs), self.params),
+                                     fullgraph=True)
+
+    def step(self):
+        grads = self.gradients(self.h0, *self.xs)
+        with self.lib.no_grad():
+            for p, g in zip(self.params, grads):
+                p -= self.lr * g
+        return list(grads)
+
+
+class W6RecurrentNumpy:
+    """Floor: the loop forward, backpropagation through time by hand."""
+
+    lr = 0.01
+
+    def __init__(self, steps=20, batch=8, inputs=16, width=32):
+        d = w6_data(steps, batch, inputs, width)
+        self.xs = d["xs"]
+        self.params = [d["wx"], d["wh"], d["b"]]
+        self.h0 = np.zeros((batch, width), np.float32)
+
+    def step(self):
+        wx, wh, b = self.params
+        hs = [self.h0]
+        for x in self.xs:
+            hs.append(np.tanh(x @ wx + hs[-1] @ wh + b))
+        h = hs[-1]
+        dh = h * np.float32(2.0 / h.size)
+        dwx, dwh, db = np.zeros_like(wx), np.zeros_like(wh), np.zeros_like(b)
+        for t in range(len(self.xs), 0, -1):
+            dz = dh * (1 - hs[t] * hs[t])
+            dwx += self.xs[t - 1].T @ dz
+            dwh += hs[t - 1].T @ dz
+            db += dz.sum(axis=0)
+            dh = dz @ wh.T
+        grads = [dwx, dwh, db]
+        for p, g in zip(self.params, grads):
+            p -= self.lr * g
+        return grads
+
+
+# --------------------------------------------------------------------------
+# W7 training loop on 0-d parameters (PyTorch's polynomial tutorial, small)
+# --------------------------------------------------------------------------
+
+def w7_data(points=50):
+    rng = np.random.default_rng(SEEDS["W7"])
+    x = np.linspace(-math.pi, math.pi, points, dtype=np.float32)
+    return {"x": x, "y": np.sin(x), "abcd": rng.standard_normal(4).astype(np.float32)}
+
+
+class W7Scalars:
+    """y_pred = a + b x + c x**2 + d x**3 (a, b, c, d 0-d tensors); loss = (y_pred - y).pow(2).sum();
+    backward; SGD on each parameter."""
+
+    lr = 1e-4
+
+    def __init__(self, lib, points=50):
+        self.lib = lib
+        d = w7_data(points)
+        self.x, self.y = lib.tensor(d["x"]), lib.tensor(d["y"])
+        self.params = [lib.tensor(v, requires_grad=True) for v in d["abcd"]]
+
+    def loss(self, x, y):
+        a, b, c, d = self.params
+        y_pred = a + b * x + c * x ** 2 + d * x ** 3
+        return (y_pred - y).pow(2).sum()
+
+    def step(self):
+        self.loss(self.x, self.y).backward()
+        grads = [p.grad for p in self.params]
+        with self.lib.no_grad():
+            for p in self.params:
+                p -= self.lr * p.grad
+                p.grad = None
+        return grads
+
+
+class W7ScalarsCompiled(W7Scalars):
+    """W7Scalars with the loss and its gradients (autograd.grad) under lib.compile(fullgraph=True)."""
+
+    def __init__(self, lib, points=50):
+        super().__init__(lib, points)
+        self.gradients = lib.compile(lambda x, y: lib.autograd.grad(self.loss(x, y), self.params),
+                                     fullgraph=True)
+
+    def step(self):
+        grads = self.gradients(self.x, self.y)
+        with self.lib.no_grad():
+            for p, g in zip(self.params, grads):
+                p -= self.lr * g
+        return list(grads)
+
+
+class W7ScalarsNumpy:
+    lr = 1e-4
+
+    def __init__(self, points=50):
+        d = w7_data(points)
+        self.x, self.y = d["x"], d["y"]
+        self.params = [np.array(v) for v in d["abcd"]]   # 0-d float32 arrays, updated in place
+
+    def step(self):
+        a, b, c, d = self.params
+        x = self.x
+        x2 = x * x
+        x3 = x2 * x
+        r = a + b * x + c * x2 + d * x3 - self.y
+        _loss = (r * r).sum()
+        g = 2 * r
+        grads = [g.sum(), (g * x).sum(), (g * x2).sum(), (g * x3).sum()]
+        for p, gp in zip(self.params, grads):
+            p -= self.lr * gp
+        return grads
+
+
+# --------------------------------------------------------------------------
 # Factory
 # --------------------------------------------------------------------------
 
-_LIB_CLASSES = {"W1": W1Chain, "W2": W2Scalar, "W3": W3MLP, "W4": W4Matmul, "W5": W5Second}
+_LIB_CLASSES = {"W1": W1Chain, "W2": W2Scalar, "W3": W3MLP, "W4": W4Matmul, "W5": W5Second,
+                "W6": W6Recurrent, "W7": W7Scalars}
 _NUMPY_CLASSES = {"W1": W1ChainNumpy, "W2": W2ScalarNumpy, "W3": W3MLPNumpy,
-                  "W4": W4MatmulNumpy, "W5": W5SecondNumpy}
+                  "W4": W4MatmulNumpy, "W5": W5SecondNumpy, "W6": W6RecurrentNumpy, "W7": W7ScalarsNumpy}
 _MICROGRAD_CLASSES = {"W2": W2ScalarMicrograd}
 _COMPILED_CLASSES = {"W1": W1ChainCompiled, "W2": W2ScalarCompiled, "W3": W3MLPCompiled,
-                     "W4": W4MatmulCompiled, "W5": W5SecondCompiled}
+                     "W4": W4MatmulCompiled, "W5": W5SecondCompiled, "W6": W6RecurrentCompiled,
+                     "W7": W7ScalarsCompiled}
 
 
 def libs_for(workload):

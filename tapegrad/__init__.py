@@ -12,12 +12,18 @@ _warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"tapegrad\."
 
 from ._dtype import (bool, double, dtype, float, float16, float32, float64, half, int, int8, int16,  # noqa: F401
                      int32, int64, long, uint8)
+from ._dtype import bfloat16  # noqa: F401,E402  (nameable; tensors of it raise NotImplementedError)
 from .tensor import Size, Tensor  # noqa: F401
 from . import methods as _methods  # noqa: F401  (binds Tensor's methods)
 from .ops import *  # noqa: F401,F403
 from .ops import abs, pow, round, sum  # noqa: F401  (names that shadow builtins, exported on purpose)
 from .creation import *  # noqa: F401,F403
 from .creation import ones
+# tensor features scripts use: out= on torch's functions, print options, sparse COO (issue 18)
+from .ops.out import *  # noqa: F401,F403,E402
+from ._format import get_printoptions, set_printoptions  # noqa: F401,E402
+from . import sparse  # noqa: F401,E402  (torch.sparse)
+from .ops.sparse import layout, sparse_coo, strided  # noqa: F401,E402
 from .random import (Generator, default_generator, get_rng_state, initial_seed, manual_seed, seed,  # noqa: F401
                      set_rng_state)
 from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled, no_grad,  # noqa: F401
@@ -26,9 +32,29 @@ from . import autograd  # noqa: F401
 from .autograd.anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled  # noqa: F401
 from . import nn  # noqa: F401
 from . import optim, utils  # noqa: F401
+from . import distributions  # noqa: F401
+from . import distributed  # noqa: F401  (imports no MPI: init_process_group does)
 from .serialization import load, save  # noqa: F401
 
-__version__ = "0.1.0"
+# -- running PyTorch scripts: devices, the environment, the launcher (see docs/compatibility.md) --------------
+from .version import __version__  # noqa: E402,F401  (torch's API version, a TorchVersion str)
+from . import version  # noqa: E402,F401
+from .device import device, get_default_device, set_default_device  # noqa: E402,F401
+from . import accelerator, amp, backends, cpu, cuda, mps  # noqa: E402,F401
+from .amp import autocast  # noqa: E402,F401
+from ._runtime import (are_deterministic_algorithms_enabled, get_default_dtype,  # noqa: E402,F401
+                       get_float32_matmul_precision, get_num_interop_threads, get_num_threads, is_autocast_enabled, set_default_dtype,
+                       set_float32_matmul_precision, set_num_interop_threads, set_num_threads,
+                       use_deterministic_algorithms)
+from ._torch_alias import install_as_torch  # noqa: E402,F401
+_LAZY_SUBMODULES = ("onnx", "hub", "serialization")
+
+
+def __getattr__(name):  # torch.onnx / torch.hub load on first use, as `import torch.onnx` would
+    if name in _LAZY_SUBMODULES:
+        import importlib
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module 'tapegrad' has no attribute '{name}'")
 
 
 def warmup():
@@ -41,20 +67,12 @@ def warmup():
     return kernels.load()
 
 
-def get_default_dtype():
-    return float32
-
-
 def is_tensor(obj):
     return isinstance(obj, Tensor)
 
 
 def numel(input):
     return input.numel()
-
-
-def set_printoptions(**kwargs):
-    raise NotImplementedError("tapegrad prints with torch's default options only")
 
 
 from .trace import compile  # noqa: E402,F401  (torch.compile: trace once, replay the tape)

@@ -31,6 +31,26 @@ int8 = dtype("int8", np.int8, 2)
 uint8 = dtype("uint8", np.uint8, 2)
 bool = dtype("bool", np.bool_, 2)  # noqa: A001 - torch's name
 float, double, half, long, int = float32, float64, float16, int64, int32  # noqa: A001
+# torch.bfloat16 exists so scripts can name it (`torch.bfloat16 if bf16_supported else torch.float32`);
+# making or converting a tensor to it raises (tapegrad has no bfloat16 arithmetic: see to_numpy_dtype)
+bfloat16 = dtype("bfloat16", "V2", -1)
+bfloat16.is_floating_point = True
+
+# torch.set_default_dtype: the dtype of Python floats and of float factories called without dtype=
+default_float = float32
+
+
+def set_default(d):
+    global default_float
+    if not isinstance(d, dtype):
+        raise TypeError("invalid dtype object: only floating-point types are supported as the default type")
+    if d not in (float32, float64):
+        if d.is_floating_point:
+            raise NotImplementedError(f"tapegrad: set_default_dtype({d!r}) is not implemented (float32 and "
+                                      f"float64 are)")
+        raise TypeError("only floating-point types are supported as the default type")
+    default_float = d
+
 
 ALL = (float32, float64, float16, int64, int32, int16, int8, uint8, bool)
 _BY_NP = {d.np: d for d in ALL}
@@ -51,9 +71,12 @@ def from_numpy_dtype(np_dtype):
 def to_numpy_dtype(d):
     """Accept a tapegrad dtype, a NumPy dtype or a Python type, as torch accepts its own."""
     if isinstance(d, dtype):
+        if d.code < 0:
+            raise NotImplementedError(f"tapegrad: {d!r} tensors are not implemented (no {d.name} arithmetic); "
+                                      f"use torch.float32, or torch.float16 for storage")
         return d.np
     if d is builtins.float:
-        return float32.np
+        return default_float.np
     if d is builtins.int:
         return int64.np
     if d is builtins.bool:
@@ -84,4 +107,4 @@ def result_type(*operands):
         in_top = [d for d in group if _category(d) == top]
         if in_top:
             return np.result_type(*in_top)
-    return (bool.np, int64.np, float32.np)[top]
+    return (bool.np, int64.np, default_float.np)[top]

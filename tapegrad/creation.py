@@ -4,12 +4,15 @@ import math
 import numpy as np
 
 from . import _dtype, random
+from .device import check as _check_device
 from .tensor import Tensor, _new, as_array
 
 
 def _finish(data, dtype=None, requires_grad=False):
     t = _new(data if dtype is None else data.astype(_dtype.to_numpy_dtype(dtype), copy=False))
     if requires_grad:
+        if t._data.dtype.kind != "f":  # (torch's factories capitalise it; the attribute's message does not)
+            raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
         t.requires_grad_(True)
     return t
 
@@ -30,14 +33,16 @@ def _shape(size):
 
 
 def _float(dtype):
-    return _dtype.to_numpy_dtype(dtype if dtype is not None else _dtype.float32)
+    return _dtype.to_numpy_dtype(dtype if dtype is not None else _dtype.default_float)
 
 
 def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    _check_device(device)
     return _finish(as_array(data, dtype), None, requires_grad)
 
 
 def as_tensor(data, dtype=None, device=None):
+    _check_device(device)
     if isinstance(data, Tensor) and (dtype is None or data.dtype is dtype):
         return data
     if isinstance(data, np.ndarray) and data.flags.c_contiguous and data.dtype.isnative and (
@@ -75,6 +80,7 @@ def BoolTensor(*args):
 
 
 def zeros(*size_args, size=None, dtype=None, device=None, requires_grad=False, out=None):
+    _check_device(device)
     try:
         shape = _shape(size_args if size is None else (size,))
     except RuntimeError as e:
@@ -85,17 +91,20 @@ def zeros(*size_args, size=None, dtype=None, device=None, requires_grad=False, o
 
 
 def ones(*size_args, size=None, dtype=None, device=None, requires_grad=False, out=None):
+    _check_device(device)
     return _finish(np.ones(_shape(size_args if size is None else (size,)), _float(dtype)), None, requires_grad)
 
 
 def empty(*size_args, size=None, dtype=None, device=None, requires_grad=False, out=None):
+    _check_device(device)
     return _finish(np.zeros(_shape(size_args if size is None else (size,)), _float(dtype)), None, requires_grad)  # zeroed: never leak memory
 
 
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):
+    _check_device(device)
     if dtype is None:
         dtype = (_dtype.bool if isinstance(fill_value, bool) else
-                 _dtype.int64 if isinstance(fill_value, (int, np.integer)) else _dtype.float32)
+                 _dtype.int64 if isinstance(fill_value, (int, np.integer)) else _dtype.default_float)
     np_dtype = _dtype.to_numpy_dtype(dtype)
     try:
         data = np.full(_shape((size,)), fill_value, np_dtype)
@@ -109,17 +118,19 @@ def eye(n, m=None, dtype=None, device=None, requires_grad=False):
     for name, v in (("n", n), ("m", m)):
         if v is not None and v < 0:  # NumPy's ValueError otherwise
             raise RuntimeError(f"{name} must be greater or equal to 0, got {v}")
+    _check_device(device)
     return _finish(np.eye(n, n if m is None else m, dtype=_float(dtype)), None, requires_grad)
 
 
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
+    _check_device(device)
     if end is None:
         start, end = 0, start
     if step == 0:
         raise RuntimeError("step must be nonzero")
     vals = (start, end, step)
     if dtype is None:
-        dtype = _dtype.float32 if any(isinstance(v, float) for v in vals) else _dtype.int64
+        dtype = _dtype.default_float if any(isinstance(v, float) for v in vals) else _dtype.int64
     n = max(0, math.ceil((end - start) / step))
     if n > 2 ** 63 - 1:  # NumPy's ValueError otherwise
         raise RuntimeError("invalid size, possible overflow?")
@@ -134,6 +145,7 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
     if steps < 0:  # NumPy's ValueError otherwise
         raise RuntimeError("number of steps must be non-negative")
+    _check_device(device)
     return _finish(np.linspace(start, end, steps, dtype=np.float64).astype(_float(dtype)), None, requires_grad)
 
 
@@ -143,30 +155,37 @@ def _like(fn, input, dtype, requires_grad, *args):
 
 
 def zeros_like(input, dtype=None, device=None, requires_grad=False, memory_format=None):
+    _check_device(device or "cpu")  # (None: the input's device, not the default one)
     return _like(np.zeros, input, dtype, requires_grad)
 
 
 def ones_like(input, dtype=None, device=None, requires_grad=False, memory_format=None):
+    _check_device(device or "cpu")  # (None: the input's device, not the default one)
     return _like(np.ones, input, dtype, requires_grad)
 
 
 def empty_like(input, dtype=None, device=None, requires_grad=False, memory_format=None):
+    _check_device(device or "cpu")  # (None: the input's device, not the default one)
     return _like(np.zeros, input, dtype, requires_grad)
 
 
 def full_like(input, fill_value, dtype=None, device=None, requires_grad=False, memory_format=None):
+    _check_device(device or "cpu")  # (None: the input's device, not the default one)
     return _like(np.full, input, dtype, requires_grad, fill_value)
 
 
 def rand(*size_args, size=None, generator=None, dtype=None, device=None, requires_grad=False):
+    _check_device(device)
     return _finish(random.uniform(_shape(size_args if size is None else (size,)), generator, _float(dtype)), None, requires_grad)
 
 
 def randn(*size_args, size=None, generator=None, dtype=None, device=None, requires_grad=False):
+    _check_device(device)
     return _finish(random.normal(_shape(size_args if size is None else (size,)), generator, _float(dtype)), None, requires_grad)
 
 
 def randint(low, high=None, size=None, generator=None, dtype=None, device=None, requires_grad=False):
+    _check_device(device)
     if size is None and isinstance(high, (tuple, list)):  # randint(high, size)
         low, high, size = 0, low, high
     if high is None:
@@ -178,6 +197,7 @@ def randint(low, high=None, size=None, generator=None, dtype=None, device=None, 
 
 
 def randperm(n, generator=None, dtype=None, device=None, requires_grad=False):
+    _check_device(device)
     return _finish(random.permutation(n, generator).astype(_dtype.to_numpy_dtype(dtype or _dtype.int64)))
 
 

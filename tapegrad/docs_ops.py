@@ -1,5 +1,7 @@
-"""Write docs/ops.md from the registry and the front-end functions: `python -m tapegrad.docs_ops`.
+"""Generate docs/ops.md from the registry and the front-end functions.
 
+`python -m tapegrad.docs_ops` checks that docs/ops.md is current (exit status 1 if not) and writes
+nothing; `--write` regenerates it, touching the file only when its text changes.
 tests/ops/test_ops_docs.py fails when docs/ops.md is out of date.
 """
 import inspect
@@ -53,7 +55,8 @@ def _frontend_rows():
         fn = getattr(ops, name, None)
         if fn is None or not callable(fn):
             continue
-        top = "yes" if getattr(tapegrad, name, None) is fn else ""
+        exported = getattr(tapegrad, name, None)
+        top = "yes" if exported is fn or getattr(exported, "__wrapped__", None) is fn else ""  # (out= wrappers)
         method = "yes" if hasattr(Tensor, name) else ""
         functional = "yes" if hasattr(F, name) else ""
         module = getattr(fn, "__module__", "").replace("tapegrad.ops.", "")
@@ -106,10 +109,10 @@ def source():
 
 
 def main(argv=None):
-    TARGET.parent.mkdir(parents=True, exist_ok=True)
-    TARGET.write_text(source())
-    print(f"wrote {TARGET}")
+    from .kernels.codegen import generator_main
+    return generator_main(argv, "python -m tapegrad.docs_ops", "Check (default) or regenerate (--write) "
+                          "docs/ops.md from tapegrad's op registry.", TARGET, source)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    sys.exit(main(sys.argv[1:]))

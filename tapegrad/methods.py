@@ -2,7 +2,9 @@
 import numpy as np
 
 from . import ops
+from .ops.elementwise import _add, _sub
 from .autograd.grad_mode import is_grad_enabled
+from .device import check as _check_device
 from .tape import untraceable
 from .tensor import Tensor, _new
 
@@ -12,7 +14,7 @@ def _reflected(fn):
 
 
 _METHODS = {
-    "__add__": ops.add, "__radd__": ops.add, "__sub__": ops.sub, "__rsub__": _reflected(ops.sub),
+    "__add__": _add, "__radd__": _add, "__sub__": _sub, "__rsub__": _reflected(_sub),
     "__mul__": ops.mul, "__rmul__": ops.mul, "__truediv__": ops.div, "__rtruediv__": _reflected(ops.div),
     "__pow__": ops.pow, "__rpow__": _reflected(ops.pow), "__matmul__": ops.matmul,
     "__rmatmul__": _reflected(ops.matmul), "__neg__": ops.neg, "__abs__": ops.abs,
@@ -84,7 +86,9 @@ def _inplace(self, result):
                 self._data.dtype.kind == "b":
             raise RuntimeError(f"result type {_type_word(value)} can't be cast to the desired output type "
                                f"{_type_word(self._data)}")
-        value = value.astype(self._data.dtype)
+        if result._requires_grad:  # the row taking self's storage must record self's dtype: a cast row
+            result = ops.to_dtype(result, self.dtype)
+        value = result._data if result._requires_grad else value.astype(self._data.dtype)
     if value.shape != self._data.shape:
         raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the broadcast shape "
                            f"{list(value.shape)}")
@@ -104,7 +108,25 @@ def _inplace(self, result):
         self._tape, self._slot, self._requires_grad, self._is_leaf = tape, row, True, False
         self._op = result._op
         self._grad_fn = None
+        if base is not None and base._data.size == value.size and np.may_share_memory(base._data, self._data):
+            _carry_into_base(self, base)
     return self
+
+
+def _carry_into_base(view, base):
+    """torch's CopySlices, for a view as large as its base (view, reshape, squeeze, unsqueeze, view_as,
+    flatten): the base's history becomes the written view's, reshaped, so `h.view(2, 1).mul_(3)` reaches
+    h's later uses."""
+    new = ops.reshape(view, base.shape)
+    tape, row = new._tape, new._slot
+    tape.values[row] = base._data  # the row's value is the base's storage
+    tape.obj[row] = id(base._data)
+    vc = base._ensure_vc()
+    tape.set_cell(row, vc)
+    tape.outver[row] = vc[0]
+    base._tape, base._slot, base._requires_grad, base._is_leaf = tape, row, True, False
+    base._op = new._op
+    base._grad_fn = None
 
 
 def _snapshot_if_saved(self, result):
@@ -169,6 +191,18 @@ for _name in ("add", "sub", "mul", "div", "pow", "clamp", "clip", "neg", "exp", 
     setattr(Tensor, _name + "_", _make_inplace(_METHODS[_name], _UFUNCS.get(_name)))
 for _op, _name in (("__iadd__", "add"), ("__isub__", "sub"), ("__imul__", "mul"), ("__itruediv__", "div")):
     setattr(Tensor, _op, _make_inplace(_METHODS[_name], _UFUNCS.get(_name)))
+
+
+def _iadd_naming_growth(iadd):
+    def __iadd__(self, other):
+        tape = self._tape
+        if tape is not None and tape.growth_pending is not None and self._data.ndim == 0:
+            tape.warn_growth()  # (Tape._check_growth: the warning names this `total_loss += loss` line)
+        return iadd(self, other)
+    return __iadd__
+
+
+Tensor.__iadd__ = _iadd_naming_growth(Tensor.__iadd__)
 
 
 def _broadcast_value(self, value):
@@ -248,3 +282,67 @@ Tensor.zero_ = zero_
 Tensor.fill_ = fill_
 Tensor.copy_ = copy_
 Tensor.__setitem__ = setitem
+
+
+# -- tensor features scripts use (issue 18): ordering, layout, new_*, storage and device queries ------------------
+def _new_like(self, data, dtype, requires_grad, device=None):
+    from . import _dtype
+    _check_device(device)
+    np_dtype = self._data.dtype if dtype is None else _dtype.to_numpy_dtype(dtype)
+    t = _new(np.asarray(data, dtype=np_dtype))
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _new_shape(size, name):
+    from .creation import _shape
+    return _shape(size)
+
+
+def new_zeros(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
+    return _new_like(self, np.zeros(_new_shape(size, "new_zeros")), dtype, requires_grad, device)
+
+
+def new_ones(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
+    return _new_like(self, np.ones(_new_shape(size, "new_ones")), dtype, requires_grad, device)
+
+
+def new_empty(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
+    return _new_like(self, np.zeros(_new_shape(size, "new_empty")), dtype, requires_grad, device)  # zeroed
+
+
+def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False, layout=None,
+             pin_memory=False):
+    np_dtype = self._data.dtype if dtype is None else _np_dtype(dtype)
+    return _new_like(self, np.full(_new_shape((size,), "new_full"), fill_value, np_dtype), dtype, requires_grad,
+                     device)
+
+
+def _np_dtype(dtype):
+    from . import _dtype
+    return _dtype.to_numpy_dtype(dtype)
+
+
+def new_tensor(self, data, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
+    """A copy of data in self's dtype unless dtype is given (as torch: never the dtype data would infer)."""
+    from .tensor import as_array
+    dtype = dtype if dtype is not None else self.dtype
+    return _new_like(self, as_array(data, dtype), dtype, requires_grad, device)
+
+
+def data_ptr(self):
+    """The address of the first element: stable while the storage lives; a view that shares memory points into
+    its base's block, as torch's."""
+    return self._data.__array_interface__["data"][0]
+
+
+Tensor.new_zeros, Tensor.new_ones, Tensor.new_empty, Tensor.new_full = new_zeros, new_ones, new_empty, new_full
+Tensor.new_tensor, Tensor.data_ptr = new_tensor, data_ptr
+for _name in ("is_xpu", "is_mps", "is_sparse", "is_quantized", "is_meta", "is_mkldnn", "is_nested", "is_sparse_csr"):
+    setattr(Tensor, _name, False)
+Tensor.argsort = lambda self, dim=-1, descending=False, stable=False: ops.argsort(self, dim, descending, stable)
+for _name in ("sort", "msort", "topk", "unique", "unique_consecutive", "roll", "diag", "multinomial"):
+    setattr(Tensor, _name, getattr(ops, _name))
+Tensor.spmm = lambda self, mat2: ops.sparse.mm(self, mat2)
+ops.sparse._install()  # (last: sparse tensors refuse every dense method bound above)

@@ -4,8 +4,8 @@ torch's CPU generator is a 32-bit MT19937 seeded with ``init_genrand(seed & 0xff
 32-bit output (``random()``), ``random64()`` is two draws, the first one the high word. The distributions
 below mirror ATen's CPU kernels (aten/src/ATen/native/cpu/DistributionTemplates.h, core/DistributionsHelper.h,
 core/TransformationHelper.h) and consume exactly the draws torch consumes, so any interleaving of calls
-stays in step with torch. The draws come from NumPy's ``MT19937.random_raw`` in blocks; the arithmetic is
-vectorised NumPy.
+stays in step with torch. The draws come from NumPy's ``MT19937.random_raw`` in blocks; the transforms of
+uniform and normal are compiled Numba kernels (kernels/rng.py, loaded on first use), the rest vectorised NumPy.
 
 Functions (``generator=None`` means the default generator; shapes are tuples of ints; arrays returned are
 fresh, C-contiguous NumPy arrays):
@@ -24,8 +24,10 @@ Where torch's result depends on the machine, this module follows what torch does
 float32 ``normal`` with 16 or more elements is torch's AVX2 kernel (Cephes polynomials, with the FMAs GCC
 fuses) on x86-64 CPUs with AVX2 and FMA (AVX512 CPUs too: torch does not dispatch normal to AVX512), and the
 scalar kernel (libm ``logf``/``cosf``/``sinf``) elsewhere or under ``ATEN_CPU_CAPABILITY=default``.
-``bernoulli_(float p)`` (hence dropout) follows MKL's MCG31 stream on Intel x86-64 CPUs, as torch's MKL
-build does there, and torch's own kernel elsewhere.
+``bernoulli_(float p)`` (hence dropout) is the same on every CPU: torch's released builds compile MKL's
+bernoulli out (aten/src/ATen/native/cpu/DistributionKernels.cpp, "Disable MKL rng until
+https://github.com/pytorch/pytorch/issues/132395 is addressed"), so Intel and AMD CPUs, with or without
+AVX-512, run the serial kernel: one float64 draw per element.
 """
 import ctypes
 import math
@@ -40,8 +42,6 @@ from .tape import untraceable
 _DEFAULT_SEED = 67280421310721  # torch.Generator()'s seed
 _N = 624
 _STATE_BYTES = 5056  # sizeof(CPUGeneratorImplState)
-_MASK53 = np.uint64((1 << 53) - 1)
-_MASK24 = np.uint64((1 << 24) - 1)
 _TWO_PI = 2.0 * math.pi
 _f32 = np.float32
 
@@ -72,20 +72,8 @@ def _capability():
     return "default", True        # aarch64 etc.: FMA is baseline and compilers contract a * b + c
 
 
-def _intel_x86():
-    """torch (x86 builds link MKL) takes MKL's path for bernoulli_(float p) when CPU 0's vendor is Intel."""
-    if platform.machine().lower() not in ("x86_64", "amd64"):
-        return False
-    try:
-        with open("/proc/cpuinfo") as f:
-            return any(line.startswith("vendor_id") and "GenuineIntel" in line for line in f)
-    except OSError:
-        return "intel" in platform.processor().lower()
-
-
 # Which float32 normal kernel torch runs, and whether its compiler fused a * b + c into an FMA.
 _KERNEL, _FUSED = _capability()
-_BERNOULLI_MKL = _intel_x86()
 
 
 # ---------------------------------------------------------------------------------------------- exact FMAs
@@ -141,6 +129,20 @@ def _madd(a, b, c, dtype):
     if _FUSED:
         return _fma(a, b, c, dtype)
     return np.asarray(a * dtype.type(b) + dtype.type(c), dtype)
+
+
+# ---------------------------------------------------------------------------------------------- kernels
+
+_RNG = []  # kernels/rng.py, once loaded (Numba is imported and the transforms compile on first use)
+
+
+def _rng():
+    if not _RNG:
+        from . import kernels
+        kernels.load()  # chooses where Numba caches before anything compiles
+        from .kernels import rng
+        _RNG.append(rng)
+    return _RNG[0]
 
 
 # ---------------------------------------------------------------------------------------------- generator
@@ -251,7 +253,7 @@ class Generator:
 
     def _u24(self, n):
         """n float32 uniforms in [0, 1): 24 low bits of one draw each."""
-        return (self._u32(n) & _MASK24).astype(_f32) * _f32(2.0 ** -24)
+        return _rng().u24(self._u32(n))
 
     def _u64(self, n):
         """n random64() values: two draws each, the first the high word."""
@@ -260,7 +262,7 @@ class Generator:
 
     def _u53(self, n):
         """n float64 uniforms in [0, 1): 53 low bits of random64()."""
-        return (self._u64(n) & _MASK53).astype(np.float64) * 2.0 ** -53
+        return _rng().u53(self._u32(2 * n))
 
     def _normal_double(self):
         """One at::normal_distribution<double> sample before its mean/std transform (Box-Muller with cache)."""
@@ -333,10 +335,9 @@ def uniform(shape, generator=None, dtype=np.float32, low=0.0, high=1.0):
     gen = _gen(generator)
     n = _numel(shape)
     if dtype == np.float64:
-        out = _madd(gen._u53(n), high - low, low, dtype)
+        return _rng().uniform_f64(gen._u32(2 * n), float(low), float(high), _FUSED).reshape(shape)
     elif dtype in (np.float32, np.float16):   # float16 is computed in float32, then rounded
-        lo, hi = _f32(low), _f32(high)
-        out = _madd(gen._u24(n), hi - lo, lo, np.dtype(_f32)).astype(dtype)
+        out = _rng().uniform_f32(gen._u32(n), _f32(low), _f32(high), _FUSED).astype(dtype, copy=False)
     else:
         raise TypeError(f"uniform: unsupported dtype {dtype}")
     # torch keeps [from, to): a value that rounded up to `to` (in the tensor's dtype) becomes `from`.
@@ -360,14 +361,14 @@ def normal(shape, generator=None, dtype=np.float32, mean=0.0, std=1.0):
         vals = np.array([gen._normal_double() for _ in range(n)], np.float64)
         out = _madd(vals, std, mean, np.dtype(np.float64)).astype(dtype)
     elif dtype == np.float64:
-        out = _normal_fill(gen, n, np.float64, lambda d: _box_muller16_f64(d, mean, std))
+        out = _normal_fill(gen, n, np.float64, lambda d: _rng().box_muller16_f64(d, float(mean), float(std)))
     elif dtype == np.float32:
-        fill = _box_muller16_avx2 if _KERNEL == "avx2" else _box_muller16_f32
+        fill = _rng().box_muller16_avx2 if _KERNEL == "avx2" else _box_muller16_f32
         out = _normal_fill(gen, n, _f32, lambda d: fill(d, _f32(mean), _f32(std)))
     elif dtype == np.float16:
         # torch 2.13 draws ceil(n / 16) * 16 uniforms, transforms them in float32, and keeps all but the
         # elements just before the last 16.
-        fill = _box_muller16_avx2 if _KERNEL == "avx2" else _box_muller16_f32
+        fill = _rng().box_muller16_avx2 if _KERNEL == "avx2" else _box_muller16_f32
         padded = fill(gen._u24(-(-n // 16) * 16).reshape(-1, 16), _f32(mean), _f32(std)).reshape(-1)
         out = np.concatenate([padded[:n - 16], padded[-16:]]).astype(np.float16)
     else:
@@ -391,18 +392,6 @@ def _normal_fill(gen, n, dtype, box_muller16):
 def _libm_map(fn, x):
     flat = x.reshape(-1)
     return np.fromiter(map(fn, flat.tolist()), x.dtype, flat.size).reshape(x.shape)
-
-
-def _box_muller16_f64(d, mean, std):
-    """normal_fill_16<double>: libm log/cos/sin (Python's math module calls the same libm); torch 2.13's
-    normal_fill applies mean and std with an FMA on every CPU."""
-    u1 = 1.0 - d[:, :8]
-    radius = np.sqrt(-2.0 * _libm_map(math.log, u1))
-    theta = _TWO_PI * d[:, 8:]
-    out = np.empty_like(d)
-    out[:, :8] = _fma(radius * _libm_map(math.cos, theta), std, mean, np.dtype(np.float64))
-    out[:, 8:] = _fma(radius * _libm_map(math.sin, theta), std, mean, np.dtype(np.float64))
-    return out
 
 
 _LIBM32 = None
@@ -437,74 +426,8 @@ def _box_muller16_f32(d, mean, std):
     return out
 
 
-# torch's AVX2 kernel: avx_mathfun.h's log256_ps and sincos256_ps (Cephes), as GCC compiles them with FMA
-# contraction: a product whose only use is an addition becomes an FMA, the first such product in program order.
-_LOG_P = [_f32(v) for v in (7.0376836292E-2, -1.1514610310E-1, 1.1676998740E-1, -1.2420140846E-1,
-                            1.4249322787E-1, -1.6668057665E-1, 2.0000714765E-1, -2.4999993993E-1,
-                            3.3333331174E-1)]
-_LOG_Q1, _LOG_Q2 = _f32(-2.12194440e-4), _f32(0.693359375)
-_SQRTHF = _f32(0.707106781186547524)
-_DP = [_f32(-0.78515625), _f32(-2.4187564849853515625e-4), _f32(-3.77489497744594108e-8)]
-_SINCOF = [_f32(-1.9515295891E-4), _f32(8.3321608736E-3), _f32(-1.6666654611E-1)]
-_COSCOF = [_f32(2.443315711809948E-005), _f32(-1.388731625493765E-003), _f32(4.166664568298827E-002)]
-_FOPI = _f32(1.27323954473516)
-_HALF, _ONE = _f32(0.5), _f32(1.0)
-
-
-def _log256(x):
-    bits = np.maximum(x, _f32(1.1754943508222875e-38)).view(np.int32)
-    e = ((bits >> 23) - 127).astype(_f32) + _ONE
-    x = ((bits & ~0x7F800000) | 0x3F000000).view(_f32)      # mantissa in [0.5, 1)
-    small = x < _SQRTHF
-    tmp = np.where(small, x, _f32(0))
-    x = x - _ONE
-    e = e - np.where(small, _ONE, _f32(0))
-    x = x + tmp
-    z = x * x
-    y = np.full_like(x, _LOG_P[0])
-    for p in _LOG_P[1:]:
-        y = _fma32(y, x, p)
-    y = y * x
-    y = _fma32(y, z, e * _LOG_Q1)
-    y = _fma32(-z, _HALF, y)
-    x = x + y
-    return _fma32(e, _LOG_Q2, x)
-
-
-def _sincos256(x):
-    sign_sin = x.view(np.int32) & np.int32(-0x80000000)
-    x = np.abs(x)
-    j = (x * _FOPI).astype(np.int32)         # truncation, as cvttps
-    j = (j + 1) & ~1
-    y = j.astype(_f32)
-    sign_sin = sign_sin ^ ((j & 4) << 29)
-    sign_cos = (~(j - 2) & 4) << 29
-    use_sin_poly = (j & 2) == 0
-    for dp in _DP:
-        x = _fma32(y, dp, x)
-    z = x * x
-    yc = _fma32(np.full_like(x, _COSCOF[0]), z, _COSCOF[1])
-    yc = _fma32(yc, z, _COSCOF[2])
-    yc = yc * z
-    yc = _fma32(yc, z, -(z * _HALF))
-    yc = yc + _ONE
-    ys = _fma32(np.full_like(x, _SINCOF[0]), z, _SINCOF[1])
-    ys = _fma32(ys, z, _SINCOF[2])
-    ys = ys * z
-    ys = _fma32(ys, x, x)
-    s = np.where(use_sin_poly, ys, yc)
-    c = np.where(use_sin_poly, yc, ys)
-    return (s.view(np.int32) ^ sign_sin).view(_f32), (c.view(np.int32) ^ sign_cos).view(_f32)
-
-
-def _box_muller16_avx2(d, mean, std):
-    """normal_fill_16_AVX2."""
-    radius = np.sqrt(_f32(-2) * _log256(_ONE - d[:, :8]))
-    s, c = _sincos256(_f32(2.0 * math.pi) * d[:, 8:])
-    out = np.empty_like(d)
-    out[:, :8] = _fma(radius * c, std, mean, np.dtype(_f32))
-    out[:, 8:] = _fma(radius * s, std, mean, np.dtype(_f32))
-    return out
+# torch's AVX2 kernel (avx_mathfun.h's Cephes log256_ps and sincos256_ps) and the float64 kernel are
+# compiled: kernels/rng.py.
 
 
 # ---------------------------------------------------------------------------------------------- integers
@@ -571,47 +494,20 @@ def bernoulli(p, generator=None):
     return (u.reshape(p.shape) < p).astype(p.dtype)
 
 
-def bernoulli_scalar(shape, p, generator=None, dtype=np.float32, mkl=None):
-    """torch.empty(shape, dtype=dtype).bernoulli_(p) for a float p. Without MKL (AMD CPUs, non-x86): one
-    float64 draw per element, u < p. On Intel CPUs torch seeds MKL's MCG31 stream with one draw and
-    takes MKL's Bernoulli ICDF: float32(x / (2**31 - 1)) < float32(p). `mkl` overrides the CPU check."""
+def bernoulli_scalar(shape, p, generator=None, dtype=np.float32):
+    """torch.empty(shape, dtype=dtype).bernoulli_(p) for a float p: torch's serial kernel,
+    at::bernoulli_distribution<double>, one float64 draw (53 bits) per element, u < p."""
     if not 0 <= p <= 1:
         raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={_g(p)}")
     gen = _gen(generator)
-    n = _numel(shape)
-    if _BERNOULLI_MKL if mkl is None else mkl:
-        u = (_mcg31(int(gen._u32(1)[0]), n) * (1.0 / _MCG31_M)).astype(_f32)
-        return (u < _f32(p)).astype(dtype).reshape(shape)
-    return (gen._u53(n) < p).astype(dtype).reshape(shape)
+    return (gen._u53(_numel(shape)) < p).astype(dtype).reshape(shape)
 
 
-_MCG31_M, _MCG31_A = 2 ** 31 - 1, 1132489760
-_MCG31_BLOCK = 4096
-_MCG31_POWERS = None
-
-
-def _mcg31(seed, n):
-    """MKL's VSL_BRNG_MCG31 stream: x0 = seed mod (2**31 - 1) (1 if that is 0), x(k+1) = a * x(k) mod m,
-    returned as float64 x0, x1, ... (MKL's first output is x0 itself)."""
-    global _MCG31_POWERS
-    if _MCG31_POWERS is None:
-        powers = [1]
-        for _ in range(_MCG31_BLOCK):
-            powers.append(powers[-1] * _MCG31_A % _MCG31_M)
-        _MCG31_POWERS = np.array(powers[:-1], np.uint64), powers[-1]
-    within, jump = _MCG31_POWERS
-    starts = [seed % _MCG31_M or 1]
-    for _ in range(-(-n // _MCG31_BLOCK) - 1):
-        starts.append(starts[-1] * jump % _MCG31_M)
-    x = (np.array(starts, np.uint64)[:, None] * within[None, :]) % np.uint64(_MCG31_M)
-    return x.reshape(-1)[:n].astype(np.float64)
-
-
-def dropout_mask(shape, p, generator=None, dtype=np.float32, mkl=None):
+def dropout_mask(shape, p, generator=None, dtype=np.float32):
     """The keep-mask (0/1 in dtype) torch's CPU dropout draws: bernoulli_(1 - p) over shape; nothing is drawn
     for p == 0 (all ones) or p == 1 (all zeros)."""
     if p == 0:
         return np.ones(shape, dtype)
     if p == 1:
         return np.zeros(shape, dtype)
-    return bernoulli_scalar(shape, 1 - p, generator, dtype, mkl)
+    return bernoulli_scalar(shape, 1 - p, generator, dtype)

@@ -148,8 +148,8 @@ unary("silu",    lambda x, c, c2: x * _sigmoid(x),                   "g * sigmoi
 unary("softplus", lambda x, c, c2: np.where(x * c > c2, x, np.logaddexp(0, c * x) / c),
       "where(x * c > c2, g, g * sigmoid(c * x))")
 unary("leaky_relu", lambda x, c, c2: np.where(x > 0, x, x * c),      "_with_input(where(x > 0, g, g * c), x)")
-unary("elu",     lambda x, c, c2: np.where(x > 0, x, c * np.expm1(np.minimum(x, 0))), "where(x <= 0, g * (y + c), g)")
-unary("hardtanh", lambda x, c, c2: np.clip(x, c, c2),                "_with_input(where((x > c) & (x < c2), g, 0 * g), x)")
+unary("elu",     lambda x, c, c2: np.where(x > 0, x, c * np.expm1(np.minimum(x, 0))), "where(x > 0, g, g * (y + c))")  # NaN in, NaN out
+unary("hardtanh", lambda x, c, c2: np.clip(x, c, c2),                "where((x <= c) | (x >= c2), 0 * g, g + 0 * x)")  # NaN in, NaN out
 unary("clamp",   lambda x, c, c2: np.minimum(np.maximum(x, c), c2),  "where((x >= c) & (x <= c2), g, 0 * g)",
       grad_fn="ClampBackward1")
 unary("copy",    lambda x, c, c2: x.copy(),                          "g", grad_fn="CloneBackward0")
@@ -725,3 +725,39 @@ def _vjp_traced_rule(ctx, g, inputs, out):
 
 # ctx: (the op, its context, the input's index, the one-hot `wanted` its replay passes to the rule)
 python("traced_rule", "TracedRuleBackward", None, _vjp_traced_rule, saves=0)
+
+
+# -- Ordering and layout ops scripts use (ops/sort.py, ops/layout.py) ------------------------------------------
+for _name, _grad_fn in (("sort", "SortBackward0"), ("sort_stable", "SortBackward1"), ("topk", "TopkBackward0"),
+                        ("roll", "RollBackward0")):
+    structural(_name, K_GATHER, _grad_fn, _vjp_gather)
+
+
+def _vjp_diag_embed(ctx, g, inputs, out):
+    return (g.diagonal(ctx),)          # ctx: the diagonal's offset
+
+
+python("diag_embed", "DiagEmbedBackward0", None, _vjp_diag_embed, saves=0)
+
+
+# -- Sparse COO @ dense (ops/sparse.py): inputs (the sparse matrix's values, the dense matrix) -------------------------
+def _vjp_sparse_mm(ctx, g, inputs, out):
+    """ctx: the sparse structure. d/dvalues[e] = <g[row e], dense[col e]>; d/ddense = sparse.T @ g."""
+    from .ops.sparse import _sparse_mm
+    T = _ops()
+    vals, dense = inputs
+    rows, cols = _const(ctx.ind_rows), _const(ctx.ind_cols)
+    gv = (T.index_select(g, 0, rows) * T.index_select(dense, 0, cols)).sum(1)
+    return gv, _sparse_mm(ctx.transposed(), vals, g)
+
+
+def _sparse_mm_arrays(ctx, g, inputs, wanted):
+    from .ops.sparse import _rows_product
+    vals, dense = inputs
+    gv = np.einsum("ij,ij->i", g[ctx.ind_rows], dense[ctx.ind_cols]) if wanted[0] else None
+    t = ctx.transposed()
+    gd = _rows_product(t.rows, t.cols, t.values(vals), t.m, g) if wanted[1] else None
+    return gv, gd
+
+
+python("sparse_mm", "MmBackward0", None, _vjp_sparse_mm, saves=1 | 2, array_vjp=_sparse_mm_arrays)

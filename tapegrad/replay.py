@@ -95,6 +95,8 @@ def _run(tape, roots, seeds, retain_graph, create_graph, targets, accumulate, tr
                 tape.flags[revived] |= F_DEAD
         if bad >= 0:
             _raise_plan_error(tape, bad, arg)
+        if tape.guards:
+            _check_guards(tape, need)
         if traced:
             result = tape.gradient(need, roots, seeds, targets, create_graph)
         elif create_graph:
@@ -115,24 +117,44 @@ def _plan(rt, tape, n, roots, target_rows, kinds, saves):
                    tape.args, tape.argver, tape.obj, tape.vaddr, tape.outver, tape.dtype, reuse_min)
 
 
+def _check_guards(tape, need):
+    """torch's in-place error for an index, mask or target a needed row depends on (tape.guard), changed
+    since the row was recorded."""
+    n = len(need)
+    for row, entries in tape.guards.items():
+        if row < n and need[row]:
+            for cell, version, dtype, shape in entries:
+                if cell[0] != version:
+                    name = "CPUBoolType" if dtype == np.bool_ else tensor_type_name(np.empty(0, dtype))
+                    raise RuntimeError(_version_message(f"[{name} {list(shape)}]", int(cell[0]), version))
+
+
+def _version_message(what, current, expected):
+    return (f"one of the variables needed for gradient computation has been modified by an inplace operation: "
+            f"{what} is at version {current}; expected version {expected} instead. Hint: enable anomaly detection "
+            f"to find the operation that failed to compute its gradient, with "
+            f"torch.autograd.set_detect_anomaly(True, check_nan=False).")
+
+
 def _raise_plan_error(tape, row, arg):
     if arg == -2:
         raise RuntimeError(FREED_MESSAGE)
+    if arg == -3:  # an invariant, checked before any kernel reads the value: a bug, never a crash
+        raise RuntimeError(f"tapegrad: internal error: row {row} ({row_name(tape, row)}) records dtype code "
+                           f"{tape.dtype[row]} but holds a {tape.values[row].dtype} value; please report this")
     saved = tape.row_args(row)[arg] if arg >= 0 else row
     value = tape.values[saved]
     cell = int(tape.vaddr[saved])
     current = ctypes.c_int64.from_address(cell).value  # the version cell the row points at
     expected = tape.argver[tape.argptr[row] + arg] if arg >= 0 else tape.outver[row]
     what = f"[{tensor_type_name(value)} {list(value.shape)}]"
-    owner = int(np.flatnonzero(tape.vaddr[:tape.n] == cell)[-1])  # the row that last wrote this storage
+    # torch names the node a saved output belongs to (the failing row itself: ExpBackward0's result), and
+    # for a saved input the grad_fn it has now (the in-place op that last wrote its storage)
+    owner = row if arg < 0 else int(np.flatnonzero(tape.vaddr[:tape.n] == cell)[-1])
     producer = registry.OPS[tape.op[owner]]
     if producer.kind != registry.K_LEAF:
         what += ", which is output 0 of " + re.sub(r"Backward\d*$", "", row_name(tape, owner)) + ","
-    raise RuntimeError(
-        f"one of the variables needed for gradient computation has been modified by an inplace operation: "
-        f"{what} is at version {current}; expected version {expected} instead. Hint: enable anomaly detection "
-        f"to find the operation that failed to compute its gradient, with "
-        f"torch.autograd.set_detect_anomaly(True, check_nan=False).")
+    raise RuntimeError(_version_message(what, current, expected))
 
 
 # -- the compiled path --------------------------------------------------------------------------------
@@ -149,8 +171,8 @@ def _run_compiled(rt, tape, need, owned, offsets, recycle, n32, n64, kinds, root
         if owned[row]:
             a = own[row] = np.zeros(value.shape, value.dtype)
             return a
-        o = offsets[row]
-        return adj[tape.dtype[row]][o: o + value.size].reshape(value.shape)
+        o = offsets[row]  # (float16 rows' adjoints are float64 elements of adj[1])
+        return adj[int(tape.dtype[row] != 0)][o: o + value.size].reshape(value.shape)
 
     for r, s in zip(roots, seeds):
         if need[r]:
@@ -176,12 +198,14 @@ def _run_compiled(rt, tape, need, owned, offsets, recycle, n32, n64, kinds, root
                 break
             if tape.flags[i] & F_STOP and i in tape.watch:
                 _watched(tape, i, adjoint(i), graph=False)
-            if kinds[tape.op[i]] == registry.K_PYTHON:
+            if kinds[tape.op[i]] == registry.K_PYTHON or _half_rule(tape, i, kinds):
                 if traced:
                     _named(tape, i, _python_row, tape, i, need, adjoint, owned, own,
                            anomaly.is_anomaly_check_nan_enabled())
                 else:
                     _python_row(tape, i, need, adjoint, owned, own)
+                if recycle[i]:  # (a float16 row's block, which a later row takes over: as the replay does)
+                    adjoint(i)[...] = 0
                 i, resume = i - 1, False
             else:
                 resume = True
@@ -220,7 +244,7 @@ def _handover(tape, targets, plan):
             if owned[r] or tape.values[r].ndim:
                 one_by_one.append((k, r, bool(owned[r])))
             else:
-                scalars[tape.dtype[r]].append(k)
+                scalars[int(tape.dtype[r] != 0)].append(k)
     gathers = [(d, ks, offsets[[targets[k] for k in ks]]) for d, ks in enumerate(scalars) if ks]
     return len(targets), one_by_one, gathers
 
@@ -289,6 +313,11 @@ def row_name(tape, row):
     return name or registry.OPS[tape.op[row]].grad_fn
 
 
+def _half_rule(tape, row, kinds):
+    """Whether a row's rule reads float16 values (the compiled replay reads float32 and float64 only)."""
+    return tape.dtype[row] == 2 and kinds[tape.op[row]] in (registry.K_UNARY, registry.K_BINARY)
+
+
 def _python_row(tape, row, need, adjoint, owned, own, check_nan=False):
     """Run a row's vjp in Python and add its results into the adjoints of the row's inputs. The result for
     an `owned` leaf (this row is the one source of its adjoint) becomes own[leaf] as it is when nothing
@@ -299,7 +328,11 @@ def _python_row(tape, row, need, adjoint, owned, own, check_nan=False):
     if not any(wanted):
         return
     grads = None
-    if op.array_vjp is not None:
+    if op.vjp is None:  # an elementwise row of float16 values: its registry rule on Tensors, in float16 as torch
+        half = tape.values[row].dtype
+        with no_grad():
+            grads = graph_vjp(op, tape, row, _new(adjoint(row).astype(half)), [wrap(tape, a) for a in args])
+    elif op.array_vjp is not None:
         values = tape.values
         grads = op.array_vjp(tape.aux.get(row), adjoint(row), [values[a] for a in args], wanted)
     if grads is None:
@@ -341,10 +374,23 @@ def _run_hooks(t, g, graph):
         for hook in t._hooks:
             out = hook(g)
             if out is not None:
-                if out.shape != g.shape:
-                    raise RuntimeError("hook 'hook' has changed the size of value")
+                _check_hook_result(hook, g, out)
                 g = out
     return g
+
+
+def _check_hook_result(hook, g, out):
+    """torch's checks of what a tensor hook returned: a tensor of the gradient's dtype and shape."""
+    if not isinstance(out, Tensor):
+        raise TypeError(f"expected Variable, but hook returned '{type(out).__name__}'")
+    name = getattr(hook, "__name__", type(hook).__name__)
+    if out._data.dtype != g._data.dtype:
+        def type_name(a):
+            return "CPUBoolType" if a.dtype == np.bool_ else tensor_type_name(a)
+        raise RuntimeError(f"hook '{name}' has changed the type of value (was {type_name(g._data)} got "
+                           f"{type_name(out._data)})")
+    if out.shape != g.shape:
+        raise RuntimeError(f"hook '{name}' has changed the size of value")
 
 
 def _watched(tape, row, adjoint, graph):

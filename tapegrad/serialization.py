@@ -13,16 +13,28 @@ an object with one tag:
     {"dict": [[KEY, NODE], ...]}   {"odict": [...]}   {"counter": [...]}    (KEY: a hashable NODE)
     {"tensor": "t0", "requires_grad": bool, "parameter": bool, "id": int}
     {"ndarray": "t1"}   {"dtype": "float32"}
+    {"module": "pkg.mod:Class", "id": int, "state": [[NAME, NODE], ...]}   {"module_ref": int}
 Tensors with the same "id" load as one object; tensors naming the same member share storage.
+
+A whole nn.Module (torch.save(model)) is stored as its class's name and its attribute dict (parameters,
+buffers, submodules, plain attributes); registered hooks, or attributes that are not data (functions,
+open files, arbitrary objects), make save raise. Loading makes the object with object.__new__ and fills
+its __dict__: no __init__, __setstate__ or any other code of the class runs, and no module is imported
+except tapegrad's own. The class must be tapegrad's own (tapegrad.nn), or allowed with
+torch.serialization.add_safe_globals / safe_globals (as torch.load(weights_only=True) requires), or, with
+weights_only=False, a Module subclass in a module that is already imported.
 
 Loading never unpickles: the manifest is JSON, every array header is checked (numeric dtype, a shape
 whose size matches the bytes actually stored) before any array is allocated, and only uncompressed
 members whose sizes add up to no more than the file's size are accepted, so no declared size can make
 the loader allocate more than the file holds.
 """
+import contextlib
 import io
 import math
 import os
+import pickle
+import sys
 from collections import Counter, OrderedDict
 
 import numpy as np
@@ -30,7 +42,8 @@ import numpy as np
 from . import _dtype
 from .tensor import Size, Tensor, _new
 
-__all__ = ["save", "load", "SerializationError"]
+__all__ = ["save", "load", "SerializationError", "add_safe_globals", "clear_safe_globals", "get_safe_globals",
+           "safe_globals"]
 
 FORMAT, VERSION = "tapegrad", 1
 MANIFEST = "__tapegrad__.npy"
@@ -43,6 +56,83 @@ class SerializationError(RuntimeError):
     """The file is not a valid tapegrad file (corrupt, truncated, foreign, or hostile); nothing was run."""
 
 
+class UnsafeGlobalError(SerializationError, pickle.UnpicklingError):
+    """A saved module's class is not allowed (torch.load raises pickle.UnpicklingError for it)."""
+
+
+# -- safe globals: the classes a file may name (torch.serialization's allowlist) --------------------------
+_safe_globals = []
+_HOOK_DICTS = ("_forward_hooks", "_forward_pre_hooks", "_state_dict_hooks", "_load_state_dict_post_hooks")
+
+
+def _check_safe_globals(entries):
+    entries = list(entries)
+    for e in entries:
+        ok = (isinstance(e, tuple) and len(e) == 2 and isinstance(e[1], str)) or callable(e)
+        if not ok:
+            raise ValueError(f"Expected safe_globals to be a list of callables or tuples of (callable, str), "
+                             f"but got {e!r}")
+    return entries
+
+
+def add_safe_globals(safe_globals):
+    """Allow these classes to be named by files that torch.load / tapegrad.load reads."""
+    _safe_globals.extend(_check_safe_globals(safe_globals))
+
+
+def get_safe_globals():
+    return list(_safe_globals)
+
+
+def clear_safe_globals():
+    _safe_globals.clear()
+
+
+@contextlib.contextmanager
+def safe_globals(safe_globals):
+    """Allow these classes inside the with-block only."""
+    saved = list(_safe_globals)
+    add_safe_globals(safe_globals)
+    try:
+        yield
+    finally:
+        _safe_globals[:] = saved
+
+
+def _class_name(cls):
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+def _module_class(name, weights_only):
+    """The class a saved module names, without running code from the file or importing a module other
+    than tapegrad's own."""
+    from .nn.modules.module import Module
+    for g in _safe_globals:
+        obj, alias = g if isinstance(g, tuple) else (g, None)
+        if isinstance(obj, type) and (_class_name(obj) == name or alias == name.replace(":", ".")):
+            return obj
+    modname, _, qualname = name.partition(":")
+    dotted = name.replace(":", ".")
+    if modname == "tapegrad.nn" or modname.startswith("tapegrad.nn."):
+        import importlib
+        mod = importlib.import_module(modname)
+    elif not weights_only and modname in sys.modules:
+        mod = sys.modules[modname]
+    else:
+        raise UnsafeGlobalError(
+            f"Weights only load failed: the file holds a module of class {dotted}, which is not an allowed "
+            f"global by default. Please use `torch.serialization.add_safe_globals([{dotted}])` or the "
+            f"`torch.serialization.safe_globals([{dotted}])` context manager to allowlist this global if you "
+            f"trust this class (tapegrad makes it with object.__new__ and fills its attributes; none of its "
+            f"code runs)" + ("" if weights_only else f", or import {modname} first"))
+    obj = mod
+    for part in qualname.split("."):
+        obj = getattr(obj, part, None) if part != "<locals>" else None
+    if not (isinstance(obj, type) and issubclass(obj, Module)):
+        _fail(f"the file names {dotted}, which is not an nn.Module class")
+    return obj
+
+
 # -- save ----------------------------------------------------------------------------------------------
 class _Writer:
     def __init__(self):
@@ -51,6 +141,7 @@ class _Writer:
         self.tensor_ids = {}      # id(tensor) -> small int
         self.keep = []            # keeps every object whose id() is used alive until the save ends
         self.active = set()
+        self.module_ids = {}      # id(module) -> small int (a module saved twice loads as one object)
 
     def array_key(self, a):
         key = self.array_keys.get(id(a))
@@ -99,9 +190,38 @@ class _Writer:
                 return self._container(obj, depth)
             finally:
                 self.active.discard(id(obj))
+        from .nn.modules.module import Module
+        if isinstance(obj, Module):
+            return self._module(obj, depth)
         raise TypeError(f"tapegrad.save cannot store an object of type {type(obj).__module__}."
                         f"{type(obj).__qualname__}: only tensors, numeric NumPy arrays, numbers, strings, None, "
                         "dtypes and lists / tuples / dicts of them")
+
+    def _module(self, m, depth):
+        mid = self.module_ids.get(id(m))
+        if mid is not None:
+            return {"module_ref": mid}
+        mid = self.module_ids[id(m)] = len(self.module_ids)
+        self.keep.append(m)
+        cls = type(m)
+        if "<locals>" in cls.__qualname__:
+            raise TypeError(f"tapegrad.save cannot store a module of class {cls.__qualname__}, defined inside a "
+                            f"function: define it at a module's top level, or save its state_dict()")
+        state = []
+        for key, value in m.__dict__.items():
+            if key in _HOOK_DICTS:
+                if value:
+                    raise TypeError(f"tapegrad.save cannot store a module with hooks ({cls.__qualname__}.{key}): "
+                                    f"remove them, or save its state_dict()")
+                continue
+            if key == "_non_persistent_buffers_set":
+                value = sorted(value)
+            try:
+                state.append([key, self.encode(value, depth + 1)])
+            except TypeError as e:
+                raise TypeError(f"{e} (in the attribute {cls.__qualname__}.{key}; save the module's "
+                                f"state_dict() instead)") from None
+        return {"module": _class_name(cls), "id": mid, "state": state}
 
     def _container(self, obj, depth):
         if isinstance(obj, Size):
@@ -245,11 +365,34 @@ def _read_array(zf, info, file_size):
 
 
 class _Reader:
-    def __init__(self, zf, members, file_size):
+    def __init__(self, zf, members, file_size, weights_only=True):
         self.zf, self.members, self.file_size = zf, members, file_size
+        self.weights_only = weights_only
         self.arrays = {}
         self.tensors = {}
+        self.modules = {}
         self.nodes = 0
+
+    def module(self, node, depth):
+        if set(node) != {"module", "id", "state"} or not isinstance(node["module"], str) or \
+                not isinstance(node["state"], list) or not isinstance(node["id"], int):
+            _fail("invalid module node")
+        cls = _module_class(node["module"], self.weights_only)
+        m = object.__new__(cls)  # (no __init__ or __new__ of the class runs)
+        self.modules[node["id"]] = m
+        state = {}
+        for pair in node["state"]:
+            if not isinstance(pair, list) or len(pair) != 2 or not isinstance(pair[0], str):
+                _fail("invalid module attribute")
+            state[pair[0]] = self.decode(pair[1], depth + 1)
+        for key in ("_parameters", "_buffers", "_modules"):
+            if not isinstance(state.get(key), dict):
+                _fail(f"a module without {key}")
+        state["_non_persistent_buffers_set"] = set(state.get("_non_persistent_buffers_set", ()))
+        for key in _HOOK_DICTS:
+            state[key] = OrderedDict()
+        m.__dict__.update(state)
+        return m
 
     def array(self, key):
         if not isinstance(key, str) or key not in self.members or key == MANIFEST[:-4]:
@@ -271,6 +414,12 @@ class _Reader:
             _fail(f"invalid manifest node {str(node)[:80]!r}")
         if "tensor" in node:
             return self.tensor(node)
+        if "module" in node:
+            return self.module(node, depth)
+        if "module_ref" in node:
+            if len(node) != 1 or node["module_ref"] not in self.modules:
+                _fail("invalid module reference")
+            return self.modules[node["module_ref"]]
         if len(node) != 1:
             _fail(f"invalid manifest node {str(node)[:80]!r}")
         (tag, value), = node.items()
@@ -336,11 +485,17 @@ class _Reader:
         return t
 
 
-def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=None, **pickle_load_args):
+def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=None, **pickle_load_args):
     """Load what tapegrad.save wrote, from a path or a binary file object. Runs no code from the file:
-    anything that is not a well-formed tapegrad file raises SerializationError. map_location, pickle_module,
-    weights_only and mmap exist for torch.load compatibility: everything loads on the CPU, never unpickled."""
+    anything that is not a well-formed tapegrad file raises SerializationError. Everything loads on the CPU:
+    map_location may be None, "cpu", a CPU device, or a dict / callable (applied to CPU storages by torch,
+    which they return unchanged here); a CUDA location raises torch's error. weights_only (default True, or
+    False with TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1, as torch) only decides which module classes a whole
+    saved module may name (see the module docstring); nothing is ever unpickled."""
     import zipfile
+    _check_map_location(map_location)
+    if weights_only is None:
+        weights_only = not _env_true("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD") or _env_true("TORCH_FORCE_WEIGHTS_ONLY_LOAD")
     fh, size, own = _open_source(f)
     try:
         _check_magic(fh)
@@ -352,7 +507,7 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
             try:
                 members = _check_members(zf, size)
                 manifest = _read_manifest(zf, members, size)
-                return _Reader(zf, members, size).decode(manifest["root"])
+                return _Reader(zf, members, size, bool(weights_only)).decode(manifest["root"])
             except SerializationError:
                 raise
             except RecursionError:
@@ -362,6 +517,23 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
     finally:
         if own:
             fh.close()
+
+
+def _env_true(name):
+    return os.environ.get(name, "0").lower() in ("1", "y", "yes", "true")
+
+
+def _check_map_location(map_location):
+    if map_location is None or callable(map_location) or isinstance(map_location, dict):
+        return
+    from .device import as_device
+    d = as_device(map_location)
+    if d.type == "cuda":
+        raise RuntimeError("Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is "
+                           "False. If you are running on a CPU-only machine, please use torch.load with "
+                           "map_location=torch.device('cpu') to map your storages to the CPU.")
+    if d.type != "cpu":
+        raise RuntimeError(f"torch.UntypedStorage(): Storage device not recognized: {d.type}")
 
 
 def _is_member_name(name):

@@ -46,7 +46,7 @@ GROWTH_NO_FREED = 16384  # and one more and this many live rows when backward ha
 GHOSTS = 4              # cut rows remembered per index (see _truncate)
 RELEASE_BYTES = 64 << 10  # an op's value of at least this size that no rule reads is not held by the tape
 # dicts keyed by row, remapped by compaction
-_ROW_KEYED = ("aux", "watch", "cells", "registered", "released", "anomaly_traces")
+_ROW_KEYED = ("aux", "watch", "cells", "registered", "released", "anomaly_traces", "guards")
 _F32, _F64 = np.dtype(np.float32).num, np.dtype(np.float64).num  # the dtypes the replay knows: codes 0 and 1
 
 THREAD_MESSAGE = (
@@ -66,6 +66,7 @@ GROWTH_MESSAGE = (
     "`losses.append(loss.item())`) instead of `total_loss += loss`. If this is one large graph you mean "
     "to backpropagate, ignore this warning (category tapegrad.tape.TapeGrowthWarning).")
 _growth_warned = False
+_refcount = sys.getrefcount
 
 
 class Watch:
@@ -133,6 +134,8 @@ class _Lock:
 
 
 class Tape:
+    growth_pending = None  # the growth warning, once found, until the `+=` that keeps the graphs alive
+
     def __init__(self, capacity=1024):
         self.n = 0              # rows in use
         self.nargs = 0          # entries in use in the CSR argument arrays
@@ -142,6 +145,9 @@ class Tape:
         self.cells = {}         # row -> the version cell vaddr[row] points at (kept alive here)
         self.registered = {}    # op row -> the first of the leaf/constant rows registered by its record
         self.released = {}      # row -> weakref to the value the tape let go of (values[row] holds its shape)
+        self.shared_leaves = {}  # id -> weakref of a leaf another thread's tape registered too (leaf_rows)
+        self.guards = {}        # row -> [(version cell, version, dtype, shape)] of the index, mask or target
+                                # tensors its backward depends on (guard): backward checks them as saved
         self.owner = threading.current_thread()
         self.lock = _Lock(self.owner)
         self.sweep_at = SWEEP_CHECK  # record() calls check_sweep() when the tape reaches this length
@@ -215,6 +221,9 @@ class Tape:
             if sys.getrefcount(t._data) > 2 and (self.ghost[:, self.n] == id(t._data)).any():
                 self._pad_past(t._data)  # t shares an array object (t = y.detach()) with a cut row here
             if t._requires_grad:
+                if t._tape is not None and t._tape is not self:  # t's link moves here: each tape remembers
+                    ref = weakref.ref(t)                         # that it may hold rows t no longer names
+                    self.shared_leaves[id(t)] = t._tape.shared_leaves[id(t)] = ref
                 s = self._append(OP_LEAF, t._data, F_REQ)
                 self.aux[s] = weakref.ref(t)
             else:
@@ -225,6 +234,17 @@ class Tape:
             self.outver[s] = t._vc[0]
         t._tape, t._slot = self, s
         return s
+
+    def target_rows(self, t):
+        """The rows of this tape a gradient with respect to t sums: t's row, or, for a leaf that threads
+        have used on several tapes (its link names only the last), every live leaf row of t here."""
+        ref = self.shared_leaves.get(id(t))
+        if ref is None or ref() is not t:
+            return [self.slot(t)]
+        op, flags = self.op, self.flags
+        rows = [r for r, a in list(self.aux.items()) if r < self.n and op[r] == OP_LEAF and
+                not flags[r] & F_DEAD and isinstance(a, weakref.ref) and a() is t]
+        return sorted(rows) or [self.slot(t)]
 
     def _pad_past(self, data):
         """Pad while the next index is one where a cut row held `data`: the tensor that row was (y,
@@ -298,6 +318,10 @@ class Tape:
         n = self.n
         if n >= self.sweep_at and not self.lock.depth:
             self.check_sweep()  # before any input row is read: a sweep may move rows
+            n = self.n
+        elif n and _refcount(self.values[n - 1]) <= 2 and not self.lock.depth:
+            # only the tape holds the last row's value: its tensor died (an evaluation's output, dropped)
+            self.cut_dead_tail()
             n = self.n
         n0 = n
         k = self.nargs
@@ -455,6 +479,7 @@ class Tape:
                 obj[r] = 0                                   # and its id may be reused (see compact)
             values[r] = None
             aux.pop(r, None)
+            self.guards.pop(r, None)
             self.watch.pop(r, None)
             self.cells.pop(r, None)
         self._truncate(tail)
@@ -552,6 +577,35 @@ class Tape:
                 self.sweep_at = min(self._sweep_rows, n + gap)
                 return
         self.sweep()
+
+    def cut_dead_tail(self):
+        """Free the rows at the tape's end that no tensor holds, from the last row down to the first op row
+        held (record() calls it when the last row's tensor has died, as torch frees a graph with its last
+        tensor), and cut them. No row above them is left to reach them, so nothing can; leaf and constant
+        rows (registered while the pass ran) have no inputs, so a held one is stepped over and stays. A row
+        counts as held when anything beyond the tape refers to its value (a tensor, a view, a saved context),
+        its released value is alive, or its hooks' tensor is. O(rows walked)."""
+        if self.owner is not threading.current_thread():
+            return
+        values, released, watch, flags, op = self.values, self.released, self.watch, self.flags, self.op
+        dead = []
+        for r in range(self.n - 1, -1, -1):
+            if flags[r] & F_DEAD:
+                continue
+            w = released.get(r)
+            held = w() is not None if w is not None else _refcount(values[r]) > 2  # (the list, the argument)
+            if not held:
+                w = watch.get(r)
+                held = w is not None and (w.alive() if isinstance(w, Watch) else w() is not None)
+            if held:
+                if op[r] == OP_LEAF or op[r] == OP_CONST:
+                    continue
+                break
+            dead.append(r)
+        if dead:
+            self.swept += len(dead)
+            self.free(np.array(dead[::-1], np.int64))
+            self._swept_n = min(self._swept_n, self.n)
 
     def sweep(self):
         """Free the rows that no live tensor can reach (PyTorch frees an unreachable graph the same way),
@@ -695,6 +749,9 @@ class Tape:
         large scalar graph about to be backpropagated, so the warning waits for more growth.
         """
         global _growth_warned
+        if self.growth_pending is not None:  # no `+=` on a scalar since it was found: say it here
+            self.warn_growth()
+            return
         if live >= GROWTH_MIN and live * 4 >= self._last_live * 5:
             self._growth += 1
         else:
@@ -717,8 +774,15 @@ class Tape:
         if 4 * freed < reached and (self._growth <= GROWTH_SWEEPS or live < GROWTH_NO_FREED):
             return
         _growth_warned = True
-        warnings.warn(GROWTH_MESSAGE.format(sweeps=self._growth, live=live), TapeGrowthWarning,
-                      stacklevel=_user_stacklevel())
+        # A sweep runs at whatever op fills the tape, usually in the forward: the warning waits for the
+        # next in-place add on a 0-dim tensor (Tensor.__iadd__), so that it names the user's
+        # `total_loss += loss` line, as the fix it suggests is written there.
+        self.growth_pending = GROWTH_MESSAGE.format(sweeps=self._growth, live=live)
+
+    def warn_growth(self):
+        """Issue the pending growth warning, naming the user's line that is running now."""
+        message, self.growth_pending = self.growth_pending, None
+        warnings.warn(message, TapeGrowthWarning, stacklevel=_user_stacklevel())
 
     # -- inspection ------------------------------------------------------------------------------
     def stats(self):
@@ -778,6 +842,19 @@ class Tape:
 
 
 _NANS = {}
+
+
+def guard(out, *saved):
+    """Note the versions of the tensors that out's row's backward depends on but does not differentiate (an
+    index, a mask, a class target), as torch saves them: a backward after one of them was modified in place
+    raises torch's error instead of using the old or the new values. Returns out."""
+    tape = out._tape
+    if out._requires_grad and tape is not None and not out._is_leaf:
+        entries = tape.guards.setdefault(out._slot, [])
+        for t in saved:
+            cell = t._ensure_vc()
+            entries.append((cell, int(cell[0]), t._data.dtype, t._data.shape))
+    return out
 
 
 def _nan(dtype):

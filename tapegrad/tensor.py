@@ -3,9 +3,11 @@
 A Tensor holds no graph object: `grad_fn` is made on demand from its tape row. Attribute defaults live
 on the class, so making an op's result sets only the attributes that differ (the recording hot path).
 """
+import warnings
+
 import numpy as np
 
-from . import _dtype, _format
+from . import _dtype, _format, _strides
 from .tape import F_STOP, NOT_A_SLOT, Watch, untraceable
 from .tape import _local as _tape_local
 
@@ -20,7 +22,7 @@ def as_array(data, dtype=None):
     if np_dtype is None and not isinstance(data, np.ndarray):
         a = np.asarray(data)
         if a.dtype.kind == "f":
-            np_dtype = np.float32  # torch.tensor([1.5]) is float32: Python floats take the default dtype
+            np_dtype = _dtype.default_float.np  # torch.tensor([1.5]): Python floats take the default dtype
             if a.size and not np.all(np.abs(a) < 2.0 ** 63) and not any(
                     isinstance(v, (float, np.floating)) for v in _flat(data if isinstance(data, (list, tuple)) else [data])):
                 raise ValueError("Overflow when unpacking long long")  # ints only, one past int64 (NumPy: float)
@@ -81,6 +83,23 @@ class Size(tuple):
         return n
 
 
+# torch's warnings, without the "(Triggered internally at <torch's C++ source>)" it appends: tapegrad has no
+# such source line to name.
+NON_LEAF_GRAD_MESSAGE = (
+    "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute won't be "
+    "populated during autograd.backward(). If you indeed want the .grad field to be populated for a non-leaf "
+    "Tensor, use .retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor by mistake, make sure "
+    "you access the leaf Tensor instead. See github.com/pytorch/pytorch/pull/30531 for more information.")
+SCALAR_MESSAGE = ("Converting a tensor with requires_grad=True to a scalar may lead to unexpected behavior.\n"
+                  "Consider using tensor.detach() first.")
+_scalar_warned = False
+
+
+def _grad_enabled():
+    from .autograd.grad_mode import is_grad_enabled
+    return is_grad_enabled()
+
+
 class Tensor:
     _requires_grad = False
     _is_leaf = True
@@ -92,6 +111,7 @@ class Tensor:
     _retains_grad = False
     _grad_fn = None
     _base = None          # the tensor a view was made from (torch's ._base)
+    _strides = None       # the strides torch's view would have, in elements; None: contiguous (_strides.py)
     _op = 0               # opcode of the op that made this tensor (its grad_fn's name)
     __array_priority__ = 1000  # make `ndarray * Tensor` defer to Tensor.__rmul__
 
@@ -100,7 +120,7 @@ class Tensor:
         dtype = kwargs.pop("dtype", None)
         if kwargs:
             raise TypeError(f"Tensor() got unexpected keyword arguments {sorted(kwargs)}")
-        np_dtype = _dtype.to_numpy_dtype(dtype or _dtype.float32)
+        np_dtype = _dtype.to_numpy_dtype(dtype or _dtype.default_float)
         if len(args) == 1 and not isinstance(args[0], (int, np.integer)):
             self._data = as_array(args[0], dtype=np_dtype)
         elif all(isinstance(a, (int, np.integer)) for a in args):
@@ -112,7 +132,10 @@ class Tensor:
     @property
     def data(self):
         """The same storage with no history; changes through it are not version-tracked (as torch's .data)."""
-        return _new(self._data)
+        t = _new(self._data)
+        if self._strides is not None:
+            t._strides = self._strides
+        return t
 
     @data.setter
     def data(self, value):
@@ -125,6 +148,10 @@ class Tensor:
 
     @requires_grad.setter
     def requires_grad(self, value):
+        self._set_requires_grad(value, "only Tensors of floating point and complex dtype can require gradients")
+
+    def _set_requires_grad(self, value, not_float_message):
+        """The attribute and requires_grad_() differ only in torch's message for a non-float dtype."""
         if bool(value) == self._requires_grad:
             return  # no change (torch allows it on a non-leaf too); the tensor keeps its row and graph
         if not self._is_leaf:
@@ -132,14 +159,14 @@ class Tensor:
                                "computed variable in a subgraph that doesn't require differentiation use "
                                "var_no_grad = var.detach().")
         if value and self._data.dtype.kind != "f":
-            raise RuntimeError("only Tensors of floating point dtype can require gradients")
+            raise RuntimeError(not_float_message)
         if value and self._data.dtype.itemsize < 4:
             raise RuntimeError("tapegrad: float16 tensors cannot require gradients; convert with .float() first")
         self._requires_grad = bool(value)
         self._slot = NOT_A_SLOT
 
     def requires_grad_(self, requires_grad=True):
-        self.requires_grad = requires_grad
+        self._set_requires_grad(requires_grad, "only Tensors of floating point dtype can require gradients")
         return self
 
     @property
@@ -148,6 +175,9 @@ class Tensor:
 
     @property
     def grad(self):
+        if not self._is_leaf and not self._retains_grad:
+            # torch warns at every such read; Python's default filter shows it once per line of code
+            warnings.warn(NON_LEAF_GRAD_MESSAGE, UserWarning, stacklevel=2)
         return self._grad
 
     @grad.setter
@@ -183,12 +213,18 @@ class Tensor:
         vc[0] += 1
 
     def _ensure_vc(self):
-        """Give this storage a version cell the tape can read, and point this tensor's row at it."""
+        """Give this storage a version cell the tape can read, and point this tensor's row at it. A tensor
+        for a row that already has a cell (backward's wrapper of a saved input) shares the storage, so it
+        takes that cell: a fresh one would repoint the row away from the owner's, whose bumps it then misses."""
         if self._vc is None:
-            self._vc = np.zeros(1, np.int64)
             tape = self._tape
-            if tape is not None and tape.locate(self) >= 0:  # (locate: the row may have moved, Tape.compact)
-                tape.set_cell(self._slot, self._vc)
+            row = tape.locate(self) if tape is not None else -1  # (locate: the row may have moved, Tape.compact)
+            cell = tape.cells.get(row) if row >= 0 else None
+            if cell is None:
+                cell = np.zeros(1, np.int64)
+                if row >= 0:
+                    tape.set_cell(row, cell)
+            self._vc = cell
         return self._vc
 
     # -- shape and conversion -----------------------------------------------------------------------
@@ -208,7 +244,15 @@ class Tensor:
 
     @property
     def device(self):
-        return "cpu"
+        from .device import CPU
+        return CPU
+
+    @property
+    def is_cpu(self):
+        return True
+
+    def get_device(self):
+        return -1  # torch's answer for a CPU tensor
 
     @property
     def is_cuda(self):
@@ -265,7 +309,11 @@ class Tensor:
             raise TypeError("iteration over a 0-d tensor")
         return (self[i] for i in range(self._data.shape[0]))
 
-    def __float__(self):
+    def __float__(self):  # (complex(t) and "%f" % t come here too, as in torch)
+        global _scalar_warned
+        if self._requires_grad and not _scalar_warned and _grad_enabled():
+            _scalar_warned = True  # torch warns once per process (TORCH_WARN_ONCE)
+            warnings.warn(SCALAR_MESSAGE, UserWarning, stacklevel=2)
         return float(self.item())
 
     def __int__(self):
@@ -292,12 +340,13 @@ class Tensor:
         elif self._requires_grad:
             suffixes.append("requires_grad=True")
         name = _dtype.from_numpy_dtype(self._data.dtype)
-        return _format.format_tensor(self._data, repr(name), name is _dtype.float32, suffixes)
+        return _format.format_tensor(self._data, repr(name), name is _dtype.default_float, suffixes)
 
     def __format__(self, spec):
-        if self._data.ndim == 0 and spec:
+        # torch: a plain 0-d tensor formats its number (f"{loss}" and f"{loss:.4f}"); anything else is object's
+        if self._data.ndim == 0 and type(self) is Tensor:
             return format(self.item(), spec)
-        return repr(self) if not spec else format(repr(self), spec)
+        return object.__format__(self, spec)
 
     def __reduce__(self):
         return (_rebuild, (self._data, self._requires_grad))
@@ -325,6 +374,8 @@ class Tensor:
     def detach(self):
         t = _new(self._data)
         t._vc = self._ensure_vc()  # shares storage and version counter, as torch's detach()
+        if self._strides is not None:
+            t._strides = self._strides
         return t
 
     def detach_(self):
@@ -366,16 +417,19 @@ class Tensor:
 
     # -- dtype conversion ----------------------------------------------------------------------------------
     def to(self, *args, **kwargs):
-        dtype = kwargs.get("dtype")
-        for a in args:
-            if isinstance(a, _dtype.dtype):
-                dtype = a
-            elif isinstance(a, Tensor):
-                dtype = a.dtype
-        if dtype is None:
-            return self
+        """to(dtype), to(device, dtype=None), to(tensor), each with non_blocking=False, copy=False. A device
+        other than the CPU raises torch's error for it (tapegrad computes on the CPU only)."""
+        dtype, device, copy = _parse_to(args, kwargs)
+        if device is not None:
+            from .device import check
+            check(device)
+        if dtype is None or _dtype.to_numpy_dtype(dtype) == self._data.dtype:
+            return self.clone() if copy else self
         from .ops import to_dtype
         return to_dtype(self, dtype)
+
+    def cuda(self, device=None, non_blocking=False, memory_format=None):
+        raise AssertionError("Torch not compiled with CUDA enabled")
 
     def float(self):
         return self.to(_dtype.float32)
@@ -395,14 +449,36 @@ class Tensor:
     def cpu(self):
         return self
 
-    def contiguous(self):
-        return self
+    def stride(self, dim=None):
+        """torch's strides for this tensor's layout: what its views would have (the values themselves are
+        always stored contiguously, see _strides.py)."""
+        strides = _strides.of(self)
+        if dim is None:
+            return strides
+        from .ops import _dim
+        return strides[_dim(dim, self._data.ndim)]
 
-    def is_contiguous(self):
-        return True
+    def is_contiguous(self, memory_format=None):
+        _no_memory_format(memory_format)
+        return _strides.is_contiguous(self._data.shape, self._strides)
+
+    def contiguous(self, memory_format=None):
+        _no_memory_format(memory_format)
+        if self.is_contiguous():
+            return self
+        from .ops import clone
+        t = clone(self)  # CloneBackward0, as torch's contiguous() records
+        t._strides = None
+        return t
 
     def is_floating_point(self):
         return self._data.dtype.kind == "f"
+
+
+def _no_memory_format(memory_format):
+    if memory_format is not None:
+        raise NotImplementedError("tapegrad: memory formats (channels_last, ...) are not supported: tensors have "
+                                  "torch's default (contiguous) layout")
 
 
 class _HookHandle:
@@ -412,6 +488,34 @@ class _HookHandle:
     def remove(self):
         if self._hook in self._hooks:
             self._hooks.remove(self._hook)
+
+
+def _parse_to(args, kwargs):
+    """Tensor.to's overloads -> (dtype or None, device or None, copy)."""
+    kwargs = dict(kwargs)
+    dtype, device = kwargs.pop("dtype", None), kwargs.pop("device", None)
+    kwargs.pop("non_blocking", None)
+    kwargs.pop("memory_format", None)
+    copy = kwargs.pop("copy", False)
+    if kwargs:
+        raise TypeError(f"to() received an invalid combination of arguments - got unexpected keyword "
+                        f"arguments {sorted(kwargs)}")
+    rest = list(args)
+    if rest and isinstance(rest[0], Tensor):
+        other = rest.pop(0)
+        dtype, device = other.dtype, other.device
+    elif rest and isinstance(rest[0], _dtype.dtype):
+        dtype = rest.pop(0)
+    elif rest and not isinstance(rest[0], bool):
+        device = rest.pop(0)
+        if rest and isinstance(rest[0], _dtype.dtype):
+            dtype = rest.pop(0)
+    if rest:  # the positional non_blocking, copy
+        if len(rest) > 2 or not all(isinstance(r, bool) for r in rest):
+            raise TypeError(f"to() received an invalid combination of arguments - got {tuple(args)}")
+        if len(rest) == 2:
+            copy = rest[1]
+    return dtype, device, copy
 
 
 def _rebuild(data, requires_grad):

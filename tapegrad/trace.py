@@ -26,6 +26,7 @@ from . import tape as tape_mod
 from .autograd.grad_mode import _state as _grad_state
 from .ops._common import _record
 from .ops.loss import _cross_entropy_replay
+from .ops.rnn import REPLAY as _rnn_replay
 from .tape import F_DEAD, F_STOP, OP_CONST, OP_LEAF, Tape
 from .tensor import Tensor, _new
 
@@ -433,7 +434,7 @@ class _Aliases:
 # -- forward rules: each op row recomputed from its inputs' values -------------------------------------------
 _MATMUL = frozenset(("matmul", "mv", "dot", "vecmat", "matmul_fold", "matmul_bcast"))
 # data movement whose index map depends on shapes (and Python ints) only, never on a tensor's values
-_SHAPE_GATHERS = frozenset(("transpose", "t", "permute", "flip", "repeat", "diagonal", "select", "slice",
+_SHAPE_GATHERS = frozenset(("transpose", "t", "permute", "flip", "repeat", "diagonal", "select", "slice", "roll",
                             "unsqueeze_gather"))
 
 
@@ -514,6 +515,31 @@ def _forward_rule(op, V, r, tape, B, arg_of):
 
         def step():
             V[r] = np.asarray(fop.array_vjp(ctx, V[gr], [V[i] for i in xs], wanted)[j])
+    elif name == "stack":
+        axis = tape.aux[r]
+
+        def step():
+            V[r] = np.stack([V[i] for i in ins], axis=axis)
+    elif name == "cat":
+        axis, sizes = tape.aux[r]
+        kept = [i for i, n in zip(ins, sizes) if n is not None]
+
+        def step():
+            V[r] = np.concatenate([V[i] for i in kept], axis=axis)
+    elif name in _rnn_replay:  # a fused LSTM/GRU cell row (ops/rnn.py)
+        fwd, ctx = _rnn_replay[name], tape.aux[r]
+
+        def step():
+            V[r] = fwd(ctx, *[V[i] for i in ins])
+    elif name in ("conv", "max_pool", "layer_norm", "batch_norm"):  # (ops/conv.py's layers)
+        from .ops.conv import replay_rule
+        ctx = tape.aux[r]
+        layer = replay_rule(name, ctx)
+        if layer is None:
+            return None
+
+        def step():
+            V[r] = layer(ctx, *[V[i] for i in ins]).reshape(shape)
     elif name == "cross_entropy":
         ctx = tape.aux[r]
         j = arg_of.get(id(getattr(ctx, "target", None)))

@@ -29,6 +29,50 @@ def test_command_line_run(tmp_path):
         "matplotlib is not installed: skipping the loss-curve plot" in out
 
 
+def test_default_plot_goes_outside_the_working_tree_and_its_path_is_printed(tmp_path):
+    """The default PNG goes to the temporary directory, not the current one (a clone's working tree)."""
+    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               TMPDIR=str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    (tmp_path / "cwd").mkdir()
+    proc = subprocess.run([sys.executable, "-m", "tapegrad.demo", "--epochs", "1"], cwd=tmp_path / "cwd", env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert list((tmp_path / "cwd").iterdir()) == []
+    assert f"loss curve saved to {tmp_path / 'tmp' / 'tapegrad-demo-loss.png'}" in proc.stdout
+    assert (tmp_path / "tmp" / "tapegrad-demo-loss.png").read_bytes()[:4] == b"\x89PNG"
+    assert "training loss, mean over the last epoch: " in proc.stdout and "final training loss" not in proc.stdout
+
+
+def test_compilation_is_announced_once_on_stderr_when_not_a_terminal(monkeypatch):
+    """A kernel load slower than a cache hit (a compilation) is announced on a plain stream too."""
+    import tapegrad
+    stream = io.StringIO()
+    monkeypatch.setattr(demo, "NOTICE_AFTER_S", 0.05)
+    monkeypatch.setattr(tapegrad, "warmup", lambda: __import__("time").sleep(0.5))
+    bar = demo.ProgressBar(4, stream=stream)
+    with demo._notice_if_slow(bar):
+        tapegrad.warmup()
+    assert stream.getvalue() == demo.COMPILE_NOTICE + "\n"
+    assert "about 30-60 s" in demo.COMPILE_NOTICE
+    fast = io.StringIO()
+    bar = demo.ProgressBar(4, stream=fast)
+    monkeypatch.setattr(demo, "NOTICE_AFTER_S", 5.0)
+    with demo._notice_if_slow(bar):
+        pass                                                      # a cache hit: nothing said
+    assert fast.getvalue() == ""
+
+
+def test_demo_extra_brings_matplotlib_and_the_readme_shows_its_plot():
+    import tomllib
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    names = {re.split(r"[<>=\[ ]", req)[0] for req in extras["demo"]}
+    assert {"scikit-learn", "matplotlib"} <= names
+    readme = (REPO / "README.md").read_text()
+    assert "![" in readme and "(docs/demo-loss.png)" in readme
+    assert (REPO / "docs" / "demo-loss.png").read_bytes()[:4] == b"\x89PNG"
+
+
 def test_full_demo_reaches_95_percent_and_is_repeatable(capsys):
     result = demo.main(["--no-plot"])
     assert result["accuracy"] >= 0.95
@@ -40,6 +84,9 @@ def test_full_demo_reaches_95_percent_and_is_repeatable(capsys):
     assert demo.train(epochs=2, seed=1, quiet=True)["losses"] != again["losses"]
     out = capsys.readouterr().out
     assert "held-out accuracy: " in out and "time per training step: " in out
+    last_epoch = result["losses"][-23:]
+    assert (f"training loss, mean over the last epoch: {sum(last_epoch) / 23:.6f} "
+            f"(its last batch: {result['losses'][-1]:.6f})") in out
 
 
 def test_missing_scikit_learn_names_the_extra(monkeypatch):

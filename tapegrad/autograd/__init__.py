@@ -75,6 +75,25 @@ def _rows(tensors):
     return tape, [tape.slot(t) for t in tensors]
 
 
+def _targets(tape, inputs):
+    """The rows of `inputs` on the outputs' tape, flattened, and how many each input has (Tape.target_rows)."""
+    groups = [tape.target_rows(t) for t in inputs]
+    return [r for g in groups for r in g], [len(g) for g in groups]
+
+
+def _per_input(result, counts):
+    """Sum the results of each input's rows (None where none was reached)."""
+    out, k = [], 0
+    for c in counts:
+        parts = [g for g in result[k: k + c] if g is not None]
+        k += c
+        total = parts[0] if parts else None
+        for g in parts[1:]:
+            total = total + g
+        out.append(total)
+    return out
+
+
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, grad_variables=None,
              inputs=None):
     """Accumulate the gradients of `tensors` into the leaves' .grad (torch.autograd.backward)."""
@@ -89,10 +108,10 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         inputs = _as_tuple(inputs)
         if not inputs:
             raise RuntimeError("'inputs' argument to backward() cannot be empty.")
-        _, targets = _rows(inputs)
+        targets, counts = _targets(tape, inputs)
     result = replay.run(tape, roots, seeds, retain_graph, create_graph, targets=targets)
     if inputs is not None:
-        for t, g in zip(inputs, result):
+        for t, g in zip(inputs, _per_input(result, counts)):
             if g is not None:
                 replay._add_grad(t, g, create_graph)
 
@@ -121,8 +140,9 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     if retain_graph is None:
         retain_graph = create_graph
     tape, roots = _rows(outputs)
-    _, targets = _rows(inputs)
+    targets, counts = _targets(tape, inputs)
     result = replay.run(tape, roots, seeds, retain_graph, create_graph, targets=targets, accumulate=False)
+    result = _per_input(result, counts)
     out = []
     for i, (t, g) in enumerate(zip(inputs, result)):
         if g is None:

@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import registry
 from ..tensor import Tensor, _new
-from .graph import Node
+from .graph import FUNCTION_MODULE, Node
 from .grad_mode import is_grad_enabled, no_grad
 
 __all__ = ["Function", "FunctionCtx", "BackwardCFunction", "once_differentiable", "InplaceFunction"]
@@ -59,6 +59,7 @@ class BackwardCFunction(Node, FunctionCtx):
     It is the grad_fn of the Function's outputs, and the context of its tape rows.
     """
     _forward_cls = None
+    _repr_module = FUNCTION_MODULE  # <torch.autograd.function.MyFnBackward object at 0x...>
     grad_fn_name = "BackwardCFunction"
     materialize_grads = True
     needs_input_grad = ()

@@ -2,6 +2,14 @@
 from .. import registry
 
 _classes = {}
+# torch lists an edge per operand of these, (None, 0) for a Python number (`x * 2`), which tapegrad records
+# as a scalar attribute of a one-input row
+_SCALAR_OPERAND = frozenset(("MulBackward0", "AddBackward0", "SubBackward0", "DivBackward0"))
+# the condition of torch.where is not an operand of WhereBackward0 (it has no edge); tapegrad's row reads it
+_NO_EDGE_FIRST = frozenset(("WhereBackward0",))
+
+
+FUNCTION_MODULE = "torch.autograd.function."
 
 
 class Node:
@@ -27,7 +35,11 @@ class Node:
         out = []
         if not self._alive():  # freed by backward: torch's freed nodes keep their edges; ours are gone
             return ()
-        for a in tape.row_args(self._row):
+        args = tape.row_args(self._row)
+        name = type(self).__name__
+        if name in _NO_EDGE_FIRST:
+            args = args[1:]
+        for a in args:
             op = registry.OPS[tape.op[a]]
             if op.name == "leaf":
                 ref = tape.aux.get(a)
@@ -36,10 +48,17 @@ class Node:
                 out.append((None, 0))
             else:
                 out.append((node_for(tape, a, tape.op[a], tape.value_at(a)), 0))
+        if len(out) == 1 and name in _SCALAR_OPERAND:
+            out.append((None, 0))
         return tuple(out)
 
+    # torch's repr is Python's default: the module of the class, then its name. Built-in nodes print no
+    # module; the classes made for an autograd.Function (MyFnBackward, CompiledFunctionBackward) are made
+    # in torch.autograd.function.
+    _repr_module = ""
+
     def __repr__(self):
-        return f"<{type(self).__name__} object at {hex(id(self))}>"
+        return f"<{self._repr_module}{type(self).__name__} object at {hex(id(self))}>"
 
     def __eq__(self, other):
         return type(other) is type(self) and other._tape is self._tape and other._row == self._row
@@ -70,5 +89,8 @@ def node_for(tape, row, op, value):
     name = registry.OPS[op].grad_fn
     cls = _classes.get(name)
     if cls is None:
-        cls = _classes[name] = type(name, (Node,), {"__slots__": ()})
+        attrs = {"__slots__": ()}
+        if name == "CompiledFunctionBackward":  # (torch.compile's outputs: an autograd.Function's node)
+            attrs["_repr_module"] = FUNCTION_MODULE
+        cls = _classes[name] = type(name, (Node,), attrs)
     return cls(tape, row, value)

@@ -1,10 +1,13 @@
 """Generate kernels/elementwise.py from the registry's derivative expressions.
 
-Run `python -m tapegrad.kernels.codegen` after changing an elementwise op in registry.py;
-tests/test_registry.py fails when the generated file is out of date.
+Run `python -m tapegrad.kernels.codegen --write` after changing an elementwise op in registry.py (without
+`--write` it only checks; an unchanged file is never rewritten, so Numba's cache of it stays valid);
+tests/test_engine.py fails when the generated file is out of date.
 """
+import argparse
 import pathlib
 import re
+import sys
 
 from .. import registry
 
@@ -73,10 +76,50 @@ def source():
     return HEADER + "\n".join(_unary(unary) + _binary(binary)) + "\n"
 
 
-if __name__ == "__main__":
-    TARGET.write_text(source())
-    print(f"wrote {TARGET}")
+def write_if_changed(path, text):
+    """Write text to path unless it already holds exactly that (an identical rewrite would still change
+    the file's mtime, which tools such as Numba's cache take as a change); True if it wrote."""
+    if path.exists() and path.read_text() == text:
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return True
+
+
+def generator_main(argv, prog, description, target, make_source, after_write=None):
+    """The command line of a generator: check by default, write only with --write, --help writes nothing."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    parser.add_argument("--write", action="store_true",
+                        help=f"regenerate {target.name} (left untouched when already current)")
+    args = parser.parse_args(argv)
+    text = make_source()
+    if not args.write:
+        if target.exists() and target.read_text() == text:
+            print(f"{target} is up to date")
+            return 0
+        print(f"{target} is out of date: run {prog} --write")
+        return 1
+    if write_if_changed(target, text):
+        if after_write is not None:
+            after_write()
+        print(f"wrote {target}")
+    else:
+        print(f"{target} is up to date (not rewritten)")
+    return 0
+
+
+def _drop_runtime_cache():
     # Numba's cache of runtime.py (which inlines these kernels) does not notice that they changed.
     for stale in [*(TARGET.parent / "__pycache__").glob("runtime.*.nb[ic]"),
                   *(TARGET.parent / "__pycache__").glob("elementwise.*.nb[ic]")]:  # scalar.py inlined too
         stale.unlink(missing_ok=True)
+
+
+def main(argv=None):
+    return generator_main(argv, "python -m tapegrad.kernels.codegen", "Check (default) or regenerate (--write) "
+                          "tapegrad/kernels/elementwise.py from the registry's derivatives.", TARGET, source,
+                          _drop_runtime_cache)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

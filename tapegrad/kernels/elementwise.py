@@ -175,12 +175,12 @@ def unary(op, X, Y, G, GX, c, c2):
             x = X[i]
             y = Y[i]
             g = G[i]
-            GX[i] += where(x <= 0, g * (y + c), g)
+            GX[i] += where(x > 0, g, g * (y + c))
     elif op == 37:  # hardtanh
         for i in range(n):
             x = X[i]
             g = G[i]
-            GX[i] += _with_input(where((x > c) & (x < c2), g, 0 * g), x)
+            GX[i] += where((x <= c) | (x >= c2), 0 * g, g + 0 * x)
     elif op == 38:  # clamp
         for i in range(n):
             x = X[i]

@@ -1,8 +1,14 @@
 """Reading NumPy arrays by address inside compiled code.
 
 The tape stores `id(ndarray)`; in CPython that is the address of NumPy's public PyArrayObject struct
-(numpy/ndarraytypes.h: PyObject_HEAD, char *data, int nd, npy_intp *dimensions, ...), whose layout has
-not changed since NumPy 1.7. `check_layout()` verifies it on the running NumPy before the first replay.
+(numpy/ndarraytypes.h: PyObject_HEAD, char *data, int nd, npy_intp *dimensions, npy_intp *strides,
+PyObject *base, PyArray_Descr *descr, ...), whose layout has not changed since NumPy 1.7; the descr's
+type_num sits after PyObject_HEAD, typeobj and four chars in NumPy 1 and 2 alike. `check_layout()`
+verifies both on the running NumPy before the first replay.
+
+Every view takes its length and dtype from the array itself (`view`), never from what the tape believes
+about the row: a value whose dtype is not the one the kernel reads raises, and with NUMBA_BOUNDSCHECK=1 an
+index past the array's own length raises too.
 """
 import numba
 import numpy as np
@@ -10,7 +16,8 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-_DATA, _NDIM, _DIMS = 16, 24, 32  # byte offsets in PyArrayObject on 64-bit CPython
+_DATA, _NDIM, _DIMS, _DESCR = 16, 24, 32, 56  # byte offsets in PyArrayObject on 64-bit CPython
+_TYPE_NUM = 28  # byte offset of type_num in PyArray_Descr
 JIT = dict(cache=True, error_model="numpy", nogil=True)
 
 
@@ -45,9 +52,17 @@ def size(obj):
 
 
 @njit(inline="always", **JIT)
-def view(obj, n, dt):
-    """The C-contiguous data of the array whose id is obj, as a flat array of n elements of dtype dt."""
-    return numba.carray(_voidptr(load_i64(obj + _DATA)), n, dt)
+def typenum(obj):
+    return numba.carray(_voidptr(load_i64(obj + _DESCR) + _TYPE_NUM), 1, np.int32)[0]
+
+
+@njit(inline="always", **JIT)
+def view(obj, num, dt):
+    """The C-contiguous data of the array whose id is obj, as a flat array of all its elements, which
+    must be of dtype dt (NumPy type number num)."""
+    if typenum(obj) != num:
+        raise TypeError("tapegrad: a tape row's value does not have the dtype its row records")
+    return numba.carray(_voidptr(load_i64(obj + _DATA)), size(obj), dt)
 
 
 @njit(**JIT)
@@ -55,12 +70,15 @@ def _probe(obj):
     shape = np.empty(ndim(obj), np.int64)
     for d in range(shape.size):
         shape[d] = dim(obj, d)
-    return load_i64(obj + _DATA), shape
+    return load_i64(obj + _DATA), shape, typenum(obj)
 
 
 def check_layout():
-    a = np.zeros((3, 5, 7), np.float32)
-    data, shape = _probe(id(a))
-    if data != a.ctypes.data or tuple(shape) != a.shape:
+    ok = True
+    for dt in (np.float32, np.float64, np.int64, np.float16):
+        a = np.zeros((3, 5, 7), dt)
+        data, shape, num = _probe(id(a))
+        ok = ok and data == a.ctypes.data and tuple(shape) == a.shape and num == a.dtype.num
+    if not ok:
         raise RuntimeError(f"tapegrad: NumPy {np.__version__} lays out its array struct differently than "
                            "tapegrad expects; please report this with your NumPy version.")

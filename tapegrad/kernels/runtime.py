@@ -7,7 +7,7 @@ import numba
 import numpy as np
 from numba import njit
 
-from .memory import JIT, _voidptr, dim, load_i64, ndim, size, view
+from .memory import JIT, _voidptr, dim, load_i64, ndim, size, typenum, view
 from . import elementwise
 
 # Kinds of row, as declared in the registry.
@@ -15,6 +15,7 @@ K_LEAF, K_UNARY, K_BINARY, K_SUM, K_EXPAND, K_RESHAPE, K_GATHER, K_CAST, K_PYTHO
 F_REQ, F_DEAD, F_STOP = 1, 2, 4
 OP_LEAF = 0  # the tape's opcode of a leaf row (a tensor that requires grad and has no history)
 OP_CONST = 1  # the tape's opcode of a constant row
+NUM_F32, NUM_F64, NUM_I64 = np.dtype(np.float32).num, np.dtype(np.float64).num, np.dtype(np.int64).num
 SAVES_OUT = 128  # bit of the saves table: the op's backward reads its own output
 SAVES_ALL = 64  # bit of the saves table: the op's backward reads every input, however many (a compiled call)
 
@@ -85,8 +86,8 @@ def plan(n, roots, targets, flags, op, kinds, saves, argptr, args, argver, obj, 
     elements), blocks by liveness (_layout); recycle marks rows whose block a later row takes over, which
     the replay zeroes once the row has run.
     Returns (need, own, offsets, recycle, n32, n64, error_row, error_arg): error_row >= 0 names a needed
-    row that is dead (freed), or whose saved input (error_arg >= 0) or output (error_arg == -1) changed in
-    place.
+    row that is dead (freed, error_arg == -2), whose recorded dtype is not its value's (-3), or whose saved
+    input (error_arg >= 0) or output (error_arg == -1) changed in place.
     """
     need = np.zeros(n, np.bool_)
     uses = np.zeros(n, np.int32)
@@ -124,6 +125,9 @@ def plan(n, roots, targets, flags, op, kinds, saves, argptr, args, argver, obj, 
             continue
         if flags[i] & F_DEAD:
             return need, own, offsets, recycle, 0, 0, i, -2
+        t = typenum(obj[i])  # the row's dtype code must be its value's: it picks the buffer and the kernel
+        if dtypes[i] != (0 if t == NUM_F32 else 1 if t == NUM_F64 else 2):
+            return need, own, offsets, recycle, 0, 0, i, -3
         o = op[i]
         s = saves[o]
         for j in range(argptr[i + 1] - argptr[i]):
@@ -334,8 +338,8 @@ def _block(adj, offset, n, dt):
 
 
 @njit(inline="always", **JIT)
-def _step(i, kind, o, argptr, args, obj, fattr, iattr, need, offsets, adj, dt):
-    """One row's adjoint, for rows whose inputs share the output's dtype."""
+def _step(i, kind, o, argptr, args, obj, fattr, iattr, need, offsets, adj, dt, num):
+    """One row's adjoint, for rows whose inputs share the output's dtype (dt, NumPy type number num)."""
     y = obj[i]
     n = size(y)
     g = _block(adj, offsets[i], n, dt)
@@ -345,7 +349,7 @@ def _step(i, kind, o, argptr, args, obj, fattr, iattr, need, offsets, adj, dt):
     gx = _block(adj, offsets[a0], m, dt)
     if kind == K_UNARY:
         if need[a0]:
-                elementwise.unary(o, view(x, m, dt), view(y, n, dt), g, gx, fattr[i, 0], fattr[i, 1])
+                elementwise.unary(o, view(x, num, dt), view(y, num, dt), g, gx, fattr[i, 0], fattr[i, 1])
     elif kind == K_BINARY:
         a1 = args[argptr[i] + 1]
         z = obj[a1]
@@ -356,10 +360,10 @@ def _step(i, kind, o, argptr, args, obj, fattr, iattr, need, offsets, adj, dt):
         else:
             split = _split(y, _broadcast(y, x), _broadcast(y, z))
         if split[0] < 0:  # a broadcast that two strides per input cannot say: index maps
-            elementwise.binary(o, view(x, m, dt), view(z, p, dt), view(y, n, dt), g, gx, gz,
+            elementwise.binary(o, view(x, num, dt), view(z, num, dt), view(y, num, dt), g, gx, gz,
                                broadcast_offsets(y, x), broadcast_offsets(y, z), 1, n, 0, 0, 0, 0, need[a0], need[a1])
         else:
-            elementwise.binary(o, view(x, m, dt), view(z, p, dt), view(y, n, dt), g, gx, gz, _NO_MAP, _NO_MAP,
+            elementwise.binary(o, view(x, num, dt), view(z, num, dt), view(y, num, dt), g, gx, gz, _NO_MAP, _NO_MAP,
                                split[0], split[1], split[2], split[3], split[4], split[5], need[a0], need[a1])
     elif not need[a0]:
         return
@@ -395,7 +399,7 @@ def _step(i, kind, o, argptr, args, obj, fattr, iattr, need, offsets, adj, dt):
         for k in range(n):
             gx[k] += g[k]
     elif kind == K_GATHER:
-        idx = view(iattr[i], n, np.int64)
+        idx = view(iattr[i], NUM_I64, np.int64)
         for k in range(n):
             if idx[k] >= 0:
                 gx[idx[k]] += g[k]
@@ -410,7 +414,8 @@ def _add_into(src, dst):
 @njit(**JIT)
 def replay(start, resume, need, flags, op, kinds, argptr, args, obj, dtypes, fattr, iattr, offsets, recycle,
            adj32, adj64):
-    """Run the needed rows from `start` down to 0; return the first row Python must run, or -1.
+    """Run the needed rows from `start` down to 0; return the first row Python must run (a PYTHON row, a STOP
+    row, a float16 row whose rule reads values), or -1.
     With resume, the row at `start` runs here even if flagged STOP (Python has run its hooks).
     A row's recycled block (see plan) is zeroed once the row has run: another row's adjoint takes it."""
     for i in range(start, -1, -1):
@@ -422,18 +427,26 @@ def replay(start, resume, need, flags, op, kinds, argptr, args, obj, dtypes, fat
             continue
         if kind == K_PYTHON or (flags[i] & F_STOP and not (resume and i == start)):
             return i
-        if kind == K_CAST:
+        if kind == K_CAST:  # adjoints of float32 rows are in adj32; of float64 and float16 rows, in adj64
             a = args[argptr[i]]
             if need[a]:
                 n = size(obj[i])
-                if dtypes[i] == 0:
+                if dtypes[i] == 0 and dtypes[a] == 0:
+                    _add_into(adj32[offsets[i]: offsets[i] + n], adj32[offsets[a]: offsets[a] + n])
+                elif dtypes[i] == 0:
                     _add_into(adj32[offsets[i]: offsets[i] + n], adj64[offsets[a]: offsets[a] + n])
-                else:
+                elif dtypes[a] == 0:
                     _add_into(adj64[offsets[i]: offsets[i] + n], adj32[offsets[a]: offsets[a] + n])
+                else:
+                    _add_into(adj64[offsets[i]: offsets[i] + n], adj64[offsets[a]: offsets[a] + n])
         elif dtypes[i] == 0:
-            _step(i, kind, o, argptr, args, obj, fattr, iattr, need, offsets, adj32, np.float32)
-        else:
-            _step(i, kind, o, argptr, args, obj, fattr, iattr, need, offsets, adj64, np.float64)
+            _step(i, kind, o, argptr, args, obj, fattr, iattr, need, offsets, adj32, np.float32, NUM_F32)
+        elif dtypes[i] == 1:
+            _step(i, kind, o, argptr, args, obj, fattr, iattr, need, offsets, adj64, np.float64, NUM_F64)
+        elif kind == K_UNARY or kind == K_BINARY:  # a float16 row's rule reads float16 values: Python runs it
+            return i
+        else:  # structural rows read no value: their float16 adjoints are float64 elements of adj64
+            _step(i, kind, o, argptr, args, obj, fattr, iattr, need, offsets, adj64, np.float64, NUM_F64)
         if recycle[i]:
             m = size(obj[i])
             if dtypes[i] == 0:

@@ -7,4 +7,11 @@ from .modules import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, Dropout, ELU
                       LogSoftmax, Module, ModuleDict, ModuleList, MSELoss, NLLLoss, ParameterDict,
                       ParameterList, ReLU, ReLU6, Sequential, Sigmoid, SiLU, SmoothL1Loss, Softmax, Softplus,
                       Tanh, Unflatten)
+from .modules import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, BatchNorm1d,  # noqa: F401
+                      BatchNorm2d, Conv1d, Conv2d, Dropout1d, Dropout2d, GLU, GroupNorm, Hardswish, LayerNorm,
+                      MaxPool1d, MaxPool2d, Mish, PReLU)
 from . import utils  # noqa: F401
+from . import parallel  # noqa: F401  (DistributedDataParallel, DataParallel)
+from .modules import GRU, GRUCell, LSTM, LSTMCell, RNN, RNNBase, RNNCell, RNNCellBase  # noqa: F401
+from .modules import (MultiheadAttention, Transformer, TransformerDecoder, TransformerDecoderLayer,  # noqa: F401
+                      TransformerEncoder, TransformerEncoderLayer)

@@ -3,6 +3,10 @@ from .. import ops
 from ..ops import (binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy, gelu,  # noqa: F401
                    huber_loss, kl_div, l1_loss, linear, mse_loss, nll_loss, one_hot, sigmoid,  # noqa: F401
                    smooth_l1_loss, tanh)  # noqa: F401
+from ..ops.conv import (adaptive_avg_pool1d, adaptive_avg_pool2d, avg_pool1d, avg_pool2d, batch_norm,  # noqa: F401
+                        conv1d, conv2d, dropout1d, dropout2d, layer_norm, max_pool1d, max_pool1d_with_indices,  # noqa
+                        max_pool2d, max_pool2d_with_indices)  # noqa: F401
+from ..ops.padding import glu, group_norm, hardswish, mish, pad, prelu  # noqa: F401
 
 
 def _maybe_inplace(input, result, inplace):
@@ -70,3 +74,6 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     denom = ops.clamp_min(ops.norm(input, p, dim, keepdim=True), eps).expand_as(input)
     return input / denom
+
+
+from ..ops.attention import scaled_dot_product_attention  # noqa: E402,F401

@@ -18,6 +18,15 @@ from .reduce import sum, sum_to_shape  # noqa: F401
 from .shape import getitem, scatter_flat  # noqa: F401
 from .nn import *  # noqa: F401,F403  (after elementwise: its clamp, gelu, round take tensor/keyword arguments)
 from . import nn as _n
+from .sort import *  # noqa: F401,F403
+from .layout import *  # noqa: F401,F403
+from .sort import __all__ as _so_all
+from .layout import __all__ as _la_all
+from .sparse import *  # noqa: F401,F403  (sparse COO; its mm and matmul take sparse operands: tapegrad.mm, tapegrad.matmul)
+from .sparse import __all__ as _sp_all
+from . import rnn as _rnn  # noqa: F401  (registers the fused LSTM/GRU cell rows)
+from .conv import *  # noqa: F401,F403
+from . import conv as _c
 
-__all__ = [n for m in (_e, _r, _s, _l, _o, _n) for n in m.__all__] + ["detach"]
-del _e, _r, _s, _l, _o, _n
+__all__ = [n for m in (_e, _r, _s, _l, _o, _n, _c) for n in m.__all__] + ["detach"] + _so_all + _la_all + _sp_all
+del _e, _r, _s, _l, _o, _n, _c, _so_all, _la_all, _sp_all

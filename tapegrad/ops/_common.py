@@ -30,6 +30,17 @@ def _record(op, out, inputs, c=0.0, c2=0.0, iattr=0, aux=None):
     return t
 
 
+def _share_version(x, t):
+    """t is a view of x in torch (tapegrad's may hold a copy): one version counter for both, so an in-place
+    write to either is caught by the version check of every row that saved the other, as torch's is."""
+    cell = x._ensure_vc()
+    t._vc = cell
+    if t._tape is not None:
+        t._tape.set_cell(t._slot, cell)
+        t._tape.outver[t._slot] = cell[0]
+    return t
+
+
 def _tensor(x, like=None):
     """A Tensor for an operand: Tensors pass through; arrays, lists and scalars become constants."""
     if isinstance(x, Tensor):
@@ -53,8 +64,8 @@ def _to_dtype(x, np_dtype):
 
 
 def _float(x):
-    """Ops that only make sense in floating point promote integer inputs to float32, as torch does."""
-    return x if x._data.dtype.kind == "f" else _new(x._data.astype(np.float32))
+    """Ops that only make sense in floating point promote integer inputs to the default float dtype, as torch."""
+    return x if x._data.dtype.kind == "f" else _new(x._data.astype(_dtype.default_float.np))
 
 
 # -- shape errors in torch's words -------------------------------------------------------------------
@@ -117,7 +128,7 @@ def _sizes(sizes):
 
 def _tensor_tensor(op, forward, a, b, to_float=False, check=None):
     """`to_float`: the result is floating point for integer operands too (true division, atan2), in the
-    default dtype (float32) as torch computes it; `check(a, b)`: torch's dtype errors, off the hot path."""
+    default dtype (float32 unless set) as torch computes it; `check(a, b)`: torch's dtype errors, off the hot path."""
     da, db = a._data, b._data
     if da.dtype == db.dtype and da.dtype.kind == "f":  # the hot path: no promotion; NumPy checks the shapes
         try:
@@ -131,7 +142,7 @@ def _tensor_tensor(op, forward, a, b, to_float=False, check=None):
     shape = broadcast_shape(a._data.shape, b._data.shape)
     dt = _dtype.result_type(a._data, b._data)
     if to_float and dt.kind != "f":
-        dt = np.dtype(np.float32)
+        dt = _dtype.default_float.np
     if dt.kind != "f":
         return _new(np.asarray(_integer(forward, a._data, b._data)).astype(dt, copy=False))
     a, b = _to_dtype(a, dt), _to_dtype(b, dt)

@@ -3,7 +3,7 @@ import math
 
 import numpy as np
 
-from .. import _dtype
+from .. import _dtype, _strides
 from ..tensor import Tensor, _new, as_array
 from ._common import OPS, _float, _integer, _is_scalar, _record, _tensor, _tensor_tensor, _to_dtype, broadcast_shape
 from .. import registry
@@ -85,7 +85,7 @@ def _make_binary(name, commutative=False, to_float=False, check=None):
             return _tensor_tensor(op, forward, _tensor(input), _tensor(other), to_float, check)
         dt = _dtype.result_type(x._data, c)
         if to_float and dt.kind != "f":
-            dt = np.dtype(np.float32)
+            dt = _dtype.default_float.np
         if dt.kind != "f":  # integer or bool arithmetic: nothing to differentiate
             a, b = (x._data, c) if sop is ts else (c, x._data)
             return _new(np.asarray(_integer(forward, a, b), dtype=dt))
@@ -118,11 +118,34 @@ def _no_bool_power(input, other):
         raise NotImplementedError('"pow" not implemented for \'Bool\'')
 
 
-add = _make_binary("add", commutative=True)
 mul = _make_binary("mul", commutative=True)
 maximum = _make_binary("maximum", commutative=True)
 minimum = _make_binary("minimum", commutative=True)
-sub = _make_binary("sub", check=_no_bool_subtraction)
+_add = _make_binary("add", commutative=True)  # the operators call these two directly: no alpha to check
+_sub = _make_binary("sub", check=_no_bool_subtraction)
+
+
+def _times_alpha(input, other, alpha):
+    """alpha * other for add and sub, with torch's checks of alpha against the result's dtype."""
+    kind = _dtype.result_type(*(x._data if isinstance(x, Tensor) else x for x in (input, other))).kind
+    if isinstance(alpha, bool):
+        if kind != "b":
+            raise RuntimeError("Boolean alpha only supported for Boolean results.")
+    elif kind in "biu" and not isinstance(alpha, int):
+        raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
+    return mul(other, alpha)
+
+
+def add(input, other, *, alpha=1):
+    """add: input + alpha * other, broadcasting (AddBackward0)."""
+    return _add(input, other if alpha == 1 and alpha is not True else _times_alpha(input, other, alpha))
+
+
+def sub(input, other, *, alpha=1):
+    """sub: input - alpha * other, broadcasting (SubBackward0)."""
+    return _sub(input, other if alpha == 1 and alpha is not True else _times_alpha(input, other, alpha))
+
+
 div = _make_binary("div", to_float=True)
 pow = _make_binary("pow", check=_no_bool_power)
 atan2 = _make_binary("atan2", to_float=True)
@@ -194,7 +217,11 @@ def _with_input(v, x):
 
 
 def clone(input):
-    return globals()["copy"](_tensor(input))
+    x = _tensor(input)
+    t = globals()["copy"](x)
+    if x._strides is not None and _strides.is_dense(x._data.shape, x._strides):
+        t._strides = x._strides  # torch's clone keeps a permuted layout (memory_format=preserve_format)
+    return t
 
 
 def true_divide(input, other):

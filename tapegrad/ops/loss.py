@@ -13,6 +13,7 @@ from ..tensor import _new
 from ._common import OPS, _record, _tensor, _to_dtype, broadcast_shape
 from .elementwise import _div_scalar, _mul_scalar, abs, where
 from .reduce import log_softmax, mean, sum
+from ..tape import guard
 
 _REDUCTIONS = ("none", "mean", "sum")
 
@@ -184,8 +185,8 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     coef = np.zeros(xl.shape, x._data.dtype)
     coef[rows, tt] = -scale
     op = OPS["nll_loss2d" if x.ndim >= 3 else "nll_loss"]
-    return _view_nd(x, reduction, _record(op, out, (x,), aux=Ctx(coef=_to_layout(coef, x, cdim),
-                                                                   reduction=reduction, cdim=cdim)))
+    return _view_nd(x, reduction, guard(_record(op, out, (x,), aux=Ctx(coef=_to_layout(coef, x, cdim),
+                                                                         reduction=reduction, cdim=cdim)), t))
 
 
 def _view_nd(x, reduction, out):
@@ -216,7 +217,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     out = per.reshape(t.shape) if reduction == "none" else loss
     ctx.dx = _to_layout(dx, x, cdim)
     op = OPS["cross_entropy2d" if x.ndim >= 3 else "cross_entropy"]
-    return _view_nd(x, reduction, _record(op, out, (x,), aux=ctx))
+    return _view_nd(x, reduction, guard(_record(op, out, (x,), aux=ctx), t))
 
 
 def _cross_entropy_rows(ctx, xl, tl, dt):

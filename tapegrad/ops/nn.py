@@ -9,6 +9,7 @@ from ..tensor import Tensor, _new
 from ._common import OPS, _record, _tensor, _to_dtype
 from .elementwise import mul
 from .shape import _gather
+from ..tape import guard
 
 
 def linear(input, weight, bias=None):
@@ -81,9 +82,9 @@ def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=
     value = w._data[ix]
     index_map = ix[..., None] * D + np.arange(D, dtype=np.int64)
     if padding_idx is None or padding_idx < 0 or not (w._requires_grad and _grad_on()):
-        return _gather(w, index_map, OPS["embedding"], value)
+        return guard(_gather(w, index_map, OPS["embedding"], value), idx)
     keep = _new((ix != padding_idx)[..., None].astype(w._data.dtype))
-    return _record(OPS["embedding_padded"], value, (w,), aux=(index_map, keep, w.shape))
+    return guard(_record(OPS["embedding_padded"], value, (w,), aux=(index_map, keep, w.shape)), idx)
 
 
 def _grad_on():

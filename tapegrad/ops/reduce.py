@@ -6,10 +6,11 @@ import math
 
 import numpy as np
 
-from .. import _dtype
+from .. import _dtype, _strides
 from ..registry import Ctx
 from ..tensor import Tensor, _new
-from ._common import OPS, _dim, _dims, _float, _mask, _record, _sizes, _tensor, _to_dtype, summed_dims
+from ._common import (OPS, _dim, _dims, _float, _mask, _record, _share_version, _sizes, _tensor, _to_dtype,
+                      summed_dims)
 
 
 def _reduce(name_all, name_dim, np_fn, input, dim, keepdim, dtype, scale_of):
@@ -65,7 +66,9 @@ def expand(input, *sizes):
     if shape == x.shape:
         return x
     out = np.array(np.broadcast_to(x._data, shape), order="C")
-    return _record(OPS["expand"], out, (x,))
+    t = _record(OPS["expand"], out, (x,))
+    t._strides = _strides.of_expand(x, shape)  # (broadcast dimensions: stride 0, as torch's expand view)
+    return _share_version(x, t)
 
 
 # -- reductions with a Python adjoint ------------------------------------------------------------------

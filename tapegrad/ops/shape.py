@@ -10,10 +10,12 @@ import numbers
 
 import numpy as np
 
-from .. import _dtype
+from .. import _dtype, _strides
 from ..autograd.grad_mode import is_grad_enabled
 from ..tensor import Tensor, _new
+from ._common import _share_version
 from ._common import OPS, _dim, _dims, _record, _sizes, _tensor, _to_dtype
+from ..tape import guard
 
 
 def _recording(*xs):
@@ -24,14 +26,12 @@ def _recording(*xs):
 def _reshape(x, shape, op):
     """A view: it shares x's storage and version counter, as torch's views do, so a write through
     either one is caught by the version check of every row that saved the other."""
-    cell = x._ensure_vc()
     t = _record(op, x._data.reshape(shape), (x,)) if x._requires_grad else _new(x._data.reshape(shape))
-    t._vc = cell
     t._base = x if x._base is None else x._base
-    if t._tape is not None:
-        t._tape.set_cell(t._slot, cell)
-        t._tape.outver[t._slot] = cell[0]
-    return t
+    if x._strides is not None:  # (reshape copies where view cannot: contiguous then)
+        new = _strides.of_view(x._data.shape, x._strides, shape)
+        t._strides = None if new is None else _strides.normal(shape, new)
+    return _share_version(x, t)
 
 
 def _infer_shape(x, shape):
@@ -58,7 +58,10 @@ def view(input, *shape):
     x = _tensor(input)
     if len(shape) == 1 and isinstance(shape[0], _dtype.dtype):
         raise NotImplementedError("tapegrad: view(dtype) is not supported")
-    return _reshape(x, _infer_shape(x, _sizes(shape)), OPS["view"])
+    shape = _infer_shape(x, _sizes(shape))
+    if x._strides is not None and _strides.of_view(x._data.shape, x._strides, shape) is None:
+        raise RuntimeError(_strides.VIEW_MESSAGE)
+    return _reshape(x, shape, OPS["view"])
 
 
 def flatten(input, start_dim=0, end_dim=-1):
@@ -130,8 +133,13 @@ def _view_op(x, v, op):
     """The op whose value is the NumPy view v of x's data (copied, C-contiguous)."""
     out = np.array(v, order="C", copy=True)
     if not (x._requires_grad and is_grad_enabled()):
-        return _new(out)
-    return _gather(x, _view_map(x._data, v), op, out)
+        t = _new(out)
+    else:
+        t = _gather(x, _view_map(x._data, v), op, out)
+    strides = _strides.of_numpy_view(x, v)
+    if strides is not None:
+        t._strides = strides
+    return t if op is OPS["flip"] else _share_version(x, t)  # (torch's flip copies)
 
 
 def scatter_flat(g, index_map, shape):
@@ -412,7 +420,7 @@ def gather(input, dim, index, *, sparse_grad=False):
                                    f"larger than self {list(xs)} apart from dimension {d}")
     _bounds(idx, x.shape[d] if x.ndim else 1, d)
     flat = _along(x, d, idx)
-    return _gather(x, flat, OPS["gather"])
+    return guard(_gather(x, flat, OPS["gather"]), index)
 
 
 def _along(x, d, idx):
@@ -447,7 +455,7 @@ def scatter_add(input, dim, index, src):
     np.add.at(out.reshape(-1), flat.reshape(-1), src_part.reshape(-1))
     if x._data.dtype.kind != "f":
         return _new(out)
-    return _record(OPS["scatter_add"], out, (x, src), aux=(d, index))
+    return guard(_record(OPS["scatter_add"], out, (x, src), aux=(d, index)), index)
 
 
 def index_select(input, dim, index):
@@ -463,9 +471,9 @@ def index_select(input, dim, index):
     if idx.size and (idx.min() < 0 or idx.max() >= n):
         raise IndexError("index out of range in self")
     if x.ndim == 0:
-        return _gather(x, np.zeros(idx.shape if index.ndim else (), np.int64), OPS["index_select"])
+        return guard(_gather(x, np.zeros(idx.shape if index.ndim else (), np.int64), OPS["index_select"]), index)
     flat = np.take(_index_map(x), idx, axis=d)
-    return _gather(x, flat, OPS["index_select"], np.take(x._data, idx, axis=d))
+    return guard(_gather(x, flat, OPS["index_select"], np.take(x._data, idx, axis=d)), index)
 
 
 def take_along_dim(input, indices, dim):
@@ -488,7 +496,7 @@ def masked_fill(input, mask, value):
     inputs = (x,) + ((_to_dtype(value, x._data.dtype),) if tensor_value and value._requires_grad else ())
     if x._data.dtype.kind != "f":
         return _new(out)
-    return _record(OPS["masked_fill_tensor" if tensor_value else "masked_fill"], out, inputs, aux=mask)
+    return guard(_record(OPS["masked_fill_tensor" if tensor_value else "masked_fill"], out, inputs, aux=mask), mask)
 
 
 _C_NAMES = {"float32": "float", "float64": "double", "int64": "long int", "int32": "int", "uint8": "unsigned char"}
@@ -502,6 +510,8 @@ _BAD_INDEX = ("only integers, slices (`:`), ellipsis (`...`), None and long or b
 def _index_key(key, x):
     """key as NumPy takes it (tuples of ints, slices, None, Ellipsis, int or bool arrays), checked the way
     torch checks it (its exception types and messages). Returns (key, advanced, op name)."""
+    if isinstance(key, (list, range)) and _sequence_as_tuple(key):
+        key = tuple(key)
     items = key if isinstance(key, tuple) else (key,)
     out, advanced, last = [], False, None
     for k in items:
@@ -526,8 +536,10 @@ def _index_key(key, x):
         elif isinstance(k, Tensor) and k.ndim == 0 and k._data.dtype.kind in "iu":
             out.append(int(k._data))
             last = "select"
-        elif isinstance(k, (Tensor, list, np.ndarray)):
-            a = k._data if isinstance(k, Tensor) else np.asarray(k)
+        elif isinstance(k, (Tensor, list, np.ndarray, range, tuple)):
+            a = k._data if isinstance(k, Tensor) else np.asarray(k if type(k) is not range else list(k))
+            if type(k) is range and a.size == 0:
+                a = a.astype(np.int64)
             if isinstance(k, list) and a.size == 0:
                 a = a.astype(np.int64)
             if a.dtype.kind not in "iub":
@@ -540,6 +552,14 @@ def _index_key(key, x):
     _check_key(out, x)
     op = "index" if advanced else last or ("alias" if isinstance(key, tuple) or key is Ellipsis else "slice")
     return tuple(out), advanced, op
+
+
+def _sequence_as_tuple(key):
+    """torch's treatSequenceAsTuple (NumPy's old rule): a short list holding a tensor, a sequence, a slice,
+    Ellipsis or None indexes as a tuple (x[[rows, cols]] is x[rows, cols]); other lists and ranges are index
+    arrays."""
+    return len(key) < 32 and builtins.any(
+        isinstance(k, (Tensor, list, tuple, range, slice, np.ndarray)) or k is Ellipsis or k is None for k in key)
 
 
 def _slice_int(v):
@@ -583,6 +603,7 @@ def _check_key(key, x):
 
 def getitem(x, key):
     x = _tensor(x)
+    index_tensors = [k for k in (key if isinstance(key, tuple) else (key,)) if isinstance(k, Tensor)]
     key, advanced, op = _index_key(key, x)
     if advanced:
         try:
@@ -591,7 +612,7 @@ def getitem(x, key):
             raise IndexError(str(e).replace("arrays", "tensors")) from None
         if not _recording(x):
             return _new(out)
-        return _gather(x, _index_map(x)[key], OPS[op], out)
+        return guard(_gather(x, _index_map(x)[key], OPS[op], out), *index_tensors)
     v = x._data[key if Ellipsis in key else key + (Ellipsis,)]
     if op in ("unsqueeze", "alias"):
         if v.size == x.numel():  # no data moves: a reshape under torch's name

@@ -2,7 +2,7 @@
 import numpy as np
 
 from ..tensor import Tensor, _new
-from .optimizer import Optimizer, _bump, _scalar
+from .optimizer import Optimizer, _bump, _check_capturable, _check_differentiable, _check_fused_options, _scalar
 
 __all__ = ["Adam"]
 
@@ -29,6 +29,7 @@ class Adam(Optimizer):
                     "differentiable": differentiable, "fused": fused,
                     "decoupled_weight_decay": decoupled_weight_decay}
         super().__init__(params, defaults)
+        _check_fused_options(fused, foreach, differentiable)
 
     def __setstate__(self, state):
         super().__setstate__(state)
@@ -49,6 +50,9 @@ class Adam(Optimizer):
         """One Adam update per parameter with a gradient, in torch's operation order."""
         loss = self._closure(closure)
         for group in self.param_groups:
+            _check_differentiable(group)
+            if group["capturable"] and any(p._grad is not None for p in group["params"]):
+                _check_capturable(group)
             beta1, beta2 = group["betas"]
             lr = _scalar(group["lr"])
             eps = group["eps"]

@@ -249,3 +249,115 @@ class Optimizer:
 
         self.__setstate__({"state": state,
                            "param_groups": [update_group(g, ng) for g, ng in zip(groups, saved_groups)]})
+
+
+# -- shared pieces of the update rules ---------------------------------------------------------------
+# Each rule runs a few whole-array NumPy calls per parameter, in torch's single-tensor (CPU) operation order,
+# so float32 stays float32 and results agree with torch to rounding.
+
+_CAPTURABLE_DEVICES = ["cuda", "xpu", "hpu", "privateuseone", "xla"]
+
+
+def _check_capturable(group, what="params and state_steps", supports_xla=True):
+    """torch's CPU answer to capturable=True: its kernels only capture on accelerators."""
+    if group.get("capturable"):
+        devices = _CAPTURABLE_DEVICES if supports_xla else _CAPTURABLE_DEVICES[:-1]
+        raise AssertionError(f"If capturable=True, {what} must be on supported devices: {devices}.")
+
+
+def _check_differentiable(group):
+    """differentiable=True records the update on the autograd graph; tapegrad's updates are not recorded."""
+    if group.get("differentiable"):
+        if any(p.requires_grad and p.is_leaf for p in group["params"]):
+            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+        raise NotImplementedError("differentiable=True (an optimizer step recorded for autograd) is not supported "
+                                  "by tapegrad's optimizers")
+
+
+def _check_fused_options(fused, foreach, differentiable):
+    if fused:
+        if differentiable:
+            raise RuntimeError("`fused` does not support `differentiable`")
+        if foreach:
+            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+
+
+def _check_fused_params(group):
+    if group.get("fused"):
+        for p in group["params"]:
+            if p._data.dtype.kind != "f":
+                raise RuntimeError("`fused=True` requires all the params to be floating point Tensors of supported "
+                                   "devices: ['mps', 'cuda', 'xpu', 'hpu', 'cpu', 'mtia', 'privateuseone'] but "
+                                   f"{p.dtype} and cpu")
+
+
+def _grads_of(optimizer_name, group):
+    """(param, grad array) for each parameter of the group that has a gradient; sparse gradients refused."""
+    out = []
+    for p in group["params"]:
+        g = p._grad
+        if g is None:
+            continue
+        if getattr(g, "is_sparse", False):
+            raise RuntimeError(f"{optimizer_name} does not support sparse gradients")
+        out.append((p, g._data))
+    return out
+
+
+def _step_tensor(value=0.0, fused=False):
+    """torch's scalar state (step, mu_product, eta...): float32, or float64 when that is the default dtype
+    (fused optimizers keep float32)."""
+    from .. import get_default_dtype  # at call time: the package imports optim
+    dtype = np.float64 if not fused and str(get_default_dtype()) == "torch.float64" else np.float32
+    return _new(np.asarray(value, dtype))
+
+
+def _steps_to_tensors(optimizer, keys=("step",)):
+    """__setstate__: state saved with Python-number steps (old torch) gets torch's float32 0-d tensors."""
+    for group in optimizer.param_groups:
+        for p in group["params"]:
+            p_state = optimizer.state.get(p, {})
+            for key in keys:
+                if key in p_state and not isinstance(p_state[key], Tensor):
+                    p_state[key] = _step_tensor(float(p_state[key]))
+
+
+def _lerp_(a, end, weight):
+    """a.lerp_(end, weight) with torch's two formulas (small weight from a, large weight from end)."""
+    w = a.dtype.type(weight)
+    diff = end - a
+    if abs(w) < 0.5:
+        diff *= w
+        a += diff
+    else:
+        diff *= a.dtype.type(1) - w
+        np.subtract(end, diff, out=a)
+
+
+def _addcmul_(a, t1, t2, value=1.0):
+    """a.addcmul_(t1, t2, value): a + value * t1 * t2."""
+    tmp = t1 * value if value != 1 else t1.copy()
+    tmp *= t2
+    a += tmp
+
+
+def _addcdiv_(a, t1, t2, value=1.0):
+    """a.addcdiv_(t1, t2, value): a + value * t1 / t2."""
+    tmp = t1 * value if value != 1 else t1.copy()
+    tmp /= t2
+    a += tmp
+
+
+def _add_scaled_(a, t, alpha):
+    """a.add_(t, alpha=alpha)."""
+    if alpha == 1:
+        a += t
+    elif alpha == -1:
+        a -= t
+    else:
+        a += t * alpha
+
+
+def _with_weight_decay(grad, param, weight_decay):
+    """grad.add(param, alpha=weight_decay) (a new array)."""
+    return grad + param * weight_decay if weight_decay != 1 else grad + param

@@ -2,7 +2,7 @@
 import numpy as np
 
 from ..tensor import Tensor, _new
-from .optimizer import Optimizer, _bump, _scalar
+from .optimizer import Optimizer, _bump, _check_differentiable, _check_fused_options, _scalar
 
 __all__ = ["SGD"]
 
@@ -24,6 +24,7 @@ class SGD(Optimizer):
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, defaults)
+        _check_fused_options(fused, foreach, differentiable)
 
     def __setstate__(self, state):
         super().__setstate__(state)
@@ -38,6 +39,8 @@ class SGD(Optimizer):
         """One update: p -= lr * (grad [+ weight_decay * p], through the momentum buffer when momentum != 0)."""
         loss = self._closure(closure)
         for group in self.param_groups:
+            if group["differentiable"]:
+                _check_differentiable(group)
             lr = _scalar(group["lr"])
             momentum = group["momentum"]
             dampening = group["dampening"]

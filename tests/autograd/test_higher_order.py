@@ -277,6 +277,34 @@ def _norm(T, x):
     return _record(registry.BY_NAME["norm"], np.asarray(registry._norm_forward(x._data)), (x,))
 
 
+
+def _lstm_step(T, gx, gh, c):
+    """One fused LSTM step (ops/rnn.py) against torch's gate formulas (i, f, g, o); h' * c' reads both rows."""
+    if T is torch:
+        i, f, g, o = (gx + gh).chunk(4, 1)
+        c2 = f.sigmoid() * c + i.sigmoid() * g.tanh()
+        return o.sigmoid() * c2.tanh() * c2
+    from tapegrad.ops.rnn import lstm_cell_step
+    h2, c2 = lstm_cell_step(gx, gh, c)
+    return h2 * c2
+
+
+def _gru_step(T, gi, gh, h):
+    if T is torch:
+        ir, iz, i_n = gi.chunk(3, 1)
+        hr, hz, hn = gh.chunk(3, 1)
+        r, z = (ir + hr).sigmoid(), (iz + hz).sigmoid()
+        n = (i_n + r * hn).tanh()
+        return (1 - z) * n + z * h
+    from tapegrad.ops.rnn import gru_cell_step
+    return gru_cell_step(gi, gh, h)
+
+
+def _norm_composite(x, dims, w, b, eps=1e-5):
+    m = x.mean(dims, keepdim=True)
+    return (x - m) / ((x - m).square().mean(dims, keepdim=True) + eps).sqrt() * w + b
+
+
 IDX = [[0, 3], [1, 1], [2, 0]]
 LABELS = [0, 3, 1]
 LABELS_2D = [[[0, 1], [2, 1]], [[1, 1], [0, 2]]]
@@ -364,8 +392,25 @@ CASES = [
     _case("log_softmax", lambda T, x: T.log_softmax(x, 0), [(3, 4)]),
     _case("logsumexp", lambda T, x: T.logsumexp(x, 1), [(3, 4)]),
     _case("cumsum", lambda T, x: x.cumsum(1), [(3, 4)], eps=1e-2),
+    _case("diag_embed", lambda T, x: T.diag(x, 1), [(4,)], eps=1e-2),
+    # the dense operand only: torch's gradient for a sparse matrix's values is not differentiable
+    _case("sparse_mm", lambda T, d: T.spmm(T.sparse_coo_tensor(T.tensor([[0, 2, 2, 1], [3, 0, 3, 1]]),
+                                                               T.tensor([0.5, -1.2, 0.8, 1.5], dtype=T.float64),
+                                                               (3, 4)), d), [(4, 2)], eps=1e-3),
+    _case("lstm_cell", lambda T, gx, gh, c: _lstm_step(T, gx, gh, c), [(2, 8), (2, 8), (2, 2)],
+          covers=("lstm_cell_c", "lstm_cell_h")),
+    _case("gru_cell", lambda T, gi, gh, h: _gru_step(T, gi, gh, h), [(2, 6), (2, 6), (2, 2)]),
     _case("custom_function", lambda T, x, y: sum(o.sum() for o in _cube_pair(T).apply(x, y, 1.5)).reshape(1),
           [(3,), (3,)], covers=("function", "function_output"), eps=1e-4),
+    # issue 19's layers (tests/nn/test_conv_pool_norm.py has more)
+    _case("conv", lambda T, x, w, b: T.nn.functional.conv2d(x, w, b, stride=2, padding=1, groups=2),
+          [(2, 4, 5, 4), (2, 2, 3, 2), (2,)], eps=1e-4),
+    _case("max_pool", lambda T, x: T.nn.functional.max_pool2d(x, 2, 1, 1), [(1, 2, 4, 3)]),
+    # (torch's native norms give wrong third derivatives in x: its composite is the oracle)
+    _case("layer_norm", lambda T, x, w, b: T.nn.functional.layer_norm(x, (4,), w, b), [(3, 4), (4,), (4,)],
+          torch_fn=lambda T, x, w, b: _norm_composite(x, (-1,), w, b)),
+    _case("batch_norm", lambda T, x, w, b: T.nn.functional.batch_norm(x, None, None, w, b, training=True),
+          [(4, 3), (3,), (3,)], torch_fn=lambda T, x, w, b: _norm_composite(x, (0,), w, b)),
 ]
 EXEMPT = {"delayed_error": "raises by design: tests/autograd/test_custom_function.py",
           "compiled": "tapegrad.compile's row refuses double backward, as torch.compile: tests/test_trace.py",

@@ -238,6 +238,24 @@ add(Case("reshape", [A((3, 4))], fn=lambda L, x: x.reshape(2, -1, 2) * 1, id="me
     Case("triu", [A((4, 5))], paths=TM),
     Case("triu", [A((4, 5))], {"diagonal": 2}, id="diag"))
 
+# -- ordering and layout ops scripts use (issue 18): gathers whose gradient scatters back ------------------------------
+add(Case("sort", [A((3, 5))], fn=lambda L, x: L.sort(x).values),
+    Case("sort", [A((3, 5))], fn=lambda L, x: x.sort(0, descending=True).values, id="desc_dim0"),
+    Case("sort", [A((3, 5))], fn=lambda L, x: L.sort(x, stable=True, descending=True)[0], id="stable"),
+    Case("sort", [A(())], fn=lambda L, x: L.sort(x).values, id="0d"),
+    Case("msort", [A((4, 3))], paths=TM),
+    Case("topk", [A((3, 6))], fn=lambda L, x: L.topk(x, 3).values),
+    Case("topk", [A((4, 3))], fn=lambda L, x: x.topk(2, dim=0, largest=False).values, id="smallest"),
+    Case("topk", [A((5,))], fn=lambda L, x: L.topk(x, 0).values, id="k0", fd=False),
+    Case("roll", [A((3, 4))], {"shifts": 2}, paths=TM),
+    Case("roll", [A((3, 4))], {"shifts": (1, -3), "dims": (0, 1)}, id="dims"),
+    Case("roll", [A((3, 4))], {"shifts": -1, "dims": -1}, id="negdim"),
+    Case("diag", [A((4,))], paths=TM),
+    Case("diag", [A((3,))], {"diagonal": 2}, id="vec_offset"),
+    Case("diag", [A((3,))], {"diagonal": -1}, id="vec_below"),
+    Case("diag", [A((4, 5))], {"diagonal": 1}, id="matrix", grad_fn=False),  # torch: DiagonalBackward0_copy
+    Case("diag", [A((4, 3))], {"diagonal": -2}, id="matrix_below", grad_fn=False))
+
 # -- indexing --------------------------------------------------------------------------------------------------------
 KEYS = {"int": 1, "negint": -1, "slice": slice(1, 3), "step": slice(None, None, 2), "tuple": (1, slice(0, 3)),
         "col": (slice(None), 2), "ellipsis": (Ellipsis, 1), "none": None,

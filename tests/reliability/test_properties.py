@@ -239,12 +239,31 @@ CASES = {
     "bce_with_logits_full": lambda L, x, R: F(L).binary_cross_entropy_with_logits(
         x, R.const(x.shape, 0, 1), pos_weight=R.const((x.shape[1],), 0.5, 2), reduction="sum"),
     "kl_div": lambda L, x, R: F(L).kl_div(x.log_softmax(1), R.const(x.shape, 0.1, 1), reduction="batchmean"),
+    # ordering, layout and sparse ops scripts use (issue 18); ties broken first: their order is torch's choice
+    "sort": lambda L, x, R: L.sort(_distinct(L, x), dim=1).values,
+    "sort_stable": lambda L, x, R: _distinct(L, x).sort(dim=0, descending=True, stable=True)[0],
+    "topk": lambda L, x, R: L.topk(_distinct(L, x), min(2, x.shape[1]), dim=1).values,
+    "roll": lambda L, x, R: L.roll(x, (1, -1), (0, 1)),
+    "diag_embed": lambda L, x, R: L.diag(x[0], 1),
+    "sparse_mm": lambda L, x, R: L.spmm(L.sparse_coo_tensor(
+        L.stack([R.ints((5,), 0, 3), R.ints((5,), 0, x.shape[0])]), R.leaf((5,)), (3, x.shape[0])), x),
+    # layers (issue 19)
+    "conv": lambda L, x, R: F(L).conv1d(x.unsqueeze(0), R.leaf((2, x.shape[0], 2)), R.leaf((2,)), padding=1),
+    "max_pool": lambda L, x, R: F(L).max_pool1d(x.unsqueeze(0), 2, 1, 1),
+    "layer_norm": lambda L, x, R: F(L).layer_norm(x, (x.shape[1],), R.leaf((x.shape[1],)), R.leaf((x.shape[1],))),
+    "batch_norm": lambda L, x, R: F(L).batch_norm(L.cat([x, x * 0.5 + 1]), None, None, R.leaf((x.shape[1],)),
+                                                  R.leaf((x.shape[1],)), training=True),
     # autograd
     "function": lambda L, x, R: _custom_function(L).apply(x)[0],
     "function_output": lambda L, x, R: _custom_function(L).apply(x)[1],
     "double_backward": _double_backward,
 }
 CASE_NAMES = sorted(CASES)
+
+
+def _distinct(L, x):
+    """x with its ties broken (a ramp far below the spacing of distinct values)."""
+    return x + L.arange(x.numel(), dtype=x.dtype).reshape(x.shape) * 1e-6
 NOT_RECORDED_BY_CASES = {"leaf", "const", "freed",   # tape rows, not ops
                          "delayed_error",            # once_differentiable: tests/ of autograd.function
                          "compiled", "traced_rule",  # tapegrad.compile's rows: tests/test_trace.py
@@ -319,7 +338,8 @@ def test_every_registry_op_is_covered():
     seen = set()
     old = getattr(tape_mod._local, "tape", None)
     tape_mod._local.tape = tape = tape_mod.Tape()
-    tape.sweep_at = 1 << 60  # no sweep moves rows while ops are collected
+    tape.sweep_at = 1 << 60  # no sweep moves rows while ops are collected,
+    tape.cut_dead_tail = lambda: None  # and no row whose tensor died (max_dim's indices) is cut before it is seen
     for name in CASE_NAMES:
         n0 = tape.n
         with_shape = np.random.default_rng(0).uniform(-1, 1, (3, 4))

@@ -581,6 +581,5 @@ def _set_data(t, new):
 
 
 def _check_device(device):
-    name = str(getattr(device, "type", device))
-    if name != "cpu" and not name.startswith("cpu:"):
-        raise RuntimeError(f"tapegrad runs on the CPU only; device {device!r} is not available")
+    from ...device import check
+    check(device)  # torch's error for a device other than the CPU

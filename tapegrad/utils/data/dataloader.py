@@ -1,236 +1,23 @@
-"""torch.utils.data: Dataset, TensorDataset, samplers, default_collate and DataLoader (in-process loading).
+"""torch.utils.data.dataloader: DataLoader, default_collate, default_convert, get_worker_info.
 
-`num_workers` is accepted for compatibility; batches are always produced in the calling process.
+num_workers > 0 runs worker processes as torch does (_worker.py): the same worker seeds, worker_init_fn,
+prefetch_factor, persistent_workers, and batches in the sampler's order.
+
 A DataLoader over a TensorDataset with the default collate gathers each batch with one NumPy fancy
 index per tensor instead of stacking samples one by one (the result is the same).
 """
-import bisect
 import collections.abc
 import math
-import warnings
 
 import numpy as np
 
-from .. import random
-from ..tensor import Tensor, _new
+from ... import random
+from ...tensor import Tensor, _new
+from .dataset import IterableDataset, TensorDataset
+from .sampler import BatchSampler, RandomSampler, SequentialSampler
+from ._worker import MultiProcessingIter, WorkerInfo, get_worker_info  # noqa: F401
 
-__all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "Subset", "random_split", "Sampler",
-           "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "BatchSampler", "DataLoader",
-           "default_collate", "default_convert", "get_worker_info"]
-
-
-# -- datasets ---------------------------------------------------------------------------------------------
-class Dataset:
-    def __getitem__(self, index):
-        raise NotImplementedError("Subclasses of Dataset should implement __getitem__.")
-
-    def __add__(self, other):
-        return ConcatDataset([self, other])
-
-
-class IterableDataset(Dataset):
-    def __iter__(self):
-        raise NotImplementedError("Subclasses of IterableDataset should implement __iter__.")
-
-    def __add__(self, other):
-        raise TypeError("IterableDataset does not support concatenation")
-
-
-class TensorDataset(Dataset):
-    """Samples are tuples (t[i] for t in tensors): all tensors share their first dimension."""
-
-    def __init__(self, *tensors):
-        if not all(tensors[0].size(0) == t.size(0) for t in tensors):
-            raise AssertionError("Size mismatch between tensors")
-        self.tensors = tensors
-
-    def __getitem__(self, index):
-        return tuple(t[index] for t in self.tensors)
-
-    def __len__(self):
-        return self.tensors[0].size(0)
-
-
-class ConcatDataset(Dataset):
-    def __init__(self, datasets):
-        self.datasets = list(datasets)
-        if len(self.datasets) == 0:
-            raise AssertionError("datasets should not be an empty iterable")
-        for d in self.datasets:
-            if isinstance(d, IterableDataset):
-                raise AssertionError("ConcatDataset does not support IterableDataset")
-        self.cumulative_sizes = []
-        total = 0
-        for d in self.datasets:
-            total += len(d)
-            self.cumulative_sizes.append(total)
-
-    def __len__(self):
-        return self.cumulative_sizes[-1]
-
-    def __getitem__(self, idx):
-        if idx < 0:
-            if -idx > len(self):
-                raise ValueError("absolute value of index should not exceed dataset length")
-            idx = len(self) + idx
-        dataset_idx = bisect.bisect_right(self.cumulative_sizes, idx)
-        sample_idx = idx if dataset_idx == 0 else idx - self.cumulative_sizes[dataset_idx - 1]
-        return self.datasets[dataset_idx][sample_idx]
-
-
-class Subset(Dataset):
-    def __init__(self, dataset, indices):
-        self.dataset = dataset
-        self.indices = indices
-
-    def __getitem__(self, idx):
-        if isinstance(idx, list):
-            return self.dataset[[self.indices[i] for i in idx]]
-        return self.dataset[self.indices[idx]]
-
-    def __len__(self):
-        return len(self.indices)
-
-
-def random_split(dataset, lengths, generator=None):
-    """Split into non-overlapping Subsets of the given lengths (or fractions summing to 1)."""
-    n = len(dataset)
-    if math.isclose(sum(lengths), 1) and sum(lengths) <= 1:
-        subset_lengths = [int(math.floor(n * frac)) for frac in lengths]
-        for i, frac in enumerate(lengths):
-            if frac < 0 or frac > 1:
-                raise ValueError(f"Fraction at index {i} is not between 0 and 1")
-        remainder = n - sum(subset_lengths)
-        for i in range(remainder):
-            subset_lengths[i % len(subset_lengths)] += 1
-        lengths = subset_lengths
-        for i, length in enumerate(lengths):
-            if length == 0:
-                warnings.warn(f"Length of split at index {i} is 0. This might result in an empty dataset.",
-                              stacklevel=2)
-    if sum(lengths) != n:
-        raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
-    indices = _randperm(n, generator).tolist()
-    out, offset = [], 0
-    for length in lengths:
-        out.append(Subset(dataset, indices[offset: offset + length]))
-        offset += length
-    return out
-
-
-# -- samplers -------------------------------------------------------------------------------------------
-def _randperm(n, generator):
-    return np.asarray(random.permutation(n, generator), np.int64)
-
-
-def _fresh_generator():
-    """A generator seeded from the default one (torch: RandomSampler without a generator)."""
-    seed = int(random.integers(0, 2 ** 63, (), None))  # torch: empty((), int64).random_(), random64() % 2**63
-    return random.Generator().manual_seed(seed)
-
-
-class Sampler:
-    def __init__(self, data_source=None):
-        pass
-
-    def __iter__(self):
-        raise NotImplementedError
-
-
-class SequentialSampler(Sampler):
-    def __init__(self, data_source):
-        self.data_source = data_source
-
-    def __iter__(self):
-        return iter(range(len(self.data_source)))
-
-    def __len__(self):
-        return len(self.data_source)
-
-
-class RandomSampler(Sampler):
-    def __init__(self, data_source, replacement=False, num_samples=None, generator=None):
-        self.data_source = data_source
-        self.replacement = replacement
-        self._num_samples = num_samples
-        self.generator = generator
-        if not isinstance(self.replacement, bool):
-            raise TypeError(f"replacement should be a boolean value, but got replacement={self.replacement}")
-        if not isinstance(self.num_samples, int) or self.num_samples <= 0:
-            raise ValueError(f"num_samples should be a positive integer value, but got "
-                             f"num_samples={self.num_samples}")
-
-    @property
-    def num_samples(self):
-        return len(self.data_source) if self._num_samples is None else self._num_samples
-
-    def _indices(self):
-        n = len(self.data_source)
-        generator = self.generator if self.generator is not None else _fresh_generator()
-        if self.replacement:
-            return np.asarray(random.integers(0, n, (self.num_samples,), generator), np.int64)
-        parts = [_randperm(n, generator) for _ in range(self.num_samples // n)]
-        parts.append(_randperm(n, generator)[: self.num_samples % n])
-        return np.concatenate(parts)
-
-    def __iter__(self):
-        return iter(self._indices().tolist())
-
-    def __len__(self):
-        return self.num_samples
-
-
-class SubsetRandomSampler(Sampler):
-    def __init__(self, indices, generator=None):
-        self.indices = indices
-        self.generator = generator
-
-    def __iter__(self):
-        generator = self.generator if self.generator is not None else _fresh_generator()
-        for i in _randperm(len(self.indices), generator).tolist():
-            yield self.indices[i]
-
-    def __len__(self):
-        return len(self.indices)
-
-
-class BatchSampler(Sampler):
-    def __init__(self, sampler, batch_size, drop_last):
-        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size <= 0:
-            raise ValueError(f"batch_size should be a positive integer value, but got batch_size={batch_size}")
-        if not isinstance(drop_last, bool):
-            raise ValueError(f"drop_last should be a boolean value, but got drop_last={drop_last}")
-        self.sampler = sampler
-        self.batch_size = batch_size
-        self.drop_last = drop_last
-
-    def _index_arrays(self):
-        """Batches as int64 arrays (one permutation, then slices): what the fast TensorDataset path uses."""
-        s = self.sampler
-        if type(s) is RandomSampler:
-            order = s._indices()
-        elif type(s) is SequentialSampler:
-            order = np.arange(len(s.data_source), dtype=np.int64)
-        else:
-            return None
-        bs, n = self.batch_size, len(order)
-        stop = n - n % bs if self.drop_last else n
-        return [order[i: i + bs] for i in range(0, stop, bs)]
-
-    def __iter__(self):
-        batch = []
-        for idx in self.sampler:
-            batch.append(idx)
-            if len(batch) == self.batch_size:
-                yield batch
-                batch = []
-        if batch and not self.drop_last:
-            yield batch
-
-    def __len__(self):
-        if self.drop_last:
-            return len(self.sampler) // self.batch_size
-        return (len(self.sampler) + self.batch_size - 1) // self.batch_size
+__all__ = ["DataLoader", "default_collate", "default_convert", "get_worker_info"]
 
 
 # -- collation -----------------------------------------------------------------------------------------
@@ -239,7 +26,7 @@ _COLLATE_ERR = "default_collate: batch must contain tensors, numpy arrays, numbe
 
 def _stack(tensors):
     if any(t._requires_grad for t in tensors):
-        from .. import ops
+        from ... import ops
         return ops.stack(tensors, 0)
     return _new(np.stack([t._data for t in tensors]))
 
@@ -304,8 +91,6 @@ def default_convert(data):
     return data
 
 
-def get_worker_info():
-    return None
 
 
 # -- the loader ------------------------------------------------------------------------------------------
@@ -321,6 +106,20 @@ class DataLoader:
                              "multiprocessing.")
         if timeout < 0:
             raise ValueError("timeout option should be non-negative")
+        if num_workers == 0 and prefetch_factor is not None:
+            raise ValueError("prefetch_factor option could only be specified in multiprocessing.let num_workers > 0 "
+                             "to enable multiprocessing, otherwise set prefetch_factor to None.")
+        elif num_workers > 0 and prefetch_factor is None:
+            prefetch_factor = 2
+        elif prefetch_factor is not None and prefetch_factor < 0:
+            raise ValueError("prefetch_factor option should be non-negative")
+        if persistent_workers and num_workers == 0:
+            raise ValueError("persistent_workers option needs num_workers > 0")
+        self.prefetch_factor = prefetch_factor
+        self.persistent_workers = persistent_workers
+        self.multiprocessing_context = multiprocessing_context
+        self.in_order = in_order
+        self._iterator = None
         self.dataset = dataset
         self.num_workers = num_workers
         self.pin_memory = pin_memory
@@ -379,8 +178,21 @@ class DataLoader:
         return len(self._index_sampler)
 
     def __iter__(self):
+        if self.pin_memory:  # (torch's warning: there is no accelerator to pin memory for)
+            import warnings
+            warnings.warn("'pin_memory' argument is set as true but no accelerator is found, then device pinned "
+                          "memory won't be used.", stacklevel=2)
         # torch's loader iterator draws a worker base seed from the loader's generator (or the default one)
-        # every time iteration starts, before the sampler draws anything: do the same, to stay in step
+        # every time it is made, before the sampler draws anything: do the same, to stay in step
+        if self.num_workers > 0:
+            if self.persistent_workers and self._iterator is not None:
+                self._iterator.reset()  # (the same workers, and no new base seed, as torch)
+                return self._iterator
+            base_seed = int(random.integers(0, 2 ** 63, (), self.generator))
+            it = MultiProcessingIter(self, base_seed)
+            if self.persistent_workers:
+                self._iterator = it
+            return it
         random.integers(0, 2 ** 63, (), self.generator)
         if self._iterable:
             return self._iter_iterable()
@@ -393,7 +205,10 @@ class DataLoader:
 
     def _iter_tensor_batches(self):
         arrays = [t._data for t in self.dataset.tensors]
-        for idx in self.batch_sampler._index_arrays():
+        batches = self.batch_sampler._index_arrays()
+        if batches is None:  # (a sampler too long to draw at once: its batches one at a time)
+            batches = (np.asarray(b, np.int64) for b in self.batch_sampler)
+        for idx in batches:
             yield [_new(a[idx]) for a in arrays]
 
     def _iter_map(self):
@@ -419,4 +234,3 @@ class DataLoader:
                 batch = []
         if batch and not self.drop_last:
             yield collate(batch)
-

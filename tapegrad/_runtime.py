@@ -1,0 +1,91 @@
+"""Process-wide settings torch scripts make: the default dtype, thread counts, determinism, matmul precision.
+
+set_num_threads sets Numba's threads (imported only when called) and the BLAS's through threadpoolctl
+when that optional package is installed (the `threads` extra); without it, the BLAS keeps its own count.
+"""
+import os
+
+from . import _dtype
+
+_num_threads = None
+_interop_threads = None
+_blas_limit = None  # the threadpoolctl limiter kept alive (a dropped one would keep its limits anyway)
+_deterministic = False
+_matmul_precision = "highest"
+
+
+def get_default_dtype():
+    return _dtype.default_float
+
+
+def set_default_dtype(d):
+    """torch.set_default_dtype: float32 or float64; Python floats and float factories then use it."""
+    _dtype.set_default(d)
+
+
+def _cpu_count():
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def get_num_threads():
+    return _num_threads if _num_threads is not None else _cpu_count()
+
+
+def set_num_threads(n):
+    global _num_threads, _blas_limit
+    if not isinstance(n, int) or isinstance(n, bool):
+        raise RuntimeError(f"set_num_threads expects an int, but got {type(n).__name__}")
+    if n <= 0:
+        raise RuntimeError("set_num_threads expects a positive integer")
+    import numba
+    numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        pass  # the BLAS keeps its own thread count (pip install tapegrad[threads] to control it)
+    else:
+        _blas_limit = threadpool_limits(limits=n, user_api="blas")
+    _num_threads = n
+
+
+def get_num_interop_threads():
+    return _interop_threads if _interop_threads is not None else _cpu_count()
+
+
+def set_num_interop_threads(n):
+    global _interop_threads
+    if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
+        raise RuntimeError("Number of inter-op threads must be positive")
+    _interop_threads = n  # tapegrad runs no inter-op thread pool: recorded for get_num_interop_threads
+
+
+def use_deterministic_algorithms(mode, *, warn_only=False):
+    """tapegrad's ops are deterministic already; the flag is recorded for are_deterministic_algorithms_enabled."""
+    global _deterministic
+    _deterministic = bool(mode)
+
+
+def are_deterministic_algorithms_enabled():
+    return _deterministic
+
+
+def set_float32_matmul_precision(precision):
+    """A hint about TF32/bf16 matmuls, which tapegrad never uses: float32 matmuls are always full precision."""
+    global _matmul_precision
+    if precision not in ("highest", "high", "medium"):
+        import warnings
+        warnings.warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the current"
+                      f"setFloat32MatmulPrecision call has no effect.", UserWarning, stacklevel=2)
+        return
+    _matmul_precision = precision
+
+
+def get_float32_matmul_precision():
+    return _matmul_precision
+
+
+def is_autocast_enabled(device_type=None):
+    return False  # autocast is never enabled (tapegrad.amp.autocast raises when asked to enable it)

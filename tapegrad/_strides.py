@@ -1,0 +1,125 @@
+"""The strides and contiguity a torch user observes.
+
+tapegrad's values are always C-contiguous arrays in logical order: a transpose, a slice or an expand is a
+copy (docs/architecture.md). torch's are views, so what torch reports (`stride()`, `is_contiguous()`) and
+what follows from it (`view` on a transposed tensor raises) depend on the strides the view would have.
+A Tensor keeps those as `_strides` (in elements; None: the contiguous strides of its shape), computed by
+the data-movement ops as torch computes them; nothing reads them to find a value.
+"""
+
+
+def contiguous(shape):
+    """torch's strides of a contiguous tensor of this shape (a size-0 dimension counts as 1)."""
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+def of(t):
+    """t.stride(): its strides as torch would have them."""
+    return contiguous(t._data.shape) if t._strides is None else t._strides
+
+
+def is_contiguous(shape, strides):
+    """torch's test: the dimensions longer than 1, innermost first, step by the sizes inside them."""
+    if strides is None:
+        return True
+    expected = 1
+    for n, s in zip(reversed(shape), reversed(strides)):
+        if n == 0:
+            return True
+        if n != 1:
+            if s != expected:
+                return False
+            expected *= n
+    return True
+
+
+def normal(shape, strides):
+    """What to store: None for the contiguous strides (the common case, nothing kept)."""
+    if strides is None:
+        return None
+    strides = tuple(int(s) for s in strides)
+    return None if strides == contiguous(shape) else strides
+
+
+def of_numpy_view(x, v):
+    """The strides of a NumPy view v of x's (C-contiguous) data, had x the strides it reports: each of v's
+    steps is a step in x's dimensions (its C strides, outermost first), each worth x's own stride. None
+    for a view NumPy walks backwards (flip: a copy in torch, so contiguous)."""
+    item = x._data.itemsize
+    steps = [s // item for s in v.strides]
+    if any(s < 0 for s in steps):
+        return None
+    if x._strides is None:
+        return normal(v.shape, steps)
+    c, own = contiguous(x._data.shape), x._strides
+    out = []
+    for step, n in zip(steps, v.shape):
+        total = 0
+        for ci, si, ni in zip(c, own, x._data.shape):
+            if ni > 1 and step >= ci:
+                k, step = divmod(step, ci)
+                total += k * si
+        out.append(total)
+    return normal(v.shape, out)
+
+
+def of_expand(x, shape):
+    """expand: a new leading or a broadcast dimension has stride 0, the others keep x's."""
+    own = of(x)
+    lead = len(shape) - len(own)
+    out = [0] * lead
+    for i, s in enumerate(own):
+        out.append(0 if x._data.shape[i] == 1 and shape[lead + i] != 1 else s)
+    return normal(shape, out)
+
+
+def of_view(oldshape, oldstride, newshape):
+    """The strides `view(newshape)` gives a tensor of oldshape/oldstride, or None where torch's view
+    raises (a new dimension would span two non-contiguous pieces). ATen's computeStride."""
+    numel = 1
+    for n in oldshape:
+        numel *= n
+    if numel == 0:
+        return tuple(oldstride) if tuple(oldshape) == tuple(newshape) else contiguous(newshape)
+    if not oldshape:
+        return contiguous(newshape)
+    newstride = [0] * len(newshape)
+    view_d = len(newshape) - 1
+    chunk_base = oldstride[-1]
+    tensor_numel = view_numel = 1
+    for tensor_d in range(len(oldshape) - 1, -1, -1):
+        tensor_numel *= oldshape[tensor_d]
+        if tensor_d == 0 or (oldshape[tensor_d - 1] != 1
+                             and oldstride[tensor_d - 1] != tensor_numel * chunk_base):
+            while view_d >= 0 and (view_numel < tensor_numel or newshape[view_d] == 1):
+                newstride[view_d] = view_numel * chunk_base
+                view_numel *= newshape[view_d]
+                view_d -= 1
+            if view_numel != tensor_numel:
+                return None
+            if tensor_d > 0:
+                chunk_base = oldstride[tensor_d - 1]
+                tensor_numel = view_numel = 1
+    if view_d != -1:
+        return None
+    return tuple(newstride)
+
+
+VIEW_MESSAGE = ("view size is not compatible with input tensor's size and stride (at least one dimension spans "
+                "across two contiguous subspaces). Use .reshape(...) instead.")
+
+
+def is_dense(shape, strides):
+    """Non-overlapping and dense: a permutation of some contiguous layout (torch's clone keeps those)."""
+    expected = 1
+    for s, n in sorted((s, n) for s, n in zip(strides, shape) if n != 1):
+        if n == 0:
+            return False
+        if s != expected:
+            return False
+        expected *= n
+    return True

@@ -1,0 +1,91 @@
+"""torch.distributions.utils: broadcasting parameters, probabilities <-> logits, lazy properties."""
+from functools import update_wrapper
+from numbers import Number
+
+import numpy as np
+
+__all__ = ["broadcast_all", "logits_to_probs", "clamp_probs", "probs_to_logits", "lazy_property"]
+
+euler_constant = 0.57721566490153286060  # Euler Mascheroni Constant
+
+
+def _tg():
+    import tapegrad
+    return tapegrad
+
+
+def broadcast_all(*values):
+    """Broadcast tensors and numbers to one shape; numbers become tensors of the first tensor's dtype (or the
+    default dtype)."""
+    tg = _tg()
+    if not all(isinstance(v, (tg.Tensor, Number)) for v in values):
+        raise ValueError("Input arguments must all be instances of Number, torch.Tensor or objects implementing "
+                         "__torch_function__.")
+    if not all(isinstance(v, tg.Tensor) for v in values):
+        dtype = tg.get_default_dtype()
+        for v in values:
+            if isinstance(v, tg.Tensor):
+                dtype = v.dtype
+                break
+        values = [v if isinstance(v, tg.Tensor) else tg.tensor(v, dtype=dtype) for v in values]
+    shape = np.broadcast_shapes(*(tuple(v.shape) for v in values))
+    return tuple(v if tuple(v.shape) == shape else v.expand(shape) for v in values)
+
+
+def _standard_normal(shape, dtype, device=None):
+    """torch.empty(shape, dtype=dtype).normal_()."""
+    from .. import random as _random
+    from ..tensor import _new
+    from .._dtype import to_numpy_dtype
+    return _new(_random.normal(tuple(shape), None, to_numpy_dtype(dtype)))
+
+
+def _sum_rightmost(value, dim):
+    if dim == 0:
+        return value
+    return value.reshape(tuple(value.shape[:-dim]) + (-1,)).sum(-1)
+
+
+def _eps(dtype):
+    from .._dtype import to_numpy_dtype
+    return float(np.finfo(to_numpy_dtype(dtype)).eps)
+
+
+def logits_to_probs(logits, is_binary=False):
+    if is_binary:
+        return _tg().sigmoid(logits)
+    return _tg().nn.functional.softmax(logits, dim=-1)
+
+
+def clamp_probs(probs):
+    eps = _eps(probs.dtype)
+    return probs.clamp(min=eps, max=1 - eps)
+
+
+def probs_to_logits(probs, is_binary=False):
+    tg = _tg()
+    ps_clamped = clamp_probs(probs)
+    if is_binary:
+        return tg.log(ps_clamped) - tg.log1p(-ps_clamped)
+    return tg.log(ps_clamped)
+
+
+class lazy_property:
+    """A property computed once, on first access, with grad enabled, then stored on the instance."""
+
+    def __init__(self, wrapped):
+        self.wrapped = wrapped
+        update_wrapper(self, wrapped)
+
+    def __get__(self, instance, obj_type=None):
+        if instance is None:
+            return _lazy_property_and_property(self.wrapped)
+        with _tg().enable_grad():
+            value = self.wrapped(instance)
+        setattr(instance, self.wrapped.__name__, value)
+        return value
+
+
+class _lazy_property_and_property(lazy_property, property):
+    def __init__(self, wrapped):
+        property.__init__(self, wrapped)

@@ -1,0 +1,223 @@
+"""Compiled transforms of torch's CPU generator (see tapegrad/random.py): raw MT19937 draws to uniforms and
+normals, bit for bit as ATen computes them.
+
+torch's float32 AVX2 normal kernel and its `a * b + c` (compiled with FMA contraction) need a fused
+multiply-add. Numba has no fma intrinsic and Python 3.11 no math.fma, so they are computed exactly:
+`fma32` from a float64 product (exact for float32 operands) and one float64 sum, corrected where rounding
+that sum to float32 would round twice (a float64 sum on a float32 midpoint); `fma64` by Boldo and
+Melquiond's exact product and a sum rounded to odd. No fastmath anywhere: contraction or reassociation
+would change the results.
+"""
+import math
+
+import numpy as np
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import intrinsic
+
+from .memory import JIT
+
+
+def _bitcast(src, dst, width):
+    @intrinsic
+    def cast(typingctx, x):
+        def codegen(context, builder, signature, args):
+            to = ir.IntType(width) if isinstance(dst, types.Integer) else (
+                ir.FloatType() if width == 32 else ir.DoubleType())
+            return builder.bitcast(args[0], to)
+        return dst(src), codegen
+    return cast
+
+
+_f64_bits = _bitcast(types.float64, types.int64, 64)
+_bits_f64 = _bitcast(types.int64, types.float64, 64)
+_f32_bits = _bitcast(types.float32, types.int32, 32)
+_bits_f32 = _bitcast(types.int32, types.float32, 32)
+
+
+@njit(inline="always", **JIT)
+def _toward(s, err):
+    """The float64 next to s (nonzero, finite) in the direction of the sign of err."""
+    bits = _f64_bits(s)
+    return _bits_f64(bits + 1 if (err > 0.0) == (s > 0.0) else bits - 1)
+
+
+@njit(inline="always", **JIT)
+def _two_sum_err(a, b, s):
+    bb = s - a
+    return (a - (s - bb)) + (b - bb)
+
+
+@njit(inline="always", **JIT)
+def fma32(a, b, c):
+    """float32 fma(a, b, c)."""
+    p = np.float64(a) * np.float64(b)
+    cc = np.float64(c)
+    s = p + cc
+    if (_f64_bits(s) & 0x1FFFFFFF) == 0x10000000:   # on a float32 midpoint: round the exact sum once
+        err = _two_sum_err(p, cc, s)
+        if err != 0.0:
+            return np.float32(_toward(s, err))
+    return np.float32(s)
+
+
+@njit(inline="always", **JIT)
+def fma64(a, b, c):
+    """float64 fma(a, b, c)."""
+    uh = a * b
+    t = 134217729.0 * a
+    ah = t - (t - a)
+    al = a - ah
+    t = 134217729.0 * b
+    bh = t - (t - b)
+    bl = b - bh
+    ul = ((ah * bh - uh) + ah * bl + al * bh) + al * bl
+    th = c + uh
+    tl = _two_sum_err(c, uh, th)
+    v = tl + ul
+    e = _two_sum_err(tl, ul, v)
+    if e != 0.0 and (_f64_bits(v) & 1) == 0:   # round to odd (v != 0 here: v == 0 has no error)
+        v = _toward(v, e)
+    return th + v
+
+
+@njit(inline="always", **JIT)
+def _u24(raw):
+    return np.float32(raw & np.uint64(0xFFFFFF)) * np.float32(2.0 ** -24)
+
+
+@njit(inline="always", **JIT)
+def _u53(hi, lo):
+    return np.float64(((hi << np.uint64(32)) | lo) & np.uint64((1 << 53) - 1)) * (2.0 ** -53)
+
+
+@njit(**JIT)
+def uniform_f32(raw, low, high, fused):
+    """torch.rand's float32 values from one draw each: u * (high - low) + low (fused or not), without the
+    final clamp to [low, high). low and high are float32."""
+    out = np.empty(raw.size, np.float32)
+    span = high - low
+    for i in range(raw.size):
+        u = _u24(raw[i])
+        out[i] = fma32(u, span, low) if fused else u * span + low
+    return out
+
+
+@njit(**JIT)
+def uniform_f64(raw, low, high, fused):
+    """The float64 values from two draws each (the first the high word), clamped to [low, high)."""
+    n = raw.size // 2
+    out = np.empty(n, np.float64)
+    span = high - low
+    for i in range(n):
+        u = _u53(raw[2 * i], raw[2 * i + 1])
+        v = fma64(u, span, low) if fused else u * span + low
+        out[i] = low if v >= high else v
+    return out
+
+
+@njit(**JIT)
+def u24(raw):
+    out = np.empty(raw.size, np.float32)
+    for i in range(raw.size):
+        out[i] = _u24(raw[i])
+    return out
+
+
+@njit(**JIT)
+def u53(raw):
+    n = raw.size // 2
+    out = np.empty(n, np.float64)
+    for i in range(n):
+        out[i] = _u53(raw[2 * i], raw[2 * i + 1])
+    return out
+
+
+# avx_mathfun.h's log256_ps and sincos256_ps (Cephes) as GCC compiles them with FMA contraction.
+
+
+@njit(inline="always", **JIT)
+def _log256(x):
+    one = np.float32(1.0)
+    x = max(x, np.float32(1.1754943508222875e-38))
+    bits = np.int64(_f32_bits(x))
+    e = np.float32(np.float32((bits >> 23) - 127) + one)
+    x = _bits_f32(np.int32((bits & ~0x7F800000) | 0x3F000000))   # mantissa in [0.5, 1)
+    small = x < np.float32(0.707106781186547524)
+    tmp = x if small else np.float32(0.0)
+    x = x - one
+    if small:
+        e = e - one
+    x = x + tmp
+    z = x * x
+    y = np.float32(7.0376836292E-2)
+    y = fma32(y, x, np.float32(-1.1514610310E-1))
+    y = fma32(y, x, np.float32(1.1676998740E-1))
+    y = fma32(y, x, np.float32(-1.2420140846E-1))
+    y = fma32(y, x, np.float32(1.4249322787E-1))
+    y = fma32(y, x, np.float32(-1.6668057665E-1))
+    y = fma32(y, x, np.float32(2.0000714765E-1))
+    y = fma32(y, x, np.float32(-2.4999993993E-1))
+    y = fma32(y, x, np.float32(3.3333331174E-1))
+    y = y * x
+    y = fma32(y, z, e * np.float32(-2.12194440e-4))
+    y = fma32(-z, np.float32(0.5), y)
+    x = x + y
+    return fma32(e, np.float32(0.693359375), x)
+
+
+@njit(inline="always", **JIT)
+def _sincos256(x):
+    negative = _f32_bits(x) < 0
+    x = abs(x)
+    j = np.int64(np.int32(x * np.float32(1.27323954473516)))   # truncation, as cvttps
+    j = (j + 1) & ~1
+    y = np.float32(j)
+    flip_sin = negative != ((j & 4) != 0)
+    flip_cos = (~(j - 2) & 4) != 0
+    x = fma32(y, np.float32(-0.78515625), x)
+    x = fma32(y, np.float32(-2.4187564849853515625e-4), x)
+    x = fma32(y, np.float32(-3.77489497744594108e-8), x)
+    z = x * x
+    yc = fma32(np.float32(2.443315711809948E-005), z, np.float32(-1.388731625493765E-003))
+    yc = fma32(yc, z, np.float32(4.166664568298827E-002))
+    yc = yc * z
+    yc = fma32(yc, z, -(z * np.float32(0.5)))
+    yc = yc + np.float32(1.0)
+    ys = fma32(np.float32(-1.9515295891E-4), z, np.float32(8.3321608736E-3))
+    ys = fma32(ys, z, np.float32(-1.6666654611E-1))
+    ys = ys * z
+    ys = fma32(ys, x, x)
+    if (j & 2) == 0:
+        s, c = ys, yc
+    else:
+        s, c = yc, ys
+    return (-s if flip_sin else s), (-c if flip_cos else c)   # negation flips the sign bit, as the xor
+
+
+@njit(**JIT)
+def box_muller16_avx2(d, mean, std):
+    """normal_fill_16_AVX2 over rows of 16 float32 uniforms (8 pairs: j and j + 8); mean, std float32."""
+    out = np.empty_like(d)
+    two_pi = np.float32(2.0 * math.pi)
+    for r in range(d.shape[0]):
+        for k in range(8):
+            radius = np.float32(math.sqrt(np.float64(np.float32(-2.0) * _log256(np.float32(1.0) - d[r, k]))))
+            s, c = _sincos256(two_pi * d[r, k + 8])
+            out[r, k] = fma32(radius * c, std, mean)
+            out[r, k + 8] = fma32(radius * s, std, mean)
+    return out
+
+
+@njit(**JIT)
+def box_muller16_f64(d, mean, std):
+    """normal_fill_16<double> (libm log, cos, sin; mean and std applied with an FMA)."""
+    out = np.empty_like(d)
+    two_pi = 2.0 * math.pi
+    for r in range(d.shape[0]):
+        for k in range(8):
+            radius = math.sqrt(-2.0 * math.log(1.0 - d[r, k]))
+            theta = two_pi * d[r, k + 8]
+            out[r, k] = fma64(radius * math.cos(theta), std, mean)
+            out[r, k + 8] = fma64(radius * math.sin(theta), std, mean)
+    return out

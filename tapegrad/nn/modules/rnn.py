@@ -1,0 +1,372 @@
+"""Recurrent layers: RNN, LSTM, GRU and their cells, with torch's parameter names (weight_ih_l0, ...,
+_reverse), gate order (LSTM i, f, g, o; GRU r, z, n), init uniform(-1/sqrt(hidden), 1/sqrt(hidden)),
+reprs, argument checks and error messages, so state_dicts load across.
+
+A step is two linear rows (x W_ih^T + b_ih, h W_hh^T + b_hh) and the fused cell rows of ops/rnn.py; a
+sequence layer projects every step's input in one linear row first.
+"""
+import math
+import numbers
+import warnings
+
+from ... import creation, ops
+from ...ops.rnn import gru_cell_step, lstm_cell_step
+from .. import functional as F, init
+from ..parameter import Parameter
+from .module import Module
+
+__all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
+
+_GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
+
+
+def _step(mode, gx, h, c, w_hh, b_hh):
+    """One step from the projected input gx: (h', c') (c' None except for an LSTM)."""
+    gh = F.linear(h, w_hh, b_hh)
+    if mode == "LSTM":
+        return lstm_cell_step(gx, gh, c)
+    if mode == "GRU":
+        return gru_cell_step(gx, gh, h), None
+    a = gx + gh
+    return (ops.tanh(a) if mode == "RNN_TANH" else ops.relu(a)), None
+
+
+class RNNBase(Module):
+    __constants__ = ["mode", "input_size", "hidden_size", "num_layers", "bias", "batch_first", "dropout",
+                     "bidirectional", "proj_size"]
+
+    def __init__(self, mode, input_size, hidden_size, num_layers=1, bias=True, batch_first=False, dropout=0.0,
+                 bidirectional=False, proj_size=0, device=None, dtype=None):
+        super().__init__()
+        self.mode = mode
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.num_layers = num_layers
+        self.bias = bias
+        self.batch_first = batch_first
+        self.dropout = float(dropout)
+        self.bidirectional = bidirectional
+        self.proj_size = proj_size
+        if not isinstance(dropout, numbers.Number) or not 0 <= dropout <= 1 or isinstance(dropout, bool):
+            raise ValueError("dropout should be a number in range [0, 1] representing the probability of an "
+                             "element being zeroed")
+        if dropout > 0 and num_layers == 1:
+            warnings.warn("dropout option adds dropout after all but last recurrent layer, so non-zero dropout "
+                          f"expects num_layers greater than 1, but got dropout={dropout} and "
+                          f"num_layers={num_layers}", stacklevel=2)
+        if not isinstance(bias, bool):
+            raise TypeError(f"bias should be of type bool, got: {type(bias).__name__}")
+        if not isinstance(batch_first, bool):
+            raise TypeError(f"batch_first should be of type bool, got: {type(batch_first).__name__}")
+        if not isinstance(hidden_size, int):
+            raise TypeError(f"hidden_size should be of type int, got: {type(hidden_size).__name__}")
+        if hidden_size <= 0:
+            raise ValueError("hidden_size must be greater than zero")
+        if num_layers <= 0:
+            raise ValueError("num_layers must be greater than zero")
+        if proj_size < 0:
+            raise ValueError("proj_size should be a positive integer or zero to disable projections")
+        if proj_size >= hidden_size:
+            raise ValueError("proj_size has to be smaller than hidden_size")
+        if proj_size:
+            raise NotImplementedError("tapegrad: LSTM(proj_size > 0) is not implemented")
+        if mode not in _GATES:
+            raise ValueError(f"Unrecognized RNN mode: {mode}")
+        gate_size = _GATES[mode] * hidden_size
+        num_directions = 2 if bidirectional else 1
+        self._flat_weights_names = []
+        self._all_weights = []
+        for layer in range(num_layers):
+            for direction in range(num_directions):
+                layer_input_size = input_size if layer == 0 else hidden_size * num_directions
+                suffix = "_reverse" if direction == 1 else ""
+                names = [f"weight_ih_l{layer}{suffix}", f"weight_hh_l{layer}{suffix}"]
+                shapes = [(gate_size, layer_input_size), (gate_size, hidden_size)]
+                if bias:
+                    names += [f"bias_ih_l{layer}{suffix}", f"bias_hh_l{layer}{suffix}"]
+                    shapes += [(gate_size,), (gate_size,)]
+                for name, shape in zip(names, shapes):
+                    setattr(self, name, Parameter(creation.empty(shape, dtype=dtype)))
+                self._flat_weights_names.extend(names)
+                self._all_weights.append(names)
+        self.reset_parameters()
+
+    @property
+    def _flat_weights(self):
+        return [getattr(self, n) for n in self._flat_weights_names]
+
+    @property
+    def all_weights(self):
+        return [[getattr(self, n) for n in names] for names in self._all_weights]
+
+    def flatten_parameters(self):
+        """torch packs the weights into one cuDNN buffer here; tapegrad keeps them as separate arrays, so
+        there is nothing to pack."""
+
+    def reset_parameters(self):
+        stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
+        for weight in self.parameters():
+            init.uniform_(weight, -stdv, stdv)
+
+    def extra_repr(self):
+        s = f"{self.input_size}, {self.hidden_size}"
+        if self.proj_size != 0:
+            s += f", proj_size={self.proj_size}"
+        if self.num_layers != 1:
+            s += f", num_layers={self.num_layers}"
+        if self.bias is not True:
+            s += f", bias={self.bias}"
+        if self.batch_first is not False:
+            s += f", batch_first={self.batch_first}"
+        if self.dropout != 0:
+            s += f", dropout={self.dropout}"
+        if self.bidirectional is not False:
+            s += f", bidirectional={self.bidirectional}"
+        return s
+
+    # -- forward ----------------------------------------------------------------------------------------
+    def _check_input(self, input):
+        w = self._flat_weights[0]
+        if input.dtype != w.dtype:
+            raise ValueError(f"RNN input dtype ({input.dtype}) does not match weight dtype ({w.dtype}). "
+                             f"Convert input: input.to({w.dtype}), or convert model: model.to({input.dtype})")
+        if self.input_size != input.shape[-1]:
+            raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, "
+                               f"got {input.shape[-1]}")
+
+    def _expected_hidden(self, input):
+        batch = input.shape[0] if self.batch_first else input.shape[1]
+        return ((2 if self.bidirectional else 1) * self.num_layers, batch, self.hidden_size)
+
+    def _run(self, x, h0, c0):
+        """x (T, B, I); h0, c0 (L * D, B, H): (output (T, B, D * H), h_n, c_n or None)."""
+        lstm, D = self.mode == "LSTM", 2 if self.bidirectional else 1
+        T = x.shape[0]
+        hs, cs = [], []
+        layer_input = x
+        for layer in range(self.num_layers):
+            outs = []
+            for d in range(D):
+                k = layer * D + d
+                names = self._all_weights[k]
+                w_ih, w_hh = getattr(self, names[0]), getattr(self, names[1])
+                b_ih, b_hh = (getattr(self, names[2]), getattr(self, names[3])) if self.bias else (None, None)
+                gx_all = F.linear(layer_input, w_ih, b_ih)  # every step's input projection, one row
+                h, c = h0[k], c0[k] if lstm else None
+                steps = [None] * T
+                for t in (range(T - 1, -1, -1) if d else range(T)):
+                    h, c = _step(self.mode, gx_all[t], h, c, w_hh, b_hh)
+                    steps[t] = h
+                outs.append(ops.stack(steps, 0) if T else creation.zeros((0,) + h.shape, dtype=x.dtype))
+                hs.append(h)
+                cs.append(c)
+            layer_input = outs[0] if D == 1 else ops.cat(outs, -1)
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                layer_input = F.dropout(layer_input, self.dropout, True)
+        return layer_input, ops.stack(hs, 0), (ops.stack(cs, 0) if lstm else None)
+
+    def _prepare(self, input, hx, name):
+        if input.ndim not in (2, 3):
+            raise ValueError(f"{name}: Expected input to be 2D or 3D, got {input.ndim}D"
+                             + (" tensor instead" if name == "RNN" else " instead"))
+        batched = input.ndim == 3
+        if not batched:
+            input = input.unsqueeze(0 if self.batch_first else 1)
+        if self.batch_first:
+            input = input.transpose(0, 1)
+        return input, batched
+
+    def _finish(self, out, batched):
+        if not batched:
+            return out.squeeze(1)
+        return out.transpose(0, 1) if self.batch_first else out
+
+
+class RNN(RNNBase):
+    def __init__(self, *args, **kwargs):
+        if "proj_size" in kwargs:
+            raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
+        if len(args) > 3:
+            self.nonlinearity = args[3]
+            args = args[:3] + args[4:]
+        else:
+            self.nonlinearity = kwargs.pop("nonlinearity", "tanh")
+        if self.nonlinearity == "tanh":
+            mode = "RNN_TANH"
+        elif self.nonlinearity == "relu":
+            mode = "RNN_RELU"
+        else:
+            raise ValueError(f"Unknown nonlinearity '{self.nonlinearity}'. Select from 'tanh' or 'relu'.")
+        super().__init__(mode, *args, **kwargs)
+
+    def forward(self, input, hx=None):
+        return self._single_state(input, hx, "RNN")
+
+    def _single_state(self, input, hx, name):
+        if hasattr(input, "batch_sizes"):
+            raise NotImplementedError("tapegrad: PackedSequence input to RNN/GRU/LSTM is not implemented")
+        x, batched = self._prepare(input, hx, name)
+        if hx is not None:
+            if batched and hx.ndim != 3:
+                raise RuntimeError(f"For batched 3-D input, hx should also be 3-D but got {hx.ndim}-D tensor")
+            if not batched:
+                if hx.ndim != 2:
+                    raise RuntimeError(f"For unbatched 2-D input, hx should also be 2-D but got {hx.ndim}-D "
+                                       f"tensor")
+                hx = hx.unsqueeze(1)
+        self._check_input(x)
+        expected = ((2 if self.bidirectional else 1) * self.num_layers, x.shape[1], self.hidden_size)
+        if hx is None:
+            hx = creation.zeros(expected, dtype=x.dtype)
+        elif tuple(hx.shape) != expected:
+            raise RuntimeError(f"Expected hidden size {expected}, got {list(hx.shape)}")
+        out, h_n, _ = self._run(x, hx, None)
+        out = self._finish(out, batched)
+        return out, (h_n if batched else h_n.squeeze(1))
+
+
+class LSTM(RNNBase):
+    def __init__(self, *args, **kwargs):
+        super().__init__("LSTM", *args, **kwargs)
+
+    def forward(self, input, hx=None):
+        if hasattr(input, "batch_sizes"):
+            raise NotImplementedError("tapegrad: PackedSequence input to RNN/GRU/LSTM is not implemented")
+        x, batched = self._prepare(input, hx, "LSTM")
+        if hx is not None:
+            h0, c0 = hx
+            if batched and (h0.ndim != 3 or c0.ndim != 3):
+                raise RuntimeError(f"For batched 3-D input, hx and cx should also be 3-D but got ({h0.ndim}-D, "
+                                   f"{c0.ndim}-D) tensors")
+            if not batched:
+                if h0.ndim != 2 or c0.ndim != 2:
+                    raise RuntimeError(f"For unbatched 2-D input, hx and cx should also be 2-D but got "
+                                       f"({h0.ndim}-D, {c0.ndim}-D) tensors")
+                h0, c0 = h0.unsqueeze(1), c0.unsqueeze(1)
+        self._check_input(x)
+        expected = ((2 if self.bidirectional else 1) * self.num_layers, x.shape[1], self.hidden_size)
+        if hx is None:
+            h0 = c0 = creation.zeros(expected, dtype=x.dtype)
+        else:
+            if tuple(h0.shape) != expected:
+                raise RuntimeError(f"Expected hidden[0] size {expected}, got {list(h0.shape)}")
+            if tuple(c0.shape) != expected:
+                raise RuntimeError(f"Expected hidden[1] size {expected}, got {list(c0.shape)}")
+        out, h_n, c_n = self._run(x, h0, c0)
+        out = self._finish(out, batched)
+        if not batched:
+            h_n, c_n = h_n.squeeze(1), c_n.squeeze(1)
+        return out, (h_n, c_n)
+
+
+class GRU(RNN):
+    def __init__(self, *args, **kwargs):
+        if "proj_size" in kwargs:
+            raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
+        RNNBase.__init__(self, "GRU", *args, **kwargs)
+
+    def forward(self, input, hx=None):
+        return self._single_state(input, hx, "GRU")
+
+
+# -- cells --------------------------------------------------------------------------------------------------
+class RNNCellBase(Module):
+    __constants__ = ["input_size", "hidden_size", "bias"]
+
+    def __init__(self, input_size, hidden_size, bias, num_chunks, device=None, dtype=None):
+        super().__init__()
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.bias = bias
+        self.weight_ih = Parameter(creation.empty((num_chunks * hidden_size, input_size), dtype=dtype))
+        self.weight_hh = Parameter(creation.empty((num_chunks * hidden_size, hidden_size), dtype=dtype))
+        if bias:
+            self.bias_ih = Parameter(creation.empty(num_chunks * hidden_size, dtype=dtype))
+            self.bias_hh = Parameter(creation.empty(num_chunks * hidden_size, dtype=dtype))
+        else:
+            self.register_parameter("bias_ih", None)
+            self.register_parameter("bias_hh", None)
+        self.reset_parameters()
+
+    def extra_repr(self):
+        s = f"{self.input_size}, {self.hidden_size}"
+        if "bias" in self.__dict__ and self.bias is not True:
+            s += f", bias={self.bias}"
+        if "nonlinearity" in self.__dict__ and self.nonlinearity != "tanh":
+            s += f", nonlinearity={self.nonlinearity}"
+        return s
+
+    def reset_parameters(self):
+        stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
+        for weight in self.parameters():
+            init.uniform_(weight, -stdv, stdv)
+
+    def _batched(self, input, hx, name, states=1):
+        if input.ndim not in (1, 2):
+            raise ValueError(f"{name}: Expected input to be 1D or 2D, got {input.ndim}D instead")
+        for h in (hx if states > 1 and hx is not None else (hx,)):
+            if h is not None and h.ndim not in (1, 2):
+                raise ValueError(f"{name}: Expected hx[0] to be 1D or 2D, got {h.ndim}D instead" if states > 1
+                                 else f"{name}: Expected hidden to be 1D or 2D, got {h.ndim}D instead")
+        batched = input.ndim == 2
+        x = input if batched else input.unsqueeze(0)
+        if x.shape[1] != self.input_size:
+            raise RuntimeError(f"input has inconsistent input_size: got {x.shape[1]} expected {self.input_size}")
+        return x, batched
+
+    def _check_hidden(self, x, h, which):
+        if h.shape[0] != x.shape[0]:
+            raise RuntimeError(f"Input batch size {x.shape[0]} doesn't match hidden{which} batch size "
+                               f"{h.shape[0]}")
+        if h.shape[1] != self.hidden_size:
+            raise RuntimeError(f"hidden{which} has inconsistent hidden_size: got {h.shape[1]}, expected "
+                               f"{self.hidden_size}")
+
+    def _zeros(self, x):
+        return creation.zeros((x.shape[0], self.hidden_size), dtype=x.dtype)
+
+
+class RNNCell(RNNCellBase):
+    __constants__ = ["input_size", "hidden_size", "bias", "nonlinearity"]
+
+    def __init__(self, input_size, hidden_size, bias=True, nonlinearity="tanh", device=None, dtype=None):
+        super().__init__(input_size, hidden_size, bias, num_chunks=1, dtype=dtype)
+        self.nonlinearity = nonlinearity
+
+    def forward(self, input, hx=None):
+        x, batched = self._batched(input, hx, "RNNCell")
+        h = self._zeros(x) if hx is None else hx if batched else hx.unsqueeze(0)
+        self._check_hidden(x, h, 0)
+        if self.nonlinearity not in ("tanh", "relu"):
+            raise RuntimeError(f"Unknown nonlinearity: {self.nonlinearity}")
+        mode = "RNN_TANH" if self.nonlinearity == "tanh" else "RNN_RELU"
+        out, _ = _step(mode, F.linear(x, self.weight_ih, self.bias_ih), h, None, self.weight_hh, self.bias_hh)
+        return out if batched else out.squeeze(0)
+
+
+class LSTMCell(RNNCellBase):
+    def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
+        super().__init__(input_size, hidden_size, bias, num_chunks=4, dtype=dtype)
+
+    def forward(self, input, hx=None):
+        x, batched = self._batched(input, hx, "LSTMCell", states=2)
+        if hx is None:
+            h = c = self._zeros(x)
+        else:
+            h, c = (hx[0], hx[1]) if batched else (hx[0].unsqueeze(0), hx[1].unsqueeze(0))
+        self._check_hidden(x, h, 0)
+        self._check_hidden(x, c, 1)
+        h, c = _step("LSTM", F.linear(x, self.weight_ih, self.bias_ih), h, c, self.weight_hh, self.bias_hh)
+        return (h, c) if batched else (h.squeeze(0), c.squeeze(0))
+
+
+class GRUCell(RNNCellBase):
+    def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
+        super().__init__(input_size, hidden_size, bias, num_chunks=3, dtype=dtype)
+
+    def forward(self, input, hx=None):
+        x, batched = self._batched(input, hx, "GRUCell")
+        h = self._zeros(x) if hx is None else hx if batched else hx.unsqueeze(0)
+        self._check_hidden(x, h, 0)
+        out, _ = _step("GRU", F.linear(x, self.weight_ih, self.bias_ih), h, None, self.weight_hh, self.bias_hh)
+        return out if batched else out.squeeze(0)

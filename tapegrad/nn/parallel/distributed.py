@@ -1,0 +1,301 @@
+"""DistributedDataParallel: one model replica per process; gradients averaged across processes in backward.
+
+Each parameter gets a tensor hook. tapegrad's backward hands leaves their gradients in one loop at the end of
+the replay, one hook call per parameter: the hook writes the parameter's whole gradient (what .grad holds from
+no_sync steps plus this backward's) into its slot of a flat bucket (one per dtype, about bucket_cap_mb each);
+a full bucket starts its MPI all-reduce (nonblocking), and the last expected parameter's hook waits for all of
+them, divides by the world size and points every .grad at its averaged slot (so .grad is a view of the bucket,
+as torch's gradient_as_bucket_view=True). Since every gradient is ready only at the end of the replay, an
+all-reduce cannot overlap the backward's compute, only the hooks of the parameters after its bucket
+(docs/distributed.md measures it).
+"""
+import contextlib
+import functools
+import zlib
+
+import numpy as np
+
+from ...autograd.grad_mode import is_grad_enabled
+from ...tape import F_REQ, OP_LEAF
+from ...tensor import Tensor, _new
+from ..modules.module import Module
+
+_FIRST_BUCKET_BYTES = 1 << 20  # torch's dist._DEFAULT_FIRST_BUCKET_BYTES: a small first bucket starts sooner
+
+UNFINISHED = (
+    "Expected to have finished reduction in the prior iteration before starting a new one. This error indicates "
+    "that your module has parameters that were not used in producing loss. You can enable unused parameter "
+    "detection by passing the keyword argument `find_unused_parameters=True` to "
+    "`torch.nn.parallel.DistributedDataParallel`, and by \nmaking sure all `forward` function outputs participate "
+    "in calculating loss. \nIf you already have done the above, then the distributed data parallel module wasn't "
+    "able to locate the output tensors in the return value of your module's `forward` function. Please include "
+    "the loss function and the structure of the return value of `forward` of your module when reporting this "
+    "issue (e.g. list, dict, iterable).\nParameter indices which did not receive grad for rank {rank}: {indices}")
+
+
+class _Bucket:
+    __slots__ = ("indices", "dtype", "offsets", "size", "flat", "remaining", "request")
+
+    def __init__(self, indices, params):
+        self.indices, self.dtype = indices, params[indices[0]]._data.dtype
+        sizes = [params[i]._data.size for i in indices]
+        self.offsets = np.concatenate([[0], np.cumsum(sizes)]).tolist()
+        self.size = self.offsets[-1]
+        self.flat, self.remaining, self.request = None, 0, None
+
+
+def _tensors(obj, out):
+    """The tensors in a forward's output (nested in tuples, lists and dicts), as torch's DDP finds them."""
+    if isinstance(obj, Tensor):
+        out.append(obj)
+    elif isinstance(obj, (list, tuple)):
+        for o in obj:
+            _tensors(o, out)
+    elif isinstance(obj, dict):
+        for o in obj.values():
+            _tensors(o, out)
+    return out
+
+
+def _reachable_leaves(outputs):
+    """ids of the leaf tensors the outputs' recorded history reaches (find_unused_parameters)."""
+    found = set()
+    for t in outputs:
+        tape = t._tape
+        if not t._requires_grad or tape is None:
+            continue
+        if t._is_leaf:
+            found.add(id(t))
+            continue
+        row = tape.locate(t)
+        stack, seen = [row] if row >= 0 else [], set()
+        while stack:
+            r = stack.pop()
+            if r in seen or not tape.flags[r] & F_REQ:
+                continue
+            seen.add(r)
+            if tape.op[r] == OP_LEAF:
+                ref = tape.aux.get(r)
+                leaf = ref() if ref is not None else None
+                if leaf is not None:
+                    found.add(id(leaf))
+            else:
+                stack.extend(tape.row_args(r))
+    return found
+
+
+class DistributedDataParallel(Module):
+    def __init__(self, module, device_ids=None, output_device=None, dim=0, broadcast_buffers=None, init_sync=True,
+                 process_group=None, bucket_cap_mb=None, find_unused_parameters=False, check_reduction=False,
+                 gradient_as_bucket_view=False, static_graph=False, delay_all_reduce_named_params=None,
+                 param_to_hook_all_reduce=None, mixed_precision=None, device_mesh=None,
+                 skip_all_reduce_unused_params=False, bucket_cap_mb_list=None, batched_grad_copy=False,
+                 forward_sync_buffers=None):
+        from ... import distributed as dist
+        from ...distributed import distributed_c10d as c10d
+        super().__init__()
+        for name, value in (("delay_all_reduce_named_params", delay_all_reduce_named_params),
+                            ("param_to_hook_all_reduce", param_to_hook_all_reduce),
+                            ("mixed_precision", mixed_precision), ("device_mesh", device_mesh),
+                            ("bucket_cap_mb_list", bucket_cap_mb_list)):
+            if value is not None:
+                raise NotImplementedError(f"tapegrad's DistributedDataParallel does not support {name}")
+        if device_ids or output_device is not None:
+            raise ValueError(
+                "DistributedDataParallel device_ids and output_device arguments only work with single-device/"
+                "multiple-device GPU modules or CPU modules, but got device_ids {}, output_device {}, and module "
+                "parameters {{device(type='cpu')}}.".format(device_ids, output_device))
+        pg = process_group if process_group is not None else c10d._default()
+        params = [p for p in module.parameters() if p.requires_grad]
+        if not params:
+            raise RuntimeError("DistributedDataParallel is not needed when a module doesn't have any parameter "
+                               "that requires a gradient.")
+        self.module = module
+        d = self.__dict__  # plain attributes (not submodules or parameters)
+        d.update(process_group=pg, device_ids=None, output_device=None, dim=dim,
+                 broadcast_buffers=True if broadcast_buffers is None else bool(broadcast_buffers),
+                 find_unused_parameters=bool(find_unused_parameters), static_graph=bool(static_graph),
+                 gradient_as_bucket_view=gradient_as_bucket_view,
+                 bucket_bytes_cap=int((25 if bucket_cap_mb is None else bucket_cap_mb) * 1024 * 1024),
+                 require_backward_grad_sync=True, require_forward_param_sync=True,
+                 _params=params, _world=pg.size(), _dist=dist, _c10d=c10d, _pending=None)
+        self._verify_params_across_processes()
+        if init_sync:
+            with _no_grad():
+                for t in list(module.parameters()) + list(module.buffers()):
+                    dist.broadcast(t, src=pg.ranks[0], group=pg)
+        self.__dict__["_buckets"], self.__dict__["_bucket_of"] = self._make_buckets(params)
+        for i, p in enumerate(params):
+            p.register_hook(functools.partial(self._grad_ready, i))
+
+    # -- set-up ------------------------------------------------------------------------------------------
+    def _verify_params_across_processes(self):
+        """Every rank must hold the same parameters (count, shapes, dtypes): one fingerprint Allreduce."""
+        pg, c10d = self.process_group, self._c10d
+        described = repr([(tuple(p.shape), str(p._data.dtype)) for p in self._params]).encode()
+        digest = np.array([len(self._params), zlib.crc32(described)], np.int64)
+        MPI = c10d._mpi()
+        both = np.concatenate([digest, -digest])
+        c10d._blocking(pg, "DistributedDataParallel's parameter check", pg.comm.Allreduce, MPI.IN_PLACE,
+                       [both, MPI.INT64_T], MPI.MAX)
+        if not np.array_equal(both[:2], -both[2:]):
+            counts = np.empty(pg.size(), np.int64)
+            c10d._blocking(pg, "the parameter report", pg.comm.Allgather,
+                           [np.array([len(self._params)], np.int64), MPI.INT64_T], [counts, MPI.INT64_T])
+            raise RuntimeError(
+                f"DDP expects same model across all ranks, but the ranks' parameters differ in number, shape or "
+                f"dtype: parameter counts by rank {counts.tolist()} (this is rank {self._dist.get_rank()}, with "
+                f"shapes {[tuple(p.shape) for p in self._params]})")
+
+    def _make_buckets(self, params):
+        """Buckets of parameters in the order tapegrad's backward hands leaves their gradients (the order of
+        their first use, which is the order of parameters() in a plain forward; torch's reverse order follows
+        its graph walk), one dtype each, the first up to 1 MiB and the others up to bucket_cap_mb, as torch's."""
+        buckets, current, cap, nbytes = [], {}, {}, {}
+        for i, p in enumerate(params):
+            dt, nb = p._data.dtype, p._data.nbytes
+            if dt in current and nbytes[dt] + nb > cap.get(dt, min(_FIRST_BUCKET_BYTES, self.bucket_bytes_cap)):
+                buckets.append(_Bucket(current.pop(dt), params))
+                nbytes[dt], cap[dt] = 0, self.bucket_bytes_cap
+            current.setdefault(dt, []).append(i)
+            nbytes[dt] = nbytes.get(dt, 0) + nb
+        buckets.extend(_Bucket(indices, params) for indices in current.values())
+        bucket_of = [None] * len(params)
+        for b, bucket in enumerate(buckets):
+            for k, i in enumerate(bucket.indices):
+                bucket_of[i] = (b, k)
+        return buckets, bucket_of
+
+    # -- forward -------------------------------------------------------------------------------------------
+    def forward(self, *inputs, **kwargs):
+        pending = self._pending
+        if pending is not None and pending["count"]:
+            missing = [i for i, ready in enumerate(pending["ready"]) if not ready and pending["expected"][i]]
+            self.__dict__["_pending"] = None
+            raise RuntimeError(UNFINISHED.format(rank=self._dist.get_rank(), indices=" ".join(map(str, missing))))
+        if self.broadcast_buffers and self.require_forward_param_sync:
+            buffers = list(self.module.buffers())
+            if buffers and self._world > 1:
+                with _no_grad():
+                    for b in buffers:
+                        self._dist.broadcast(b, src=self.process_group.ranks[0], group=self.process_group)
+        out = self.module(*inputs, **kwargs)
+        if self.require_backward_grad_sync and is_grad_enabled():
+            n = len(self._params)
+            if self.find_unused_parameters or self.static_graph:
+                used = _reachable_leaves(_tensors(out, []))
+                expected = [id(p) in used for p in self._params]
+            else:
+                expected = [True] * n
+            self.__dict__["_pending"] = {"ready": [False] * n, "expected": expected, "count": 0,
+                                         "needed": sum(expected), "next": 0}
+            for bucket in self._buckets:
+                bucket.flat, bucket.request = None, None
+                bucket.remaining = sum(1 for i in bucket.indices if expected[i])
+        else:
+            self.__dict__["_pending"] = None
+        return out
+
+    @contextlib.contextmanager
+    def no_sync(self):
+        """Gradients of the backward of a forward run inside accumulate in .grad without communication; the
+        first synchronized backward after them averages the accumulated gradients."""
+        old = self.require_backward_grad_sync
+        self.__dict__["require_backward_grad_sync"] = False
+        try:
+            yield
+        finally:
+            self.__dict__["require_backward_grad_sync"] = old
+
+    # -- backward ------------------------------------------------------------------------------------------
+    def _grad_ready(self, i, grad):
+        """Hook of parameter i: its whole gradient into its bucket slot; reduce full buckets; finish at the last."""
+        pending = self._pending
+        if pending is None:
+            return None  # a forward under no_sync or no_grad: accumulate locally
+        if pending["ready"][i]:
+            raise RuntimeError(
+                f"Expected to mark a variable ready only once. This error is caused by one of the following "
+                f"reasons: 1) Use of a module parameter outside the `forward` function, or 2) backward run more "
+                f"than once in one iteration (retain_graph=True). Parameter at index {i} has been marked as ready "
+                f"twice.")
+        p = self._params[i]
+        b, k = self._bucket_of[i]
+        bucket = self._buckets[b]
+        slot = self._slot(bucket, k, p)
+        if p._grad is not None:
+            np.add(p._grad._data, grad._data, out=slot)
+        else:
+            slot[...] = grad._data
+        p._grad = None  # the replay assigns the returned slot; _finish points every .grad at its slot
+        pending["ready"][i] = True
+        if pending["expected"][i]:
+            pending["count"] += 1
+            bucket.remaining -= 1
+            if bucket.remaining == 0:
+                self._start_ready(pending)
+        if pending["count"] >= pending["needed"]:
+            self._finish(pending)
+            p._grad = None  # (set by _finish: the replay assigns the returned slot, now averaged)
+        return _new(slot)
+
+    def _slot(self, bucket, k, p):
+        if bucket.flat is None:
+            bucket.flat = np.empty(bucket.size, bucket.dtype)  # a new one each step: .grad views the last one
+        return bucket.flat[bucket.offsets[k]: bucket.offsets[k + 1]].reshape(p._data.shape)
+
+    def _start_ready(self, pending):
+        """Start the all-reduce of each full bucket in bucket order: every rank must start MPI's nonblocking
+        collectives on a communicator in the same order, whatever order its gradients arrived in."""
+        buckets = self._buckets
+        while pending["next"] < len(buckets):
+            bucket = buckets[pending["next"]]
+            if bucket.remaining or bucket.flat is None:  # (a bucket with no used parameter waits for _finish)
+                break
+            self._start(bucket)
+            pending["next"] += 1
+
+    def _start(self, bucket):
+        if self._world > 1:
+            MPI = self._c10d._mpi()
+            bucket.request = self.process_group.comm.Iallreduce(
+                MPI.IN_PLACE, self._c10d._buffer(bucket.flat), MPI.SUM)
+
+    def _finish(self, pending):
+        """All expected gradients are in: reduce what is left (the slots of parameters this rank did not use
+        hold their accumulated .grad or zeros), wait, average, and point each .grad at its slot."""
+        self.__dict__["_pending"] = None
+        params, ready = self._params, pending["ready"]
+        unused = [i for i in range(len(params)) if not ready[i]]
+        for i in unused:
+            b, k = self._bucket_of[i]
+            slot = self._slot(self._buckets[b], k, params[i])
+            slot[...] = params[i]._grad._data if params[i]._grad is not None else 0
+        for bucket in self._buckets[pending["next"]:]:
+            self._start(bucket)
+        if self._world > 1:
+            requests = [bucket.request for bucket in self._buckets if bucket.request is not None]
+            MPI = self._c10d._mpi()
+            self._c10d._blocking(self.process_group, "DistributedDataParallel's gradient all-reduce",
+                                 MPI.Request.Waitall, requests)
+        has_grad = np.array([ready[i] or params[i]._grad is not None for i in range(len(params))], np.int32)
+        if self._world > 1 and (self.find_unused_parameters or self.static_graph):
+            # a parameter no rank used keeps .grad None, as torch's
+            MPI = self._c10d._mpi()
+            self._c10d._blocking(self.process_group, "DistributedDataParallel's unused-parameter check",
+                                 self.process_group.comm.Allreduce, MPI.IN_PLACE, [has_grad, MPI.INT32_T], MPI.MAX)
+        for bucket in self._buckets:
+            if bucket.flat is not None and self._world > 1:
+                bucket.flat /= self._world
+        for i, p in enumerate(params):
+            if has_grad[i]:
+                b, k = self._bucket_of[i]
+                p._grad = _new(self._slot(self._buckets[b], k, p))
+
+    def extra_repr(self):
+        return ""
+
+
+def _no_grad():
+    from ...autograd.grad_mode import no_grad
+    return no_grad()

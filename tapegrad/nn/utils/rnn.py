@@ -1,0 +1,116 @@
+"""torch.nn.utils.rnn: pad_sequence, and PackedSequence with pack_padded_sequence / pad_packed_sequence /
+pack_sequence. A packed batch's data is one gather of the padded rows (time-major, longest first), so
+gradients flow back through it; RNN/LSTM/GRU do not take a PackedSequence yet (they say so)."""
+from collections import namedtuple
+
+import numpy as np
+
+from ... import creation, ops
+from ...tensor import Tensor
+
+__all__ = ["PackedSequence", "pad_sequence", "pack_padded_sequence", "pad_packed_sequence", "pack_sequence"]
+
+
+def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="right"):
+    if padding_side not in ("left", "right"):
+        raise ValueError(f"Expected padding_side to be one of left or right, but got {padding_side}.")
+    if isinstance(sequences, Tensor):
+        sequences = sequences.unbind(0)
+    sequences = list(sequences)
+    if not sequences:
+        raise RuntimeError("received an empty list of sequences")
+    longest = max(s.shape[0] for s in sequences)
+    rest, dt = tuple(sequences[0].shape[1:]), sequences[0].dtype
+    rows = []
+    for s in sequences:
+        if tuple(s.shape[1:]) != rest:
+            raise RuntimeError(f"The size of tensor a ({rest[0] if rest else 0}) must match the size of tensor b "
+                               f"({s.shape[1] if s.ndim > 1 else 0}) at non-singleton dimension 1")
+        n = longest - s.shape[0]
+        if n:
+            pad = creation.full((n,) + rest, padding_value, dtype=dt)
+            s = ops.cat([s, pad] if padding_side == "right" else [pad, s], 0)
+        rows.append(s)
+    return ops.stack(rows, 0 if batch_first else 1)
+
+
+class PackedSequence(namedtuple("PackedSequence", ["data", "batch_sizes", "sorted_indices", "unsorted_indices"])):
+    """Sequences of different lengths, time-major: data holds the batch_sizes[t] running sequences of step t
+    (longest first), one step after another."""
+
+    def __new__(cls, data, batch_sizes=None, sorted_indices=None, unsorted_indices=None):
+        if unsorted_indices is None and sorted_indices is not None:
+            unsorted_indices = _invert(sorted_indices)
+        return super().__new__(cls, data, batch_sizes, sorted_indices, unsorted_indices)
+
+
+def _invert(perm):
+    p = perm.numpy() if isinstance(perm, Tensor) else np.asarray(perm)
+    out = np.empty_like(p)
+    out[p] = np.arange(len(p))
+    return creation.tensor(out)
+
+
+def _lengths(lengths):
+    a = lengths.numpy() if isinstance(lengths, Tensor) else np.asarray(lengths)
+    return a.astype(np.int64).reshape(-1)
+
+
+def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True):
+    lens = _lengths(lengths)
+    x = input.transpose(0, 1) if batch_first else input
+    if enforce_sorted:
+        if np.any(np.diff(lens) > 0):
+            raise RuntimeError("`lengths` array must be sorted in decreasing order when `enforce_sorted` is True. "
+                               "You can pass `enforce_sorted=False` to pack_padded_sequence and/or pack_sequence "
+                               "to sidestep this requirement if you do not need ONNX exportability.")
+        order = None
+    else:
+        order = np.argsort(-lens, kind="stable")
+        lens = lens[order]
+        x = x.index_select(1, creation.tensor(order))
+    if len(lens) and lens[-1] <= 0:
+        raise RuntimeError("Length of all samples has to be greater than 0, but found an element in 'lengths' "
+                           "that is <= 0")
+    if len(lens) and lens[0] > x.shape[0]:
+        raise RuntimeError(f"Expected sequence length to be larger than or equal to {lens[0]}, but got "
+                           f"{x.shape[0]}")  # (torch's check, on the longest length)
+    T = int(lens[0]) if len(lens) else 0
+    batch_sizes = np.array([(lens > t).sum() for t in range(T)], np.int64)
+    t_idx = np.concatenate([np.full(b, t) for t, b in enumerate(batch_sizes)]) if T else np.zeros(0, np.int64)
+    b_idx = np.concatenate([np.arange(b) for b in batch_sizes]) if T else np.zeros(0, np.int64)
+    data = x[creation.tensor(t_idx), creation.tensor(b_idx)]
+    sorted_indices = None if order is None else creation.tensor(order)
+    return PackedSequence(data, creation.tensor(batch_sizes), sorted_indices,
+                          None if order is None else _invert(order))
+
+
+def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_length=None):
+    data, batch_sizes = sequence.data, _lengths(sequence.batch_sizes)
+    T, B = len(batch_sizes), int(batch_sizes[0]) if len(batch_sizes) else 0
+    if total_length is not None:
+        if total_length < T:
+            raise ValueError(f"Expected total_length to be at least the length of the longest sequence in input, "
+                             f"but got total_length={total_length} and max sequence length being {T}")
+        T = total_length
+    lens = np.array([(batch_sizes > b).sum() for b in range(B)], np.int64)
+    rest = tuple(data.shape[1:])
+    # each padded cell's row in data, or the padding row appended at the end
+    where = np.full((T, B), data.shape[0], np.int64)
+    offset = 0
+    for t, b in enumerate(batch_sizes):
+        where[t, :b] = np.arange(offset, offset + b)
+        offset += b
+    pad = creation.full((1,) + rest, padding_value, dtype=data.dtype)
+    padded = ops.cat([data, pad], 0)[creation.tensor(where)]
+    if sequence.unsorted_indices is not None:
+        padded = padded.index_select(1, sequence.unsorted_indices)
+        lens = lens[_lengths(sequence.unsorted_indices)]
+    if batch_first:
+        padded = padded.transpose(0, 1)
+    return padded, creation.tensor(lens)
+
+
+def pack_sequence(sequences, enforce_sorted=True):
+    lengths = creation.tensor([s.shape[0] for s in sequences])
+    return pack_padded_sequence(pad_sequence(sequences), lengths, enforce_sorted=enforce_sorted)

@@ -1,0 +1,734 @@
+"""Convolution, pooling and normalization: torch.nn.functional's conv1d/2d, max/avg/adaptive pooling, batch_norm,
+layer_norm, dropout1d/2d.
+
+Each layer is one tape row (or two matmuls with constant matrices, for the linear pools). A row's plain backward
+is its NumPy array rule (im2col + one BLAS matmul each way for convolution); its create_graph rule is written in
+tapegrad ops (gather, matmul, scatter_flat), so second order works. Every argument check runs before any kernel,
+with torch's message. 1-d ops are the 2-d ones on an (N, C, 1, L) view.
+"""
+import builtins
+import math
+import numbers
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from .. import random, registry
+from ..tensor import _new
+from ._common import OPS, _record, _tensor, _to_dtype
+
+# torch.X has these with these signatures; the rest are torch.nn.functional's only (nn/functional.py)
+__all__ = ["conv1d", "conv2d", "max_pool1d", "max_pool2d", "max_pool1d_with_indices", "avg_pool1d",
+           "adaptive_avg_pool1d", "layer_norm"]
+
+
+class Ctx:
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+
+def _pair(v, n, name="value"):
+    if isinstance(v, (tuple, list)):
+        v = tuple(int(a) for a in v)
+        if len(v) == 1:
+            v = v * n
+        return v
+    return (int(v),) * n
+
+
+# -- windows: the one data-movement helper -------------------------------------------------------------------------
+def _out_size(size, k, s, p, d, ceil_mode):
+    """torch's pooling output size (pooling_output_shape)."""
+    num = size + 2 * p - d * (k - 1) - 1 + (s - 1 if ceil_mode else 0)
+    out = num // s + 1
+    if ceil_mode and (out - 1) * s >= size + p:
+        out -= 1
+    return out
+
+
+def _windows(x4, k, s, d, pads, out_hw, fill=0):
+    """The (N, C, oh, ow, kh, kw) strided view of x4 padded by pads (top, bottom, left, right) with `fill`, and
+    more at the bottom/right where the last window reaches past it (ceil_mode)."""
+    N, C, H, W = x4.shape
+    (kh, kw), (sh, sw), (dh, dw), (pt, pb, pl, pr), (oh, ow) = k, s, d, pads, out_hw
+    eh, ew = (kh - 1) * dh + 1, (kw - 1) * dw + 1
+    Hp, Wp = builtins.max(H + pt + pb, (oh - 1) * sh + eh), builtins.max(W + pl + pr, (ow - 1) * sw + ew)
+    if (Hp, Wp) != (H, W):
+        xp = np.full((N, C, Hp, Wp), fill, x4.dtype)
+        xp[:, :, pt:pt + H, pl:pl + W] = x4
+    else:
+        xp = x4
+    win = sliding_window_view(xp, (eh, ew), axis=(2, 3))
+    return win[:, :, :(oh - 1) * sh + 1:sh, :(ow - 1) * sw + 1:sw, ::dh, ::dw]
+
+
+def _col2im(gcols, xshape, k, s, d, pads, out_hw):
+    """The adjoint of _windows (fill 0): gcols (N, C, kh, kw, oh, ow) added back onto an x of xshape."""
+    N, C, H, W = xshape
+    (kh, kw), (sh, sw), (dh, dw), (pt, pb, pl, pr), (oh, ow) = k, s, d, pads, out_hw
+    Hp, Wp = builtins.max(H + pt + pb, (oh - 1) * sh + (kh - 1) * dh + 1), \
+        builtins.max(W + pl + pr, (ow - 1) * sw + (kw - 1) * dw + 1)
+    gxp = np.zeros((N, C, Hp, Wp), gcols.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            gxp[:, :, i * dh:i * dh + (oh - 1) * sh + 1:sh, j * dw:j * dw + (ow - 1) * sw + 1:sw] += gcols[:, :, i, j]
+    return gxp[:, :, pt:pt + H, pl:pl + W]
+
+
+def _index_windows(xshape, k, s, d, pads, out_hw):
+    """_windows of the flat index of every element of x, padding reading index x.numel() (one zero appended)."""
+    n = math.prod(xshape)
+    return _windows(np.arange(n, dtype=np.int64).reshape(xshape), k, s, d, pads, out_hw, fill=n)
+
+
+# -- convolution ---------------------------------------------------------------------------------------------------
+def _cols(ctx, win):
+    """im2col: (G, N*oh*ow, Cg*kh*kw), copied once from the window view."""
+    N, C = win.shape[:2]
+    G = ctx.groups
+    oh, ow, kh, kw = win.shape[2:]
+    w7 = win.reshape(N, G, C // G, oh, ow, kh, kw).transpose(1, 0, 3, 4, 2, 5, 6)
+    return w7.reshape(G, N * oh * ow, (C // G) * kh * kw)
+
+
+def _padded(x4, k, s, d, pads, out_hw, fill=0):
+    """x4 padded by pads (top, bottom, left, right) with `fill`, and more at the bottom/right where the last window
+    reaches past it (ceil_mode)."""
+    N, C, H, W = x4.shape
+    (kh, kw), (sh, sw), (dh, dw), (pt, pb, pl, pr), (oh, ow) = k, s, d, pads, out_hw
+    Hp, Wp = builtins.max(H + pt + pb, (oh - 1) * sh + (kh - 1) * dh + 1), \
+        builtins.max(W + pl + pr, (ow - 1) * sw + (kw - 1) * dw + 1)
+    if (Hp, Wp) == (H, W):
+        return x4
+    xp = np.full((N, C, Hp, Wp), fill, x4.dtype)
+    xp[:, :, pt:pt + H, pl:pl + W] = x4
+    return xp
+
+
+def _taps(k, s, d, out_hw):
+    """The (row, column) slices of the padded input that kernel tap (i, j) reads, tap by tap."""
+    (kh, kw), (sh, sw), (dh, dw), (oh, ow) = k, s, d, out_hw
+    return [(i, j, slice(i * dh, i * dh + (oh - 1) * sh + 1, sh), slice(j * dw, j * dw + (ow - 1) * sw + 1, sw))
+            for i in range(kh) for j in range(kw)]
+
+
+def _conv_forward(ctx, x4, w4, b):
+    """im2col as one strided copy per kernel tap into (N, C, kh, kw, oh, ow), then W (G, Og, Cg*kh*kw) @ columns
+    (G, Cg*kh*kw, oh*ow) per sample: the result is already in torch's (N, O, oh, ow) layout."""
+    N, C = x4.shape[:2]
+    O, G = w4.shape[0], ctx.groups
+    (kh, kw), (oh, ow) = ctx.k, ctx.out_hw
+    cols = np.empty((N, C, kh, kw, oh, ow), x4.dtype)
+    if x4.dtype in (np.float32, np.float64):
+        _conv_kernels().im2col(np.ascontiguousarray(x4), kh, kw, *ctx.s, *ctx.d, ctx.pads[0], ctx.pads[2], cols)
+    else:
+        xp = _padded(x4, ctx.k, ctx.s, ctx.d, ctx.pads, ctx.out_hw)
+        for i, j, rows, cs in _taps(ctx.k, ctx.s, ctx.d, ctx.out_hw):
+            cols[:, :, i, j] = xp[:, :, rows, cs]
+    cols = cols.reshape(N, G, (C // G) * kh * kw, oh * ow)
+    out = np.matmul(w4.reshape(G, O // G, -1), cols)  # (N, G, Og, L)
+    if b is not None:
+        out += b.reshape(G, O // G, 1)
+    ctx.cols = cols
+    return out.reshape(N, O, oh, ow)
+
+
+def _conv_arrays(ctx, g, inputs, wanted):
+    """im2col's adjoint: g against the saved columns (weight), against the weight then col2im (input)."""
+    x, w = inputs[0], inputs[1]
+    N, C, H, W = ctx.xshape4
+    O, G = ctx.wshape4[0], ctx.groups
+    (kh, kw), (oh, ow) = ctx.k, ctx.out_hw
+    g = np.ascontiguousarray(g)  # (a broadcast adjoint, as sum's, would keep matmul off BLAS)
+    g4 = g.reshape(N, G, O // G, oh * ow)
+    gx = gw = gb = None
+    if wanted[1]:
+        # per sample (Og, L) @ (L, Cg*kh*kw) on transposed views (BLAS reads them as they are), summed over N
+        gw = np.matmul(g4, ctx.cols.transpose(0, 1, 3, 2)).sum(axis=0)
+        gw = gw.reshape(w.shape)
+    if wanted[0]:
+        gcols = np.matmul(w.reshape(G, O // G, -1).transpose(0, 2, 1), g4)  # (N, G, Cg*kh*kw, L)
+        gcols = gcols.reshape(N, C, kh, kw, oh, ow)
+        if gcols.dtype in (np.float32, np.float64):
+            gx = np.zeros(ctx.xshape4, gcols.dtype)
+            _conv_kernels().col2im(np.ascontiguousarray(gcols), kh, kw, *ctx.s, *ctx.d, ctx.pads[0], ctx.pads[2], gx)
+            gx = gx.reshape(x.shape)
+        else:
+            xs = ctx.xshape4
+            Hp, Wp = _padded_size(ctx)
+            gxp = np.zeros((N, C, Hp, Wp), gcols.dtype)
+            for i, j, rows, cs in _taps(ctx.k, ctx.s, ctx.d, ctx.out_hw):
+                gxp[:, :, rows, cs] += gcols[:, :, i, j]
+            pt, pl = ctx.pads[0], ctx.pads[2]
+            gx = gxp[:, :, pt:pt + xs[2], pl:pl + xs[3]].reshape(x.shape)
+    if len(inputs) > 2 and wanted[2]:
+        gb = g.reshape(N, O, oh * ow).sum(axis=(0, 2))
+    return (gx, gw) if len(inputs) == 2 else (gx, gw, gb)
+
+
+_conv_kernel = []
+
+
+def _conv_kernels():
+    if not _conv_kernel:
+        from .. import kernels
+        kernels.load()  # chooses where Numba caches before anything compiles
+        from ..kernels import conv
+        _conv_kernel.append(conv)
+    return _conv_kernel[0]
+
+
+def _padded_size(ctx):
+    (N, C, H, W), (kh, kw), (sh, sw), (dh, dw), (pt, pb, pl, pr), (oh, ow) = \
+        ctx.xshape4, ctx.k, ctx.s, ctx.d, ctx.pads, ctx.out_hw
+    return (builtins.max(H + pt + pb, (oh - 1) * sh + (kh - 1) * dh + 1),
+            builtins.max(W + pl + pr, (ow - 1) * sw + (kw - 1) * dw + 1))
+
+
+def _vjp_conv(ctx, g, inputs, out):
+    """Gathered columns of x (padding reads an appended zero), matmuls with g, and the scatter back."""
+    from . import cat, _gather, scatter_flat, matmul
+    x, w = inputs[0], inputs[1]
+    N, C, H, W = ctx.xshape4
+    O, G = ctx.wshape4[0], ctx.groups
+    oh, ow = ctx.out_hw
+    idx = np.ascontiguousarray(_cols(ctx, _index_windows(ctx.xshape4, ctx.k, ctx.s, ctx.d, ctx.pads, ctx.out_hw)))
+    g2 = g.reshape(N, G, O // G, oh, ow).permute(1, 0, 3, 4, 2).reshape(G, N * oh * ow, O // G)
+    n = N * C * H * W
+    xe = cat([x.reshape(-1), _new(np.zeros(1, x._data.dtype))])
+    cols = _gather(xe, idx)
+    gw = matmul(g2.transpose(1, 2), cols).reshape(w.shape)
+    gcols = matmul(g2, w.reshape(G, O // G, -1))
+    gx = scatter_flat(gcols, idx, (n + 1,))[:n].reshape(x.shape)
+    if len(inputs) == 2:
+        return gx, gw
+    return gx, gw, g.reshape(N, O, oh * ow).sum((0, 2))
+
+
+registry.python("conv", "ConvolutionBackward0", None, _vjp_conv, saves=2, array_vjp=_conv_arrays)
+
+
+def _conv(nd, input, weight, bias, stride, padding, dilation, groups):
+    x, w = _tensor(input), _tensor(weight)
+    name = f"conv{nd}d"
+    if x.ndim not in (nd + 1, nd + 2):
+        raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to {name}, but got input "
+                           f"of size: {list(x.shape)}")
+    if w.ndim != nd + 2:
+        raise RuntimeError(f"weight should have at least three dimensions" if w.ndim < 3 else
+                           f"Expected {nd + 2}-dimensional weight for {nd + 2}-dimensional input, but got "
+                           f"{w.ndim}-dimensional weight of size {list(w.shape)} instead")
+    s, d = _pair(stride, nd), _pair(dilation, nd)
+    if builtins.min(s) <= 0:
+        raise RuntimeError("non-positive stride is not supported")
+    if builtins.min(d) <= 0:
+        raise RuntimeError("dilation should be greater than zero")
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    batched = x.ndim == nd + 2
+    xs = tuple(x.shape) if batched else (1,) + tuple(x.shape)
+    O, Cg = w.shape[0], w.shape[1]
+    k = tuple(w.shape[2:])
+    if O % groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, but "
+                           f"got weight of size [{list(w.shape)}] instead")
+    if xs[1] != Cg * groups:
+        shown = list(xs) if batched else list(x.shape)
+        raise RuntimeError(f"Given groups={groups}, weight of size {list(w.shape)}, expected input{shown} to have "
+                           f"{Cg * groups} channels, but got {xs[1]} channels instead")
+    if isinstance(padding, str):
+        if padding == "valid":
+            pads = [(0, 0)] * nd
+        elif padding == "same":
+            if builtins.max(s) != 1:
+                raise RuntimeError("padding='same' is not supported for strided convolutions")
+            pads = []
+            for kk, dd in zip(k, d):  # torch puts the odd one at the end
+                total = dd * (kk - 1)
+                pads.append((total // 2, total - total // 2))
+        else:
+            raise RuntimeError(f"Invalid padding string: '{padding}'")
+    else:
+        p = _pair(padding, nd)
+        if builtins.min(p) < 0:
+            raise RuntimeError("negative padding is not supported")
+        pads = [(a, a) for a in p]
+    if bias is not None:
+        b = _tensor(bias)
+        if b.ndim != 1 or b.shape[0] != O:
+            raise RuntimeError(f"Given weight of size {list(w.shape)}, expected bias to be 1-dimensional with {O} "
+                               f"elements, but got bias of size {list(b.shape)} instead")
+    if builtins.min(k) <= 0:
+        k2 = (1,) + k if nd == 1 else k
+        raise RuntimeError(f"kernel size should be greater than zero, but got kernel_height: {k2[0]} kernel_width: "
+                           f"{k2[1]}")
+    padded = [xs[2 + i] + pads[i][0] + pads[i][1] for i in range(nd)]
+    eff = [d[i] * (k[i] - 1) + 1 for i in range(nd)]
+    if any(e > p for e, p in zip(eff, padded)):
+        shape = " x ".join(str(v) for v in padded)
+        kshape = " x ".join(str(v) for v in eff)
+        raise RuntimeError(f"Calculated padded input size per channel: ({shape}). Kernel size: ({kshape}). Kernel "
+                           f"size can't be greater than actual input size")
+    dt = x._data.dtype if x._data.dtype.kind == "f" else np.dtype(np.float32)
+    if w._data.dtype != dt or (bias is not None and b._data.dtype != dt):
+        if w._data.dtype != dt:
+            raise RuntimeError(f"expected scalar type {_scalar_name(dt)} but found {_scalar_name(w._data.dtype)}")
+        raise RuntimeError(f"Input type ({dt}) and bias type ({b._data.dtype}) should be the same".replace(
+            "float32", "float").replace("float64", "double").replace("float16", "c10::Half"))
+    if nd == 1:
+        pads, k, s, d = [(0, 0)] + pads, (1,) + k, (1,) + s, (1,) + d
+        xs4 = xs[:2] + (1,) + xs[2:]
+    else:
+        xs4 = xs
+    out_hw = tuple((xs4[2 + i] + pads[i][0] + pads[i][1] - d[i] * (k[i] - 1) - 1) // s[i] + 1 for i in range(2))
+    ctx = Ctx(k=k, s=s, d=d, pads=(pads[0][0], pads[0][1], pads[1][0], pads[1][1]), out_hw=out_hw, groups=groups,
+              xshape4=xs4, wshape4=(O, Cg) + k)
+    value = _conv_forward(ctx, x._data.reshape(xs4), w._data.reshape(ctx.wshape4),
+                          None if bias is None else b._data)
+    oshape = (xs4[0], O) + (out_hw if nd == 2 else out_hw[1:])
+    value = value.reshape(oshape if batched else oshape[1:])
+    inputs = (x, w) if bias is None else (x, w, b)
+    if not w._requires_grad:
+        ctx.cols = None if not any(t._requires_grad for t in inputs) else ctx.cols
+    return _record(OPS["conv"], value, inputs, aux=ctx)
+
+
+def _scalar_name(dt):
+    return {"float32": "Float", "float64": "Double", "float16": "Half"}.get(str(dt), str(dt))
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return _conv(1, input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return _conv(2, input, weight, bias, stride, padding, dilation, groups)
+
+
+# -- max pooling ---------------------------------------------------------------------------------------------------
+def _vjp_max_pool(ctx, g, inputs, out):
+    """g scattered to the argmax of each window."""
+    from . import scatter_flat
+    flat = ctx.local.reshape(ctx.planes, -1) + (np.arange(ctx.planes) * ctx.plane).reshape(-1, 1)
+    return (scatter_flat(g, flat.reshape(g.shape), inputs[0].shape),)
+
+
+def _max_pool_arrays(ctx, g, inputs, wanted):
+    x = inputs[0]
+    if g.dtype not in (np.float32, np.float64):
+        return None
+    gx = np.zeros((ctx.planes, ctx.plane), g.dtype)
+    _pool_kernels().max_pool2d_adjoint(np.ascontiguousarray(g).reshape(ctx.planes, -1),
+                                       ctx.local.reshape(ctx.planes, -1), gx)
+    return (gx.reshape(x.shape),)
+
+
+_kernel = []
+
+
+def _pool_kernels():
+    if not _kernel:
+        from .. import kernels
+        kernels.load()  # chooses where Numba caches before anything compiles
+        from ..kernels import pool
+        _kernel.append(pool)
+    return _kernel[0]
+
+
+registry.python("max_pool", "MaxPool2DWithIndicesBackward0", None, _vjp_max_pool, saves=0,
+                array_vjp=_max_pool_arrays)
+
+
+def _pool_args(nd, x, kernel_size, stride, padding, dilation, ceil_mode, name):
+    """torch's checks, in torch's order (max_pool1d has its own words; the others share the 2-d kernels')."""
+    k = _pair(kernel_size, nd)
+    s = k if stride is None or (isinstance(stride, (tuple, list)) and len(stride) == 0) else _pair(stride, nd)
+    p, d = _pair(padding, nd), _pair(dilation, nd)
+    if name == "max_pool" and nd == 1:
+        for what, v in (("kernel_size", k), ("stride", s), ("dilation", d)):
+            if v[0] <= 0:
+                raise RuntimeError(f"max_pool1d() {what} must be greater than zero, but got {v[0]}")
+    k2, s2, d2 = ((1,) + k, (1,) + s, (1,) + d) if nd == 1 else (k, s, d)
+    if name == "max_pool" and builtins.min(s2) == 0:
+        raise RuntimeError("stride should not be zero")
+    if builtins.min(k2) <= 0:
+        raise RuntimeError(f"kernel size should be greater than zero, but got kH: {k2[0]} kW: {k2[1]}")
+    if builtins.min(s2) <= 0:
+        raise RuntimeError("stride should not be zero" if builtins.min(s2) == 0 else
+                           f"stride should be greater than zero, but got dH: {s2[0]} dW: {s2[1]}")
+    if builtins.min(d2) <= 0:
+        raise RuntimeError(f"dilation should be greater than zero, but got dilationH: {d2[0]} dilationW: {d2[1]}")
+    for pp, kk, dd in zip(p, k, d):
+        if pp > ((kk - 1) * dd + 1) // 2:
+            raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={pp}, "
+                               f"kernel_size={kk} and dilation={dd}")
+    return k, s, p, d
+
+
+def _pool_input(nd, x, name):
+    if x.ndim not in (nd + 1, nd + 2):
+        raise RuntimeError(f"non-empty {nd + 1}D or {nd + 2}D (batch mode) tensor expected for input")
+    if 0 in x.shape[x.ndim - nd - 1:]:
+        raise RuntimeError(f"Expected {nd + 1}D or {nd + 2}D (batch mode) tensor with optional 0 dim batch size for "
+                           f"input, but got:{list(x.shape)}")
+    shape = tuple(x.shape) if x.ndim == nd + 2 else (1,) + tuple(x.shape)
+    return shape[:2] + (1,) + shape[2:] if nd == 1 else shape
+
+
+def _max_pool_planes(ctx, xd):
+    """The compiled pass: the maxima (N*C, oh, ow) in x's dtype, and torch's indices (kept in ctx.local)."""
+    (N, C, H, W), k, s, p, d, (oh, ow) = ctx.xs4, ctx.k, ctx.s, ctx.p, ctx.d, ctx.out_hw
+    dt = xd.dtype
+    if dt not in (np.float32, np.float64):
+        xd = xd.astype(np.float64)
+    value = np.empty((N * C, oh, ow), xd.dtype)
+    local = np.empty((N * C, oh, ow), np.int64)
+    _pool_kernels().max_pool2d_planes(np.ascontiguousarray(xd).reshape(N * C, H, W), k[0], k[1], s[0], s[1], p[0],
+                                      p[1], d[0], d[1], value, local)
+    ctx.local = local
+    return value.astype(dt, copy=False), local
+
+
+def _max_pool(nd, input, kernel_size, stride, padding, dilation, ceil_mode):
+    x = _tensor(input)
+    xs4 = _pool_input(nd, x, "max_pool")
+    k, s, p, d = _pool_args(nd, x, kernel_size, stride, padding, dilation, ceil_mode, "max_pool")
+    if nd == 1:
+        k, s, p, d = (1,) + k, (1,) + s, (0,) + p, (1,) + d
+    N, C, H, W = xs4
+    oh, ow = (_out_size(xs4[2 + i], k[i], s[i], p[i], d[i], ceil_mode) for i in range(2))
+    if oh <= 0 or ow <= 0:
+        shown = f"{C}x{H}x{W}" if nd == 2 else f"{C}x{W}"
+        got = f"{C}x{oh}x{ow}" if nd == 2 else f"{C}x{ow}"
+        raise RuntimeError(f"Given input size: ({shown}). Calculated output size: ({got}). Output size is too small")
+    ctx = Ctx(planes=N * C, plane=H * W, xs4=xs4, k=k, s=s, p=p, d=d, out_hw=(oh, ow))
+    value, local = _max_pool_planes(ctx, x._data)
+    oshape = (N, C) + ((oh, ow) if nd == 2 else (ow,))
+    batched = x.ndim == nd + 2
+    value = value.reshape(oshape if batched else oshape[1:])
+    local = local.reshape(value.shape)
+    return _record(OPS["max_pool"], np.ascontiguousarray(value), (x,), aux=ctx), local
+
+
+def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=False):
+    out, idx = _max_pool(2, input, kernel_size, stride, padding, dilation, ceil_mode)
+    return out, _new(idx.astype(np.int64))
+
+
+def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=False):
+    out, idx = _max_pool(1, input, kernel_size, stride, padding, dilation, ceil_mode)
+    return out, _new(idx.astype(np.int64))
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    out, idx = _max_pool(2, input, kernel_size, stride, padding, dilation, ceil_mode)
+    return (out, _new(idx.astype(np.int64))) if return_indices else out
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    out, idx = _max_pool(1, input, kernel_size, stride, padding, dilation, ceil_mode)
+    return (out, _new(idx.astype(np.int64))) if return_indices else out
+
+
+# -- average pooling: separable, so two matmuls with constant (out, in) matrices -----------------------------------
+def _avg_matrix(size, k, s, p, out, ceil_mode, count_include_pad, override, dt):
+    """A (out, size) matrix: row i averages window i along one axis (torch's divisor, split per axis)."""
+    m = np.zeros((out, size), np.float64)
+    for i in range(out):
+        start = i * s - p
+        end = builtins.min(start + k, size + p)
+        pool = end - start
+        lo, hi = builtins.max(start, 0), builtins.min(end, size)
+        div = pool if count_include_pad else hi - lo
+        m[i, lo:hi] = 1.0 / div if override is None else 1.0
+    return m.astype(dt)
+
+
+def _separable(x, xs4, mh, mw, oshape):
+    """out = mh @ x @ mw.T on the (H, W) planes: two recorded matmuls with constants."""
+    from . import matmul
+    x4 = x.reshape(xs4)
+    out = matmul(matmul(_new(mh), x4), _new(np.ascontiguousarray(mw.T)))
+    return out.reshape(oshape)
+
+
+def _avg_pool(nd, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    x = _tensor(input)
+    xs4 = _pool_input(nd, x, "avg_pool")
+    k, s, p, _ = _pool_args(nd, x, kernel_size, stride, padding, 1, ceil_mode, "avg_pool")
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
+    if nd == 1:
+        k, s, p = (1,) + k, (1,) + s, (0,) + p
+    N, C, H, W = xs4
+    oh, ow = (_out_size(xs4[2 + i], k[i], s[i], p[i], 1, ceil_mode) for i in range(2))
+    if oh <= 0 or ow <= 0:
+        shown = f"{C}x{H}x{W}" if nd == 2 else f"{C}x{W}"
+        got = f"{C}x{oh}x{ow}" if nd == 2 else f"{C}x{ow}"
+        raise RuntimeError(f"Given input size: ({shown}). Calculated output size: ({got}). Output size is too small")
+    dt = x._data.dtype
+    mh = _avg_matrix(H, k[0], s[0], p[0], oh, ceil_mode, count_include_pad, divisor_override, dt)
+    mw = _avg_matrix(W, k[1], s[1], p[1], ow, ceil_mode, count_include_pad, divisor_override, dt)
+    if divisor_override is not None:
+        mh = mh / dt.type(divisor_override)
+    oshape = (N, C) + ((oh, ow) if nd == 2 else (ow,))
+    return _separable(x, xs4, mh, mw, oshape if x.ndim == nd + 2 else oshape[1:])
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    return _avg_pool(2, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    return _avg_pool(1, input, kernel_size, stride, padding, ceil_mode, count_include_pad, None)
+
+
+def _adaptive_matrix(size, out, dt):
+    m = np.zeros((out, size), np.float64)
+    for i in range(out):
+        lo, hi = (i * size) // out, -((-(i + 1) * size) // out)
+        m[i, lo:hi] = 1.0 / (hi - lo)
+    return m.astype(dt)
+
+
+def _adaptive_avg(nd, input, output_size):
+    x = _tensor(input)
+    if x.ndim not in (nd + 1, nd + 2):
+        raise RuntimeError(f"adaptive_avg_pool{nd}d(): Expected {nd + 1}D or {nd + 2}D tensor, but got "
+                           f"{list(x.shape)}")
+    for i in range(1, x.ndim):
+        if x.shape[i] == 0:
+            raise RuntimeError(f"adaptive_avg_pool{nd}d(): Expected input to have non-zero size for non-batch "
+                               f"dimensions, but input has sizes {list(x.shape)} with dimension {i} being empty")
+    xs4 = _pool_input(nd, x, "adaptive_avg_pool")
+    N, C, H, W = xs4
+    if nd == 1:
+        o = _pair(output_size, 1)
+        oh, ow = 1, o[0]
+    else:
+        o = output_size if isinstance(output_size, (tuple, list)) else (output_size, output_size)
+        oh, ow = (H if o[0] is None else int(o[0])), (W if o[1] is None else int(o[1]))
+    dt = x._data.dtype
+    oshape = (N, C) + ((oh, ow) if nd == 2 else (ow,))
+    return _separable(x, xs4, _adaptive_matrix(H, oh, dt), _adaptive_matrix(W, ow, dt),
+                      oshape if x.ndim == nd + 2 else oshape[1:])
+
+
+def adaptive_avg_pool2d(input, output_size):
+    return _adaptive_avg(2, input, output_size)
+
+
+def adaptive_avg_pool1d(input, output_size):
+    return _adaptive_avg(1, input, output_size)
+
+
+# -- normalization: one fused row each way -------------------------------------------------------------------------
+def _norm_arrays(ctx, g, inputs, wanted):
+    """d/dx = invstd * (gh - mean(gh) - xhat * mean(gh * xhat)), gh = g * weight; the affine's sums."""
+    axes, xhat, invstd = ctx.axes, ctx.xhat, ctx.invstd
+    w = inputs[1] if ctx.has_w else None
+    gh = g if w is None else g * w.reshape(ctx.pshape)
+    out = []
+    if wanted[0]:
+        if ctx.training:
+            m1 = gh.mean(axis=axes, keepdims=True)
+            m2 = (gh * xhat).mean(axis=axes, keepdims=True)
+            out.append((gh - m1 - xhat * m2) * invstd)
+        else:
+            out.append(gh * invstd)
+    else:
+        out.append(None)
+    if ctx.has_w:
+        out.append((g * xhat).sum(axis=ctx.paxes).reshape(inputs[1].shape) if wanted[1] else None)
+    if ctx.has_b:
+        out.append(g.sum(axis=ctx.paxes).reshape(inputs[-1].shape) if wanted[len(out)] else None)
+    return tuple(out)
+
+
+def _vjp_norm(ctx, g, inputs, out):
+    """The same rule in tapegrad ops, with the statistics recomputed from x (so x's second derivative flows)."""
+    x = inputs[0]
+    if ctx.training:
+        mean = x.mean(ctx.axes, keepdim=True)
+        xc = x - mean
+        invstd = ((xc * xc).mean(ctx.axes, keepdim=True) + ctx.eps).rsqrt()
+    else:
+        xc = x - _new(ctx.mean)
+        invstd = _new(ctx.invstd)
+    xhat = xc * invstd
+    w = inputs[1] if ctx.has_w else None
+    gh = g if w is None else g * w.reshape(ctx.pshape)
+    if ctx.training:
+        gx = (gh - gh.mean(ctx.axes, keepdim=True) - xhat * (gh * xhat).mean(ctx.axes, keepdim=True)) * invstd
+    else:
+        gx = gh * invstd
+    res = [gx]
+    if ctx.has_w:
+        res.append((g * xhat).sum(ctx.paxes).reshape(inputs[1].shape))
+    if ctx.has_b:
+        res.append(g.sum(ctx.paxes).reshape(inputs[-1].shape))
+    return tuple(res)
+
+
+registry.python("batch_norm", "NativeBatchNormBackward0", None, _vjp_norm, saves=1 | 2, array_vjp=_norm_arrays)
+registry.python("layer_norm", "NativeLayerNormBackward0", None, _vjp_norm, saves=1 | 2, array_vjp=_norm_arrays)
+
+
+def _normalized(ctx, xd, wd, bd):
+    """The forward on arrays; keeps xhat and invstd in ctx for the backward."""
+    if ctx.training:
+        mean = xd.mean(axis=ctx.axes, keepdims=True)
+        xc = xd - mean
+        var = np.mean(xc * xc, axis=ctx.axes, keepdims=True)
+        ctx.mean, ctx.var = mean, var
+    else:
+        xc = xd - ctx.mean
+        var = ctx.var
+    invstd = (1.0 / np.sqrt(var + ctx.eps)).astype(xd.dtype, copy=False)
+    xhat = xc * invstd
+    value = xhat if wd is None else xhat * wd.reshape(ctx.pshape)
+    if bd is not None:
+        value = value + bd.reshape(ctx.pshape)
+    ctx.xhat, ctx.invstd = xhat, invstd
+    return np.ascontiguousarray(value, xd.dtype)
+
+
+def _normalize(op, x, w, b, ctx):
+    ctx.has_w, ctx.has_b = w is not None, b is not None
+    value = _normalized(ctx, x._data, None if w is None else w._data, None if b is None else b._data)
+    inputs = (x,) + ((w,) if w is not None else ()) + ((b,) if b is not None else ())
+    return _record(OPS[op], value, inputs, aux=ctx)
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
+    x = _tensor(input)
+    C = x.shape[1] if x.ndim > 1 else 1
+    for name, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight),
+                    ("bias", bias)):
+        if t is not None and _tensor(t).numel() != C:
+            raise RuntimeError(f"{name} should contain {C} elements not {_tensor(t).numel()}")
+    axes = (0,) + tuple(range(2, x.ndim))
+    n = x.numel() // builtins.max(C, 1)
+    if training and n <= 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size {_size(x)}")
+    pshape = (1, C) + (1,) * (x.ndim - 2)
+    ctx = Ctx(axes=axes, paxes=axes, pshape=pshape, eps=float(eps), training=bool(training))
+    dt = x._data.dtype
+    if not training:
+        if running_mean is None or running_var is None:
+            raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
+        ctx.mean = _tensor(running_mean)._data.astype(dt).reshape(pshape)
+        ctx.var = _tensor(running_var)._data.astype(dt).reshape(pshape)
+    w = None if weight is None else _to_dtype(_tensor(weight), dt)
+    b = None if bias is None else _to_dtype(_tensor(bias), dt)
+    ctx.replayable = not (training and running_mean is not None)  # (a replay would not update the statistics)
+    out = _normalize("batch_norm", x, w, b, ctx)
+    if training and running_mean is not None:
+        rm, rv = _tensor(running_mean), _tensor(running_var)
+        m = float(momentum)
+        mean, var = ctx.mean.reshape(-1), ctx.var.reshape(-1) * (n / (n - 1))
+        rm._data[...] = (1 - m) * rm._data + m * mean.astype(rm._data.dtype)
+        rv._data[...] = (1 - m) * rv._data + m * var.astype(rv._data.dtype)
+        rm._bump_version(), rv._bump_version()
+    return out
+
+
+def _size(x):
+    return "torch.Size([" + ", ".join(str(s) for s in x.shape) + "])"
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    x = _tensor(input)
+    ns = (int(normalized_shape),) if isinstance(normalized_shape, numbers.Integral) else tuple(
+        int(s) for s in normalized_shape)
+    k = len(ns)
+    if k == 0 or x.ndim < k or tuple(x.shape[x.ndim - k:]) != ns:
+        raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape [*, "
+                           f"{', '.join(str(s) for s in ns)}], but got input of size{list(x.shape)}")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and tuple(_tensor(t).shape) != ns:
+            raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got {name} of shape "
+                               f"{list(_tensor(t).shape)} and normalized_shape = {list(ns)}")
+    axes = tuple(range(x.ndim - k, x.ndim))
+    dt = x._data.dtype
+    ctx = Ctx(axes=axes, paxes=tuple(range(x.ndim - k)), pshape=ns, eps=float(eps), training=True)
+    w = None if weight is None else _to_dtype(_tensor(weight), dt)
+    b = None if bias is None else _to_dtype(_tensor(bias), dt)
+    return _normalize("layer_norm", x, w, b, ctx)
+
+
+# -- channel dropout -----------------------------------------------------------------------------------------------
+def _feature_dropout(input, p, training, inplace, batched):
+    from .elementwise import mul
+    x = _tensor(input)
+    if p < 0 or p > 1:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0:
+        return x
+    lead = 2 if batched else 1
+    shape = tuple(x.shape[:lead]) + (1,) * (x.ndim - lead)
+    dt = x._data.dtype if x._data.dtype.kind == "f" else np.dtype(np.float32)
+    if p == 1:
+        mask = np.zeros(shape, dt)
+    else:  # torch's _dropout_impl(feature): bernoulli_(1 - p) of (N, C, 1, ...), / (1 - p)
+        mask = random.dropout_mask(shape, p, None, dt) / dt.type(1.0 - p)
+    if inplace:
+        return x.mul_(_new(mask))
+    return mul(x, _new(mask))
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    x = _tensor(input)
+    if x.ndim not in (2, 3):
+        raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {x.ndim}D input. Note that dropout1d "
+                           f"exists to provide channel-wise dropout on inputs with 1 spatial dimension, a channel "
+                           f"dimension, and an optional batch dimension (i.e. 2D or 3D inputs).")
+    return _feature_dropout(x, p, training, inplace, x.ndim == 3)
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    x = _tensor(input)
+    if x.ndim not in (3, 4):
+        import warnings
+        warnings.warn(f"dropout2d: Received a {x.ndim}-D input to dropout2d, which is deprecated and will result in "
+                      f"an error in a future release. To retain the behavior and silence this warning, please use "
+                      f"dropout instead. Note that dropout2d exists to provide channel-wise dropout on inputs with 2 "
+                      f"spatial dimensions, a channel dimension, and an optional batch dimension (i.e. 3D or 4D "
+                      f"inputs).")
+    if x.ndim == 3:
+        import warnings
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout "
+                      "behavior is desired - input is interpreted as shape (N, C, L), where C is the channel dim. "
+                      "This behavior will change in a future release to interpret the input as one without a batch "
+                      "dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise dropout behavior, please "
+                      "switch to using dropout1d instead.")
+    return _feature_dropout(x, p, training, inplace, True)  # torch's feature_dropout: dims 0 and 1
+
+
+# -- tapegrad.compile: each row recomputed from new arrays of the traced shapes, its saved context refreshed ---------
+def _conv_replay(ctx, x, w, b=None):
+    return _conv_forward(ctx, x.reshape(ctx.xshape4), w.reshape(ctx.wshape4), b)
+
+
+def _max_pool_replay(ctx, x):
+    return _max_pool_planes(ctx, x)[0]
+
+
+def _norm_replay(ctx, x, *affine):
+    w = affine[0] if ctx.has_w else None
+    b = affine[-1] if ctx.has_b else None
+    return _normalized(ctx, x, w, b)
+
+
+def replay_rule(name, ctx):
+    """ops/conv.py's rows for trace.py: a function of the row's input arrays, or None (no replay)."""
+    if name == "conv":
+        return _conv_replay
+    if name == "max_pool":
+        return _max_pool_replay
+    if name == "layer_norm" or (name == "batch_norm" and ctx.replayable):
+        return _norm_replay
+    return None

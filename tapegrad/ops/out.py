@@ -1,0 +1,160 @@
+"""`out=` on the torch functions that offer it: the result is computed, then written into `out` (resized as
+torch resizes it, cast as torch casts it) and `out` itself is returned. As torch, out= is refused while grad
+mode is on and any argument (out included) requires grad: such a write has no derivative.
+
+The wrapped functions are the `tapegrad.` names only; Tensor methods (which take no out=) and the operators
+call the unwrapped ops, so the hot path pays nothing for this.
+"""
+import functools
+import inspect
+import warnings
+
+import numpy as np
+
+from .. import creation
+from ..autograd.grad_mode import is_grad_enabled, no_grad
+from ..tensor import Tensor
+from . import sparse as _sparse
+
+_KIND_WORD = {"f": "Float", "i": "Long", "u": "Byte", "b": "Bool"}
+
+
+def _type_word(a):
+    if a.dtype == np.float64:
+        return "Double"
+    if a.dtype == np.float16:
+        return "Half"
+    if a.dtype == np.int32:
+        return "Int"
+    return _KIND_WORD[a.dtype.kind]
+
+
+def write_out(out, result, name):
+    """Write result's value into out (torch's resize and cast rules); returns out."""
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    value = result._data
+    target = out._data
+    if value.dtype != target.dtype:
+        rank = "bifc".index
+        if rank(value.dtype.kind if value.dtype.kind != "u" else "i") > rank(
+                target.dtype.kind if target.dtype.kind != "u" else "i"):
+            raise RuntimeError(f"result type {_type_word(value)} can't be cast to the desired output type "
+                               f"{_type_word(target)}")
+    if target.shape != value.shape:
+        if target.size:
+            warnings.warn(f"An output with one or more elements was resized since it had shape "
+                          f"{list(target.shape)}, which does not match the required output shape "
+                          f"{list(value.shape)}. This behavior is deprecated, and in a future PyTorch release "
+                          f"outputs will not be resized unless they have zero elements. You can explicitly reuse "
+                          f"an out tensor t by resizing it, inplace, to zero elements with t.resize_(0).",
+                          UserWarning, stacklevel=3)
+        out._data = target = np.empty(value.shape, target.dtype)
+    np.copyto(target, value, casting="unsafe")
+    out._ensure_vc()[0] += 1
+    return out
+
+
+def _tensors_in(args):
+    for a in args:
+        if isinstance(a, Tensor):
+            yield a
+        elif isinstance(a, (list, tuple)):
+            yield from _tensors_in(a)
+
+
+def with_out(fn, name=None):
+    """fn with torch's `out=` keyword. The wrapper has fn's own parameters (generated from its signature), so a
+    call without out= costs one plain call more; a signature with *args or **kwargs gets a generic wrapper."""
+    name = name or fn.__name__
+
+    def finish(out, args, kwargs):
+        outs = out if isinstance(out, (tuple, list)) else (out,)
+        if is_grad_enabled() and any(t._requires_grad for t in _tensors_in(args + tuple(kwargs.values()) + outs)):
+            raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic "
+                               f"differentiation, but one of the arguments requires grad.")
+        if name in ("sum", "mean") and len(args) < 2 and kwargs.get("dim") is None:
+            raise TypeError(f"{name}() received an invalid combination of arguments - got (Tensor, out=Tensor)")
+        with no_grad():
+            result = fn(*args, **kwargs)
+        if isinstance(result, tuple):
+            if not isinstance(out, (tuple, list)) or len(out) != len(result):
+                raise TypeError(f"{name}(): argument 'out' must be tuple of Tensors")
+            for o, r in zip(out, result):
+                write_out(o, r, name)
+            return type(result)(*out)
+        return write_out(out, result, name)
+
+    wrapper = _generated(fn, finish)
+    if wrapper is None:
+        def wrapper(*args, out=None, **kwargs):
+            if out is None:
+                return fn(*args, **kwargs)
+            return finish(out, args, kwargs)
+    functools.update_wrapper(wrapper, fn)
+    return wrapper
+
+
+def _generated(fn, finish):
+    """def wrapper(<fn's parameters>, *, out=None): fn(...) when out is None, else finish(out, args, kwargs)."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    kinds = inspect.Parameter
+    if any(p.kind in (kinds.VAR_POSITIONAL, kinds.VAR_KEYWORD) or p.name == "out" for p in params):
+        return None
+    env = {"fn": fn, "finish": finish}
+    head, positional, keyword, star = [], [], [], False
+    for p in params:
+        if p.kind is kinds.KEYWORD_ONLY and not star:
+            head.append("*")
+            star = True
+        default = ""
+        if p.default is not kinds.empty:
+            env[f"_default_{p.name}"] = p.default
+            default = f"=_default_{p.name}"
+        head.append(p.name + default)
+        (keyword if p.kind is kinds.KEYWORD_ONLY else positional).append(p.name)
+    head.append("out=None" if star else "*, out=None")
+    call = ", ".join(positional + [f"{k}={k}" for k in keyword])
+    args = "".join(f"{p}, " for p in positional)
+    kwargs = ", ".join(f"{k!r}: {k}" for k in keyword)
+    source = (f"def wrapper({', '.join(head)}):\n"
+              f"    if out is None:\n"
+              f"        return fn({call})\n"
+              f"    return finish(out, ({args}), {{{kwargs}}})\n")
+    exec(source, env)  # noqa: S102  (source built from the wrapped function's own parameter names)
+    return env["wrapper"]
+
+
+def _ops():
+    from .. import ops
+    return ops
+
+
+# The functions torch gives an out= argument (torch/_torch_docs.py), among those tapegrad has.
+_NAMES = ("add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "pow", "matmul", "mm",
+          "bmm", "mv", "dot", "outer", "cat", "concat", "concatenate", "stack", "sum", "mean", "prod", "cumsum",
+          "exp", "log", "sqrt", "rsqrt", "abs", "neg", "negative", "sin", "cos", "tan", "tanh", "sigmoid", "sign",
+          "floor", "ceil", "round", "trunc", "clamp", "clip", "maximum", "minimum", "atan2", "log1p", "expm1",
+          "reciprocal", "square", "eq", "ne", "lt", "le", "gt", "ge", "where", "gather", "index_select",
+          "logsumexp", "amax", "amin", "argmax", "argmin", "tril", "triu", "diag", "roll", "lerp", "erf",
+          "logical_not", "logical_and", "logical_or", "logical_xor", "sort", "topk", "multinomial")
+_CREATION = ("zeros", "ones", "empty", "arange", "eye", "full", "linspace", "randn", "rand", "randint",
+             "randperm")
+
+__all__ = []
+_ns = globals()
+_SPARSE_AWARE = {"mm": _sparse.mm, "matmul": _sparse.matmul, "spmm": _sparse.spmm}
+for _name in _NAMES + ("spmm",):
+    _fn = _SPARSE_AWARE.get(_name) or getattr(_ops(), _name, None)
+    if _fn is not None:
+        _ns[_name] = with_out(_fn, _name)
+        __all__.append(_name)
+for _name in _CREATION:
+    _fn = getattr(creation, _name, None)
+    if _fn is not None:
+        _ns[_name] = with_out(_fn, _name)
+        __all__.append(_name)
+del _ns, _name, _fn

@@ -1,0 +1,133 @@
+"""F.pad (constant, reflect, replicate, circular), GroupNorm's function, and the activations a model zoo reaches
+for (prelu, hardswish, mish, glu), built from recorded tapegrad ops: padding is one gather from the input with a
+constant appended (the constant's positions read it), so it is differentiable to any order and replayable."""
+import builtins
+import math
+
+import numpy as np
+
+from ..tensor import _new
+from ._common import _tensor
+
+__all__ = []  # torch.nn.functional's only (nn/functional.py binds them)
+
+_COMBOS = ("Supported combinations for non-constant padding:\n"
+           "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
+           "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
+           "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
+
+
+def _sources(n, lo, hi, mode, dim, shape, pad):
+    """For each output position along one dim: the input index it reads, or -1 (the constant)."""
+    i = np.arange(-lo, n + hi, dtype=np.int64)
+    if mode == "constant":
+        return np.where((i >= 0) & (i < n), i, -1)
+    if mode == "reflect":
+        if lo >= n or hi >= n:
+            raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding input dimension, "
+                               f"but got: padding ({pad[0]}, {pad[1]}) at dimension {dim} of input {list(shape)}")
+        i = np.abs(i)
+        return np.where(i >= n, 2 * (n - 1) - i, i)
+    if mode == "replicate":
+        return np.clip(i, 0, n - 1)
+    if lo > n or hi > n:
+        raise RuntimeError("Padding value causes wrapping around more than once.")
+    return i % n
+
+
+def pad(input, pad, mode="constant", value=None):
+    from . import _gather, cat
+    x = _tensor(input)
+    pad = tuple(int(p) for p in pad)
+    if len(pad) % 2:
+        raise RuntimeError("Padding length must be divisible by 2")
+    k = len(pad) // 2
+    if mode not in ("constant", "reflect", "replicate", "circular"):
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
+    if mode == "constant":
+        if k > x.ndim:
+            raise RuntimeError(f"Padding length should be less than or equal to two times the input dimension but "
+                               f"got padding length {len(pad)} and input of dimension {x.ndim}")
+    else:
+        if value is not None and value != 0:
+            raise RuntimeError(f'Padding mode "{mode}" doesn\'t take in value argument')
+        if k not in (1, 2, 3) or x.ndim not in (k + 1, k + 2):
+            raise NotImplementedError(f"Padding size {len(pad)} is not supported for {x.ndim}D input tensor.\n"
+                                      + _COMBOS)
+    shape = tuple(x.shape)
+    srcs = []
+    for d in range(x.ndim):
+        j = x.ndim - 1 - d  # pad pairs run from the last dim
+        lo, hi = (pad[2 * j], pad[2 * j + 1]) if j < k else (0, 0)
+        if shape[d] + lo + hi < 0:
+            raise RuntimeError("narrow(): length must be non-negative.")
+        srcs.append(_sources(shape[d], lo, hi, mode, d, shape, (lo, hi)))
+    n = x.numel()
+    index = np.zeros(tuple(len(s) for s in srcs), np.int64)
+    outside = np.zeros(index.shape, bool)
+    stride = 1
+    for d in range(x.ndim - 1, -1, -1):
+        view = (1,) * d + (-1,) + (1,) * (x.ndim - d - 1)
+        s = srcs[d].reshape(view)
+        index += np.maximum(s, 0) * stride
+        outside |= s < 0
+        stride *= shape[d]
+    if not outside.any():
+        return _gather(x, index)
+    index[outside] = n  # the appended constant
+    fill = _new(np.full(1, 0 if value is None else value, x._data.dtype))
+    return _gather(cat([x.reshape(-1), fill]), index)
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """layer_norm over each group of channels (with the spatial dims), then the per-channel affine."""
+    from .conv import layer_norm
+    x = _tensor(input)
+    if x.ndim < 2 or x.shape[1] % num_groups:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
+                           f"shape {list(x.shape)} and num_groups={num_groups}")
+    N, C = x.shape[0], x.shape[1]
+    rest = math.prod(x.shape[2:])
+    y = layer_norm(x.reshape(N, num_groups, (C // num_groups) * rest), ((C // num_groups) * rest,), eps=eps)
+    y = y.reshape(x.shape)
+    view = (1, C) + (1,) * (x.ndim - 2)
+    if weight is not None:
+        y = y * _tensor(weight).reshape(view)
+    if bias is not None:
+        y = y + _tensor(bias).reshape(view)
+    return y
+
+
+def prelu(input, weight):
+    from . import where
+    x, w = _tensor(input), _tensor(weight)
+    if w.numel() != 1:
+        C = x.shape[1] if x.ndim >= 2 else 1
+        if w.numel() != C:
+            raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found parameter numbers = "
+                               f"{w.numel()} and channel size = {C}.")
+        w = w.reshape((1, C) + (1,) * (x.ndim - 2)) if x.ndim >= 2 else w
+    return where(x > 0, x, w * x)
+
+
+def hardswish(input, inplace=False):
+    x = _tensor(input)
+    out = x * (x + 3).clamp(0, 6) / 6
+    return x.copy_(out) if inplace else out
+
+
+def mish(input, inplace=False):
+    from . import softplus
+    x = _tensor(input)
+    out = x * softplus(x).tanh()
+    return x.copy_(out) if inplace else out
+
+
+def glu(input, dim=-1):
+    from . import _dim
+    x = _tensor(input)
+    d = _dim(dim, x.ndim)
+    if x.shape[d] % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size {x.shape[d]}")
+    a, b = x.chunk(2, d)
+    return a * b.sigmoid()

@@ -1,0 +1,160 @@
+"""Ordering ops: sort, argsort, topk, unique, multinomial (which samples through topk, as torch's does).
+
+The values of sort and topk are gathers (index map forward, compiled scatter-add adjoint); their index maps
+depend on the data, so tapegrad.compile falls back for them. Orders are stable: ties keep their input order,
+and NaN sorts above every number, as torch's CPU sort.
+"""
+import math
+
+import numpy as np
+
+from .. import random
+from ..tensor import _new
+from ._common import OPS, _dim, _tensor
+from .reduce import return_types
+from .shape import _gather, _index_map
+
+
+def _stable_order(a, axis, descending):
+    """Indices sorting a along axis, ties in input order (descending too), NaN largest."""
+    if a.dtype == np.bool_:
+        a = a.astype(np.uint8)
+    if not descending:
+        return np.argsort(a, axis=axis, kind="stable")
+    n = a.shape[axis]
+    flipped = np.flip(a, axis)
+    return (n - 1) - np.flip(np.argsort(flipped, axis=axis, kind="stable"), axis)
+
+
+def _values_at(x, op, d, idx):
+    """x's elements at indices idx along dim d (a gather recorded under op)."""
+    if x.ndim == 0:
+        return _gather(x, np.zeros((), np.int64), op, x._data.copy())
+    flat = np.take_along_axis(_index_map(x), idx, d)
+    return _gather(x, flat, op, np.take_along_axis(x._data, idx, d))
+
+
+def sort(input, dim=-1, descending=False, stable=False):
+    x = _tensor(input)
+    d = _dim(dim, x.ndim)
+    op = OPS["sort_stable" if stable else "sort"]  # (torch's two overloads: SortBackward1 and SortBackward0)
+    if x.ndim == 0:
+        return return_types.sort(_values_at(x, op, 0, None), _new(np.zeros((), np.int64)))
+    idx = _stable_order(x._data, d, bool(descending))
+    return return_types.sort(_values_at(x, op, d, idx), _new(np.ascontiguousarray(idx, dtype=np.int64)))
+
+
+def argsort(input, dim=-1, descending=False, stable=False):
+    x = _tensor(input)
+    d = _dim(dim, x.ndim)
+    if x.ndim == 0:
+        return _new(np.zeros((), np.int64))
+    return _new(np.ascontiguousarray(_stable_order(x._data, d, bool(descending)), dtype=np.int64))
+
+
+def msort(input):
+    return sort(input, 0).values
+
+
+def topk(input, k, dim=-1, largest=True, sorted=True):
+    x = _tensor(input)
+    d = _dim(dim, x.ndim)
+    n = x.shape[d] if x.ndim else 1
+    k = int(k)
+    if not 0 <= k <= n:
+        raise RuntimeError("selected index k out of range")
+    if x.ndim == 0:
+        return return_types.topk(_values_at(x, OPS["topk"], 0, None), _new(np.zeros((), np.int64)))
+    idx = np.take(_stable_order(x._data, d, bool(largest)), np.arange(k), axis=d)
+    return return_types.topk(_values_at(x, OPS["topk"], d, idx), _new(np.ascontiguousarray(idx, dtype=np.int64)))
+
+
+def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
+    """torch.unique: always sorted on CPU (as torch's); not differentiable (torch has no derivative for it)."""
+    x = _tensor(input)
+    a = x._data
+    if dim is None:
+        values, inverse, counts = np.unique(a.reshape(-1), return_inverse=True, return_counts=True)
+        inverse = inverse.reshape(a.shape)
+    else:
+        d = _dim(dim, x.ndim)
+        if a.shape[d] == 0:
+            values, inverse, counts = a, np.zeros(0, np.int64), np.zeros(0, np.int64)
+        else:
+            values, inverse, counts = np.unique(a, return_inverse=True, return_counts=True, axis=d)
+            inverse = inverse.reshape(-1)
+    result = [_new(np.ascontiguousarray(values))]
+    if return_inverse:
+        result.append(_new(np.ascontiguousarray(inverse, dtype=np.int64)))
+    if return_counts:
+        result.append(_new(np.ascontiguousarray(counts, dtype=np.int64)))
+    return result[0] if len(result) == 1 else tuple(result)
+
+
+def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
+    x = _tensor(input)
+    if dim is not None:
+        raise NotImplementedError("tapegrad: unique_consecutive with dim is not supported")
+    a = x._data.reshape(-1)
+    start = np.ones(a.size, bool)
+    start[1:] = a[1:] != a[:-1]
+    result = [_new(np.ascontiguousarray(a[start]))]
+    if return_inverse:
+        result.append(_new((np.cumsum(start) - 1).reshape(x.shape).astype(np.int64)))
+    if return_counts:
+        result.append(_new(np.diff(np.append(np.flatnonzero(start), a.size)).astype(np.int64)))
+    return result[0] if len(result) == 1 else tuple(result)
+
+
+def multinomial(input, num_samples, replacement=False, *, generator=None):
+    """torch's CPU algorithm and random stream: without replacement, or for one sample, the top num_samples of
+    p / q with q ~ Exp(1) (one random64 draw per element, -log1p(-u) by libm); with replacement, one random64
+    uniform per sample looked up in the row's normalised cumulative sums."""
+    x = _tensor(input)
+    p = x._data
+    if p.ndim not in (1, 2):
+        raise RuntimeError("prob_dist must be 1 or 2 dim")
+    if p.dtype.kind != "f":
+        raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: "
+                           f"{ {'i': 'Long', 'u': 'Byte', 'b': 'Bool'}.get(p.dtype.kind, p.dtype.name)}")
+    n = int(num_samples)
+    if n <= 0:
+        raise RuntimeError("cannot sample n_sample <= 0 samples")
+    categories = p.shape[-1]
+    if not replacement and n > categories:
+        raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
+    if categories > 1 << 24:
+        raise RuntimeError("number of categories cannot exceed 2^24")
+    rows = p.reshape(-1, categories)
+    gen = random._gen(generator)
+    if not replacement or n == 1:
+        if not (np.all(rows < math.inf) and np.all(rows >= 0)):  # (NaN fails both)
+            raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+        if np.any(rows.sum(-1) == 0):
+            raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+        u = gen._u53(rows.size)
+        q = (-1.0 * random._libm_map(math.log1p, -u)).astype(p.dtype)  # exponential_(1): cast to p's dtype
+        keys = rows / q.reshape(rows.shape)
+        if n == 1:
+            result = np.argmax(keys, axis=-1).reshape(-1, 1)
+        else:
+            result = np.take(_stable_order(keys, 1, True), np.arange(n), axis=1)
+    else:
+        result = np.empty((rows.shape[0], n), np.int64)
+        for i, row in enumerate(rows):
+            if np.any(~(row >= 0)):
+                raise RuntimeError("invalid multinomial distribution (encountering probability entry < 0)")
+            if not np.all(np.isfinite(row)):
+                raise RuntimeError("invalid multinomial distribution (encountering probability entry = infinity "
+                                   "or NaN)")
+            cum = np.cumsum(row, dtype=p.dtype)
+            total = cum[-1]
+            if not total > 0:
+                raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+            cum = cum / total
+            cum[-1] = 1
+            result[i] = np.searchsorted(cum.astype(np.float64), gen._u53(n), side="left")
+    return _new(np.ascontiguousarray(result.reshape(p.shape[:-1] + (n,)), dtype=np.int64))
+
+
+__all__ = ["sort", "argsort", "msort", "topk", "unique", "unique_consecutive", "multinomial"]

@@ -1,0 +1,73 @@
+"""torch.optim.Adamax: Adam with the infinity norm of past gradients in place of the second moment."""
+import numpy as np
+
+from ..tensor import Tensor, _new
+from .optimizer import (Optimizer, _addcdiv_, _bump, _check_capturable, _check_differentiable, _grads_of, _lerp_,
+                        _scalar, _step_tensor, _steps_to_tensors, _with_weight_decay)
+
+__all__ = ["Adamax"]
+
+
+class Adamax(Optimizer):
+    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, foreach=None, *,
+                 maximize=False, differentiable=False, capturable=False):
+        if isinstance(lr, Tensor) and lr.numel() != 1:
+            raise ValueError("Tensor lr must be 1-element")
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= betas[0] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+        if not 0.0 <= betas[1] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        defaults = {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay, "foreach": foreach,
+                    "maximize": maximize, "differentiable": differentiable, "capturable": capturable}
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("foreach", None)
+            group.setdefault("maximize", False)
+            group.setdefault("differentiable", False)
+            group.setdefault("capturable", False)
+        _steps_to_tensors(self)
+
+    def step(self, closure=None):
+        """exp_avg <- lerp(exp_avg, g, 1-beta1); exp_inf <- max(beta2 exp_inf, |g| + eps); p -= clr m / u."""
+        loss = self._closure(closure)
+        for group in self.param_groups:
+            _check_differentiable(group)
+            beta1, beta2 = (_scalar(b) for b in group["betas"])
+            lr, eps = _scalar(group["lr"]), group["eps"]
+            weight_decay, maximize = group["weight_decay"], group["maximize"]
+            items = _grads_of("Adamax", group)
+            for p, _ in items:
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = _step_tensor()
+                    state["exp_avg"] = _new(np.zeros_like(p._data))
+                    state["exp_inf"] = _new(np.zeros_like(p._data))
+            for p, grad in items:
+                _check_capturable(group)
+                d = p._data
+                state = self.state[p]
+                if maximize:
+                    grad = -grad
+                step_t = state["step"]._data
+                step_t += 1
+                if weight_decay != 0:
+                    grad = _with_weight_decay(grad, d, weight_decay)
+                exp_avg, exp_inf = state["exp_avg"]._data, state["exp_inf"]._data
+                _lerp_(exp_avg, grad, 1 - beta1)
+                exp_inf *= beta2
+                norm = np.abs(grad)
+                norm += eps
+                np.maximum(exp_inf, norm, out=exp_inf)
+                clr = lr / (1 - beta1 ** float(step_t))
+                _addcdiv_(d, exp_avg, exp_inf, -clr)
+                _bump(p)
+        return loss

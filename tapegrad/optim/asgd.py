@@ -1,0 +1,73 @@
+"""torch.optim.ASGD: averaged SGD (Polyak & Juditsky 1992) with torch's eta / mu schedules."""
+import numpy as np
+
+from ..tensor import Tensor, _new
+from .optimizer import (Optimizer, _add_scaled_, _bump, _check_capturable, _check_differentiable, _grads_of,
+                        _scalar, _step_tensor, _steps_to_tensors, _with_weight_decay)
+
+__all__ = ["ASGD"]
+
+
+class ASGD(Optimizer):
+    def __init__(self, params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0, foreach=None,
+                 maximize=False, differentiable=False, capturable=False):
+        if isinstance(lr, Tensor) and lr.numel() != 1:
+            raise ValueError("Tensor lr must be 1-element")
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        defaults = {"lr": lr, "lambd": lambd, "alpha": alpha, "t0": t0, "weight_decay": weight_decay,
+                    "foreach": foreach, "maximize": maximize, "differentiable": differentiable,
+                    "capturable": capturable}
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("foreach", None)
+            group.setdefault("maximize", False)
+            group.setdefault("differentiable", False)
+            group.setdefault("capturable", False)
+        _steps_to_tensors(self, ("step", "eta", "mu"))
+
+    def step(self, closure=None):
+        """p <- p (1 - lambd eta) - eta g; ax averages p once step > t0; eta, mu follow torch's schedules."""
+        loss = self._closure(closure)
+        for group in self.param_groups:
+            _check_differentiable(group)
+            lr, lambd, alpha, t0 = _scalar(group["lr"]), group["lambd"], group["alpha"], group["t0"]
+            weight_decay, maximize = group["weight_decay"], group["maximize"]
+            items = _grads_of("ASGD", group)
+            for p, _ in items:
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = _step_tensor()
+                    state["eta"] = _step_tensor(lr)
+                    state["mu"] = _step_tensor(1.0)
+                    state["ax"] = _new(np.zeros_like(p._data))
+            for p, grad in items:
+                if group["capturable"]:
+                    _check_capturable(group, "params, mus, etas, and state_steps")
+                d = p._data
+                state = self.state[p]
+                if maximize:
+                    grad = -grad
+                step_t, eta, mu, ax = (state[k]._data for k in ("step", "eta", "mu", "ax"))
+                step_t += 1
+                if weight_decay != 0:
+                    grad = _with_weight_decay(grad, d, weight_decay)
+                eta_value = float(eta)
+                d *= 1 - lambd * eta_value
+                _add_scaled_(d, grad, -eta_value)
+                if float(mu) != 1:
+                    diff = d - ax
+                    diff *= mu
+                    ax += diff
+                else:
+                    ax[...] = d
+                step = float(step_t)
+                eta[...] = lr / ((1 + lambd * lr * step) ** alpha)
+                mu[...] = 1 / max(1, step - t0)
+                _bump(p)
+        return loss

@@ -1,0 +1,94 @@
+"""torch.optim.NAdam: Adam with Nesterov momentum and the momentum-decay schedule of Dozat (2016)."""
+import numpy as np
+
+from ..tensor import Tensor, _new
+from .optimizer import (Optimizer, _addcdiv_, _addcmul_, _bump, _check_capturable, _check_differentiable,
+                        _grads_of, _lerp_, _scalar, _step_tensor, _steps_to_tensors, _with_weight_decay)
+
+__all__ = ["NAdam"]
+
+
+class NAdam(Optimizer):
+    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, momentum_decay=4e-3,
+                 decoupled_weight_decay=False, *, foreach=None, maximize=False, capturable=False,
+                 differentiable=False):
+        if isinstance(lr, Tensor) and lr.numel() != 1:
+            raise ValueError("Tensor lr must be 1-element")
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= betas[0] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+        if not 0.0 <= betas[1] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if not 0.0 <= momentum_decay:
+            raise ValueError(f"Invalid momentum_decay value: {momentum_decay}")
+        defaults = {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay,
+                    "momentum_decay": momentum_decay, "decoupled_weight_decay": decoupled_weight_decay,
+                    "maximize": maximize, "foreach": foreach, "capturable": capturable,
+                    "differentiable": differentiable}
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("maximize", False)
+            group.setdefault("foreach", None)
+            group.setdefault("capturable", False)
+            group.setdefault("differentiable", False)
+            group.setdefault("decoupled_weight_decay", False)
+        _steps_to_tensors(self, ("step", "mu_product"))
+
+    def step(self, closure=None):
+        """Adam's moments; p -= lr (1-mu_t)/(1-prod mu) g/denom + lr mu_{t+1}/(1-prod mu_{t+1}) m/denom."""
+        loss = self._closure(closure)
+        for group in self.param_groups:
+            _check_differentiable(group)
+            beta1, beta2 = (_scalar(b) for b in group["betas"])
+            lr, eps = _scalar(group["lr"]), group["eps"]
+            weight_decay, momentum_decay = group["weight_decay"], group["momentum_decay"]
+            decoupled, maximize = group["decoupled_weight_decay"], group["maximize"]
+            items = _grads_of("NAdam", group)
+            for p, _ in items:
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = _step_tensor()
+                    state["mu_product"] = _step_tensor(1.0)
+                    state["exp_avg"] = _new(np.zeros_like(p._data))
+                    state["exp_avg_sq"] = _new(np.zeros_like(p._data))
+            for p, grad in items:
+                if group["capturable"]:
+                    _check_capturable(group, "params, mu_products and state_steps")
+                d = p._data
+                state = self.state[p]
+                if maximize:
+                    grad = -grad
+                step_t = state["step"]._data
+                step_t += 1
+                step = float(step_t)
+                bias_correction2 = 1 - beta2 ** step
+                if weight_decay != 0:
+                    if decoupled:
+                        d *= 1 - lr * weight_decay
+                    else:
+                        grad = _with_weight_decay(grad, d, weight_decay)
+                mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * momentum_decay)))
+                mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * momentum_decay)))
+                mu_product = state["mu_product"]._data
+                mu_product *= mu  # a float32 scalar, as torch keeps it
+                exp_avg, exp_avg_sq = state["exp_avg"]._data, state["exp_avg_sq"]._data
+                _lerp_(exp_avg, grad, 1 - beta1)
+                exp_avg_sq *= beta2
+                _addcmul_(exp_avg_sq, grad, grad, 1 - beta2)
+                denom = exp_avg_sq / bias_correction2
+                np.sqrt(denom, out=denom)
+                mu_product_value = float(mu_product)
+                mu_product_next = mu_product_value * mu_next
+                denom += eps
+                _addcdiv_(d, grad, denom, -lr * (1.0 - mu) / (1.0 - mu_product_value))
+                _addcdiv_(d, exp_avg, denom, (-lr * mu_next) / (1.0 - mu_product_next))
+                _bump(p)
+        return loss

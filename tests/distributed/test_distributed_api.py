@@ -1,0 +1,142 @@
+"""tapegrad.distributed and nn.parallel in one process, against torch 2.13: names, errors before
+init_process_group, DataParallel, the launcher, and MPI never imported by `import tapegrad`. Runs that start MPI
+go to subprocesses (MPI starts once per process)."""
+import sys
+
+import pytest
+import torch as real_torch
+
+import tapegrad as torch
+import tapegrad.distributed as dist
+from mpi_helpers import HERE, run, run_python
+
+
+def message(f):
+    with pytest.raises(Exception) as info:
+        f()
+    return type(info.value), str(info.value)
+
+
+def test_mpi4py_is_installed_and_found():
+    assert dist.is_available()  # the test extra installs mpi4py and mpich: never skipped
+    import mpi4py  # noqa: F401
+
+
+def test_import_tapegrad_does_not_start_mpi():
+    rc, out, _ = run_python("import sys, tapegrad, tapegrad.distributed, tapegrad.nn.parallel; "
+                            "print(sorted(m for m in sys.modules if m.startswith('mpi4py')))")
+    assert rc == 0 and out.strip() == "[]", out
+
+
+@pytest.mark.parametrize("call", [lambda d: d.get_rank(), lambda d: d.get_world_size(),
+                                  lambda d: d.all_reduce(d_tensor(d)), lambda d: d.barrier(),
+                                  lambda d: d.get_backend(), lambda d: d.broadcast(d_tensor(d), 0),
+                                  lambda d: d.new_group([0])])
+def test_errors_before_init_match_torch(call):
+    assert not dist.is_initialized() and not real_torch.distributed.is_initialized()
+    assert message(lambda: call(dist)) == message(lambda: call(real_torch.distributed))
+
+
+def d_tensor(d):
+    return (real_torch if d is real_torch.distributed else torch).ones(2)
+
+
+def test_destroy_before_init_matches_torch():
+    assert message(dist.destroy_process_group) == message(real_torch.distributed.destroy_process_group)
+
+
+def test_ddp_needs_a_process_group_as_torch():
+    assert message(lambda: torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 2))) == \
+        message(lambda: real_torch.nn.parallel.DistributedDataParallel(real_torch.nn.Linear(2, 2)))
+
+
+def test_reduce_op_names_match_torch():
+    for name in ("SUM", "AVG", "PRODUCT", "MIN", "MAX", "BAND", "BOR", "BXOR", "PREMUL_SUM"):
+        ours, theirs = getattr(dist.ReduceOp, name), getattr(real_torch.distributed.ReduceOp, name)
+        assert repr(ours) == repr(theirs) and int(ours) == int(theirs)
+    assert dist.group.WORLD is None and dist.GroupMember.NON_GROUP_MEMBER == -100
+
+
+def test_data_parallel_is_torch_cpu_behaviour():
+    real_torch.manual_seed(0)
+    theirs = real_torch.nn.parallel.DataParallel(real_torch.nn.Linear(3, 2))
+    ours = torch.nn.parallel.DataParallel(torch.nn.Linear(3, 2))
+    ours.load_state_dict({k: torch.tensor(v.numpy()) for k, v in theirs.state_dict().items()})
+    assert list(ours.state_dict()) == list(theirs.state_dict()) == ["module.weight", "module.bias"]
+    assert ours.device_ids == theirs.device_ids == []
+    assert repr(ours) == repr(theirs)
+    x = [[1.0, 2.0, 3.0]]
+    assert torch.allclose(ours(torch.tensor(x)), torch.tensor(theirs(real_torch.tensor(x)).detach().numpy()))
+
+
+def test_one_process_without_mpiexec():
+    code = ("import tapegrad as torch, tapegrad.distributed as dist\n"
+            "dist.init_process_group('gloo')\n"
+            "ddp = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 1))\n"
+            "x = torch.ones(2); dist.all_reduce(x)\n"
+            "ddp(torch.ones(3, 2)).sum().backward()\n"
+            "print(dist.get_rank(), dist.get_world_size(), dist.get_backend(), x.tolist(),\n"
+            "      ddp.module.weight.grad.tolist(), list(ddp.state_dict()))\n"
+            "dist.destroy_process_group(); print(dist.is_initialized())\n")
+    rc, out, _ = run_python(code)
+    assert rc == 0, out
+    assert out.split("\n")[:2] == ["0 1 mpi [1.0, 1.0] [[3.0, 3.0]] ['module.weight', 'module.bias']", "False"]
+
+
+def test_environment_that_disagrees_with_mpi_is_refused():
+    code = "import tapegrad.distributed as dist; dist.init_process_group(init_method='env://')"
+    rc, out, _ = run_python(code, extra_env={"RANK": "1", "WORLD_SIZE": "2"})
+    assert rc != 0
+    assert "ValueError: init_process_group: environment variable RANK is 1, but MPI started this process as " \
+           "rank 0 of 1" in out, out
+    rc, out, _ = run_python("import tapegrad.distributed as dist; dist.init_process_group(world_size=4)")
+    assert "world_size is 4, but MPI started 1 process" in out, out
+    rc, out, _ = run_python("import tapegrad.distributed as dist; dist.init_process_group('nccl')")
+    assert "RuntimeError: Distributed package doesn't have NCCL built in" in out, out
+
+
+def test_without_mpi4py_the_error_names_the_extra():
+    code = ("import sys; sys.modules['mpi4py'] = None\n"
+            "import tapegrad.distributed as dist\n"
+            "print(dist.is_available())\n"
+            "dist.init_process_group()\n")
+    rc, out, _ = run_python(code)
+    assert rc != 0 and out.startswith("False"), out
+    assert 'RuntimeError: tapegrad.distributed needs mpi4py and an MPI library: pip install ' \
+           '"tapegrad[distributed]"' in out, out
+
+
+def test_launcher_sets_torchrun_variables():
+    script = f"{HERE}/worker_launch.py"
+    rc, out, _ = run([sys.executable, "-m", "tapegrad.distributed.run", "--nproc-per-node", "2", script, "--flag",
+                      "x"], timeout=60)
+    assert rc == 0, out
+    for r in range(2):  # (mpiexec interleaves the ranks' lines: look for each, not for whole lines)
+        assert f"rank {r} of 2: RANK={r} LOCAL_RANK={r} WORLD_SIZE=2 LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 " \
+               f"MASTER_PORT=29500 argv=['--flag', 'x'] sum=3.0" in out, out
+
+
+def test_launcher_refuses_several_nodes():
+    rc, out, _ = run([sys.executable, "-m", "tapegrad.distributed.run", "--nnodes", "2", "x.py"], timeout=30)
+    assert rc != 0 and "this machine only (--nnodes 1)" in out, out
+
+
+def test_a_script_without_init_runs_as_one_process():
+    code = ("import tapegrad as torch, tapegrad.distributed as dist\n"
+            "from tapegrad.nn.parallel import DistributedDataParallel as DDP\n"
+            "print(dist.is_available(), dist.is_initialized(), torch.ones(2).sum().item())\n")
+    rc, out, _ = run_python(code)
+    assert rc == 0 and out.strip() == "True False 2.0", out
+
+
+def test_readme_example_on_two_processes(tmp_path):
+    import re
+    readme = open(f"{HERE}/../../README.md").read()
+    code = re.search(r"<!-- distributed-example -->\n```py\n(.*?)```\n<!-- /distributed-example -->", readme, re.S)
+    script = tmp_path / "train.py"
+    script.write_text(code.group(1))
+    rc, out, _ = run([sys.executable, "-m", "tapegrad.distributed.run", "--nproc-per-node", "2", str(script)],
+                     timeout=90)
+    assert rc == 0, out
+    sums = dict(re.findall(r"rank (\d) of 2: weight sum (-?\d+\.\d+)", out))
+    assert sorted(sums) == ["0", "1"] and sums["0"] == sums["1"], out  # the replicas stayed equal

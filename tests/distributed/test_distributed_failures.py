@@ -1,0 +1,45 @@
+"""A rank that raises, is killed, hangs, exits early, or calls a collective with another shape: the job ends
+with a clear error well within its timeout, never hangs (each run is bounded by a subprocess timeout)."""
+import pytest
+
+from mpi_helpers import run_mpi
+
+TIMEOUT = 4  # the process group's timeout, seconds, where the others must time out
+LONG = 120  # the timeout where they must not need it: the job ends long before
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_a_raising_rank_aborts_every_rank(n):
+    rc, out, seconds = run_mpi(n, "worker_failures.py", "raise", LONG, timeout=90)
+    assert rc != 0, out
+    assert f"ValueError: boom on rank {n - 1}" in out, out
+    assert f"uncaught ValueError on rank {n - 1}; aborting all ranks (MPI_Abort)" in out, out
+    assert "finished without noticing" not in out
+    assert seconds < LONG / 2, seconds  # at once: the abort does not wait for the timeout
+
+
+def test_a_killed_rank_ends_the_job():
+    rc, out, seconds = run_mpi(2, "worker_failures.py", "kill", LONG, timeout=90)
+    assert rc != 0, out
+    assert "signal 9" in out or "Killed" in out, out
+    assert "finished without noticing" not in out
+    assert seconds < LONG / 2, seconds
+
+
+@pytest.mark.parametrize("mode", ["hang", "exit"])
+def test_a_silent_rank_times_the_others_out(mode):
+    rc, out, seconds = run_mpi(2, "worker_failures.py", mode, TIMEOUT, timeout=60)
+    assert rc != 0, out
+    assert "all_reduce (collective #2) did not complete within the process group's timeout (0:00:04)" in out, out
+    assert "Aborting all ranks (MPI_Abort)" in out, out
+    assert "finished without noticing" not in out
+    assert TIMEOUT <= seconds < TIMEOUT + 30, seconds
+
+
+def test_a_shape_mismatch_is_reported_on_every_rank():
+    rc, out, seconds = run_mpi(2, "worker_failures.py", "mismatch", TIMEOUT, timeout=60)
+    assert rc != 0, out
+    assert "RuntimeError: Detected mismatch between collectives on ranks" in out, out
+    assert "rank 0 is running OpType=ALL_REDUCE, TensorShape=[4]" in out, out
+    assert "rank 1 is running OpType=ALL_REDUCE, TensorShape=[5]" in out, out
+    assert "finished without noticing" not in out

@@ -1,0 +1,496 @@
+"""Recurrent layers (and their cells) against torch 2.13: same weights in, same outputs, final states and
+gradients of every parameter and input out; state_dicts both ways; reprs; torch's errors."""
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import tapegrad as tg
+
+TOL = {np.float32: dict(rtol=2e-5, atol=2e-6), np.float64: dict(rtol=1e-10, atol=1e-12)}
+
+
+def _twin(name, *args, dtype=np.float32, **kwargs):
+    theirs = getattr(torch.nn, name)(*args, **kwargs)
+    if dtype == np.float64:
+        theirs = theirs.double()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ours = getattr(tg.nn, name)(*args, **kwargs)
+    if dtype == np.float64:
+        ours = ours.double()
+    ours.load_state_dict({k: tg.tensor(v.numpy()) for k, v in theirs.state_dict().items()})
+    return ours, theirs
+
+
+def _flat(out):
+    """The tensors of a module's result, in order: output, h_n (, c_n)."""
+    if isinstance(out, (tuple, list)):
+        return [t for o in out for t in _flat(o)]
+    return [out]
+
+
+def _compare(ours, theirs, arrays, dtype, grad_inputs=True):
+    tol = TOL[dtype]
+    rng = np.random.default_rng(7)
+    tg_in = [None if a is None else tg.tensor(a, requires_grad=grad_inputs) for a in arrays]
+    th_in = [None if a is None else torch.tensor(a, requires_grad=grad_inputs) for a in arrays]
+
+    def call(mod, args):
+        if len(args) == 3:  # LSTM-style (input, (h0, c0))
+            return mod(args[0], (args[1], args[2])) if args[1] is not None else mod(args[0])
+        return mod(*[a for a in args if a is not None])
+
+    outs_a, outs_b = _flat(call(ours, tg_in)), _flat(call(theirs, th_in))
+    assert len(outs_a) == len(outs_b)
+    loss_a, loss_b = 0, 0
+    for a, b in zip(outs_a, outs_b):
+        assert tuple(a.shape) == tuple(b.shape) and repr(a.dtype) == repr(b.dtype)
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), **tol)
+        proj = rng.standard_normal(tuple(b.shape)).astype(dtype)
+        loss_a = loss_a + (a * tg.tensor(proj)).sum()
+        loss_b = loss_b + (b * torch.tensor(proj)).sum()
+    loss_a.backward()
+    loss_b.backward()
+    pa, pb = dict(ours.named_parameters()), dict(theirs.named_parameters())
+    assert list(pa) == list(pb)
+    for name in pb:
+        np.testing.assert_allclose(pa[name].grad.numpy(), pb[name].grad.numpy(), err_msg=name, **tol)
+    for a, b in zip(tg_in, th_in):
+        if b is not None and grad_inputs:
+            np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), **tol)
+
+
+def _data(shape, dtype, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+
+
+CELLS = [("LSTMCell", {}), ("LSTMCell", {"bias": False}), ("GRUCell", {}), ("GRUCell", {"bias": False}),
+         ("RNNCell", {}), ("RNNCell", {"nonlinearity": "relu"})]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name,kwargs", CELLS)
+@pytest.mark.parametrize("batched", [True, False])
+@pytest.mark.parametrize("with_state", [True, False])
+def test_cells(name, kwargs, dtype, batched, with_state):
+    ours, theirs = _twin(name, 5, 7, dtype=dtype, **kwargs)
+    lead = (3,) if batched else ()
+    x = _data(lead + (5,), dtype)
+    h = _data(lead + (7,), dtype, 1) if with_state else None
+    if name == "LSTMCell":
+        c = _data(lead + (7,), dtype, 2) if with_state else None
+        _compare(ours, theirs, [x, h, c], dtype)
+    else:
+        _compare(ours, theirs, [x, h], dtype)
+
+
+SEQ = [("LSTM", dict(num_layers=2)), ("LSTM", dict(batch_first=True)), ("LSTM", dict(bidirectional=True,
+       num_layers=2)), ("LSTM", dict(bias=False)), ("GRU", dict(num_layers=2, bidirectional=True)),
+       ("GRU", dict(batch_first=True)), ("RNN", dict(nonlinearity="relu", num_layers=2)),
+       ("RNN", dict(bidirectional=True, batch_first=True))]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name,kwargs", SEQ)
+@pytest.mark.parametrize("with_state", [True, False])
+def test_sequence_layers(name, kwargs, dtype, with_state):
+    ours, theirs = _twin(name, 4, 6, dtype=dtype, **kwargs)
+    T, B = 5, 3
+    x = _data((B, T, 4) if kwargs.get("batch_first") else (T, B, 4), dtype)
+    L = kwargs.get("num_layers", 1) * (2 if kwargs.get("bidirectional") else 1)
+    h = _data((L, B, 6), dtype, 1) if with_state else None
+    if name == "LSTM":
+        _compare(ours, theirs, [x, h, _data((L, B, 6), dtype, 2) if with_state else None], dtype)
+    else:
+        _compare(ours, theirs, [x, h], dtype)
+
+
+@pytest.mark.parametrize("name", ["LSTM", "GRU", "RNN"])
+def test_unbatched_sequence(name):
+    ours, theirs = _twin(name, 4, 6, num_layers=2)
+    x = _data((5, 4), np.float32)
+    h = _data((2, 6), np.float32, 1)
+    if name == "LSTM":
+        _compare(ours, theirs, [x, h, _data((2, 6), np.float32, 2)], np.float32)
+    else:
+        _compare(ours, theirs, [x, h], np.float32)
+
+
+def test_dropout_between_layers_in_training_only():
+    ours = tg.nn.LSTM(4, 6, num_layers=3, dropout=0.5)
+    x = tg.tensor(_data((5, 2, 4), np.float32))
+    ours.eval()
+    a, b = ours(x)[0], ours(x)[0]
+    np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
+    ours.train()
+    tg.manual_seed(0)
+    c = ours(x)[0]
+    tg.manual_seed(1)
+    d = ours(x)[0]
+    assert not np.allclose(c.detach().numpy(), d.detach().numpy())  # dropout acted between the layers
+    one = tg.nn.LSTM(4, 6, num_layers=1)
+    one.train()
+    np.testing.assert_array_equal(one(x)[0].detach().numpy(), one(x)[0].detach().numpy())
+
+
+@pytest.mark.parametrize("name,args,kwargs", [
+    ("LSTM", (3, 4), dict(num_layers=2, bias=False, batch_first=True, dropout=0.1, bidirectional=True)),
+    ("GRU", (3, 4), {}), ("RNN", (3, 4), dict(nonlinearity="relu")), ("LSTMCell", (3, 4), dict(bias=False)),
+    ("RNNCell", (3, 4), dict(nonlinearity="relu")), ("GRUCell", (3, 4), {}), ("RNNCell", (3, 4), {})])
+def test_repr_state_dict_keys_and_init(name, args, kwargs):
+    ours, theirs = getattr(tg.nn, name)(*args, **kwargs), getattr(torch.nn, name)(*args, **kwargs)
+    ours.eval(), theirs.eval()
+    assert repr(ours) == repr(theirs)
+    sa, sb = ours.state_dict(), theirs.state_dict()
+    assert list(sa) == list(sb)
+    bound = 1 / np.sqrt(args[1])
+    for k in sb:
+        assert tuple(sa[k].shape) == tuple(sb[k].shape)
+        v = sa[k].numpy()
+        assert np.all(np.abs(v) <= bound) and len(np.unique(v)) == v.size, k  # uniform(-1/sqrt(H), 1/sqrt(H))
+    w = sa[next(iter(sa))].numpy()
+    assert w.std() > bound / 3  # spread over the interval (the first weight matrix: 16 or more draws)
+    # and back: tapegrad's weights into torch give tapegrad's results
+    theirs.load_state_dict({k: torch.tensor(v.numpy()) for k, v in sa.items()})
+    x = _data((2, 3) if "Cell" in name else (2, 1, 3), np.float32)
+    a, b = _flat(ours(tg.tensor(x))), _flat(theirs(torch.tensor(x)))
+    for u, v in zip(a, b):
+        np.testing.assert_allclose(u.detach().numpy(), v.detach().numpy(), rtol=2e-5, atol=2e-6)
+
+
+def _raises_like(f_ours, f_theirs):
+    with pytest.raises(Exception) as theirs:
+        f_theirs()
+    with pytest.raises(type(theirs.value)) as ours:
+        f_ours()
+    assert str(ours.value) == str(theirs.value)
+
+
+@pytest.mark.parametrize("case", range(11))
+def test_errors_match_torch(case):
+    z = np.zeros
+    cases = [
+        ("LSTM", (10, 20, 2), lambda m, T: m(T(z((5, 3, 7), np.float32)))),
+        ("LSTM", (10, 20, 2), lambda m, T: m(T(z((5, 3, 10), np.float32)), (T(z((1, 3, 20), np.float32)),
+                                                                           T(z((2, 3, 20), np.float32))))),
+        ("LSTM", (10, 20, 2), lambda m, T: m(T(z((5, 3, 10), np.float32)), (T(z((2, 3, 20), np.float32)),
+                                                                           T(z((2, 3, 21), np.float32))))),
+        ("LSTM", (10, 20, 2), lambda m, T: m(T(z((5, 3, 10, 1), np.float32)))),
+        ("LSTM", (10, 20, 2), lambda m, T: m(T(z((5, 10), np.float32)), (T(z((2, 3, 20), np.float32)),
+                                                                        T(z((2, 3, 20), np.float32))))),
+        ("GRU", (10, 20), lambda m, T: m(T(z((5, 3, 10), np.float32)), T(z((1, 4, 20), np.float32)))),
+        ("LSTMCell", (10, 20), lambda m, T: m(T(z((3, 7), np.float32)))),
+        ("LSTMCell", (10, 20), lambda m, T: m(T(z((3, 10), np.float32)), (T(z((4, 20), np.float32)),
+                                                                         T(z((3, 20), np.float32))))),
+        ("LSTMCell", (10, 20), lambda m, T: m(T(z((3, 10, 1), np.float32)))),
+        ("GRUCell", (10, 20), lambda m, T: m(T(z((3, 10), np.float32)), T(z((3, 21), np.float32)))),
+        ("RNN", (10, 20), lambda m, T: m(T(z((5, 3, 10), np.float64)))),
+    ]
+    name, args, call = cases[case]
+    _raises_like(lambda: call(getattr(tg.nn, name)(*args), tg.tensor),
+                 lambda: call(getattr(torch.nn, name)(*args), torch.tensor))
+
+
+def test_constructor_errors_and_warning():
+    _raises_like(lambda: tg.nn.RNN(3, 4, nonlinearity="x"), lambda: torch.nn.RNN(3, 4, nonlinearity="x"))
+    _raises_like(lambda: tg.nn.LSTM(3, 4, dropout=1.5), lambda: torch.nn.LSTM(3, 4, dropout=1.5))
+    with pytest.warns(UserWarning, match="non-zero dropout expects num_layers greater than 1"):
+        tg.nn.LSTM(3, 4, dropout=0.5)
+    with pytest.raises(NotImplementedError, match="proj_size"):
+        tg.nn.LSTM(3, 4, proj_size=2)
+
+
+def test_lstm_cell_is_two_fused_rows():
+    cell = tg.nn.LSTMCell(3, 4)
+    h, c = cell(tg.randn(2, 3), (tg.randn(2, 4), tg.randn(2, 4)))
+    assert type(h.grad_fn).__name__ == "ThnnFusedLstmCellBackward0"
+    assert type(c.grad_fn).__name__ == "ThnnFusedLstmCellBackward0"
+
+
+@pytest.mark.parametrize("name", ["LSTMCell", "GRUCell"])
+def test_second_order(name):
+    """d/dx of (sum of the gradient wrt the weights, squared), through create_graph, float64."""
+    ours, theirs = _twin(name, 3, 4, dtype=np.float64)
+    # fresh Parameters (version 0): on main, a create_graph backward through a weight changed in place
+    # before the forward (init, load_state_dict) fails its version check (a bug outside these layers)
+    for k, v in theirs.state_dict().items():
+        setattr(ours, k, tg.nn.Parameter(tg.tensor(v.numpy())))
+    x = _data((2, 3), np.float64)
+    h = _data((2, 4), np.float64, 1)
+    c = _data((2, 4), np.float64, 2)
+    results = []
+    for lib, mod in ((tg, ours), (torch, theirs)):
+        xs, hs, cs = (lib.tensor(a, requires_grad=True) for a in (x, h, c))
+        out = mod(xs, (hs, cs)) if name == "LSTMCell" else mod(xs, hs)
+        out = out[0] * out[1] if name == "LSTMCell" else out
+        ws = list(mod.parameters())
+        grads = lib.autograd.grad((out * out).sum(), ws + [hs], create_graph=True)
+        total = sum((g * g).sum() for g in grads)
+        second = lib.autograd.grad(total, [xs, hs, cs] + ws, allow_unused=True)
+        results.append([None if g is None else g.detach().numpy() for g in second])
+    for a, b in zip(*results):
+        if b is None:
+            continue
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
+
+
+# -- attention ---------------------------------------------------------------------------------------------
+F_TG, F_TH = tg.nn.functional, torch.nn.functional
+
+
+def _both(arrays, grad=True):
+    return ([tg.tensor(a, requires_grad=grad and a.dtype.kind == "f") for a in arrays],
+            [torch.tensor(a, requires_grad=grad and a.dtype.kind == "f") for a in arrays])
+
+
+def _check_grads(outs, ins, dtype):
+    rng = np.random.default_rng(3)
+    (oa, ob), (ia, ib) = outs, ins
+    np.testing.assert_allclose(oa.detach().numpy(), ob.detach().numpy(), **TOL[dtype])
+    proj = rng.standard_normal(tuple(ob.shape)).astype(dtype)
+    (oa * tg.tensor(proj)).sum().backward()
+    (ob * torch.tensor(proj)).sum().backward()
+    for a, b in zip(ia, ib):
+        if b.requires_grad:
+            np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), **TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("mask", [None, "bool", "float", "causal"])
+@pytest.mark.parametrize("scale", [None, 0.3])
+def test_scaled_dot_product_attention(dtype, mask, scale):
+    q, k, v = _data((2, 3, 4, 5), dtype, 0), _data((2, 3, 6, 5), dtype, 1), _data((2, 3, 6, 7), dtype, 2)
+    arrays = [q, k, v]
+    if mask == "bool":
+        m = np.random.default_rng(4).random((4, 6)) > 0.3
+        m[:, 0] = True  # no row fully masked
+        arrays.append(m)
+    elif mask == "float":
+        arrays.append(_data((3, 4, 6), dtype, 5))
+    ia, ib = _both(arrays)
+    kw = dict(scale=scale, is_causal=mask == "causal")
+    if mask in ("bool", "float"):
+        kw["attn_mask"] = None
+        oa = F_TG.scaled_dot_product_attention(*ia[:3], attn_mask=ia[3], scale=scale)
+        ob = F_TH.scaled_dot_product_attention(*ib[:3], attn_mask=ib[3], scale=scale)
+    else:
+        oa = F_TG.scaled_dot_product_attention(*ia, **kw)
+        ob = F_TH.scaled_dot_product_attention(*ib, **kw)
+    _check_grads((oa, ob), (ia, ib), dtype)
+
+
+def test_sdpa_errors():
+    q = np.zeros((2, 3, 4), np.float32)
+    _raises_like(lambda: F_TG.scaled_dot_product_attention(tg.tensor(q), tg.tensor(q), tg.tensor(q),
+                                                           attn_mask=tg.tensor(np.ones((3, 3), bool)), is_causal=True),
+                 lambda: F_TH.scaled_dot_product_attention(torch.tensor(q), torch.tensor(q), torch.tensor(q),
+                                                           attn_mask=torch.tensor(np.ones((3, 3), bool)),
+                                                           is_causal=True))
+
+
+def _mha_twin(*args, dtype=np.float32, **kwargs):
+    return _twin("MultiheadAttention", *args, dtype=dtype, **kwargs)
+
+
+MHA = [dict(), dict(batch_first=True), dict(kdim=3, vdim=5), dict(bias=False), dict(need_weights=False),
+       dict(average_attn_weights=False), dict(key_padding_mask=True), dict(attn_mask="bool"),
+       dict(attn_mask="float", need_weights=False), dict(attn_mask="causal", is_causal=True, need_weights=False),
+       dict(cross=True), dict(key_padding_mask=True, attn_mask="bool", need_weights=False)]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", range(len(MHA)))
+def test_multihead_attention(case, dtype):
+    cfg = dict(MHA[case])
+    ctor = {k: cfg.pop(k) for k in ("batch_first", "kdim", "vdim", "bias") if k in cfg}
+    ours, theirs = _mha_twin(8, 2, dtype=dtype, **ctor)
+    L, S, N = 4, 5, 3
+    bf = ctor.get("batch_first", False)
+    shape = (lambda n, e: (N, n, e)) if bf else (lambda n, e: (n, N, e))
+    cross = cfg.pop("cross", False) or "kdim" in ctor
+    q = _data(shape(L, 8), dtype, 0)
+    k = _data(shape(S, ctor.get("kdim", 8)), dtype, 1)
+    v = _data(shape(S, ctor.get("vdim", 8)), dtype, 2)
+    kw = {k2: cfg[k2] for k2 in ("need_weights", "average_attn_weights", "is_causal") if k2 in cfg}
+    rng = np.random.default_rng(9)
+    masks = {}
+    if cfg.get("key_padding_mask"):
+        m = rng.random((N, S if cross else L)) > 0.7
+        m[:, 0] = False
+        masks["key_padding_mask"] = m
+    am = cfg.get("attn_mask")
+    T = S if cross else L
+    if am == "bool":
+        m = rng.random((L, T)) > 0.6
+        m[:, 0] = False
+        masks["attn_mask"] = m
+    elif am == "float":
+        masks["attn_mask"] = _data((L, T), dtype, 6)
+    elif am == "causal":
+        masks["attn_mask"] = torch.nn.Transformer.generate_square_subsequent_mask(L, dtype=torch.float64).numpy() \
+            .astype(dtype)
+    arrays = [q, k, v] if cross else [q]
+    ia, ib = _both(arrays)
+    args_a = ia if cross else ia * 3
+    args_b = ib if cross else ib * 3
+    ma = {n: tg.tensor(m) for n, m in masks.items()}
+    mb = {n: torch.tensor(m) for n, m in masks.items()}
+    oa, wa = ours(*args_a, **ma, **kw)
+    ob, wb = theirs(*args_b, **mb, **kw)
+    assert (wa is None) == (wb is None)
+    if wb is not None:
+        np.testing.assert_allclose(wa.detach().numpy(), wb.detach().numpy(), **TOL[dtype])
+    _check_grads((oa, ob), (ia, ib), dtype)
+    for (n, pa), (_, pb) in zip(ours.named_parameters(), theirs.named_parameters()):
+        np.testing.assert_allclose(pa.grad.numpy(), pb.grad.numpy(), err_msg=n, **TOL[dtype])
+
+
+@pytest.mark.parametrize("kwargs", [{}, dict(kdim=3, vdim=5), dict(bias=False), dict(batch_first=True)])
+def test_multihead_attention_repr_state_dict(kwargs):
+    ours, theirs = tg.nn.MultiheadAttention(8, 2, **kwargs), torch.nn.MultiheadAttention(8, 2, **kwargs)
+    assert repr(ours) == repr(theirs)
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    for k, v in ours.state_dict().items():
+        assert tuple(v.shape) == tuple(theirs.state_dict()[k].shape)
+    if "bias" not in kwargs:
+        assert not ours.in_proj_bias.detach().numpy().any() and not ours.out_proj.bias.detach().numpy().any()
+
+
+def test_multihead_attention_errors():
+    ours, theirs = tg.nn.MultiheadAttention(8, 2), torch.nn.MultiheadAttention(8, 2)
+    x = np.zeros((4, 3, 8), np.float32)
+    _raises_like(lambda: ours(tg.tensor(x), tg.tensor(x), tg.tensor(x), attn_mask=tg.tensor(np.zeros((3, 3), bool))),
+                 lambda: theirs(torch.tensor(x), torch.tensor(x), torch.tensor(x),
+                                attn_mask=torch.tensor(np.zeros((3, 3), bool))))
+    _raises_like(lambda: ours(tg.tensor(x), tg.tensor(x), tg.tensor(x), is_causal=True),
+                 lambda: theirs(torch.tensor(x), torch.tensor(x), torch.tensor(x), is_causal=True))
+    with pytest.raises(AssertionError, match="embed_dim must be divisible by num_heads"):
+        tg.nn.MultiheadAttention(8, 3)
+
+
+def test_generate_square_subsequent_mask():
+    a = tg.nn.Transformer.generate_square_subsequent_mask(5).numpy()
+    b = torch.nn.Transformer.generate_square_subsequent_mask(5).numpy()
+    np.testing.assert_array_equal(a, b)
+    assert a.dtype == b.dtype
+
+
+# -- transformer layers (nn.LayerNorm comes from the normalization work; skipped until it is merged in) -------
+needs_layer_norm = pytest.mark.skipif(not hasattr(tg.nn, "LayerNorm"), reason="nn.LayerNorm not in this tree")
+
+LAYERS = [dict(), dict(norm_first=True), dict(activation="gelu", batch_first=True), dict(bias=False)]
+
+
+@needs_layer_norm
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", range(len(LAYERS)))
+@pytest.mark.parametrize("masked", [False, True])
+def test_transformer_encoder(case, dtype, masked):
+    kw = dict(LAYERS[case], dim_feedforward=16, dropout=0.0)
+    torch.manual_seed(0)
+    theirs = torch.nn.TransformerEncoder(torch.nn.TransformerEncoderLayer(8, 2, **kw), 2,
+                                         norm=torch.nn.LayerNorm(8), enable_nested_tensor=False)
+    ours = tg.nn.TransformerEncoder(tg.nn.TransformerEncoderLayer(8, 2, **kw), 2, norm=tg.nn.LayerNorm(8),
+                                    enable_nested_tensor=False)
+    if dtype == np.float64:
+        theirs, ours = theirs.double(), ours.double()
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    assert repr(ours) == repr(theirs)
+    ours.load_state_dict({k: tg.tensor(v.numpy()) for k, v in theirs.state_dict().items()})
+    x = _data((3, 5, 8), dtype)
+    ia, ib = _both([x])
+    if masked:
+        mask = torch.nn.Transformer.generate_square_subsequent_mask(5 if kw.get("batch_first") else 3).numpy()
+        kpm = np.zeros((5 if not kw.get("batch_first") else 3, 3 if not kw.get("batch_first") else 5), bool)
+        kpm[0, -1] = True
+        oa = ours(ia[0], mask=tg.tensor(mask.astype(dtype)), src_key_padding_mask=tg.tensor(kpm))
+        ob = theirs(ib[0], mask=torch.tensor(mask.astype(dtype)), src_key_padding_mask=torch.tensor(kpm))
+    else:
+        oa, ob = ours(ia[0]), theirs(ib[0])
+    _check_grads((oa, ob), (ia, ib), dtype)
+    for (n, pa), (_, pb) in zip(ours.named_parameters(), theirs.named_parameters()):
+        np.testing.assert_allclose(pa.grad.numpy(), pb.grad.numpy(), err_msg=n, **TOL[dtype])
+
+
+@needs_layer_norm
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_transformer_full(norm_first):
+    kw = dict(d_model=8, nhead=2, num_encoder_layers=2, num_decoder_layers=2, dim_feedforward=16, dropout=0.0,
+              norm_first=norm_first)
+    theirs, ours = torch.nn.Transformer(**kw), tg.nn.Transformer(**kw)
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    assert repr(ours) == repr(theirs)
+    ours.load_state_dict({k: tg.tensor(v.numpy()) for k, v in theirs.state_dict().items()})
+    src, tgt = _data((4, 2, 8), np.float32, 0), _data((3, 2, 8), np.float32, 1)
+    ia, ib = _both([src, tgt])
+    m = torch.nn.Transformer.generate_square_subsequent_mask(3).numpy()
+    oa = ours(*ia, tgt_mask=tg.tensor(m))
+    ob = theirs(*ib, tgt_mask=torch.tensor(m))
+    _check_grads((oa, ob), (ia, ib), np.float32)
+
+
+# -- nn.utils.rnn ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("batch_first", [False, True])
+@pytest.mark.parametrize("padding_side", ["right", "left"])
+def test_pad_sequence(batch_first, padding_side):
+    arrays = [_data((n, 3), np.float32, n) for n in (4, 1, 3)]
+    ia, ib = _both(arrays)
+    oa = tg.nn.utils.rnn.pad_sequence(ia, batch_first=batch_first, padding_value=-2.0, padding_side=padding_side)
+    ob = torch.nn.utils.rnn.pad_sequence(ib, batch_first=batch_first, padding_value=-2.0, padding_side=padding_side)
+    _check_grads((oa, ob), (ia, ib), np.float32)
+
+
+@pytest.mark.parametrize("batch_first", [False, True])
+@pytest.mark.parametrize("enforce_sorted", [True, False])
+def test_pack_and_pad_packed(batch_first, enforce_sorted):
+    lengths = [5, 3, 2] if enforce_sorted else [3, 5, 2]
+    x = _data((3, 5, 2) if batch_first else (5, 3, 2), np.float32)
+    ia, ib = _both([x])
+    pa = tg.nn.utils.rnn.pack_padded_sequence(ia[0], lengths, batch_first=batch_first, enforce_sorted=enforce_sorted)
+    pb = torch.nn.utils.rnn.pack_padded_sequence(ib[0], lengths, batch_first=batch_first,
+                                                 enforce_sorted=enforce_sorted)
+    np.testing.assert_array_equal(pa.data.detach().numpy(), pb.data.detach().numpy())
+    np.testing.assert_array_equal(pa.batch_sizes.numpy(), pb.batch_sizes.numpy())
+    for a, b in ((pa.sorted_indices, pb.sorted_indices), (pa.unsorted_indices, pb.unsorted_indices)):
+        assert (a is None) == (b is None)
+        if b is not None:
+            np.testing.assert_array_equal(a.numpy(), b.numpy())
+    (oa, la), (ob, lb) = (tg.nn.utils.rnn.pad_packed_sequence(pa, batch_first=batch_first, padding_value=9.0),
+                          torch.nn.utils.rnn.pad_packed_sequence(pb, batch_first=batch_first, padding_value=9.0))
+    np.testing.assert_array_equal(la.numpy(), lb.numpy())
+    _check_grads((oa, ob), (ia, ib), np.float32)
+
+
+def test_pack_errors_and_packed_rnn_input():
+    x = np.zeros((5, 3, 2), np.float32)
+    _raises_like(lambda: tg.nn.utils.rnn.pack_padded_sequence(tg.tensor(x), [2, 3, 1]),
+                 lambda: torch.nn.utils.rnn.pack_padded_sequence(torch.tensor(x), [2, 3, 1]))
+    packed = tg.nn.utils.rnn.pack_padded_sequence(tg.tensor(x), [3, 2, 1])
+    with pytest.raises(NotImplementedError, match="PackedSequence"):
+        tg.nn.LSTM(2, 4)(packed)
+
+
+@pytest.mark.parametrize("name", ["LSTM", "GRU"])
+def test_compile_replays_fused_cells(name):
+    """tapegrad.compile(fullgraph=True) replays the fused cell rows: new inputs give eager's values and grads."""
+    mod = getattr(tg.nn, name)(3, 4, num_layers=2)
+
+    def loss(x, h):
+        out, state = mod(x, (h, h) if name == "LSTM" else h)
+        return (out * out).sum()
+
+    compiled = tg.compile(loss, fullgraph=True)
+    for seed in range(3):
+        x, h = _data((5, 2, 3), np.float32, seed), _data((2, 2, 4), np.float32, seed + 10)
+        results = []
+        for f in (loss, compiled):
+            xs, hs = tg.tensor(x, requires_grad=True), tg.tensor(h, requires_grad=True)
+            mod.zero_grad()
+            value = f(xs, hs)
+            value.backward()
+            results.append([value.detach().numpy(), xs.grad.numpy(), hs.grad.numpy()]
+                           + [p.grad.numpy().copy() for p in mod.parameters()])
+        for a, b in zip(*results):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)

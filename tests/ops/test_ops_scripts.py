@@ -1,0 +1,604 @@
+"""Tensor and library features that real scripts use (issue 18), each against torch 2.13: ordering ops,
+multinomial's random stream, layout helpers, new_*, out=, data_ptr and the device flags, indexing with ranges
+and lists of tensors, 0-d __format__, set_printoptions, and sparse COO tensors for graph networks.
+(Gradients of sort, topk, roll and diag are in test_ops_table.py's table.)"""
+import math
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import tapegrad
+
+LIBS = (torch, tapegrad)
+
+
+def both(fn):
+    """fn(lib) under torch and tapegrad."""
+    return fn(torch), fn(tapegrad)
+
+
+def same(a, b, rtol=0, atol=0):
+    """Two results (tensors, or tuples of them) agree in shape, dtype and value."""
+    if isinstance(a, (tuple, list)):
+        assert type(b) in (tuple, list) or hasattr(b, "_fields"), type(b)
+        assert len(a) == len(b)
+        for x, y in zip(a, b):
+            same(x, y, rtol, atol)
+        return
+    assert str(a.dtype) == str(b.dtype), (a.dtype, b.dtype)
+    assert tuple(a.shape) == tuple(b.shape), (a.shape, b.shape)
+    np.testing.assert_allclose(b.detach().numpy(), a.detach().numpy(), rtol=rtol, atol=atol)
+
+
+def raises_same(fn):
+    """Both libraries raise the same exception type with the same message."""
+    errors = []
+    for lib in LIBS:
+        with pytest.raises(Exception) as info:
+            fn(lib)
+        errors.append(info.value)
+    assert type(errors[1]) is type(errors[0]), (errors[0], errors[1])
+    assert str(errors[1]) == str(errors[0])
+
+
+RNG = np.random.default_rng(0)
+X = RNG.standard_normal((4, 6)).astype(np.float32)
+TIES = np.array([[3, 1, 2, 1, 3, np.nan, 0, 1], [0, 0, 1, 1, -1, -1, 2, 2]], np.float32)
+
+
+# -- sort, argsort, topk, unique -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.int32, np.bool_])
+@pytest.mark.parametrize("descending", [False, True])
+@pytest.mark.parametrize("dim", [-1, 0])
+def test_sort_is_stable_with_ties_and_nan(dtype, descending, dim):
+    data = TIES if dtype in (np.float32, np.float64) else np.nan_to_num(TIES)
+    data = data.astype(dtype)
+    r = both(lambda L: L.sort(L.tensor(data), dim=dim, descending=descending, stable=True))
+    same(r[0].values, r[1].values)
+    same(r[0].indices, r[1].indices)
+    a = both(lambda L: L.argsort(L.tensor(data), dim=dim, descending=descending, stable=True))
+    same(*a)
+    same(*both(lambda L: L.tensor(data).argsort(dim, descending)))
+
+
+def test_sort_and_topk_return_types():
+    t, g = both(lambda L: L.tensor(X).sort(descending=True))
+    assert type(g).__name__ == "sort" and g.values is g[0]
+    t, g = both(lambda L: L.topk(L.tensor(X), 2, dim=0))
+    assert type(g).__name__ == "topk"
+    same(t.values, g.values)
+    same(t.indices, g.indices)
+
+
+@pytest.mark.parametrize("k,dim,largest", [(1, -1, True), (3, -1, False), (4, 0, True), (6, 1, True), (0, 1, True)])
+def test_topk_values_and_indices(k, dim, largest):
+    t, g = both(lambda L: L.topk(L.tensor(X), k, dim, largest))
+    same(t.values, g.values)
+    same(t.indices, g.indices)
+
+
+@pytest.mark.parametrize("call", [
+    lambda L: L.topk(L.tensor(X), 7),
+    lambda L: L.topk(L.tensor(X), -1),
+    lambda L: L.sort(L.tensor(X), dim=2),
+    lambda L: L.argsort(L.tensor(X), dim=-3),
+])
+def test_ordering_errors(call):
+    raises_same(call)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"return_inverse": True}, {"return_counts": True},
+                                    {"return_inverse": True, "return_counts": True}, {"dim": 0},
+                                    {"dim": 1, "return_inverse": True, "return_counts": True},
+                                    {"sorted": False}])
+@pytest.mark.parametrize("data", [np.array([[3, 1, 2], [1, 3, 2], [3, 1, 2]]),
+                                  np.array([[0.5, -1.0], [0.5, -1.0], [2.0, 0.0]], np.float32)])
+def test_unique(kwargs, data):
+    same(*both(lambda L: L.unique(L.tensor(data), **kwargs)))
+    same(*both(lambda L: L.tensor(data).unique(**kwargs)))
+
+
+def test_unique_consecutive():
+    data = np.array([1, 1, 2, 2, 3, 1, 1, 2])
+    same(*both(lambda L: L.unique_consecutive(L.tensor(data), return_inverse=True, return_counts=True)))
+
+
+# -- multinomial: torch's algorithm and random stream --------------------------------------------------------------
+P = np.random.default_rng(1).random((5, 9)).astype(np.float32)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n,replacement,rows", [(1, False, 2), (1, True, 2), (4, False, 2), (9, False, 1),
+                                                 (30, True, 2), (5, True, 1)])
+def test_multinomial_matches_torch_for_the_same_seed(dtype, n, replacement, rows):
+    p = P.astype(dtype) if rows == 2 else P[0].astype(dtype)
+
+    def draw(L):
+        L.manual_seed(7)
+        first = L.multinomial(L.tensor(p), n, replacement)
+        second = L.tensor(p).multinomial(n, replacement=replacement)
+        return first, second, L.rand(3)   # the stream goes on where torch's does
+    same(*both(draw))
+
+
+def test_multinomial_with_a_generator_and_zero_probabilities():
+    p = np.array([0.0, 1.0, 0.0, 2.0], np.float32)
+
+    def draw(L):
+        g = L.Generator().manual_seed(3)
+        return L.multinomial(L.tensor(p), 2, generator=g), L.multinomial(L.tensor(p), 1, generator=g)
+    same(*both(draw))
+    # past the positive categories come the zero-probability ones; their order among themselves is a tie, which
+    # torch's topk leaves unspecified (its order comes from std::nth_element)
+    out = tapegrad.multinomial(tapegrad.tensor(p), 4).tolist()
+    assert set(out[:2]) == {1, 3} and set(out[2:]) == {0, 2}
+
+
+@pytest.mark.parametrize("call", [
+    lambda L: L.multinomial(L.tensor([1.0, -1.0]), 1),
+    lambda L: L.multinomial(L.tensor([1.0, float("nan")]), 1),
+    lambda L: L.multinomial(L.tensor([1.0, float("inf")]), 1),
+    lambda L: L.multinomial(L.tensor([0.0, 0.0]), 1),
+    lambda L: L.multinomial(L.tensor([[1.0, 1.0], [0.0, 0.0]]), 1),
+    lambda L: L.multinomial(L.tensor([1.0, float("nan")]), 2, True),
+    lambda L: L.multinomial(L.tensor([1.0, -2.0]), 2, True),
+    lambda L: L.multinomial(L.tensor([0.0, 0.0]), 2, True),
+    lambda L: L.multinomial(L.zeros(2, 2, 2), 1),
+    lambda L: L.multinomial(L.tensor([1, 2]), 1),
+    lambda L: L.multinomial(L.tensor([1.0, 2.0]), 0),
+    lambda L: L.multinomial(L.tensor([1.0, 2.0]), 3),
+])
+def test_multinomial_errors(call):
+    raises_same(call)
+
+
+# -- roll, diag, tril_indices, triu_indices ------------------------------------------------------------------------
+@pytest.mark.parametrize("call", [
+    lambda L, x: L.roll(x, 5), lambda L, x: L.roll(x, (1, -2), (0, 1)), lambda L, x: x.roll(-1, 1),
+    lambda L, x: L.roll(x[0], 3, 0), lambda L, x: L.diag(x), lambda L, x: L.diag(x, -2), lambda L, x: L.diag(x, 9),
+    lambda L, x: L.diag(x[0]), lambda L, x: L.diag(x[0], 3), lambda L, x: x[1].diag(-1),
+    lambda L, x: L.diag(L.tensor([1, 2, 3])),
+])
+def test_layout_values(call):
+    same(*both(lambda L: call(L, L.tensor(X))))
+
+
+@pytest.mark.parametrize("args", [(3, 3), (4, 3), (3, 5, 1), (3, 5, -1), (0, 3), (4, 4, 10), (4, 4, -10)])
+def test_triangle_indices(args):
+    same(*both(lambda L: L.tril_indices(*args)))
+    same(*both(lambda L: L.triu_indices(*args)))
+    same(*both(lambda L: L.tril_indices(*args, dtype=L.int32)))
+
+
+@pytest.mark.parametrize("call", [
+    lambda L: L.roll(L.tensor(X), (1, 2), (0,)), lambda L: L.roll(L.tensor(X), 1, 5),
+    lambda L: L.roll(L.tensor(X), ()), lambda L: L.diag(L.zeros(2, 2, 2)), lambda L: L.diag(L.tensor(3.0)),
+    lambda L: L.tril_indices(-1, 2), lambda L: L.triu_indices(2, -3),
+])
+def test_layout_errors(call):
+    raises_same(call)
+
+
+# -- new_*, data_ptr, device flags ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("src_dtype", ["float32", "float64", "int64", "bool"])
+@pytest.mark.parametrize("call", [
+    lambda L, x: x.new_zeros(2, 3), lambda L, x: x.new_zeros((2,)), lambda L, x: x.new_ones([3]),
+    lambda L, x: x.new_ones(2, dtype=L.float64), lambda L, x: x.new_full((2, 2), 3),
+    lambda L, x: x.new_full((2,), 1.5, dtype=L.float32), lambda L, x: x.new_empty(0, 2).shape,
+    lambda L, x: x.new_tensor([1, 2]), lambda L, x: x.new_tensor([[1.5, 2.5]]),
+    lambda L, x: x.new_tensor(np.array([1, 0]), dtype=L.int32), lambda L, x: x.new_tensor(L.tensor([1.0, 2.0])),
+])
+def test_new_constructors(src_dtype, call):
+    def run(L):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")   # torch warns on new_tensor(Tensor)
+            return call(L, L.tensor([1, 0]).to(getattr(L, src_dtype)))
+    t, g = both(run)
+    if isinstance(t, torch.Size):
+        assert tuple(t) == tuple(g)
+    else:
+        same(t, g)
+        assert g.requires_grad is False
+
+
+def test_new_tensor_requires_grad_and_copies():
+    x = tapegrad.tensor([1.0, 2.0])
+    y = x.new_tensor([3.0, 4.0], requires_grad=True)
+    assert y.requires_grad and y.is_leaf
+    src = np.array([1.0, 2.0], np.float32)
+    z = x.new_tensor(src)
+    src[0] = 9
+    assert z.tolist() == [1.0, 2.0]
+
+
+def test_data_ptr_is_stable_and_shared_by_memory_sharing_views():
+    x = tapegrad.zeros(4, 5)
+    p = x.data_ptr()
+    assert x.data_ptr() == p and isinstance(p, int) and p != 0
+    x.add_(1)                                   # in place: same storage
+    assert x.data_ptr() == p
+    assert x.detach().data_ptr() == p            # detach shares storage, as torch
+    arr = np.zeros(6, np.float32)
+    assert tapegrad.from_numpy(arr).data_ptr() == arr.ctypes.data
+    assert tapegrad.zeros(3).data_ptr() != p     # a fresh tensor has its own storage
+
+
+def test_device_and_storage_flags():
+    for lib in LIBS:
+        x = lib.ones(2)
+        for name in ("is_cuda", "is_xpu", "is_mps", "is_sparse", "is_quantized", "is_meta"):
+            assert getattr(x, name) is False, (lib.__name__, name)
+        assert repr(x.layout) == "torch.strided"
+
+
+# -- out= ---------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("call,out_shape,out_dtype", [
+    (lambda L, a, b, o: L.add(a, b, out=o), (3, 4), "float32"),
+    (lambda L, a, b, o: L.sub(a, b, out=o), (3, 4), "float32"),
+    (lambda L, a, b, o: L.mul(a, 2, out=o), (3, 4), "float64"),
+    (lambda L, a, b, o: L.div(a, b, out=o), (0,), "float32"),
+    (lambda L, a, b, o: L.matmul(a, b.t(), out=o), (3, 3), "float32"),
+    (lambda L, a, b, o: L.mm(a, b.t(), out=o), (3, 3), "float32"),
+    (lambda L, a, b, o: L.cat([a, b], 0, out=o), (6, 4), "float32"),
+    (lambda L, a, b, o: L.stack([a, b], out=o), (2, 3, 4), "float32"),
+    (lambda L, a, b, o: L.sum(a, 1, out=o), (3,), "float32"),
+    (lambda L, a, b, o: L.mean(a, (0, 1), out=o), (), "float32"),
+    (lambda L, a, b, o: L.exp(a, out=o), (3, 4), "float32"),
+    (lambda L, a, b, o: L.zeros(2, 2, out=o), (2, 2), "float32"),
+    (lambda L, a, b, o: L.arange(5, out=o), (5,), "int64"),
+    (lambda L, a, b, o: L.gt(a, b, out=o), (3, 4), "bool"),
+])
+def test_out_writes_into_and_returns_the_out_tensor(call, out_shape, out_dtype):
+    def run(L):
+        a, b = L.tensor(X[:3, :4]), L.tensor(X[1:, 2:])
+        o = L.zeros(out_shape, dtype=getattr(L, out_dtype))
+        r = call(L, a, b, o)
+        assert r is o
+        return o
+    same(*both(run), rtol=1e-6)
+
+
+def test_out_resizes_with_torch_warning():
+    for lib in LIBS:
+        o = lib.zeros(5)
+        with pytest.warns(UserWarning, match="An output with one or more elements was resized"):
+            lib.add(lib.ones(2), 1, out=o)
+        assert o.tolist() == [2.0, 2.0]
+
+
+def test_out_of_sort_and_topk():
+    def run(L):
+        v, i = L.zeros(0), L.zeros(0, dtype=L.int64)
+        r = L.sort(L.tensor(X), 1, out=(v, i))
+        assert r[0] is v and r[1] is i
+        return v, i
+    same(*both(run))
+
+
+@pytest.mark.parametrize("call", [
+    lambda L: L.add(L.ones(2, requires_grad=True), 1, out=L.empty(2)),
+    lambda L: L.add(L.ones(2), 1, out=L.empty(2, requires_grad=True)),
+    lambda L: L.matmul(L.ones(2, 2, requires_grad=True), L.ones(2, 2), out=L.empty(2, 2)),
+    lambda L: L.exp(L.ones(2, requires_grad=True), out=L.empty(2)),
+    lambda L: L.cat([L.ones(2, requires_grad=True)], out=L.empty(2)),
+    lambda L: L.add(L.ones(2), 1.5, out=L.empty(2, dtype=L.int64)),
+    lambda L: L.add(L.ones(2, dtype=L.int64), 1, out=L.empty(2, dtype=L.bool)),
+])
+def test_out_errors(call):
+    raises_same(call)
+
+
+def test_out_is_allowed_under_no_grad():
+    for lib in LIBS:
+        x = lib.ones(2, requires_grad=True)
+        o = lib.empty(2)
+        with lib.no_grad():
+            assert lib.add(x, x, out=o) is o
+        assert o.tolist() == [2.0, 2.0] and not o.requires_grad
+
+
+# -- indexing with ranges, lists and tuples of tensors ---------------------------------------------------------------
+KEYS = {
+    "range": lambda L: range(1, 3),
+    "range_step": lambda L: range(0, 4, 2),
+    "range_in_tuple": lambda L: (slice(None), range(2, 5)),
+    "list_of_tensors": lambda L: [L.tensor([0, 1]), L.tensor([2, 3])],
+    "list_of_lists": lambda L: [[0, 1], [2, 3]],
+    "list_with_slice": lambda L: [slice(1, 3), 2],
+    "list_with_none": lambda L: [None, 1],
+    "tuple_of_tensors": lambda L: (L.tensor([0, 2]), L.tensor([[1], [3]])),
+    "list_of_0d_tensors": lambda L: [L.tensor(1), L.tensor(2)],
+    "plain_list": lambda L: [3, 0, 0],
+    "empty_range": lambda L: range(0),
+}
+
+
+@pytest.mark.parametrize("key", KEYS, ids=list(KEYS))
+def test_getitem_and_setitem_with_sequences(key):
+    def get(L):
+        return L.tensor(X)[KEYS[key](L)]
+    same(*both(get))
+
+    def put(L):
+        x = L.tensor(X)
+        x[KEYS[key](L)] = -7.0
+        return x
+    same(*both(put))
+
+
+def test_indexing_with_sequences_is_differentiable():
+    def run(L):
+        x = L.tensor(X, requires_grad=True)
+        y = x[range(1, 3)].sum() + (x[[L.tensor([0, 1]), L.tensor([2, 3])]] * 3).sum()
+        y.backward()
+        return x.grad
+    same(*both(run))
+
+
+# -- __format__ and set_printoptions -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("value", [0.123456789, 3.0, -2.5e-7, 7, True, float("nan")])
+@pytest.mark.parametrize("spec", ["", ".4f", "8.2e", ">10", "^12.3g"])
+def test_format_of_a_0d_tensor_formats_its_number(value, spec):
+    t, g = both(lambda L: L.tensor(value))
+    try:
+        expected = format(t, spec)
+    except (ValueError, TypeError) as e:
+        with pytest.raises(type(e)):
+            format(g, spec)
+        return
+    assert format(g, spec) == expected
+    assert f"{g}" == f"{t}"
+
+
+def test_format_of_other_tensors():
+    for spec in ("", ".2f"):
+        t, g = both(lambda L: L.tensor([1.0, 2.0]))
+        if spec:
+            with pytest.raises(TypeError, match="unsupported format string passed to Tensor.__format__"):
+                format(g, spec)
+            with pytest.raises(TypeError, match="unsupported format string passed to Tensor.__format__"):
+                format(t, spec)
+        else:
+            assert format(g) == format(t)
+    p = tapegrad.nn.Parameter(tapegrad.tensor(1.0))
+    assert f"{p}" == f"{torch.nn.Parameter(torch.tensor(1.0))}"
+
+
+@pytest.fixture
+def print_defaults():
+    yield
+    for lib in LIBS:
+        lib.set_printoptions(profile="default")
+
+
+PRINT_DATA = [
+    np.array(3.14159265), np.array([1.123456789, -20.5, 3e-3]), np.arange(2000, dtype=np.float32) / 7,
+    np.arange(30, dtype=np.int64).reshape(5, 6), np.random.default_rng(2).standard_normal((12, 9, 4)),
+    np.array([1e-6, 1.0, 1e9]), np.array([0.0, 1.0, 2.0]), np.array([True, False]),
+    np.linspace(-1, 1, 120).reshape(4, 30),
+]
+OPTIONS = [dict(precision=2), dict(precision=8), dict(threshold=5), dict(threshold=5, edgeitems=1),
+           dict(edgeitems=0, threshold=3), dict(linewidth=30), dict(linewidth=200), dict(sci_mode=True),
+           dict(sci_mode=False), dict(profile="short"), dict(profile="full"), dict(profile="short", precision=6),
+           dict(precision=3, sci_mode=True, linewidth=50)]
+
+
+@pytest.mark.parametrize("options", OPTIONS, ids=[",".join(f"{k}={v}" for k, v in o.items()) for o in OPTIONS])
+def test_set_printoptions_prints_as_torch(options, print_defaults):
+    for lib in LIBS:
+        lib.set_printoptions(**options)
+    for data in PRINT_DATA:
+        for grad in (False, True):
+            if grad and data.dtype.kind != "f":
+                continue
+            t, g = both(lambda L: L.tensor(data, requires_grad=grad))
+            assert repr(g) == repr(t), f"\n{g!r}\n!=\n{t!r}"
+    assert tapegrad.get_printoptions() == {k: v for k, v in torch._tensor_str.get_printoptions().items()}
+
+
+def test_set_printoptions_profile_default_restores(print_defaults):
+    for lib in LIBS:
+        lib.set_printoptions(precision=1, threshold=3)
+        lib.set_printoptions(profile="default")
+    t, g = both(lambda L: L.tensor([1.23456, 2.0, 3.0, 4.0]))
+    assert repr(g) == repr(t) == "tensor([1.2346, 2.0000, 3.0000, 4.0000])"
+
+
+# -- sparse COO -------------------------------------------------------------------------------------------------------
+IND = np.array([[0, 1, 1, 0, 2, 3, 3], [2, 0, 2, 2, 1, 3, 0]], np.int64)
+VAL = np.random.default_rng(3).standard_normal(7).astype(np.float32)
+
+
+def sp(L, values=None, ind=IND, size=(4, 4), **kw):
+    return L.sparse_coo_tensor(L.tensor(ind), L.tensor(VAL if values is None else values), size, **kw)
+
+
+def test_sparse_coo_basics_and_repr():
+    t, g = both(lambda L: sp(L))
+    assert g.is_sparse and repr(g.layout) == "torch.sparse_coo" and g.shape == t.shape and g.dtype is tapegrad.float32
+    assert (g._nnz(), g.sparse_dim(), g.dense_dim(), g.is_coalesced()) == (7, 2, 0, False)
+    same(t._indices(), g._indices())
+    same(t._values(), g._values())
+    same(t.to_dense(), g.to_dense())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for f in (lambda s: s, lambda s: s.coalesce(), lambda s: s.double(), lambda s: s.t(), lambda s: s * 2,
+                  lambda s: -s):
+            assert repr(f(g)) == repr(f(t))
+    c = both(lambda L: sp(L).coalesce())
+    assert c[1].is_coalesced()
+    same(c[0].indices(), c[1].indices())
+    same(c[0].values(), c[1].values(), rtol=1e-6)
+    raises_same(lambda L: sp(L).indices())
+    raises_same(lambda L: sp(L).values())
+
+
+@pytest.mark.parametrize("make", [
+    lambda L: L.tensor([[0.0, 1.5, 0.0], [2.0, 0.0, 0.0]]).to_sparse(),
+    lambda L: L.diag(L.tensor([1.0, 0.0, 2.0])).to_sparse(),
+    lambda L: L.zeros(3, 4).to_sparse(),
+    lambda L: L.sparse_coo_tensor(np.array([[0, 1, 1], [2, 0, 2]], np.int32), L.ones(3), (2, 3), dtype=L.int64),
+    lambda L: L.sparse_coo_tensor([[0, 1]], [1.0, 2.0]),
+    lambda L: L.sparse_coo_tensor(L.tensor([[0, 2]]), L.tensor([1.0, 2.0])),
+])
+def test_sparse_constructors(make):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t, g = both(make)
+        assert repr(g) == repr(t)
+    same(t.to_dense(), g.to_dense())
+
+
+def test_dense_plus_sparse_is_dense():
+    def run(L):
+        a = L.sparse_coo_tensor(L.tensor(IND), L.ones(7), (4, 4), dtype=L.int64)
+        return L.eye(4) + a, L.ones(4, 4, dtype=L.float64) - sp(L), sp(L) + sp(L, ind=IND[::-1].copy())
+    t, g = both(run)
+    same(t[0], g[0])
+    same(t[1], g[1])
+    same(t[2].to_dense(), g[2].to_dense())
+
+
+@pytest.mark.parametrize("product", [
+    lambda L, s, d, e: L.mm(s, d), lambda L, s, d, e: L.spmm(s, d), lambda L, s, d, e: s @ d,
+    lambda L, s, d, e: L.sparse.mm(s, d), lambda L, s, d, e: L.matmul(s, d), lambda L, s, d, e: s.mm(d),
+    lambda L, s, d, e: e @ s, lambda L, s, d, e: L.mm(e, s), lambda L, s, d, e: L.matmul(s, d[:, 0]),
+    lambda L, s, d, e: L.sparse.mm(s.coalesce(), d), lambda L, s, d, e: L.mm(s.t(), d),
+    lambda L, s, d, e: (s * 0.5) @ d, lambda L, s, d, e: L.sparse.addmm(d[:, :1], s, d, beta=0.5, alpha=2.0),
+])
+def test_sparse_times_dense_values_and_gradients(product):
+    rng = np.random.default_rng(4)
+    d, e = rng.standard_normal((4, 5)).astype(np.float32), rng.standard_normal((3, 4)).astype(np.float32)
+
+    def run(L):
+        v = L.tensor(VAL, requires_grad=True)
+        dd, ee = L.tensor(d, requires_grad=True), L.tensor(e, requires_grad=True)
+        out = product(L, L.sparse_coo_tensor(L.tensor(IND), v, (4, 4)), dd, ee)
+        (out.sin() * L.arange(out.numel()).reshape(out.shape)).sum().backward()
+        grads = [x.grad if x.grad is not None else L.zeros(x.shape) for x in (v, dd, ee)]
+        return [out] + grads
+    same(*both(run), rtol=1e-5, atol=1e-5)
+
+
+def test_sparse_gradients_of_second_order():
+    """Through the dense operand's gradient, as torch; torch's gradient for the values is not differentiable
+    (it has no grad_fn), tapegrad's is: checked against central differences."""
+    rng = np.random.default_rng(5)
+    d = rng.standard_normal((4, 3))
+
+    def grads(L, values, dense):
+        v, dd = L.tensor(values, requires_grad=True), L.tensor(dense, requires_grad=True)
+        y = (L.spmm(L.sparse_coo_tensor(L.tensor(IND), v, (4, 4)), dd) ** 3).sum()
+        gv, gd = L.autograd.grad(y, (v, dd), create_graph=True)
+        return v, dd, gv, gd
+
+    def run(L):
+        v, dd, gv, gd = grads(L, VAL.astype(np.float64), d)
+        return L.autograd.grad((gd * dd).sum(), (v, dd)) + (gv, gd)
+    same(*both(run), rtol=1e-9, atol=1e-9)
+
+    v, dd, gv, gd = grads(tapegrad, VAL.astype(np.float64), d)
+    analytic = tapegrad.autograd.grad((gv ** 2).sum(), (v,))[0].numpy()
+
+    def f(values):
+        return float((grads(tapegrad, values, d)[2] ** 2).sum())
+    eps, base = 1e-6, VAL.astype(np.float64)
+    numeric = [(f(base + eps * e) - f(base - eps * e)) / (2 * eps) for e in np.eye(len(base))]
+    np.testing.assert_allclose(analytic, numeric, rtol=1e-5)
+
+
+def test_graph_convolution_as_the_gcn_example():
+    """pytorch/examples gcn: row-normalised sparse features, the renormalised adjacency, two graph convolutions."""
+    rng = np.random.default_rng(6)
+    V, E, Fin = 30, 60, 12
+    feats = (rng.random((V, Fin)) < 0.3).astype(np.int32)
+    edges = rng.integers(0, V, (E, 2)).astype(np.int32)
+    w1, w2 = rng.standard_normal((Fin, 8)).astype(np.float32), rng.standard_normal((8, 3)).astype(np.float32)
+
+    def run(L):
+        features = L.FloatTensor(feats)
+        scale = 1 / L.sum(features, dim=1)
+        scale[scale == float("inf")] = 0
+        features = L.diag(scale).to_sparse() @ features
+        adj = L.sparse_coo_tensor(edges.T, L.ones(E), (V, V), dtype=L.int64)
+        adj = L.eye(V) + adj
+        degree = L.sqrt(1 / L.sum(adj, dim=1))
+        degree[degree == float("inf")] = 0
+        degree = L.diag(degree).to_sparse()
+        adj = (degree @ adj @ degree).to_sparse()
+        features = features.to_sparse()
+        k1, k2 = L.tensor(w1, requires_grad=True), L.tensor(w2, requires_grad=True)
+        x = L.spmm(adj, L.mm(features, k1)).relu()
+        out = L.nn.functional.log_softmax(L.spmm(adj, L.mm(x, k2)), dim=1)
+        loss = L.nn.functional.nll_loss(out, L.tensor(rng_labels))
+        loss.backward()
+        return loss, k1.grad, k2.grad
+    rng_labels = np.random.default_rng(7).integers(0, 3, V)
+    same(*both(run), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("call", [
+    lambda L: sp(L) + L.ones(4, 4),
+    lambda L: sp(L).reshape(16),
+    lambda L: sp(L).numpy(),
+    lambda L: sp(L).item(),
+    lambda L: sp(L).data_ptr(),
+    lambda L: L.mm(sp(L), L.ones(3, 2)),
+    lambda L: L.mm(L.ones(2, 3), sp(L)),
+    lambda L: L.ones(2, 3) @ sp(L),
+    lambda L: L.mm(sp(L), L.ones(4)),
+    lambda L: L.mm(sp(L), L.ones(4, 2, dtype=L.float64)),
+    lambda L: L.sparse_coo_tensor(L.tensor(IND), L.ones(3), (4, 4)),
+    lambda L: L.sparse_coo_tensor(L.tensor(IND), L.ones(7), (4,)),
+    lambda L: L.sparse_coo_tensor(L.tensor([0, 1]), L.ones(2), (2,)),
+    lambda L: L.sparse_coo_tensor(L.tensor(IND), L.ones(7), (2, 4), check_invariants=True),
+    lambda L: L.sparse_coo_tensor(L.tensor([[0, -1]]), L.ones(2), (2,), check_invariants=True),
+])
+def test_sparse_errors(call):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        raises_same(call)
+
+
+@pytest.mark.parametrize("call", [lambda s: s.view(-1), lambda s: s.exp(), lambda s: s[0],
+                                  lambda s: tapegrad.exp(s), lambda s: s.mean(), lambda s: s.softmax(0)])
+def test_sparse_ops_tapegrad_lacks_raise_torchs_not_implemented_error(call):
+    with pytest.raises(NotImplementedError, match="with arguments from the 'SparseCPU' backend"):
+        call(sp(tapegrad))
+
+
+def test_sparse_leaf_requiring_grad_is_refused_clearly():
+    with pytest.raises(NotImplementedError, match="requires grad itself"):
+        sp(tapegrad, requires_grad=True)
+    with pytest.raises(NotImplementedError, match="requires grad itself"):
+        sp(tapegrad).requires_grad_()
+
+
+# -- tapegrad.compile ------------------------------------------------------------------------------------------------
+def test_compile_replays_roll_and_names_the_ops_it_cannot_replay():
+    x = tapegrad.tensor(X, requires_grad=True)
+    compiled = tapegrad.compile(lambda t: (tapegrad.roll(t, (1, 2), (0, 1)) * t).sum(), fullgraph=True)
+    for _ in range(3):
+        compiled(x).backward()
+    eager = tapegrad.tensor(X, requires_grad=True)
+    (tapegrad.roll(eager, (1, 2), (0, 1)) * eager).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), 3 * eager.grad.numpy(), rtol=1e-6)
+    for fn, name in ((lambda t: tapegrad.sort(t).values.sum(), "sort"), (lambda t: t.topk(2).values.sum(), "topk"),
+                     (lambda t: tapegrad.diag(t[0]).sum(), "diag_embed"),
+                     (lambda t: tapegrad.spmm(t[:2, :4].detach().to_sparse(), t[:4]).sum(), "")):
+        reason = f"{name} has no replay rule" if name else ""   # (a sparse operand stops the trace earlier)
+        with pytest.raises(RuntimeError, match=f"cannot replay this function: {reason}"):
+            tapegrad.compile(fn, fullgraph=True)(x)
+        assert float(tapegrad.compile(fn)(x)) == pytest.approx(float(fn(x)))   # eager fallback
+
+
+@pytest.mark.parametrize("call", [
+    lambda L: L.ones(2).new_zeros(2, device="cuda"), lambda L: L.ones(2).new_tensor([1.0], device="cuda:0"),
+    lambda L: L.ones(2).new_full((2,), 1.0, device="xpu"), lambda L: L.tril_indices(2, 2, device="cuda"),
+    lambda L: L.sparse_coo_tensor([[0]], [1.0], device="cuda"),
+])
+def test_constructors_refuse_other_devices_as_a_cpu_only_torch(call):
+    raises_same(call)
+    assert tapegrad.ones(2).new_zeros(2, device="cpu").tolist() == [0.0, 0.0]

@@ -1,0 +1,98 @@
+"""torch.utils.tensorboard.SummaryWriter: the event files tapegrad writes read back (with TensorBoard's own
+reader) as torch 2.13's do; without the optional package, a clear ImportError naming the extra."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+import tapegrad
+
+import tensorboard  # noqa: E402,F401  (the test extra installs it: CI must run these, never skip them)
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator  # noqa: E402
+
+
+def log(lib, folder):
+    from importlib import import_module
+    tb = import_module(lib.__name__ + ".utils.tensorboard")
+    lib.manual_seed(0)
+    values = lib.linspace(-3, 3, 101) ** 3
+    with tb.SummaryWriter(log_dir=str(folder)) as w:
+        for step in range(5):
+            w.add_scalar("loss/train", 1.0 / (step + 1), step)
+            w.add_scalar("lr", lib.tensor(0.1 * step), global_step=step, new_style=True)
+            w.add_scalars("run", {"a": step * 2.0, "b": -step}, step)
+        w.add_histogram("weights", values, 3)
+        w.add_histogram("weights_auto", values, 4, bins="auto")
+        w.add_histogram("weights_few", values, 5, bins=10, max_bins=4)
+        w.add_text("note", "hello tensorboard", 1)
+        w.add_tensor("t", lib.arange(6).reshape(2, 3), 2)
+        logdir = w.get_logdir()
+    return logdir
+
+
+def read(folder):
+    acc = EventAccumulator(str(folder), size_guidance={"tensors": 0, "scalars": 0, "histograms": 0})
+    acc.Reload()
+    tags = acc.Tags()
+    out = {"scalars": {t: [(e.step, e.value) for e in acc.Scalars(t)] for t in tags["scalars"]},
+           "histograms": {t: [(e.step, e.histogram_value) for e in acc.Histograms(t)] for t in tags["histograms"]},
+           "tensors": {t: [(e.step, e.tensor_proto.SerializeToString()) for e in acc.Tensors(t)]
+                       for t in tags["tensors"]}}
+    return out
+
+
+def test_event_files_read_back_as_torchs(tmp_path):
+    assert log(tapegrad, tmp_path / "tg") == str(tmp_path / "tg")
+    log(torch, tmp_path / "pt")
+    got, want = read(tmp_path / "tg"), read(tmp_path / "pt")
+    assert got["scalars"] == want["scalars"] and "loss/train" in got["scalars"]
+    assert got["tensors"] == want["tensors"] and "note/text_summary" in got["tensors"]
+    assert sorted(got["histograms"]) == sorted(want["histograms"]) == ["weights", "weights_auto", "weights_few"]
+    for tag in got["histograms"]:
+        (gs, g), = got["histograms"][tag]
+        (ws, w), = want["histograms"][tag]
+        assert gs == ws and g.num == w.num and list(g.bucket) == list(w.bucket)
+        np.testing.assert_allclose(list(g.bucket_limit), list(w.bucket_limit), rtol=1e-6)
+        np.testing.assert_allclose([g.min, g.max, g.sum, g.sum_squares], [w.min, w.max, w.sum, w.sum_squares],
+                                   rtol=1e-5)
+    # add_scalars: one sub-folder per scalar, named as torch names them
+    def subfolders(p):
+        return sorted(d for d in os.listdir(p) if os.path.isdir(p / d))
+    assert subfolders(tmp_path / "tg") == subfolders(tmp_path / "pt") == ["run_a", "run_b"]
+    for sub in ("run_a", "run_b"):
+        assert read(tmp_path / "tg" / sub)["scalars"] == read(tmp_path / "pt" / sub)["scalars"]
+
+
+def test_default_log_dir_and_purge_step(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    from tapegrad.utils.tensorboard import SummaryWriter
+    w = SummaryWriter(comment="_lr0.1", purge_step=2)
+    w.add_scalar("x", 1.0, 3)
+    w.close()
+    w.close()  # a second close does nothing, as torch's
+    runs = os.listdir(tmp_path / "runs")
+    assert len(runs) == 1 and runs[0].endswith("_lr0.1")
+    assert read(tmp_path / "runs" / runs[0])["scalars"] == {"x": [(3, 1.0)]}
+
+
+def test_what_is_not_written_is_a_clear_error(tmp_path):
+    from tapegrad.utils.tensorboard import SummaryWriter
+    with SummaryWriter(str(tmp_path)) as w:
+        for name in ("add_graph", "add_image", "add_figure", "add_embedding", "add_hparams"):
+            with pytest.raises(NotImplementedError, match=name):
+                getattr(w, name)(None, None)
+
+
+def test_without_tensorboard_the_error_names_the_extra():
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    code = ("import sys; sys.modules['tensorboard'] = None\n"
+            "import tapegrad; tapegrad.install_as_torch()\n"
+            "try:\n    from torch.utils.tensorboard import SummaryWriter\n"
+            "except ImportError as e:\n    print(type(e).__name__, e)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, PYTHONPATH=root))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("ImportError") and 'pip install "tapegrad[tensorboard]"' in r.stdout
