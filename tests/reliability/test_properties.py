@@ -138,6 +138,28 @@ def _double_backward(L, x, R):
     return g * g  # its backward differentiates the backward of slice and flip (scatter_flat, gather_flat)
 
 
+def _lstm_cell(L, gx, gh, c):
+    """One LSTM step (gates i, f, g, o) returning h' * c', which reads both fused rows (ops/rnn.py)."""
+    if L is torch:
+        i, f, g, o = (gx + gh).chunk(4, 1)
+        c2 = f.sigmoid() * c + i.sigmoid() * g.tanh()
+        return o.sigmoid() * c2.tanh() * c2
+    from tapegrad.ops.rnn import lstm_cell_step
+    h2, c2 = lstm_cell_step(gx, gh, c)
+    return h2 * c2
+
+
+def _gru_cell(L, gi, gh, h):
+    """One GRU step (gates r, z, n as torch's)."""
+    if L is torch:
+        ir, iz, i_n = gi.chunk(3, 1)
+        hr, hz, hn = gh.chunk(3, 1)
+        r, z = (ir + hr).sigmoid(), (iz + hz).sigmoid()
+        return (1 - z) * (i_n + r * hn).tanh() + z * h
+    from tapegrad.ops.rnn import gru_cell_step
+    return gru_cell_step(gi, gh, h)
+
+
 CASES = {
     **_elementwise_cases(),
     # reductions
@@ -247,7 +269,11 @@ CASES = {
     "diag_embed": lambda L, x, R: L.diag(x[0], 1),
     "sparse_mm": lambda L, x, R: L.spmm(L.sparse_coo_tensor(
         L.stack([R.ints((5,), 0, 3), R.ints((5,), 0, x.shape[0])]), R.leaf((5,)), (3, x.shape[0])), x),
-    # layers (issue 19)
+    # layers (issue 19); the fused cell rows against torch's gate formulas, with x as the input gates
+    "lstm_cell": lambda L, x, R: _lstm_cell(L, x.repeat(1, 4), R.leaf((x.shape[0], 4 * x.shape[1])),
+                                            R.leaf(tuple(x.shape))),
+    "gru_cell": lambda L, x, R: _gru_cell(L, x.repeat(1, 3), R.leaf((x.shape[0], 3 * x.shape[1])),
+                                          R.leaf(tuple(x.shape))),
     "conv": lambda L, x, R: F(L).conv1d(x.unsqueeze(0), R.leaf((2, x.shape[0], 2)), R.leaf((2,)), padding=1),
     "max_pool": lambda L, x, R: F(L).max_pool1d(x.unsqueeze(0), 2, 1, 1),
     "layer_norm": lambda L, x, R: F(L).layer_norm(x, (x.shape[1],), R.leaf((x.shape[1],)), R.leaf((x.shape[1],))),
