@@ -27,6 +27,8 @@ def _shape(size):
                             f"{type(s).__name__}")
         if s < 0:
             raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(size)}")
+    if math.prod(size) > 2 ** 63 - 1:  # NumPy's ValueError otherwise
+        raise RuntimeError(f"Storage size calculation overflowed with sizes={list(size)}")
     return tuple(int(s) for s in size)
 
 
@@ -79,7 +81,13 @@ def BoolTensor(*args):
 
 def zeros(*size_args, size=None, dtype=None, device=None, requires_grad=False, out=None):
     _check_device(device)
-    return _finish(np.zeros(_shape(size_args if size is None else (size,)), _float(dtype)), None, requires_grad)
+    try:
+        shape = _shape(size_args if size is None else (size,))
+    except RuntimeError as e:
+        if "negative dimension" in str(e):  # torch's zeros has its own words for it
+            raise RuntimeError("zeros: Dimension size must be non-negative.") from None
+        raise
+    return _finish(np.zeros(shape, _float(dtype)), None, requires_grad)
 
 
 def ones(*size_args, size=None, dtype=None, device=None, requires_grad=False, out=None):
@@ -97,10 +105,19 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
     if dtype is None:
         dtype = (_dtype.bool if isinstance(fill_value, bool) else
                  _dtype.int64 if isinstance(fill_value, (int, np.integer)) else _dtype.default_float)
-    return _finish(np.full(_shape((size,)), fill_value, _dtype.to_numpy_dtype(dtype)), None, requires_grad)
+    np_dtype = _dtype.to_numpy_dtype(dtype)
+    try:
+        data = np.full(_shape((size,)), fill_value, np_dtype)
+    except OverflowError:  # a Python int outside the dtype (NumPy's OverflowError)
+        name = "int" if np_dtype == np.int32 else np_dtype.name + "_t"  # torch names the C++ type
+        raise RuntimeError(f"value cannot be converted to type {name} without overflow") from None
+    return _finish(data, None, requires_grad)
 
 
 def eye(n, m=None, dtype=None, device=None, requires_grad=False):
+    for name, v in (("n", n), ("m", m)):
+        if v is not None and v < 0:  # NumPy's ValueError otherwise
+            raise RuntimeError(f"{name} must be greater or equal to 0, got {v}")
     _check_device(device)
     return _finish(np.eye(n, n if m is None else m, dtype=_float(dtype)), None, requires_grad)
 
@@ -115,11 +132,19 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
     if dtype is None:
         dtype = _dtype.default_float if any(isinstance(v, float) for v in vals) else _dtype.int64
     n = max(0, math.ceil((end - start) / step))
-    data = (start + np.arange(n, dtype=np.float64) * step).astype(_dtype.to_numpy_dtype(dtype))
+    if n > 2 ** 63 - 1:  # NumPy's ValueError otherwise
+        raise RuntimeError("invalid size, possible overflow?")
+    np_dtype = _dtype.to_numpy_dtype(dtype)
+    if np_dtype.kind in "iu" and all(isinstance(v, (int, np.integer)) for v in vals):
+        data = (int(start) + np.arange(n, dtype=np.int64) * int(step)).astype(np_dtype)  # exact past 2**53
+    else:
+        data = (start + np.arange(n, dtype=np.float64) * step).astype(np_dtype)
     return _finish(data, None, requires_grad)
 
 
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
+    if steps < 0:  # NumPy's ValueError otherwise
+        raise RuntimeError("number of steps must be non-negative")
     _check_device(device)
     return _finish(np.linspace(start, end, steps, dtype=np.float64).astype(_float(dtype)), None, requires_grad)
 

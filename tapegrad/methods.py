@@ -262,6 +262,11 @@ def setitem(self, key, value):
     mask[k] = True
     index_map = np.arange(target.size).reshape(target.shape)[k]
     v = ops.expand(ops.to_dtype(v, self.dtype), index_map.shape)
+    flat = index_map.reshape(-1)
+    last = flat.size - 1 - np.unique(flat[::-1], return_index=True)[1]
+    if last.size < flat.size:  # duplicate indices: the last write wins, as torch's, never a sum
+        last.sort()
+        v, index_map = ops.index_select(v.reshape(-1), 0, _new(last)), flat[last]
     placed = ops.scatter_flat(v, index_map, target.shape)
     _inplace(self, ops.masked_fill(self, _new(mask), 0.0) + placed)
 

@@ -121,7 +121,7 @@ unary("cos",     np.cos,                                             "-g * sin(x
 unary("tan",     np.tan,                                             "g * (1 + y * y)")
 unary("tanh",    np.tanh,                                            "g * (1 - y * y)")
 unary("sigmoid", lambda x, c, c2: _sigmoid(x),                       "g * y * (1 - y)")
-unary("relu",    lambda x, c, c2: np.maximum(x, 0),                  "where(y <= 0, 0 * g, g)")  # NaN passes g
+unary("relu",    lambda x, c, c2: np.maximum(x, 0),                  "_with_input(where(y <= 0, 0 * g, g), y)")  # NaN passes g
 unary("abs",     np.abs,                                             "g * sign(x)")
 unary("reciprocal", np.reciprocal,                                   "-g * y * y")
 unary("square",  lambda x, c, c2: np.square(x.astype(np.int64) if x.dtype == np.bool_ else x),                      "2 * g * x", grad_fn="PowBackward0")
@@ -147,7 +147,7 @@ unary("silu",    lambda x, c, c2: x * _sigmoid(x),                   "g * sigmoi
 # c = beta, c2 = threshold: linear above threshold, as torch's softplus
 unary("softplus", lambda x, c, c2: np.where(x * c > c2, x, np.logaddexp(0, c * x) / c),
       "where(x * c > c2, g, g * sigmoid(c * x))")
-unary("leaky_relu", lambda x, c, c2: np.where(x > 0, x, x * c),      "where(x > 0, g, g * c)")
+unary("leaky_relu", lambda x, c, c2: np.where(x > 0, x, x * c),      "_with_input(where(x > 0, g, g * c), x)")
 unary("elu",     lambda x, c, c2: np.where(x > 0, x, c * np.expm1(np.minimum(x, 0))), "where(x > 0, g, g * (y + c))")  # NaN in, NaN out
 unary("hardtanh", lambda x, c, c2: np.clip(x, c, c2),                "where((x <= c) | (x >= c2), 0 * g, g + 0 * x)")  # NaN in, NaN out
 unary("clamp",   lambda x, c, c2: np.minimum(np.maximum(x, c), c2),  "where((x >= c) & (x <= c2), g, 0 * g)",
@@ -160,6 +160,8 @@ def _power(a, b):
     3.7 us for 1,000 float64), and NumPy special-cases only 2, 0.5 and -1."""
     if type(b) in (int, float) and b == 3 and a.dtype.kind == "f":
         return a * a * a
+    if type(b) in (int, float) and b == -0.5 and a.dtype.kind == "f":
+        return 1 / np.sqrt(a)  # torch's rsqrt: -inf at -0.0 (pow gives +inf), so x ** 0.5's gradient there too
     return np.power(a, b)
 
 
@@ -167,14 +169,16 @@ binary("add", np.add,           "g",     "g")
 binary("sub", np.subtract,      "g",     "-g", st="RsubBackward1")
 binary("mul", np.multiply,      "g * b", "g * a")
 binary("div", np.true_divide,   "g / b", "-g * y / b")
-binary("pow", _power,           "g * b * a ** (b - 1)",
+binary("pow", _power,           "g * _select(b == 0, 0 * b, b * a ** (b - 1))",  # torch: 0 for x ** 0, even at 0, NaN
        "where((a == 0) & (b >= 0), 0 * g, g * y * log(a))", grad_fn="PowBackward1", ts="PowBackward0",
        st="PowBackward2")
-binary("maximum", np.maximum,   "where(a > b, g, where(a == b, 0.5 * g, 0 * g))",
-       "where(b > a, g, where(a == b, 0.5 * g, 0 * g))")
-binary("minimum", np.minimum,   "where(a < b, g, where(a == b, 0.5 * g, 0 * g))",
-       "where(b < a, g, where(a == b, 0.5 * g, 0 * g))")
-binary("atan2", np.arctan2,     "g * b / (a * a + b * b)", "-g * a / (a * a + b * b)")
+# a NaN operand passes g to both sides, as torch's (its rule masks only where the other side is larger)
+binary("maximum", np.maximum,   "where(a < b, 0 * g, where(a == b, 0.5 * g, g))",
+       "where(b < a, 0 * g, where(a == b, 0.5 * g, g))")
+binary("minimum", np.minimum,   "where(a > b, 0 * g, where(a == b, 0.5 * g, g))",
+       "where(b > a, 0 * g, where(a == b, 0.5 * g, g))")
+binary("atan2", np.arctan2,     "where((a == 0) & (b == 0), 0 * g, g * b / (a * a + b * b))",  # torch: 0 at (0, 0)
+       "where((a == 0) & (b == 0), 0 * g, -g * a / (a * a + b * b))")
 
 
 # -- Structural ops: compiled adjoints written by hand in kernels/runtime.py -------------------------
@@ -410,7 +414,15 @@ def _vjp_amax(ctx, g, inputs, out):
     """Ties share the gradient equally (torch's scale_grad_by_count)."""
     x, = inputs
     g, y = _keep(g, ctx.keep), _keep(out, ctx.keep)
-    mask = (x == y).to(x.dtype)
+    mask = (x == y).to(x.dtype)  # a NaN extreme matches nothing: NaN gradients, as torch's amax
+    return (mask * (g / mask.sum(ctx.dims, keepdim=True)),)
+
+
+def _vjp_max_all(ctx, g, inputs, out):
+    """max() and min() of all elements: torch's evenly_distribute_backward, where a NaN result counts the NaNs."""
+    x, = inputs
+    g, y = _keep(g, ctx.keep), _keep(out, ctx.keep)
+    mask = ((x == y) | (x.isnan() & y.isnan())).to(x.dtype)
     return (mask * (g / mask.sum(ctx.dims, keepdim=True)),)
 
 
@@ -445,8 +457,8 @@ def _vjp_vector_norm(ctx, g, inputs, out):
     if p == 2:
         return (T.where(y == 0, 0.0, g / y) * x,)
     if math.isinf(p):
-        mask = (x.abs() == y).to(x.dtype)
-        return (x.sign() * mask * (g / mask.sum(ctx.dims, keepdim=True)),)
+        mask = (x.abs() == y).to(x.dtype)  # a NaN row matches nothing: zeros, as torch (not 0 / 0)
+        return (x.sign() * mask * (g / mask.sum(ctx.dims, keepdim=True).clamp_min(1.0)),)
     if p < 1:
         scaled = T.where(x == 0, 0.0, x.sign() * x.abs() ** (p - 1))
         return (scaled * g * y ** (1 - p),)
@@ -460,8 +472,8 @@ python("var", "VarBackward0", None, _vjp_var, saves=1)
 python("std", "StdBackward0", None, _vjp_std, saves=1 | SAVES_OUT)
 python("amax", "AmaxBackward0", None, _vjp_amax, saves=1 | SAVES_OUT)
 python("amin", "AminBackward0", None, _vjp_amax, saves=1 | SAVES_OUT)
-python("max_all", "MaxBackward1", None, _vjp_amax, saves=1 | SAVES_OUT)
-python("min_all", "MinBackward1", None, _vjp_amax, saves=1 | SAVES_OUT)
+python("max_all", "MaxBackward1", None, _vjp_max_all, saves=1 | SAVES_OUT)
+python("min_all", "MinBackward1", None, _vjp_max_all, saves=1 | SAVES_OUT)
 python("softmax", "SoftmaxBackward0", None, _vjp_softmax, saves=SAVES_OUT)
 python("log_softmax", "LogSoftmaxBackward0", None, _vjp_log_softmax, saves=SAVES_OUT)
 python("logsumexp", "LogsumexpBackward0", None, _vjp_logsumexp, saves=1 | SAVES_OUT)

@@ -23,12 +23,22 @@ def as_array(data, dtype=None):
         a = np.asarray(data)
         if a.dtype.kind == "f":
             np_dtype = _dtype.default_float.np  # torch.tensor([1.5]): Python floats take the default dtype
-        elif a.dtype.kind in "iu":
+            if a.size and not np.all(np.abs(a) < 2.0 ** 63) and not any(
+                    isinstance(v, (float, np.floating)) for v in _flat(data if isinstance(data, (list, tuple)) else [data])):
+                raise ValueError("Overflow when unpacking long long")  # ints only, one past int64 (NumPy: float)
+        elif a.dtype.kind in "iu" or (a.dtype.kind == "O" and any(type(v) is int for v in a.flat)):
+            if a.dtype == np.uint64 or a.dtype.kind == "O":  # a Python int outside int64: torch's error
+                raise ValueError("Overflow when unpacking long long")
             np_dtype = np.int64
         elif a.dtype.kind not in "b":
             raise TypeError(f"Could not infer dtype of {type(data).__name__}")
         data = a
-    a = np.array(data, dtype=np_dtype, order="C", copy=True)
+    try:
+        a = np.array(data, dtype=np_dtype, order="C", copy=True)
+    except OverflowError:  # a Python int outside the dtype's range
+        if np.dtype(np_dtype) == np.int64:
+            raise ValueError("Overflow when unpacking long long") from None
+        raise RuntimeError(f"value cannot be converted to type {np.dtype(np_dtype).name} without overflow") from None
     if a.dtype.byteorder not in "=|":
         a = a.astype(a.dtype.newbyteorder("="))
     _dtype.from_numpy_dtype(a.dtype)  # torch's error for unsupported dtypes (object, complex, strings)

@@ -19,7 +19,7 @@ from math import cos, cosh, exp, log, sin, sinh, sqrt  # noqa: F401
 from numba import njit
 
 from .memory import JIT
-from .scalar import erf, power, sigmoid, sign, where  # noqa: F401
+from .scalar import _select, _with_input, erf, power, sigmoid, sign, where  # noqa: F401
 '''
 
 
@@ -110,7 +110,8 @@ def generator_main(argv, prog, description, target, make_source, after_write=Non
 
 def _drop_runtime_cache():
     # Numba's cache of runtime.py (which inlines these kernels) does not notice that they changed.
-    for stale in (TARGET.parent / "__pycache__").glob("runtime.*.nb[ic]"):
+    for stale in [*(TARGET.parent / "__pycache__").glob("runtime.*.nb[ic]"),
+                  *(TARGET.parent / "__pycache__").glob("elementwise.*.nb[ic]")]:  # scalar.py inlined too
         stale.unlink(missing_ok=True)
 
 

@@ -5,7 +5,7 @@ from math import cos, cosh, exp, log, sin, sinh, sqrt  # noqa: F401
 from numba import njit
 
 from .memory import JIT
-from .scalar import erf, power, sigmoid, sign, where  # noqa: F401
+from .scalar import _select, _with_input, erf, power, sigmoid, sign, where  # noqa: F401
 
 
 @njit(**JIT)
@@ -59,7 +59,7 @@ def unary(op, X, Y, G, GX, c, c2):
         for i in range(n):
             y = Y[i]
             g = G[i]
-            GX[i] += where(y <= 0, 0 * g, g)
+            GX[i] += _with_input(where(y <= 0, 0 * g, g), y)
     elif op == 13:  # abs
         for i in range(n):
             x = X[i]
@@ -169,7 +169,7 @@ def unary(op, X, Y, G, GX, c, c2):
         for i in range(n):
             x = X[i]
             g = G[i]
-            GX[i] += where(x > 0, g, g * c)
+            GX[i] += _with_input(where(x > 0, g, g * c), x)
     elif op == 36:  # elu
         for i in range(n):
             x = X[i]
@@ -228,7 +228,7 @@ def unary(op, X, Y, G, GX, c, c2):
         for i in range(n):
             x = X[i]
             g = G[i]
-            GX[i] += g * c * power(x, c - 1)
+            GX[i] += g * _select(c == 0, 0 * c, c * power(x, c - 1))
     elif op == 54:  # pow_st
         for i in range(n):
             x = X[i]
@@ -239,32 +239,32 @@ def unary(op, X, Y, G, GX, c, c2):
         for i in range(n):
             x = X[i]
             g = G[i]
-            GX[i] += where(x > c, g, where(x == c, 0.5 * g, 0 * g))
+            GX[i] += where(x < c, 0 * g, where(x == c, 0.5 * g, g))
     elif op == 57:  # maximum_st
         for i in range(n):
             x = X[i]
             g = G[i]
-            GX[i] += where(x > c, g, where(c == x, 0.5 * g, 0 * g))
+            GX[i] += where(x < c, 0 * g, where(c == x, 0.5 * g, g))
     elif op == 59:  # minimum_ts
         for i in range(n):
             x = X[i]
             g = G[i]
-            GX[i] += where(x < c, g, where(x == c, 0.5 * g, 0 * g))
+            GX[i] += where(x > c, 0 * g, where(x == c, 0.5 * g, g))
     elif op == 60:  # minimum_st
         for i in range(n):
             x = X[i]
             g = G[i]
-            GX[i] += where(x < c, g, where(c == x, 0.5 * g, 0 * g))
+            GX[i] += where(x > c, 0 * g, where(c == x, 0.5 * g, g))
     elif op == 62:  # atan2_ts
         for i in range(n):
             x = X[i]
             g = G[i]
-            GX[i] += g * c / (x * x + c * c)
+            GX[i] += where((x == 0) & (c == 0), 0 * g, g * c / (x * x + c * c))
     elif op == 63:  # atan2_st
         for i in range(n):
             x = X[i]
             g = G[i]
-            GX[i] += -g * c / (c * c + x * x)
+            GX[i] += where((c == 0) & (x == 0), 0 * g, -g * c / (c * c + x * x))
     elif op == 81:  # gelu_tanh
         for i in range(n):
             x = X[i]
@@ -361,7 +361,7 @@ def binary(op, A, B, Y, G, GA, GB, IA, IB, outer, inner, ao, aj, bo, bj, need_a,
                 y = Y[k]
                 g = G[k]
                 if need_a:
-                    GA[ia] += g * b * power(a, b - 1)
+                    GA[ia] += g * _select(b == 0, 0 * b, b * power(a, b - 1))
                 if need_b:
                     GB[ib] += where((a == 0) & (b >= 0), 0 * g, g * y * log(a))
     elif op == 55:  # maximum
@@ -374,9 +374,9 @@ def binary(op, A, B, Y, G, GA, GB, IA, IB, outer, inner, ao, aj, bo, bj, need_a,
                 b = B[ib]
                 g = G[k]
                 if need_a:
-                    GA[ia] += where(a > b, g, where(a == b, 0.5 * g, 0 * g))
+                    GA[ia] += where(a < b, 0 * g, where(a == b, 0.5 * g, g))
                 if need_b:
-                    GB[ib] += where(b > a, g, where(a == b, 0.5 * g, 0 * g))
+                    GB[ib] += where(b < a, 0 * g, where(a == b, 0.5 * g, g))
     elif op == 58:  # minimum
         for o in range(outer):
             for j in range(inner):
@@ -387,9 +387,9 @@ def binary(op, A, B, Y, G, GA, GB, IA, IB, outer, inner, ao, aj, bo, bj, need_a,
                 b = B[ib]
                 g = G[k]
                 if need_a:
-                    GA[ia] += where(a < b, g, where(a == b, 0.5 * g, 0 * g))
+                    GA[ia] += where(a > b, 0 * g, where(a == b, 0.5 * g, g))
                 if need_b:
-                    GB[ib] += where(b < a, g, where(a == b, 0.5 * g, 0 * g))
+                    GB[ib] += where(b > a, 0 * g, where(a == b, 0.5 * g, g))
     elif op == 61:  # atan2
         for o in range(outer):
             for j in range(inner):
@@ -400,6 +400,6 @@ def binary(op, A, B, Y, G, GA, GB, IA, IB, outer, inner, ao, aj, bo, bj, need_a,
                 b = B[ib]
                 g = G[k]
                 if need_a:
-                    GA[ia] += g * b / (a * a + b * b)
+                    GA[ia] += where((a == 0) & (b == 0), 0 * g, g * b / (a * a + b * b))
                 if need_b:
-                    GB[ib] += -g * a / (a * a + b * b)
+                    GB[ib] += where((a == 0) & (b == 0), 0 * g, -g * a / (a * a + b * b))

@@ -12,6 +12,13 @@ def where(cond, a, b):
 
 
 @njit(inline="always", **JIT)
+def _select(cond, a, b):
+    """where(), for a condition that may be a constant's (`c == 0`): on Tensors that picks a branch in Python
+    instead of recording a constant condition (which tapegrad.compile cannot replay)."""
+    return a if cond else b
+
+
+@njit(inline="always", **JIT)
 def sign(x):
     return (x > 0) - (x < 0)  # sign(nan) is nan in torch; the derivative that uses it is 0 there anyway
 
@@ -36,4 +43,14 @@ def power(x, e):
         return x
     if e == 3.0:
         return x * x * x
+    if e == -0.5:
+        return 1.0 / math.sqrt(x)  # torch's rsqrt: -inf at -0.0 (x ** -0.5 is +inf there)
     return x ** e
+
+
+@njit(inline="always", **JIT)
+def _with_input(v, x):
+    """v. On Tensors (create_graph), v recorded as a function of x with a zero derivative, as torch's
+    threshold_backward depends on its input: a gradient through relu then requires grad, and its own
+    gradient is zeros (a Hessian of a ReLU network)."""
+    return v

@@ -6,7 +6,7 @@ never sees a bad shape or index.
 """
 from ._common import _dim, _dims, _tensor, broadcast_shape, detach, to_dtype  # noqa: F401
 from .elementwise import *  # noqa: F401,F403
-from .elementwise import _clamp  # noqa: F401
+from .elementwise import _clamp, _select, _with_input  # noqa: F401
 from .reduce import *  # noqa: F401,F403
 from .shape import *  # noqa: F401,F403
 from .shape import _gather, _index_key, _index_map  # noqa: F401

@@ -126,7 +126,9 @@ def _sizes(sizes):
     return tuple(int(s) for s in sizes)
 
 
-def _tensor_tensor(op, forward, a, b):
+def _tensor_tensor(op, forward, a, b, to_float=False, check=None):
+    """`to_float`: the result is floating point for integer operands too (true division, atan2), in the
+    default dtype (float32 unless set) as torch computes it; `check(a, b)`: torch's dtype errors, off the hot path."""
     da, db = a._data, b._data
     if da.dtype == db.dtype and da.dtype.kind == "f":  # the hot path: no promotion; NumPy checks the shapes
         try:
@@ -135,14 +137,28 @@ def _tensor_tensor(op, forward, a, b):
             broadcast_shape(da.shape, db.shape)  # raises torch's error
             raise
         return _record(op, out, (a, b))
+    if check is not None:
+        check(a, b)
     shape = broadcast_shape(a._data.shape, b._data.shape)
     dt = _dtype.result_type(a._data, b._data)
+    if to_float and dt.kind != "f":
+        dt = _dtype.default_float.np
     if dt.kind != "f":
-        return _new(np.asarray(forward(a._data, b._data)).astype(dt, copy=False))
+        return _new(np.asarray(_integer(forward, a._data, b._data)).astype(dt, copy=False))
     a, b = _to_dtype(a, dt), _to_dtype(b, dt)
     out = forward(a._data, b._data)
     assert out.shape == shape
     return _record(op, out, (a, b))
+
+
+def _integer(forward, a, b):
+    """An integer op's NumPy forward, with NumPy's errors in torch's type and words."""
+    try:
+        return forward(a, b)
+    except ValueError as e:
+        if "negative integer powers" in str(e):
+            raise RuntimeError("Integers to negative integer powers are not allowed.") from None
+        raise
 
 
 

@@ -5,12 +5,35 @@ import numpy as np
 
 from .. import _dtype, _strides
 from ..tensor import Tensor, _new, as_array
-from ._common import OPS, _float, _is_scalar, _record, _tensor, _tensor_tensor, _to_dtype, broadcast_shape
+from ._common import OPS, _float, _integer, _is_scalar, _record, _tensor, _tensor_tensor, _to_dtype, broadcast_shape
 from .. import registry
 
 
 _KEEPS_INT = {"neg", "abs", "sign", "relu", "floor", "ceil", "round", "trunc", "square", "clamp", "clamp_min",
               "clamp_max", "hardtanh", "copy"}
+
+
+# torch's errors for ops it does not define on bool or integer tensors (its kernel's name, its dtype's word)
+_BOOL_ERRORS = {
+    "neg": (RuntimeError, "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to "
+                          "invert a mask, use the `~` or `logical_not()` operator instead."),
+    "relu": (RuntimeError, "Boolean inputs not supported for relu"),
+    "hardtanh": (RuntimeError, "Bool inputs not supported for hardtanh"),
+    **{n: (NotImplementedError, f'"{n}_vml_cpu" not implemented for \'Bool\'') for n in ("round", "trunc", "floor", "ceil")},
+    "abs": (NotImplementedError, '"abs_cpu" not implemented for \'Bool\''),
+}
+_FLOAT_KERNELS = {"gelu": "GeluKernelImpl", "gelu_tanh": "GeluKernelImpl", "silu": "silu_cpu", "elu": "elu_cpu",
+                  "leaky_relu": "leaky_relu_cpu", "softplus": "softplus_cpu"}
+_DTYPE_WORDS = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+
+
+def _refuse_integer(name, np_dtype):
+    """Raise torch's error where torch has no kernel for an op on this bool or integer dtype."""
+    if np_dtype == np.bool_ and name in _BOOL_ERRORS:
+        kind, message = _BOOL_ERRORS[name]
+        raise kind(message)
+    if name in _FLOAT_KERNELS:
+        raise NotImplementedError(f'"{_FLOAT_KERNELS[name]}" not implemented for \'{_DTYPE_WORDS[np_dtype.name]}\'')
 
 
 def _make_unary(name):
@@ -21,6 +44,9 @@ def _make_unary(name):
     def fn(input, c=0.0, c2=0.0):
         x = input if type(input) is Tensor else _tensor(input)
         if x._data.dtype.kind != "f":
+            _refuse_integer(name, x._data.dtype)
+            if name == "sign" and x._data.dtype == np.bool_:
+                return _new(x._data.copy())
             if keeps_int:
                 out = np.asarray(forward(x._data, c, c2))
                 return _new(out.astype(np.float32) if out.dtype.kind == "f" else out)  # float bounds: float32
@@ -31,14 +57,16 @@ def _make_unary(name):
     return fn
 
 
-def _make_binary(name, commutative=False):
+def _make_binary(name, commutative=False, to_float=False, check=None):
+    """`to_float`: the result is floating point for integer and bool operands too (true division, atan2);
+    `check(input, other)`: torch's dtype errors, run off the hot path (float operands never need it)."""
     op, ts, st = OPS[name], OPS[name + "_ts"], OPS[name + "_st"]
     forward = op.forward
 
     def fn(input, other):
         if isinstance(input, Tensor):  # the hot paths first: tensor op tensor, tensor op Python number
             if isinstance(other, Tensor):
-                return _tensor_tensor(op, forward, input, other)
+                return _tensor_tensor(op, forward, input, other, to_float, check)
             tp = type(other)
             if (tp is float or tp is int) and input._data.dtype.kind == "f":
                 return _record(ts, forward(input._data, other), (input,), float(other))
@@ -47,16 +75,20 @@ def _make_binary(name, commutative=False):
             if (tp is float or tp is int) and other._data.dtype.kind == "f":
                 sop, c = (ts if commutative else st), float(input)
                 return _record(sop, sop.forward(other._data, c, 0.0), (other,), c)
+        if check is not None:
+            check(input, other)
         if _is_scalar(other):
             x, sop, c = _tensor(input), ts, other
         elif _is_scalar(input):
             x, sop, c = _tensor(other), (ts if commutative else st), input
         else:
-            return _tensor_tensor(op, forward, _tensor(input), _tensor(other))
+            return _tensor_tensor(op, forward, _tensor(input), _tensor(other), to_float, check)
         dt = _dtype.result_type(x._data, c)
+        if to_float and dt.kind != "f":
+            dt = _dtype.default_float.np
         if dt.kind != "f":  # integer or bool arithmetic: nothing to differentiate
             a, b = (x._data, c) if sop is ts else (c, x._data)
-            return _new(np.asarray(forward(a, b), dtype=dt))
+            return _new(np.asarray(_integer(forward, a, b), dtype=dt))
         x = _to_dtype(x, dt)
         c = float(c)
         return _record(sop, sop.forward(x._data, c, 0.0), (x,), c)
@@ -68,11 +100,29 @@ def _make_binary(name, commutative=False):
 for _op in registry.OPS:
     if _op.kind == registry.K_UNARY and not _op.name.endswith(("_ts", "_st")):
         globals()[_op.name] = _make_unary(_op.name)
+def _is_bool(v):
+    return v._data.dtype == np.bool_ if isinstance(v, Tensor) else isinstance(v, (bool, np.bool_))
+
+
+def _no_bool_subtraction(input, other):
+    if _is_bool(input) and _is_bool(other) and isinstance(input, Tensor) and isinstance(other, Tensor):
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
+                           "`logical_xor()` operator instead.")
+    if _is_bool(input) or _is_bool(other):
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying "
+                           "to invert a mask, use the `~` or `logical_not()` operator instead.")
+
+
+def _no_bool_power(input, other):
+    if isinstance(other, Tensor) and _is_bool(other) and _is_bool(input):
+        raise NotImplementedError('"pow" not implemented for \'Bool\'')
+
+
 mul = _make_binary("mul", commutative=True)
 maximum = _make_binary("maximum", commutative=True)
 minimum = _make_binary("minimum", commutative=True)
 _add = _make_binary("add", commutative=True)  # the operators call these two directly: no alpha to check
-_sub = _make_binary("sub")
+_sub = _make_binary("sub", check=_no_bool_subtraction)
 
 
 def _times_alpha(input, other, alpha):
@@ -96,9 +146,9 @@ def sub(input, other, *, alpha=1):
     return _sub(input, other if alpha == 1 and alpha is not True else _times_alpha(input, other, alpha))
 
 
-div = _make_binary("div")
-pow = _make_binary("pow")
-atan2 = _make_binary("atan2")
+div = _make_binary("div", to_float=True)
+pow = _make_binary("pow", check=_no_bool_power)
+atan2 = _make_binary("atan2", to_float=True)
 _clamp = globals()["clamp"]
 
 
@@ -132,6 +182,10 @@ def elu(input, alpha=1.0):
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0):
+    if isinstance(input, Tensor) and input._data.dtype.kind == "u" and min(min_val, max_val) < 0:
+        raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
+    if isinstance(input, Tensor) and input._data.dtype == np.bool_:
+        _refuse_integer("hardtanh", input._data.dtype)
     if isinstance(input, Tensor) and input._data.dtype.kind in "iu":  # torch keeps the integer type
         return globals()["_hardtanh"](input, int(min_val), int(max_val))
     return globals()["_hardtanh"](input, float(min_val), float(max_val))
@@ -143,6 +197,23 @@ def softplus(input, beta=1.0, threshold=20.0):
 
 for _name in ("leaky_relu", "elu", "hardtanh", "softplus"):
     globals()["_" + _name] = _make_unary(_name)
+
+
+def _select(cond, a, b):
+    """where() in a derivative expression whose condition may be a constant's Python bool (`c == 0`)."""
+    if isinstance(cond, (bool, np.bool_)):
+        return a if cond else b
+    return where(cond, a, b)
+
+
+def _with_input(v, x):
+    """v, recorded as a function of x with a zero derivative (the derivative expressions' `_with_input`, as torch's
+    threshold_backward depends on its input): where(True, v, x) gives x a gradient of zeros."""
+    if not isinstance(x, Tensor) or not x._requires_grad:
+        return v
+    v = _tensor(v, like=x)
+    shape = broadcast_shape(v.shape, x.shape)
+    return where(_new(np.ones(shape, np.bool_)), v, x)
 
 
 def clone(input):

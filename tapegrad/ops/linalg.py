@@ -248,6 +248,8 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     def red(fn, a):
         return np.asarray(fn(a) if a.ndim == 0 else fn(a, axis=dims, keepdims=keepdim))
     a = np.abs(data)
+    if a.dtype == np.float16:  # torch accumulates a half norm in float32 (300 ** 2 overflows float16)
+        a = a.astype(np.float32)
     with np.errstate(all="ignore"):
         if p == 2:
             out = np.sqrt(red(np.sum, a * a))
@@ -258,9 +260,9 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
         elif p == -math.inf:
             out = red(np.min, a)
         elif p == 0:
-            out = red(np.sum, (a != 0).astype(data.dtype))
+            out = red(np.sum, (a != 0).astype(a.dtype))
         else:
-            out = red(np.sum, a ** data.dtype.type(p)) ** data.dtype.type(1.0 / p)
+            out = red(np.sum, a ** a.dtype.type(p)) ** a.dtype.type(1.0 / p)
     keep = tuple(1 if d in dims else s for d, s in enumerate(x.shape))
     if p == 2 and dim is None and not keepdim:  # the registry's plain 2-norm
         return _record(OPS["norm"], out.astype(data.dtype, copy=False), (x,))

@@ -88,6 +88,10 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     reduction = _reduction(reduction)
     x, t, _ = _pair(input, target)
+    if delta > 0:  # delta * smooth_l1 with beta = delta: its rule gives sign(d) at d = +-inf, as torch (not NaN)
+        if weight is None:
+            return smooth_l1_loss(x, t, reduction=reduction, beta=delta) * float(delta)
+        return _reduce(smooth_l1_loss(x, t, reduction="none", beta=delta) * float(delta) * weight, reduction)
     d = abs(x - t)
     loss = where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta))
     return _reduce(loss * weight if weight is not None else loss, reduction)

@@ -20,8 +20,8 @@ def _reduce(name_all, name_dim, np_fn, input, dim, keepdim, dtype, scale_of):
     elif x._data.dtype.kind in "biu" and name_all == "mean_all":
         raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a floating point "
                            f"or complex dtype. Got: {_dtype_word(x._data)}")
-    elif x._data.dtype.kind in "b":
-        x = _new(x._data.astype(np.int64))
+    elif x._data.dtype.kind in "biu":  # torch sums bool and every integer type in int64
+        x = _int_to_long(x)
     dims = _dims(dim, x.ndim) if x.ndim else ()
     out = np.asarray(np_fn(x._data, axis=dims, keepdims=keepdim))
     if out.dtype != x._data.dtype:
@@ -105,7 +105,7 @@ def _int_to_long(x):
 
 
 def prod(input, dim=None, keepdim=False, dtype=None):
-    x = _int_to_long(_cast_arg(_tensor(input), dtype))
+    x = _cast_arg(_tensor(input), dtype) if dtype is not None else _int_to_long(_tensor(input))
     if dim is not None:
         if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
             raise TypeError(f"prod() received an invalid combination of arguments - got ({type(dim).__name__}), but "
@@ -138,8 +138,11 @@ def _var(name, input, dim, unbiased, keepdim, correction):
     dims = _rdims(dim, x.ndim)
     n = math.prod(x.shape[d] for d in dims)
     denom = builtins.max(0.0, n - c)
+    data = x._data
     with np.errstate(all="ignore"):
-        d = x._data - _np_reduce(np.mean, x._data, dims, True)
+        if n > 0 and data.ndim:  # shifted by each group's first element: equal values give exactly 0, never inf
+            data = data - data[tuple(slice(0, 1) if i in dims else slice(None) for i in range(data.ndim))]
+        d = data - _np_reduce(np.mean, data, dims, True)
         var = _np_reduce(np.sum, d * d, dims, keepdim) / x._data.dtype.type(denom)
         out = np.sqrt(var) if name == "std" else var
     ctx = Ctx(keep=_keep_shape(x.shape, dims), dims=dims, denom=denom)
@@ -239,6 +242,8 @@ def min(input, dim=None, keepdim=False, *, other=None):
 
 def _arg(name, np_fn, input, dim, keepdim):
     x = _tensor(input)
+    if x._data.dtype == np.bool_:
+        raise RuntimeError(f"{name}(): does not support bool input")
     if dim is None:
         if x._data.size == 0:
             raise IndexError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0.")
@@ -325,7 +330,7 @@ def log_softmax(input, dim=None, dtype=None, _stacklevel=3):
 
 
 def cumsum(input, dim, dtype=None):
-    x = _int_to_long(_cast_arg(_tensor(input), dtype))
+    x = _cast_arg(_tensor(input), dtype) if dtype is not None else _int_to_long(_tensor(input))
     d = _dim(dim, x.ndim)
     out = np.cumsum(x._data, axis=d, dtype=x._data.dtype) if x.ndim else x._data.copy()
     if x._data.dtype.kind != "f":
@@ -335,12 +340,14 @@ def cumsum(input, dim, dtype=None):
 
 def all(input, dim=None, keepdim=False):
     x = _tensor(input)
-    return _new(_np_reduce(np.all, x._data, _rdims(dim, x.ndim), keepdim and dim is not None))
+    out = _np_reduce(np.all, x._data, _rdims(dim, x.ndim), keepdim and dim is not None)
+    return _new(out.astype(np.uint8) if x._data.dtype == np.uint8 else out)  # torch keeps uint8 here
 
 
 def any(input, dim=None, keepdim=False):
     x = _tensor(input)
-    return _new(_np_reduce(np.any, x._data, _rdims(dim, x.ndim), keepdim and dim is not None))
+    out = _np_reduce(np.any, x._data, _rdims(dim, x.ndim), keepdim and dim is not None)
+    return _new(out.astype(np.uint8) if x._data.dtype == np.uint8 else out)  # torch keeps uint8 here
 
 
 __all__ = [n for n, v in list(globals().items()) if callable(v) and getattr(v, "__module__", None) == __name__

@@ -316,6 +316,8 @@ def chunk(input, chunks, dim=0):
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     d = _dim(dim, x.ndim)
+    if x.shape[d] == 0:  # torch: `chunks` empty chunks of an empty dim
+        return tuple(narrow(x, d, 0, 0) for _ in range(chunks))
     return split(x, builtins.max(1, -(-x.shape[d] // chunks)), d)
 
 
