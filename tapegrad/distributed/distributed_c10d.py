@@ -18,6 +18,7 @@ import pickle
 import sys
 import threading
 import time
+import traceback
 import warnings
 
 import numpy as np
@@ -221,13 +222,20 @@ def _abort_on_uncaught(exc_type, exc, tb):
     """sys.excepthook while a process group exists: print as usual, then end every rank (the others would block
     in their next collective until the timeout)."""
     hook = _state.excepthook or sys.__excepthook__
-    hook(exc_type, exc, tb)
-    if _state.world is not None and not issubclass(exc_type, KeyboardInterrupt):
-        rank = _mpi().COMM_WORLD.Get_rank()
-        sys.stderr.write(f"[rank{rank}]: tapegrad.distributed: uncaught {exc_type.__name__} on rank {rank}; "
-                         f"aborting all ranks (MPI_Abort).\n")
+    if _state.world is None or issubclass(exc_type, KeyboardInterrupt):
+        return hook(exc_type, exc, tb)
+    rank = _mpi().COMM_WORLD.Get_rank()
+    notice = (f"[rank{rank}]: tapegrad.distributed: uncaught {exc_type.__name__} on rank {rank}; "
+              f"aborting all ranks (MPI_Abort).\n")
+    sys.stderr.flush()
+    if hook is sys.__excepthook__:  # one write, so that the ranks' reports do not interleave on a shared stderr
+        report = "".join(traceback.format_exception(exc_type, exc, tb)) + notice
+        os.write(sys.stderr.fileno(), report.encode(errors="replace"))
+    else:
+        hook(exc_type, exc, tb)
+        sys.stderr.write(notice)
         sys.stderr.flush()
-        _mpi().COMM_WORLD.Abort(1)
+    _mpi().COMM_WORLD.Abort(1)
 
 
 # -- set-up and tear-down ---------------------------------------------------------------------------------
