@@ -14,13 +14,14 @@ an object with one tag:
     {"tensor": "t0", "requires_grad": bool, "parameter": bool, "id": int}
     {"ndarray": "t1"}   {"dtype": "float32"}
     {"module": "pkg.mod:Class", "id": int, "state": [[NAME, NODE], ...]}   {"module_ref": int}
+    {"function": "tapegrad.mod:name"}    (one of tapegrad's own functions, e.g. a layer's activation)
 Tensors with the same "id" load as one object; tensors naming the same member share storage.
 
 A whole nn.Module (torch.save(model)) is stored as its class's name and its attribute dict (parameters,
-buffers, submodules, plain attributes); registered hooks, or attributes that are not data (functions,
-open files, arbitrary objects), make save raise. Loading makes the object with object.__new__ and fills
-its __dict__: no __init__, __setstate__ or any other code of the class runs, and no module is imported
-except tapegrad's own. The class must be tapegrad's own (tapegrad.nn), or allowed with
+buffers, submodules, plain attributes, tapegrad's own functions by name); registered hooks, or attributes that
+are not data (other functions, open files, arbitrary objects), make save raise. Loading makes the object with
+object.__new__ and fills its __dict__: no __init__, __setstate__ or any other code of the class runs, and no
+module is imported except tapegrad's own. The class must be tapegrad's own (tapegrad.nn), or allowed with
 torch.serialization.add_safe_globals / safe_globals (as torch.load(weights_only=True) requires), or, with
 weights_only=False, a Module subclass in a module that is already imported.
 
@@ -133,6 +134,30 @@ def _module_class(name, weights_only):
     return obj
 
 
+def _tapegrad_function_name(fn):
+    """"module:name" of one of tapegrad's own functions (a module's activation, F.relu), or None."""
+    modname, name = getattr(fn, "__module__", None) or "", getattr(fn, "__name__", "")
+    if callable(fn) and not isinstance(fn, type) and modname.split(".")[0] == "tapegrad" and \
+            getattr(sys.modules.get(modname), name, None) is fn:
+        return f"{modname}:{name}"
+    return None
+
+
+def _tapegrad_function(name):
+    """The function a saved {"function": "tapegrad.mod:name"} node names: tapegrad's own, nothing else."""
+    modname, _, attr = name.partition(":") if isinstance(name, str) else ("", "", "")
+    if modname.split(".")[0] != "tapegrad":
+        _fail(f"the file names a function outside tapegrad ({str(name)[:80]!r})")
+    import importlib
+    try:
+        fn = getattr(importlib.import_module(modname), attr, None)
+    except ImportError:
+        fn = None
+    if _tapegrad_function_name(fn) != name:
+        _fail(f"the file names {str(name)[:80]!r}, which is not a tapegrad function")
+    return fn
+
+
 # -- save ----------------------------------------------------------------------------------------------
 class _Writer:
     def __init__(self):
@@ -193,6 +218,9 @@ class _Writer:
         from .nn.modules.module import Module
         if isinstance(obj, Module):
             return self._module(obj, depth)
+        name = _tapegrad_function_name(obj)
+        if name is not None:
+            return {"function": name}
         raise TypeError(f"tapegrad.save cannot store an object of type {type(obj).__module__}."
                         f"{type(obj).__qualname__}: only tensors, numeric NumPy arrays, numbers, strings, None, "
                         "dtypes and lists / tuples / dicts of them")
@@ -423,6 +451,8 @@ class _Reader:
         if len(node) != 1:
             _fail(f"invalid manifest node {str(node)[:80]!r}")
         (tag, value), = node.items()
+        if tag == "function":
+            return _tapegrad_function(value)
         if tag in ("list", "tuple", "size"):
             if not isinstance(value, list):
                 _fail(f"invalid {tag} node")

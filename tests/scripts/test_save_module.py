@@ -186,3 +186,31 @@ def test_safe_globals_validation():
     with pytest.raises(ValueError):
         tapegrad.serialization.add_safe_globals([1])
     assert tapegrad.serialization.get_safe_globals() == []
+
+
+def test_a_layer_holding_one_of_tapegrads_functions_saves_whole_and_loads():
+    """TransformerEncoderLayer keeps F.relu as an attribute (word_language_model saves the whole model)."""
+    tapegrad.manual_seed(0)
+    layer = tapegrad.nn.TransformerEncoderLayer(8, 2, 16).eval()
+    buf = io.BytesIO()
+    tapegrad.save(layer, buf)
+    buf.seek(0)
+    loaded = tapegrad.load(buf, weights_only=False)
+    assert loaded.activation is tapegrad.nn.functional.relu
+    x = tapegrad.randn(5, 3, 8)
+    np.testing.assert_array_equal(loaded(x).detach().numpy(), layer(x).detach().numpy())
+
+
+@pytest.mark.parametrize("name", ["os:system", "tapegrad.nn.functional:__import__", "numpy:load",
+                                  "tapegrad.nn.functional:no_such_function", 3])
+def test_a_function_node_resolves_only_to_tapegrads_own_functions(name, tmp_path):
+    import json
+    import zipfile
+    manifest = json.dumps({"format": "tapegrad", "version": 1, "root": {"function": name}}).encode()
+    path = tmp_path / "f.pt"
+    with zipfile.ZipFile(path, "w") as zf:
+        buf = io.BytesIO()
+        np.lib.format.write_array(buf, np.frombuffer(manifest, np.uint8), allow_pickle=False)
+        zf.writestr("__tapegrad__.npy", buf.getvalue())
+    with pytest.raises(tapegrad.serialization.SerializationError, match="function"):
+        tapegrad.load(path, weights_only=False)
