@@ -150,3 +150,23 @@ def test_weighted_random_sampler_errors(args):
         except ValueError as e:
             return str(e)
     assert err(tapegrad) == err(torch) is not None
+
+
+def test_every_nn_class_is_where_torch_keeps_it():
+    """Scripts name layers by torch's module path (torch.nn.modules.activation.MultiheadAttention in a
+    safe_globals list): each torch.nn class tapegrad has is also found in tapegrad's copy of that module."""
+    import torch
+    missing = []
+    for name in dir(torch.nn):
+        cls = getattr(torch.nn, name)
+        if not (isinstance(cls, type) and hasattr(tapegrad.nn, name)) or not cls.__module__.startswith("torch.nn."):
+            continue
+        path = "tapegrad" + cls.__module__[len("torch"):]
+        try:
+            module = importlib.import_module(path)
+        except ImportError:
+            missing.append(f"{path} (module)")
+            continue
+        if getattr(module, name, None) is not getattr(tapegrad.nn, name):
+            missing.append(f"{path}.{name}")
+    assert missing == []

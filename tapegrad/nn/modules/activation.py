@@ -148,3 +148,8 @@ class LogSoftmax(Module):
 
     def extra_repr(self):
         return f"dim={self.dim}"
+
+
+# torch's module path for these is torch.nn.modules.activation
+from .attention import MultiheadAttention  # noqa: E402,F401
+from .pointwise import GLU, Hardswish, Mish, PReLU  # noqa: E402,F401

@@ -9,14 +9,10 @@ import numpy as np
 from ... import creation, ops
 from .. import functional as F, init
 from ..parameter import Parameter
-from .linear import Linear
+from .linear import NonDynamicallyQuantizableLinear
 from .module import Module
 
-__all__ = ["MultiheadAttention", "NonDynamicallyQuantizableLinear"]
-
-
-class NonDynamicallyQuantizableLinear(Linear):
-    """torch's name for MultiheadAttention.out_proj (a Linear), kept so reprs and isinstance checks match."""
+__all__ = ["MultiheadAttention"]
 
 
 def _canonical_mask(mask, name, dtype):

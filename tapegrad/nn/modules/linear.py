@@ -6,7 +6,7 @@ from .. import functional as F, init
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["Identity", "Linear"]
+__all__ = ["Identity", "Linear", "NonDynamicallyQuantizableLinear"]
 
 
 class Identity(Module):
@@ -45,3 +45,8 @@ class Linear(Module):
 
     def extra_repr(self):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+
+
+class NonDynamicallyQuantizableLinear(Linear):
+    """torch's name (torch.nn.modules.linear) for MultiheadAttention.out_proj: a Linear, kept so reprs,
+    isinstance checks and safe_globals lists match."""
