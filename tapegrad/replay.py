@@ -439,6 +439,7 @@ def wrap(tape, row):
     """A Tensor for the value at a row, connected to the tape (so create_graph can differentiate it)."""
     t = _new(tape.values[row])
     t._tape, t._slot = tape, row
+    t._vc = tape.cells.get(row)  # the value's version cell: rows recorded from t (create_graph) check its version
     if tape.flags[row] & F_REQ:
         t._requires_grad = True
         if tape.op[row] != OP_LEAF:

@@ -199,3 +199,18 @@ def test_no_error_when_the_saved_input_is_not_needed():
     assert want_error is None
     assert got_error is None
     np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+def test_a_second_order_gradient_through_a_weight_initialised_in_place():
+    """nn.Linear's weight is at version 1 after its in-place init; the create_graph backward's rows read it
+    through backward's own tensors, which must carry the weight's version cell (they recorded version 0)."""
+    def run(lib):
+        lib.manual_seed(0)
+        m = lib.nn.Linear(4, 16, bias=False)
+        with lib.no_grad():
+            m.weight.copy_(lib.tensor(np.linspace(-1, 1, 64).reshape(16, 4), dtype=lib.float32))
+        h = lib.tensor(np.linspace(-2, 2, 8).reshape(2, 4), dtype=lib.float32, requires_grad=True)
+        out = m(h).tanh()
+        g, = lib.autograd.grad((out * out).sum(), [h], create_graph=True)
+        return lib.autograd.grad((g * g).sum(), [h])[0].numpy()
+    np.testing.assert_allclose(run(tapegrad), run(torch), rtol=1e-5, atol=1e-6)
