@@ -788,7 +788,7 @@ def _peer(pg, name, rank, group_rank):
     if r is None:
         raise ValueError(f"Global rank {rank} is not part of group {pg}")
     if r == pg.rank():
-        raise ValueError(f"Invalid destination rank: should not be the same as rank of the current process.")
+        raise ValueError("Invalid destination rank: should not be the same as rank of the current process.")
     return r
 
 

@@ -512,16 +512,6 @@ def rsample_dirichlet(concentration):
 # ---------------------------------------------------------------------------------------------- sampling
 
 
-def exponential_np(shape, dtype, generator=None):
-    """torch.empty(shape, dtype=dtype).exponential_() on the CPU: one float64 uniform per element,
-    -log1p(-u) with libm's log1p (NumPy's differs in the last bit), cast to dtype."""
-    gen = _random._gen(generator)
-    n = int(np.prod(shape, dtype=np.int64))
-    u = gen._u53(n)
-    q = np.fromiter(map(math.log1p, (-u).tolist()), np.float64, n)
-    return (-q).astype(dtype).reshape(shape)
-
-
 def normal_np(mean, std):
     """torch.normal(mean, std) for arrays: a standard normal of the broadcast shape, times std, plus mean."""
     mean, std = np.asarray(mean), np.asarray(std)

@@ -504,15 +504,6 @@ def test_cdf_icdf(npdt, tdt, gdt):
         D.Poisson
 
 
-@pytest.mark.parametrize("npdt,tdt", [(np.float32, torch.float32), (np.float64, torch.float64)], ids=DT_IDS)
-def test_multinomial_exponential_draws_are_torchs(npdt, tdt):
-    from tapegrad.distributions._ops import exponential_np
-    torch.manual_seed(3)
-    tg.manual_seed(3)
-    want = torch.empty(4000, dtype=tdt).exponential_().numpy()
-    np.testing.assert_array_equal(exponential_np((4000,), npdt), want)
-
-
 @pytest.mark.parametrize("npdt,tdt,gdt", DTYPES, ids=DT_IDS)
 def test_long_gamma_and_dirichlet_streams(npdt, tdt, gdt):
     """Enough draws that Marsaglia-Tsang's rejection branches and the alpha < 1 boost all run."""
