@@ -18,6 +18,13 @@ def _same_dtype(a, b):
                            f"{_dtype_name(b._data)}")
 
 
+def _matmul(a, b):
+    """np.matmul; for bfloat16, products summed in float32 and rounded once, as torch's CPU kernels do."""
+    if _dtype.is_bfloat16(a.dtype):
+        return np.matmul(a.astype(np.float32), b.astype(np.float32)).astype(a.dtype)
+    return np.matmul(a, b)
+
+
 def _batch_error(a_batch, k, b_batch, kb):
     raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{a_batch}, {k}] but got: "
                        f"[{b_batch}, {kb}].")
@@ -44,8 +51,8 @@ def matmul(input, other):
         _batch_error(math.prod(broadcast_shape(a.shape[:-2], b.shape[:-2])), ka, math.prod(b.shape[:-2]), kb)
     if a.ndim > 2 or b.ndim > 2:
         broadcast_shape(a.shape[:-2] if a.ndim > 1 else (), b.shape[:-2] if b.ndim > 1 else ())
-    value = np.matmul(a._data, b._data)
-    if a._data.dtype.kind != "f":
+    value = _matmul(a._data, b._data)
+    if a._data.dtype.kind != "f" and not _dtype.is_bfloat16(a._data.dtype):
         return _new(np.asarray(value))
     if a.ndim == 1 and b.ndim == 1:
         name = "dot"
@@ -97,8 +104,8 @@ def bmm(input, mat2):
     if b.shape[0] != a.shape[0] or b.shape[1] != a.shape[2]:
         _batch_error(a.shape[0], a.shape[2], b.shape[0], b.shape[1])
     _same_dtype(a, b)
-    value = np.matmul(a._data, b._data)
-    if a._data.dtype.kind != "f":
+    value = _matmul(a._data, b._data)
+    if a._data.dtype.kind != "f" and not _dtype.is_bfloat16(a._data.dtype):
         return _new(value)
     return _record(OPS["bmm"], value, (a, b))
 
@@ -231,7 +238,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     if dtype is not None:
         from ._common import _to_dtype
         x = _to_dtype(x, _dtype.to_numpy_dtype(dtype))
-    if x._data.dtype.kind != "f":
+    if not _dtype.is_float(x._data.dtype):
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
                            f"{_dtype.from_numpy_dtype(x._data.dtype).name.capitalize().replace('Int64', 'Long')}")
     p = float(ord)
@@ -248,7 +255,8 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     def red(fn, a):
         return np.asarray(fn(a) if a.ndim == 0 else fn(a, axis=dims, keepdims=keepdim))
     a = np.abs(data)
-    if a.dtype == np.float16:  # torch accumulates a half norm in float32 (300 ** 2 overflows float16)
+    if a.dtype == np.float16 or _dtype.is_bfloat16(a.dtype):  # torch accumulates a half norm in float32
+        # (300 ** 2 overflows float16)
         a = a.astype(np.float32)
     with np.errstate(all="ignore"):
         if p == 2:

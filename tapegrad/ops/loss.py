@@ -50,7 +50,7 @@ def _pair(input, target, check_shape=None):
                       stacklevel=3)
     shape = broadcast_shape(x.shape, t.shape)
     dt = _dtype.result_type(x._data, t._data)
-    if dt.kind != "f":
+    if not _dtype.is_float(dt):
         dt = np.dtype(np.float32)
     return _to_dtype(x, dt), _to_dtype(t, dt), shape
 
@@ -58,8 +58,12 @@ def _pair(input, target, check_shape=None):
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     reduction = _reduction(reduction, size_average, reduce)
     x, t, shape = _pair(input, target)
-    d = x._data - t._data
-    out = _reduce_np(d * d, reduction)
+    if _dtype.is_bfloat16(x._data.dtype):  # (in float32, rounded once)
+        d = x._data.astype(np.float32) - t._data.astype(np.float32)
+        out = _reduce_np(d * d, reduction).astype(x._data.dtype)
+    else:
+        d = x._data - t._data
+        out = _reduce_np(d * d, reduction)
     if weight is not None:
         return _reduce((x - t) * (x - t) * weight, reduction)
     return _record(OPS["mse_loss"], out, (x, t), aux=Ctx(reduction=reduction, n=int(np.prod(shape))))
@@ -203,7 +207,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     x, t = _tensor(input), _tensor(target)
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
-    if x._data.dtype.kind != "f":
+    if not _dtype.is_float(x._data.dtype):
         raise RuntimeError(f'"log_softmax_lastdim_kernel_impl" not implemented for '
                            f"'{_dtype.from_numpy_dtype(x._data.dtype).name.capitalize()}'")
     if t._data.dtype.kind == "f" and t.shape == x.shape:
@@ -223,7 +227,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
 def _cross_entropy_rows(ctx, xl, tl, dt):
     """The compiled pass over (M, C) logits and (M,) targets: per-sample losses, the reduced loss and the
     gradient for g = 1 (sets ctx.tt, ctx.scale for the create_graph rule)."""
-    work = np.float32 if dt == np.float16 else dt  # (the kernel is compiled for float32 and float64)
+    # (the kernel is compiled for float32 and float64)
+    work = np.float32 if dt == np.float16 or _dtype.is_bfloat16(dt) else dt
     m = len(tl)
     per, dx, picked, share = np.empty(m, work), np.empty(xl.shape, work), np.empty(m, np.int64), np.empty(m, work)
     bad, loss = _cross_entropy_kernel()(

@@ -4,7 +4,7 @@ import builtins
 
 import numpy as np
 
-from .. import random
+from .. import _dtype, random
 from ..tensor import Tensor, _new
 from ._common import OPS, _record, _tensor, _to_dtype
 from .elementwise import mul
@@ -36,14 +36,15 @@ def linear(input, weight, bias=None):
     if x._data.dtype != w._data.dtype:
         raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got {x.dtype} and {w.dtype}"
                            .replace("torch.float32", "Float").replace("torch.float64", "Double"))
-    value = x._data @ w._data.T
+    bf16 = _dtype.is_bfloat16(x._data.dtype)  # (in float32, rounded once, as torch's CPU kernels)
+    value = x._data.astype(np.float32) @ w._data.astype(np.float32).T if bf16 else x._data @ w._data.T
     if bias is None:
-        return _record(OPS["linear"], value, (x, w))
+        return _record(OPS["linear"], value.astype(x._data.dtype) if bf16 else value, (x, w))
     b = _to_dtype(_tensor(bias), x._data.dtype)
     from ._common import broadcast_shape
     broadcast_shape(value.shape, b.shape)
-    value += b._data
-    return _record(OPS["addmm"], value, (x, w, b))
+    value += b._data.astype(np.float32) if bf16 else b._data
+    return _record(OPS["addmm"], value.astype(x._data.dtype) if bf16 else value, (x, w, b))
 
 
 def dropout(input, p=0.5, train=True, inplace=False):

@@ -23,7 +23,8 @@ def _reduce(name_all, name_dim, np_fn, input, dim, keepdim, dtype, scale_of):
     elif x._data.dtype.kind in "biu":  # torch sums bool and every integer type in int64
         x = _int_to_long(x)
     dims = _dims(dim, x.ndim) if x.ndim else ()
-    out = np.asarray(np_fn(x._data, axis=dims, keepdims=keepdim))
+    data = x._data.astype(np.float32) if _dtype.is_bfloat16(x._data.dtype) else x._data  # (torch: float32 sums)
+    out = np.asarray(np_fn(data, axis=dims, keepdims=keepdim))
     if out.dtype != x._data.dtype:
         out = out.astype(x._data.dtype)
     n = math.prod(x._data.shape[d] for d in dims)
@@ -123,7 +124,7 @@ def prod(input, dim=None, keepdim=False, dtype=None):
 def _correction(name, x, dim, unbiased, correction):
     if isinstance(dim, bool):   # legacy var(unbiased)
         dim, unbiased = None, dim
-    if x._data.dtype.kind != "f":
+    if not _dtype.is_float(x._data.dtype):
         raise RuntimeError("std and var only support floating point and complex dtypes")
     if unbiased is not None and correction is not None:
         raise TypeError(f"{name}() received an invalid combination of arguments - got both 'unbiased' and "
@@ -138,12 +139,12 @@ def _var(name, input, dim, unbiased, keepdim, correction):
     dims = _rdims(dim, x.ndim)
     n = math.prod(x.shape[d] for d in dims)
     denom = builtins.max(0.0, n - c)
-    data = x._data
+    data = _as_float32(x._data)
     with np.errstate(all="ignore"):
         if n > 0 and data.ndim:  # shifted by each group's first element: equal values give exactly 0, never inf
             data = data - data[tuple(slice(0, 1) if i in dims else slice(None) for i in range(data.ndim))]
         d = data - _np_reduce(np.mean, data, dims, True)
-        var = _np_reduce(np.sum, d * d, dims, keepdim) / x._data.dtype.type(denom)
+        var = _np_reduce(np.sum, d * d, dims, keepdim) / data.dtype.type(denom)
         out = np.sqrt(var) if name == "std" else var
     ctx = Ctx(keep=_keep_shape(x.shape, dims), dims=dims, denom=denom)
     return _record(OPS[name], out.astype(x._data.dtype, copy=False), (x,), aux=ctx)
@@ -290,7 +291,7 @@ def _softmax_dim(ndim):
 
 def _softmax_input(name, input, dim, dtype):
     x = _cast_arg(_tensor(input), dtype)
-    if x._data.dtype.kind != "f":
+    if not _dtype.is_float(x._data.dtype):
         raise NotImplementedError(f'"{name}_lastdim_kernel_impl" not implemented for \'{_dtype_word(x._data)}\'')
     if dim is None:
         dim = _softmax_dim(x.ndim)
@@ -308,25 +309,30 @@ def _shifted(data, d):
 
 def softmax(input, dim=None, dtype=None, _stacklevel=3):
     x, d = _softmax_input("softmax", input, dim, dtype)
-    data = x._data
+    data = _as_float32(x._data)
     if data.ndim == 0 or data.size == 0:
         out = np.exp(data - data) if data.ndim == 0 else data.copy()
     else:
         _, e = _shifted(data, d)
         out = e / np.sum(e, axis=d, keepdims=True)
-    return _record(OPS["softmax"], out, (x,), aux=d)
+    return _record(OPS["softmax"], out.astype(x._data.dtype, copy=False), (x,), aux=d)
 
 
 def log_softmax(input, dim=None, dtype=None, _stacklevel=3):
     x, d = _softmax_input("log_softmax", input, dim, dtype)
-    data = x._data
+    data = _as_float32(x._data)
     if data.ndim == 0 or data.size == 0:
         out = data - data if data.ndim == 0 else data.copy()
     else:
         z, e = _shifted(data, d)
         with np.errstate(divide="ignore"):
             out = z - np.log(np.sum(e, axis=d, keepdims=True))
-    return _record(OPS["log_softmax"], out, (x,), aux=d)
+    return _record(OPS["log_softmax"], out.astype(x._data.dtype, copy=False), (x,), aux=d)
+
+
+def _as_float32(data):
+    """bfloat16 values as float32: torch computes a bfloat16 softmax in float32 and rounds the result once."""
+    return data.astype(np.float32) if _dtype.is_bfloat16(data.dtype) else data
 
 
 def cumsum(input, dim, dtype=None):
