@@ -88,4 +88,8 @@ def get_float32_matmul_precision():
 
 
 def is_autocast_enabled(device_type=None):
-    return False  # autocast is never enabled (tapegrad.amp.autocast raises when asked to enable it)
+    """Whether a torch.autocast region is enabled for the device type (no argument: CUDA's, never here)."""
+    if device_type != "cpu":
+        return False
+    from .ops._common import autocast_state
+    return autocast_state.dtype is not None

@@ -1,6 +1,7 @@
 """What every op front-end shares: recording, operand conversion, dtype promotion, torch's shape errors."""
 import builtins
 import numbers
+import threading
 
 import numpy as np
 
@@ -69,6 +70,37 @@ def _in_float32(forward, *arrays):
     bf16 = arrays[0].dtype
     out = np.asarray(forward(*(a.astype(np.float32) for a in arrays)))
     return out.astype(bf16) if out.dtype.kind == "f" else out
+
+
+# -- torch.autocast("cpu") ---------------------------------------------------------------------------
+class _AutocastState(threading.local):
+    """The dtype of the CPU autocast region this thread is in (torch.bfloat16's NumPy dtype), or None: set by
+    tapegrad.amp.autocast, read by the ops on torch's CPU autocast lists. Thread-local, as torch's."""
+    dtype = None
+
+
+autocast_state = _AutocastState()
+
+
+def _autocast_lower(*tensors):
+    """torch's CPU autocast "lower precision" ops (matmul, mm, bmm, linear, conv, einsum, prelu): float32
+    operands (not float64) cast to the region's dtype, the cast recorded so that gradients flow back."""
+    dt = autocast_state.dtype
+    return tuple(_to_dtype(t, dt) if t is not None and t._data.dtype == np.float32 else t for t in tensors)
+
+
+def _autocast_float32(*args):
+    """torch's CPU autocast "float32" ops (the losses, prod): inside a region, their reduced-precision tensor
+    arguments are cast to float32 first (the casts recorded). Returns the arguments."""
+    if autocast_state.dtype is None:
+        return args
+    return tuple(_to_float32(a) for a in args)
+
+
+def _to_float32(a):
+    if isinstance(a, Tensor) and a._data.dtype.itemsize == 2 and _dtype.is_float(a._data.dtype):
+        return _to_dtype(a, np.dtype(np.float32))
+    return a
 
 
 def _float(x):

@@ -5,7 +5,7 @@ import numpy as np
 
 from .. import _dtype
 from ..registry import Ctx
-from ._common import OPS, _dims, _new, _record, _tensor, broadcast_shape
+from ._common import OPS, _autocast_lower, _dims, _new, _record, _tensor, autocast_state, broadcast_shape
 
 
 def _dtype_name(a):
@@ -32,6 +32,12 @@ def _batch_error(a_batch, k, b_batch, kb):
 
 def matmul(input, other):
     a, b = _tensor(input), _tensor(other)
+    if autocast_state.dtype is not None:
+        a, b = _autocast_lower(a, b)
+    return _matmul_tensors(a, b)
+
+
+def _matmul_tensors(a, b):
     if a.ndim == 0 or b.ndim == 0:
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {a.ndim}D and {b.ndim}D")
     _same_dtype(a, b)
@@ -73,7 +79,7 @@ def dot(input, other):
     a, b = _tensor(input), _tensor(other)
     if a.ndim != 1 or b.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {a.ndim}D and {b.ndim}D tensors")
-    return matmul(a, b)
+    return _matmul_tensors(a, b)  # (not on torch's autocast list)
 
 
 inner = dot
@@ -92,7 +98,7 @@ def mv(input, vec):
     a, b = _tensor(input), _tensor(vec)
     if a.ndim != 2 or b.ndim != 1:
         raise RuntimeError(f"vector + matrix @ vector expected, got 1, {a.ndim}, {b.ndim}")
-    return matmul(a, b)
+    return _matmul_tensors(a, b)  # (not on torch's autocast list)
 
 
 def bmm(input, mat2):
@@ -103,6 +109,8 @@ def bmm(input, mat2):
         raise RuntimeError("batch2 must be a 3D tensor")
     if b.shape[0] != a.shape[0] or b.shape[1] != a.shape[2]:
         _batch_error(a.shape[0], a.shape[2], b.shape[0], b.shape[1])
+    if autocast_state.dtype is not None:
+        a, b = _autocast_lower(a, b)
     _same_dtype(a, b)
     value = _matmul(a._data, b._data)
     if a._data.dtype.kind != "f" and not _dtype.is_bfloat16(a._data.dtype):
@@ -178,11 +186,14 @@ def einsum(equation, *operands):
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     xs = [_tensor(x) for x in operands]
+    if autocast_state.dtype is not None:
+        xs = list(_autocast_lower(*xs))
     subs, out = _parse_einsum(equation, xs)
     dt = _dtype.result_type(*[x._data for x in xs])
     from ._common import _to_dtype
     xs = [_to_dtype(x, dt) for x in xs]
-    value = np.einsum(",".join(subs) + "->" + out, *[x._data for x in xs], optimize=len(xs) > 1)
+    work = [x._data.astype(np.float32) if _dtype.is_bfloat16(dt) else x._data for x in xs]  # (float32 sums)
+    value = np.einsum(",".join(subs) + "->" + out, *work, optimize=len(xs) > 1)
     value = np.asarray(value, dtype=dt, order="C")
     if dt.kind != "f":
         return _new(value)

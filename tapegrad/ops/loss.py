@@ -10,7 +10,7 @@ import numpy as np
 from .. import _dtype, registry
 from ..registry import Ctx
 from ..tensor import _new
-from ._common import OPS, _record, _tensor, _to_dtype, broadcast_shape
+from ._common import OPS, _autocast_float32, _record, _tensor, _to_dtype, broadcast_shape
 from .elementwise import _div_scalar, _mul_scalar, abs, where
 from .reduce import log_softmax, mean, sum
 from ..tape import guard
@@ -56,6 +56,7 @@ def _pair(input, target, check_shape=None):
 
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    input, target = _autocast_float32(input, target)  # (torch's CPU autocast: in float32)
     reduction = _reduction(reduction, size_average, reduce)
     x, t, shape = _pair(input, target)
     if _dtype.is_bfloat16(x._data.dtype):  # (in float32, rounded once)
@@ -70,6 +71,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    input, target = _autocast_float32(input, target)  # (torch's CPU autocast: in float32)
     reduction = _reduction(reduction, size_average, reduce)
     x, t, _ = _pair(input, target)
     loss = abs(x - t)
@@ -77,6 +79,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    input, target = _autocast_float32(input, target)  # (torch's CPU autocast: in float32)
     reduction = _reduction(reduction, size_average, reduce)
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
@@ -90,6 +93,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    input, target = _autocast_float32(input, target)  # (torch's CPU autocast: in float32)
     reduction = _reduction(reduction)
     x, t, _ = _pair(input, target)
     if delta > 0:  # delta * smooth_l1 with beta = delta: its rule gives sign(d) at d = +-inf, as torch (not NaN)
@@ -179,6 +183,7 @@ def _finish(per, w, reduction, t_shape, dtype):
 
 
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+    input, target = _autocast_float32(input, target)  # (torch's CPU autocast: in float32)
     reduction = _reduction(reduction, size_average, reduce)
     x, t = _tensor(input), _tensor(target)
     xl, tt, w, cdim = _class_targets(x, t, weight, ignore_index)
@@ -203,6 +208,7 @@ def _view_nd(x, reduction, out):
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
                   reduction="mean", label_smoothing=0.0):
+    input, target = _autocast_float32(input, target)  # (torch's CPU autocast: in float32)
     reduction = _reduction(reduction, size_average, reduce)
     x, t = _tensor(input), _tensor(target)
     if not 0.0 <= label_smoothing <= 1.0:
@@ -303,6 +309,7 @@ def _cross_entropy_smoothed(x, t, weight, ignore_index, reduction, eps):
 
 # -- binary cross entropy ---------------------------------------------------------------------------------
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    input, target = _autocast_float32(input, target)  # (torch's CPU autocast: in float32)
     reduction = _reduction(reduction, size_average, reduce)
     x, t = _tensor(input), _tensor(target)
     if t.shape != x.shape:
@@ -336,6 +343,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
 
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
                                      reduction="mean", pos_weight=None):
+    input, target = _autocast_float32(input, target)  # (torch's CPU autocast: in float32)
     reduction = _reduction(reduction, size_average, reduce)
     z, y = _tensor(input), _tensor(target)
     if z.shape != y.shape:
@@ -368,6 +376,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
 
 
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    input, target = _autocast_float32(input, target)  # (torch's CPU autocast: in float32)
     reduction = _reduction(reduction, size_average, reduce) if reduction != "batchmean" else reduction
     x, t = _tensor(input), _tensor(target)
     from .elementwise import exp, log

@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import _dtype, random
 from ..tensor import Tensor, _new
-from ._common import OPS, _record, _tensor, _to_dtype
+from ._common import OPS, _autocast_lower, _record, _tensor, _to_dtype, autocast_state
 from .elementwise import mul
 from .shape import _gather
 from ..tape import guard
@@ -15,6 +15,8 @@ from ..tape import guard
 def linear(input, weight, bias=None):
     """input @ weight.T + bias, one op for 2-D input (AddmmBackward0 / MmBackward0, as torch)."""
     x, w = _tensor(input), _tensor(weight)
+    if autocast_state.dtype is not None:
+        x, w, bias = _autocast_lower(x, w, None if bias is None else _tensor(bias))
     if w.ndim != 2 and not (w.ndim == 1 and x.ndim >= 1):
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {w.ndim}D")
     if w.ndim == 1:

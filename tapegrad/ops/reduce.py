@@ -9,8 +9,8 @@ import numpy as np
 from .. import _dtype, _strides
 from ..registry import Ctx
 from ..tensor import Tensor, _new
-from ._common import (OPS, _dim, _dims, _float, _mask, _record, _share_version, _sizes, _tensor, _to_dtype,
-                      summed_dims)
+from ._common import (OPS, _autocast_float32, _dim, _dims, _float, _mask, _record, _share_version, _sizes, _tensor,
+                      _to_dtype, summed_dims)
 
 
 def _reduce(name_all, name_dim, np_fn, input, dim, keepdim, dtype, scale_of):
@@ -106,6 +106,7 @@ def _int_to_long(x):
 
 
 def prod(input, dim=None, keepdim=False, dtype=None):
+    input, = _autocast_float32(input)  # (torch's CPU autocast: in float32)
     x = _cast_arg(_tensor(input), dtype) if dtype is not None else _int_to_long(_tensor(input))
     if dim is not None:
         if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
