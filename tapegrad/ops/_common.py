@@ -83,10 +83,11 @@ autocast_state = _AutocastState()
 
 
 def _autocast_lower(*tensors):
-    """torch's CPU autocast "lower precision" ops (matmul, mm, bmm, linear, conv, einsum, prelu): float32
-    operands (not float64) cast to the region's dtype, the cast recorded so that gradients flow back."""
+    """torch's CPU autocast "lower precision" ops (matmul, mm, bmm, linear, conv, einsum, prelu): float32 and
+    float16 operands (not float64) cast to the region's dtype, the cast recorded so that gradients flow back."""
     dt = autocast_state.dtype
-    return tuple(_to_dtype(t, dt) if t is not None and t._data.dtype == np.float32 else t for t in tensors)
+    return tuple(_to_dtype(t, dt) if t is not None and t._data.dtype in (np.float32, np.float16) else t
+                 for t in tensors)
 
 
 def _autocast_float32(*args):

@@ -178,3 +178,23 @@ def test_without_tensorboard_the_error_names_the_extra():
                        env=dict(os.environ, PYTHONPATH=root))
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("ImportError") and 'pip install "tapegrad[tensorboard]"' in r.stdout
+
+
+def test_bfloat16_values_are_written_as_torch_writes_them(tmp_path):
+    """torch converts bfloat16 to float16 before NumPy sees it; so does tapegrad (its .numpy() refuses it)."""
+    def run(lib, folder):
+        from importlib import import_module
+        tb = import_module(lib.__name__ + ".utils.tensorboard")
+        x = lib.linspace(0, 1, 48).reshape(3, 4, 4).to(lib.bfloat16)
+        with tb.SummaryWriter(log_dir=str(folder)) as w:
+            w.add_scalar("s", x[1, 2, 3], 0)
+            w.add_histogram("h", x, 0, bins=5)
+            w.add_image("i", x, 0)
+    run(tapegrad, tmp_path / "tg")
+    run(torch, tmp_path / "pt")
+    got, want = read(tmp_path / "tg"), read(tmp_path / "pt")
+    assert got["scalars"] == want["scalars"]
+    assert [list(e.bucket) for _, e in got["histograms"]["h"]] == [list(e.bucket) for _, e in want["histograms"]["h"]]
+    (_, _, _, gi), = read_images(tmp_path / "tg")["i"]
+    (_, _, _, wi), = read_images(tmp_path / "pt")["i"]
+    np.testing.assert_array_equal(gi, wi)

@@ -14,6 +14,8 @@ def make_np(x):
     if np.isscalar(x):
         return np.array([x])
     if isinstance(x, Tensor):
+        if x.dtype.name == "bfloat16":  # (NumPy has none of its own: float16, as torch converts it)
+            x = x.half()
         return x.detach().numpy()
     raise NotImplementedError(f"Got {type(x)}, but numpy array or torch tensor are expected.")
 
@@ -39,7 +41,7 @@ _TENSOR_FIELDS = {np.dtype(np.float32): ("DT_FLOAT", "float_val"), np.dtype(np.f
 
 
 def tensor_proto(tag, tensor):
-    a = make_np(tensor) if not isinstance(tensor, Tensor) else tensor.detach().numpy()
+    a = make_np(tensor)
     if a.nbytes >= (1 << 31):
         raise ValueError("tensor is bigger than protocol buffer's hard limit of 2GB in size")
     if a.dtype not in _TENSOR_FIELDS:
