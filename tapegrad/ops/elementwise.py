@@ -158,12 +158,30 @@ def _times_alpha(input, other, alpha):
 
 def add(input, other, *, alpha=1):
     """add: input + alpha * other, broadcasting (AddBackward0)."""
-    return _add(input, other if alpha == 1 and alpha is not True else _times_alpha(input, other, alpha))
+    if alpha == 1 and alpha is not True:
+        return _add(input, other)
+    out = _bfloat16_alpha(_add, input, other, alpha)
+    return out if out is not None else _add(input, _times_alpha(input, other, alpha))
 
 
 def sub(input, other, *, alpha=1):
     """sub: input - alpha * other, broadcasting (SubBackward0)."""
-    return _sub(input, other if alpha == 1 and alpha is not True else _times_alpha(input, other, alpha))
+    if alpha == 1 and alpha is not True:
+        return _sub(input, other)
+    out = _bfloat16_alpha(_sub, input, other, alpha)
+    return out if out is not None else _sub(input, _times_alpha(input, other, alpha))
+
+
+def _bfloat16_alpha(fn, input, other, alpha):
+    """Two bfloat16 tensors: input +- alpha * other in float32 with alpha rounded to bfloat16, the result
+    rounded once, as torch's kernel (None otherwise)."""
+    if not (isinstance(input, Tensor) and isinstance(other, Tensor) and _dtype.is_bfloat16(input._data.dtype)
+            and input._data.dtype == other._data.dtype) or isinstance(alpha, bool):
+        return None
+    f32 = np.dtype(np.float32)
+    alpha = float(np.asarray(alpha, f32).astype(input._data.dtype))
+    a, b = _to_dtype(input, f32), _to_dtype(other, f32)
+    return _to_dtype(fn(a, _times_alpha(a, b, alpha)), input._data.dtype)
 
 
 div = _make_binary("div", to_float=True)

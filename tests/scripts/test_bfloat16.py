@@ -110,7 +110,7 @@ def test_exact_ops_as_torch(name):
 
 @pytest.mark.parametrize("name", ["exp", "log", "tanh", "sigmoid", "sqrt", "sin", "gelu", "silu", "softmax",
                                   "log_softmax", "mean", "var", "std", "norm", "mm", "linear", "layer_norm",
-                                  "mse", "cross_entropy", "cumsum"])
+                                  "mse", "cross_entropy", "cumsum", "add_alpha", "sub_alpha"])
 def test_rounded_ops_within_one_step_of_torch(name):
     F = {"tapegrad": tapegrad.nn.functional, "torch": torch.nn.functional}
     ops = {
@@ -125,6 +125,8 @@ def test_rounded_ops_within_one_step_of_torch(name):
         "mse": lambda x, y, t: F[t.__name__].mse_loss(x, y),
         "cross_entropy": lambda x, y, t: F[t.__name__].cross_entropy(x, t.tensor([1, 2])),
         "cumsum": lambda x, y, t: x.cumsum(1),
+        # alpha rounded to bfloat16, then x + alpha * y in float32 (fused or not: the CPU decides)
+        "add_alpha": lambda x, y, t: t.add(x, y, alpha=0.3), "sub_alpha": lambda x, y, t: t.sub(x, y, alpha=-1.7),
     }
     fn = ops[name]
     both(lambda t: fn(t.tensor(X).bfloat16(), t.tensor(POS).bfloat16(), t), exact=False)
