@@ -317,7 +317,7 @@ def row_name(tape, row):
 
 def _half_rule(tape, row, kinds):
     """Whether a row's rule reads float16 or bfloat16 values (the compiled replay reads float32 and float64
-    only), or is a cast from such a value, whose gradient is rounded to its dtype there, as torch's."""
+    only), or is a cast to such a dtype, whose gradient is rounded to that dtype there, as torch's."""
     return tape.dtype[row] == 2 and kinds[tape.op[row]] in (registry.K_UNARY, registry.K_BINARY, registry.K_CAST)
 
 

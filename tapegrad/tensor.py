@@ -62,8 +62,8 @@ def _new(data, requires_grad=False):
 
 
 _TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor", "int64": "LongTensor",
-               "bfloat16": "BFloat16Tensor", "int32": "IntTensor", "int16": "ShortTensor", "int8": "CharTensor", "uint8": "ByteTensor",
-               "bool": "BoolTensor"}
+               "int32": "IntTensor", "int16": "ShortTensor", "int8": "CharTensor", "uint8": "ByteTensor",
+               "bool": "BoolTensor", "bfloat16": "BFloat16Tensor"}
 
 
 def tensor_type_name(a):
