@@ -104,7 +104,9 @@ def _run(tape, roots, seeds, retain_graph, create_graph, targets, accumulate, tr
         else:
             adjoint, _ = _run_compiled(rt, tape, need, own, offsets, recycle, n32, n64, kinds, roots, seeds, targets,
                                        accumulate)
-            result = None if targets is None else [_new(adjoint(r).copy()) if need[r] else None for r in targets]
+            # (a copy in the value's dtype: a float16 / bfloat16 row's float64 adjoint rounded to it)
+            result = None if targets is None else [_new(adjoint(r).astype(tape.values[r].dtype)) if need[r] else None
+                                                   for r in targets]
         if not retain_graph:
             tape.free_graph(need)
         return result

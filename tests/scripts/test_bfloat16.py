@@ -179,6 +179,14 @@ def test_bfloat16_leaves_and_modules_get_bfloat16_gradients():
     assert all(g.dtype == tapegrad.bfloat16 for g in got)
 
 
+def test_autograd_grad_of_bfloat16_inputs_is_bfloat16():
+    def grads(t):
+        x = t.tensor([0.3, -1.7, 2.9], dtype=t.bfloat16, requires_grad=True)
+        h = t.tensor([0.3, -1.7, 2.9], requires_grad=True).bfloat16()
+        return t.autograd.grad((x * x * 3).sum() + (h * 1.3).float().sum(), (x, h))
+    assert all(g.dtype == tapegrad.bfloat16 for g in both(grads))
+
+
 def test_random_draws_as_torch():
     """rand is drawn in float32 and rounded (torch's stream); randn below 16 elements is its serial path."""
     both(lambda t: t.rand(40, dtype=t.bfloat16, generator=t.Generator().manual_seed(5)))
