@@ -5,7 +5,7 @@ import numbers
 import numpy as np
 
 from .. import _dtype, registry, tape as tape_mod
-from ..autograd.grad_mode import _state as _grad_mode
+from ..grad_mode import _state as _grad_mode
 from ..tensor import Tensor, _new, as_array
 
 OPS = registry.BY_NAME
@@ -61,6 +61,13 @@ def _to_dtype(x, np_dtype):
     if x._requires_grad and np_dtype.kind == "f":
         return _record(OPS["cast"], x._data.astype(np_dtype), (x,))
     return _new(x._data.astype(np_dtype))
+
+
+def _vjp_cast(ctx, g, inputs, out):
+    return (g.to(inputs[0].dtype),)
+
+
+registry.structural("cast", registry.K_CAST, "ToCopyBackward0", _vjp_cast)
 
 
 def _float(x):
