@@ -26,10 +26,10 @@ from . import sparse  # noqa: F401,E402  (torch.sparse)
 from .ops.sparse import layout, sparse_coo, strided  # noqa: F401,E402
 from .random import (Generator, default_generator, get_rng_state, initial_seed, manual_seed, seed,  # noqa: F401
                      set_rng_state)
-from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled, no_grad,  # noqa: F401
+from .grad_mode import (enable_grad, inference_mode, is_grad_enabled, no_grad,  # noqa: F401
                                  set_grad_enabled, is_inference_mode_enabled)
 from . import autograd  # noqa: F401
-from .autograd.anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled  # noqa: F401
+from .anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled  # noqa: F401
 from . import nn  # noqa: F401
 from . import optim, utils  # noqa: F401
 from . import distributions  # noqa: F401

@@ -1,5 +1,6 @@
 """torch-style dtype objects over NumPy dtypes, and the promotion rules tapegrad uses."""
 import builtins
+import threading
 
 import numpy as np
 
@@ -66,6 +67,16 @@ def is_float(np_dtype):
 
 bfloat16 = object.__new__(_BFloat16)
 bfloat16.name, bfloat16.is_floating_point, bfloat16.itemsize, bfloat16.code = "bfloat16", True, 2, 2
+
+
+
+class _AutocastState(threading.local):
+    """The NumPy dtype of the CPU autocast region this thread is in (bfloat16's), or None: set by
+    tapegrad.amp.autocast, read by the ops on torch's CPU autocast lists. Thread-local, as torch's."""
+    dtype = None
+
+
+autocast_state = _AutocastState()
 
 # torch.set_default_dtype: the dtype of Python floats and of float factories called without dtype=
 default_float = float32

@@ -89,7 +89,4 @@ def get_float32_matmul_precision():
 
 def is_autocast_enabled(device_type=None):
     """Whether a torch.autocast region is enabled for the device type (no argument: CUDA's, never here)."""
-    if device_type != "cpu":
-        return False
-    from .ops._common import autocast_state
-    return autocast_state.dtype is not None
+    return device_type == "cpu" and _dtype.autocast_state.dtype is not None

@@ -3,57 +3,175 @@ import numpy as np
 
 from . import ops
 from .ops.elementwise import _add, _sub
-from .autograd.grad_mode import is_grad_enabled
+from .grad_mode import is_grad_enabled
 from .device import check as _check_device
 from .tape import untraceable
-from .tensor import Tensor, _new
+from .tensor import as_array, _new, Tensor
+from .creation import _shape
+from .registry import OPS
+from . import _dtype
 
 
 def _reflected(fn):
     return lambda self, other: fn(other, self)
 
 
-_METHODS = {
-    "__add__": _add, "__radd__": _add, "__sub__": _sub, "__rsub__": _reflected(_sub),
-    "__mul__": ops.mul, "__rmul__": ops.mul, "__truediv__": ops.div, "__rtruediv__": _reflected(ops.div),
-    "__pow__": ops.pow, "__rpow__": _reflected(ops.pow), "__matmul__": ops.matmul,
-    "__rmatmul__": _reflected(ops.matmul), "__neg__": ops.neg, "__abs__": ops.abs,
-    "__eq__": ops.eq, "__ne__": ops.ne, "__lt__": ops.lt, "__le__": ops.le, "__gt__": ops.gt, "__ge__": ops.ge,
-    "__and__": ops.bitwise_and, "__or__": ops.bitwise_or, "__xor__": ops.bitwise_xor,
-    "__invert__": ops.logical_not, "__getitem__": ops.getitem,
-    "add": ops.add, "sub": ops.sub, "subtract": ops.sub, "mul": ops.mul, "multiply": ops.mul, "div": ops.div,
-    "divide": ops.div, "true_divide": ops.div, "pow": ops.pow, "matmul": ops.matmul, "mm": ops.mm,
-    "dot": ops.dot, "neg": ops.neg, "negative": ops.neg, "abs": ops.abs, "exp": ops.exp, "log": ops.log,
-    "sqrt": ops.sqrt, "sin": ops.sin, "cos": ops.cos, "tan": ops.tan, "tanh": ops.tanh,
-    "sigmoid": ops.sigmoid, "relu": ops.relu, "reciprocal": ops.reciprocal, "square": ops.square,
-    "rsqrt": ops.rsqrt, "log1p": ops.log1p, "expm1": ops.expm1, "log2": ops.log2, "exp2": ops.exp2,
-    "asin": ops.asin, "acos": ops.acos, "atan": ops.atan, "arcsin": ops.asin, "arccos": ops.acos,
-    "arctan": ops.atan, "sinh": ops.sinh, "cosh": ops.cosh, "erf": ops.erf, "sign": ops.sign,
-    "floor": ops.floor, "ceil": ops.ceil, "round": ops.round, "trunc": ops.trunc, "atan2": ops.atan2,
-    "maximum": ops.maximum, "minimum": ops.minimum, "clamp": ops.clamp, "clip": ops.clamp,
-    "sum": ops.sum, "mean": ops.mean, "norm": ops.norm, "expand": ops.expand, "reshape": ops.reshape,
-    "view": ops.view, "flatten": ops.flatten, "squeeze": ops.squeeze, "unsqueeze": ops.unsqueeze,
-    "transpose": ops.transpose, "permute": ops.permute, "t": ops.t, "clone": ops.clone,
-    "eq": ops.eq, "ne": ops.ne, "lt": ops.lt, "le": ops.le, "gt": ops.gt, "ge": ops.ge,
-    "logical_not": ops.logical_not, "logical_and": ops.logical_and, "logical_or": ops.logical_or,
-    "isnan": ops.isnan, "isinf": ops.isinf, "isfinite": ops.isfinite, "equal": ops.equal,
-    "allclose": ops.allclose, "where": lambda self, condition, other: ops.where(condition, self, other),
-    # the training op set
-    "rsub": ops.rsub, "lerp": ops.lerp, "clamp_min": ops.clamp_min, "clamp_max": ops.clamp_max,
-    "logical_xor": ops.logical_xor, "greater": ops.gt, "less": ops.lt, "greater_equal": ops.ge,
-    "less_equal": ops.le, "not_equal": ops.ne, "arctan2": ops.atan2, "fmax": ops.maximum, "fmin": ops.minimum,
-    "prod": ops.prod, "var": ops.var, "std": ops.std, "amax": ops.amax, "amin": ops.amin, "max": ops.max,
-    "min": ops.min, "argmax": ops.argmax, "argmin": ops.argmin, "logsumexp": ops.logsumexp,
-    "softmax": ops.softmax, "log_softmax": ops.log_softmax, "cumsum": ops.cumsum, "all": ops.all, "any": ops.any,
-    "unflatten": ops.unflatten, "movedim": ops.movedim, "swapaxes": ops.transpose,
-    "swapdims": ops.transpose, "repeat": ops.repeat, "flip": ops.flip, "split": ops.split, "chunk": ops.chunk,
-    "narrow": ops.narrow, "select": ops.select, "unbind": ops.unbind, "gather": ops.gather,
-    "scatter_add": ops.scatter_add, "index_select": ops.index_select, "masked_fill": ops.masked_fill,
-    "take_along_dim": ops.take_along_dim, "tril": ops.tril, "triu": ops.triu, "bmm": ops.bmm, "mv": ops.mv,
-    "outer": ops.outer, "ger": ops.outer, "inner": ops.inner, "diagonal": ops.diagonal,
-}
-for _name, _fn in _METHODS.items():
-    setattr(Tensor, _name, _fn)
+# Each method and operator, bound by name (grep `Tensor.<name> =`).
+Tensor.__add__ = _add
+Tensor.__radd__ = _add
+Tensor.__sub__ = _sub
+Tensor.__rsub__ = _reflected(_sub)
+Tensor.__mul__ = ops.mul
+Tensor.__rmul__ = ops.mul
+Tensor.__truediv__ = ops.div
+Tensor.__rtruediv__ = _reflected(ops.div)
+Tensor.__pow__ = ops.pow
+Tensor.__rpow__ = _reflected(ops.pow)
+Tensor.__matmul__ = ops.matmul
+Tensor.__rmatmul__ = _reflected(ops.matmul)
+Tensor.__neg__ = ops.neg
+Tensor.__abs__ = ops.abs
+Tensor.__eq__ = ops.eq
+Tensor.__ne__ = ops.ne
+Tensor.__lt__ = ops.lt
+Tensor.__le__ = ops.le
+Tensor.__gt__ = ops.gt
+Tensor.__ge__ = ops.ge
+Tensor.__and__ = ops.bitwise_and
+Tensor.__or__ = ops.bitwise_or
+Tensor.__xor__ = ops.bitwise_xor
+Tensor.__invert__ = ops.logical_not
+Tensor.__getitem__ = ops.getitem
+Tensor.add = ops.add
+Tensor.sub = ops.sub
+Tensor.subtract = ops.sub
+Tensor.mul = ops.mul
+Tensor.multiply = ops.mul
+Tensor.div = ops.div
+Tensor.divide = ops.div
+Tensor.true_divide = ops.div
+Tensor.pow = ops.pow
+Tensor.matmul = ops.matmul
+Tensor.mm = ops.mm
+Tensor.dot = ops.dot
+Tensor.neg = ops.neg
+Tensor.negative = ops.neg
+Tensor.abs = ops.abs
+Tensor.exp = ops.exp
+Tensor.log = ops.log
+Tensor.sqrt = ops.sqrt
+Tensor.sin = ops.sin
+Tensor.cos = ops.cos
+Tensor.tan = ops.tan
+Tensor.tanh = ops.tanh
+Tensor.sigmoid = ops.sigmoid
+Tensor.relu = ops.relu
+Tensor.reciprocal = ops.reciprocal
+Tensor.square = ops.square
+Tensor.rsqrt = ops.rsqrt
+Tensor.log1p = ops.log1p
+Tensor.expm1 = ops.expm1
+Tensor.log2 = ops.log2
+Tensor.exp2 = ops.exp2
+Tensor.asin = ops.asin
+Tensor.acos = ops.acos
+Tensor.atan = ops.atan
+Tensor.arcsin = ops.asin
+Tensor.arccos = ops.acos
+Tensor.arctan = ops.atan
+Tensor.sinh = ops.sinh
+Tensor.cosh = ops.cosh
+Tensor.erf = ops.erf
+Tensor.sign = ops.sign
+Tensor.floor = ops.floor
+Tensor.ceil = ops.ceil
+Tensor.round = ops.round
+Tensor.trunc = ops.trunc
+Tensor.atan2 = ops.atan2
+Tensor.maximum = ops.maximum
+Tensor.minimum = ops.minimum
+Tensor.clamp = ops.clamp
+Tensor.clip = ops.clamp
+Tensor.sum = ops.sum
+Tensor.mean = ops.mean
+Tensor.norm = ops.norm
+Tensor.expand = ops.expand
+Tensor.reshape = ops.reshape
+Tensor.view = ops.view
+Tensor.flatten = ops.flatten
+Tensor.squeeze = ops.squeeze
+Tensor.unsqueeze = ops.unsqueeze
+Tensor.transpose = ops.transpose
+Tensor.permute = ops.permute
+Tensor.t = ops.t
+Tensor.clone = ops.clone
+Tensor.eq = ops.eq
+Tensor.ne = ops.ne
+Tensor.lt = ops.lt
+Tensor.le = ops.le
+Tensor.gt = ops.gt
+Tensor.ge = ops.ge
+Tensor.logical_not = ops.logical_not
+Tensor.logical_and = ops.logical_and
+Tensor.logical_or = ops.logical_or
+Tensor.isnan = ops.isnan
+Tensor.isinf = ops.isinf
+Tensor.isfinite = ops.isfinite
+Tensor.equal = ops.equal
+Tensor.allclose = ops.allclose
+Tensor.where = lambda self, condition, other: ops.where(condition, self, other)
+Tensor.rsub = ops.rsub
+Tensor.lerp = ops.lerp
+Tensor.clamp_min = ops.clamp_min
+Tensor.clamp_max = ops.clamp_max
+Tensor.logical_xor = ops.logical_xor
+Tensor.greater = ops.gt
+Tensor.less = ops.lt
+Tensor.greater_equal = ops.ge
+Tensor.less_equal = ops.le
+Tensor.not_equal = ops.ne
+Tensor.arctan2 = ops.atan2
+Tensor.fmax = ops.maximum
+Tensor.fmin = ops.minimum
+Tensor.prod = ops.prod
+Tensor.var = ops.var
+Tensor.std = ops.std
+Tensor.amax = ops.amax
+Tensor.amin = ops.amin
+Tensor.max = ops.max
+Tensor.min = ops.min
+Tensor.argmax = ops.argmax
+Tensor.argmin = ops.argmin
+Tensor.logsumexp = ops.logsumexp
+Tensor.softmax = ops.softmax
+Tensor.log_softmax = ops.log_softmax
+Tensor.cumsum = ops.cumsum
+Tensor.all = ops.all
+Tensor.any = ops.any
+Tensor.unflatten = ops.unflatten
+Tensor.movedim = ops.movedim
+Tensor.swapaxes = ops.transpose
+Tensor.swapdims = ops.transpose
+Tensor.repeat = ops.repeat
+Tensor.flip = ops.flip
+Tensor.split = ops.split
+Tensor.chunk = ops.chunk
+Tensor.narrow = ops.narrow
+Tensor.select = ops.select
+Tensor.unbind = ops.unbind
+Tensor.gather = ops.gather
+Tensor.scatter_add = ops.scatter_add
+Tensor.index_select = ops.index_select
+Tensor.masked_fill = ops.masked_fill
+Tensor.take_along_dim = ops.take_along_dim
+Tensor.tril = ops.tril
+Tensor.triu = ops.triu
+Tensor.bmm = ops.bmm
+Tensor.mv = ops.mv
+Tensor.outer = ops.outer
+Tensor.ger = ops.outer
+Tensor.inner = ops.inner
+Tensor.diagonal = ops.diagonal
 Tensor.T = property(lambda self: ops.permute(self, *reversed(range(self.ndim))))
 
 
@@ -132,7 +250,6 @@ def _carry_into_base(view, base):
 def _snapshot_if_saved(self, result):
     """torch keeps self's old value when the in-place op's own backward needs it (y.mul_(x)): so do we,
     by giving self's old row a copy of the value it is about to lose."""
-    from .registry import OPS
     tape, row, old = result._tape, result._slot, self._slot
     if not (self._tape is tape and old < tape.n and tape.values[old] is self._data):
         return
@@ -183,14 +300,55 @@ def _unrecorded_arith(self, other, ufunc):
     return True
 
 
-_UFUNCS = {"add": np.add, "sub": np.subtract, "mul": np.multiply}
-for _name in ("add", "sub", "mul", "div", "pow", "clamp", "clip", "neg", "exp", "log", "sqrt", "sin", "cos",
-              "tanh", "sigmoid", "relu", "abs", "reciprocal", "square", "floor", "ceil", "round", "sign",
-              "clamp_min", "clamp_max", "lerp", "masked_fill", "scatter_add", "tril", "triu", "rsqrt", "log1p",
-              "expm1", "tan", "atan", "asin", "acos", "sinh", "cosh", "erf", "trunc", "atan2", "maximum", "minimum"):
-    setattr(Tensor, _name + "_", _make_inplace(_METHODS[_name], _UFUNCS.get(_name)))
-for _op, _name in (("__iadd__", "add"), ("__isub__", "sub"), ("__imul__", "mul"), ("__itruediv__", "div")):
-    setattr(Tensor, _op, _make_inplace(_METHODS[_name], _UFUNCS.get(_name)))
+# in-place forms: the op, then written into self's storage (grep `Tensor.<name>_ =`)
+Tensor.add_ = _make_inplace(Tensor.add, np.add)
+Tensor.sub_ = _make_inplace(Tensor.sub, np.subtract)
+Tensor.mul_ = _make_inplace(Tensor.mul, np.multiply)
+Tensor.div_ = _make_inplace(Tensor.div)
+Tensor.pow_ = _make_inplace(Tensor.pow)
+Tensor.clamp_ = _make_inplace(Tensor.clamp)
+Tensor.clip_ = _make_inplace(Tensor.clip)
+Tensor.neg_ = _make_inplace(Tensor.neg)
+Tensor.exp_ = _make_inplace(Tensor.exp)
+Tensor.log_ = _make_inplace(Tensor.log)
+Tensor.sqrt_ = _make_inplace(Tensor.sqrt)
+Tensor.sin_ = _make_inplace(Tensor.sin)
+Tensor.cos_ = _make_inplace(Tensor.cos)
+Tensor.tanh_ = _make_inplace(Tensor.tanh)
+Tensor.sigmoid_ = _make_inplace(Tensor.sigmoid)
+Tensor.relu_ = _make_inplace(Tensor.relu)
+Tensor.abs_ = _make_inplace(Tensor.abs)
+Tensor.reciprocal_ = _make_inplace(Tensor.reciprocal)
+Tensor.square_ = _make_inplace(Tensor.square)
+Tensor.floor_ = _make_inplace(Tensor.floor)
+Tensor.ceil_ = _make_inplace(Tensor.ceil)
+Tensor.round_ = _make_inplace(Tensor.round)
+Tensor.sign_ = _make_inplace(Tensor.sign)
+Tensor.clamp_min_ = _make_inplace(Tensor.clamp_min)
+Tensor.clamp_max_ = _make_inplace(Tensor.clamp_max)
+Tensor.lerp_ = _make_inplace(Tensor.lerp)
+Tensor.masked_fill_ = _make_inplace(Tensor.masked_fill)
+Tensor.scatter_add_ = _make_inplace(Tensor.scatter_add)
+Tensor.tril_ = _make_inplace(Tensor.tril)
+Tensor.triu_ = _make_inplace(Tensor.triu)
+Tensor.rsqrt_ = _make_inplace(Tensor.rsqrt)
+Tensor.log1p_ = _make_inplace(Tensor.log1p)
+Tensor.expm1_ = _make_inplace(Tensor.expm1)
+Tensor.tan_ = _make_inplace(Tensor.tan)
+Tensor.atan_ = _make_inplace(Tensor.atan)
+Tensor.asin_ = _make_inplace(Tensor.asin)
+Tensor.acos_ = _make_inplace(Tensor.acos)
+Tensor.sinh_ = _make_inplace(Tensor.sinh)
+Tensor.cosh_ = _make_inplace(Tensor.cosh)
+Tensor.erf_ = _make_inplace(Tensor.erf)
+Tensor.trunc_ = _make_inplace(Tensor.trunc)
+Tensor.atan2_ = _make_inplace(Tensor.atan2)
+Tensor.maximum_ = _make_inplace(Tensor.maximum)
+Tensor.minimum_ = _make_inplace(Tensor.minimum)
+Tensor.__iadd__ = _make_inplace(Tensor.add, np.add)
+Tensor.__isub__ = _make_inplace(Tensor.sub, np.subtract)
+Tensor.__imul__ = _make_inplace(Tensor.mul, np.multiply)
+Tensor.__itruediv__ = _make_inplace(Tensor.div)
 
 
 def _iadd_naming_growth(iadd):
@@ -286,7 +444,6 @@ Tensor.__setitem__ = setitem
 
 # -- tensor features scripts use (issue 18): ordering, layout, new_*, storage and device queries ------------------
 def _new_like(self, data, dtype, requires_grad, device=None):
-    from . import _dtype
     _check_device(device)
     np_dtype = self._data.dtype if dtype is None else _dtype.to_numpy_dtype(dtype)
     t = _new(np.asarray(data, dtype=np_dtype))
@@ -296,7 +453,6 @@ def _new_like(self, data, dtype, requires_grad, device=None):
 
 
 def _new_shape(size, name):
-    from .creation import _shape
     return _shape(size)
 
 
@@ -320,13 +476,11 @@ def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=F
 
 
 def _np_dtype(dtype):
-    from . import _dtype
     return _dtype.to_numpy_dtype(dtype)
 
 
 def new_tensor(self, data, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
     """A copy of data in self's dtype unless dtype is given (as torch: never the dtype data would infer)."""
-    from .tensor import as_array
     dtype = dtype if dtype is not None else self.dtype
     return _new_like(self, as_array(data, dtype), dtype, requires_grad, device)
 
@@ -339,10 +493,11 @@ def data_ptr(self):
 
 Tensor.new_zeros, Tensor.new_ones, Tensor.new_empty, Tensor.new_full = new_zeros, new_ones, new_empty, new_full
 Tensor.new_tensor, Tensor.data_ptr = new_tensor, data_ptr
-for _name in ("is_xpu", "is_mps", "is_sparse", "is_quantized", "is_meta", "is_mkldnn", "is_nested", "is_sparse_csr"):
-    setattr(Tensor, _name, False)
+Tensor.is_xpu = Tensor.is_mps = Tensor.is_sparse = Tensor.is_quantized = Tensor.is_meta = False
+Tensor.is_mkldnn = Tensor.is_nested = Tensor.is_sparse_csr = False
 Tensor.argsort = lambda self, dim=-1, descending=False, stable=False: ops.argsort(self, dim, descending, stable)
-for _name in ("sort", "msort", "topk", "unique", "unique_consecutive", "roll", "diag", "multinomial"):
-    setattr(Tensor, _name, getattr(ops, _name))
+Tensor.sort, Tensor.msort, Tensor.topk, Tensor.unique = ops.sort, ops.msort, ops.topk, ops.unique
+Tensor.unique_consecutive, Tensor.roll, Tensor.diag, Tensor.multinomial = (ops.unique_consecutive, ops.roll, ops.diag,
+                                                                         ops.multinomial)
 Tensor.spmm = lambda self, mat2: ops.sparse.mm(self, mat2)
 ops.sparse._install()  # (last: sparse tensors refuse every dense method bound above)

@@ -38,6 +38,7 @@ import platform
 import numpy as np
 
 from .tape import untraceable
+from .tensor import _new
 
 _DEFAULT_SEED = 67280421310721  # torch.Generator()'s seed
 _N = 624
@@ -203,7 +204,6 @@ class Generator:
 
     def get_state(self):
         """A 5056-byte uint8 tensor laid out as torch's CPUGeneratorImplState (padding zeroed)."""
-        from .tensor import _new
         st = self._bits.state["state"]
         pos = int(st["pos"])
         buf = np.zeros(_STATE_BYTES, np.uint8)

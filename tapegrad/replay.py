@@ -1,12 +1,10 @@
-"""Backward: replay the tape in reverse.
+"""Backward: replay the tape in reverse (the compiled driver).
 
-Plain backward: `plan` (compiled) marks the rows this backward needs, checks saved versions and lays
-out one flat adjoint buffer per dtype; `replay` (compiled) runs the rows in reverse, returning to
-Python only at rows of kind PYTHON (matmul, fused losses, custom Functions) and at rows with hooks.
-create_graph=True: the same rows run in Python through each op's registry rule on Tensors, so the
-backward is recorded on the tape like any forward computation.
+`plan` (compiled) marks the rows this backward needs, checks saved versions and lays out one flat adjoint
+buffer per dtype; `replay` (compiled) runs the rows in reverse, returning to Python only at rows of kind
+PYTHON (matmul, fused losses, custom Functions) and at rows with hooks. create_graph=True runs the same
+rows in Python instead (create_graph.py); where gradients end up, hooks and leaves, is accumulate.py.
 """
-import ast
 import ctypes
 import re
 import sys
@@ -14,10 +12,12 @@ import threading
 
 import numpy as np
 
-from . import kernels, registry, tape as tape_mod
-from .autograd import anomaly
-from .autograd.grad_mode import enable_grad, no_grad
-from .tape import F_DEAD, F_REQ, F_STOP, OP_FREED, OP_LEAF, untraceable
+from . import anomaly, kernels, registry, tape as tape_mod
+from .accumulate import add_grad, run_hooks, watched, wrap
+from .anomaly import has_nan, row_name, run_named
+from .create_graph import graph_vjp, run_graph
+from .grad_mode import no_grad
+from .tape import F_DEAD, F_STOP, OP_FREED, OP_LEAF, untraceable
 from .ops._common import summed_dims
 from .tensor import Tensor, _new, tensor_type_name
 
@@ -100,7 +100,7 @@ def _run(tape, roots, seeds, retain_graph, create_graph, targets, accumulate, tr
         if traced:
             result = tape.gradient(need, roots, seeds, targets, create_graph)
         elif create_graph:
-            result = _run_graph(tape, need, roots, seeds, targets, accumulate)
+            result = run_graph(tape, need, roots, seeds, targets, accumulate)
         else:
             adjoint, _ = _run_compiled(rt, tape, need, own, offsets, recycle, n32, n64, kinds, roots, seeds, targets,
                                        accumulate)
@@ -199,10 +199,10 @@ def _run_compiled(rt, tape, need, owned, offsets, recycle, n32, n64, kinds, root
             if i < 0:
                 break
             if tape.flags[i] & F_STOP and i in tape.watch:
-                _watched(tape, i, adjoint(i), graph=False)
+                watched(tape, i, adjoint(i), graph=False)
             if kinds[tape.op[i]] == registry.K_PYTHON or _half_rule(tape, i, kinds):
                 if traced:
-                    _named(tape, i, _python_row, tape, i, need, adjoint, owned, own,
+                    run_named(tape, i, _python_row, tape, i, need, adjoint, owned, own,
                            anomaly.is_anomaly_check_nan_enabled())
                 else:
                     _python_row(tape, i, need, adjoint, owned, own)
@@ -227,19 +227,19 @@ def _run_compiled(rt, tape, need, owned, offsets, recycle, n32, n64, kinds, root
             if tape.dtype[r] == 2:  # a float16 / bfloat16 leaf: its grad in its dtype (the buffer is float64)
                 g._data = g._data.astype(tape.values[r].dtype)
             if t._hooks:
-                g = _run_hooks(t, g, False)
+                g = run_hooks(t, g, False)
             if targets is None:
-                if t._grad is None:  # (_add_grad's first case, written out: W2 has 1,050 leaves)
+                if t._grad is None:  # (add_grad's first case, written out: a model may have thousands of leaves)
                     t._grad = g
                 else:
-                    _add_grad(t, g, False)
+                    add_grad(t, g, False)
     return adjoint, adj
 
 
 def _handover(tape, targets, plan):
     """How run_planned hands the targets' adjoints out, fixed for its plan: (k, row, owned) of those handed one
     by one (an owned leaf's array is its own already: a weight's BLAS result, not copied), and the 0-d ones not
-    owned (W2: 1,050 scalar parameters) as one gather per dtype, since a slice, reshape and copy each costs
+    owned (1,050 scalar parameters in one benchmark) as one gather per dtype, since a slice, reshape and copy each costs
     three times what a gathered element does."""
     need, owned, offsets = plan[0], plan[1], plan[2]
     one_by_one, scalars = [], ([], [])
@@ -277,7 +277,7 @@ def _traced_step(rt, tape, i, need, kinds, offsets, recycle, adj, adjoint):
     nxt = rt.replay(i, True, need, tape.flags, tape.op, kinds, tape.argptr, tape.args, tape.obj, tape.dtype,
                     tape.fattr, tape.iattr, offsets, recycle, adj[0], adj[1])
     if any(clean[a] and np.isnan(adjoint(a)).any() for a in args):
-        _named(tape, i, _raise_nan, tape, i, need, adjoint)
+        run_named(tape, i, _raise_nan, tape, i, need, adjoint)
     return nxt
 
 
@@ -289,32 +289,10 @@ def _raise_nan(tape, row, need, adjoint):
         with no_grad(), np.errstate(all="ignore"):
             grads = graph_vjp(registry.OPS[tape.op[row]], tape, row, _new(adjoint(row).copy()),
                               [wrap(tape, a) for a in args])
-        index = next(j for j, (a, g) in enumerate(zip(args, grads)) if need[a] and _has_nan(g))
+        index = next(j for j, (a, g) in enumerate(zip(args, grads)) if need[a] and has_nan(g))
     except Exception:  # noqa: BLE001  (the compiled result already says which input went NaN)
         pass
     raise RuntimeError(anomaly.nan_message(row_name(tape, row), index))
-
-
-def _has_nan(g):
-    if g is None:
-        return False
-    data = g._data if isinstance(g, Tensor) else np.asarray(g)
-    return data.dtype.kind == "f" and bool(np.isnan(data).any())
-
-
-def _named(tape, row, fn, *args):
-    """Run one row's backward; if it fails, warn where the row was recorded (anomaly mode), and re-raise."""
-    try:
-        return fn(*args)
-    except Exception:
-        anomaly.warn_error(tape, row, row_name(tape, row))
-        raise
-
-
-def row_name(tape, row):
-    """torch's name of a row's backward node: the registry's, or the custom Function's (from its ctx)."""
-    name = getattr(tape.aux.get(row), "grad_fn_name", None)
-    return name or registry.OPS[tape.op[row]].grad_fn
 
 
 def _half_rule(tape, row, kinds):
@@ -326,7 +304,7 @@ def _half_rule(tape, row, kinds):
 def _python_row(tape, row, need, adjoint, owned, own, check_nan=False):
     """Run a row's vjp in Python and add its results into the adjoints of the row's inputs. The result for
     an `owned` leaf (this row is the one source of its adjoint) becomes own[leaf] as it is when nothing
-    else holds it: a weight's gradient is then the array BLAS wrote, not a copy (W4: 0.3 of 9.5 ms)."""
+    else holds it: a weight's gradient is then the array BLAS wrote, not a copy (0.3 of a 9.5 ms step, measured)."""
     op = registry.OPS[tape.op[row]]
     args = tape.row_args(row)
     wanted = need[args].tolist()
@@ -356,7 +334,7 @@ def _python_row(tape, row, need, adjoint, owned, own, check_nan=False):
         g = grads[j]
         if g is None or not wanted[j]:
             continue
-        if check_nan and _has_nan(g):
+        if check_nan and has_nan(g):
             raise RuntimeError(anomaly.nan_message(row_name(tape, row), j))
         value = values[a]
         if g.shape != value.shape:
@@ -379,209 +357,3 @@ def _sum_to(g, shape):
     return np.sum(g, axis=summed_dims(g.shape, shape), keepdims=True).reshape(shape)
 
 
-def _run_hooks(t, g, graph):
-    """t's hooks on its gradient g, in torch's grad mode: recording under create_graph, under no_grad else."""
-    if not t._hooks:
-        return g
-    with enable_grad() if graph else no_grad():
-        for hook in t._hooks:
-            out = hook(g)
-            if out is not None:
-                _check_hook_result(hook, g, out)
-                g = out
-    return g
-
-
-def _check_hook_result(hook, g, out):
-    """torch's checks of what a tensor hook returned: a tensor of the gradient's dtype and shape."""
-    if not isinstance(out, Tensor):
-        raise TypeError(f"expected Variable, but hook returned '{type(out).__name__}'")
-    name = getattr(hook, "__name__", type(hook).__name__)
-    if out._data.dtype != g._data.dtype:
-        def type_name(a):
-            return "CPUBoolType" if a.dtype == np.bool_ else tensor_type_name(a)
-        raise RuntimeError(f"hook '{name}' has changed the type of value (was {type_name(g._data)} got "
-                           f"{type_name(out._data)})")
-    if out.shape != g.shape:
-        raise RuntimeError(f"hook '{name}' has changed the size of value")
-
-
-def _watched(tape, row, adjoint, graph):
-    """A non-leaf tensor's hooks and retain_grad, at its row. Returns the (possibly replaced) gradient."""
-    ref = tape.watch.get(row)
-    t = ref() if ref is not None else None
-    if t is None:
-        return adjoint
-    g = adjoint if graph else _new(adjoint.copy())
-    g = _run_hooks(t, g, graph)
-    if not graph and g._data is not adjoint:
-        adjoint[...] = g._data
-    if t._retains_grad:
-        _add_grad(t, g if graph else _new(g._data.copy()), graph)
-    return g
-
-
-def _accumulate(tape, row, g, targets, graph):
-    """Leaf row's gradient g (a Tensor of its own) through the leaf's hooks into its .grad."""
-    ref = tape.aux.get(row)
-    t = ref() if ref is not None else None
-    if t is None:
-        return
-    g = _run_hooks(t, g, graph)
-    if targets is None:
-        _add_grad(t, g, graph)
-
-
-def _add_grad(t, g, graph):
-    """Accumulate into .grad as torch's AccumulateGrad: out of place under create_graph (the sum is
-    recorded), in place otherwise (even into a .grad that has a history: its version is bumped)."""
-    if t._grad is None:
-        if graph:  # never alias a seed, another row's value or the user's grad_outputs
-            from .ops import clone
-            g = clone(g) if g._requires_grad else _new(g._data.copy())
-        t._grad = g
-    elif graph:
-        t._grad = t._grad + g
-    else:
-        t._grad._data += g._data
-        if t._grad._requires_grad or t._grad._vc is not None:
-            t._grad._bump_version()
-
-
-def wrap(tape, row):
-    """A Tensor for the value at a row, connected to the tape (so create_graph can differentiate it)."""
-    t = _new(tape.values[row])
-    t._tape, t._slot = tape, row
-    t._vc = tape.cells.get(row)  # the value's version cell: rows recorded from t (create_graph) check its version
-    if tape.flags[row] & F_REQ:
-        t._requires_grad = True
-        if tape.op[row] != OP_LEAF:
-            t._is_leaf, t._op = False, int(tape.op[row])
-    return t
-
-
-# -- create_graph: the backward recorded as ops ---------------------------------------------------------------
-def _run_graph(tape, need, roots, seeds, targets, accumulate, vjp=None):
-    """The backward as Tensor ops, recorded: each row's rule is `vjp(op, tape, row, g, inputs)`, graph_vjp's by
-    default (tapegrad.compile gives its own for a gradient it traces)."""
-    vjp = vjp or graph_vjp
-    from .ops import sum_to_shape
-    grads = {}
-    for r, s in zip(roots, seeds):
-        if need[r]:
-            g = s if isinstance(s, Tensor) else _new(np.asarray(s))
-            grads[r] = grads[r] + g if r in grads else g
-    target_set = set(targets or ())
-    traced = anomaly.is_anomaly_enabled()
-    check = traced and anomaly.is_anomaly_check_nan_enabled()
-    with enable_grad():
-        for i in np.flatnonzero(need[: max(roots) + 1])[::-1].tolist():
-            if i not in grads:
-                continue
-            g = grads[i] if i in target_set else grads.pop(i)
-            if tape.flags[i] & F_STOP:
-                g = _watched(tape, i, g, graph=True)
-            op = registry.OPS[tape.op[i]]
-            if op.kind == registry.K_LEAF:
-                if accumulate:
-                    _accumulate(tape, i, g, targets, graph=True)
-                continue
-            args = tape.row_args(i)
-            if not any(need[a] for a in args):
-                continue
-            inputs = [wrap(tape, a) for a in args]
-            if traced:
-                with anomaly.inducing(tape, i, row_name(tape, i)):
-                    out = _named(tape, i, _checked_graph_vjp, vjp, op, tape, i, g, inputs, args, need, check)
-            else:
-                out = vjp(op, tape, i, g, inputs)
-            for a, ga in zip(args, out):
-                if ga is None or not need[a]:
-                    continue
-                ga = sum_to_shape(ga, tape.values[a].shape)
-                grads[a] = grads[a] + ga if a in grads else ga
-    if targets is not None:
-        return [grads.get(r) for r in targets]
-
-
-def _checked_graph_vjp(vjp, op, tape, row, g, inputs, args, need, check):
-    out = vjp(op, tape, row, g, inputs)
-    if check:
-        for j, (a, ga) in enumerate(zip(args, out)):
-            if need[a] and _has_nan(ga):
-                raise RuntimeError(anomaly.nan_message(row_name(tape, row), j))
-    return out
-
-
-def graph_vjp(op, tape, row, g, inputs):
-    """An op's backward written in tapegrad ops: the registry expression, or its vjp function."""
-    if op.vjp is not None:
-        ctx = tape.aux.get(row)
-        if ctx is None and op.kind == registry.K_SUM:
-            ctx = _keep_shape(inputs[0].shape, int(tape.iattr[row]))
-        return op.vjp(ctx, g, inputs, wrap(tape, row))
-    env = {}
-    env.update(g=g, y=wrap(tape, row), c=float(tape.fattr[row, 0]), c2=float(tape.fattr[row, 1]))
-    if op.kind == registry.K_BINARY:
-        env.update(a=inputs[0], b=inputs[1])
-    else:
-        env.update(x=inputs[0])
-    out = []
-    for d in op.derivs:
-        code, names = _compiled(d)
-        for name in names:
-            env[name] = _function(name)
-        out.append(eval(code, env))
-    return out
-
-
-def _keep_shape(shape, mask):
-    return tuple(1 if (mask >> d) & 1 else s for d, s in enumerate(shape))
-
-
-# -- derivative expressions, evaluated on Tensors ------------------------------------------------------------
-# The registry's strings are written for scalars (the generated kernels); on Tensors two things differ:
-# `&` / `|` between a Python bool (from a comparison of constants, `c == 0`) and a Tensor, and a function
-# of constants only (`log(c)`), which must stay a float64 Python number. Both are handled here.
-_VARIABLES = frozenset(("g", "y", "x", "a", "b", "c", "c2"))
-_code_cache = {}
-_functions = {}
-
-
-class _Logical(ast.NodeTransformer):
-    def visit_BinOp(self, node):
-        self.generic_visit(node)
-        fn = {ast.BitAnd: "_and_", ast.BitOr: "_or_"}.get(type(node.op))
-        if fn is None:
-            return node
-        return ast.copy_location(ast.Call(ast.Name(fn, ast.Load()), [node.left, node.right], []), node)
-
-
-def _compiled(expr):
-    entry = _code_cache.get(expr)
-    if entry is None:
-        tree = ast.fix_missing_locations(_Logical().visit(ast.parse(expr, mode="eval")))
-        names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - _VARIABLES
-        entry = _code_cache[expr] = (compile(tree, f"<derivative {expr}>", "eval"), tuple(sorted(names)))
-    return entry
-
-
-def _function(name):
-    fn = _functions.get(name)
-    if fn is None:
-        from . import ops
-        if name in ("_and_", "_or_"):
-            op = ops.logical_and if name == "_and_" else ops.logical_or
-            scalar = (lambda p, q: p & q) if name == "_and_" else (lambda p, q: p | q)
-        else:
-            op = scalar = getattr(ops, name)
-
-        def fn(*args, _op=op, _scalar=scalar):
-            if any(isinstance(v, Tensor) for v in args):
-                return _op(*args)
-            if _scalar is _op:  # constants only: float64, not the default float32 of a new tensor
-                return _op(*(_new(np.asarray(v, None if isinstance(v, (bool, np.bool_)) else np.float64))
-                             for v in args)).item()
-            return _scalar(*args)
-        _functions[name] = fn
-    return fn

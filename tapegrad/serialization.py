@@ -42,6 +42,7 @@ import numpy as np
 
 from . import _dtype
 from .tensor import Size, Tensor, _new
+from .device import as_device
 
 __all__ = ["save", "load", "SerializationError", "add_safe_globals", "clear_safe_globals", "get_safe_globals",
            "safe_globals"]
@@ -563,7 +564,6 @@ def _env_true(name):
 def _check_map_location(map_location):
     if map_location is None or callable(map_location) or isinstance(map_location, dict):
         return
-    from .device import as_device
     d = as_device(map_location)
     if d.type == "cuda":
         raise RuntimeError("Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is "

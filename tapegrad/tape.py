@@ -25,7 +25,8 @@ from itertools import repeat
 
 import numpy as np
 
-from . import kernels
+from . import kernels, registry
+from .registry import SAVES_OUT, reads_input, tables
 
 # Row opcodes the tape itself knows; ops get theirs from the registry.
 OP_LEAF, OP_CONST, OP_FREED = 0, 1, 2
@@ -386,7 +387,6 @@ class Tape:
         return self.values[row] if v is None else v
 
     def _release_inputs(self, row):
-        from .registry import SAVES_OUT, reads_input, tables
         saves = tables()[1]
         lo, hi = self.argptr[row], self.argptr[row + 1]
         reads = int(saves[self.op[row]])
@@ -415,7 +415,6 @@ class Tape:
 
     def _reacquire(self, row, value, op, j):
         """Op `op` takes the released row's value as its input j: hold it again if op's rule reads it."""
-        from .registry import reads_input, tables
         if not reads_input(int(tables()[1][op]), j):
             return
         del self.released[row]
@@ -520,7 +519,6 @@ class Tape:
         in-place op's rows share one), one per view among the leaf, constant and reshape rows' values
         (a view holds its base; other ops' values are arrays of their own).
         """
-        from . import registry
         n = self.n
         values = self.values
         alive = (self.flags[:n] & F_DEAD) == 0
@@ -792,7 +790,6 @@ class Tape:
     def stats(self):
         """Sizes: entries (rows), live entries, the bytes of the values the tape holds and of those a
         backward would read (saved), the tape's own arrays, and the last and peak adjoint buffers."""
-        from . import registry
         n = self.n
         flags = self.flags[:n]
         alive = (flags & F_DEAD) == 0
@@ -819,7 +816,6 @@ class Tape:
 
     def dump(self, file=None, rows=None):
         """Print the Wengert list: row, opcode name, torch grad_fn, input rows, shape, dtype, flags."""
-        from . import registry
         lines = [f"{'row':>6}  {'op':<16} {'grad_fn':<30} {'inputs':<16} {'shape':<14} {'dtype':<8} flags"]
         for r in (range(self.n) if rows is None else rows):
             o = int(self.op[r])

@@ -8,8 +8,9 @@ import warnings
 import numpy as np
 
 from . import _dtype, _format, _strides
-from .tape import F_STOP, NOT_A_SLOT, Watch, untraceable
-from .tape import _local as _tape_local
+from .grad_mode import is_grad_enabled
+from .tape import F_STOP, _local as _tape_local, NOT_A_SLOT, untraceable, Watch
+from .device import check, CPU
 
 
 def as_array(data, dtype=None):
@@ -93,11 +94,6 @@ NON_LEAF_GRAD_MESSAGE = (
 SCALAR_MESSAGE = ("Converting a tensor with requires_grad=True to a scalar may lead to unexpected behavior.\n"
                   "Consider using tensor.detach() first.")
 _scalar_warned = False
-
-
-def _grad_enabled():
-    from .autograd.grad_mode import is_grad_enabled
-    return is_grad_enabled()
 
 
 class Tensor:
@@ -244,7 +240,6 @@ class Tensor:
 
     @property
     def device(self):
-        from .device import CPU
         return CPU
 
     @property
@@ -313,7 +308,7 @@ class Tensor:
 
     def __float__(self):  # (complex(t) and "%f" % t come here too, as in torch)
         global _scalar_warned
-        if self._requires_grad and not _scalar_warned and _grad_enabled():
+        if self._requires_grad and not _scalar_warned and is_grad_enabled():
             _scalar_warned = True  # torch warns once per process (TORCH_WARN_ONCE)
             warnings.warn(SCALAR_MESSAGE, UserWarning, stacklevel=2)
         return float(self.item())
@@ -423,7 +418,6 @@ class Tensor:
         other than the CPU raises torch's error for it (tapegrad computes on the CPU only)."""
         dtype, device, copy = _parse_to(args, kwargs)
         if device is not None:
-            from .device import check
             check(device)
         if dtype is None or _dtype.to_numpy_dtype(dtype) == self._data.dtype:
             return self.clone() if copy else self

@@ -21,18 +21,46 @@ import weakref
 
 import numpy as np
 
-from . import random, registry
-from . import tape as tape_mod
-from .autograd.grad_mode import _state as _grad_state
+from . import random, registry, tape as tape_mod
+from .grad_mode import _state as _grad_state
 from .ops._common import _record
-from .ops.loss import _cross_entropy_replay
-from .ops.rnn import REPLAY as _rnn_replay
 from .tape import F_DEAD, F_STOP, OP_CONST, OP_LEAF, Tape
 from .tensor import Tensor, _new
+from .create_graph import graph_vjp, run_graph
+from .replay import run_planned
 
 CACHE_SIZE_LIMIT = 8  # signatures traced per function before it runs eagerly (torch's cache_size_limit)
 DOUBLE_BACKWARD = "torch.compile with aot_autograd does not currently support double backward"
 OPS = registry.OPS
+
+
+# -- the two ops of a traced function ------------------------------------------------------------------------
+def _vjp_compiled(ctx, g, inputs, out):
+    """One output of a tapegrad.compile'd call: a plain backward replays its private tape (ctx.program)."""
+    raise RuntimeError(DOUBLE_BACKWARD)
+
+
+def _compiled_arrays(ctx, g, inputs, wanted):
+    return ctx.program.backward(ctx, g, wanted)
+
+
+def _vjp_traced_rule(ctx, g, inputs, out):
+    """One input's gradient by an op's array rule (matmul's BLAS, a fused loss's saved gradient), recorded when
+    tapegrad.compile traces autograd.grad without create_graph; its result is detached, so this never runs."""
+    raise RuntimeError("tapegrad.compile: a gradient taken without create_graph=True is not differentiable")
+
+
+def _traced_rule_forward(ctx, *arrays):
+    """ctx: (the op, its context, the input's index, the one-hot `wanted` its replay passes to the rule); the
+    arrays: the op's inputs, then the gradient (a cross_entropy's rule reads the gradient its forward computed)."""
+    op, rule_ctx, j, wanted = ctx
+    return op.array_vjp(rule_ctx, arrays[-1], list(arrays[:-1]), wanted)[j]
+
+
+# SAVES_ALL: the backward reads the arrays of the call, so the plan checks that none was changed in place since
+registry.python("compiled", "CompiledFunctionBackward", None, _vjp_compiled, saves=registry.SAVES_ALL,
+                array_vjp=_compiled_arrays, unreplayable="it is a call of another compiled function")
+registry.python("traced_rule", "TracedRuleBackward", _traced_rule_forward, _vjp_traced_rule, saves=0)
 COMPILED = registry.BY_NAME["compiled"]
 TRACED_RULE = registry.BY_NAME["traced_rule"]
 
@@ -142,11 +170,10 @@ class _TraceTape(Tape):
         """autograd.grad while tracing: the backward recorded as ops (`need`: the plan's rows). Without
         create_graph an op with an array rule (matmul, a fused loss) records that rule as a row (_rule_rows), and
         each gradient is handed out detached, as a leaf that stands for its row."""
-        from .replay import _run_graph, graph_vjp
         seeds = [self._seed(s, self.values[r].dtype) for r, s in zip(roots, seeds)]
         if create_graph:
-            return _run_graph(self, need, roots, seeds, targets, False)
-        got = _run_graph(self, need, roots, seeds, targets, False,
+            return run_graph(self, need, roots, seeds, targets, False)
+        got = run_graph(self, need, roots, seeds, targets, False,
                          lambda op, tape, row, g, inputs: _rule_rows(op, tape, row, g, inputs, need, graph_vjp))
         return [None if g is None else self._leaf(g._data, self.aliases, g._slot) for g in got]
 
@@ -310,8 +337,8 @@ class _Program:
                 entries.append(entry)
                 continue
             step = _forward_rule(op, V, r, tape, self.B, arg_of)
-            if step is None:
-                raise Unreplayable(f"{op.name} has no replay rule")
+            if isinstance(step, str):
+                raise Unreplayable(f"{op.name} has no replay rule: {step}")
             plan.append(step)
         if not entries:
             return plan
@@ -371,7 +398,6 @@ class _Program:
             self._forward(call.arrays)
             self.generation = call.generation
         # (imported here: the backward that calls this has loaded it; import tapegrad need not)
-        from .replay import run_planned
         targets = [r for r, w in zip(self.input_rows, wanted) if w and r is not None]
         roots = [self.out_rows[call.index]]
         got = iter(run_planned(self.tape, roots, [np.asarray(g)], targets, self._plans))
@@ -432,21 +458,17 @@ class _Aliases:
 
 
 # -- forward rules: each op row recomputed from its inputs' values -------------------------------------------
-_MATMUL = frozenset(("matmul", "mv", "dot", "vecmat", "matmul_fold", "matmul_bcast"))
-# data movement whose index map depends on shapes (and Python ints) only, never on a tensor's values
-_SHAPE_GATHERS = frozenset(("transpose", "t", "permute", "flip", "repeat", "diagonal", "select", "slice", "roll",
-                            "unsqueeze_gather"))
-
-
 def _forward_rule(op, V, r, tape, B, arg_of):
-    """A function that recomputes row r into V[r], or None when the op has no replay rule. B holds the bound
-    arrays (arguments, then parameters); arg_of maps a traced argument's id to its index in B."""
+    """A function that recomputes row r into V[r] by its op's declared forward (registry.py), or the reason it
+    cannot. B holds the bound arrays (arguments, then parameters); arg_of maps a traced argument's id to its
+    index in B."""
     ins = tape.row_args(r)
     out = V[r]
     shape, dtype = out.shape, out.dtype
     c, c2 = float(tape.fattr[r, 0]), float(tape.fattr[r, 1])
     kind, name, f = op.kind, op.name, op.forward
     x = ins[0] if ins else None
+    ctx = tape.aux.get(r)
     binary_of = registry.BY_NAME.get(name[:-3]) if name.endswith(("_ts", "_st")) else None
     if kind == registry.K_UNARY and binary_of is not None and binary_of.kind == registry.K_BINARY:
         bf = binary_of.forward  # (the variant's own forward wraps this one: a call less per row)
@@ -461,7 +483,7 @@ def _forward_rule(op, V, r, tape, B, arg_of):
 
         def step():
             V[r] = u(V[x])
-    elif kind == registry.K_UNARY and f is not None:
+    elif kind == registry.K_UNARY:
         def step():
             V[r] = f(V[x], c, c2)
     elif kind == registry.K_BINARY:
@@ -491,65 +513,20 @@ def _forward_rule(op, V, r, tape, B, arg_of):
     elif kind == registry.K_CAST:
         def step():
             V[r] = V[x].astype(dtype)
-    elif kind == registry.K_GATHER and name in _SHAPE_GATHERS:
-        index_map = tape.aux[r]
-
-        def step():
-            V[r] = np.asarray(V[x].reshape(-1)[index_map])
-    elif name in _MATMUL:
-        y = ins[1]
-
-        def step():
-            V[r] = np.asarray(np.matmul(V[x], V[y]), order="C")
-    elif name == "linear" or name == "addmm":
-        w, b = ins[1], ins[2] if len(ins) > 2 else None
-
-        def step():
-            value = V[x] @ V[w].T
-            if b is not None:
-                value += V[b]
-            V[r] = value
-    elif name == "traced_rule":  # (the rule of a cross_entropy reads the gradient its forward rule computed)
-        fop, ctx, j, wanted = tape.aux[r]
-        xs, gr = ins[:-1], ins[-1]
-
-        def step():
-            V[r] = np.asarray(fop.array_vjp(ctx, V[gr], [V[i] for i in xs], wanted)[j])
-    elif name == "stack":
-        axis = tape.aux[r]
-
-        def step():
-            V[r] = np.stack([V[i] for i in ins], axis=axis)
-    elif name == "cat":
-        axis, sizes = tape.aux[r]
-        kept = [i for i, n in zip(ins, sizes) if n is not None]
-
-        def step():
-            V[r] = np.concatenate([V[i] for i in kept], axis=axis)
-    elif name in _rnn_replay:  # a fused LSTM/GRU cell row (ops/rnn.py)
-        fwd, ctx = _rnn_replay[name], tape.aux[r]
-
-        def step():
-            V[r] = fwd(ctx, *[V[i] for i in ins])
-    elif name in ("conv", "max_pool", "layer_norm", "batch_norm"):  # (ops/conv.py's layers)
-        from .ops.conv import replay_rule
-        ctx = tape.aux[r]
-        layer = replay_rule(name, ctx)
-        if layer is None:
-            return None
-
-        def step():
-            V[r] = layer(ctx, *[V[i] for i in ins]).reshape(shape)
-    elif name == "cross_entropy":
-        ctx = tape.aux[r]
+    elif name == "cross_entropy":  # its target is not an input row: bound here when it is an argument
         j = arg_of.get(id(getattr(ctx, "target", None)))
         if j is None or out.ndim:
-            return None
+            return "cross_entropy's target is not an argument of the function"
 
         def step():
-            V[r] = _cross_entropy_replay(ctx, V[x], B[j])
-    else:
-        return None
+            V[r] = f(ctx, V[x], B[j])
+    elif f is None:
+        return op.unreplayable or f"{name} declares no forward"
+    elif getattr(ctx, "unreplayable", None):
+        return ctx.unreplayable
+    else:  # a gather or a Python op: its forward on arrays, from its saved context
+        def step():
+            V[r] = np.asarray(f(ctx, *[V[i] for i in ins]), dtype, order="C").reshape(shape)
     rule, obj = step, tape.obj  # a later compiled call (forward or backward) reads the value by its id
     if shape:
         def step():

@@ -9,6 +9,8 @@ enabled on the CPU it raises NotImplementedError.
 import functools
 import warnings
 
+from .. import _dtype
+
 
 class GradScaler:
     """torch.amp.GradScaler(device="cuda", ...). For CUDA (unavailable) torch warns and disables it;
@@ -70,7 +72,6 @@ class autocast:
     def __init__(self, device_type, dtype=None, enabled=True, cache_enabled=None):
         if not isinstance(device_type, str):
             raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
-        from .. import _dtype
         self.device = device_type
         if dtype is None and device_type == "cpu":
             dtype = _dtype.bfloat16  # (torch.get_autocast_dtype("cpu"))
@@ -94,16 +95,14 @@ class autocast:
         self._outer = []
 
     def __enter__(self):
-        from ..ops._common import autocast_state
         if self.device == "cpu":  # (a CUDA region, always disabled here, leaves the CPU's state alone)
-            self._outer.append(autocast_state.dtype)
-            autocast_state.dtype = self.fast_dtype.np if self._enabled else None
+            self._outer.append(_dtype.autocast_state.dtype)
+            _dtype.autocast_state.dtype = self.fast_dtype.np if self._enabled else None
         return self
 
     def __exit__(self, *exc):
         if self.device == "cpu":
-            from ..ops._common import autocast_state
-            autocast_state.dtype = self._outer.pop()
+            _dtype.autocast_state.dtype = self._outer.pop()
         return False
 
     def __call__(self, func):

@@ -3,16 +3,19 @@ import numpy as np
 
 from .grad_mode import (enable_grad, inference_mode, is_grad_enabled, no_grad,  # noqa: F401
                         set_grad_enabled)
-from .anomaly import detect_anomaly, set_detect_anomaly  # noqa: F401
+from ..anomaly import detect_anomaly, set_detect_anomaly  # noqa: F401
 from .function import Function  # noqa: F401
 from . import functional  # noqa: F401
 from .gradcheck import gradcheck, gradgradcheck  # noqa: F401
 from .inspect import dump, tape_stats  # noqa: F401
+from ..tensor import as_array, _new, Tensor
+from .. import replay
+from ..accumulate import add_grad
+from .. import tape as tape_mod
 
 
 def Variable(data, requires_grad=False, volatile=False):
     """The legacy wrapper: since torch 0.4 a Variable is a Tensor."""
-    from ..tensor import Tensor, _new, as_array
     t = data if isinstance(data, Tensor) else _new(as_array(data))
     if requires_grad:
         t.requires_grad_(True)
@@ -22,13 +25,11 @@ def Variable(data, requires_grad=False, volatile=False):
 def _as_tuple(x):
     if x is None:
         return None
-    from ..tensor import Tensor
     return (x,) if isinstance(x, Tensor) else tuple(x)
 
 
 def _seeds(outputs, grad_outputs, create_graph):
     """Check the outputs and their seed gradients, with torch's errors."""
-    from ..tensor import Tensor
     grads = _as_tuple(grad_outputs) or (None,) * len(outputs)
     if len(grads) != len(outputs):
         raise RuntimeError(f"got {len(outputs)} tensors and {len(grads)} gradients")
@@ -42,7 +43,6 @@ def _seeds(outputs, grad_outputs, create_graph):
             g = np.ones(out._data.shape, out._data.dtype)
         else:
             if not isinstance(g, Tensor):
-                from ..tensor import as_array
                 g = Tensor.__new__(Tensor)
                 g._data = as_array(grads[i])
             if g.shape != out.shape:
@@ -62,12 +62,10 @@ def _seeds(outputs, grad_outputs, create_graph):
 
 
 def _tracing():
-    from .. import tape as tape_mod
     return tape_mod._local.tracing is not None
 
 
 def _rows(tensors):
-    from .. import tape as tape_mod
     tapes = {id(t._tape): t._tape for t in tensors if t._tape is not None}
     if len(tapes) > 1:
         raise RuntimeError("tapegrad: these tensors were recorded on different threads' tapes")
@@ -97,7 +95,6 @@ def _per_input(result, counts):
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, grad_variables=None,
              inputs=None):
     """Accumulate the gradients of `tensors` into the leaves' .grad (torch.autograd.backward)."""
-    from .. import replay
     tensors = _as_tuple(tensors)
     seeds = _seeds(tensors, grad_tensors if grad_tensors is not None else grad_variables, create_graph)
     if retain_graph is None:
@@ -113,14 +110,12 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     if inputs is not None:
         for t, g in zip(inputs, _per_input(result, counts)):
             if g is not None:
-                replay._add_grad(t, g, create_graph)
+                add_grad(t, g, create_graph)
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, only_inputs=True,
          allow_unused=None, is_grads_batched=False, materialize_grads=False):
     """The gradients of outputs with respect to inputs, returned (not accumulated into .grad)."""
-    from .. import replay
-    from ..tensor import _new
     outputs, inputs = _as_tuple(outputs), _as_tuple(inputs)
     if allow_unused is None:
         allow_unused = materialize_grads
@@ -133,8 +128,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         if not t._requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
     if is_grads_batched:  # one backward per row of the batched grad_outputs (tapegrad has no vmap)
-        from .functional import _batched_grad
-        return _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
+        return functional._batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
                              materialize_grads)
     seeds = _seeds(outputs, grad_outputs, create_graph)
     if retain_graph is None:

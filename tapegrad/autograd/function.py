@@ -17,9 +17,15 @@ import weakref
 import numpy as np
 
 from .. import registry
-from ..tensor import Tensor, _new
+from ..tensor import _new, Tensor, tensor_type_name
 from .graph import FUNCTION_MODULE, Node
-from .grad_mode import is_grad_enabled, no_grad
+from ..grad_mode import is_grad_enabled, no_grad
+from ..ops._common import _record
+from ..accumulate import wrap
+from ..anomaly import row_name
+from ..replay import current_pass, FREED_MESSAGE
+from .. import _dtype
+from .. import tape as tape_mod
 
 __all__ = ["Function", "FunctionCtx", "BackwardCFunction", "once_differentiable", "InplaceFunction"]
 
@@ -90,7 +96,6 @@ class BackwardCFunction(Node, FunctionCtx):
         if self._saved is None:  # inside forward, before the row exists
             return tuple(self.to_save)
         if getattr(self, "_tape", None) is not None and not self._alive():
-            from ..replay import FREED_MESSAGE
             raise RuntimeError(FREED_MESSAGE)
         return tuple(_unpack(self, entry) for entry in self._saved)
 
@@ -102,7 +107,6 @@ class BackwardCFunction(Node, FunctionCtx):
     # -- the rows' vjps ------------------------------------------------------------------------------------
     def _stash(self, row, g):
         """A further output's gradient, kept for the one backward call at the Function's row."""
-        from ..replay import current_pass
         token = current_pass()
         if self.__dict__.get("_pending_token") is not token:
             self._pending_token, self._pending = token, {}
@@ -110,7 +114,6 @@ class BackwardCFunction(Node, FunctionCtx):
         self._pending[j] = self._pending[j] + g if j in self._pending else g
 
     def _backward(self, g):
-        from ..replay import current_pass
         grads = [None] * len(self._output_meta)
         grads[self._primary] = g
         if self.__dict__.get("_pending_token") is current_pass():
@@ -230,7 +233,6 @@ def _user_backward(cls):
 
 
 def _torch_dtype(np_dtype):
-    from .. import _dtype
     return _dtype.from_numpy_dtype(np_dtype)
 
 
@@ -243,7 +245,6 @@ def _zeros(meta):
 def _finish(ctx, args, tensors, outputs, recording):
     """The outputs as returned by apply: dirty inputs rebased, aliases of inputs made new tensors, and the
     differentiable ones recorded (one row, plus one per further differentiable output)."""
-    from .. import tape as tape_mod
     dirty = {id(t) for t in ctx.dirty_tensors}
     non_diff = {id(t) for t in ctx.non_differentiable}
     inputs = {id(a) for a in tensors}
@@ -318,7 +319,6 @@ def _cell_version(tape, row):
 def _unpack(ctx, entry):
     if entry is None:
         return None
-    from ..replay import FREED_MESSAGE, wrap
     if entry[0] == "row":
         _, row, ref, expected = entry
         tape = ctx._tape
@@ -338,7 +338,6 @@ def _unpack(ctx, entry):
 
 def _producer_name(tape, row):
     """The grad_fn of whatever last wrote this row's storage (an in-place op, or the Function itself)."""
-    from ..replay import row_name
     cell = int(tape.vaddr[row])
     owner = int(np.flatnonzero(tape.vaddr[:tape.n] == cell)[-1]) if cell else row
     return row_name(tape, owner)
@@ -346,7 +345,6 @@ def _producer_name(tape, row):
 
 def _raise_modified(t, current, expected, producer):
     import re
-    from ..tensor import tensor_type_name
     what = f"[{tensor_type_name(t._data)} {list(t._data.shape)}]"
     if producer is not None:
         what += ", which is output 0 of " + re.sub(r"Backward\d*$", "", producer) + ","
@@ -376,12 +374,14 @@ def _vjp_delayed_error(ctx, g, inputs, out):
 
 
 if "function" not in registry.BY_NAME:
+    _PYTHON = "its forward is the Function's own Python code"
     registry.python("function", "BackwardCFunction", None, _vjp_function, saves=0,
-                    doc="a custom autograd.Function (its grad_fn is named by the Function)")
+                    doc="a custom autograd.Function (its grad_fn is named by the Function)", unreplayable=_PYTHON)
     registry.python("function_output", "BackwardCFunction", None, _vjp_output, saves=0,
-                    doc="a further output of a custom autograd.Function")
+                    doc="a further output of a custom autograd.Function", unreplayable=_PYTHON)
     registry.python("delayed_error", "DelayedError", None, _vjp_delayed_error, saves=0,
-                    doc="the result of a @once_differentiable backward under create_graph")
+                    doc="the result of a @once_differentiable backward under create_graph",
+                    unreplayable="it stands for a gradient that must not be differentiated")
 _FUNCTION, _OUTPUT, _DELAYED = (registry.BY_NAME[n] for n in ("function", "function_output", "delayed_error"))
 
 
@@ -405,6 +405,5 @@ def once_differentiable(fn):
 def _delayed_error(o):
     if not isinstance(o, Tensor) or o._data.dtype.kind != "f":
         return o
-    from ..ops._common import _record
     source = _new(o._data, requires_grad=True)  # a stand-in leaf: differentiating further raises at this row
     return _record(_DELAYED, o._data, (source,))

@@ -7,18 +7,18 @@ cheaper). `vectorize=True` is accepted and computes the same rows one backward e
 """
 import numpy as np
 
-from .grad_mode import enable_grad, is_grad_enabled, set_grad_enabled
+from ..grad_mode import enable_grad, is_grad_enabled, set_grad_enabled
+from ..tensor import _new, Tensor
+from .. import ops
 
 __all__ = ["vjp", "jvp", "jacobian", "hessian", "hvp", "vhp"]
 
 
 def _Tensor():
-    from ..tensor import Tensor
     return Tensor
 
 
 def _zeros_like(t, requires_grad=False):
-    from ..tensor import _new
     return _new(np.zeros_like(t._data), requires_grad=requires_grad)
 
 
@@ -60,7 +60,6 @@ def _tuple_postprocess(res, to_unpack):
 
 
 def _grad_preprocess(inputs, create_graph, need_graph):
-    from ..tensor import _new
     res = []
     for inp in inputs:
         if create_graph and inp.requires_grad:
@@ -164,10 +163,8 @@ def _fill_in_zeros(grads, refs, strict, create_graph, stage):
 
 def _stack(tensors, create_graph):
     """torch.stack(tensors, 0): differentiable when create_graph and any row requires grad."""
-    from ..tensor import _new
     if not (create_graph and any(t.requires_grad for t in tensors)):
         return _new(np.stack([t._data for t in tensors]))
-    from .. import ops
     if hasattr(ops, "stack"):
         return ops.stack(list(tensors), 0)
     # composed: each row scattered into its place (scatter_flat is differentiable), then summed
@@ -264,7 +261,6 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, st
             for j in range(out.nelement()):
                 seed = np.zeros(flat.shape, flat._data.dtype)
                 seed[j] = 1  # one backward per output element: the j-th row of the Jacobian
-                from ..tensor import _new
                 vj = _autograd_grad((flat,), inputs, (_new(seed),), retain_graph=True, create_graph=create_graph)
                 for el_idx, (jac_i_el, vj_el, inp_el) in enumerate(zip(jac_i, vj, inputs)):
                     if vj_el is not None:
@@ -287,7 +283,6 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, st
 
 
 def _new_empty(shape, like):
-    from ..tensor import _new
     return _new(np.zeros(tuple(shape), like._data.dtype))
 
 

@@ -10,6 +10,8 @@ NotImplementedError; without vmap a batched gradient is a loop of the same backw
 import warnings
 
 import numpy as np
+from ..creation import rand
+from ..tensor import _new as new, Tensor
 
 __all__ = ["gradcheck", "gradgradcheck", "GradcheckError"]
 
@@ -36,12 +38,10 @@ If the test
 
 
 def _Tensor():
-    from ..tensor import Tensor
     return Tensor
 
 
 def _new(data, requires_grad=False):
-    from ..tensor import _new as new
     return new(data, requires_grad)
 
 
@@ -278,7 +278,6 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
         raise AssertionError("Setting check_batched_grad=True requires check_rev_over_rev to be True")
     tupled_inputs = _as_tuple(inputs)
     if grad_outputs is None:
-        from ..creation import rand
         from .. import float64
         outputs = _differentiable_outputs(func(*tupled_inputs))
         tupled_grad_outputs = tuple(  # uniform in [-1, 1), as torch.testing.make_tensor

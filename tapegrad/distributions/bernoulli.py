@@ -5,6 +5,7 @@ from . import constraints
 from ._ops import bernoulli_np
 from .exp_family import ExponentialFamily
 from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+from ..tensor import _new
 
 __all__ = ["Bernoulli"]
 
@@ -73,7 +74,6 @@ class Bernoulli(ExponentialFamily):
         return self._param.size()
 
     def sample(self, sample_shape=()):
-        from ..tensor import _new
         shape = self._extended_shape(sample_shape)
         return _new(bernoulli_np(self.probs.detach().expand(shape)._data))
 

@@ -7,6 +7,8 @@ from . import constraints
 from ..ops.sort import multinomial
 from .distribution import Distribution
 from .utils import lazy_property, logits_to_probs, probs_to_logits
+from .._dtype import to_numpy_dtype
+from ..tensor import _new
 
 __all__ = ["Categorical"]
 
@@ -85,7 +87,6 @@ class Categorical(Distribution):
         return full(tuple(self._extended_shape()), math.nan, dtype=self.probs.dtype)
 
     def sample(self, sample_shape=()):
-        from ..tensor import _new
         sample_shape = tuple(sample_shape)
         n = int(np.prod(sample_shape, dtype=np.int64))
         probs_2d = self.probs.detach()._data.reshape(-1, self._num_events)
@@ -102,7 +103,6 @@ class Categorical(Distribution):
         return log_pmf.gather(-1, value).squeeze(-1)
 
     def entropy(self):
-        from .._dtype import to_numpy_dtype
         min_real = float(np.finfo(to_numpy_dtype(self.logits.dtype)).min)
         logits = self.logits.clamp(min=min_real)
         p_log_p = logits * self.probs

@@ -3,6 +3,7 @@
 `check(value)` returns a bool tensor over the batch dims (torch's semantics); reprs are torch's.
 """
 import numpy as np
+from ..tensor import _new
 
 __all__ = ["Constraint", "boolean", "cat", "dependent", "dependent_property", "greater_than", "greater_than_eq",
            "independent", "integer_interval", "interval", "half_open_interval", "is_dependent", "less_than",
@@ -16,7 +17,6 @@ def _np(x):
 
 
 def _bool_tensor(a):
-    from ..tensor import _new
     return _new(np.asarray(a, dtype=bool))
 
 

@@ -5,12 +5,13 @@ import numpy as np
 
 from . import constraints
 from .utils import lazy_property
+from ..grad_mode import no_grad
+from ..tensor import Size, Tensor
 
 __all__ = ["Distribution"]
 
 
 def _Size(shape=()):
-    from ..tensor import Size
     return Size(tuple(shape))
 
 
@@ -105,7 +106,6 @@ class Distribution:
         return self.variance.sqrt()
 
     def sample(self, sample_shape=()):
-        from ..autograd.grad_mode import no_grad
         with no_grad():
             return self.rsample(sample_shape)
 
@@ -138,7 +138,6 @@ class Distribution:
         return _Size(tuple(sample_shape) + tuple(self._batch_shape) + tuple(self._event_shape))
 
     def _validate_sample(self, value):
-        from ..tensor import Tensor
         if not isinstance(value, Tensor):
             raise ValueError("The value argument to log_prob must be a Tensor")
         event_dim_start = len(value.size()) - len(self._event_shape)

@@ -6,6 +6,7 @@ from . import constraints
 from ._ops import normal_np
 from .exp_family import ExponentialFamily
 from .utils import _standard_normal, broadcast_all
+from ..tensor import _new
 
 __all__ = ["Normal"]
 
@@ -52,7 +53,6 @@ class Normal(ExponentialFamily):
         return new
 
     def sample(self, sample_shape=()):
-        from ..tensor import _new
         shape = self._extended_shape(sample_shape)
         # torch.normal(loc.expand(shape), scale.expand(shape))
         return _new(normal_np(self.loc.detach().expand(shape)._data, self.scale.detach().expand(shape)._data))

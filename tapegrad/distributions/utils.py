@@ -3,6 +3,8 @@ from functools import update_wrapper
 from numbers import Number
 
 import numpy as np
+from .._dtype import to_numpy_dtype
+from ..tensor import _new
 
 __all__ = ["broadcast_all", "logits_to_probs", "clamp_probs", "probs_to_logits", "lazy_property"]
 
@@ -35,8 +37,6 @@ def broadcast_all(*values):
 def _standard_normal(shape, dtype, device=None):
     """torch.empty(shape, dtype=dtype).normal_()."""
     from .. import random as _random
-    from ..tensor import _new
-    from .._dtype import to_numpy_dtype
     return _new(_random.normal(tuple(shape), None, to_numpy_dtype(dtype)))
 
 
@@ -47,7 +47,6 @@ def _sum_rightmost(value, dim):
 
 
 def _eps(dtype):
-    from .._dtype import to_numpy_dtype
     return float(np.finfo(to_numpy_dtype(dtype)).eps)
 
 

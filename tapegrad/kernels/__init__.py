@@ -7,6 +7,8 @@ caching is off and kernels compile in memory.
 import os
 import pathlib
 
+from .. import registry
+
 _runtime = None
 
 
@@ -33,12 +35,20 @@ def _choose_cache_dir():
         os.environ["NUMBA_DISABLE_CACHING"] = "1"  # nowhere to write: compile in memory, never fail
 
 
+def _check_codes(codes):
+    declared = {op.name: op.code for op in registry.OPS if op.kind in (registry.K_UNARY, registry.K_BINARY)}
+    if codes != declared:
+        raise RuntimeError("tapegrad/kernels/elementwise.py does not match the declared elementwise ops: run "
+                           "`python -m tapegrad.kernels.codegen --write`")
+
+
 def load():
     """The compiled runtime module (imports Numba and loads or compiles the kernels on first call)."""
     global _runtime
     if _runtime is None:
         _choose_cache_dir()
-        from . import memory, runtime
+        from . import elementwise, memory, runtime
         memory.check_layout()
+        _check_codes(elementwise.CODES)
         _runtime = runtime
     return _runtime

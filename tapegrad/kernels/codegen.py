@@ -1,6 +1,6 @@
-"""Generate kernels/elementwise.py from the registry's derivative expressions.
+"""Generate kernels/elementwise.py from the derivative expressions of the elementwise ops in the registry.
 
-Run `python -m tapegrad.kernels.codegen --write` after changing an elementwise op in registry.py (without
+Run `python -m tapegrad.kernels.codegen --write` after changing an elementwise op in ops/elementwise.py (without
 `--write` it only checks; an unchanged file is never rewritten, so Numba's cache of it stays valid);
 tests/test_engine.py fails when the generated file is out of date.
 """
@@ -8,11 +8,12 @@ import argparse
 import pathlib
 import re
 import sys
+import textwrap
 
 from .. import registry
 
 TARGET = pathlib.Path(__file__).with_name("elementwise.py")
-HEADER = '''"""Adjoints of the elementwise ops. GENERATED from tapegrad/registry.py by
+HEADER = '''"""Adjoints of the elementwise ops. GENERATED from the op declarations (tapegrad/ops/elementwise.py) by
 `python -m tapegrad.kernels.codegen`: do not edit by hand."""
 from math import cos, cosh, exp, log, sin, sinh, sqrt  # noqa: F401
 
@@ -73,7 +74,11 @@ def _binary(ops):
 def source():
     unary = [op for op in registry.OPS if op.kind == registry.K_UNARY]
     binary = [op for op in registry.OPS if op.kind == registry.K_BINARY]
-    return HEADER + "\n".join(_unary(unary) + _binary(binary)) + "\n"
+    codes = ", ".join(f"{op.name!r}: {op.code}" for op in unary + binary)
+    return (HEADER + "\n".join(_unary(unary) + _binary(binary)) + "\n\n\n"
+            + "# The opcodes these kernels dispatch on, which depend on the order the op modules declare their ops in:\n"
+            + "# kernels.load() checks them against the registry, so a stale file raises instead of misrouting a row.\n"
+            + "\n".join(textwrap.wrap("CODES = {" + codes + "}", 116, subsequent_indent="         ")) + "\n")
 
 
 def write_if_changed(path, text):

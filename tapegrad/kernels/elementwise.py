@@ -1,4 +1,4 @@
-"""Adjoints of the elementwise ops. GENERATED from tapegrad/registry.py by
+"""Adjoints of the elementwise ops. GENERATED from the op declarations (tapegrad/ops/elementwise.py) by
 `python -m tapegrad.kernels.codegen`: do not edit by hand."""
 from math import cos, cosh, exp, log, sin, sinh, sqrt  # noqa: F401
 
@@ -11,289 +11,289 @@ from .scalar import _select, _with_input, erf, power, sigmoid, sign, where  # no
 @njit(**JIT)
 def unary(op, X, Y, G, GX, c, c2):
     n = G.size
-    if op == 3:  # neg
+    if op == 4:  # neg
         for i in range(n):
             g = G[i]
             GX[i] += -g
-    elif op == 4:  # exp
+    elif op == 5:  # exp
         for i in range(n):
             y = Y[i]
             g = G[i]
             GX[i] += g * y
-    elif op == 5:  # log
+    elif op == 6:  # log
         for i in range(n):
             x = X[i]
             g = G[i]
             GX[i] += g / x
-    elif op == 6:  # sqrt
+    elif op == 7:  # sqrt
         for i in range(n):
             y = Y[i]
             g = G[i]
             GX[i] += g / (2 * y)
-    elif op == 7:  # sin
+    elif op == 8:  # sin
         for i in range(n):
             x = X[i]
             g = G[i]
             GX[i] += g * cos(x)
-    elif op == 8:  # cos
+    elif op == 9:  # cos
         for i in range(n):
             x = X[i]
             g = G[i]
             GX[i] += -g * sin(x)
-    elif op == 9:  # tan
+    elif op == 10:  # tan
         for i in range(n):
             y = Y[i]
             g = G[i]
             GX[i] += g * (1 + y * y)
-    elif op == 10:  # tanh
+    elif op == 11:  # tanh
         for i in range(n):
             y = Y[i]
             g = G[i]
             GX[i] += g * (1 - y * y)
-    elif op == 11:  # sigmoid
+    elif op == 12:  # sigmoid
         for i in range(n):
             y = Y[i]
             g = G[i]
             GX[i] += g * y * (1 - y)
-    elif op == 12:  # relu
+    elif op == 13:  # relu
         for i in range(n):
             y = Y[i]
             g = G[i]
             GX[i] += _with_input(where(y <= 0, 0 * g, g), y)
-    elif op == 13:  # abs
+    elif op == 14:  # abs
         for i in range(n):
             x = X[i]
             g = G[i]
             GX[i] += g * sign(x)
-    elif op == 14:  # reciprocal
+    elif op == 15:  # reciprocal
         for i in range(n):
             y = Y[i]
             g = G[i]
             GX[i] += -g * y * y
-    elif op == 15:  # square
+    elif op == 16:  # square
         for i in range(n):
             x = X[i]
             g = G[i]
             GX[i] += 2 * g * x
-    elif op == 16:  # rsqrt
+    elif op == 17:  # rsqrt
         for i in range(n):
             y = Y[i]
             g = G[i]
             GX[i] += -0.5 * g * y * y * y
-    elif op == 17:  # log1p
+    elif op == 18:  # log1p
         for i in range(n):
             x = X[i]
             g = G[i]
             GX[i] += g / (1 + x)
-    elif op == 18:  # expm1
+    elif op == 19:  # expm1
         for i in range(n):
             y = Y[i]
             g = G[i]
             GX[i] += g * (y + 1)
-    elif op == 19:  # log2
+    elif op == 20:  # log2
         for i in range(n):
             x = X[i]
             g = G[i]
             GX[i] += g / (x * 0.6931471805599453)
-    elif op == 20:  # exp2
+    elif op == 21:  # exp2
         for i in range(n):
             y = Y[i]
             g = G[i]
             GX[i] += g * y * 0.6931471805599453
-    elif op == 21:  # asin
+    elif op == 22:  # asin
         for i in range(n):
             x = X[i]
             g = G[i]
             GX[i] += g / sqrt(1 - x * x)
-    elif op == 22:  # acos
+    elif op == 23:  # acos
         for i in range(n):
             x = X[i]
             g = G[i]
             GX[i] += -g / sqrt(1 - x * x)
-    elif op == 23:  # atan
+    elif op == 24:  # atan
         for i in range(n):
             x = X[i]
             g = G[i]
             GX[i] += g / (1 + x * x)
-    elif op == 24:  # sinh
+    elif op == 25:  # sinh
         for i in range(n):
             x = X[i]
             g = G[i]
             GX[i] += g * cosh(x)
-    elif op == 25:  # cosh
+    elif op == 26:  # cosh
         for i in range(n):
             x = X[i]
             g = G[i]
             GX[i] += g * sinh(x)
-    elif op == 26:  # erf
+    elif op == 27:  # erf
         for i in range(n):
             x = X[i]
             g = G[i]
             GX[i] += g * 1.1283791670955126 * exp(-x * x)
-    elif op == 27:  # sign
+    elif op == 28:  # sign
         for i in range(n):
             g = G[i]
             GX[i] += 0 * g
-    elif op == 28:  # floor
+    elif op == 29:  # floor
         for i in range(n):
             g = G[i]
             GX[i] += 0 * g
-    elif op == 29:  # ceil
+    elif op == 30:  # ceil
         for i in range(n):
             g = G[i]
             GX[i] += 0 * g
-    elif op == 30:  # round
+    elif op == 31:  # round
         for i in range(n):
             g = G[i]
             GX[i] += 0 * g
-    elif op == 31:  # trunc
+    elif op == 32:  # trunc
         for i in range(n):
             g = G[i]
             GX[i] += 0 * g
-    elif op == 32:  # gelu
+    elif op == 33:  # gelu
         for i in range(n):
             x = X[i]
             g = G[i]
             GX[i] += g * (0.5 * (1 + erf(x * 0.7071067811865476)) + x * 0.3989422804014327 * exp(-0.5 * x * x))
-    elif op == 33:  # silu
+    elif op == 34:  # silu
         for i in range(n):
             x = X[i]
             g = G[i]
             GX[i] += g * sigmoid(x) * (1 + x * (1 - sigmoid(x)))
-    elif op == 34:  # softplus
+    elif op == 35:  # softplus
         for i in range(n):
             x = X[i]
             g = G[i]
             GX[i] += where(x * c > c2, g, g * sigmoid(c * x))
-    elif op == 35:  # leaky_relu
+    elif op == 36:  # leaky_relu
         for i in range(n):
             x = X[i]
             g = G[i]
             GX[i] += _with_input(where(x > 0, g, g * c), x)
-    elif op == 36:  # elu
+    elif op == 37:  # elu
         for i in range(n):
             x = X[i]
             y = Y[i]
             g = G[i]
             GX[i] += where(x > 0, g, g * (y + c))
-    elif op == 37:  # hardtanh
+    elif op == 38:  # hardtanh
         for i in range(n):
             x = X[i]
             g = G[i]
             GX[i] += where((x <= c) | (x >= c2), 0 * g, g + 0 * x)
-    elif op == 38:  # clamp
+    elif op == 39:  # clamp
         for i in range(n):
             x = X[i]
             g = G[i]
             GX[i] += where((x >= c) & (x <= c2), g, 0 * g)
-    elif op == 39:  # copy
+    elif op == 40:  # copy
         for i in range(n):
             g = G[i]
             GX[i] += g
-    elif op == 41:  # add_ts
+    elif op == 42:  # add_ts
         for i in range(n):
             g = G[i]
             GX[i] += g
-    elif op == 42:  # add_st
+    elif op == 43:  # add_st
         for i in range(n):
             g = G[i]
             GX[i] += g
-    elif op == 44:  # sub_ts
+    elif op == 45:  # sub_ts
         for i in range(n):
             g = G[i]
             GX[i] += g
-    elif op == 45:  # sub_st
+    elif op == 46:  # sub_st
         for i in range(n):
             g = G[i]
             GX[i] += -g
-    elif op == 47:  # mul_ts
+    elif op == 48:  # mul_ts
         for i in range(n):
             g = G[i]
             GX[i] += g * c
-    elif op == 48:  # mul_st
+    elif op == 49:  # mul_st
         for i in range(n):
             g = G[i]
             GX[i] += g * c
-    elif op == 50:  # div_ts
+    elif op == 51:  # div_ts
         for i in range(n):
             g = G[i]
             GX[i] += g / c
-    elif op == 51:  # div_st
+    elif op == 52:  # div_st
         for i in range(n):
             x = X[i]
             y = Y[i]
             g = G[i]
             GX[i] += -g * y / x
-    elif op == 53:  # pow_ts
+    elif op == 54:  # pow_ts
         for i in range(n):
             x = X[i]
             g = G[i]
             GX[i] += g * _select(c == 0, 0 * c, c * power(x, c - 1))
-    elif op == 54:  # pow_st
+    elif op == 55:  # pow_st
         for i in range(n):
             x = X[i]
             y = Y[i]
             g = G[i]
             GX[i] += where((c == 0) & (x >= 0), 0 * g, g * y * log(c))
-    elif op == 56:  # maximum_ts
+    elif op == 57:  # maximum_ts
         for i in range(n):
             x = X[i]
             g = G[i]
             GX[i] += where(x < c, 0 * g, where(x == c, 0.5 * g, g))
-    elif op == 57:  # maximum_st
+    elif op == 58:  # maximum_st
         for i in range(n):
             x = X[i]
             g = G[i]
             GX[i] += where(x < c, 0 * g, where(c == x, 0.5 * g, g))
-    elif op == 59:  # minimum_ts
+    elif op == 60:  # minimum_ts
         for i in range(n):
             x = X[i]
             g = G[i]
             GX[i] += where(x > c, 0 * g, where(x == c, 0.5 * g, g))
-    elif op == 60:  # minimum_st
+    elif op == 61:  # minimum_st
         for i in range(n):
             x = X[i]
             g = G[i]
             GX[i] += where(x > c, 0 * g, where(c == x, 0.5 * g, g))
-    elif op == 62:  # atan2_ts
+    elif op == 63:  # atan2_ts
         for i in range(n):
             x = X[i]
             g = G[i]
             GX[i] += where((x == 0) & (c == 0), 0 * g, g * c / (x * x + c * c))
-    elif op == 63:  # atan2_st
+    elif op == 64:  # atan2_st
         for i in range(n):
             x = X[i]
             g = G[i]
             GX[i] += where((c == 0) & (x == 0), 0 * g, -g * c / (c * c + x * x))
-    elif op == 81:  # gelu_tanh
+    elif op == 65:  # gelu_tanh
         for i in range(n):
             x = X[i]
             g = G[i]
             GX[i] += g * (sigmoid(1.5957691216057308 * (x + 0.044715 * x * x * x)) * (1 + x * (1 - sigmoid(1.5957691216057308 * (x + 0.044715 * x * x * x))) * 1.5957691216057308 * (1 + 0.134145 * x * x)))
-    elif op == 82:  # clamp_min
+    elif op == 66:  # clamp_min
         for i in range(n):
             x = X[i]
             g = G[i]
             GX[i] += where(x >= c, g, 0 * g)
-    elif op == 83:  # clamp_max
+    elif op == 67:  # clamp_max
         for i in range(n):
             x = X[i]
             g = G[i]
             GX[i] += where(x <= c, g, 0 * g)
-    elif op == 84:  # round_decimals
+    elif op == 68:  # round_decimals
         for i in range(n):
             g = G[i]
             GX[i] += 0 * g
-    elif op == 85:  # log_sigmoid
+    elif op == 69:  # log_sigmoid
         for i in range(n):
             x = X[i]
             g = G[i]
             GX[i] += g * sigmoid(-x)
-    elif op == 86:  # _div_scalar
+    elif op == 70:  # _div_scalar
         for i in range(n):
             g = G[i]
             GX[i] += g / c
-    elif op == 87:  # _mul_scalar
+    elif op == 71:  # _mul_scalar
         for i in range(n):
             g = G[i]
             GX[i] += g * c
@@ -302,7 +302,7 @@ def unary(op, X, Y, G, GX, c, c2):
 @njit(**JIT)
 def binary(op, A, B, Y, G, GA, GB, IA, IB, outer, inner, ao, aj, bo, bj, need_a, need_b):
     mapped = IA.size > 0
-    if op == 40:  # add
+    if op == 41:  # add
         for o in range(outer):
             for j in range(inner):
                 k = o * inner + j
@@ -313,7 +313,7 @@ def binary(op, A, B, Y, G, GA, GB, IA, IB, outer, inner, ao, aj, bo, bj, need_a,
                     GA[ia] += g
                 if need_b:
                     GB[ib] += g
-    elif op == 43:  # sub
+    elif op == 44:  # sub
         for o in range(outer):
             for j in range(inner):
                 k = o * inner + j
@@ -324,7 +324,7 @@ def binary(op, A, B, Y, G, GA, GB, IA, IB, outer, inner, ao, aj, bo, bj, need_a,
                     GA[ia] += g
                 if need_b:
                     GB[ib] += -g
-    elif op == 46:  # mul
+    elif op == 47:  # mul
         for o in range(outer):
             for j in range(inner):
                 k = o * inner + j
@@ -337,7 +337,7 @@ def binary(op, A, B, Y, G, GA, GB, IA, IB, outer, inner, ao, aj, bo, bj, need_a,
                     GA[ia] += g * b
                 if need_b:
                     GB[ib] += g * a
-    elif op == 49:  # div
+    elif op == 50:  # div
         for o in range(outer):
             for j in range(inner):
                 k = o * inner + j
@@ -350,7 +350,7 @@ def binary(op, A, B, Y, G, GA, GB, IA, IB, outer, inner, ao, aj, bo, bj, need_a,
                     GA[ia] += g / b
                 if need_b:
                     GB[ib] += -g * y / b
-    elif op == 52:  # pow
+    elif op == 53:  # pow
         for o in range(outer):
             for j in range(inner):
                 k = o * inner + j
@@ -364,7 +364,7 @@ def binary(op, A, B, Y, G, GA, GB, IA, IB, outer, inner, ao, aj, bo, bj, need_a,
                     GA[ia] += g * _select(b == 0, 0 * b, b * power(a, b - 1))
                 if need_b:
                     GB[ib] += where((a == 0) & (b >= 0), 0 * g, g * y * log(a))
-    elif op == 55:  # maximum
+    elif op == 56:  # maximum
         for o in range(outer):
             for j in range(inner):
                 k = o * inner + j
@@ -377,7 +377,7 @@ def binary(op, A, B, Y, G, GA, GB, IA, IB, outer, inner, ao, aj, bo, bj, need_a,
                     GA[ia] += where(a < b, 0 * g, where(a == b, 0.5 * g, g))
                 if need_b:
                     GB[ib] += where(b < a, 0 * g, where(a == b, 0.5 * g, g))
-    elif op == 58:  # minimum
+    elif op == 59:  # minimum
         for o in range(outer):
             for j in range(inner):
                 k = o * inner + j
@@ -390,7 +390,7 @@ def binary(op, A, B, Y, G, GA, GB, IA, IB, outer, inner, ao, aj, bo, bj, need_a,
                     GA[ia] += where(a > b, 0 * g, where(a == b, 0.5 * g, g))
                 if need_b:
                     GB[ib] += where(b > a, 0 * g, where(a == b, 0.5 * g, g))
-    elif op == 61:  # atan2
+    elif op == 62:  # atan2
         for o in range(outer):
             for j in range(inner):
                 k = o * inner + j
@@ -403,3 +403,16 @@ def binary(op, A, B, Y, G, GA, GB, IA, IB, outer, inner, ao, aj, bo, bj, need_a,
                     GA[ia] += where((a == 0) & (b == 0), 0 * g, g * b / (a * a + b * b))
                 if need_b:
                     GB[ib] += where((a == 0) & (b == 0), 0 * g, -g * a / (a * a + b * b))
+
+
+# The opcodes these kernels dispatch on, which depend on the order the op modules declare their ops in:
+# kernels.load() checks them against the registry, so a stale file raises instead of misrouting a row.
+CODES = {'neg': 4, 'exp': 5, 'log': 6, 'sqrt': 7, 'sin': 8, 'cos': 9, 'tan': 10, 'tanh': 11, 'sigmoid': 12, 'relu':
+         13, 'abs': 14, 'reciprocal': 15, 'square': 16, 'rsqrt': 17, 'log1p': 18, 'expm1': 19, 'log2': 20, 'exp2':
+         21, 'asin': 22, 'acos': 23, 'atan': 24, 'sinh': 25, 'cosh': 26, 'erf': 27, 'sign': 28, 'floor': 29, 'ceil':
+         30, 'round': 31, 'trunc': 32, 'gelu': 33, 'silu': 34, 'softplus': 35, 'leaky_relu': 36, 'elu': 37,
+         'hardtanh': 38, 'clamp': 39, 'copy': 40, 'add_ts': 42, 'add_st': 43, 'sub_ts': 45, 'sub_st': 46, 'mul_ts':
+         48, 'mul_st': 49, 'div_ts': 51, 'div_st': 52, 'pow_ts': 54, 'pow_st': 55, 'maximum_ts': 57, 'maximum_st':
+         58, 'minimum_ts': 60, 'minimum_st': 61, 'atan2_ts': 63, 'atan2_st': 64, 'gelu_tanh': 65, 'clamp_min': 66,
+         'clamp_max': 67, 'round_decimals': 68, 'log_sigmoid': 69, '_div_scalar': 70, '_mul_scalar': 71, 'add': 41,
+         'sub': 44, 'mul': 47, 'div': 50, 'pow': 53, 'maximum': 56, 'minimum': 59, 'atan2': 62}

@@ -330,8 +330,8 @@ def _split(y, px, pz):
 
 @njit(inline="always", **JIT)
 def _block(adj, offset, n, dt):
-    """adj[offset: offset + n] without a reference count (a slice's costs two atomic operations: W1's rows
-    spend most of their time on them); plan laid every block out inside adj, and this checks it."""
+    """adj[offset: offset + n] without a reference count (a slice's costs two atomic operations: a chain of
+    small rows spends most of its time on them); plan laid every block out inside adj, and this checks it."""
     if offset < 0 or offset + n > adj.size:
         raise IndexError("tapegrad: an adjoint block lies outside its buffer")
     return numba.carray(_voidptr(adj.ctypes.data + offset * adj.itemsize), n, dt)

@@ -36,7 +36,7 @@ def erf(x):
 @njit(inline="always", **JIT)
 def power(x, e):
     """x ** e, with the exponents 1, 2 and 3 as products, as torch computes them: libm's pow takes about 17 ns
-    an element for a runtime exponent (W5's second backward replays the rule of t ** 2.0: power(t, 1.0))."""
+    an element for a runtime exponent (a second backward replays the rule of t ** 2.0: power(t, 1.0))."""
     if e == 2.0:
         return x * x
     if e == 1.0:

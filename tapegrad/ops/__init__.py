@@ -17,6 +17,8 @@ from .elementwise import abs, pow, round  # noqa: F401
 from .reduce import sum, sum_to_shape  # noqa: F401
 from .shape import getitem, scatter_flat  # noqa: F401
 from .nn import *  # noqa: F401,F403  (after elementwise: its clamp, gelu, round take tensor/keyword arguments)
+# nn's clamp, clamp_min, clamp_max, gelu and round wrap elementwise's number-only front-ends of the same name
+from .nn import clamp, clamp_max, clamp_min, clip, gelu, round  # noqa: F401,E402
 from . import nn as _n
 from .sort import *  # noqa: F401,F403
 from .layout import *  # noqa: F401,F403

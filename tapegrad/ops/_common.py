@@ -1,12 +1,11 @@
 """What every op front-end shares: recording, operand conversion, dtype promotion, torch's shape errors."""
 import builtins
 import numbers
-import threading
 
 import numpy as np
 
 from .. import _dtype, registry, tape as tape_mod
-from ..autograd.grad_mode import _state as _grad_mode
+from ..grad_mode import _state as _grad_mode
 from ..tensor import Tensor, _new, as_array
 
 OPS = registry.BY_NAME
@@ -73,13 +72,7 @@ def _in_float32(forward, *arrays):
 
 
 # -- torch.autocast("cpu") ---------------------------------------------------------------------------
-class _AutocastState(threading.local):
-    """The dtype of the CPU autocast region this thread is in (torch.bfloat16's NumPy dtype), or None: set by
-    tapegrad.amp.autocast, read by the ops on torch's CPU autocast lists. Thread-local, as torch's."""
-    dtype = None
-
-
-autocast_state = _AutocastState()
+autocast_state = _dtype.autocast_state  # (shared state: tapegrad.amp.autocast sets it)
 
 
 def _autocast_lower(*tensors):
@@ -102,6 +95,13 @@ def _to_float32(a):
     if isinstance(a, Tensor) and a._data.dtype.itemsize == 2 and _dtype.is_float(a._data.dtype):
         return _to_dtype(a, np.dtype(np.float32))
     return a
+
+
+def _vjp_cast(ctx, g, inputs, out):
+    return (g.to(inputs[0].dtype),)
+
+
+registry.structural("cast", registry.K_CAST, "ToCopyBackward0", _vjp_cast)
 
 
 def _float(x):

@@ -9,13 +9,17 @@ import math
 import numpy as np
 
 from ._common import _tensor
+from ..tensor import _new
+from .elementwise import add, mul
+from .linalg import matmul
+from .nn import dropout
+from .reduce import softmax
 
 
 def _additive_mask(mask, dtype, name="attn_mask"):
     """A boolean mask (True: attend) as a constant float bias of 0 / -inf; a float mask as it is."""
     m = _tensor(mask)
     if m._data.dtype == np.bool_:
-        from ..tensor import _new
         return _new(np.where(m._data, 0.0, -np.inf).astype(dtype))
     if m._data.dtype.kind != "f":
         raise RuntimeError(f"Expected {name} dtype to be bool or float or to match query dtype, but got "
@@ -25,10 +29,6 @@ def _additive_mask(mask, dtype, name="attn_mask"):
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
                                  enable_gqa=False):
-    from .elementwise import add, mul
-    from .linalg import matmul
-    from .nn import dropout
-    from .reduce import softmax
     q, k, v = _tensor(query), _tensor(key), _tensor(value)
     if enable_gqa:
         raise NotImplementedError("tapegrad: scaled_dot_product_attention(enable_gqa=True) is not implemented")

@@ -16,6 +16,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from .. import _dtype, random, registry
 from ..tensor import _new
 from ._common import OPS, _autocast_lower, _record, _tensor, _to_dtype, autocast_state
+from .elementwise import mul
 
 # torch.X has these with these signatures; the rest are torch.nn.functional's only (nn/functional.py)
 __all__ = ["conv1d", "conv2d", "max_pool1d", "max_pool2d", "max_pool1d_with_indices", "avg_pool1d",
@@ -205,9 +206,6 @@ def _vjp_conv(ctx, g, inputs, out):
     return gx, gw, g.reshape(N, O, oh * ow).sum((0, 2))
 
 
-registry.python("conv", "ConvolutionBackward0", None, _vjp_conv, saves=2, array_vjp=_conv_arrays)
-
-
 def _conv(nd, input, weight, bias, stride, padding, dilation, groups):
     x, w = _tensor(input), _tensor(weight)
     if autocast_state.dtype is not None:
@@ -335,10 +333,6 @@ def _pool_kernels():
         from ..kernels import pool
         _kernel.append(pool)
     return _kernel[0]
-
-
-registry.python("max_pool", "MaxPool2DWithIndicesBackward0", None, _vjp_max_pool, saves=0,
-                array_vjp=_max_pool_arrays)
 
 
 def _pool_args(nd, x, kernel_size, stride, padding, dilation, ceil_mode, name):
@@ -575,10 +569,6 @@ def _vjp_norm(ctx, g, inputs, out):
     return tuple(res)
 
 
-registry.python("batch_norm", "NativeBatchNormBackward0", None, _vjp_norm, saves=1 | 2, array_vjp=_norm_arrays)
-registry.python("layer_norm", "NativeLayerNormBackward0", None, _vjp_norm, saves=1 | 2, array_vjp=_norm_arrays)
-
-
 def _normalized(ctx, xd, wd, bd):
     """The forward on arrays; keeps xhat and invstd in ctx for the backward."""
     if ctx.training:
@@ -626,7 +616,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         ctx.var = _tensor(running_var)._data.astype(dt).reshape(pshape)
     w = None if weight is None else _to_dtype(_tensor(weight), dt)
     b = None if bias is None else _to_dtype(_tensor(bias), dt)
-    ctx.replayable = not (training and running_mean is not None)  # (a replay would not update the statistics)
+    ctx.unreplayable = ("batch_norm in training mode updates its running statistics, which a replay would not"
+                        if training and running_mean is not None else None)
     out = _normalize("batch_norm", x, w, b, ctx)
     if training and running_mean is not None:
         rm, rv = _tensor(running_mean), _tensor(running_var)
@@ -664,7 +655,6 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
 
 # -- channel dropout -----------------------------------------------------------------------------------------------
 def _feature_dropout(input, p, training, inplace, batched):
-    from .elementwise import mul
     x = _tensor(input)
     if p < 0 or p > 1:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
@@ -725,12 +715,9 @@ def _norm_replay(ctx, x, *affine):
     return _normalized(ctx, x, w, b)
 
 
-def replay_rule(name, ctx):
-    """ops/conv.py's rows for trace.py: a function of the row's input arrays, or None (no replay)."""
-    if name == "conv":
-        return _conv_replay
-    if name == "max_pool":
-        return _max_pool_replay
-    if name == "layer_norm" or (name == "batch_norm" and ctx.replayable):
-        return _norm_replay
-    return None
+registry.python("conv", "ConvolutionBackward0", _conv_replay, _vjp_conv, saves=2, array_vjp=_conv_arrays)
+registry.python("max_pool", "MaxPool2DWithIndicesBackward0", _max_pool_replay, _vjp_max_pool, saves=0,
+                array_vjp=_max_pool_arrays)
+# (a batch_norm row that updates running statistics says so in its context's `unreplayable`)
+registry.python("batch_norm", "NativeBatchNormBackward0", _norm_replay, _vjp_norm, saves=1 | 2, array_vjp=_norm_arrays)
+registry.python("layer_norm", "NativeLayerNormBackward0", _norm_replay, _vjp_norm, saves=1 | 2, array_vjp=_norm_arrays)

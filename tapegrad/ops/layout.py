@@ -1,11 +1,11 @@
 """roll, diag, tril_indices, triu_indices: data movement whose index map depends on shapes only."""
 import numpy as np
 
-from .. import _dtype
+from .. import _dtype, registry
 from ..device import check as _check_device
 from ..tensor import _new
 from ._common import OPS, _dim, _record, _tensor
-from .shape import _gather, _index_map
+from .shape import diagonal as _diagonal, _gather, _gather_forward, _index_map, _vjp_gather
 
 
 def roll(input, shifts, dims=None):
@@ -35,7 +35,6 @@ def diag(input, diagonal=0):
     x = _tensor(input)
     k = int(diagonal)
     if x.ndim == 2:
-        from .shape import diagonal as _diagonal
         return _diagonal(x, k)
     if x.ndim != 1:
         raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {x.ndim}D")
@@ -64,6 +63,15 @@ def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
 def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
     _check_device(device)
     return _triangle_indices(False, int(row), int(col), offset, dtype)
+
+
+# == Declarations ===========================================================================================
+def _vjp_diag_embed(ctx, g, inputs, out):
+    return (g.diagonal(ctx),)          # ctx: the diagonal's offset
+
+
+registry.structural("roll", registry.K_GATHER, "RollBackward0", _vjp_gather, forward=_gather_forward)
+registry.python("diag_embed", "DiagEmbedBackward0", lambda ctx, x: np.diag(x, ctx), _vjp_diag_embed, saves=0)
 
 
 __all__ = ["roll", "diag", "tril_indices", "triu_indices"]

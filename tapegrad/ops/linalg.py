@@ -3,9 +3,12 @@ import math
 
 import numpy as np
 
-from .. import _dtype
-from ..registry import Ctx
-from ._common import OPS, _autocast_lower, _dims, _new, _record, _tensor, autocast_state, broadcast_shape
+from .. import _dtype, registry
+from ..registry import SAVES_OUT, Ctx
+from ._common import (OPS, _autocast_lower, _dims, _in_float32, _new, _record, _tensor, _to_dtype, autocast_state,
+                      broadcast_shape)
+from .elementwise import where
+from .reduce import _keep, sum_to_shape
 
 
 def _dtype_name(a):
@@ -190,14 +193,19 @@ def einsum(equation, *operands):
         xs = list(_autocast_lower(*xs))
     subs, out = _parse_einsum(equation, xs)
     dt = _dtype.result_type(*[x._data for x in xs])
-    from ._common import _to_dtype
     xs = [_to_dtype(x, dt) for x in xs]
-    work = [x._data.astype(np.float32) if _dtype.is_bfloat16(dt) else x._data for x in xs]  # (float32 sums)
-    value = np.einsum(",".join(subs) + "->" + out, *work, optimize=len(xs) > 1)
-    value = np.asarray(value, dtype=dt, order="C")
-    if dt.kind != "f":
+    value = _einsum_forward((subs, out), *[x._data for x in xs])
+    if not _dtype.is_float(dt):
         return _new(value)
     return _record(OPS["einsum"], value, tuple(xs), aux=(subs, out))
+
+
+def _einsum_forward(ctx, *arrays):
+    if _dtype.is_bfloat16(arrays[0].dtype):  # (bfloat16: in float32, rounded once, as torch's CPU kernels)
+        return _in_float32(lambda *a: _einsum_forward(ctx, *a), *arrays)
+    subs, out = ctx
+    value = np.einsum(",".join(subs) + "->" + out, *arrays, optimize=len(arrays) > 1)
+    return np.asarray(value, dtype=np.result_type(*arrays), order="C")
 
 
 def _einsum_grads(ctx, g, inputs):
@@ -247,7 +255,6 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     x = _tensor(x)
     if dtype is not None:
-        from ._common import _to_dtype
         x = _to_dtype(x, _dtype.to_numpy_dtype(dtype))
     if not _dtype.is_float(x._data.dtype):
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
@@ -262,6 +269,16 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
         d = next(d for d in dims if x.shape[d] == 0)
         raise RuntimeError(f"linalg.vector_norm cannot compute the inf norm on the dimension {d}because this "
                            f"dimension is empty and the operation does not have an identity")
+
+    out = _vector_norm_forward(Ctx(p=p, dims=dims), data, keepdim)
+    keep = tuple(1 if d in dims else s for d, s in enumerate(x.shape))
+    if p == 2 and dim is None and not keepdim:  # the registry's plain 2-norm
+        return _record(OPS["norm"], out, (x,))
+    return _record(OPS["vector_norm"], out, (x,), aux=Ctx(p=p, dims=dims, keep=keep))
+
+
+def _vector_norm_forward(ctx, data, keepdim=True):
+    p, dims = ctx.p, ctx.dims
 
     def red(fn, a):
         return np.asarray(fn(a) if a.ndim == 0 else fn(a, axis=dims, keepdims=keepdim))
@@ -282,11 +299,89 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
             out = red(np.sum, (a != 0).astype(a.dtype))
         else:
             out = red(np.sum, a ** a.dtype.type(p)) ** a.dtype.type(1.0 / p)
-    keep = tuple(1 if d in dims else s for d, s in enumerate(x.shape))
-    if p == 2 and dim is None and not keepdim:  # the registry's plain 2-norm
-        return _record(OPS["norm"], out.astype(data.dtype, copy=False), (x,))
-    return _record(OPS["vector_norm"], out.astype(data.dtype, copy=False), (x,),
-                   aux=Ctx(p=p, dims=dims, keep=keep))
+    return out.astype(data.dtype, copy=False)
+
+
+# == Declarations: each op's derivative rule and its forward on arrays (tapegrad.compile) ==================
+def _mm_forward(ctx, a, b):
+    return np.matmul(a, b)
+
+
+def _vjp_matmul(ctx, g, inputs, out):
+    a, b = inputs
+    if a.ndim == 1 and b.ndim == 1:
+        return g * b, g * a
+    a2 = a.unsqueeze(0) if a.ndim == 1 else a
+    b2 = b.unsqueeze(-1) if b.ndim == 1 else b
+    g2 = g
+    if a.ndim == 1:
+        g2 = g2.unsqueeze(-2)
+    if b.ndim == 1:
+        g2 = g2.unsqueeze(-1)
+    ga = g2 @ b2.transpose(-1, -2)
+    gb = a2.transpose(-1, -2) @ g2
+    ga = sum_to_shape(ga, a2.shape).reshape(a.shape)
+    gb = sum_to_shape(gb, b2.shape).reshape(b.shape)
+    return ga, gb
+
+
+def _matmul_arrays(ctx, g, inputs, wanted):
+    """Plain backward of a matrix product: BLAS on transposed views, and only the wanted side (no gradient
+    for the data x of x @ w)."""
+    a, b = inputs
+    if a.ndim != 2 or b.ndim != 2:
+        return None
+    return g @ b.T if wanted[0] else None, a.T @ g if wanted[1] else None
+
+
+def _norm_forward(x):
+    return np.sqrt(np.sum(np.square(x, dtype=x.dtype)))
+
+
+def _vjp_norm(ctx, g, inputs, out):
+    x, = inputs
+    return (where(out == 0, 0.0 * x, x * (g / out)),)  # torch: zero gradient at the origin
+
+
+def _vjp_vector_norm(ctx, g, inputs, out):
+    """torch's norm_backward, for each p: zero gradient where the norm is 0."""
+    x, = inputs
+    g, y = _keep(g, ctx.keep), _keep(out, ctx.keep)
+    p = ctx.p
+    if p == 0:
+        return (x * 0.0,)
+    if p == 1:
+        return (x.sign() * g,)
+    if p == 2:
+        return (where(y == 0, 0.0, g / y) * x,)
+    if math.isinf(p):
+        mask = (x.abs() == y).to(x.dtype)  # a NaN row matches nothing: zeros, as torch (not 0 / 0)
+        return (x.sign() * mask * (g / mask.sum(ctx.dims, keepdim=True).clamp_min(1.0)),)
+    if p < 1:
+        scaled = where(x == 0, 0.0, x.sign() * x.abs() ** (p - 1))
+        return (scaled * g * y ** (1 - p),)
+    scaled = x.sign() * x.abs() ** (p - 1) if p < 2 else x * x.abs() ** (p - 2)
+    return (scaled * where(y == 0, 0.0, g / y ** (p - 1)),)
+
+
+_NORM2 = Ctx(p=2.0, dims=None)  # (all dims: a 0-d result)
+
+
+def _vjp_einsum(ctx, g, inputs, out):
+    return _einsum_grads(ctx, g, inputs)
+
+
+registry.python("matmul", "MmBackward0", _mm_forward, _vjp_matmul, array_vjp=_matmul_arrays)
+registry.python("mv", "MvBackward0", _mm_forward, _vjp_matmul)
+registry.python("bmm", "BmmBackward0", _mm_forward, _vjp_matmul)
+registry.python("dot", "DotBackward0", _mm_forward, _vjp_matmul)
+registry.python("matmul_fold", "UnsafeViewBackward0", _mm_forward, _vjp_matmul)
+registry.python("matmul_bcast", "CloneBackward0", _mm_forward, _vjp_matmul)
+registry.python("vecmat", "SqueezeBackward4", _mm_forward, _vjp_matmul)
+registry.python("norm", "LinalgVectorNormBackward0", lambda ctx, x: _vector_norm_forward(_NORM2, x, False), _vjp_norm,
+                saves=1 | SAVES_OUT)
+registry.python("vector_norm", "LinalgVectorNormBackward0", _vector_norm_forward, _vjp_vector_norm, saves=1 | SAVES_OUT)
+registry.python("einsum", "EinsumBackward0", _einsum_forward, _vjp_einsum)
 
 
 __all__ = [n for n, v in list(globals().items()) if callable(v) and getattr(v, "__module__", None) == __name__

@@ -10,10 +10,11 @@ import numpy as np
 from .. import _dtype, registry
 from ..registry import Ctx
 from ..tensor import _new
-from ._common import OPS, _autocast_float32, _record, _tensor, _to_dtype, broadcast_shape
-from .elementwise import _div_scalar, _mul_scalar, abs, where
-from .reduce import log_softmax, mean, sum
+from ._common import OPS, _autocast_float32, _in_float32, _record, _tensor, _to_dtype, broadcast_shape
+from .elementwise import _div_scalar, _mul_scalar, abs, clamp_min, exp, log, log1p, softplus, where
+from .reduce import log_softmax, mean, softmax, sum
 from ..tape import guard
+from .shape import _reshape
 
 _REDUCTIONS = ("none", "mean", "sum")
 
@@ -59,15 +60,17 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     input, target = _autocast_float32(input, target)  # (torch's CPU autocast: in float32)
     reduction = _reduction(reduction, size_average, reduce)
     x, t, shape = _pair(input, target)
-    if _dtype.is_bfloat16(x._data.dtype):  # (in float32, rounded once)
-        d = x._data.astype(np.float32) - t._data.astype(np.float32)
-        out = _reduce_np(d * d, reduction).astype(x._data.dtype)
-    else:
-        d = x._data - t._data
-        out = _reduce_np(d * d, reduction)
     if weight is not None:
         return _reduce((x - t) * (x - t) * weight, reduction)
-    return _record(OPS["mse_loss"], out, (x, t), aux=Ctx(reduction=reduction, n=int(np.prod(shape))))
+    ctx = Ctx(reduction=reduction, n=int(np.prod(shape)))
+    return _record(OPS["mse_loss"], _mse_forward(ctx, x._data, t._data), (x, t), aux=ctx)
+
+
+def _mse_forward(ctx, x, t):
+    if _dtype.is_bfloat16(x.dtype):  # (bfloat16: in float32, rounded once, as torch's CPU kernels)
+        return _in_float32(lambda a, b: _mse_forward(ctx, a, b), x, t)
+    d = x - t
+    return _reduce_np(d * d, ctx.reduction)
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
@@ -86,10 +89,14 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     if beta == 0:
         return l1_loss(input, target, reduction=reduction)
     x, t, shape = _pair(input, target)
-    d = np.abs(x._data - t._data)
+    ctx = Ctx(reduction=reduction, n=int(np.prod(shape)), beta=float(beta))
+    return _record(OPS["smooth_l1_loss"], _smooth_l1_forward(ctx, x._data, t._data), (x, t), aux=ctx)
+
+
+def _smooth_l1_forward(ctx, x, t):
+    d, beta = np.abs(x - t), ctx.beta
     loss = np.where(d < beta, 0.5 * d * d / beta, d - 0.5 * beta).astype(d.dtype, copy=False)
-    return _record(OPS["smooth_l1_loss"], _reduce_np(loss, reduction), (x, t),
-                   aux=Ctx(reduction=reduction, n=int(np.prod(shape)), beta=float(beta)))
+    return _reduce_np(loss, ctx.reduction)
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
@@ -201,7 +208,6 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
 def _view_nd(x, reduction, out):
     """torch computes the loss of an (N, C, d1, ...) input other than 4-D as 4-D, and views it back."""
     if x.ndim >= 3 and x.ndim != 4 and reduction == "none":
-        from .shape import _reshape
         return _reshape(out, out.shape, OPS["view"])
     return out
 
@@ -253,7 +259,7 @@ def _cross_entropy_replay(ctx, x, target):
     return per if ctx.reduction == "none" else loss
 
 
-_kernel = []  # kernels/loss.py's, once loaded (an import statement per call took 1.7 us of W3's 9 us here)
+_kernel = []  # kernels/loss.py's, once loaded (an import statement per call took 1.7 us of a 9 us call)
 
 
 def _cross_entropy_kernel():
@@ -333,12 +339,16 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
                                f"argument at index 1 had {weight.shape}; but expected shape should be broadcastable "
                                f"to {list(x.shape)}") from None
         w = _new(np.asarray(wd, order="C"))
+    ctx = Ctx(reduction=reduction, n=max(x.numel(), 1), w=w)
+    return _record(OPS["binary_cross_entropy"], _bce_forward(ctx, xd, td), (x, t), aux=ctx)
+
+
+def _bce_forward(ctx, xd, td):
     with np.errstate(divide="ignore", invalid="ignore"):
         loss = -(td * np.maximum(np.log(xd), -100) + (1 - td) * np.maximum(np.log1p(-xd), -100))
-    if w is not None:
-        loss = loss * w._data
-    out = _reduce_np(loss.astype(xd.dtype, copy=False), reduction)
-    return _record(OPS["binary_cross_entropy"], out, (x, t), aux=Ctx(reduction=reduction, n=max(x.numel(), 1), w=w))
+    if ctx.w is not None:
+        loss = loss * ctx.w._data
+    return _reduce_np(loss.astype(xd.dtype, copy=False), ctx.reduction)
 
 
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
@@ -350,7 +360,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
         raise ValueError(f"Target size ({y.shape}) must be the same as input size ({z.shape})")
     y = _to_dtype(y, z._data.dtype)
     if weight is None and pos_weight is None and reduction == "mean":
-        out = np.asarray(registry._bce_logits_forward(z._data, y._data), dtype=z._data.dtype)
+        out = _bce_logits_forward(None, z._data, y._data)
         return _record(OPS["bce_with_logits"], out, (z, y))
     extra = []
     for name, v in (("weight", weight), ("pos_weight", pos_weight)):
@@ -361,29 +371,145 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
                                    f"respect to argument '{name}'. This input cannot have requires_grad True.")
             broadcast_shape(z.shape, v.shape)
             extra.append(_to_dtype(v, z._data.dtype))
-    zd, yd = z._data, y._data
+    ctx = Ctx(reduction=reduction, has_w=weight is not None, has_pw=pos_weight is not None, n=max(z.numel(), 1))
+    out = _bce_logits_full_forward(ctx, z._data, y._data, *[e._data for e in extra])
+    return _record(OPS["bce_with_logits_full"], out, (z, y) + tuple(extra), aux=ctx)
+
+
+def _bce_logits_full_forward(ctx, zd, yd, *extra):
     sp = np.maximum(-zd, 0) + np.log1p(np.exp(-np.abs(zd)))        # softplus(-z) = -log(sigmoid(z))
-    if pos_weight is not None:
-        loss = (1 - yd) * zd + ((extra[-1]._data - 1) * yd + 1) * sp
+    if ctx.has_pw:
+        loss = (1 - yd) * zd + ((extra[-1] - 1) * yd + 1) * sp
     else:
         loss = (1 - yd) * zd + sp
-    if weight is not None:
-        loss = loss * extra[0]._data
-    loss = np.broadcast_to(loss, z.shape).astype(zd.dtype)
-    out = _reduce_np(np.asarray(loss, order="C"), reduction)
-    ctx = Ctx(reduction=reduction, has_w=weight is not None, has_pw=pos_weight is not None, n=max(z.numel(), 1))
-    return _record(OPS["bce_with_logits_full"], out, (z, y) + tuple(extra), aux=ctx)
+    if ctx.has_w:
+        loss = loss * extra[0]
+    loss = np.broadcast_to(loss, zd.shape).astype(zd.dtype)
+    return _reduce_np(np.asarray(loss, order="C"), ctx.reduction)
 
 
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
     input, target = _autocast_float32(input, target)  # (torch's CPU autocast: in float32)
     reduction = _reduction(reduction, size_average, reduce) if reduction != "batchmean" else reduction
     x, t = _tensor(input), _tensor(target)
-    from .elementwise import exp, log
     loss = exp(t) * (t - x) if log_target else where(t > 0, t * log(where(t > 0, t, 1.0)), 0.0) - t * x
     if reduction == "batchmean":
         return sum(loss) / (x.shape[0] if x.ndim else 1)
     return _reduce(loss, reduction)
+
+
+# == Declarations: each op's derivative rule and its forward on arrays (tapegrad.compile) ==================
+def _bce_logits_forward(ctx, z, t):
+    return np.asarray(np.mean(np.maximum(z, 0) - z * t + np.log1p(np.exp(-np.abs(z)))), z.dtype)
+
+
+def _vjp_bce_logits(ctx, g, inputs, out):
+    z, t = inputs
+    n = max(z.numel(), 1)
+    return (z.sigmoid() - t) * (g / n), -z * (g / n)
+
+
+def _vjp_nll(ctx, g, inputs, out):
+    """nll_loss: d/dinput = -coef * g, where coef holds w[target] / denominator at the target classes."""
+    if ctx.reduction == "none":
+        g = g.unsqueeze(ctx.cdim)
+    return (_new(ctx.coef) * g,)
+
+
+def _nll_arrays(ctx, g, inputs, wanted):
+    return (ctx.coef * (np.expand_dims(g, ctx.cdim) if ctx.reduction == "none" else g),)
+
+
+def _vjp_cross_entropy(ctx, g, inputs, out):
+    """log_softmax + nll fused: d/dx = (softmax(x) * rowsum(Q) - Q) * g, Q the target weights / denominator."""
+    if ctx.reduction == "none":
+        g = g.unsqueeze(ctx.cdim)
+    x = inputs[0]
+    p = softmax(x, ctx.cdim)
+    q, rowq = _target_weights(ctx, x.shape, x._data.dtype)
+    return ((p * _new(rowq) - _new(q)) * g,)
+
+
+def _target_weights(ctx, shape, dtype):
+    """Q (each sample's share of the loss at its target class, in x's layout) and its sums along the class
+    dim, broadcast back: the create_graph rule's constants, built only when it runs."""
+    cdim, tt = ctx.cdim, ctx.tt
+    C = shape[cdim]
+    q = np.zeros((len(tt), C), dtype)
+    q[np.arange(len(tt)), tt] = ctx.scale
+    rowq = ctx.scale.reshape(-1, 1) * np.ones((1, C), dtype)
+    moved = tuple(s for i, s in enumerate(shape) if i != cdim) + (C,)
+    return [np.ascontiguousarray(np.moveaxis(a.reshape(moved), -1, cdim)) for a in (q, rowq)]
+
+
+def _cross_entropy_arrays(ctx, g, inputs, wanted):
+    """The gradient for g = 1 was computed with the loss (ctx.dx)."""
+    return (ctx.dx * (np.expand_dims(g, ctx.cdim) if ctx.reduction == "none" else g),)
+
+
+def _vjp_mse(ctx, g, inputs, out):
+    x, t = inputs
+    d = (x - t) * (2.0 * g)
+    if ctx.reduction == "mean":
+        d = d / ctx.n
+    return d, -d
+
+
+def _vjp_smooth_l1(ctx, g, inputs, out):
+    x, t = inputs
+    d = x - t
+    gd = where(d.abs() < ctx.beta, d / ctx.beta, d.sign()) * g
+    if ctx.reduction == "mean":
+        gd = gd / ctx.n
+    return gd, -gd
+
+
+def _vjp_bce(ctx, g, inputs, out):
+    """torch: g * (x - t) / clamp_min((1 - x) * x, 1e-12) * w; the target's: g * -logit(x) * w."""
+    x, t = inputs
+    if ctx.reduction == "mean":
+        g = g / ctx.n
+    gx = g * (x - t) / clamp_min((1 - x) * x, 1e-12)
+    gt = g * (log1p(-x) - log(x))
+    if ctx.w is not None:
+        gx, gt = gx * ctx.w, gt * ctx.w
+    return gx, gt
+
+
+def _vjp_bce_logits_full(ctx, g, inputs, out):
+    """Inputs (z, t[, weight][, pos_weight]); ctx (reduction, has_weight, has_pos_weight)."""
+    z, t = inputs[0], inputs[1]
+    w = inputs[2] if ctx.has_w else None
+    pw = inputs[2 + ctx.has_w] if ctx.has_pw else None
+    if ctx.reduction == "mean":
+        g = g / ctx.n
+    sp_neg = softplus(-z)                      # -log(sigmoid(z))
+    if pw is None:
+        gz, gt = (z.sigmoid() - t) * g, -z * g
+    else:
+        gz = ((pw - 1) * t + 1) * z.sigmoid() - pw * t
+        gz, gt = gz * g, (-z + (pw - 1) * sp_neg) * g
+    if w is not None:
+        gz, gt = gz * w, gt * w
+    return (gz, gt) + (None,) * (len(inputs) - 2)
+
+
+_TARGET = "it reads its target, which is not one of its inputs, and a replay cannot rebind it"
+
+registry.python("bce_with_logits", "BinaryCrossEntropyWithLogitsBackward0", _bce_logits_forward, _vjp_bce_logits)
+registry.python("nll_loss", "NllLossBackward0", None, _vjp_nll, saves=0, array_vjp=_nll_arrays, unreplayable=_TARGET)
+registry.python("nll_loss2d", "NllLoss2DBackward0", None, _vjp_nll, saves=0, array_vjp=_nll_arrays,
+                unreplayable=_TARGET)
+# trace.py binds a 2-D cross_entropy's target when it is an argument of the traced function
+registry.python("cross_entropy", "NllLossBackward0", _cross_entropy_replay, _vjp_cross_entropy, saves=1,
+                array_vjp=_cross_entropy_arrays)
+registry.python("cross_entropy2d", "NllLoss2DBackward0", None, _vjp_cross_entropy, saves=1,
+                array_vjp=_cross_entropy_arrays, unreplayable=_TARGET)
+registry.python("mse_loss", "MseLossBackward0", _mse_forward, _vjp_mse, saves=1 | 2)
+registry.python("smooth_l1_loss", "SmoothL1LossBackward0", _smooth_l1_forward, _vjp_smooth_l1, saves=1 | 2)
+registry.python("binary_cross_entropy", "BinaryCrossEntropyBackward0", _bce_forward, _vjp_bce, saves=1 | 2 | 4)
+registry.python("bce_with_logits_full", "BinaryCrossEntropyWithLogitsBackward0", _bce_logits_full_forward,
+                _vjp_bce_logits_full, saves=1 | 2 | 4 | 8)
 
 
 __all__ = [n for n, v in list(globals().items()) if callable(v) and getattr(v, "__module__", None) == __name__

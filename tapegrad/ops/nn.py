@@ -4,12 +4,15 @@ import builtins
 
 import numpy as np
 
-from .. import _dtype, random
-from ..tensor import Tensor, _new
-from ._common import OPS, _autocast_lower, _record, _tensor, _to_dtype, autocast_state
-from .elementwise import mul
-from .shape import _gather
+from .. import _dtype, random, registry
+from ..grad_mode import is_grad_enabled
+from ..tensor import _new, Tensor, tensor_type_name
+from ._common import OPS, _autocast_lower, _in_float32, _record, _tensor, _to_dtype, autocast_state, broadcast_shape
+from . import elementwise
+from .elementwise import mul, where
+from .shape import _gather, _reshape, scatter_flat
 from ..tape import guard
+from .linalg import matmul
 
 
 def linear(input, weight, bias=None):
@@ -20,11 +23,9 @@ def linear(input, weight, bias=None):
     if w.ndim != 2 and not (w.ndim == 1 and x.ndim >= 1):
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {w.ndim}D")
     if w.ndim == 1:
-        from .linalg import matmul
         out = matmul(x, w)
         return out + bias if bias is not None else out
     if x.ndim != 2:  # as torch: fold the leading dims into one, and view the result back
-        from .shape import _reshape
         if x.ndim == 0 or x.shape[-1] != w.shape[1]:
             rows = x.numel() // x.shape[-1] if x.ndim and x.shape[-1] else 1
             raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{x.shape[-1] if x.ndim else 1} "
@@ -38,15 +39,20 @@ def linear(input, weight, bias=None):
     if x._data.dtype != w._data.dtype:
         raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got {x.dtype} and {w.dtype}"
                            .replace("torch.float32", "Float").replace("torch.float64", "Double"))
-    bf16 = _dtype.is_bfloat16(x._data.dtype)  # (in float32, rounded once, as torch's CPU kernels)
-    value = x._data.astype(np.float32) @ w._data.astype(np.float32).T if bf16 else x._data @ w._data.T
     if bias is None:
-        return _record(OPS["linear"], value.astype(x._data.dtype) if bf16 else value, (x, w))
+        return _record(OPS["linear"], _linear_forward(None, x._data, w._data), (x, w))
     b = _to_dtype(_tensor(bias), x._data.dtype)
-    from ._common import broadcast_shape
-    broadcast_shape(value.shape, b.shape)
-    value += b._data.astype(np.float32) if bf16 else b._data
-    return _record(OPS["addmm"], value.astype(x._data.dtype) if bf16 else value, (x, w, b))
+    broadcast_shape((x.shape[0], w.shape[0]), b.shape)
+    return _record(OPS["addmm"], _linear_forward(None, x._data, w._data, b._data), (x, w, b))
+
+
+def _linear_forward(ctx, x, w, b=None):
+    if _dtype.is_bfloat16(x.dtype):  # (bfloat16: in float32, rounded once, as torch's CPU kernels)
+        return _in_float32(lambda *a: _linear_forward(ctx, *a), *(a for a in (x, w, b) if a is not None))
+    value = x @ w.T
+    if b is not None:
+        value += b
+    return value
 
 
 def dropout(input, p=0.5, train=True, inplace=False):
@@ -70,7 +76,6 @@ def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=
     """torch.embedding (weight first): rows of weight at indices; padding_idx's row gets no gradient."""
     w, idx = _tensor(weight), _tensor(indices)
     if idx._data.dtype not in (np.int64, np.int32):
-        from ..tensor import tensor_type_name
         raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the following scalar types: "
                            f"Long, Int; but got {tensor_type_name(idx._data)} instead (while checking arguments for "
                            f"embedding)")
@@ -91,7 +96,6 @@ def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=
 
 
 def _grad_on():
-    from ..autograd.grad_mode import is_grad_enabled
     return is_grad_enabled()
 
 
@@ -114,7 +118,6 @@ def one_hot(tensor, num_classes=-1):
 
 
 def gelu(input, approximate="none"):
-    from . import elementwise
     if approximate == "none":
         return elementwise.gelu(input)
     if approximate == "tanh":
@@ -131,7 +134,6 @@ def clamp_max(input, max):
 
 
 def _clamp_one(name, input, bound):
-    from . import elementwise
     if isinstance(bound, Tensor):
         x, b = _tensor(input), bound
         return _clamp_tensor(OPS[name + "_tensor"], x, (b,), (name == "clamp_min", name == "clamp_max"))
@@ -139,28 +141,29 @@ def _clamp_one(name, input, bound):
 
 
 def _clamp_tensor(op, x, bounds, which):
-    from .. import _dtype
-    from ._common import broadcast_shape
     shape = x.shape
     for b in bounds:
         shape = broadcast_shape(shape, b.shape)
     dt = _dtype.result_type(x._data, *[b._data for b in bounds])
     x = _to_dtype(x, dt)
     bounds = tuple(_to_dtype(b, dt) for b in bounds)
-    out = x._data
-    if which[0]:
-        out = np.maximum(out, bounds[0]._data)
-    if which[1]:
-        out = np.minimum(out, bounds[-1]._data)
-    out = np.array(np.broadcast_to(out, shape), order="C")
+    out = _clamp_tensor_forward(which, x._data, *[b._data for b in bounds])
     if dt.kind != "f":
         return _new(out)
     return _record(op, out, (x,) + bounds, aux=which)
 
 
+def _clamp_tensor_forward(which, x, *bounds):
+    out = x
+    if which[0]:
+        out = np.maximum(out, bounds[0])
+    if which[1]:
+        out = np.minimum(out, bounds[-1])
+    return np.array(np.broadcast_to(out, np.broadcast_shapes(x.shape, *[b.shape for b in bounds])), order="C")
+
+
 def clamp(input, min=None, max=None):
     """clamp with number or Tensor bounds (ClampBackward1 / ClampBackward0, as torch)."""
-    from . import elementwise
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
@@ -175,7 +178,6 @@ clip = clamp
 
 
 def round(input, *, decimals=0):
-    from . import elementwise
     if decimals == 0:
         return elementwise.round(input)
     return elementwise.round_decimals(input, float(decimals))
@@ -183,7 +185,6 @@ def round(input, *, decimals=0):
 
 def lerp(input, end, weight):
     """start + weight * (end - start) (LerpBackward0 for a number weight, LerpBackward1 for a Tensor)."""
-    from ._common import broadcast_shape
     s, e = _tensor(input), _tensor(end)
     if s._data.dtype != e._data.dtype:
         raise RuntimeError(f"expected dtype {s.dtype} for `end` but got dtype {e.dtype}")
@@ -195,13 +196,69 @@ def lerp(input, end, weight):
         if w._data.dtype != s._data.dtype:
             raise RuntimeError(f"expected dtype {s.dtype} for `weight` but got dtype {w.dtype}")
         shape = broadcast_shape(shape, w.shape)
-        d = e._data - s._data
-        value = np.where(np.abs(w._data) < 0.5, s._data + w._data * d, e._data - d * (1 - w._data))
-        return _record(OPS["lerp_tensor"], np.array(np.broadcast_to(value, shape), order="C"), (s, e, w))
+        return _record(OPS["lerp_tensor"], _lerp_tensor_forward(None, s._data, e._data, w._data), (s, e, w))
     c = float(weight)
-    d = e._data - s._data
-    value = s._data + s._data.dtype.type(c) * d if builtins.abs(c) < 0.5 else e._data - d * s._data.dtype.type(1 - c)
-    return _record(OPS["lerp"], np.array(np.broadcast_to(value, shape), order="C"), (s, e), aux=c)
+    return _record(OPS["lerp"], _lerp_forward(c, s._data, e._data), (s, e), aux=c)
+
+
+def _lerp_forward(c, s, e):
+    d = e - s
+    value = s + s.dtype.type(c) * d if builtins.abs(c) < 0.5 else e - d * s.dtype.type(1 - c)
+    return np.array(np.broadcast_to(value, np.broadcast_shapes(s.shape, e.shape)), order="C")
+
+
+def _lerp_tensor_forward(ctx, s, e, w):
+    d = e - s
+    value = np.where(np.abs(w) < 0.5, s + w * d, e - d * (1 - w))
+    return np.array(np.broadcast_to(value, np.broadcast_shapes(s.shape, e.shape, w.shape)), order="C")
+
+
+# == Declarations: each op's derivative rule and its forward on arrays (tapegrad.compile) ==================
+def _vjp_lerp(ctx, g, inputs, out):
+    return g * (1.0 - ctx), g * ctx          # ctx: the scalar weight
+
+
+def _vjp_lerp_tensor(ctx, g, inputs, out):
+    start, end, weight = inputs
+    return g * (1.0 - weight), g * weight, g * (end - start)
+
+
+def _vjp_clamp_tensor(ctx, g, inputs, out):
+    """torch's clamp_backward and clamp_backward_min_max (ctx: which of min, max are given)."""
+    x = inputs[0]
+    lo = inputs[1] if ctx[0] else None
+    hi = inputs[1 + ctx[0]] if ctx[1] else None
+    if lo is not None and hi is not None:
+        return (where((x >= lo) & (x <= hi), g, 0.0), where((x < lo) & (lo < hi), g, 0.0),
+                where((x > hi) | (hi < lo), g, 0.0))
+    if lo is not None:
+        return where(x >= lo, g, 0.0), where(x < lo, g, 0.0)
+    return where(x <= hi, g, 0.0), where(x > hi, g, 0.0)
+
+
+def _vjp_linear(ctx, g, inputs, out):
+    """out = x @ w.T (+ b): inputs (x, w[, b])."""
+    x, w = inputs[0], inputs[1]
+    gx = g.mm(w) if x._requires_grad else None
+    gw = g.t().mm(x) if w._requires_grad else None
+    return (gx, gw, g) if len(inputs) > 2 else (gx, gw)
+
+
+def _vjp_embedding_padded(ctx, g, inputs, out):
+    """Rows looked up at padding_idx get no gradient (ctx: index map, keep mask, weight shape)."""
+    index_map, keep, shape = ctx
+    return (scatter_flat(g * keep, index_map, shape),)
+
+
+registry.python("lerp", "LerpBackward0", _lerp_forward, _vjp_lerp, saves=0)
+registry.python("lerp_tensor", "LerpBackward1", _lerp_tensor_forward, _vjp_lerp_tensor, saves=1 | 2 | 4)
+registry.python("clamp_tensor", "ClampBackward0", _clamp_tensor_forward, _vjp_clamp_tensor, saves=1 | 2 | 4)
+registry.python("clamp_min_tensor", "ClampMinBackward1", _clamp_tensor_forward, _vjp_clamp_tensor, saves=1 | 2)
+registry.python("clamp_max_tensor", "ClampMaxBackward1", _clamp_tensor_forward, _vjp_clamp_tensor, saves=1 | 2)
+registry.python("addmm", "AddmmBackward0", _linear_forward, _vjp_linear)
+registry.python("linear", "MmBackward0", _linear_forward, _vjp_linear)
+registry.python("embedding_padded", "EmbeddingBackward0", None, _vjp_embedding_padded, saves=0,
+                unreplayable="its index map is computed from the values of its indices")
 
 
 __all__ = [n for n, v in list(globals().items()) if callable(v) and getattr(v, "__module__", None) == __name__

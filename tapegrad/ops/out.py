@@ -12,7 +12,7 @@ import warnings
 import numpy as np
 
 from .. import creation
-from ..autograd.grad_mode import is_grad_enabled, no_grad
+from ..grad_mode import is_grad_enabled, no_grad
 from ..tensor import Tensor
 from . import sparse as _sparse
 

@@ -8,6 +8,7 @@ import numpy as np
 
 from ..tensor import _new
 from ._common import _autocast_lower, _tensor, autocast_state
+from .conv import layer_norm
 
 __all__ = []  # torch.nn.functional's only (nn/functional.py binds them)
 
@@ -81,7 +82,6 @@ def pad(input, pad, mode="constant", value=None):
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     """layer_norm over each group of channels (with the spatial dims), then the per-channel affine."""
-    from .conv import layer_norm
     x = _tensor(input)
     if x.ndim < 2 or x.shape[1] % num_groups:
         raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "

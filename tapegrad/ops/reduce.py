@@ -6,11 +6,14 @@ import math
 
 import numpy as np
 
-from .. import _dtype, _strides
-from ..registry import Ctx
+from .. import _dtype, _strides, registry
+from ..grad_mode import is_grad_enabled
+from ..registry import Ctx, K_EXPAND, K_SUM
 from ..tensor import Tensor, _new
-from ._common import (OPS, _autocast_float32, _dim, _dims, _float, _mask, _record, _share_version, _sizes, _tensor,
-                      _to_dtype, summed_dims)
+from . import elementwise
+from .elementwise import where
+from ._common import (OPS, _autocast_float32, _dim, _dims, _float, _in_float32, _mask, _record, _share_version,
+                      _sizes, _tensor, _to_dtype, summed_dims)
 
 
 def _reduce(name_all, name_dim, np_fn, input, dim, keepdim, dtype, scale_of):
@@ -140,15 +143,20 @@ def _var(name, input, dim, unbiased, keepdim, correction):
     dims = _rdims(dim, x.ndim)
     n = math.prod(x.shape[d] for d in dims)
     denom = builtins.max(0.0, n - c)
-    data = _as_float32(x._data)
+    ctx = Ctx(keep=_keep_shape(x.shape, dims), dims=dims, denom=denom, std=name == "std")
+    return _record(OPS[name], _var_forward(ctx, x._data, keepdim), (x,), aux=ctx)
+
+
+def _var_forward(ctx, data, keepdim=True):
+    if _dtype.is_bfloat16(data.dtype):  # (bfloat16: in float32, rounded once, as torch's CPU kernels)
+        return _in_float32(lambda a: _var_forward(ctx, a, keepdim), data)
+    dims, dtype = ctx.dims, data.dtype
     with np.errstate(all="ignore"):
-        if n > 0 and data.ndim:  # shifted by each group's first element: equal values give exactly 0, never inf
+        if data.size and data.ndim:  # shifted by each group's first element: equal values give exactly 0, never inf
             data = data - data[tuple(slice(0, 1) if i in dims else slice(None) for i in range(data.ndim))]
         d = data - _np_reduce(np.mean, data, dims, True)
-        var = _np_reduce(np.sum, d * d, dims, keepdim) / data.dtype.type(denom)
-        out = np.sqrt(var) if name == "std" else var
-    ctx = Ctx(keep=_keep_shape(x.shape, dims), dims=dims, denom=denom)
-    return _record(OPS[name], out.astype(x._data.dtype, copy=False), (x,), aux=ctx)
+        var = _np_reduce(np.sum, d * d, dims, keepdim) / dtype.type(ctx.denom)
+        return (np.sqrt(var) if ctx.std else var).astype(dtype, copy=False)
 
 
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
@@ -202,9 +210,8 @@ return_types = Ctx(max=_values_indices("max"), min=_values_indices("min"), sort=
 
 
 def _max_min(name, input, dim, keepdim, other):
-    from .elementwise import maximum, minimum
     if isinstance(dim, Tensor) or other is not None:   # max(a, b): the elementwise form
-        return (maximum if name == "max" else minimum)(input, other if other is not None else dim)
+        return (elementwise.maximum if name == "max" else elementwise.minimum)(input, other if other is not None else dim)
     x = _tensor(input)
     if dim is None:
         if keepdim:
@@ -270,7 +277,12 @@ def argmin(input, dim=None, keepdim=False):
 def logsumexp(input, dim, keepdim=False):
     x = _float(_tensor(input))
     dims = _rdims(dim, x.ndim)
-    data = x._data
+    ctx = Ctx(keep=_keep_shape(x.shape, dims), dims=dims)
+    return _record(OPS["logsumexp"], _logsumexp_forward(ctx, x._data, keepdim), (x,), aux=ctx)
+
+
+def _logsumexp_forward(ctx, data, keepdim=True):
+    dims = ctx.dims
     if data.size == 0:
         out = _np_reduce(np.sum, np.exp(data), dims, keepdim)
         with np.errstate(divide="ignore"):
@@ -282,8 +294,7 @@ def logsumexp(input, dim, keepdim=False):
             out = np.log(_np_reduce(np.sum, np.exp(data - m), dims, True)) + m
         if not keepdim and data.ndim:
             out = out.reshape(tuple(s for d, s in enumerate(data.shape) if d not in dims))
-    ctx = Ctx(keep=_keep_shape(x.shape, dims), dims=dims)
-    return _record(OPS["logsumexp"], out.astype(data.dtype, copy=False), (x,), aux=ctx)
+    return out.astype(data.dtype, copy=False)
 
 
 def _softmax_dim(ndim):
@@ -310,39 +321,44 @@ def _shifted(data, d):
 
 def softmax(input, dim=None, dtype=None, _stacklevel=3):
     x, d = _softmax_input("softmax", input, dim, dtype)
-    data = _as_float32(x._data)
+    return _record(OPS["softmax"], _softmax_forward(d, x._data), (x,), aux=d)
+
+
+def _softmax_forward(d, data):
+    if _dtype.is_bfloat16(data.dtype):  # (bfloat16: in float32, rounded once, as torch's CPU kernels)
+        return _in_float32(lambda a: _softmax_forward(d, a), data)
     if data.ndim == 0 or data.size == 0:
-        out = np.exp(data - data) if data.ndim == 0 else data.copy()
-    else:
-        _, e = _shifted(data, d)
-        out = e / np.sum(e, axis=d, keepdims=True)
-    return _record(OPS["softmax"], out.astype(x._data.dtype, copy=False), (x,), aux=d)
+        return np.exp(data - data) if data.ndim == 0 else data.copy()
+    _, e = _shifted(data, d)
+    return e / np.sum(e, axis=d, keepdims=True)
 
 
 def log_softmax(input, dim=None, dtype=None, _stacklevel=3):
     x, d = _softmax_input("log_softmax", input, dim, dtype)
-    data = _as_float32(x._data)
+    return _record(OPS["log_softmax"], _log_softmax_forward(d, x._data), (x,), aux=d)
+
+
+def _log_softmax_forward(d, data):
+    if _dtype.is_bfloat16(data.dtype):  # (bfloat16: in float32, rounded once, as torch's CPU kernels)
+        return _in_float32(lambda a: _log_softmax_forward(d, a), data)
     if data.ndim == 0 or data.size == 0:
-        out = data - data if data.ndim == 0 else data.copy()
-    else:
-        z, e = _shifted(data, d)
-        with np.errstate(divide="ignore"):
-            out = z - np.log(np.sum(e, axis=d, keepdims=True))
-    return _record(OPS["log_softmax"], out.astype(x._data.dtype, copy=False), (x,), aux=d)
-
-
-def _as_float32(data):
-    """bfloat16 values as float32: torch computes a bfloat16 softmax in float32 and rounds the result once."""
-    return data.astype(np.float32) if _dtype.is_bfloat16(data.dtype) else data
+        return data - data if data.ndim == 0 else data.copy()
+    z, e = _shifted(data, d)
+    with np.errstate(divide="ignore"):
+        return z - np.log(np.sum(e, axis=d, keepdims=True))
 
 
 def cumsum(input, dim, dtype=None):
     x = _cast_arg(_tensor(input), dtype) if dtype is not None else _int_to_long(_tensor(input))
     d = _dim(dim, x.ndim)
-    out = np.cumsum(x._data, axis=d, dtype=x._data.dtype) if x.ndim else x._data.copy()
+    out = _cumsum_forward(d, x._data)
     if x._data.dtype.kind != "f":
         return _new(out)
     return _record(OPS["cumsum"], out, (x,), aux=d)
+
+
+def _cumsum_forward(d, data):
+    return np.cumsum(data, axis=d, dtype=data.dtype) if data.ndim else data.copy()
 
 
 def all(input, dim=None, keepdim=False):
@@ -355,6 +371,131 @@ def any(input, dim=None, keepdim=False):
     x = _tensor(input)
     out = _np_reduce(np.any, x._data, _rdims(dim, x.ndim), keepdim and dim is not None)
     return _new(out.astype(np.uint8) if x._data.dtype == np.uint8 else out)  # torch keeps uint8 here
+
+
+# == Declarations: each op's derivative rule and its forward on arrays (tapegrad.compile) ==================
+def _keep(g, ctx_shape):
+    """g reshaped to the keepdim shape of a reduction (ctx_shape), ready to broadcast against the input."""
+    return g if tuple(g.shape) == tuple(ctx_shape) else g.reshape(ctx_shape)
+
+
+def _vjp_sum(ctx, g, inputs, out):
+    x, = inputs
+    return (g.reshape(ctx).expand(x.shape),)  # ctx: the keepdim shape
+
+
+def _vjp_mean(ctx, g, inputs, out):
+    x, = inputs
+    return (g.reshape(ctx).expand(x.shape) * (math.prod(ctx) / builtins.max(x.numel(), 1)),)
+
+
+def _vjp_expand(ctx, g, inputs, out):
+    return (sum_to_shape(g, inputs[0].shape),)
+
+
+# sums and expands run in the compiled replay by their kind, and tapegrad.compile reruns them by it too
+registry.structural("sum", K_SUM, "SumBackward1", _vjp_sum)
+registry.structural("sum_all", K_SUM, "SumBackward0", _vjp_sum)
+registry.structural("mean", K_SUM, "MeanBackward1", _vjp_mean)
+registry.structural("mean_all", K_SUM, "MeanBackward0", _vjp_mean)
+registry.structural("expand", K_EXPAND, "ExpandBackward0", _vjp_expand)
+registry.structural("sum_to_shape", K_SUM, "SumBackward1", _vjp_sum)
+
+
+def _vjp_prod(ctx, g, inputs, out):
+    """torch's prod_backward: g * out / x without zeros; with zeros, the product of the other elements."""
+    x, = inputs
+    g, y = _keep(g, ctx.keep), _keep(out, ctx.keep)
+    xd = x._data
+    if not np.any(xd == 0):
+        return (g * y / x,)
+    if is_grad_enabled():  # differentiable: product of the others, one row per element (create_graph)
+        dims, n = ctx.dims, ctx.n
+        rest = tuple(d for d in range(x.ndim) if d not in dims)
+        xp = x.permute(*(rest + dims)).reshape(tuple(x.shape[d] for d in rest) + (1, n))
+        others = prod(where(_new(np.eye(n, dtype=bool)), 1.0, xp), -1)   # [..., n]
+        perm_back = np.argsort(rest + dims)
+        others = others.reshape(tuple(x.shape[d] for d in rest) + tuple(x.shape[d] for d in dims))
+        return (g * others.permute(*perm_back.tolist()),)
+    return (g * _new(_others_product(xd, ctx.dims)),)
+
+
+def _others_product(xd, dims):
+    """For each element, the product of the other elements of its reduction group (exclusive cumprods)."""
+    rest = tuple(d for d in range(xd.ndim) if d not in dims)
+    perm = rest + tuple(dims)
+    xp = np.transpose(xd, perm)
+    lead = xp.shape[:len(rest)]
+    flat = xp.reshape(lead + (-1,))
+    ones = np.ones(lead + (1,), xd.dtype)
+    left = np.cumprod(np.concatenate([ones, flat[..., :-1]], -1), -1)
+    right = np.cumprod(np.concatenate([ones, flat[..., :0:-1]], -1), -1)[..., ::-1]
+    return np.transpose((left * right).reshape(xp.shape), np.argsort(perm))
+
+
+def _vjp_var(ctx, g, inputs, out):
+    x, = inputs
+    g = _keep(g, ctx.keep)
+    return (g * (np.float64(2.0) / ctx.denom) * (x - x.mean(ctx.dims, keepdim=True)),)  # denom 0: inf, as torch
+
+
+def _vjp_std(ctx, g, inputs, out):
+    x, = inputs
+    g, y = _keep(g, ctx.keep), _keep(out, ctx.keep)
+    gv = where(y == 0, 0.0, g / (2 * y))   # torch: zero gradient where std is 0
+    return (gv * (np.float64(2.0) / ctx.denom) * (x - x.mean(ctx.dims, keepdim=True)),)
+
+
+def _vjp_amax(ctx, g, inputs, out):
+    """Ties share the gradient equally (torch's scale_grad_by_count)."""
+    x, = inputs
+    g, y = _keep(g, ctx.keep), _keep(out, ctx.keep)
+    mask = (x == y).to(x.dtype)  # a NaN extreme matches nothing: NaN gradients, as torch's amax
+    return (mask * (g / mask.sum(ctx.dims, keepdim=True)),)
+
+
+def _vjp_max_all(ctx, g, inputs, out):
+    """max() and min() of all elements: torch's evenly_distribute_backward, where a NaN result counts the NaNs."""
+    x, = inputs
+    g, y = _keep(g, ctx.keep), _keep(out, ctx.keep)
+    mask = ((x == y) | (x.isnan() & y.isnan())).to(x.dtype)
+    return (mask * (g / mask.sum(ctx.dims, keepdim=True)),)
+
+
+def _vjp_softmax(ctx, g, inputs, out):
+    return (out * (g - (g * out).sum(ctx, keepdim=True)),)      # ctx: the dim
+
+
+def _vjp_log_softmax(ctx, g, inputs, out):
+    return (g - out.exp() * g.sum(ctx, keepdim=True),)
+
+
+def _vjp_logsumexp(ctx, g, inputs, out):
+    x, = inputs
+    g, y = _keep(g, ctx.keep), _keep(out, ctx.keep)
+    return (g * (x - y).exp(),)
+
+
+def _vjp_cumsum(ctx, g, inputs, out):
+    return (g.flip(ctx).cumsum(ctx).flip(ctx),)   # ctx: the dim
+
+
+def _reduce_forward(np_fn):
+    return lambda ctx, x: _np_reduce(np_fn, x, ctx.dims, True)
+
+
+registry.python("prod", "ProdBackward1", _reduce_forward(np.prod), _vjp_prod, saves=1 | registry.SAVES_OUT)
+registry.python("prod_all", "ProdBackward0", _reduce_forward(np.prod), _vjp_prod, saves=1 | registry.SAVES_OUT)
+registry.python("var", "VarBackward0", _var_forward, _vjp_var, saves=1)
+registry.python("std", "StdBackward0", _var_forward, _vjp_std, saves=1 | registry.SAVES_OUT)
+registry.python("amax", "AmaxBackward0", _reduce_forward(np.max), _vjp_amax, saves=1 | registry.SAVES_OUT)
+registry.python("amin", "AminBackward0", _reduce_forward(np.min), _vjp_amax, saves=1 | registry.SAVES_OUT)
+registry.python("max_all", "MaxBackward1", _reduce_forward(np.max), _vjp_max_all, saves=1 | registry.SAVES_OUT)
+registry.python("min_all", "MinBackward1", _reduce_forward(np.min), _vjp_max_all, saves=1 | registry.SAVES_OUT)
+registry.python("softmax", "SoftmaxBackward0", _softmax_forward, _vjp_softmax, saves=registry.SAVES_OUT)
+registry.python("log_softmax", "LogSoftmaxBackward0", _log_softmax_forward, _vjp_log_softmax, saves=registry.SAVES_OUT)
+registry.python("logsumexp", "LogsumexpBackward0", _logsumexp_forward, _vjp_logsumexp, saves=1 | registry.SAVES_OUT)
+registry.python("cumsum", "CumsumBackward0", _cumsum_forward, _vjp_cumsum, saves=0)
 
 
 __all__ = [n for n, v in list(globals().items()) if callable(v) and getattr(v, "__module__", None) == __name__

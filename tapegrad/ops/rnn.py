@@ -14,6 +14,7 @@ from .. import registry
 from ..registry import Ctx
 from ..tensor import _new
 from ._common import OPS, _record, _tensor
+from .shape import cat
 
 
 def _sigmoid(a):
@@ -109,7 +110,6 @@ def _zeros(like):
 
 
 def _vjp_lstm_c(ctx, g, inputs, out):
-    from .shape import cat
     gx, gh, cx = inputs
     ai, af, ag, ao = _gates(gx, gh, 4)
     i, f, gg = ai.sigmoid(), af.sigmoid(), ag.tanh()
@@ -118,7 +118,6 @@ def _vjp_lstm_c(ctx, g, inputs, out):
 
 
 def _vjp_lstm_h(ctx, g, inputs, out):
-    from .shape import cat
     gx, gh, cy = inputs
     ai, af, ag, ao = _gates(gx, gh, 4)
     o, tc = ao.sigmoid(), cy.tanh()
@@ -165,7 +164,6 @@ def _gru_arrays(ctx, g, inputs, wanted):
 
 
 def _vjp_gru(ctx, g, inputs, out):
-    from .shape import cat
     gi, gh, hx = inputs
     ir, iz, i_n = gi.chunk(3, -1)
     hr, hz, hn = gh.chunk(3, -1)
@@ -177,13 +175,12 @@ def _vjp_gru(ctx, g, inputs, out):
     return cat([dr, dz, dn], -1), cat([dr, dz, dn * r], -1), g * z
 
 
-registry.python("lstm_cell_c", "ThnnFusedLstmCellBackward0", None, _vjp_lstm_c, saves=1 | 2 | 4,
+# (tapegrad.compile's replay recomputes a row with its forward, refreshing the context its backward reads)
+registry.python("lstm_cell_c", "ThnnFusedLstmCellBackward0", _lstm_c_forward, _vjp_lstm_c, saves=1 | 2 | 4,
                 array_vjp=_lstm_c_arrays)
-registry.python("lstm_cell_h", "ThnnFusedLstmCellBackward0", None, _vjp_lstm_h, saves=1 | 2 | 4,
+registry.python("lstm_cell_h", "ThnnFusedLstmCellBackward0", _lstm_h_forward, _vjp_lstm_h, saves=1 | 2 | 4,
                 array_vjp=_lstm_h_arrays)
-registry.python("gru_cell", "ThnnFusedGruCellBackward0", None, _vjp_gru, saves=1 | 2 | 4, array_vjp=_gru_arrays)
-
-# tapegrad.compile's replay recomputes a row with these (trace.py), refreshing the context its backward reads
-REPLAY = {"lstm_cell_c": _lstm_c_forward, "lstm_cell_h": _lstm_h_forward, "gru_cell": _gru_forward}
+registry.python("gru_cell", "ThnnFusedGruCellBackward0", _gru_forward, _vjp_gru, saves=1 | 2 | 4,
+                array_vjp=_gru_arrays)
 
 __all__ = []  # internal: nn.LSTMCell / GRUCell / LSTM / GRU call lstm_cell_step and gru_cell_step

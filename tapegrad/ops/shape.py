@@ -10,12 +10,14 @@ import numbers
 
 import numpy as np
 
-from .. import _dtype, _strides
-from ..autograd.grad_mode import is_grad_enabled
+from .. import _dtype, _strides, registry
+from ..registry import K_GATHER, K_RESHAPE
+from ..grad_mode import is_grad_enabled
 from ..tensor import Tensor, _new
-from ._common import _share_version
-from ._common import OPS, _dim, _dims, _record, _sizes, _tensor, _to_dtype
+from .elementwise import where
+from ._common import broadcast_shape, _dim, _dims, OPS, _record, _share_version, _sizes, _tensor, _to_dtype
 from ..tape import guard
+from .reduce import expand
 
 
 def _recording(*xs):
@@ -224,7 +226,6 @@ def repeat(input, *sizes):
 
 
 def expand_as(input, other):
-    from .reduce import expand
     return expand(input, _tensor(other).shape)
 
 
@@ -488,7 +489,6 @@ def masked_fill(input, mask, value):
     if isinstance(value, Tensor) and value.ndim:
         raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
                            f"{value.ndim} dimension(s).")
-    from ._common import broadcast_shape
     broadcast_shape(mask.shape, x.shape)
     v = value._data if isinstance(value, Tensor) else value
     out = np.where(mask._data, np.asarray(v).astype(x._data.dtype), x._data)
@@ -619,6 +619,101 @@ def getitem(x, key):
             return _reshape(x, v.shape, OPS[op])
         op = "unsqueeze_gather"
     return _view_op(x, v, OPS[op])
+
+
+# == Declarations: each op's derivative rule and its forward on arrays (tapegrad.compile) ==================
+def _vjp_reshape(ctx, g, inputs, out):
+    return (g.reshape(inputs[0].shape),)
+
+
+def _vjp_gather(ctx, g, inputs, out):
+    return (scatter_flat(g, ctx, inputs[0].shape),)  # ctx: the index map
+
+
+def _gather_forward(ctx, x):
+    return x.reshape(-1)[ctx]  # ctx: the index map, which depends on shapes and Python ints only
+
+
+_INDEXED = "its index map is computed from the values of a tensor (an index, or the input's order)"
+_READS_CONSTANT = "it reads a tensor that is not one of its inputs (an index or a mask), which a replay cannot rebind"
+
+registry.structural("reshape", K_RESHAPE, "ViewBackward0", _vjp_reshape)
+registry.structural("gather_flat", K_GATHER, "IndexBackward0", _vjp_gather, unreplayable=_INDEXED)
+# Data movement: each is a gather (index map forward, compiled scatter-add adjoint) under torch's name.
+for _name, _grad_fn in (("transpose", "TransposeBackward0"), ("t", "TBackward0"), ("permute", "PermuteBackward0"),
+                        ("select", "SelectBackward0"), ("slice", "SliceBackward0"), ("repeat", "RepeatBackward0"),
+                        ("flip", "FlipBackward0"), ("split", "SplitBackward0"),
+                        ("split_with_sizes", "SplitWithSizesBackward0"), ("unbind", "UnbindBackward0"),
+                        ("diagonal", "DiagonalBackward0"), ("unsqueeze_gather", "UnsqueezeBackward0")):
+    registry.structural(_name, K_GATHER, _grad_fn, _vjp_gather, forward=_gather_forward)
+for _name, _grad_fn in (("index", "IndexBackward0"), ("gather", "GatherBackward0"),
+                        ("index_select", "IndexSelectBackward0"), ("max_dim", "MaxBackward0"),
+                        ("min_dim", "MinBackward0"), ("embedding", "EmbeddingBackward0")):
+    registry.structural(_name, K_GATHER, _grad_fn, _vjp_gather, unreplayable=_INDEXED)
+for _name, _grad_fn in (("view", "ViewBackward0"),
+                        ("squeeze", "SqueezeBackward0"), ("squeeze_dim", "SqueezeBackward1"),
+                        ("squeeze_dims", "SqueezeBackward2"), ("unsqueeze", "UnsqueezeBackward0"),
+                        ("alias", "AliasBackward0")):
+    registry.structural(_name, K_RESHAPE, _grad_fn, _vjp_reshape)
+
+
+def _vjp_scatter(ctx, g, inputs, out):
+    return (_gather(g, ctx),)  # ctx: the index map
+
+
+registry.python("scatter_flat", "IndexPutBackward0", None, _vjp_scatter, saves=0,
+                unreplayable="a gather's adjoint: its output's size is not in its saved context")
+
+
+def _vjp_cat(ctx, g, inputs, out):
+    dim, sizes = ctx
+    grads, start = [], 0
+    for s in sizes:
+        if s is None:  # a legacy empty 1-D input that cat skipped
+            grads.append(_new(np.zeros(0, g._data.dtype)))
+            continue
+        grads.append(narrow(g, dim, start, s))
+        start += s
+    return tuple(grads)
+
+
+def _cat_forward(ctx, *xs):
+    dim, sizes = ctx
+    return np.concatenate([x for x, n in zip(xs, sizes) if n is not None], axis=dim)
+
+
+def _vjp_stack(ctx, g, inputs, out):
+    return tuple(g.select(ctx, i) for i in range(len(inputs)))
+
+
+def _vjp_scatter_add(ctx, g, inputs, out):
+    dim, index = ctx
+    return g, gather(g, dim, index)
+
+
+def _vjp_masked_fill(ctx, g, inputs, out):
+    grads = [where(ctx, 0.0, g)]           # ctx: the mask (a bool Tensor)
+    if len(inputs) > 1:
+        grads.append(where(ctx, g, 0.0).sum())
+    return tuple(grads)
+
+
+def _vjp_tril(ctx, g, inputs, out):
+    return (g.tril(ctx),)
+
+
+def _vjp_triu(ctx, g, inputs, out):
+    return (g.triu(ctx),)
+
+
+registry.python("cat", "CatBackward0", _cat_forward, _vjp_cat, saves=0)
+registry.python("stack", "StackBackward0", lambda ctx, *xs: np.stack(xs, axis=ctx), _vjp_stack, saves=0)
+registry.python("scatter_add", "ScatterAddBackward0", None, _vjp_scatter_add, saves=0, unreplayable=_READS_CONSTANT)
+registry.python("masked_fill", "MaskedFillBackward0", None, _vjp_masked_fill, saves=0, unreplayable=_READS_CONSTANT)
+registry.python("masked_fill_tensor", "MaskedFillBackward1", None, _vjp_masked_fill, saves=0,
+                unreplayable=_READS_CONSTANT)
+registry.python("tril", "TrilBackward0", lambda ctx, x: np.tril(x, ctx), _vjp_tril, saves=0)
+registry.python("triu", "TriuBackward0", lambda ctx, x: np.triu(x, ctx), _vjp_triu, saves=0)
 
 
 __all__ = [n for n, v in list(globals().items()) if callable(v) and getattr(v, "__module__", None) == __name__

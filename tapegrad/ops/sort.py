@@ -8,11 +8,11 @@ import math
 
 import numpy as np
 
-from .. import random
+from .. import random, registry
 from ..tensor import _new
 from ._common import OPS, _dim, _tensor
 from .reduce import return_types
-from .shape import _gather, _index_map
+from .shape import _INDEXED, _gather, _index_map, _vjp_gather
 
 
 def _stable_order(a, axis, descending):
@@ -155,6 +155,11 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
             cum[-1] = 1
             result[i] = np.searchsorted(cum.astype(np.float64), gen._u53(n), side="left")
     return _new(np.ascontiguousarray(result.reshape(p.shape[:-1] + (n,)), dtype=np.int64))
+
+
+# == Declarations ===========================================================================================
+for _name, _grad_fn in (("sort", "SortBackward0"), ("sort_stable", "SortBackward1"), ("topk", "TopkBackward0")):
+    registry.structural(_name, registry.K_GATHER, _grad_fn, _vjp_gather, unreplayable=_INDEXED)
 
 
 __all__ = ["sort", "argsort", "msort", "topk", "unique", "unique_consecutive", "multinomial"]

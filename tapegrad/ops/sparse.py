@@ -11,12 +11,13 @@ import math
 
 import numpy as np
 
-from .. import _dtype
-from ..autograd.grad_mode import is_grad_enabled
-from ..tensor import Tensor, _new, as_array
-from ._common import OPS, _dim, _record, _tensor
+from .. import _dtype, registry
+from ..tensor import as_array, _new, Size, Tensor
+from ._common import _dim, OPS, _record, _tensor, _to_dtype
 from .linalg import matmul as _dense_matmul, mm as _dense_mm
-from .shape import _gather, scatter_flat
+from .shape import cat, _gather, index_select, scatter_add, scatter_flat
+from .reduce import sum as dense_sum
+from .. import _format
 
 
 class layout:
@@ -61,7 +62,6 @@ class SparseTensor(Tensor):
     # -- identity --------------------------------------------------------------------------------------------
     @property
     def shape(self):
-        from ..tensor import Size
         return Size(self._size)
 
     def size(self, dim=None):
@@ -113,7 +113,6 @@ class SparseTensor(Tensor):
         return None
 
     def __repr__(self):
-        from .. import _format
         suffixes = ["requires_grad=True"] if self._vals._requires_grad else []
         return _format.format_sparse(self._ind, self._vals._data, self._size, repr(self.dtype),
                                      self.dtype in (_dtype.float32, _dtype.int64, _dtype.bool), suffixes)
@@ -283,7 +282,6 @@ class SparseTensor(Tensor):
                 raise RuntimeError(f"add: expected 'self' and 'other' to have same size, but self has size "
                                    f"{list(self.shape)} while other has size {list(other.shape)} (FYI: op2-sparse "
                                    f"addition does not currently support broadcasting)")
-            from .shape import cat
             vals = cat([self._vals, other._vals if alpha == 1 else other._vals * alpha])
             return _make(np.concatenate([self._ind, other._ind], 1), vals, self._size, False)
         raise RuntimeError("add(sparse, dense) is not supported. Use add(dense, sparse) instead.")
@@ -332,8 +330,6 @@ class SparseTensor(Tensor):
 def _dense_plus(dense, sparse, negate):
     """dense ± sparse, as torch's add_out_dense_sparse: each value added in turn into a copy of the dense
     tensor, in the promoted dtype (a scatter_add, so duplicates round as torch's do)."""
-    from ._common import _to_dtype
-    from .shape import scatter_add
     if tuple(dense.shape) != sparse._size:
         raise RuntimeError(f"add: expected 'self' and 'other' to have same size, but self has size "
                            f"{list(dense.shape)} while other has size {list(sparse._size)} (FYI: dense-sparse "
@@ -545,7 +541,6 @@ def matmul(input, other):
 def sparse_sum(input, dim=None, dtype=None):
     """torch.sparse.sum: every element (a 0-d dense tensor), or over dims (sparse, or dense if every dim goes)."""
     if not isinstance(input, SparseTensor):
-        from .reduce import sum as dense_sum
         return dense_sum(input, dim, dtype=dtype)
     vals = input._vals if dtype is None else input._vals.to(dtype)
     if dim is None:
@@ -563,6 +558,28 @@ def _install():
     Tensor.to_dense = to_dense
     Tensor.layout = strided
     _refuse_dense_methods()
+
+
+# == Declarations ===========================================================================================
+def _vjp_sparse_mm(ctx, g, inputs, out):
+    """ctx: the sparse structure. d/dvalues[e] = <g[row e], dense[col e]>; d/ddense = sparse.T @ g."""
+    vals, dense = inputs
+    rows, cols = _new(ctx.ind_rows), _new(ctx.ind_cols)
+    gv = (index_select(g, 0, rows) * index_select(dense, 0, cols)).sum(1)
+    return gv, _sparse_mm(ctx.transposed(), vals, g)
+
+
+def _sparse_mm_arrays(ctx, g, inputs, wanted):
+    vals, dense = inputs
+    gv = np.einsum("ij,ij->i", g[ctx.ind_rows], dense[ctx.ind_cols]) if wanted[0] else None
+    t = ctx.transposed()
+    gd = _rows_product(t.rows, t.cols, t.values(vals), t.m, g) if wanted[1] else None
+    return gv, gd
+
+
+registry.python("sparse_mm", "MmBackward0", None, _vjp_sparse_mm, saves=1 | 2, array_vjp=_sparse_mm_arrays,
+                unreplayable="its sparsity pattern (the sparse tensor's indices) is saved in its context, which a "
+                             "replay cannot rebind")
 
 
 __all__ = ["sparse_coo_tensor", "spmm"]  # (layout, strided, sparse_coo: exported by tapegrad/__init__.py)

@@ -5,7 +5,7 @@ NumPy scalars of the parameters' dtype, so float32 problems compare and round as
 """
 import numpy as np
 
-from ..autograd.grad_mode import enable_grad
+from ..grad_mode import enable_grad
 from ..tensor import Tensor, _new
 from .optimizer import Optimizer, _bump, _scalar
 

@@ -9,7 +9,7 @@ from itertools import chain
 
 import numpy as np
 
-from ..autograd.grad_mode import enable_grad
+from ..grad_mode import enable_grad
 from ..tensor import Tensor, _new, tensor_type_name
 from ..utils.hooks import RemovableHandle
 

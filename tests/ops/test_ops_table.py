@@ -390,6 +390,34 @@ add(Case("cross_entropy", [A((5,)), V(3)], paths=F, id="1d"),
     Case("normalize", [A((3, 4))], {"p": 1, "dim": 0}, paths=F, id="p1"))
 
 
+
+# -- the layers' fused rows (the rest of their coverage: tests/nn/) ----------------------------------------------
+def _cell(kind):
+    """An LSTM/GRU cell step with fixed weights, differentiated with respect to its input and state."""
+    def fn(L, x, *state):
+        gates = 4 if kind == "LSTMCell" else 3
+        cell = getattr(L.nn, kind)(3, 2)
+        cell = cell.double() if x.dtype == L.float64 else cell
+        with L.no_grad():
+            for i, p in enumerate(cell.parameters()):
+                p.copy_(L.tensor(np.linspace(-0.5, 0.5, p.numel()).reshape(tuple(p.shape)) * (i + 1),
+                                 dtype=x.dtype))
+        assert cell.weight_ih.shape[0] == gates * 2
+        out = cell(x, tuple(state) if kind == "LSTMCell" else state[0])
+        return out if kind == "GRUCell" else out[0] * 1.5 + out[1]
+    return fn
+
+
+add(Case("conv2d", [A((2, 3, 5, 5)), A((4, 3, 3, 3)), A((4,))], paths=F),
+    Case("max_pool2d", [A((2, 3, 6, 6))], {"kernel_size": 2}, paths=F),
+    Case("layer_norm", [A((2, 3, 4))], fn=lambda L, x: L.nn.functional.layer_norm(x, (4,))),
+    Case("batch_norm", [A((5, 3))], fn=lambda L, x: L.nn.functional.batch_norm(x, None, None, training=True)),
+    Case("lstm_cell", [A((2, 3)), A((2, 2)), A((2, 2))], fn=_cell("LSTMCell"), gg=False),
+    # torch's CPU GRUCell is composed of ops (AddBackward0); tapegrad's is one fused row
+    Case("gru_cell", [A((2, 3)), A((2, 2))], fn=_cell("GRUCell"), gg=False, grad_fn=False),
+    Case("clamp_min", [A((3, 4)), A((4,))], fn=lambda L, x, m: x.clamp_min(m), id="tensor"),
+    Case("clamp_max", [A((3, 4))], fn=lambda L, x: L.clamp_max(x, 0.2), id="number"))
+
 @pytest.mark.parametrize("case,path,dtype", params(CASES))
 def test_against_torch(case, path, dtype):
     check_case(case, path, dtype)

@@ -11,6 +11,7 @@ from .. import functional as F, init
 from ..parameter import Parameter
 from .linear import NonDynamicallyQuantizableLinear
 from .module import Module
+from ...tensor import _new
 
 __all__ = ["MultiheadAttention"]
 
@@ -21,7 +22,6 @@ def _canonical_mask(mask, name, dtype):
         return None
     m = ops._tensor(mask)
     if m._data.dtype == np.bool_:
-        from ...tensor import _new
         return _new(np.where(m._data, -np.inf, 0.0).astype(dtype))
     if m._data.dtype.kind != "f":
         raise AssertionError(f"only bool and floating types of {name} are supported")

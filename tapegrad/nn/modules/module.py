@@ -6,11 +6,12 @@ from collections.abc import Mapping
 import numpy as np
 
 from ... import _dtype
-from ...autograd.grad_mode import no_grad
+from ...grad_mode import no_grad
 from ...tape import NOT_A_SLOT
 from ...tensor import Tensor, tensor_type_name
 from ...utils.hooks import RemovableHandle
 from ..parameter import Buffer, Parameter
+from ...device import check
 
 __all__ = ["Module"]
 
@@ -584,5 +585,4 @@ def _set_data(t, new):
 
 
 def _check_device(device):
-    from ...device import check
     check(device)  # torch's error for a device other than the CPU

@@ -1,6 +1,6 @@
 """Embedding: a lookup table of num_embeddings vectors, initialised N(0, 1) as torch does."""
 from ... import creation
-from ...autograd.grad_mode import no_grad
+from ...grad_mode import no_grad
 from .. import functional as F, init
 from ..parameter import Parameter
 from .module import Module

@@ -15,7 +15,7 @@ import zlib
 
 import numpy as np
 
-from ...autograd.grad_mode import is_grad_enabled
+from ...grad_mode import is_grad_enabled, no_grad
 from ...tape import F_REQ, OP_LEAF
 from ...tensor import Tensor, _new
 from ..modules.module import Module
@@ -297,5 +297,4 @@ class DistributedDataParallel(Module):
 
 
 def _no_grad():
-    from ...autograd.grad_mode import no_grad
     return no_grad()

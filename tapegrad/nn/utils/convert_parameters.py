@@ -2,11 +2,11 @@
 import numpy as np
 
 from ...tensor import Tensor
+from ... import ops
 
 
 def parameters_to_vector(parameters):
     """One flat tensor of all parameters' values (recorded: it is differentiable, as torch's)."""
-    from ... import ops
     return ops.cat([ops.reshape(p, (-1,)) for p in parameters])
 
 

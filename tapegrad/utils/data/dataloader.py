@@ -16,6 +16,7 @@ from ...tensor import Tensor, _new
 from .dataset import IterableDataset, TensorDataset
 from .sampler import BatchSampler, RandomSampler, SequentialSampler
 from ._worker import MultiProcessingIter, WorkerInfo, get_worker_info  # noqa: F401
+from ... import ops
 
 __all__ = ["DataLoader", "default_collate", "default_convert", "get_worker_info"]
 
@@ -26,7 +27,6 @@ _COLLATE_ERR = "default_collate: batch must contain tensors, numpy arrays, numbe
 
 def _stack(tensors):
     if any(t._requires_grad for t in tensors):
-        from ... import ops
         return ops.stack(tensors, 0)
     return _new(np.stack([t._data for t in tensors]))
 

@@ -3,6 +3,8 @@ import numpy as np
 
 from ... import random
 from ...ops.sort import multinomial
+from ..._dtype import float64
+from ...creation import as_tensor
 
 __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler",
            "BatchSampler"]
@@ -103,8 +105,6 @@ class WeightedRandomSampler(Sampler):
             raise ValueError(f"num_samples should be a positive integer value, but got num_samples={num_samples}")
         if not isinstance(replacement, bool):
             raise ValueError(f"replacement should be a boolean value, but got replacement={replacement}")
-        from ...creation import as_tensor
-        from ..._dtype import float64
         weights_tensor = as_tensor(weights, dtype=float64)
         if len(weights_tensor.shape) != 1:
             raise ValueError(f"weights should be a 1d sequence but given weights have shape "

@@ -1,0 +1,89 @@
+"""Where a row's gradient goes at the end of a backward: a tensor's hooks, `retain_grad`, a leaf's `.grad`
+(torch's AccumulateGrad), and the Tensor view of a row that rules and hooks receive (`wrap`). Shared by the
+compiled driver (replay.py) and the create_graph path (create_graph.py)."""
+import numpy as np
+
+from .grad_mode import enable_grad, no_grad
+from .ops import clone
+from .tape import F_REQ, OP_LEAF
+from .tensor import Tensor, _new, tensor_type_name
+
+
+def run_hooks(t, g, graph):
+    """t's hooks on its gradient g, in torch's grad mode: recording under create_graph, under no_grad else."""
+    if not t._hooks:
+        return g
+    with enable_grad() if graph else no_grad():
+        for hook in t._hooks:
+            out = hook(g)
+            if out is not None:
+                _check_hook_result(hook, g, out)
+                g = out
+    return g
+
+
+def _check_hook_result(hook, g, out):
+    """torch's checks of what a tensor hook returned: a tensor of the gradient's dtype and shape."""
+    if not isinstance(out, Tensor):
+        raise TypeError(f"expected Variable, but hook returned '{type(out).__name__}'")
+    name = getattr(hook, "__name__", type(hook).__name__)
+    if out._data.dtype != g._data.dtype:
+        def type_name(a):
+            return "CPUBoolType" if a.dtype == np.bool_ else tensor_type_name(a)
+        raise RuntimeError(f"hook '{name}' has changed the type of value (was {type_name(g._data)} got "
+                           f"{type_name(out._data)})")
+    if out.shape != g.shape:
+        raise RuntimeError(f"hook '{name}' has changed the size of value")
+
+
+def watched(tape, row, adjoint, graph):
+    """A non-leaf tensor's hooks and retain_grad, at its row. Returns the (possibly replaced) gradient."""
+    ref = tape.watch.get(row)
+    t = ref() if ref is not None else None
+    if t is None:
+        return adjoint
+    g = adjoint if graph else _new(adjoint.copy())
+    g = run_hooks(t, g, graph)
+    if not graph and g._data is not adjoint:
+        adjoint[...] = g._data
+    if t._retains_grad:
+        add_grad(t, g if graph else _new(g._data.copy()), graph)
+    return g
+
+
+def into_leaf(tape, row, g, targets, graph):
+    """Leaf row's gradient g (a Tensor of its own) through the leaf's hooks into its .grad."""
+    ref = tape.aux.get(row)
+    t = ref() if ref is not None else None
+    if t is None:
+        return
+    g = run_hooks(t, g, graph)
+    if targets is None:
+        add_grad(t, g, graph)
+
+
+def add_grad(t, g, graph):
+    """Accumulate into .grad as torch's AccumulateGrad: out of place under create_graph (the sum is
+    recorded), in place otherwise (even into a .grad that has a history: its version is bumped)."""
+    if t._grad is None:
+        if graph:  # never alias a seed, another row's value or the user's grad_outputs
+            g = clone(g) if g._requires_grad else _new(g._data.copy())
+        t._grad = g
+    elif graph:
+        t._grad = t._grad + g
+    else:
+        t._grad._data += g._data
+        if t._grad._requires_grad or t._grad._vc is not None:
+            t._grad._bump_version()
+
+
+def wrap(tape, row):
+    """A Tensor for the value at a row, connected to the tape (so create_graph can differentiate it)."""
+    t = _new(tape.values[row])
+    t._tape, t._slot = tape, row
+    t._vc = tape.cells.get(row)  # the value's version cell: rows recorded from t (create_graph) check its version
+    if tape.flags[row] & F_REQ:
+        t._requires_grad = True
+        if tape.op[row] != OP_LEAF:
+            t._is_leaf, t._op = False, int(tape.op[row])
+    return t
