@@ -18,7 +18,8 @@ from ..tensor import _new
 from ._common import OPS, _record, _tensor, _to_dtype
 
 # torch.X has these with these signatures; the rest are torch.nn.functional's only (nn/functional.py)
-__all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "max_pool1d", "max_pool2d", "max_pool1d_with_indices", "avg_pool1d",
+__all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "max_pool1d", "max_pool2d",
+           "max_pool1d_with_indices", "avg_pool1d",
            "adaptive_avg_pool1d", "layer_norm"]
 
 
@@ -317,7 +318,7 @@ def _conv_t_forward(ctx, x4, w4, b):
     """y (N, Cout, Ho, Wo) = col2im(W^T (G, Cog*kh*kw, Cig) @ x (G, Cig, H*W)) per sample, + bias."""
     N, Cin, H, W = x4.shape
     G, Cog = ctx.groups, ctx.wshape4[1]
-    (kh, kw), (Ho, Wo) = ctx.k, ctx.yshape4[2:]
+    kh, kw = ctx.k
     dt = x4.dtype
     work = dt if dt in (np.float32, np.float64) else np.dtype(np.float64)
     x4, w4 = np.ascontiguousarray(x4, work), np.ascontiguousarray(w4, work)
@@ -387,7 +388,7 @@ def _conv_transpose(nd, input, weight, bias, stride, padding, output_padding, gr
             raise RuntimeError(f"expected {what} to be a single integer value or a list of {nd} values to match the "
                                f"convolution dimensions, but got {what}={list(v)}")
     if w.ndim != nd + 2:
-        raise RuntimeError(f"weight should have at least three dimensions" if w.ndim < 3 else
+        raise RuntimeError("weight should have at least three dimensions" if w.ndim < 3 else
                            f"Expected {nd + 2}-dimensional weight for {nd + 2}-dimensional input, but got "
                            f"{w.ndim}-dimensional weight of size {list(w.shape)} instead")
     if builtins.min(s) <= 0:

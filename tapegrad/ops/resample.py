@@ -74,6 +74,15 @@ registry.python("col2im", "Col2ImBackward0", None, _vjp_fold, saves=0,
                     inputs[0].shape),))
 
 
+_INT_NAMES = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+
+
+def _floats_only(x, kernel):
+    name = _INT_NAMES.get(str(x._data.dtype))
+    if name is not None:
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{name}\'')
+
+
 def _block_args(kernel_size, dilation, padding, stride, fold_order):
     k, d, p, s = _two(kernel_size), _two(dilation, "dilation"), _two(padding, "padding"), _two(stride, "stride")
     checks = [("kernel size should be greater than zero, but got kernel_height: {} kernel_width: {}", k, 1),
@@ -100,6 +109,7 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     xs4 = tuple(x.shape) if x.ndim == 4 else (1,) + tuple(x.shape)
     H, W = xs4[2:]
     out_hw = tuple((n + 2 * pp - (dd * (kk - 1) + 1)) // ss + 1 for n, pp, dd, kk, ss in zip((H, W), p, d, k, s))
+    _floats_only(x, "im2col_out_cpu")
     if builtins.min(out_hw) < 1:
         raise RuntimeError(f"Given input with spatial size ({H}, {W}), kernel_size=({k[0]}, {k[1]}), dilation=({d[0]}, "
                            f"{d[1]}), padding=({p[0]}, {p[1]}), calculated shape of the array of sliding blocks as "
@@ -133,6 +143,7 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     if builtins.min(blocks) < 1:
         raise RuntimeError(where + f"calculated shape of the array of sliding blocks as ({blocks[0]}, {blocks[1]}), "
                            f"which is too small (non-positive)")
+    _floats_only(x, "col2im_out_cpu")
     xs4 = (xs3[0], planes // (k[0] * k[1])) + o
     ctx = Ctx(k=k, d=d, p=p, s=s, xshape4=xs4, out_hw=blocks)
     value = _col2im(x._data.reshape(xs3), ctx)
