@@ -314,26 +314,38 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 # torch's one convolution op takes a `transposed` flag, and so does tapegrad's "conv" row (ctx.transposed): the
 # forward is convolution's input adjoint (weight^T @ x, then col2im), the backward its forward (im2col of g, then
 # the two matmuls). Both reuse kernels/conv.py.
+def _per_group(a, b, transpose_a=False, transpose_b=False):
+    """a[g] @ b[g] for each group g: one BLAS GEMM per group over the whole batch (a batched matmul per sample
+    is several times slower at these shapes)."""
+    out = []
+    for ag, bg in zip(a, b):
+        out.append((ag.T if transpose_a else ag) @ (bg.T if transpose_b else bg))
+    return np.stack(out) if len(out) > 1 else out[0][None]
+
+
 def _conv_t_forward(ctx, x4, w4, b):
-    """y (N, Cout, Ho, Wo) = col2im(W^T (G, Cog*kh*kw, Cig) @ x (G, Cig, H*W)) per sample, + bias."""
+    """y (N, Cout, Ho, Wo) = col2im(W^T (Cog*kh*kw, Cig) @ x (Cig, N*H*W)) per group, + bias. The columns are laid
+    out (Cout, kh, kw, N, H, W), so col2im reads them through a transposed view."""
     N, Cin, H, W = x4.shape
     G, Cog = ctx.groups, ctx.wshape4[1]
     kh, kw = ctx.k
     dt = x4.dtype
     work = dt if dt in (np.float32, np.float64) else np.dtype(np.float64)
-    x4, w4 = np.ascontiguousarray(x4, work), np.ascontiguousarray(w4, work)
-    cols = np.matmul(w4.reshape(G, Cin // G, Cog * kh * kw).transpose(0, 2, 1), x4.reshape(N, G, Cin // G, H * W))
+    xg = np.ascontiguousarray(x4.astype(work, copy=False).reshape(N, G, Cin // G, H * W).transpose(1, 2, 0, 3))
+    xg = xg.reshape(G, Cin // G, N * H * W)
+    cols = _per_group(w4.astype(work, copy=False).reshape(G, Cin // G, Cog * kh * kw), xg, transpose_a=True)
     out = np.zeros(ctx.yshape4, work)
-    _conv_kernels().col2im(np.ascontiguousarray(cols).reshape(N, G * Cog, kh, kw, H, W), kh, kw, *ctx.s, *ctx.d,
-                           ctx.pads[0], ctx.pads[2], out)
+    _conv_kernels().col2im(cols.reshape(G * Cog, kh, kw, N, H, W).transpose(3, 0, 1, 2, 4, 5), kh, kw, *ctx.s,
+                           *ctx.d, ctx.pads[0], ctx.pads[2], out)
     if b is not None:
         out += b.astype(work, copy=False).reshape(1, -1, 1, 1)
-    ctx.x = x4.copy() if ctx.keep_x else None  # (the weight's gradient reads it; a copy, as x may change in place)
+    ctx.x = xg if ctx.keep_x else None  # (the weight's gradient reads x: this copy, as x may change in place)
     return out.astype(dt, copy=False)
 
 
 def _conv_t_arrays(ctx, g, inputs, wanted):
-    """im2col of g (the convolution's forward), then W @ columns (input) and x @ columns^T (weight)."""
+    """im2col of g (the convolution's forward) into (Cout, kh, kw, N, H, W), then one GEMM per group with the
+    weight (input) and with x (weight)."""
     x, w = inputs[0], inputs[1]
     N, Cin, H, W = ctx.xshape4
     G, Cog = ctx.groups, ctx.wshape4[1]
@@ -341,15 +353,15 @@ def _conv_t_arrays(ctx, g, inputs, wanted):
     g4 = np.ascontiguousarray(g).reshape(ctx.yshape4)
     if g4.dtype not in (np.float32, np.float64):
         return None
-    cols = np.empty((N, G * Cog, kh, kw, H, W), g4.dtype)
-    _conv_kernels().im2col(g4, kh, kw, *ctx.s, *ctx.d, ctx.pads[0], ctx.pads[2], cols)
-    cols = cols.reshape(N, G, Cog * kh * kw, H * W)
+    cols = np.empty((G * Cog, kh, kw, N, H, W), g4.dtype)
+    _conv_kernels().im2col(g4, kh, kw, *ctx.s, *ctx.d, ctx.pads[0], ctx.pads[2], cols.transpose(3, 0, 1, 2, 4, 5))
+    cols = cols.reshape(G, Cog * kh * kw, N * H * W)
     gx = gw = gb = None
     if wanted[0]:
-        gx = np.matmul(w.reshape(G, Cin // G, -1), cols).reshape(x.shape)
+        gx = _per_group(w.reshape(G, Cin // G, Cog * kh * kw), cols)  # (G, Cig, N*H*W)
+        gx = np.ascontiguousarray(gx.reshape(Cin, N, H * W).transpose(1, 0, 2)).reshape(x.shape)
     if wanted[1]:
-        xs = ctx.x.reshape(N, G, Cin // G, H * W)
-        gw = np.matmul(xs, cols.transpose(0, 1, 3, 2)).sum(axis=0).reshape(w.shape)
+        gw = _per_group(ctx.x, cols, transpose_b=True).reshape(w.shape)
     if len(inputs) > 2 and wanted[2]:
         gb = g4.sum(axis=(0, 2, 3))
     return (gx, gw) if len(inputs) == 2 else (gx, gw, gb)

@@ -2,8 +2,9 @@
 bilinear, area), pixel_shuffle/pixel_unshuffle, adaptive_max_pool1d/2d and max_unpool1d/2d.
 
 unfold and fold are each other's adjoints: one row each, whose forward and plain backward are the compiled
-im2col/col2im of kernels/conv.py, and whose create_graph rule is the other front-end. Nearest resampling and pixel
-(un)shuffle are data movement: one gather row each (the replay scatters back in compiled code). Linear resampling
+im2col/col2im of kernels/conv.py, and whose create_graph rule is the other front-end. Pixel (un)shuffle is a
+permutation: one gather row (the replay scatters back in compiled code). Nearest resampling is one row of two takes,
+whose adjoint sums each run of outputs that read one source (np.add.reduceat). Linear resampling
 is separable: one row of two matmuls with constant (out, in) weight matrices each way. Adaptive max pooling is one
 compiled pass (kernels/pool.py) that shares max pooling's backward. Every argument check runs before any kernel,
 with torch's message.
@@ -206,11 +207,43 @@ def pixel_unshuffle(input, downscale_factor):
 
 
 # -- interpolate ----------------------------------------------------------------------------------------------------
+def _nearest_take(ctx, x4):
+    """x4 (N, C, H, W) read at the source rows ih and columns iw: two takes."""
+    return np.take(np.take(x4, ctx.ih, axis=2), ctx.iw, axis=3)
+
+
+def _nearest_sum(g, index, size, axis):
+    """The adjoint of a take along `axis` with a non-decreasing index: each run of equal sources summed once."""
+    starts = np.flatnonzero(np.r_[True, index[1:] != index[:-1]])
+    out_shape = list(g.shape)
+    out_shape[axis] = size
+    out = np.zeros(out_shape, g.dtype)
+    where = [slice(None)] * g.ndim
+    where[axis] = index[starts]
+    out[tuple(where)] = np.add.reduceat(g, starts, axis=axis)
+    return out
+
+
+def _nearest_arrays(ctx, g, inputs, wanted):
+    g4 = np.asarray(g).reshape(ctx.oshape4)
+    gx = _nearest_sum(_nearest_sum(g4, ctx.iw, ctx.xshape4[3], 3), ctx.ih, ctx.xshape4[2], 2)
+    return (gx.reshape(inputs[0].shape),)
+
+
+def _vjp_nearest(ctx, g, inputs, out):
+    """g scattered back to the sources (an index map built here, for create_graph only)."""
+    from . import scatter_flat
+    N, C, H, W = ctx.xshape4
+    index = (np.arange(N * C, dtype=np.int64).reshape(N, C, 1, 1) * (H * W)
+             + (ctx.ih * W).reshape(1, 1, -1, 1) + ctx.iw.reshape(1, 1, 1, -1))
+    return (scatter_flat(g.reshape(ctx.oshape4), index, inputs[0].shape),)
+
+
 for _name, _grad_fn in (("upsample_nearest1d", "UpsampleNearest1DBackward0"),
                         ("upsample_nearest2d", "UpsampleNearest2DBackward0"),
                         ("_upsample_nearest_exact1d", "UpsampleNearestExact1DBackward0"),
                         ("_upsample_nearest_exact2d", "UpsampleNearestExact2DBackward0")):
-    registry.structural(_name, registry.K_GATHER, _grad_fn, registry.BY_NAME["gather_flat"].vjp)
+    registry.python(_name, _grad_fn, None, _vjp_nearest, saves=0, array_vjp=_nearest_arrays)
 
 
 def _scale(in_size, out_size, scale, dt):
@@ -369,15 +402,10 @@ def _resample(x, nd, output_size, scale_factors, mode, align_corners):
         exact = mode == "nearest-exact"
         ih = _nearest_index(xs4[2], os4[2], scales[0] if nd == 2 else None, exact) if nd == 2 else np.zeros(1, int)
         iw = _nearest_index(xs4[3], os4[3], scales[-1], exact)
-        value = np.ascontiguousarray(xd.reshape(xs4)[:, :, ih][:, :, :, iw]).reshape(oshape)
+        ctx = Ctx(ih=ih, iw=iw, xshape4=xs4, oshape4=os4)
+        value = _nearest_take(ctx, xd.reshape(xs4)).reshape(oshape)
         name = f"{'_upsample_nearest_exact' if exact else 'upsample_nearest'}{nd}d"
-        from . import _gather
-        if not x._requires_grad:
-            return _gather(x, np.zeros(0, np.int64), out=value)
-        plane = xs4[2] * xs4[3]
-        index = (np.arange(N * C, dtype=np.int64).reshape(N, C, 1, 1) * plane
-                 + (ih * xs4[3]).reshape(1, 1, -1, 1) + iw.reshape(1, 1, 1, -1))
-        return _gather(x, index.reshape(oshape), OPS[name], value)
+        return _record(OPS[name], value, (x,), aux=ctx)
     dt = xd.dtype if xd.dtype in (np.float32, np.float64) else np.dtype(np.float32)
     mh = _linear_matrix(xs4[2], os4[2], scales[0], align_corners, dt) if nd == 2 else None
     mw = _linear_matrix(xs4[3], os4[3], scales[-1], align_corners, dt)
