@@ -18,7 +18,7 @@ from ..tensor import _new
 from ._common import OPS, _record, _tensor, _to_dtype
 
 # torch.X has these with these signatures; the rest are torch.nn.functional's only (nn/functional.py)
-__all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "max_pool1d", "max_pool2d",
+__all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "max_pool1d", "max_pool2d",
            "max_pool1d_with_indices", "avg_pool1d",
            "adaptive_avg_pool1d", "layer_norm"]
 
@@ -467,6 +467,92 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
 
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     return _conv_transpose(2, input, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
+# -- 3-d convolution: composed of 2-d convolution rows, one per kernel depth tap --------------------------------------
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """For each depth tap i, the input's depth slices that tap reads (a strided slice of the depth-padded input)
+    become a batch of 2-d planes, convolved with weight[:, :, i] by the conv2d row; the taps are summed. So every
+    gradient, to any order, is conv2d's, and the matmuls stay BLAS-sized."""
+    from .padding import pad
+    x, w = _tensor(input), _tensor(weight)
+    if x.ndim not in (4, 5):
+        raise RuntimeError(f"Expected 4D (unbatched) or 5D (batched) input to conv3d, but got input of size: "
+                           f"{list(x.shape)}")
+    if w.ndim != 5:
+        raise RuntimeError(f"Expected 5-dimensional weight for 5-dimensional input, but got {w.ndim}-dimensional "
+                           f"weight of size {list(w.shape)} instead")
+    s, d = _pair(stride, 3), _pair(dilation, 3)
+    if builtins.min(s) <= 0:
+        raise RuntimeError("non-positive stride is not supported")
+    if builtins.min(d) <= 0:
+        raise RuntimeError("non-positive dilation is not supported")
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    batched = x.ndim == 5
+    xs = tuple(x.shape) if batched else (1,) + tuple(x.shape)
+    O, Cg = w.shape[0], w.shape[1]
+    k = tuple(w.shape[2:])
+    if O % groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, but "
+                           f"got weight of size [{list(w.shape)}] instead")
+    if xs[1] != Cg * groups:
+        raise RuntimeError(f"Given groups={groups}, weight of size {list(w.shape)}, expected input{list(xs)} to have "
+                           f"{Cg * groups} channels, but got {xs[1]} channels instead")
+    if isinstance(padding, str):
+        if padding == "valid":
+            pads = [(0, 0)] * 3
+        elif padding == "same":
+            if builtins.max(s) != 1:
+                raise RuntimeError("padding='same' is not supported for strided convolutions")
+            pads = [(dd * (kk - 1) // 2, dd * (kk - 1) - dd * (kk - 1) // 2) for kk, dd in zip(k, d)]
+        else:
+            raise RuntimeError(f"Invalid padding string: '{padding}'")
+    else:
+        p = _pair(padding, 3)
+        if builtins.min(p) < 0:
+            raise RuntimeError("negative padding is not supported")
+        pads = [(a, a) for a in p]
+    if bias is not None:
+        b = _tensor(bias)
+        if b.ndim != 1 or b.shape[0] != O:
+            raise RuntimeError(f"Given weight of size {list(w.shape)}, expected bias to be 1-dimensional with {O} "
+                               f"elements, but got bias of size {list(b.shape)} instead")
+    if builtins.min(k) <= 0:
+        raise RuntimeError(f"tapegrad: conv3d expects a kernel size greater than zero, but got {list(k)}")
+    padded = [xs[2 + i] + pads[i][0] + pads[i][1] for i in range(3)]
+    eff = [d[i] * (k[i] - 1) + 1 for i in range(3)]
+    if any(e > q for e, q in zip(eff, padded)):
+        raise RuntimeError(f"Calculated padded input size per channel: ({' x '.join(str(v) for v in padded)}). Kernel "
+                           f"size: ({' x '.join(str(v) for v in eff)}). Kernel size can't be greater than actual input "
+                           f"size")
+    dt = x._data.dtype
+    for other in (w,) + ((b,) if bias is not None else ()):
+        if other._data.dtype != dt:
+            names = {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor", "float16": "torch.HalfTensor"}
+            what = "weight" if other is w else "bias"
+            raise RuntimeError(f"Input type ({names.get(str(dt), dt)}) and {what} type "
+                               f"({names.get(str(other._data.dtype), other._data.dtype)}) should be the same or input "
+                               f"should be a MKLDNN tensor and {what} is a dense tensor")
+    xb = x if batched else x.reshape(xs)
+    symmetric = all(lo == hi for lo, hi in pads[1:])
+    pad_hw = [v for lo_hi in reversed(pads[1:]) for v in lo_hi] if not symmetric else [0, 0, 0, 0]
+    if pads[0] != (0, 0) or not symmetric:
+        xb = pad(xb, pad_hw + list(pads[0]))
+    conv_pad = (pads[1][0], pads[2][0]) if symmetric else (0, 0)
+    N, C = xs[:2]
+    Do = (padded[0] - eff[0]) // s[0] + 1
+    total = None
+    for i in range(k[0]):
+        start = i * d[0]
+        xi = xb[:, :, start:start + (Do - 1) * s[0] + 1:s[0]]  # (N, C, Do, H, W): the depths tap i reads
+        xi = xi.permute(0, 2, 1, 3, 4).reshape((N * Do, C) + tuple(xi.shape[3:]))
+        yi = conv2d(xi, w[:, :, i], None, s[1:], conv_pad, d[1:], groups)
+        total = yi if total is None else total + yi
+    out = total.reshape((N, Do, O) + tuple(total.shape[2:])).permute(0, 2, 1, 3, 4)
+    if bias is not None:
+        out = out + b.reshape(1, O, 1, 1, 1)
+    return out if batched else out.reshape(tuple(out.shape[1:]))
 
 
 # -- max pooling ---------------------------------------------------------------------------------------------------

@@ -43,6 +43,14 @@ CASES = {
                          "ConvolutionBackward0"),
     "conv_transpose1d_groups": (lambda F, x, w: F.conv_transpose1d(x, w, groups=3), [(2, 6, 5), (6, 1, 4)],
                                 "ConvolutionBackward0"),
+    # conv3d is composed of conv2d rows (one per depth tap), so its grad_fn is the composition's
+    "conv3d": (lambda F, x, w, b: F.conv3d(x, w, b), [(2, 3, 4, 5, 6), (4, 3, 2, 3, 2), (4,)], None),
+    "conv3d_stride_pad_dil_groups": (
+        lambda F, x, w, b: F.conv3d(x, w, b, stride=(2, 1, 2), padding=(1, 2, 0), dilation=(2, 1, 1), groups=2),
+        [(2, 4, 7, 5, 6), (6, 2, 2, 3, 3), (6,)], None),
+    "conv3d_same_even": (lambda F, x, w: F.conv3d(x, w, padding="same", dilation=(1, 2, 1)),
+                         [(1, 2, 4, 5, 4), (3, 2, 2, 2, 3)], None),
+    "conv3d_unbatched": (lambda F, x, w: F.conv3d(x, w, stride=2, padding=1), [(2, 5, 5, 4), (3, 2, 3, 3, 3)], None),
     "unfold": (lambda F, x: F.unfold(x, 3), [(2, 3, 5, 6)], "Im2ColBackward0"),
     "unfold_all_args": (lambda F, x: F.unfold(x, (2, 3), dilation=(2, 1), padding=(1, 2), stride=(2, 3)),
                         [(2, 2, 7, 8)], "Im2ColBackward0"),
@@ -130,7 +138,7 @@ def test_values_and_gradients_match_torch(name, dtype, rtol):
         assert ours.grad_fn.name() == grad_fn
 
 
-SECOND_ORDER = ["conv_transpose2d", "conv_transpose2d_groups_dilation", "conv_transpose1d", "unfold_all_args",
+SECOND_ORDER = ["conv3d_stride_pad_dil_groups", "conv_transpose2d", "conv_transpose2d_groups_dilation", "conv_transpose1d", "unfold_all_args",
                 "fold_all_args", "interpolate_nearest_size", "interpolate_bilinear", "interpolate_linear_align",
                 "pixel_shuffle", "pixel_unshuffle", "adaptive_max_pool2d", "max_unpool2d"]
 
@@ -191,6 +199,9 @@ def test_max_unpool_modules_invert_max_pool_as_torch():
 
 # -- modules ---------------------------------------------------------------------------------------------------------
 MODULES = [
+    ("Conv3d", (2, 4, 3), {}),
+    ("Conv3d", (2, 4, (3, 2, 1)), dict(stride=2, padding=(1, 0, 0), padding_mode="circular", bias=False)),
+    ("Conv3d", (2, 4, 2), dict(padding="same", groups=2, dilation=(1, 2, 1))),
     ("ConvTranspose2d", (4, 6, 3), {}),
     ("ConvTranspose2d", (4, 6, (3, 2)), dict(stride=2, padding=1, output_padding=1, groups=2, bias=False,
                                              dilation=2)),
@@ -224,10 +235,25 @@ def test_module_repr_parameters_and_state_dict_keys(name, args, kwargs):
     assert type(ours).__module__.replace("tapegrad", "torch") == type(theirs).__module__
 
 
-def test_conv_transpose_init_draws_torch_values():
-    for args in ((3, 8, 3), (4, 6, (3, 2), 1, 0, 0, 2)):
+@pytest.mark.parametrize("mode,padding", [("reflect", 1), ("replicate", (2, 1, 0)), ("circular", "same")])
+def test_conv3d_padding_modes_match_torch(mode, padding):
+    theirs = torch.nn.Conv3d(2, 3, (3, 2, 4), padding=padding, padding_mode=mode).double()
+    ours = tg.nn.Conv3d(2, 3, (3, 2, 4), padding=padding, padding_mode=mode).double()
+    ours.load_state_dict({k: tg.tensor(v.numpy()) for k, v in theirs.state_dict().items()})
+    x = RNG.standard_normal((2, 2, 5, 4, 6))
+    xa, xb = tg.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    a, b = ours(xa), theirs(xb)
+    np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-10, atol=1e-12)
+    (a * a).sum().backward(), (b * b).sum().backward()
+    np.testing.assert_allclose(xa.grad.numpy(), xb.grad.numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(ours.weight.grad.numpy(), theirs.weight.grad.numpy(), rtol=1e-10)
+
+
+def test_conv_init_draws_torch_values():
+    for name, args in (("ConvTranspose2d", (3, 8, 3)), ("ConvTranspose2d", (4, 6, (3, 2), 1, 0, 0, 2)),
+                       ("ConvTranspose1d", (4, 6, 3)), ("Conv3d", (2, 4, 3))):
         torch.manual_seed(5), tg.manual_seed(5)
-        a, b = tg.nn.ConvTranspose2d(*args), torch.nn.ConvTranspose2d(*args)
+        a, b = getattr(tg.nn, name)(*args), getattr(torch.nn, name)(*args)
         np.testing.assert_array_equal(a.weight.detach().numpy(), b.weight.detach().numpy())
         np.testing.assert_array_equal(a.bias.detach().numpy(), b.bias.detach().numpy())
 
@@ -235,7 +261,8 @@ def test_conv_transpose_init_draws_torch_values():
 def test_state_dicts_load_both_ways():
     """A small decoder's state_dict from torch runs the same in tapegrad, and tapegrad's loads back into torch."""
     def decoder(nn):
-        return nn.Sequential(nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1), nn.ReLU(),
+        return nn.Sequential(nn.Unflatten(1, (2, 2)), nn.Conv3d(2, 2, 3, padding=1), nn.Flatten(1, 2),
+                             nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1), nn.ReLU(),
                              nn.Upsample(scale_factor=2, mode="bilinear"), nn.ConvTranspose2d(6, 8, 2, groups=2),
                              nn.PixelShuffle(2), nn.Unfold(2), nn.ConvTranspose1d(8, 2, 3, stride=2))
     theirs, ours = decoder(torch.nn), decoder(tg.nn)
@@ -269,6 +296,16 @@ def _one_bad(F, T, value):
 
 
 ERRORS = [
+    lambda F, T: F.conv3d(T(2, 3, 4, 5), T(4, 3, 2, 3, 2)),
+    lambda F, T: F.conv3d(T(2, 3, 4), T(4, 3, 2, 3, 2)),
+    lambda F, T: F.conv3d(T(2, 3, 4, 5, 6), T(4, 2, 2, 3, 2)),
+    lambda F, T: F.conv3d(T(2, 3, 1, 5, 6), T(4, 3, 2, 3, 2)),
+    lambda F, T: F.conv3d(T(2, 3, 4, 5, 6), T(4, 3, 2, 3, 2), stride=0),
+    lambda F, T: F.conv3d(T(2, 3, 4, 5, 6), T(4, 3, 2, 3, 2), padding=-1),
+    lambda F, T: F.conv3d(T(2, 3, 4, 5, 6), T(4, 3, 2, 3, 2), dilation=0),
+    lambda F, T: F.conv3d(T(2, 3, 4, 5, 6), T(4, 3, 2, 3, 2), T(3)),
+    lambda F, T: F.conv3d(T(2, 4, 4, 5, 6), T(4, 2, 2, 3, 2), groups=3),
+    lambda F, T: F.conv3d(T(2, 3, 4, 5, 6), T(4, 3, 2, 3, 2), padding="same", stride=2),
     lambda F, T: F.conv_transpose2d(T(1, 2, 3, 3), T(2, 3, 3, 3), stride=2, output_padding=2),
     lambda F, T: F.conv_transpose2d(T(1, 2, 3, 3), T(2, 3, 3, 3), output_padding=1),
     lambda F, T: F.conv_transpose2d(T(1, 2, 3, 3), T(2, 3, 3, 3), padding=3),

@@ -1,4 +1,4 @@
-"""Conv1d/2d and ConvTranspose1d/2d: torch's parameters ((out, in / groups, *kernel), transposed (in, out / groups,
+"""Conv1d/2d/3d and ConvTranspose1d/2d: torch's parameters ((out, in / groups, *kernel), transposed (in, out / groups,
 *kernel)), initialisation, repr and padding modes."""
 import math
 
@@ -8,7 +8,7 @@ from .. import functional as F, init
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d"]
 
 
 def _ntuple(v, n):
@@ -107,6 +107,13 @@ class Conv2d(_ConvNd):
 
     def forward(self, input):
         return self._conv_forward(F.conv2d, input)
+
+
+class Conv3d(_ConvNd):
+    _nd = 3
+
+    def forward(self, input):
+        return self._conv_forward(F.conv3d, input)
 
 
 class _ConvTransposeNd(_ConvNd):
