@@ -450,7 +450,7 @@ def _conv_transpose(nd, input, weight, bias, stride, padding, output_padding, gr
     if w._data.dtype != dt:
         raise RuntimeError(f"expected scalar type {_scalar_name(dt)} but found {_scalar_name(w._data.dtype)}")
     if bias is not None and b._data.dtype != dt:
-        raise RuntimeError(f"expected scalar type {_scalar_name(dt)} but found {_scalar_name(b._data.dtype)}")
+        b = _to_dtype(b, dt)  # (torch's transposed convolution takes a bias of another float type, cast)
     ctx = Ctx(transposed=True, k=k, s=s, d=d, pads=(p[0], p[0], p[1], p[1]), groups=groups, xshape4=xs4,
               wshape4=(Cin, Cog) + k, yshape4=(xs4[0], Cog * groups) + out_hw, keep_x=w._requires_grad)
     value = _conv_t_forward(ctx, x._data.reshape(xs4), w._data.reshape(ctx.wshape4),

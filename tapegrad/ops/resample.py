@@ -406,7 +406,10 @@ def _resample(x, nd, output_size, scale_factors, mode, align_corners):
         value = _nearest_take(ctx, xd.reshape(xs4)).reshape(oshape)
         name = f"{'_upsample_nearest_exact' if exact else 'upsample_nearest'}{nd}d"
         return _record(OPS[name], value, (x,), aux=ctx)
-    dt = xd.dtype if xd.dtype in (np.float32, np.float64) else np.dtype(np.float32)
+    if xd.dtype not in (np.float32, np.float64):
+        raise NotImplementedError(f"tapegrad: interpolate mode '{mode}' on {xd.dtype} input is not supported (float32 "
+                                  f"and float64 are)")
+    dt = xd.dtype
     mh = _linear_matrix(xs4[2], os4[2], scales[0], align_corners, dt) if nd == 2 else None
     mw = _linear_matrix(xs4[3], os4[3], scales[-1], align_corners, dt)
     ctx = Ctx(nd=nd, mh=mh, mw=mw, oshape4=os4)

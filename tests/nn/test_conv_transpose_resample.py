@@ -41,6 +41,8 @@ CASES = {
     "conv_transpose1d": (lambda F, x, w, b: F.conv_transpose1d(x, w, b, stride=3, padding=2, output_padding=2,
                                                                 dilation=2), [(2, 3, 7), (3, 2, 3), (2,)],
                          "ConvolutionBackward0"),
+    "conv_transpose2d_double_bias": (lambda F, x, w, b: F.conv_transpose2d(x, w, b.double(), stride=2),
+                                     [(1, 2, 3, 3), (2, 3, 2, 2), (3,)], "ConvolutionBackward0"),
     "conv_transpose1d_groups": (lambda F, x, w: F.conv_transpose1d(x, w, groups=3), [(2, 6, 5), (6, 1, 4)],
                                 "ConvolutionBackward0"),
     # conv3d is composed of conv2d rows (one per depth tap), so its grad_fn is the composition's
@@ -412,6 +414,8 @@ def test_module_errors_match_torch(i):
 
 
 @pytest.mark.parametrize("call", [lambda F, x: F.interpolate(x, size=(3, 4), mode="bicubic"),
+                                  lambda F, x: F.interpolate(x.to(torch.uint8 if F is TF else tg.uint8), size=(3, 4),
+                                                             mode="bilinear"),
                                   lambda F, x: F.interpolate(x, size=(3, 4), mode="bilinear", antialias=True)])
 def test_modes_tapegrad_lacks_say_so(call):
     call(TF, torch.zeros(1, 1, 2, 2))  # (torch has them)
