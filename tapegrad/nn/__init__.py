@@ -15,3 +15,6 @@ from . import parallel  # noqa: F401  (DistributedDataParallel, DataParallel)
 from .modules import GRU, GRUCell, LSTM, LSTMCell, RNN, RNNBase, RNNCell, RNNCellBase  # noqa: F401
 from .modules import (MultiheadAttention, Transformer, TransformerDecoder, TransformerDecoderLayer,  # noqa: F401
                       TransformerEncoder, TransformerEncoderLayer)
+from .modules import Conv3d, ConvTranspose1d, ConvTranspose2d  # noqa: F401
+from .modules import (AdaptiveMaxPool1d, AdaptiveMaxPool2d, Fold, MaxUnpool1d, MaxUnpool2d,  # noqa: F401
+                      PixelShuffle, PixelUnshuffle, Unfold, Upsample, UpsamplingBilinear2d, UpsamplingNearest2d)

@@ -407,6 +407,28 @@ CASES = [
     _case("conv", lambda T, x, w, b: T.nn.functional.conv2d(x, w, b, stride=2, padding=1, groups=2),
           [(2, 4, 5, 4), (2, 2, 3, 2), (2,)], eps=1e-4),
     _case("max_pool", lambda T, x: T.nn.functional.max_pool2d(x, 2, 1, 1), [(1, 2, 4, 3)]),
+    # (tests/nn/test_conv_transpose_resample.py has more)
+    # (no output_padding: torch's own third derivative of it raises "not supported for non-transposed")
+    _case("conv_transpose", lambda T, x, w, b: T.nn.functional.conv_transpose2d(x, w, b, stride=2, padding=1,
+                                                                                groups=2),
+          [(1, 4, 3, 2), (4, 1, 3, 2), (2,)], covers=("conv",), eps=1e-4),
+    _case("im2col", lambda T, x: T.nn.functional.unfold(x, 2, padding=1, stride=2), [(1, 2, 3, 4)],
+          covers=("im2col", "col2im")),
+    _case("col2im", lambda T, x: T.nn.functional.fold(x, (3, 4), 2, padding=1, stride=2), [(1, 8, 6)],
+          covers=("col2im", "im2col")),
+    _case("upsample_nearest2d", lambda T, x: T.nn.functional.interpolate(x, size=(5, 3)), [(1, 2, 3, 2)]),
+    _case("upsample_nearest1d", lambda T, x: T.nn.functional.interpolate(x, scale_factor=2.5), [(1, 2, 3)]),
+    _case("_upsample_nearest_exact2d", lambda T, x: T.nn.functional.interpolate(x, size=(2, 5), mode="nearest-exact"),
+          [(1, 2, 3, 2)]),
+    _case("_upsample_nearest_exact1d", lambda T, x: T.nn.functional.interpolate(x, size=4, mode="nearest-exact"),
+          [(1, 2, 3)]),
+    _case("upsample_bilinear2d", lambda T, x: T.nn.functional.interpolate(x, size=(4, 3), mode="bilinear"),
+          [(1, 2, 3, 2)]),
+    _case("upsample_linear1d", lambda T, x: T.nn.functional.interpolate(x, size=5, mode="linear", align_corners=True),
+          [(1, 2, 3)]),
+    _case("adaptive_max_pool", lambda T, x: T.nn.functional.adaptive_max_pool2d(x, (2, 3)), [(1, 2, 5, 4)]),
+    _case("max_unpool", lambda T, x: T.nn.functional.max_unpool2d(
+        *T.nn.functional.max_pool2d(x, 2, return_indices=True), 2), [(1, 2, 4, 4)]),
     # (torch's native norms give wrong third derivatives in x: its composite is the oracle)
     _case("layer_norm", lambda T, x, w, b: T.nn.functional.layer_norm(x, (4,), w, b), [(3, 4), (4,), (4,)],
           torch_fn=lambda T, x, w, b: _norm_composite(x, (-1,), w, b)),
