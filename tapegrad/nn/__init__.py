@@ -15,3 +15,7 @@ from . import parallel  # noqa: F401  (DistributedDataParallel, DataParallel)
 from .modules import GRU, GRUCell, LSTM, LSTMCell, RNN, RNNBase, RNNCell, RNNCellBase  # noqa: F401
 from .modules import (MultiheadAttention, Transformer, TransformerDecoder, TransformerDecoderLayer,  # noqa: F401
                       TransformerEncoder, TransformerEncoderLayer)
+from .modules import (Bilinear, ChannelShuffle, CosineEmbeddingLoss, CosineSimilarity, EmbeddingBag,  # noqa: F401
+                      GaussianNLLLoss, HingeEmbeddingLoss, InstanceNorm1d, InstanceNorm2d, MarginRankingLoss,
+                      MultiLabelSoftMarginLoss, PairwiseDistance, PoissonNLLLoss, RMSNorm, Softmax2d,
+                      TripletMarginLoss)
