@@ -42,7 +42,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
                            f"{list(_tensor(weight).shape)} and normalized_shape = {list(ns)}")
     k = len(ns)
     if x.ndim < k or tuple(x.shape[x.ndim - k:]) != ns:
-        raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape [*, "
+        raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape [*"  # (torch's words)
                            f"{', '.join(str(s) for s in ns)}], but got input of size{list(x.shape)}")
     dt = x._data.dtype
     eps = float(np.finfo(dt).eps) if eps is None else float(eps)
@@ -192,9 +192,9 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
                                   f"supported for mode='sum' (got mode='{mode}'). Please open a feature request on "
                                   f"GitHub.")
-    for name, t in (("indices", x), ("offsets", None if starts is not None else _tensor(offsets))):
+    for t in (x, None if starts is not None else _tensor(offsets)):  # (torch names both 'indices')
         if t is not None and t._data.dtype not in (np.int64, np.int32):
-            raise RuntimeError(f"Expected tensor for argument #1 '{name}' to have one of the following scalar types: "
+            raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the following scalar types: "
                                f"Long, Int; but got {tensor_type_name(t._data)} instead (while checking arguments "
                                f"for embedding_bag)")
     if psw is not None and psw._data.dtype != w._data.dtype:
@@ -215,7 +215,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         starts = _tensor(offsets)._data.astype(np.int64)
         if starts.size and starts[0] != 0:
             raise RuntimeError(f"offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start from "
-                               f"position 0. However, got {starts[0]}")
+                               f"position 0. However, got {starts[0]}\n[ torch.LongTensor{{}} ]")
         if starts.size and starts[-1] > n:
             raise RuntimeError(f"offsets[-1] can not be greater than input's length {n} but got offsets[-1] of "
                                f"{starts[-1]}")

@@ -34,9 +34,8 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
     from . import where
     reduction = _legacy(reduction, size_average, reduce)
     x, t = _tensor(input), _tensor(target)
-    zeros = _new(np.zeros_like(x._data))
-    output_margin = where(t != 1, (margin - x).clamp_min(0), zeros)
-    output_self = where(t != -1, x, zeros)
+    output_margin = where(t != 1, (margin - x).clamp_min(0), 0.0)
+    output_self = where(t != -1, x, 0.0)
     return _reduce(output_margin + output_self, reduction)
 
 
@@ -57,8 +56,7 @@ def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, r
     mag_square1 = (a * a).sum(d) + 1e-12
     mag_square2 = (b * b).sum(d) + 1e-12
     cos = prod_sum / (mag_square1 * mag_square2).sqrt()
-    zeros = _new(np.zeros_like(cos._data))
-    output = where(t == 1, 1 - cos, zeros) + where(t == -1, (cos - margin).clamp_min(0), zeros)
+    output = where(t == 1, 1 - cos, 0.0) + where(t == -1, (cos - margin).clamp_min(0), 0.0)
     return _reduce(output, reduction)
 
 
@@ -86,8 +84,10 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
     x, t = _tensor(input), _tensor(target)
     loss = x.exp() - t * x if log_input else x - t * (x + eps).log()
     if full:
-        stirling = t * t.log() - t + 0.5 * (2 * math.pi * t).log()
-        loss = loss + stirling.masked_fill(t <= 1, 0)
+        small = t <= 1  # (the term is 0 there; computed at 2 instead, so log(0) neither warns nor makes a NaN)
+        ts = t.masked_fill(small, 2.0)
+        stirling = ts * ts.log() - ts + 0.5 * (2 * math.pi * ts).log()
+        loss = loss + stirling.masked_fill(small, 0)
     return _reduce(loss, reduction)
 
 
