@@ -1,16 +1,16 @@
 """rms_norm, instance_norm, cosine_similarity, pairwise_distance, bilinear, channel_shuffle and embedding_bag
 (torch.nn.functional's), built from recorded tapegrad ops, so they differentiate to any order and replay:
-instance_norm is batch_norm over (1, N*C, ...) as torch computes it, embedding_bag one gather of rows and one
-scatter_add into the bags (max mode: a padded gather and a max)."""
+instance_norm is batch_norm over (1, N*C, ...) as torch computes it, embedding_bag (float32/float64) is
+one row with compiled kernels (tapegrad/kernels/bag.py), whose create_graph rule is in tapegrad ops."""
 import math
 import numbers
 import warnings
 
 import numpy as np
 
-from .. import _dtype
+from .. import _dtype, registry
 from ..tensor import _new
-from ._common import _dim, _tensor, _to_dtype, broadcast_shape
+from ._common import OPS, _dim, _record, _tensor, _to_dtype, broadcast_shape
 
 __all__ = []  # torch.nn.functional's only (nn/functional.py binds them)
 
@@ -148,7 +148,6 @@ _INDEX_CHECK = ("Expected i < index_size to be true, but got false.  (Could this
 
 def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False, mode="mean",
                   sparse=False, per_sample_weights=None, include_last_offset=False, padding_idx=None):
-    from . import cat, embedding
     from ..tensor import tensor_type_name
     x, w = _tensor(input), _tensor(weight)
     if w._data.dtype == np.int64 and x._data.dtype.kind == "f":
@@ -228,23 +227,94 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     bag = np.repeat(np.arange(B, dtype=np.int64), ends - starts)
     keep = np.ones(n, bool) if padding_idx is None else ix != padding_idx
     kept, bag = ix[keep], bag[keep]
-    rows = embedding(w, _new(kept))
+    return _embedding_bag_row(w, psw, keep, kept, bag, B, mode)
+
+
+# embedding_bag: one row with compiled forward and adjoints (a composition of gather and sparse matmul was ~10x
+# slower than torch at 100k entries); its create_graph rule, in tapegrad ops, is that composition.
+class _Bags:
+    def __init__(self, mode, index, bag, B, V):
+        self.mode, self.index, self.bag, self.B, self.V = mode, index, bag, B, V
+        self.counts = np.bincount(bag, minlength=B)
+        self.argmax = None
+
+    def scale(self, dtype):
+        """Each entry's factor in the weight's gradient (without per-sample weights)."""
+        if self.mode == "mean":
+            return (1.0 / np.maximum(self.counts, 1))[self.bag].astype(dtype)
+        return np.ones(self.bag.size, dtype)
+
+
+def _embedding_bag_row(w, psw, keep, kept, bag, B, mode):
+    kern = _bag_kernels()
+    V, D = w.shape
+    dt = w._data.dtype
+    ctx = _Bags(mode, kept, bag, B, V)
+    if dt not in (np.float32, np.float64):  # (float16, which tapegrad does not differentiate: in float32)
+        return _new(_embedding_bag_row(_new(w._data.astype(np.float32)), None if psw is None else _new(
+            psw._data.astype(np.float32)), keep, kept, bag, B, mode)._data.astype(dt))
+    wd = np.ascontiguousarray(w._data)
+    out = np.zeros((B, D), dt)
     if mode == "max":
-        counts = np.bincount(bag, minlength=B)
-        width = int(counts.max()) if B and kept.size else 0
-        if width == 0:
-            return _new(np.zeros((B, D), w._data.dtype))
-        position = np.arange(kept.size) - np.repeat(np.cumsum(counts) - counts, counts)
-        slots = np.full((B, width), kept.size, np.int64)  # (kept.size: the -inf row appended below)
-        slots[bag, position] = np.arange(kept.size)
-        floor = _new(np.full((1, D), -np.inf, w._data.dtype))
-        best = cat([rows, floor]).index_select(0, _new(slots.reshape(-1))).reshape(B, width, D).amax(1)
-        return best.masked_fill(_new((counts == 0)[:, None]), 0.0)
-    if psw is not None:
-        rows = rows * psw[_new(np.flatnonzero(keep))].reshape(-1, 1)
-    out = _new(np.zeros((B, D), w._data.dtype)).scatter_add(
-        0, _new(np.broadcast_to(bag[:, None], (bag.size, D)).copy()), rows)
+        ctx.argmax = np.empty((B, D), np.int64)
+        starts = np.concatenate(([0], np.cumsum(ctx.counts))).astype(np.int64)
+        kern.bag_max(wd, kept, starts, out, ctx.argmax)
+        return _record(OPS["embedding_bag"], out, (w,), aux=ctx)
+    if psw is not None and not keep.all():
+        psw = psw.index_select(0, _new(np.flatnonzero(keep)))
+    scale = np.ones(bag.size, dt) if psw is None else np.ascontiguousarray(psw._data)
+    kern.bag_sum(wd, kept, bag, scale, out)
     if mode == "mean":
-        counts = np.bincount(bag, minlength=B).astype(w._data.dtype)
-        out = out / _new(np.maximum(counts, 1)[:, None])
-    return out
+        out /= np.maximum(ctx.counts, 1).astype(dt)[:, None]
+    return _record(OPS["embedding_bag"], out, (w,) if psw is None else (w, psw), aux=ctx)
+
+
+def _bag_arrays(ctx, g, inputs, wanted):
+    if g.dtype not in (np.float32, np.float64):
+        return None
+    kern = _bag_kernels()
+    g = np.ascontiguousarray(g)
+    w = inputs[0]
+    gw = gs = None
+    if wanted[0]:
+        gw = np.zeros(w.shape, g.dtype)
+        if ctx.mode == "max":
+            kern.bag_max_adjoint(g, ctx.argmax, gw)
+        else:
+            scale = ctx.scale(g.dtype) if len(inputs) == 1 else np.ascontiguousarray(inputs[1], g.dtype)
+            kern.bag_sum_adjoint(g, ctx.index, ctx.bag, scale, gw)
+    if len(inputs) > 1 and wanted[1]:
+        gs = np.empty(ctx.bag.size, g.dtype)
+        kern.bag_scale_adjoint(g, np.ascontiguousarray(w, g.dtype), ctx.index, ctx.bag, gs)
+    return (gw,) if len(inputs) == 1 else (gw, gs)
+
+
+def _vjp_bag(ctx, g, inputs, out):
+    """In tapegrad ops: weight's, a sparse (num_embeddings x bags) matrix times g (max: g to each maximum's row).
+    A per-sample weight's gradient is its entry's row dotted with its bag's g."""
+    from . import scatter_flat
+    from .sparse import mm as sparse_mm, sparse_coo_tensor
+    w = inputs[0]
+    V, D = w.shape
+    if ctx.mode == "max":
+        flat = np.where(ctx.argmax >= 0, ctx.argmax * D + np.arange(D), V * D)  # (an empty bag: a spare slot)
+        return (scatter_flat(g, flat, (V * D + 1,))[:V * D].reshape(V, D),)
+    values = _new(ctx.scale(w._data.dtype)) if len(inputs) == 1 else inputs[1]
+    gw = sparse_mm(sparse_coo_tensor(np.stack([ctx.index, ctx.bag]), values, (V, ctx.B)), g)
+    if len(inputs) == 1:
+        return (gw,)
+    return gw, (g.index_select(0, _new(ctx.bag)) * w.index_select(0, _new(ctx.index))).sum(1)
+
+
+registry.python("embedding_bag", "EmbeddingBagBackward0", None, _vjp_bag, saves=1 | 2, array_vjp=_bag_arrays)
+
+_bag_kernel = []
+
+
+def _bag_kernels():
+    if not _bag_kernel:
+        from .. import kernels
+        kernels.load()  # chooses where Numba caches before anything compiles
+        from ..kernels import bag
+        _bag_kernel.append(bag)
+    return _bag_kernel[0]

@@ -569,3 +569,43 @@ def test_paths_are_torchs():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert GF.native_channel_shuffle is GF.channel_shuffle
+
+
+def test_embedding_bag_is_one_row_and_takes_torchs_first_maximum():
+    """Equal maxima in a bag: the gradient goes to the first row holding it, as torch's max_indices say."""
+    w0 = RNG.standard_normal((6, 3))
+    w0[4, 1] = w0[2, 1] = 9.0
+    grads = []
+    for lib, F in ((torch, TF), (tg, GF)):
+        w = lib.tensor(w0, requires_grad=True)
+        out = F.embedding_bag(lib.tensor([1, 4, 2, 2, 5]), w, lib.tensor([0, 3]), mode="max")
+        assert type(out.grad_fn).__name__ == "EmbeddingBagBackward0"
+        (out * lib.tensor(np.arange(6.0).reshape(2, 3))).sum().backward()
+        grads.append(w.grad.numpy())
+    np.testing.assert_array_equal(grads[1], grads[0])
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_embedding_bag_float16_forward_matches_torch(mode):
+    w = RNG.standard_normal((10, 3)).astype(np.float16)
+    ours = GF.embedding_bag(tg.tensor(INDICES), tg.tensor(w), tg.tensor(OFFSETS), mode=mode, padding_idx=5)
+    theirs = TF.embedding_bag(torch.tensor(INDICES), torch.tensor(w), torch.tensor(OFFSETS), mode=mode, padding_idx=5)
+    assert repr(ours.dtype) == repr(theirs.dtype)
+    np.testing.assert_allclose(ours.numpy().astype(float), theirs.numpy().astype(float), rtol=1e-3, atol=1e-3)
+
+
+def test_embedding_bag_kernels_stay_in_bounds():
+    """The compiled kernels under NUMBA_BOUNDSCHECK=1 (a fresh interpreter), on empty bags, padding and ties."""
+    import os
+    import subprocess
+    import sys
+    code = ("import numpy as np, tapegrad as tg, tapegrad.nn.functional as F\n"
+            "w = tg.randn(7, 4, requires_grad=True); p = tg.randn(9, requires_grad=True)\n"
+            "i, o = tg.tensor([0, 6, 6, 2, 0, 1, 3, 3, 5]), tg.tensor([0, 0, 4, 9])\n"
+            "for m in ('sum', 'mean', 'max'):\n"
+            "    F.embedding_bag(i, w, o, mode=m, padding_idx=0, per_sample_weights=p if m == 'sum' else None,\n"
+            "                    include_last_offset=True).sum().backward()\n"
+            "print('ok', w.grad.shape, p.grad.shape)\n")
+    env = dict(os.environ, NUMBA_BOUNDSCHECK="1", PYTHONPATH=os.getcwd())
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
+    assert res.returncode == 0 and "ok" in res.stdout, res.stderr[-2000:]
