@@ -16,6 +16,6 @@ from .modules import GRU, GRUCell, LSTM, LSTMCell, RNN, RNNBase, RNNCell, RNNCel
 from .modules import (MultiheadAttention, Transformer, TransformerDecoder, TransformerDecoderLayer,  # noqa: F401
                       TransformerEncoder, TransformerEncoderLayer)
 from .modules import (Bilinear, ChannelShuffle, CosineEmbeddingLoss, CosineSimilarity, EmbeddingBag,  # noqa: F401
-                      GaussianNLLLoss, HingeEmbeddingLoss, InstanceNorm1d, InstanceNorm2d, MarginRankingLoss,
-                      MultiLabelSoftMarginLoss, PairwiseDistance, PoissonNLLLoss, RMSNorm, Softmax2d,
-                      TripletMarginLoss)
+                      GaussianNLLLoss, HingeEmbeddingLoss, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d,
+                      MarginRankingLoss, MultiLabelSoftMarginLoss, PairwiseDistance, PoissonNLLLoss, RMSNorm,
+                      Softmax2d, TripletMarginLoss, TripletMarginWithDistanceLoss)

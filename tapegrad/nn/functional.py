@@ -80,9 +80,8 @@ from ..ops.attention import scaled_dot_product_attention  # noqa: E402,F401
 
 # normalization, distances, bilinear, channel shuffle, embedding_bag and the margin / likelihood losses (issue 19)
 from ..ops.layers import (bilinear, channel_shuffle, cosine_similarity, embedding_bag,  # noqa: E402,F401
-                          instance_norm, pairwise_distance, rms_norm)
-from ..ops.layers import channel_shuffle as native_channel_shuffle  # noqa: E402,F401
+                          instance_norm, native_channel_shuffle, pairwise_distance, rms_norm)
 from ..ops.metric_loss import (cosine_embedding_loss, gaussian_nll_loss, hinge_embedding_loss,  # noqa: E402,F401
                                margin_ranking_loss, multilabel_soft_margin_loss, poisson_nll_loss,
-                               triplet_margin_loss)
+                               triplet_margin_loss, triplet_margin_with_distance_loss)
 

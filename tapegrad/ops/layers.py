@@ -141,6 +141,9 @@ def channel_shuffle(input, groups):
     return x.reshape((n, groups, C // groups) + rest).transpose(1, 2).reshape(x.shape)
 
 
+native_channel_shuffle = channel_shuffle
+
+
 # -- embedding_bag ---------------------------------------------------------------------------------------------------
 _INDEX_CHECK = ("Expected i < index_size to be true, but got false.  (Could this error message be improved?  If so, "
                 "please report an enhancement request to PyTorch.)")

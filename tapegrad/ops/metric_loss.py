@@ -1,4 +1,5 @@
-"""The margin and embedding losses (margin_ranking, hinge_embedding, cosine_embedding, triplet_margin) and the
+"""The margin and embedding losses (margin_ranking, hinge_embedding, cosine_embedding, triplet_margin and
+triplet_margin_with_distance) and the
 likelihood losses torch keeps beside them (poisson_nll, gaussian_nll, multilabel_soft_margin), as torch's
 ATen / functional code computes them, from recorded tapegrad ops (any order of derivative, replayable)."""
 import math
@@ -130,3 +131,22 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(reduction + " is not valid")
     return _reduce(loss, reduction)
+
+
+def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None, margin=1.0, swap=False,
+                                      reduction="mean"):
+    from . import minimum
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    a, pos, neg = _tensor(anchor), _tensor(positive), _tensor(negative)
+    if not a.ndim == pos.ndim == neg.ndim:
+        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the same number of "
+                           f"dimensions, but got: anchor {a.ndim}D, positive {pos.ndim}D, and negative {neg.ndim}D "
+                           f"inputs")
+    distance = pairwise_distance if distance_function is None else distance_function
+    dist_pos, dist_neg = distance(a, pos), distance(a, neg)
+    if swap:
+        dist_neg = minimum(dist_neg, distance(pos, neg))
+    return _reduce((margin + dist_pos - dist_neg).clamp_min(0), reduction)

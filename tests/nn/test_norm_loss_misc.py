@@ -37,6 +37,7 @@ CASES = {
     "instance_norm_eval_stats": (lambda F, L, d, x, w, b: F.instance_norm(
         x, _const(L, [0.5, -1.0, 0.2], d), _const(L, [2.0, 0.5, 1.5], d), w, b, use_input_stats=False),
         [(2, 3, 6), (3,), (3,)]),
+    "instance_norm_3d": (lambda F, L, d, x, w, b: F.instance_norm(x, weight=w, bias=b), [(2, 2, 3, 2, 2), (2,), (2,)]),
     "cosine_similarity": (lambda F, L, d, a, b: F.cosine_similarity(a, b), [(4, 5, 3), (4, 5, 3)]),
     "cosine_similarity_bcast_dim": (lambda F, L, d, a, b: F.cosine_similarity(a, b, dim=-1, eps=1e-6),
                                     [(4, 1, 6), (3, 6)]),
@@ -83,6 +84,11 @@ LOSSES = {
     "triplet_margin_swap_p1": (lambda F, L, d, r, a, p, n: F.triplet_margin_loss(a, p, n, margin=1.5, p=1, swap=True,
                                                                                  reduction=r),
                                [(5, 4), (5, 4), (5, 4)]),
+    "triplet_with_distance": (lambda F, L, d, r, a, p, n: F.triplet_margin_with_distance_loss(a, p, n, reduction=r),
+                              [(5, 4), (5, 4), (5, 4)]),
+    "triplet_with_cosine_distance_swap": (lambda F, L, d, r, a, p, n: F.triplet_margin_with_distance_loss(
+        a, p, n, distance_function=lambda x, y: 1 - F.cosine_similarity(x, y), margin=0.5, swap=True, reduction=r),
+        [(5, 4), (5, 4), (5, 4)]),
     "poisson_nll": (lambda F, L, d, r, x: F.poisson_nll_loss(x, _const(L, COUNTS, d), reduction=r), [(5, 4)]),
     "poisson_nll_rates_full": (lambda F, L, d, r, x: F.poisson_nll_loss(x * x + 0.1, _const(L, COUNTS, d),
                                                                         log_input=False, full=True, reduction=r),
@@ -207,6 +213,9 @@ MODULES = [
     ("InstanceNorm2d", (3,), dict(affine=True, track_running_stats=True)),
     ("InstanceNorm2d", (3,), dict(affine=True, bias=False, momentum=None, eps=1e-3)),
     ("InstanceNorm1d", (4,), dict(track_running_stats=True)),
+    ("InstanceNorm3d", (2,), dict(affine=True)),
+    ("TripletMarginWithDistanceLoss", (), {}),
+    ("TripletMarginWithDistanceLoss", (), dict(margin=2.0, swap=True, reduction="sum")),
     ("MarginRankingLoss", (), {}),
     ("MarginRankingLoss", (0.5,), dict(reduction="sum")),
     ("HingeEmbeddingLoss", (), {}),
@@ -262,6 +271,8 @@ MODULE_RUNS = [  # (name, args, kwargs, input shapes, extra constant arguments)
     ("InstanceNorm1d", (3,), dict(affine=True), [(2, 3, 5)], []),
     ("InstanceNorm1d", (3,), {}, [(3, 5)], []),  # (unbatched)
     ("InstanceNorm2d", (2,), dict(affine=True, bias=False), [(2, 2, 3, 4)], []),
+    ("InstanceNorm3d", (2,), dict(affine=True), [(2, 3, 2, 4)], []),  # (unbatched)
+    ("TripletMarginWithDistanceLoss", (), dict(swap=True), [(5, 4), (5, 4), (5, 4)], []),
     ("Bilinear", (3, 2, 4), {}, [(5, 3), (5, 2)], []),
     ("CosineSimilarity", (), dict(dim=0), [(4, 3), (4, 3)], []),
     ("PairwiseDistance", (), dict(p=np.inf), [(4, 3), (4, 3)], []),
@@ -441,6 +452,9 @@ ERRORS = [
     lambda F, T: F.triplet_margin_loss(T(3, 4), T(3, 4), T(4)),
     lambda F, T: F.triplet_margin_loss(T(3, 4), T(3, 4), T(3, 4), margin=0),
     lambda F, T: F.triplet_margin_loss(T(3, 4), T(3, 4), T(3, 4), margin=-1.0),
+    lambda F, T: F.triplet_margin_with_distance_loss(T(3, 4), T(3, 4), T(4)),
+    lambda F, T: F.triplet_margin_with_distance_loss(T(3, 4), T(3, 4), T(3, 4), margin=0.0),
+    lambda F, T: F.triplet_margin_with_distance_loss(T(3, 4), T(3, 4), T(3, 4), reduction="avg"),
     lambda F, T: F.cosine_embedding_loss(T(3, 4), T(3, 4), T(3, 1)),
     lambda F, T: F.cosine_embedding_loss(T(3, 4), T(3), T(3)),
     lambda F, T: F.cosine_embedding_loss(T(3, 4), T(3, 4), T(1).sum()),
@@ -528,6 +542,8 @@ MODULE_ERRORS = [
     lambda nn: nn.Softmax2d()(_T(nn)(2, 3)),
     lambda nn: nn.ChannelShuffle(2)(_T(nn)(2, 5, 3)),
     lambda nn: nn.TripletMarginLoss(margin=0.0),
+    lambda nn: nn.TripletMarginWithDistanceLoss(margin=-1),
+    lambda nn: nn.InstanceNorm3d(3)(_T(nn)(2, 3, 4)),
     lambda nn: nn.Bilinear(0, 2, 3),
     lambda nn: nn.EmbeddingBag(10, 3, padding_idx=10),
     lambda nn: nn.EmbeddingBag(10, 3, padding_idx=-11),
@@ -556,12 +572,13 @@ def test_unsupported_embedding_bag_options_say_so():
 
 def test_paths_are_torchs():
     import importlib
-    for path, names in {"normalization": ["RMSNorm"], "instancenorm": ["InstanceNorm1d", "InstanceNorm2d"],
+    for path, names in {"normalization": ["RMSNorm"], "instancenorm": ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"],
                         "distance": ["CosineSimilarity", "PairwiseDistance"], "linear": ["Bilinear"],
                         "channelshuffle": ["ChannelShuffle"], "activation": ["Softmax2d"],
                         "sparse": ["EmbeddingBag"],
                         "loss": ["MarginRankingLoss", "TripletMarginLoss", "CosineEmbeddingLoss", "PoissonNLLLoss",
-                                 "GaussianNLLLoss", "MultiLabelSoftMarginLoss", "HingeEmbeddingLoss"]}.items():
+                                 "GaussianNLLLoss", "MultiLabelSoftMarginLoss", "HingeEmbeddingLoss",
+                                 "TripletMarginWithDistanceLoss"]}.items():
         mine = importlib.import_module("tapegrad.nn.modules." + path)
         for name in names:
             assert getattr(torch.nn, name).__module__ == "torch.nn.modules." + path
@@ -609,3 +626,14 @@ def test_embedding_bag_kernels_stay_in_bounds():
     env = dict(os.environ, NUMBA_BOUNDSCHECK="1", PYTHONPATH=os.getcwd())
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
     assert res.returncode == 0 and "ok" in res.stdout, res.stderr[-2000:]
+
+
+@pytest.mark.parametrize("name,args", [
+    ("rms_norm", lambda T: (T(2, 3), [3], T(3))), ("cosine_similarity", lambda T: (T(4, 3), T(4, 3), 0)),
+    ("pairwise_distance", lambda T: (T(4, 3), T(4, 3), 1.5)), ("bilinear", lambda T: (T(5, 2), T(5, 3), T(4, 2, 3))),
+    ("channel_shuffle", lambda T: (T(1, 6, 2), 3)), ("native_channel_shuffle", lambda T: (T(1, 6, 2), 2))])
+def test_torch_level_functions(name, args):
+    arrays = args(lambda *s: RNG.standard_normal(s))
+    ours = getattr(tg, name)(*[tg.tensor(a) if isinstance(a, np.ndarray) else a for a in arrays])
+    theirs = getattr(torch, name)(*[torch.tensor(a) if isinstance(a, np.ndarray) else a for a in arrays])
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12, atol=1e-14)

@@ -21,11 +21,11 @@ from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm  # noq
 from .pointwise import GLU, Hardswish, Mish, PReLU  # noqa: F401
 # normalization, distances, misc layers and losses (issue 19)
 from .normalization import RMSNorm  # noqa: F401
-from .instancenorm import InstanceNorm1d, InstanceNorm2d  # noqa: F401
+from .instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d  # noqa: F401
 from .distance import CosineSimilarity, PairwiseDistance  # noqa: F401
 from .linear import Bilinear  # noqa: F401
 from .channelshuffle import ChannelShuffle  # noqa: F401
 from .activation import Softmax2d  # noqa: F401
 from .sparse import EmbeddingBag  # noqa: F401
 from .loss import (CosineEmbeddingLoss, GaussianNLLLoss, HingeEmbeddingLoss, MarginRankingLoss,  # noqa: F401
-                   MultiLabelSoftMarginLoss, PoissonNLLLoss, TripletMarginLoss)
+                   MultiLabelSoftMarginLoss, PoissonNLLLoss, TripletMarginLoss, TripletMarginWithDistanceLoss)

@@ -1,4 +1,4 @@
-"""InstanceNorm1d/2d (torch.nn.modules.instancenorm): torch's parameters, optional running statistics, input
+"""InstanceNorm1d/2d/3d (torch.nn.modules.instancenorm): torch's parameters, optional running statistics, input
 checks and reprs; F.instance_norm does the work."""
 import warnings
 
@@ -9,7 +9,7 @@ from .. import functional as F, init
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["InstanceNorm1d", "InstanceNorm2d"]
+__all__ = ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"]
 
 
 class _InstanceNorm(Module):
@@ -110,3 +110,11 @@ class InstanceNorm2d(_InstanceNorm):
     def _check_input_dim(self, input):
         if input.dim() not in (3, 4):
             raise ValueError(f"expected 3D or 4D input (got {input.dim()}D input)")
+
+
+class InstanceNorm3d(_InstanceNorm):
+    _no_batch_dim = 4
+
+    def _check_input_dim(self, input):
+        if input.dim() not in (4, 5):
+            raise ValueError(f"expected 4D or 5D input (got {input.dim()}D input)")
