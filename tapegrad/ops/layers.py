@@ -1,7 +1,8 @@
 """rms_norm, instance_norm, cosine_similarity, pairwise_distance, bilinear, channel_shuffle and embedding_bag
-(torch.nn.functional's), built from recorded tapegrad ops, so they differentiate to any order and replay:
-instance_norm is batch_norm over (1, N*C, ...) as torch computes it, embedding_bag (float32/float64) is
-one row with compiled kernels (tapegrad/kernels/bag.py), whose create_graph rule is in tapegrad ops."""
+(torch.nn.functional's). All but embedding_bag are built from recorded tapegrad ops, so they differentiate to
+any order (instance_norm is batch_norm over (1, N*C, ...), as torch computes it); embedding_bag is one row with
+compiled kernels (tapegrad/kernels/bag.py) whose create_graph rule is in tapegrad ops. What tapegrad.compile
+replays of them: docs/compatibility.md."""
 import math
 import numbers
 import warnings

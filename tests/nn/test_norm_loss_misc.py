@@ -134,8 +134,11 @@ def test_values_and_gradients_match_torch(name, dtype, rtol):
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=rtol, atol=atol, err_msg=f"input {i}")
 
 
-SECOND_ORDER = ["rms_norm", "instance_norm_affine", "cosine_similarity", "pairwise_distance", "bilinear", "margin_ranking-sum", "cosine_embedding-mean", "triplet_margin-mean",
-                "poisson_nll_rates_full-mean", "gaussian_nll-sum", "multilabel_soft_margin_weight-none"]
+SECOND_ORDER = ["rms_norm", "instance_norm_affine", "cosine_similarity", "pairwise_distance", "bilinear",
+                "margin_ranking-sum", "cosine_embedding-mean", "triplet_margin-mean",
+                "poisson_nll_rates_full-mean", "gaussian_nll-sum", "multilabel_soft_margin_weight-none",
+                "hinge_embedding-mean", "triplet_with_cosine_distance_swap-sum", "instance_norm_3d", "channel_shuffle",
+                "rms_norm_eps", "softmax2d"]
 
 
 @pytest.mark.parametrize("name", SECOND_ORDER)
@@ -572,7 +575,8 @@ def test_unsupported_embedding_bag_options_say_so():
 
 def test_paths_are_torchs():
     import importlib
-    for path, names in {"normalization": ["RMSNorm"], "instancenorm": ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"],
+    for path, names in {"normalization": ["RMSNorm"],
+                        "instancenorm": ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"],
                         "distance": ["CosineSimilarity", "PairwiseDistance"], "linear": ["Bilinear"],
                         "channelshuffle": ["ChannelShuffle"], "activation": ["Softmax2d"],
                         "sparse": ["EmbeddingBag"],

@@ -279,6 +279,10 @@ CASES = {
     "layer_norm": lambda L, x, R: F(L).layer_norm(x, (x.shape[1],), R.leaf((x.shape[1],)), R.leaf((x.shape[1],))),
     "batch_norm": lambda L, x, R: F(L).batch_norm(L.cat([x, x * 0.5 + 1]), None, None, R.leaf((x.shape[1],)),
                                                   R.leaf((x.shape[1],)), training=True),
+    "embedding_bag": lambda L, x, R: F(L).embedding_bag(R.ints((5,), 0, x.shape[0]), x, L.tensor([0, 2, 2]),
+                                                        mode="sum", per_sample_weights=R.leaf((5,))),
+    "embedding_bag_max": lambda L, x, R: F(L).embedding_bag(R.ints((2, 3), 0, x.shape[0]), _distinct(L, x),
+                                                            mode="max"),
     # autograd
     "function": lambda L, x, R: _custom_function(L).apply(x)[0],
     "function_output": lambda L, x, R: _custom_function(L).apply(x)[1],

@@ -1,5 +1,5 @@
-"""BatchNorm1d/2d, LayerNorm, GroupNorm and RMSNorm: torch's parameters, buffers (running_mean, running_var, num_batches_tracked),
-momentum rule, eval mode and reprs."""
+"""BatchNorm1d/2d, LayerNorm, GroupNorm and RMSNorm: torch's parameters, buffers (running_mean, running_var,
+num_batches_tracked), momentum rule, eval mode and reprs."""
 import numbers
 
 import numpy as np
