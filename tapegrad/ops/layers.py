@@ -222,14 +222,16 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         if starts.size and starts[-1] > n:
             raise RuntimeError(f"offsets[-1] can not be greater than input's length {n} but got offsets[-1] of "
                                f"{starts[-1]}")
-        if include_last_offset:
-            starts = starts[:-1]
     if np.any(np.diff(np.append(starts, n)) < 0) or (n and (ix.min() < 0 or ix.max() >= V)):
         raise RuntimeError(_INDEX_CHECK)
+    # bag b holds entries starts[b]:ends[b]; with include_last_offset the offsets are CSR's (B + 1 of them), so
+    # entries past the last offset are in no bag (torch's sum mode; its max and mean differ there, and torch's
+    # documentation asks for the last offset to be the input's length)
+    starts, ends = (starts[:-1], starts[1:]) if include_last_offset else (starts, np.append(starts[1:], n))
     B = starts.shape[0]
-    ends = np.append(starts[1:], n)  # (include_last_offset: the last bag ends at the input's end, as torch)
     bag = np.repeat(np.arange(B, dtype=np.int64), ends - starts)
-    keep = np.ones(n, bool) if padding_idx is None else ix != padding_idx
+    ix = ix[:bag.size]
+    keep = np.ones(ix.size, bool) if padding_idx is None else ix != padding_idx
     kept, bag = ix[keep], bag[keep]
     return _embedding_bag_row(w, psw, keep, kept, bag, B, mode)
 
@@ -264,7 +266,7 @@ def _embedding_bag_row(w, psw, keep, kept, bag, B, mode):
         starts = np.concatenate(([0], np.cumsum(ctx.counts))).astype(np.int64)
         kern.bag_max(wd, kept, starts, out, ctx.argmax)
         return _record(OPS["embedding_bag"], out, (w,), aux=ctx)
-    if psw is not None and not keep.all():
+    if psw is not None and (keep.size != psw.shape[0] or not keep.all()):
         psw = psw.index_select(0, _new(np.flatnonzero(keep)))
     scale = np.ones(bag.size, dt) if psw is None else np.ascontiguousarray(psw._data)
     kern.bag_sum(wd, kept, bag, scale, out)

@@ -641,3 +641,18 @@ def test_torch_level_functions(name, args):
     ours = getattr(tg, name)(*[tg.tensor(a) if isinstance(a, np.ndarray) else a for a in arrays])
     theirs = getattr(torch, name)(*[torch.tensor(a) if isinstance(a, np.ndarray) else a for a in arrays])
     np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12, atol=1e-14)
+
+
+def test_embedding_bag_entries_past_the_last_csr_offset_are_in_no_bag():
+    """include_last_offset with a last offset short of the input (torch's documentation asks for the input's
+    length; torch's kernels disagree with each other there and its gradient reads uninitialised memory): the
+    CSR meaning, bag b = entries offsets[b]:offsets[b + 1], and no gradient to the entries past the last."""
+    w0, p0 = RNG.standard_normal((10, 3)), RNG.standard_normal(12)
+    offsets = np.append(OFFSETS, 10)
+    w, p = tg.tensor(w0, requires_grad=True), tg.tensor(p0, requires_grad=True)
+    ours = GF.embedding_bag(tg.tensor(INDICES), w, tg.tensor(offsets), mode="sum", per_sample_weights=p,
+                            include_last_offset=True)
+    want = [sum((w0[INDICES[e]] * p0[e] for e in range(lo, hi)), np.zeros(3)) for lo, hi in zip(offsets, offsets[1:])]
+    np.testing.assert_allclose(ours.detach().numpy(), np.array(want), rtol=1e-12)
+    ours.sum().backward()
+    assert not np.any(p.grad.numpy()[10:]) and np.all(p.grad.numpy()[:10] != 0)
