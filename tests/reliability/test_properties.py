@@ -293,6 +293,10 @@ CASES = {
         (1, min(2, x.shape[1])), output_size=tuple(x.shape))[0, 0],
     "pixel_shuffle": lambda L, x, R: L.pixel_shuffle(x.repeat(4, 1).reshape((4,) + tuple(x.shape)), 2)[0],
     "pixel_unshuffle": lambda L, x, R: L.pixel_unshuffle(x.repeat(2, 2)[None], 2).reshape(4 * x.shape[0], -1),
+    "embedding_bag": lambda L, x, R: F(L).embedding_bag(R.ints((5,), 0, x.shape[0]), x, L.tensor([0, 2, 2]),
+                                                        mode="sum", per_sample_weights=R.leaf((5,))),
+    "embedding_bag_max": lambda L, x, R: F(L).embedding_bag(R.ints((2, 3), 0, x.shape[0]), _distinct(L, x),
+                                                            mode="max"),
     # autograd
     "function": lambda L, x, R: _custom_function(L).apply(x)[0],
     "function_output": lambda L, x, R: _custom_function(L).apply(x)[1],
