@@ -2,7 +2,8 @@
 import numpy as np
 
 from ..tensor import Tensor, _new
-from .optimizer import Optimizer, _bump, _check_capturable, _check_differentiable, _check_fused_options, _scalar
+from .optimizer import (Optimizer, _bump, _check_capturable, _check_differentiable, _check_fused_options,
+                        _check_hyperparameters, _scalar)
 
 __all__ = ["Adam"]
 
@@ -11,18 +12,7 @@ class Adam(Optimizer):
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
                  foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
                  decoupled_weight_decay=False):
-        if isinstance(lr, Tensor) and lr.numel() != 1:
-            raise ValueError("Tensor lr must be 1-element")
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= betas[0] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-        if not 0.0 <= betas[1] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        _check_hyperparameters(lr=lr, eps=eps, betas=betas, weight_decay=weight_decay)
         betas = tuple(_scalar(b) for b in betas)
         defaults = {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay, "amsgrad": amsgrad,
                     "maximize": maximize, "foreach": foreach, "capturable": capturable,

@@ -251,6 +251,34 @@ class Optimizer:
                            "param_groups": [update_group(g, ng) for g, ng in zip(groups, saved_groups)]})
 
 
+# -- torch's hyper-parameter checks, each written once ------------------------------------------------------
+_CHECK_WORDS = {"eps": "epsilon"}  # torch says "Invalid epsilon value", but "Invalid momentum value"
+
+
+def _check_lr_size(lr):
+    if isinstance(lr, Tensor) and lr.numel() != 1:
+        raise ValueError("Tensor lr must be 1-element")
+
+
+def _check_hyperparameters(*, allow_nan=False, **values):
+    """torch's constructor checks, in the order given and in torch's words: lr (a number or a 1-element
+    Tensor), betas (each in [0, 1)), rho (in [0, 1]) and every other value (>= 0). allow_nan: SGD writes its
+    checks as `value < 0.0`, which a NaN passes."""
+    for name, value in values.items():
+        if name == "lr":
+            _check_lr_size(value)
+        if name == "betas":
+            for i in (0, 1):
+                if not 0.0 <= value[i] < 1.0:
+                    raise ValueError(f"Invalid beta parameter at index {i}: {value[i]}")
+            continue
+        if name == "rho" and value > 1.0:
+            raise ValueError(f"Invalid rho value: {value}")
+        if (value < 0.0) if allow_nan else not 0.0 <= value:
+            what = "learning rate" if name == "lr" else f"{_CHECK_WORDS.get(name, name)} value"
+            raise ValueError(f"Invalid {what}: {value}")
+
+
 # -- shared pieces of the update rules ---------------------------------------------------------------
 # Each rule runs a few whole-array NumPy calls per parameter, in torch's single-tensor (CPU) operation order,
 # so float32 stays float32 and results agree with torch to rounding.

@@ -1,9 +1,9 @@
 """torch.optim.RMSprop: steps scaled by a running root-mean-square of gradients; momentum, centered variant."""
 import numpy as np
 
-from ..tensor import Tensor, _new
-from .optimizer import (Optimizer, _add_scaled_, _addcdiv_, _addcmul_, _bump, _check_capturable,
-                        _check_differentiable, _grads_of, _lerp_, _scalar, _step_tensor, _steps_to_tensors,
+from ..tensor import _new
+from .optimizer import (Optimizer, _add_scaled_, _addcdiv_, _addcmul_, _bump, _check_capturable, _check_differentiable,
+                        _check_hyperparameters, _grads_of, _lerp_, _scalar, _step_tensor, _steps_to_tensors,
                         _with_weight_decay)
 
 __all__ = ["RMSprop"]
@@ -12,18 +12,7 @@ __all__ = ["RMSprop"]
 class RMSprop(Optimizer):
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False,
                  capturable=False, foreach=None, maximize=False, differentiable=False):
-        if isinstance(lr, Tensor) and lr.numel() != 1:
-            raise ValueError("Tensor lr must be 1-element")
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= momentum:
-            raise ValueError(f"Invalid momentum value: {momentum}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        if not 0.0 <= alpha:
-            raise ValueError(f"Invalid alpha value: {alpha}")
+        _check_hyperparameters(lr=lr, eps=eps, momentum=momentum, weight_decay=weight_decay, alpha=alpha)
         defaults = {"lr": lr, "momentum": momentum, "alpha": alpha, "eps": eps, "centered": centered,
                     "weight_decay": weight_decay, "capturable": capturable, "foreach": foreach,
                     "maximize": maximize, "differentiable": differentiable}

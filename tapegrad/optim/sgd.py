@@ -1,8 +1,8 @@
 """torch.optim.SGD: momentum, dampening, Nesterov, weight decay, maximize; torch's update order."""
 import numpy as np
 
-from ..tensor import Tensor, _new
-from .optimizer import Optimizer, _bump, _check_differentiable, _check_fused_options, _scalar
+from ..tensor import _new
+from .optimizer import Optimizer, _bump, _check_differentiable, _check_fused_options, _check_hyperparameters, _scalar
 
 __all__ = ["SGD"]
 
@@ -10,14 +10,7 @@ __all__ = ["SGD"]
 class SGD(Optimizer):
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *,
                  maximize=False, foreach=None, differentiable=False, fused=None):
-        if isinstance(lr, Tensor) and lr.numel() != 1:
-            raise ValueError("Tensor lr must be 1-element")
-        if lr < 0.0:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if momentum < 0.0:
-            raise ValueError(f"Invalid momentum value: {momentum}")
-        if weight_decay < 0.0:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        _check_hyperparameters(lr=lr, momentum=momentum, weight_decay=weight_decay, allow_nan=True)
         defaults = {"lr": lr, "momentum": momentum, "dampening": dampening, "weight_decay": weight_decay,
                     "nesterov": nesterov, "maximize": maximize, "foreach": foreach,
                     "differentiable": differentiable, "fused": fused}
