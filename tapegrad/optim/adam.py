@@ -3,7 +3,8 @@ import numpy as np
 
 from ..tensor import Tensor, _new
 from .optimizer import (Optimizer, _bump, _check_capturable, _check_differentiable, _check_fused_options,
-                        _check_hyperparameters, _scalar)
+                        _check_hyperparameters, _compiled_batch, _fits, _kernel_arrays, _optim_kernels, _scalar,
+                        _step_fits, _steps_dtype)
 
 __all__ = ["Adam"]
 
@@ -50,6 +51,10 @@ class Adam(Optimizer):
             amsgrad = group["amsgrad"]
             maximize = group["maximize"]
             decoupled = group["decoupled_weight_decay"]
+            batch = _compiled_batch(group)
+            if batch is not None and self._compiled_step(batch, lr, beta1, beta2, eps, weight_decay, amsgrad,
+                                                         maximize, decoupled):
+                continue
             w1 = 1 - beta1
             for p in group["params"]:
                 g = p._grad
@@ -57,13 +62,7 @@ class Adam(Optimizer):
                     continue
                 d = p._data
                 grad = g._data
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = _new(np.zeros((), np.float32))
-                    state["exp_avg"] = _new(np.zeros_like(d))
-                    state["exp_avg_sq"] = _new(np.zeros_like(d))
-                    if amsgrad:
-                        state["max_exp_avg_sq"] = _new(np.zeros_like(d))
+                state = self._state_of(p, amsgrad)
                 if maximize:
                     grad = -grad
                 step_t = state["step"]._data
@@ -108,3 +107,36 @@ class Adam(Optimizer):
                 d += upd
                 _bump(p)
         return loss
+
+    def _state_of(self, p, amsgrad):
+        state = self.state[p]
+        if len(state) == 0:
+            d = p._data
+            state["step"] = _new(np.zeros((), np.float32))
+            state["exp_avg"] = _new(np.zeros_like(d))
+            state["exp_avg_sq"] = _new(np.zeros_like(d))
+            if amsgrad:
+                state["max_exp_avg_sq"] = _new(np.zeros_like(d))
+        return state
+
+    def _compiled_step(self, batch, lr, beta1, beta2, eps, weight_decay, amsgrad, maximize, decoupled):
+        """The group's update in one compiled pass (foreach / fused); False, having changed nothing, where a
+        state tensor is not one the kernel can take (a loaded one of another dtype, shape or layout)."""
+        params, grads = batch
+        exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps = [], [], [], []
+        for p in params:
+            state = self._state_of(p, amsgrad)
+            d = p._data
+            m, v, step = state["exp_avg"]._data, state["exp_avg_sq"]._data, state["step"]._data
+            vmax = state["max_exp_avg_sq"]._data if amsgrad else v
+            if not (_fits(m, d) and _fits(v, d) and _fits(vmax, d) and _step_fits(step, steps)):
+                return False
+            exp_avgs.append(m)
+            exp_avg_sqs.append(v)
+            max_exp_avg_sqs.append(vmax)
+            steps.append(step)
+        _optim_kernels().adam(*_kernel_arrays(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps),
+                              *_steps_dtype(steps), float(lr), float(beta1), float(beta2), float(eps),
+                              float(weight_decay), bool(amsgrad), bool(maximize), bool(decoupled))
+        return True
+

@@ -389,3 +389,76 @@ def _add_scaled_(a, t, alpha):
 def _with_weight_decay(grad, param, weight_decay):
     """grad.add(param, alpha=weight_decay) (a new array)."""
     return grad + param * weight_decay if weight_decay != 1 else grad + param
+
+
+# -- foreach / fused: one compiled pass per parameter group (kernels/optim.py) ---------------------------------
+# foreach=None takes the compiled pass too: measured faster than the loop of NumPy calls from one parameter up
+# (benchmarks/bench_optim.py, docs/optim.md). foreach=False keeps torch's single-tensor loop, in NumPy.
+COMPILED_WHEN_UNSET = True
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+_LIKE = {dt: np.empty(0, dt) for dt in _FLOATS}  # a kernel's dtype argument: one compiled version per dtype
+_kernels = []  # kernels/optim.py, once loaded (Numba is imported only when a compiled step first runs)
+
+
+def _optim_kernels():
+    if not _kernels:
+        from .. import kernels
+        kernels.load()  # chooses where Numba caches before anything compiles
+        from ..kernels import optim
+        _kernels.append(optim)
+    return _kernels[0]
+
+
+def _compiled_batch(group):
+    """(params, grad arrays) of the group's parameters with a gradient, for one compiled pass; None where
+    the group asks for torch's single-tensor loop (foreach=False, not fused) or holds what the kernels do not
+    take (sparse, mixed-dtype, non-float or non-contiguous parameters or gradients): then the NumPy loop runs."""
+    if group.get("fused"):
+        pass
+    elif group.get("foreach") is False or (group.get("foreach") is None and not COMPILED_WHEN_UNSET):
+        return None
+    params, grads = [], []
+    dtype = None
+    for p in group["params"]:
+        g = p._grad
+        if g is None:
+            continue
+        d, gd = p._data, g._data
+        if dtype is None:
+            dtype = d.dtype
+            if dtype not in _FLOATS:
+                return None
+        if getattr(g, "is_sparse", False) or d.dtype != dtype or gd.dtype != dtype or gd.shape != d.shape \
+                or not (d.flags.c_contiguous and d.flags.writeable and gd.flags.c_contiguous):
+            return None
+        params.append(p)
+        grads.append(gd)
+    return (params, grads) if params else None
+
+
+def _fits(array, like):
+    """A state array the kernels may read and write as they read `like` (a parameter's array)."""
+    return array.dtype == like.dtype and array.shape == like.shape and array.flags.c_contiguous and \
+        array.flags.writeable
+
+
+def _addresses(arrays):
+    return np.fromiter(map(id, arrays), np.int64, len(arrays))
+
+
+def _kernel_arrays(params, *arrays):
+    """What every kernel reads first: the addresses of the parameters' arrays and of each list in `arrays`,
+    the parameters' version cells (0: none), and their dtype (a sample array and its NumPy number)."""
+    dtype = params[0]._data.dtype
+    cells = np.fromiter((0 if p._vc is None else id(p._vc) for p in params), np.int64, len(params))
+    return (_addresses([p._data for p in params]), *map(_addresses, arrays), cells, _LIKE[dtype], dtype.num)
+
+
+def _step_fits(step, steps):
+    """A 0-d step tensor's array the kernels may increment: a float, of the same dtype as the group's others."""
+    return step.dtype in _FLOATS and step.size == 1 and step.flags.writeable and \
+        (not steps or step.dtype == steps[0].dtype)
+
+
+def _steps_dtype(steps):
+    return _LIKE[steps[0].dtype], steps[0].dtype.num

@@ -2,9 +2,10 @@
 import numpy as np
 
 from ..tensor import _new
-from .optimizer import (Optimizer, _add_scaled_, _addcdiv_, _addcmul_, _bump, _check_capturable, _check_differentiable,
-                        _check_hyperparameters, _grads_of, _lerp_, _scalar, _step_tensor, _steps_to_tensors,
-                        _with_weight_decay)
+from .optimizer import (Optimizer, _add_scaled_, _addcdiv_, _addcmul_, _bump, _check_capturable,
+                        _check_differentiable, _check_hyperparameters, _compiled_batch, _fits, _grads_of,
+                        _kernel_arrays, _lerp_, _optim_kernels, _scalar, _step_fits, _step_tensor, _steps_dtype,
+                        _steps_to_tensors, _with_weight_decay)
 
 __all__ = ["RMSprop"]
 
@@ -47,8 +48,13 @@ class RMSprop(Optimizer):
                         state["momentum_buffer"] = _new(np.zeros_like(p._data))
                     if centered:
                         state["grad_avg"] = _new(np.zeros_like(p._data))
-            for p, grad in items:
+            if items:
                 _check_capturable(group)
+            batch = _compiled_batch(group)
+            if batch is not None and self._compiled_step(batch, lr, alpha, eps, weight_decay, momentum, centered,
+                                                         maximize):
+                continue
+            for p, grad in items:
                 d = p._data
                 state = self.state[p]
                 if maximize:
@@ -77,3 +83,24 @@ class RMSprop(Optimizer):
                     _addcdiv_(d, grad, avg, -lr)
                 _bump(p)
         return loss
+
+    def _compiled_step(self, batch, lr, alpha, eps, weight_decay, momentum, centered, maximize):
+        """The group's update in one compiled pass (foreach); False, having changed nothing, where a state
+        tensor is not one the kernel can take (a loaded one of another dtype, shape or layout)."""
+        params, grads = batch
+        square_avgs, grad_avgs, bufs, steps = [], [], [], []
+        for p in params:
+            state, d = self.state[p], p._data
+            sq, step = state["square_avg"]._data, state["step"]._data
+            ga = state["grad_avg"]._data if centered else sq
+            buf = state["momentum_buffer"]._data if momentum > 0 else sq
+            if not (_fits(sq, d) and _fits(ga, d) and _fits(buf, d) and _step_fits(step, steps)):
+                return False
+            square_avgs.append(sq)
+            grad_avgs.append(ga)
+            bufs.append(buf)
+            steps.append(step)
+        _optim_kernels().rmsprop(*_kernel_arrays(params, grads, square_avgs, grad_avgs, bufs, steps),
+                                 *_steps_dtype(steps), float(lr), float(alpha), float(eps), float(weight_decay),
+                                 float(momentum), bool(centered), bool(maximize))
+        return True

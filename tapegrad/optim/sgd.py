@@ -2,7 +2,8 @@
 import numpy as np
 
 from ..tensor import _new
-from .optimizer import Optimizer, _bump, _check_differentiable, _check_fused_options, _check_hyperparameters, _scalar
+from .optimizer import (Optimizer, _bump, _check_differentiable, _check_fused_options, _check_hyperparameters,
+                        _compiled_batch, _fits, _kernel_arrays, _optim_kernels, _scalar)
 
 __all__ = ["SGD"]
 
@@ -40,6 +41,10 @@ class SGD(Optimizer):
             weight_decay = _scalar(group["weight_decay"])
             nesterov = group["nesterov"]
             maximize = group["maximize"]
+            batch = _compiled_batch(group)
+            if batch is not None and self._compiled_step(batch, lr, momentum, dampening, weight_decay, nesterov,
+                                                         maximize):
+                continue
             if momentum == 0 and weight_decay == 0 and not maximize:
                 for p in group["params"]:  # the plain step, kept tight: it runs on every benchmarked step
                     g = p._grad
@@ -77,3 +82,25 @@ class SGD(Optimizer):
                 d -= lr * grad
                 _bump(p)
         return loss
+
+    def _compiled_step(self, batch, lr, momentum, dampening, weight_decay, nesterov, maximize):
+        """The group's update in one compiled pass (foreach / fused); False, having changed nothing, where a
+        momentum buffer is not one the kernel can take (a loaded one of another dtype or layout)."""
+        params, grads = batch
+        bufs, fresh = [], np.zeros(len(params), np.bool_)
+        if momentum != 0:
+            for j, p in enumerate(params):
+                buf = self.state[p].get("momentum_buffer")
+                if buf is None:
+                    fresh[j] = True
+                    bufs.append(np.empty_like(p._data))
+                elif _fits(buf._data, p._data):
+                    bufs.append(buf._data)
+                else:
+                    return False
+        _optim_kernels().sgd(*_kernel_arrays(params, grads, bufs), fresh, float(lr), float(momentum),
+                             float(dampening), float(weight_decay), bool(nesterov), bool(maximize))
+        if fresh.any():  # torch's buffer is the first (decayed, maximized) gradient, cloned
+            for j in np.flatnonzero(fresh):
+                self.state[params[j]]["momentum_buffer"] = _new(bufs[j])
+        return True
