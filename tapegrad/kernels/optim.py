@@ -1,6 +1,7 @@
 """Optimizer updates as one compiled pass over a parameter group (torch's foreach= / fused=).
 
-Each kernel takes the group's arrays by address (`memory.view`: C-contiguous, of the dtype `like` has) and
+Each kernel takes the group's arrays by address, a row of `table` per parameter (`memory.view`: C-contiguous,
+of the dtype `like` has; the caller checks shapes and layouts, and holds the arrays, before the call), and
 applies, element by element, the same operations in the same order as torch's single-tensor update
 (torch.optim.sgd._single_tensor_sgd, adam._single_tensor_adam, rmsprop._single_tensor_rmsprop), rounding
 to the parameter's dtype after each, so float32 stays float32. Results differ from torch's only where torch's
@@ -22,9 +23,9 @@ _INT64 = np.dtype(np.int64).num
 
 
 @njit(inline="always", **JIT)
-def _bump(cells, j):
-    if cells[j] != 0:
-        view(cells[j], _INT64, np.int64)[0] += 1
+def _bump(cell):
+    if cell != 0:
+        view(cell, _INT64, np.int64)[0] += 1
 
 
 @njit(inline="always", **JIT)
@@ -61,20 +62,20 @@ def _sgd_momentum_loop(p, g, b, first, lr_t, m_t, damp_t, wd_t, weight_decay, ne
 
 
 @njit(**JIT)
-def sgd(params, grads, bufs, cells, like, num, fresh, lr, momentum, dampening, weight_decay, nesterov,
-        maximize):
-    """bufs: momentum buffers (ignored when momentum == 0); fresh[j]: buffer j is new (torch clones the grad)."""
+def sgd(table, like, num, lr, momentum, dampening, weight_decay, nesterov, maximize):
+    """table columns: param, grad, momentum buffer (unread when momentum == 0), version cell, 1 where the buffer
+    is new (torch clones the gradient into it)."""
     t = like.dtype.type
     lr_t, m_t, damp_t, wd_t = t(-lr), t(momentum), t(1.0 - dampening), t(weight_decay)
-    for j in range(params.size):
-        p = view(params[j], num, like.dtype)
-        g = view(grads[j], num, like.dtype)
+    for j in range(table.shape[0]):
+        p = view(table[j, 0], num, like.dtype)
+        g = view(table[j, 1], num, like.dtype)
         if momentum == 0:
             _sgd_loop(p, g, lr_t, wd_t, weight_decay, maximize)
         else:
-            _sgd_momentum_loop(p, g, view(bufs[j], num, like.dtype), fresh[j], lr_t, m_t, damp_t, wd_t, weight_decay,
-                               nesterov, maximize)
-        _bump(cells, j)
+            _sgd_momentum_loop(p, g, view(table[j, 2], num, like.dtype), table[j, 4] != 0, lr_t, m_t, damp_t, wd_t,
+                               weight_decay, nesterov, maximize)
+        _bump(table[j, 3])
 
 
 @njit(inline="always", **JIT)
@@ -113,30 +114,30 @@ def _adam_amsgrad_loop(p, g, m, v, vmax, step_size, bc2_sqrt, eps_t, w1, one, b2
 
 
 @njit(**JIT)
-def adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, cells, like, num, step_like, step_num,
-         lr, beta1, beta2, eps, weight_decay, amsgrad, maximize, decoupled):
-    """steps: each parameter's 0-d step tensor (dtype of step_like), incremented here."""
+def adam(table, like, num, step_like, step_num, lr, beta1, beta2, eps, weight_decay, amsgrad, maximize, decoupled):
+    """table columns: param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq (unread without amsgrad), the 0-d step
+    (of step_like's dtype; incremented here), version cell."""
     t = like.dtype.type
     one = t(1.0)
     w1, b2, omb2, eps_t, wd_t = t(1.0 - beta1), t(beta2), t(1.0 - beta2), t(eps), t(weight_decay)
     decay = t(1.0 - lr * weight_decay)
-    for j in range(params.size):
-        p = view(params[j], num, like.dtype)
-        g = view(grads[j], num, like.dtype)
-        m = view(exp_avgs[j], num, like.dtype)
-        v = view(exp_avg_sqs[j], num, like.dtype)
-        s = view(steps[j], step_num, step_like.dtype)
+    for j in range(table.shape[0]):
+        p = view(table[j, 0], num, like.dtype)
+        g = view(table[j, 1], num, like.dtype)
+        m = view(table[j, 2], num, like.dtype)
+        v = view(table[j, 3], num, like.dtype)
+        s = view(table[j, 5], step_num, step_like.dtype)
         s[0] += 1
         step = float(s[0])
         step_size = t(-(lr / (1.0 - beta1 ** step)))
         bc2_sqrt = t((1.0 - beta2 ** step) ** 0.5)
         if amsgrad:
-            _adam_amsgrad_loop(p, g, m, v, view(max_exp_avg_sqs[j], num, like.dtype), step_size, bc2_sqrt, eps_t, w1,
-                               one, b2, omb2, decay, wd_t, weight_decay, maximize, decoupled)
+            _adam_amsgrad_loop(p, g, m, v, view(table[j, 4], num, like.dtype), step_size, bc2_sqrt, eps_t, w1, one,
+                               b2, omb2, decay, wd_t, weight_decay, maximize, decoupled)
         else:
             _adam_loop(p, g, m, v, step_size, bc2_sqrt, eps_t, w1, one, b2, omb2, decay, wd_t, weight_decay,
                        maximize, decoupled)
-        _bump(cells, j)
+        _bump(table[j, 6])
 
 
 @njit(inline="always", **JIT)
@@ -177,21 +178,22 @@ def _rmsprop_full_loop(p, g, sq, ga, b, lr_t, a_t, oma, one, eps_t, wd_t, m_t, w
 
 
 @njit(**JIT)
-def rmsprop(params, grads, square_avgs, grad_avgs, bufs, steps, cells, like, num, step_like, step_num, lr, alpha,
-            eps, weight_decay, momentum, centered, maximize):
+def rmsprop(table, like, num, step_like, step_num, lr, alpha, eps, weight_decay, momentum, centered, maximize):
+    """table columns: param, grad, square_avg, grad_avg (unread unless centered), momentum buffer (unread without
+    momentum), the 0-d step (of step_like's dtype; incremented here), version cell."""
     t = like.dtype.type
     one = t(1.0)
     lr_t, a_t, oma, eps_t, wd_t, m_t = t(-lr), t(alpha), t(1.0 - alpha), t(eps), t(weight_decay), t(momentum)
-    for j in range(params.size):
-        p = view(params[j], num, like.dtype)
-        g = view(grads[j], num, like.dtype)
-        sq = view(square_avgs[j], num, like.dtype)
-        view(steps[j], step_num, step_like.dtype)[0] += 1
+    for j in range(table.shape[0]):
+        p = view(table[j, 0], num, like.dtype)
+        g = view(table[j, 1], num, like.dtype)
+        sq = view(table[j, 2], num, like.dtype)
+        view(table[j, 5], step_num, step_like.dtype)[0] += 1
         if centered or momentum > 0:
-            ga = view(grad_avgs[j], num, like.dtype) if centered else p
-            b = view(bufs[j], num, like.dtype) if momentum > 0 else p
+            ga = view(table[j, 3], num, like.dtype) if centered else p
+            b = view(table[j, 4], num, like.dtype) if momentum > 0 else p
             _rmsprop_full_loop(p, g, sq, ga, b, lr_t, a_t, oma, one, eps_t, wd_t, m_t, weight_decay, momentum,
                                centered, maximize)
         else:
             _rmsprop_loop(p, g, sq, lr_t, a_t, oma, eps_t, wd_t, weight_decay, maximize)
-        _bump(cells, j)
+        _bump(table[j, 6])

@@ -2,9 +2,9 @@
 import numpy as np
 
 from ..tensor import Tensor, _new
-from .optimizer import (Optimizer, _bump, _check_capturable, _check_differentiable, _check_fused_options,
-                        _check_hyperparameters, _compiled_batch, _fits, _kernel_arrays, _optim_kernels, _scalar,
-                        _step_fits, _steps_dtype)
+from .optimizer import (Optimizer, _bump, _cell, _check_capturable, _check_differentiable, _check_fused_options,
+                        _check_hyperparameters, _compiled_batch, _dtype_args, _fits, _optim_kernels, _scalar,
+                        _step_fits)
 
 __all__ = ["Adam"]
 
@@ -123,20 +123,16 @@ class Adam(Optimizer):
         """The group's update in one compiled pass (foreach / fused); False, having changed nothing, where a
         state tensor is not one the kernel can take (a loaded one of another dtype, shape or layout)."""
         params, grads = batch
-        exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps = [], [], [], []
-        for p in params:
-            state = self._state_of(p, amsgrad)
-            d = p._data
+        rows, first = [], None
+        for p, g in zip(params, grads):
+            state, d = self._state_of(p, amsgrad), p._data
             m, v, step = state["exp_avg"]._data, state["exp_avg_sq"]._data, state["step"]._data
             vmax = state["max_exp_avg_sq"]._data if amsgrad else v
-            if not (_fits(m, d) and _fits(v, d) and _fits(vmax, d) and _step_fits(step, steps)):
+            first = step if first is None else first
+            if not (_fits(m, d) and _fits(v, d) and _fits(vmax, d) and _step_fits(step, first)):
                 return False
-            exp_avgs.append(m)
-            exp_avg_sqs.append(v)
-            max_exp_avg_sqs.append(vmax)
-            steps.append(step)
-        _optim_kernels().adam(*_kernel_arrays(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps),
-                              *_steps_dtype(steps), float(lr), float(beta1), float(beta2), float(eps),
-                              float(weight_decay), bool(amsgrad), bool(maximize), bool(decoupled))
+            rows.append((id(d), id(g), id(m), id(v), id(vmax), id(step), _cell(p)))
+        _optim_kernels().adam(np.array(rows, np.int64), *_dtype_args(params[0]._data), *_dtype_args(first), float(lr),
+                              float(beta1), float(beta2), float(eps), float(weight_decay), bool(amsgrad),
+                              bool(maximize), bool(decoupled))
         return True
-

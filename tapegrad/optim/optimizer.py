@@ -442,23 +442,17 @@ def _fits(array, like):
         array.flags.writeable
 
 
-def _addresses(arrays):
-    return np.fromiter(map(id, arrays), np.int64, len(arrays))
+def _cell(p):
+    """The address of p's version cell, 0 where it has none yet (nothing has read its version)."""
+    vc = p._vc
+    return 0 if vc is None else id(vc)
 
 
-def _kernel_arrays(params, *arrays):
-    """What every kernel reads first: the addresses of the parameters' arrays and of each list in `arrays`,
-    the parameters' version cells (0: none), and their dtype (a sample array and its NumPy number)."""
-    dtype = params[0]._data.dtype
-    cells = np.fromiter((0 if p._vc is None else id(p._vc) for p in params), np.int64, len(params))
-    return (_addresses([p._data for p in params]), *map(_addresses, arrays), cells, _LIKE[dtype], dtype.num)
+def _dtype_args(array):
+    """A kernel's dtype arguments for arrays like `array`: a sample of the dtype and its NumPy number."""
+    return _LIKE[array.dtype], array.dtype.num
 
 
-def _step_fits(step, steps):
-    """A 0-d step tensor's array the kernels may increment: a float, of the same dtype as the group's others."""
-    return step.dtype in _FLOATS and step.size == 1 and step.flags.writeable and \
-        (not steps or step.dtype == steps[0].dtype)
-
-
-def _steps_dtype(steps):
-    return _LIKE[steps[0].dtype], steps[0].dtype.num
+def _step_fits(step, first):
+    """A 0-d step tensor's array the kernels may increment: a float, of the dtype of the group's first."""
+    return step.dtype in _FLOATS and step.size == 1 and step.flags.writeable and step.dtype == first.dtype

@@ -2,10 +2,10 @@
 import numpy as np
 
 from ..tensor import _new
-from .optimizer import (Optimizer, _add_scaled_, _addcdiv_, _addcmul_, _bump, _check_capturable,
-                        _check_differentiable, _check_hyperparameters, _compiled_batch, _fits, _grads_of,
-                        _kernel_arrays, _lerp_, _optim_kernels, _scalar, _step_fits, _step_tensor, _steps_dtype,
-                        _steps_to_tensors, _with_weight_decay)
+from .optimizer import (Optimizer, _add_scaled_, _addcdiv_, _addcmul_, _bump, _cell, _check_capturable,
+                        _check_differentiable, _check_hyperparameters, _compiled_batch, _dtype_args, _fits,
+                        _grads_of, _lerp_, _optim_kernels, _scalar, _step_fits, _step_tensor, _steps_to_tensors,
+                        _with_weight_decay)
 
 __all__ = ["RMSprop"]
 
@@ -88,19 +88,17 @@ class RMSprop(Optimizer):
         """The group's update in one compiled pass (foreach); False, having changed nothing, where a state
         tensor is not one the kernel can take (a loaded one of another dtype, shape or layout)."""
         params, grads = batch
-        square_avgs, grad_avgs, bufs, steps = [], [], [], []
-        for p in params:
+        rows, first = [], None
+        for p, g in zip(params, grads):
             state, d = self.state[p], p._data
             sq, step = state["square_avg"]._data, state["step"]._data
             ga = state["grad_avg"]._data if centered else sq
             buf = state["momentum_buffer"]._data if momentum > 0 else sq
-            if not (_fits(sq, d) and _fits(ga, d) and _fits(buf, d) and _step_fits(step, steps)):
+            first = step if first is None else first
+            if not (_fits(sq, d) and _fits(ga, d) and _fits(buf, d) and _step_fits(step, first)):
                 return False
-            square_avgs.append(sq)
-            grad_avgs.append(ga)
-            bufs.append(buf)
-            steps.append(step)
-        _optim_kernels().rmsprop(*_kernel_arrays(params, grads, square_avgs, grad_avgs, bufs, steps),
-                                 *_steps_dtype(steps), float(lr), float(alpha), float(eps), float(weight_decay),
-                                 float(momentum), bool(centered), bool(maximize))
+            rows.append((id(d), id(g), id(sq), id(ga), id(buf), id(step), _cell(p)))
+        _optim_kernels().rmsprop(np.array(rows, np.int64), *_dtype_args(params[0]._data), *_dtype_args(first),
+                                 float(lr), float(alpha), float(eps), float(weight_decay), float(momentum),
+                                 bool(centered), bool(maximize))
         return True

@@ -3,7 +3,7 @@ import numpy as np
 
 from ..tensor import _new
 from .optimizer import (Optimizer, _bump, _check_differentiable, _check_fused_options, _check_hyperparameters,
-                        _compiled_batch, _fits, _kernel_arrays, _optim_kernels, _scalar)
+                        _cell, _compiled_batch, _dtype_args, _fits, _optim_kernels, _scalar)
 
 __all__ = ["SGD"]
 
@@ -87,20 +87,21 @@ class SGD(Optimizer):
         """The group's update in one compiled pass (foreach / fused); False, having changed nothing, where a
         momentum buffer is not one the kernel can take (a loaded one of another dtype or layout)."""
         params, grads = batch
-        bufs, fresh = [], np.zeros(len(params), np.bool_)
-        if momentum != 0:
-            for j, p in enumerate(params):
-                buf = self.state[p].get("momentum_buffer")
-                if buf is None:
-                    fresh[j] = True
-                    bufs.append(np.empty_like(p._data))
-                elif _fits(buf._data, p._data):
-                    bufs.append(buf._data)
-                else:
-                    return False
-        _optim_kernels().sgd(*_kernel_arrays(params, grads, bufs), fresh, float(lr), float(momentum),
+        rows, fresh = [], []
+        for p, g in zip(params, grads):
+            d = p._data
+            buf = self.state[p].get("momentum_buffer") if momentum != 0 else None
+            if buf is not None and not _fits(buf._data, d):
+                return False
+            new = buf is None and momentum != 0
+            if new:  # torch's buffer is the first (decayed, maximized) gradient, cloned: the kernel writes it
+                buf = np.empty_like(d)
+                fresh.append((p, buf))
+            else:
+                buf = d if buf is None else buf._data  # (d: unread without momentum)
+            rows.append((id(d), id(g), id(buf), _cell(p), new))
+        _optim_kernels().sgd(np.array(rows, np.int64), *_dtype_args(params[0]._data), float(lr), float(momentum),
                              float(dampening), float(weight_decay), bool(nesterov), bool(maximize))
-        if fresh.any():  # torch's buffer is the first (decayed, maximized) gradient, cloned
-            for j in np.flatnonzero(fresh):
-                self.state[params[j]]["momentum_buffer"] = _new(bufs[j])
+        for p, buf in fresh:
+            self.state[p]["momentum_buffer"] = _new(buf)
         return True
