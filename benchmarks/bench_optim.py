@@ -10,7 +10,7 @@ Implementations, all updating the same parameters from the same gradients:
 Parameter sets: "mlp" (64-128-128-10: two weights and biases per layer, 6 tensors, 26,122 elements),
 "scalars" (8 0-d parameters: a curve fit), "large" (two 512 x 512).
 
-    python -m benchmarks.bench_optim [--threads N] [--rounds R]
+    python -m benchmarks.bench_optim [--threads N (0: the machine's defaults; default 1)] [--rounds R]
 
 prints the median time per step of each over R interleaved rounds and the ratios to torch and to numpy
 (in one process, so the ratios share the machine's load). Under asv (`asv run --bench bench_optim`):
@@ -22,8 +22,10 @@ import sys
 _THREADS = os.environ.get("TAPEGRAD_BENCH_THREADS", "1")
 if __name__ == "__main__" and "--threads" in sys.argv:
     _THREADS = sys.argv[sys.argv.index("--threads") + 1]
+PINNED = _THREADS != "0"  # --threads 0: the machine's defaults
 for _var in ("OMP_NUM_THREADS", "NUMBA_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-    os.environ[_var] = _THREADS
+    if PINNED:
+        os.environ[_var] = _THREADS
 
 import time  # noqa: E402
 
@@ -117,7 +119,8 @@ def make(impl, opt, shapes):
         return _NumpyLoop(params, grads, name, kw).step
     if impl.startswith("torch"):
         import torch
-        torch.set_num_threads(int(_THREADS))
+        if PINNED:
+            torch.set_num_threads(int(_THREADS))
         lib, extra = torch, {"foreach": impl == "torch-foreach"}
     else:
         import tapegrad
@@ -143,8 +146,9 @@ class OptimStep:
     warmup_time = 0.1
 
     def setup(self, opt, shapes, impl):
-        from benchmarks.workloads import pin_blas_threads
-        pin_blas_threads(int(_THREADS))
+        if PINNED:
+            from benchmarks.workloads import pin_blas_threads
+            pin_blas_threads(int(_THREADS))
         try:
             self.step = make(impl, opt, shapes)
         except ImportError as exc:
@@ -168,16 +172,17 @@ def _per_step(step, budget=0.01):
 def main(argv=None):
     import argparse
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--threads", default=_THREADS)
+    ap.add_argument("--threads", default=_THREADS, help="pinned thread count; 0: the machine's defaults")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--only", default="", help="comma-separated optimizer names")
     args = ap.parse_args(argv)
-    from benchmarks.workloads import pin_blas_threads
-    pin_blas_threads(int(_THREADS))
+    if PINNED:
+        from benchmarks.workloads import pin_blas_threads
+        pin_blas_threads(int(_THREADS))
     import numba
     import torch
     opts = [o for o in OPTIMIZERS if not args.only or o in args.only.split(",")]
-    print(f"threads: {_THREADS} (OMP/NUMBA/MKL/OPENBLAS_NUM_THREADS, torch.get_num_threads()={torch.get_num_threads()},"
+    print(f"threads: {_THREADS if PINNED else 'defaults'} (OMP/NUMBA/MKL/OPENBLAS_NUM_THREADS, torch.get_num_threads()={torch.get_num_threads()},"
           f" numba.get_num_threads()={numba.get_num_threads()}); median of {args.rounds} interleaved rounds, "
           f"~10 ms of steps each\n")
     print("| optimizer | parameters | " + " | ".join(f"{i} µs" for i in IMPLS) +
