@@ -3,8 +3,8 @@ in torch's variant (relative step size, update clipping by d, no first moment)."
 import numpy as np
 
 from ..tensor import _new
-from .optimizer import (Optimizer, _add_scaled_, _bump, _check_lr_size, _grads_of, _lerp_, _scalar, _step_tensor,
-                        _steps_to_tensors)
+from .optimizer import (Optimizer, _add_scaled_, _bump, _check_lr_size, _grads_of, _group_defaults, _lerp_, _scalar,
+                        _step_tensor, _steps_to_tensors)
 
 __all__ = ["Adafactor"]
 
@@ -35,8 +35,7 @@ class Adafactor(Optimizer):
 
     def __setstate__(self, state):
         super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("foreach", None)
+        _group_defaults(self, foreach=None)
         _steps_to_tensors(self)
 
     def step(self, closure=None):

@@ -3,8 +3,8 @@ import numpy as np
 
 from ..tensor import _new
 from .optimizer import (Optimizer, _addcdiv_, _addcmul_, _bump, _check_differentiable, _check_fused_options,
-                        _check_fused_params, _check_hyperparameters, _scalar, _step_tensor, _steps_to_tensors,
-                        _with_weight_decay)
+                        _check_fused_params, _check_hyperparameters, _group_defaults, _scalar, _step_tensor,
+                        _steps_to_tensors, _with_weight_decay)
 
 __all__ = ["Adagrad"]
 
@@ -27,11 +27,7 @@ class Adagrad(Optimizer):
 
     def __setstate__(self, state):
         super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("fused", None)
+        _group_defaults(self, foreach=None, maximize=False, differentiable=False, fused=None)
         _steps_to_tensors(self)
 
     def step(self, closure=None):

@@ -3,8 +3,8 @@ import numpy as np
 
 from ..tensor import Tensor, _new
 from .optimizer import (Optimizer, _bump, _cell, _check_capturable, _check_differentiable, _check_fused_options,
-                        _check_hyperparameters, _compiled_batch, _dtype_args, _fits, _optim_kernels, _scalar,
-                        _step_fits)
+                        _check_hyperparameters, _compiled_batch, _dtype_args, _fits, _group_defaults, _optim_kernels,
+                        _scalar, _step_fits)
 
 __all__ = ["Adam"]
 
@@ -24,14 +24,9 @@ class Adam(Optimizer):
 
     def __setstate__(self, state):
         super().__setstate__(state)
+        _group_defaults(self, amsgrad=False, maximize=False, foreach=None, capturable=False, differentiable=False,
+                        decoupled_weight_decay=False, fused=None)
         for group in self.param_groups:
-            group.setdefault("amsgrad", False)
-            group.setdefault("maximize", False)
-            group.setdefault("foreach", None)
-            group.setdefault("capturable", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("decoupled_weight_decay", False)
-            group.setdefault("fused", None)
             for p in group["params"]:
                 p_state = self.state.get(p, {})
                 if len(p_state) != 0 and not isinstance(p_state["step"], Tensor):

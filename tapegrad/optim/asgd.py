@@ -3,7 +3,8 @@ import numpy as np
 
 from ..tensor import _new
 from .optimizer import (Optimizer, _add_scaled_, _bump, _check_capturable, _check_differentiable,
-                        _check_hyperparameters, _grads_of, _scalar, _step_tensor, _steps_to_tensors, _with_weight_decay)
+                        _check_hyperparameters, _grads_of, _group_defaults, _scalar, _step_tensor, _steps_to_tensors,
+                        _with_weight_decay)
 
 __all__ = ["ASGD"]
 
@@ -19,11 +20,7 @@ class ASGD(Optimizer):
 
     def __setstate__(self, state):
         super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("capturable", False)
+        _group_defaults(self, foreach=None, maximize=False, differentiable=False, capturable=False)
         _steps_to_tensors(self, ("step", "eta", "mu"))
 
     def step(self, closure=None):

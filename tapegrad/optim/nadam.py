@@ -3,8 +3,8 @@ import numpy as np
 
 from ..tensor import _new
 from .optimizer import (Optimizer, _addcdiv_, _addcmul_, _bump, _check_capturable, _check_differentiable,
-                        _check_hyperparameters, _grads_of, _lerp_, _scalar, _step_tensor, _steps_to_tensors,
-                        _with_weight_decay)
+                        _check_hyperparameters, _grads_of, _group_defaults, _lerp_, _scalar, _step_tensor,
+                        _steps_to_tensors, _with_weight_decay)
 
 __all__ = ["NAdam"]
 
@@ -23,12 +23,8 @@ class NAdam(Optimizer):
 
     def __setstate__(self, state):
         super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("maximize", False)
-            group.setdefault("foreach", None)
-            group.setdefault("capturable", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("decoupled_weight_decay", False)
+        _group_defaults(self, maximize=False, foreach=None, capturable=False, differentiable=False,
+                        decoupled_weight_decay=False)
         _steps_to_tensors(self, ("step", "mu_product"))
 
     def step(self, closure=None):

@@ -9,6 +9,7 @@ from itertools import chain
 
 import numpy as np
 
+from .. import kernels
 from ..autograd.grad_mode import enable_grad
 from ..tensor import Tensor, _new, tensor_type_name
 from ..utils.hooks import RemovableHandle
@@ -340,6 +341,13 @@ def _step_tensor(value=0.0, fused=False):
     return _new(np.asarray(value, dtype))
 
 
+def _group_defaults(optimizer, **defaults):
+    """__setstate__: options that state pickled by an older torch lacks, at torch's defaults."""
+    for group in optimizer.param_groups:
+        for key, value in defaults.items():
+            group.setdefault(key, value)
+
+
 def _steps_to_tensors(optimizer, keys=("step",)):
     """__setstate__: state saved with Python-number steps (old torch) gets torch's float32 0-d tensors."""
     for group in optimizer.param_groups:
@@ -402,10 +410,7 @@ _kernels = []  # kernels/optim.py, once loaded (Numba is imported only when a co
 
 def _optim_kernels():
     if not _kernels:
-        from .. import kernels
-        kernels.load()  # chooses where Numba caches before anything compiles
-        from ..kernels import optim
-        _kernels.append(optim)
+        _kernels.append(kernels.module("optim"))
     return _kernels[0]
 
 

@@ -3,8 +3,8 @@ import numpy as np
 
 from ..tensor import _new
 from .optimizer import (Optimizer, _add_scaled_, _addcdiv_, _addcmul_, _bump, _cell, _check_capturable,
-                        _check_differentiable, _check_hyperparameters, _compiled_batch, _dtype_args, _fits,
-                        _grads_of, _lerp_, _optim_kernels, _scalar, _step_fits, _step_tensor, _steps_to_tensors,
+                        _check_differentiable, _check_hyperparameters, _compiled_batch, _dtype_args, _fits, _grads_of,
+                        _group_defaults, _lerp_, _optim_kernels, _scalar, _step_fits, _step_tensor, _steps_to_tensors,
                         _with_weight_decay)
 
 __all__ = ["RMSprop"]
@@ -21,13 +21,8 @@ class RMSprop(Optimizer):
 
     def __setstate__(self, state):
         super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("momentum", 0)
-            group.setdefault("centered", False)
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("capturable", False)
+        _group_defaults(self, momentum=0, centered=False, foreach=None, maximize=False, differentiable=False,
+                        capturable=False)
         _steps_to_tensors(self)
 
     def step(self, closure=None):

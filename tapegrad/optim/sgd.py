@@ -2,8 +2,8 @@
 import numpy as np
 
 from ..tensor import _new
-from .optimizer import (Optimizer, _bump, _check_differentiable, _check_fused_options, _check_hyperparameters,
-                        _cell, _compiled_batch, _dtype_args, _fits, _optim_kernels, _scalar)
+from .optimizer import (Optimizer, _bump, _cell, _check_differentiable, _check_fused_options, _check_hyperparameters,
+                        _compiled_batch, _dtype_args, _fits, _group_defaults, _optim_kernels, _scalar)
 
 __all__ = ["SGD"]
 
@@ -22,12 +22,7 @@ class SGD(Optimizer):
 
     def __setstate__(self, state):
         super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("nesterov", False)
-            group.setdefault("maximize", False)
-            group.setdefault("foreach", None)
-            group.setdefault("differentiable", False)
-            group.setdefault("fused", False)
+        _group_defaults(self, nesterov=False, maximize=False, foreach=None, differentiable=False, fused=False)
 
     def step(self, closure=None):
         """One update: p -= lr * (grad [+ weight_decay * p], through the momentum buffer when momentum != 0)."""

@@ -184,3 +184,20 @@ def test_sgd_takes_a_nan_learning_rate_as_torch_does():
     a = tg.optim.SGD([tg.nn.Parameter(tg.ones(2))], lr=float("nan"), momentum=float("nan"))
     b = torch.optim.SGD([torch.nn.Parameter(torch.ones(2))], lr=float("nan"), momentum=float("nan"))
     assert repr(a) == repr(b)
+
+
+@pytest.mark.parametrize("cls", ["Adadelta", "Adafactor", "Adagrad", "Adam", "AdamW", "Adamax", "ASGD", "NAdam",
+                                 "RAdam", "RMSprop", "Rprop", "SGD"])
+def test_state_pickled_without_newer_options_gets_torchs_defaults(cls):
+    """__setstate__ of an optimizer pickled by an older torch: the options it lacks take torch's defaults."""
+    def restored(lib):
+        opt = getattr(lib.optim, cls)([lib.nn.Parameter(lib.ones(2))], lr=0.1)
+        state = opt.__getstate__()
+        old_keys = {"params", "lr", "betas", "eps", "weight_decay", "momentum", "dampening", "alpha", "rho",
+                    "lr_decay", "initial_accumulator_value", "lambd", "t0", "etas", "step_sizes", "beta2_decay", "d",
+                    "momentum_decay"}
+        state["param_groups"] = [{k: v for k, v in g.items() if k in old_keys} for g in state["param_groups"]]
+        fresh = getattr(lib.optim, cls).__new__(getattr(lib.optim, cls))
+        fresh.__setstate__(state)
+        return {k: v for k, v in fresh.param_groups[0].items() if k != "params"}
+    assert restored(tg) == restored(torch)
