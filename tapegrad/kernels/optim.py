@@ -20,6 +20,9 @@ from numba import njit
 from .memory import JIT, view
 
 _INT64 = np.dtype(np.int64).num
+# The entry points keep the GIL: the arrays they write are held only through Python objects (parameters, state
+# dicts) that another thread could drop or replace during the call.
+HOLD_GIL = dict(JIT, nogil=False)
 
 
 @njit(inline="always", **JIT)
@@ -61,7 +64,7 @@ def _sgd_momentum_loop(p, g, b, first, lr_t, m_t, damp_t, wd_t, weight_decay, ne
         p[i] = p[i] + lr_t * (gi + m_t * bi if nesterov else bi)
 
 
-@njit(**JIT)
+@njit(**HOLD_GIL)
 def sgd(table, like, num, lr, momentum, dampening, weight_decay, nesterov, maximize):
     """table columns: param, grad, momentum buffer (unread when momentum == 0), version cell, 1 where the buffer
     is new (torch clones the gradient into it)."""
@@ -113,7 +116,7 @@ def _adam_amsgrad_loop(p, g, m, v, vmax, step_size, bc2_sqrt, eps_t, w1, one, b2
         p[i] = pi + (step_size * mi) / (math.sqrt(vm) / bc2_sqrt + eps_t)
 
 
-@njit(**JIT)
+@njit(**HOLD_GIL)
 def adam(table, like, num, step_like, step_num, lr, beta1, beta2, eps, weight_decay, amsgrad, maximize, decoupled):
     """table columns: param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq (unread without amsgrad), the 0-d step
     (of step_like's dtype; incremented here), version cell."""
@@ -177,7 +180,7 @@ def _rmsprop_full_loop(p, g, sq, ga, b, lr_t, a_t, oma, one, eps_t, wd_t, m_t, w
             p[i] = p[i] + (lr_t * gi) / avg
 
 
-@njit(**JIT)
+@njit(**HOLD_GIL)
 def rmsprop(table, like, num, step_like, step_num, lr, alpha, eps, weight_decay, momentum, centered, maximize):
     """table columns: param, grad, square_avg, grad_avg (unread unless centered), momentum buffer (unread without
     momentum), the 0-d step (of step_like's dtype; incremented here), version cell."""

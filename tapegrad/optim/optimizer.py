@@ -418,9 +418,8 @@ def _compiled_batch(group):
     """(params, grad arrays) of the group's parameters with a gradient, for one compiled pass; None where
     the group asks for torch's single-tensor loop (foreach=False, not fused) or holds what the kernels do not
     take (sparse, mixed-dtype, non-float or non-contiguous parameters or gradients): then the NumPy loop runs."""
-    if group.get("fused"):
-        pass
-    elif group.get("foreach") is False or (group.get("foreach") is None and not COMPILED_WHEN_UNSET):
+    foreach = group.get("foreach")
+    if not group.get("fused") and (foreach is False or (foreach is None and not COMPILED_WHEN_UNSET)):
         return None
     params, grads = [], []
     dtype = None
