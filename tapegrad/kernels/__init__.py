@@ -52,3 +52,11 @@ def load():
         _check_codes(elementwise.CODES)
         _runtime = runtime
     return _runtime
+
+
+def module(name):
+    """kernels/<name>.py, imported once load() has chosen where Numba caches (for kernels only some ops or
+    optimizers use, kept out of the runtime)."""
+    import importlib
+    load()
+    return importlib.import_module(f"{__name__}.{name}")

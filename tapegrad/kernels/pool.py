@@ -1,4 +1,5 @@
-"""max_pool2d's forward (the maximum and torch's flat index per window) and its adjoint, per (H, W) plane.
+"""max_pool2d's forward (the maximum and torch's flat index per window), adaptive max pooling's, and their
+adjoint, per (H, W) plane.
 
 A running maximum over the taps in NumPy makes k*k passes over the output and allocates a mask per tap; here
 it is one pass. In its own module so that only max pooling compiles it.
@@ -47,3 +48,28 @@ def max_pool2d_adjoint(g, index, gx):
     for p in range(P):
         for o in range(L):
             gx[p, index[p, o]] += g[p, o]
+
+
+@njit(**JIT)
+def adaptive_max_pool2d_planes(x, out, index):
+    """x (P, H, W); out, index (P, oh, ow). Window (i, j) spans rows floor(i*H/oh) to ceil((i+1)*H/oh), columns
+    likewise (torch's start_index/end_index); the first maximum wins, a NaN wins (torch's rule)."""
+    P, H, W = x.shape
+    oh, ow = out.shape[1], out.shape[2]
+    for p in range(P):
+        for i in range(oh):
+            hs = (i * H) // oh
+            he = ((i + 1) * H + oh - 1) // oh
+            for j in range(ow):
+                ws = (j * W) // ow
+                we = ((j + 1) * W + ow - 1) // ow
+                best = -np.inf
+                at = hs * W + ws
+                for h in range(hs, he):
+                    for w in range(ws, we):
+                        v = x[p, h, w]
+                        if v > best or np.isnan(v):
+                            best = v
+                            at = h * W + w
+                out[p, i, j] = best
+                index[p, i, j] = at

@@ -15,3 +15,10 @@ from . import parallel  # noqa: F401  (DistributedDataParallel, DataParallel)
 from .modules import GRU, GRUCell, LSTM, LSTMCell, RNN, RNNBase, RNNCell, RNNCellBase  # noqa: F401
 from .modules import (MultiheadAttention, Transformer, TransformerDecoder, TransformerDecoderLayer,  # noqa: F401
                       TransformerEncoder, TransformerEncoderLayer)
+from .modules import Conv3d, ConvTranspose1d, ConvTranspose2d  # noqa: F401
+from .modules import (AdaptiveMaxPool1d, AdaptiveMaxPool2d, Fold, MaxUnpool1d, MaxUnpool2d,  # noqa: F401
+                      PixelShuffle, PixelUnshuffle, Unfold, Upsample, UpsamplingBilinear2d, UpsamplingNearest2d)
+from .modules import (Bilinear, ChannelShuffle, CosineEmbeddingLoss, CosineSimilarity, EmbeddingBag,  # noqa: F401
+                      GaussianNLLLoss, HingeEmbeddingLoss, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d,
+                      MarginRankingLoss, MultiLabelSoftMarginLoss, PairwiseDistance, PoissonNLLLoss, RMSNorm,
+                      Softmax2d, TripletMarginLoss, TripletMarginWithDistanceLoss)

@@ -77,3 +77,16 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
 
 
 from ..ops.attention import scaled_dot_product_attention  # noqa: E402,F401
+from ..ops.conv import conv3d, conv_transpose1d, conv_transpose2d  # noqa: E402,F401
+from ..ops.resample import (adaptive_max_pool1d, adaptive_max_pool1d_with_indices, adaptive_max_pool2d,  # noqa: E402
+                            adaptive_max_pool2d_with_indices, fold, interpolate, max_unpool1d, max_unpool2d,  # noqa
+                            pixel_shuffle, pixel_unshuffle, unfold, upsample, upsample_bilinear,  # noqa: F401
+                            upsample_nearest)  # noqa: F401
+
+# normalization, distances, bilinear, channel shuffle, embedding_bag and the margin / likelihood losses (issue 19)
+from ..ops.layers import (bilinear, channel_shuffle, cosine_similarity, embedding_bag,  # noqa: E402,F401
+                          instance_norm, native_channel_shuffle, pairwise_distance, rms_norm)
+from ..ops.metric_loss import (cosine_embedding_loss, gaussian_nll_loss, hinge_embedding_loss,  # noqa: E402,F401
+                               margin_ranking_loss, multilabel_soft_margin_loss, poisson_nll_loss,
+                               triplet_margin_loss, triplet_margin_with_distance_loss)
+

@@ -29,6 +29,8 @@ from .sparse import __all__ as _sp_all
 from . import rnn as _rnn  # noqa: F401  (registers the fused LSTM/GRU cell rows)
 from .conv import *  # noqa: F401,F403
 from . import conv as _c
+from .resample import *  # noqa: F401,F403  (unfold/fold, interpolate, pixel shuffle, adaptive max, unpooling)
+from .resample import __all__ as _rs_all
 
-__all__ = [n for m in (_e, _r, _s, _l, _o, _n, _c) for n in m.__all__] + ["detach"] + _so_all + _la_all + _sp_all
-del _e, _r, _s, _l, _o, _n, _c, _so_all, _la_all, _sp_all
+__all__ = [n for m in (_e, _r, _s, _l, _o, _n, _c) for n in m.__all__] + ["detach"] + _so_all + _la_all + _sp_all + _rs_all
+del _e, _r, _s, _l, _o, _n, _c, _so_all, _la_all, _sp_all, _rs_all

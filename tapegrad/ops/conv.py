@@ -19,7 +19,8 @@ from ._common import OPS, _autocast_lower, _record, _tensor, _to_dtype, autocast
 from .elementwise import mul
 
 # torch.X has these with these signatures; the rest are torch.nn.functional's only (nn/functional.py)
-__all__ = ["conv1d", "conv2d", "max_pool1d", "max_pool2d", "max_pool1d_with_indices", "avg_pool1d",
+__all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "max_pool1d", "max_pool2d",
+           "max_pool1d_with_indices", "avg_pool1d",
            "adaptive_avg_pool1d", "layer_norm"]
 
 
@@ -136,6 +137,8 @@ def _conv_forward(ctx, x4, w4, b):
 
 def _conv_arrays(ctx, g, inputs, wanted):
     """im2col's adjoint: g against the saved columns (weight), against the weight then col2im (input)."""
+    if getattr(ctx, "transposed", False):
+        return _conv_t_arrays(ctx, g, inputs, wanted)
     x, w = inputs[0], inputs[1]
     N, C, H, W = ctx.xshape4
     O, G = ctx.wshape4[0], ctx.groups
@@ -188,6 +191,8 @@ def _padded_size(ctx):
 
 def _vjp_conv(ctx, g, inputs, out):
     """Gathered columns of x (padding reads an appended zero), matmuls with g, and the scatter back."""
+    if getattr(ctx, "transposed", False):
+        return _vjp_conv_t(ctx, g, inputs, out)
     from . import cat, _gather, scatter_flat, matmul
     x, w = inputs[0], inputs[1]
     N, C, H, W = ctx.xshape4
@@ -303,6 +308,251 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return _conv(2, input, weight, bias, stride, padding, dilation, groups)
+
+
+# -- transposed convolution: the adjoint of convolution, on the same row -------------------------------------------
+# torch's one convolution op takes a `transposed` flag, and so does tapegrad's "conv" row (ctx.transposed): the
+# forward is convolution's input adjoint (weight^T @ x, then col2im), the backward its forward (im2col of g, then
+# the two matmuls). Both reuse kernels/conv.py.
+def _per_group(a, b, transpose_a=False, transpose_b=False):
+    """a[g] @ b[g] for each group g: one BLAS GEMM per group over the whole batch (a batched matmul per sample
+    is several times slower at these shapes)."""
+    out = []
+    for ag, bg in zip(a, b):
+        out.append((ag.T if transpose_a else ag) @ (bg.T if transpose_b else bg))
+    return np.stack(out) if len(out) > 1 else out[0][None]
+
+
+def _conv_t_forward(ctx, x4, w4, b):
+    """y (N, Cout, Ho, Wo) = col2im(W^T (Cog*kh*kw, Cig) @ x (Cig, N*H*W)) per group, + bias. The columns are laid
+    out (Cout, kh, kw, N, H, W), so col2im reads them through a transposed view."""
+    N, Cin, H, W = x4.shape
+    G, Cog = ctx.groups, ctx.wshape4[1]
+    kh, kw = ctx.k
+    dt = x4.dtype
+    work = dt if dt in (np.float32, np.float64) else np.dtype(np.float64)
+    xg = np.ascontiguousarray(x4.astype(work, copy=False).reshape(N, G, Cin // G, H * W).transpose(1, 2, 0, 3))
+    xg = xg.reshape(G, Cin // G, N * H * W)
+    cols = _per_group(w4.astype(work, copy=False).reshape(G, Cin // G, Cog * kh * kw), xg, transpose_a=True)
+    out = np.zeros(ctx.yshape4, work)
+    _conv_kernels().col2im(cols.reshape(G * Cog, kh, kw, N, H, W).transpose(3, 0, 1, 2, 4, 5), kh, kw, *ctx.s,
+                           *ctx.d, ctx.pads[0], ctx.pads[2], out)
+    if b is not None:
+        out += b.astype(work, copy=False).reshape(1, -1, 1, 1)
+    ctx.x = xg if ctx.keep_x else None  # (the weight's gradient reads x: this copy, as x may change in place)
+    return out.astype(dt, copy=False)
+
+
+def _conv_t_arrays(ctx, g, inputs, wanted):
+    """im2col of g (the convolution's forward) into (Cout, kh, kw, N, H, W), then one GEMM per group with the
+    weight (input) and with x (weight)."""
+    x, w = inputs[0], inputs[1]
+    N, Cin, H, W = ctx.xshape4
+    G, Cog = ctx.groups, ctx.wshape4[1]
+    kh, kw = ctx.k
+    g4 = np.ascontiguousarray(g).reshape(ctx.yshape4)
+    if g4.dtype not in (np.float32, np.float64):
+        return None
+    cols = np.empty((G * Cog, kh, kw, N, H, W), g4.dtype)
+    _conv_kernels().im2col(g4, kh, kw, *ctx.s, *ctx.d, ctx.pads[0], ctx.pads[2], cols.transpose(3, 0, 1, 2, 4, 5))
+    cols = cols.reshape(G, Cog * kh * kw, N * H * W)
+    gx = gw = gb = None
+    if wanted[0]:
+        gx = _per_group(w.reshape(G, Cin // G, Cog * kh * kw), cols)  # (G, Cig, N*H*W)
+        gx = np.ascontiguousarray(gx.reshape(Cin, N, H * W).transpose(1, 0, 2)).reshape(x.shape)
+    if wanted[1]:
+        gw = _per_group(ctx.x, cols, transpose_b=True).reshape(w.shape)
+    if len(inputs) > 2 and wanted[2]:
+        gb = g4.sum(axis=(0, 2, 3))
+    return (gx, gw) if len(inputs) == 2 else (gx, gw, gb)
+
+
+def _vjp_conv_t(ctx, g, inputs, out):
+    """Gathered columns of g (padding reads an appended zero), matmuls with x and the weight."""
+    from . import cat, _gather, matmul
+    x, w = inputs[0], inputs[1]
+    N, Cin, H, W = ctx.xshape4
+    G, Cog = ctx.groups, ctx.wshape4[1]
+    win = _index_windows(ctx.yshape4, ctx.k, ctx.s, ctx.d, ctx.pads, (H, W))
+    idx = np.ascontiguousarray(_cols(ctx, win))  # (G, N*H*W, Cog*kh*kw)
+    ge = cat([g.reshape(-1), _new(np.zeros(1, g._data.dtype))])
+    cols = _gather(ge, idx)
+    x2 = x.reshape(N, G, Cin // G, H * W).permute(1, 0, 3, 2).reshape(G, N * H * W, Cin // G)
+    gw = matmul(x2.transpose(1, 2), cols).reshape(w.shape)
+    gx2 = matmul(cols, w.reshape(G, Cin // G, -1).transpose(1, 2))  # (G, N*H*W, Cig)
+    gx = gx2.reshape(G, N, H * W, Cin // G).permute(1, 0, 3, 2).reshape(x.shape)
+    if len(inputs) == 2:
+        return gx, gw
+    return gx, gw, g.reshape(N, G * Cog, -1).sum((0, 2))
+
+
+def _conv_transpose(nd, input, weight, bias, stride, padding, output_padding, groups, dilation):
+    x, w = _tensor(input), _tensor(weight)
+    name = f"conv_transpose{nd}d"
+    if isinstance(padding, str):
+        raise TypeError(f"{name}(): argument 'padding' must be tuple of ints, not str")
+    if x.ndim not in (nd + 1, nd + 2):
+        raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to {name}, but got input "
+                           f"of size: {list(x.shape)}")
+    s, p, op, d = (_pair(v, nd) for v in (stride, padding, output_padding, dilation))
+    for what, v in (("stride", s), ("padding", p), ("output_padding", op), ("dilation", d)):
+        if len(v) != nd:
+            raise RuntimeError(f"expected {what} to be a single integer value or a list of {nd} values to match the "
+                               f"convolution dimensions, but got {what}={list(v)}")
+    if w.ndim != nd + 2:
+        raise RuntimeError("weight should have at least three dimensions" if w.ndim < 3 else
+                           f"Expected {nd + 2}-dimensional weight for {nd + 2}-dimensional input, but got "
+                           f"{w.ndim}-dimensional weight of size {list(w.shape)} instead")
+    if builtins.min(s) <= 0:
+        raise RuntimeError("non-positive stride is not supported")
+    if builtins.min(p) < 0:
+        raise RuntimeError("negative padding is not supported")
+    if builtins.min(op) < 0:
+        raise RuntimeError("negative output_padding is not supported")
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    batched = x.ndim == nd + 2
+    xs = tuple(x.shape) if batched else (1,) + tuple(x.shape)
+    Cin, Cog = w.shape[0], w.shape[1]
+    k = tuple(w.shape[2:])
+    if Cin % groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, but "
+                           f"got weight of size [{list(w.shape)}] instead")
+    if xs[1] != Cin:
+        shown = list(xs) if batched else list(x.shape)
+        raise RuntimeError(f"Given transposed=1, weight of size {list(w.shape)}, expected input{shown} to have {Cin} "
+                           f"channels, but got {xs[1]} channels instead")
+    if bias is not None:
+        b = _tensor(bias)
+        if b.ndim != 1 or b.shape[0] != Cog * groups:
+            raise RuntimeError(f"Given transposed=1, weight of size {list(w.shape)}, expected bias to be 1-dimensional "
+                               f"with {Cog * groups} elements, but got bias of size {list(b.shape)} instead")
+    if nd == 1:  # the 2-d kernels' view: a unit height
+        k, s, p, op, d = (1,) + k, (1,) + s, (0,) + p, (0,) + op, (1,) + d
+        xs4 = xs[:2] + (1,) + xs[2:]
+    else:
+        xs4 = xs
+    if builtins.min(k) <= 0:
+        raise RuntimeError(f"kernel size should be greater than zero, but got kernel_height: {k[0]} kernel_width: "
+                           f"{k[1]}")
+    if builtins.min(d) <= 0:
+        raise RuntimeError(f"dilation should be greater than zero, but got dilation_height: {d[0]}, dilation_width: "
+                           f"{d[1]}")
+    if not all(o < ss or o < dd for o, ss, dd in zip(op, s, d)):
+        raise RuntimeError(f"output padding must be smaller than either stride or dilation, but got "
+                           f"output_padding_height: {op[0]} output_padding_width: {op[1]} stride_height: {s[0]} "
+                           f"stride_width: {s[1]} dilation_height: {d[0]} dilation_width: {d[1]}")
+    out_hw = tuple((xs4[2 + i] - 1) * s[i] - 2 * p[i] + d[i] * (k[i] - 1) + op[i] + 1 for i in range(2))
+    if builtins.min(out_hw) < 1:
+        raise RuntimeError(f"Given input size per channel: ({xs4[2]} x {xs4[3]}). Calculated output size per channel: "
+                           f"({out_hw[0]} x {out_hw[1]}). Output size is too small")
+    dt = x._data.dtype
+    if w._data.dtype != dt:
+        raise RuntimeError(f"expected scalar type {_scalar_name(dt)} but found {_scalar_name(w._data.dtype)}")
+    if bias is not None and b._data.dtype != dt:
+        b = _to_dtype(b, dt)  # (torch's transposed convolution takes a bias of another float type, cast)
+    ctx = Ctx(transposed=True, k=k, s=s, d=d, pads=(p[0], p[0], p[1], p[1]), groups=groups, xshape4=xs4,
+              wshape4=(Cin, Cog) + k, yshape4=(xs4[0], Cog * groups) + out_hw, keep_x=w._requires_grad)
+    value = _conv_t_forward(ctx, x._data.reshape(xs4), w._data.reshape(ctx.wshape4),
+                            None if bias is None else b._data)
+    oshape = (xs4[0], Cog * groups) + (out_hw if nd == 2 else out_hw[1:])
+    value = value.reshape(oshape if batched else oshape[1:])
+    inputs = (x, w) if bias is None else (x, w, b)
+    return _record(OPS["conv"], value, inputs, aux=ctx)
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    return _conv_transpose(1, input, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    return _conv_transpose(2, input, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
+# -- 3-d convolution: composed of 2-d convolution rows, one per kernel depth tap --------------------------------------
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """For each depth tap i, the input's depth slices that tap reads (a strided slice of the depth-padded input)
+    become a batch of 2-d planes, convolved with weight[:, :, i] by the conv2d row; the taps are summed. So every
+    gradient, to any order, is conv2d's, and the matmuls stay BLAS-sized."""
+    from .padding import pad
+    x, w = _tensor(input), _tensor(weight)
+    if x.ndim not in (4, 5):
+        raise RuntimeError(f"Expected 4D (unbatched) or 5D (batched) input to conv3d, but got input of size: "
+                           f"{list(x.shape)}")
+    if w.ndim != 5:
+        raise RuntimeError(f"Expected 5-dimensional weight for 5-dimensional input, but got {w.ndim}-dimensional "
+                           f"weight of size {list(w.shape)} instead")
+    s, d = _pair(stride, 3), _pair(dilation, 3)
+    if builtins.min(s) <= 0:
+        raise RuntimeError("non-positive stride is not supported")
+    if builtins.min(d) <= 0:
+        raise RuntimeError("non-positive dilation is not supported")
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    batched = x.ndim == 5
+    xs = tuple(x.shape) if batched else (1,) + tuple(x.shape)
+    O, Cg = w.shape[0], w.shape[1]
+    k = tuple(w.shape[2:])
+    if O % groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, but "
+                           f"got weight of size [{list(w.shape)}] instead")
+    if xs[1] != Cg * groups:
+        raise RuntimeError(f"Given groups={groups}, weight of size {list(w.shape)}, expected input{list(xs)} to have "
+                           f"{Cg * groups} channels, but got {xs[1]} channels instead")
+    if isinstance(padding, str):
+        if padding == "valid":
+            pads = [(0, 0)] * 3
+        elif padding == "same":
+            if builtins.max(s) != 1:
+                raise RuntimeError("padding='same' is not supported for strided convolutions")
+            pads = [(dd * (kk - 1) // 2, dd * (kk - 1) - dd * (kk - 1) // 2) for kk, dd in zip(k, d)]
+        else:
+            raise RuntimeError(f"Invalid padding string: '{padding}'")
+    else:
+        p = _pair(padding, 3)
+        if builtins.min(p) < 0:
+            raise RuntimeError("negative padding is not supported")
+        pads = [(a, a) for a in p]
+    if bias is not None:
+        b = _tensor(bias)
+        if b.ndim != 1 or b.shape[0] != O:
+            raise RuntimeError(f"Given weight of size {list(w.shape)}, expected bias to be 1-dimensional with {O} "
+                               f"elements, but got bias of size {list(b.shape)} instead")
+    if builtins.min(k) <= 0:
+        raise RuntimeError(f"tapegrad: conv3d expects a kernel size greater than zero, but got {list(k)}")
+    padded = [xs[2 + i] + pads[i][0] + pads[i][1] for i in range(3)]
+    eff = [d[i] * (k[i] - 1) + 1 for i in range(3)]
+    if any(e > q for e, q in zip(eff, padded)):
+        raise RuntimeError(f"Calculated padded input size per channel: ({' x '.join(str(v) for v in padded)}). Kernel "
+                           f"size: ({' x '.join(str(v) for v in eff)}). Kernel size can't be greater than actual input "
+                           f"size")
+    dt = x._data.dtype
+    for other in (w,) + ((b,) if bias is not None else ()):
+        if other._data.dtype != dt:
+            names = {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor", "float16": "torch.HalfTensor"}
+            what = "weight" if other is w else "bias"
+            raise RuntimeError(f"Input type ({names.get(str(dt), dt)}) and {what} type "
+                               f"({names.get(str(other._data.dtype), other._data.dtype)}) should be the same or input "
+                               f"should be a MKLDNN tensor and {what} is a dense tensor")
+    xb = x if batched else x.reshape(xs)
+    symmetric = all(lo == hi for lo, hi in pads[1:])
+    pad_hw = [v for lo_hi in reversed(pads[1:]) for v in lo_hi] if not symmetric else [0, 0, 0, 0]
+    if pads[0] != (0, 0) or not symmetric:
+        xb = pad(xb, pad_hw + list(pads[0]))
+    conv_pad = (pads[1][0], pads[2][0]) if symmetric else (0, 0)
+    N, C = xs[:2]
+    Do = (padded[0] - eff[0]) // s[0] + 1
+    total = None
+    for i in range(k[0]):
+        start = i * d[0]
+        xi = xb[:, :, start:start + (Do - 1) * s[0] + 1:s[0]]  # (N, C, Do, H, W): the depths tap i reads
+        xi = xi.permute(0, 2, 1, 3, 4).reshape((N * Do, C) + tuple(xi.shape[3:]))
+        yi = conv2d(xi, w[:, :, i], None, s[1:], conv_pad, d[1:], groups)
+        total = yi if total is None else total + yi
+    out = total.reshape((N, Do, O) + tuple(total.shape[2:])).permute(0, 2, 1, 3, 4)
+    if bias is not None:
+        out = out + b.reshape(1, O, 1, 1, 1)
+    return out if batched else out.reshape(tuple(out.shape[1:]))
 
 
 # -- max pooling ---------------------------------------------------------------------------------------------------
@@ -702,6 +952,8 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
 
 # -- tapegrad.compile: each row recomputed from new arrays of the traced shapes, its saved context refreshed ---------
 def _conv_replay(ctx, x, w, b=None):
+    if getattr(ctx, "transposed", False):
+        return _conv_t_forward(ctx, x.reshape(ctx.xshape4), w.reshape(ctx.wshape4), b)
     return _conv_forward(ctx, x.reshape(ctx.xshape4), w.reshape(ctx.wshape4), b)
 
 

@@ -1,9 +1,10 @@
 """torch.optim.Adadelta: running averages of squared gradients and squared updates (Zeiler 2012)."""
 import numpy as np
 
-from ..tensor import Tensor, _new
+from ..tensor import _new
 from .optimizer import (Optimizer, _add_scaled_, _addcmul_, _bump, _check_capturable, _check_differentiable,
-                        _grads_of, _scalar, _step_tensor, _steps_to_tensors, _with_weight_decay)
+                        _check_hyperparameters, _grads_of, _group_defaults, _scalar, _step_tensor, _steps_to_tensors,
+                        _with_weight_decay)
 
 __all__ = ["Adadelta"]
 
@@ -11,27 +12,14 @@ __all__ = ["Adadelta"]
 class Adadelta(Optimizer):
     def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *, capturable=False,
                  maximize=False, differentiable=False):
-        if isinstance(lr, Tensor) and lr.numel() != 1:
-            raise ValueError("Tensor lr must be 1-element")
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= rho <= 1.0:
-            raise ValueError(f"Invalid rho value: {rho}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        _check_hyperparameters(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay)
         defaults = {"lr": lr, "rho": rho, "eps": eps, "weight_decay": weight_decay, "maximize": maximize,
                     "capturable": capturable, "foreach": foreach, "differentiable": differentiable}
         super().__init__(params, defaults)
 
     def __setstate__(self, state):
         super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("capturable", False)
+        _group_defaults(self, foreach=None, maximize=False, differentiable=False, capturable=False)
         _steps_to_tensors(self)
 
     def step(self, closure=None):

@@ -2,8 +2,9 @@
 in torch's variant (relative step size, update clipping by d, no first moment)."""
 import numpy as np
 
-from ..tensor import Tensor, _new
-from .optimizer import Optimizer, _add_scaled_, _bump, _grads_of, _lerp_, _scalar, _step_tensor, _steps_to_tensors
+from ..tensor import _new
+from .optimizer import (Optimizer, _add_scaled_, _bump, _check_lr_size, _grads_of, _group_defaults, _lerp_, _scalar,
+                        _step_tensor, _steps_to_tensors)
 
 __all__ = ["Adafactor"]
 
@@ -15,8 +16,7 @@ def _norm(x, axis=None, keepdims=False):
 class Adafactor(Optimizer):
     def __init__(self, params, lr=1e-2, beta2_decay=-0.8, eps=(None, 1e-3), d=1.0, weight_decay=0.0, *,
                  foreach=None, maximize=False):
-        if isinstance(lr, Tensor) and lr.numel() != 1:
-            raise ValueError("Tensor lr must be 1-element")
+        _check_lr_size(lr)
         if not 0.0 <= lr:
             raise ValueError(f"Learning rate should be >= 0 but is: {lr}")
         if not 0.0 >= beta2_decay:
@@ -35,8 +35,7 @@ class Adafactor(Optimizer):
 
     def __setstate__(self, state):
         super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("foreach", None)
+        _group_defaults(self, foreach=None)
         _steps_to_tensors(self)
 
     def step(self, closure=None):

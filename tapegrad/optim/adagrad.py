@@ -1,9 +1,10 @@
 """torch.optim.Adagrad: per-coordinate steps scaled by the root of the running sum of squared gradients."""
 import numpy as np
 
-from ..tensor import Tensor, _new
+from ..tensor import _new
 from .optimizer import (Optimizer, _addcdiv_, _addcmul_, _bump, _check_differentiable, _check_fused_options,
-                        _check_fused_params, _scalar, _step_tensor, _steps_to_tensors, _with_weight_decay)
+                        _check_fused_params, _check_hyperparameters, _group_defaults, _scalar, _step_tensor,
+                        _steps_to_tensors, _with_weight_decay)
 
 __all__ = ["Adagrad"]
 
@@ -11,18 +12,8 @@ __all__ = ["Adagrad"]
 class Adagrad(Optimizer):
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-10,
                  foreach=None, *, maximize=False, differentiable=False, fused=None):
-        if isinstance(lr, Tensor) and lr.numel() != 1:
-            raise ValueError("Tensor lr must be 1-element")
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= lr_decay:
-            raise ValueError(f"Invalid lr_decay value: {lr_decay}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        if not 0.0 <= initial_accumulator_value:
-            raise ValueError(f"Invalid initial_accumulator_value value: {initial_accumulator_value}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
+        _check_hyperparameters(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,
+                               initial_accumulator_value=initial_accumulator_value, eps=eps)
         defaults = {"lr": lr, "lr_decay": lr_decay, "eps": eps, "weight_decay": weight_decay,
                     "initial_accumulator_value": initial_accumulator_value, "foreach": foreach,
                     "maximize": maximize, "differentiable": differentiable, "fused": fused}
@@ -36,11 +27,7 @@ class Adagrad(Optimizer):
 
     def __setstate__(self, state):
         super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("fused", None)
+        _group_defaults(self, foreach=None, maximize=False, differentiable=False, fused=None)
         _steps_to_tensors(self)
 
     def step(self, closure=None):

@@ -2,7 +2,9 @@
 import numpy as np
 
 from ..tensor import Tensor, _new
-from .optimizer import Optimizer, _bump, _check_capturable, _check_differentiable, _check_fused_options, _scalar
+from .optimizer import (Optimizer, _bump, _cell, _check_capturable, _check_differentiable, _check_fused_options,
+                        _check_hyperparameters, _compiled_batch, _dtype_args, _fits, _group_defaults, _optim_kernels,
+                        _scalar, _step_fits)
 
 __all__ = ["Adam"]
 
@@ -11,18 +13,7 @@ class Adam(Optimizer):
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
                  foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
                  decoupled_weight_decay=False):
-        if isinstance(lr, Tensor) and lr.numel() != 1:
-            raise ValueError("Tensor lr must be 1-element")
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= betas[0] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-        if not 0.0 <= betas[1] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        _check_hyperparameters(lr=lr, eps=eps, betas=betas, weight_decay=weight_decay)
         betas = tuple(_scalar(b) for b in betas)
         defaults = {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay, "amsgrad": amsgrad,
                     "maximize": maximize, "foreach": foreach, "capturable": capturable,
@@ -33,14 +24,9 @@ class Adam(Optimizer):
 
     def __setstate__(self, state):
         super().__setstate__(state)
+        _group_defaults(self, amsgrad=False, maximize=False, foreach=None, capturable=False, differentiable=False,
+                        decoupled_weight_decay=False, fused=None)
         for group in self.param_groups:
-            group.setdefault("amsgrad", False)
-            group.setdefault("maximize", False)
-            group.setdefault("foreach", None)
-            group.setdefault("capturable", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("decoupled_weight_decay", False)
-            group.setdefault("fused", None)
             for p in group["params"]:
                 p_state = self.state.get(p, {})
                 if len(p_state) != 0 and not isinstance(p_state["step"], Tensor):
@@ -60,6 +46,10 @@ class Adam(Optimizer):
             amsgrad = group["amsgrad"]
             maximize = group["maximize"]
             decoupled = group["decoupled_weight_decay"]
+            batch = _compiled_batch(group)
+            if batch is not None and self._compiled_step(batch, lr, beta1, beta2, eps, weight_decay, amsgrad,
+                                                         maximize, decoupled):
+                continue
             w1 = 1 - beta1
             for p in group["params"]:
                 g = p._grad
@@ -67,13 +57,7 @@ class Adam(Optimizer):
                     continue
                 d = p._data
                 grad = g._data
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = _new(np.zeros((), np.float32))
-                    state["exp_avg"] = _new(np.zeros_like(d))
-                    state["exp_avg_sq"] = _new(np.zeros_like(d))
-                    if amsgrad:
-                        state["max_exp_avg_sq"] = _new(np.zeros_like(d))
+                state = self._state_of(p, amsgrad)
                 if maximize:
                     grad = -grad
                 step_t = state["step"]._data
@@ -118,3 +102,32 @@ class Adam(Optimizer):
                 d += upd
                 _bump(p)
         return loss
+
+    def _state_of(self, p, amsgrad):
+        state = self.state[p]
+        if len(state) == 0:
+            d = p._data
+            state["step"] = _new(np.zeros((), np.float32))
+            state["exp_avg"] = _new(np.zeros_like(d))
+            state["exp_avg_sq"] = _new(np.zeros_like(d))
+            if amsgrad:
+                state["max_exp_avg_sq"] = _new(np.zeros_like(d))
+        return state
+
+    def _compiled_step(self, batch, lr, beta1, beta2, eps, weight_decay, amsgrad, maximize, decoupled):
+        """The group's update in one compiled pass (foreach / fused); False, having changed nothing, where a
+        state tensor is not one the kernel can take (a loaded one of another dtype, shape or layout)."""
+        params, grads = batch
+        rows, first = [], None
+        for p, g in zip(params, grads):
+            state, d = self._state_of(p, amsgrad), p._data
+            m, v, step = state["exp_avg"]._data, state["exp_avg_sq"]._data, state["step"]._data
+            vmax = state["max_exp_avg_sq"]._data if amsgrad else v
+            first = step if first is None else first
+            if not (_fits(m, d) and _fits(v, d) and _fits(vmax, d) and _step_fits(step, first)):
+                return False
+            rows.append((id(d), id(g), id(m), id(v), id(vmax), id(step), _cell(p)))
+        _optim_kernels().adam(np.array(rows, np.int64), *_dtype_args(params[0]._data), *_dtype_args(first), float(lr),
+                              float(beta1), float(beta2), float(eps), float(weight_decay), bool(amsgrad),
+                              bool(maximize), bool(decoupled))
+        return True

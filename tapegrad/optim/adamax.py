@@ -1,9 +1,10 @@
 """torch.optim.Adamax: Adam with the infinity norm of past gradients in place of the second moment."""
 import numpy as np
 
-from ..tensor import Tensor, _new
-from .optimizer import (Optimizer, _addcdiv_, _bump, _check_capturable, _check_differentiable, _grads_of, _lerp_,
-                        _scalar, _step_tensor, _steps_to_tensors, _with_weight_decay)
+from ..tensor import _new
+from .optimizer import (Optimizer, _addcdiv_, _bump, _check_capturable, _check_differentiable, _check_hyperparameters,
+                        _grads_of, _group_defaults, _lerp_, _scalar, _step_tensor, _steps_to_tensors,
+                        _with_weight_decay)
 
 __all__ = ["Adamax"]
 
@@ -11,29 +12,14 @@ __all__ = ["Adamax"]
 class Adamax(Optimizer):
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, foreach=None, *,
                  maximize=False, differentiable=False, capturable=False):
-        if isinstance(lr, Tensor) and lr.numel() != 1:
-            raise ValueError("Tensor lr must be 1-element")
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= betas[0] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-        if not 0.0 <= betas[1] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        _check_hyperparameters(lr=lr, eps=eps, betas=betas, weight_decay=weight_decay)
         defaults = {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay, "foreach": foreach,
                     "maximize": maximize, "differentiable": differentiable, "capturable": capturable}
         super().__init__(params, defaults)
 
     def __setstate__(self, state):
         super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("capturable", False)
+        _group_defaults(self, foreach=None, maximize=False, differentiable=False, capturable=False)
         _steps_to_tensors(self)
 
     def step(self, closure=None):

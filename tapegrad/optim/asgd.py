@@ -1,9 +1,10 @@
 """torch.optim.ASGD: averaged SGD (Polyak & Juditsky 1992) with torch's eta / mu schedules."""
 import numpy as np
 
-from ..tensor import Tensor, _new
-from .optimizer import (Optimizer, _add_scaled_, _bump, _check_capturable, _check_differentiable, _grads_of,
-                        _scalar, _step_tensor, _steps_to_tensors, _with_weight_decay)
+from ..tensor import _new
+from .optimizer import (Optimizer, _add_scaled_, _bump, _check_capturable, _check_differentiable,
+                        _check_hyperparameters, _grads_of, _group_defaults, _scalar, _step_tensor, _steps_to_tensors,
+                        _with_weight_decay)
 
 __all__ = ["ASGD"]
 
@@ -11,12 +12,7 @@ __all__ = ["ASGD"]
 class ASGD(Optimizer):
     def __init__(self, params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0, foreach=None,
                  maximize=False, differentiable=False, capturable=False):
-        if isinstance(lr, Tensor) and lr.numel() != 1:
-            raise ValueError("Tensor lr must be 1-element")
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        _check_hyperparameters(lr=lr, weight_decay=weight_decay)
         defaults = {"lr": lr, "lambd": lambd, "alpha": alpha, "t0": t0, "weight_decay": weight_decay,
                     "foreach": foreach, "maximize": maximize, "differentiable": differentiable,
                     "capturable": capturable}
@@ -24,11 +20,7 @@ class ASGD(Optimizer):
 
     def __setstate__(self, state):
         super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("capturable", False)
+        _group_defaults(self, foreach=None, maximize=False, differentiable=False, capturable=False)
         _steps_to_tensors(self, ("step", "eta", "mu"))
 
     def step(self, closure=None):

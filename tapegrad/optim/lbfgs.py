@@ -7,7 +7,7 @@ import numpy as np
 
 from ..grad_mode import enable_grad
 from ..tensor import Tensor, _new
-from .optimizer import Optimizer, _bump, _scalar
+from .optimizer import Optimizer, _bump, _check_hyperparameters, _scalar
 
 __all__ = ["LBFGS"]
 
@@ -127,10 +127,7 @@ def _from_state(value):
 class LBFGS(Optimizer):
     def __init__(self, params, lr=1, max_iter=20, max_eval=None, tolerance_grad=1e-7, tolerance_change=1e-9,
                  history_size=100, line_search_fn=None):
-        if isinstance(lr, Tensor) and lr.numel() != 1:
-            raise ValueError("Tensor lr must be 1-element")
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
+        _check_hyperparameters(lr=lr)
         if max_eval is None:
             max_eval = max_iter * 5 // 4
         defaults = {"lr": lr, "max_iter": max_iter, "max_eval": max_eval, "tolerance_grad": tolerance_grad,

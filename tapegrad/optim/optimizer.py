@@ -9,6 +9,7 @@ from itertools import chain
 
 import numpy as np
 
+from .. import kernels
 from ..grad_mode import enable_grad
 from ..tensor import Tensor, _new, tensor_type_name
 from ..utils.hooks import RemovableHandle
@@ -251,6 +252,34 @@ class Optimizer:
                            "param_groups": [update_group(g, ng) for g, ng in zip(groups, saved_groups)]})
 
 
+# -- torch's hyper-parameter checks, each written once ------------------------------------------------------
+_CHECK_WORDS = {"eps": "epsilon"}  # torch says "Invalid epsilon value", but "Invalid momentum value"
+
+
+def _check_lr_size(lr):
+    if isinstance(lr, Tensor) and lr.numel() != 1:
+        raise ValueError("Tensor lr must be 1-element")
+
+
+def _check_hyperparameters(*, allow_nan=False, **values):
+    """torch's constructor checks, in the order given and in torch's words: lr (a number or a 1-element
+    Tensor), betas (each in [0, 1)), rho (in [0, 1]) and every other value (>= 0). allow_nan: SGD writes its
+    checks as `value < 0.0`, which a NaN passes."""
+    for name, value in values.items():
+        if name == "lr":
+            _check_lr_size(value)
+        if name == "betas":
+            for i in (0, 1):
+                if not 0.0 <= value[i] < 1.0:
+                    raise ValueError(f"Invalid beta parameter at index {i}: {value[i]}")
+            continue
+        if name == "rho" and value > 1.0:
+            raise ValueError(f"Invalid rho value: {value}")
+        if (value < 0.0) if allow_nan else not 0.0 <= value:
+            what = "learning rate" if name == "lr" else f"{_CHECK_WORDS.get(name, name)} value"
+            raise ValueError(f"Invalid {what}: {value}")
+
+
 # -- shared pieces of the update rules ---------------------------------------------------------------
 # Each rule runs a few whole-array NumPy calls per parameter, in torch's single-tensor (CPU) operation order,
 # so float32 stays float32 and results agree with torch to rounding.
@@ -312,6 +341,13 @@ def _step_tensor(value=0.0, fused=False):
     return _new(np.asarray(value, dtype))
 
 
+def _group_defaults(optimizer, **defaults):
+    """__setstate__: options that state pickled by an older torch lacks, at torch's defaults."""
+    for group in optimizer.param_groups:
+        for key, value in defaults.items():
+            group.setdefault(key, value)
+
+
 def _steps_to_tensors(optimizer, keys=("step",)):
     """__setstate__: state saved with Python-number steps (old torch) gets torch's float32 0-d tensors."""
     for group in optimizer.param_groups:
@@ -361,3 +397,66 @@ def _add_scaled_(a, t, alpha):
 def _with_weight_decay(grad, param, weight_decay):
     """grad.add(param, alpha=weight_decay) (a new array)."""
     return grad + param * weight_decay if weight_decay != 1 else grad + param
+
+
+# -- foreach / fused: one compiled pass per parameter group (kernels/optim.py) ---------------------------------
+# foreach=None takes the compiled pass too: measured faster than the loop of NumPy calls from one parameter up
+# (benchmarks/bench_optim.py, docs/optim.md). foreach=False keeps torch's single-tensor loop, in NumPy.
+COMPILED_WHEN_UNSET = True
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+_LIKE = {dt: np.empty(0, dt) for dt in _FLOATS}  # a kernel's dtype argument: one compiled version per dtype
+_kernels = []  # kernels/optim.py, once loaded (Numba is imported only when a compiled step first runs)
+
+
+def _optim_kernels():
+    if not _kernels:
+        _kernels.append(kernels.module("optim"))
+    return _kernels[0]
+
+
+def _compiled_batch(group):
+    """(params, grad arrays) of the group's parameters with a gradient, for one compiled pass; None where
+    the group asks for torch's single-tensor loop (foreach=False, not fused) or holds what the kernels do not
+    take (sparse, mixed-dtype, non-float or non-contiguous parameters or gradients): then the NumPy loop runs."""
+    foreach = group.get("foreach")
+    if not group.get("fused") and (foreach is False or (foreach is None and not COMPILED_WHEN_UNSET)):
+        return None
+    params, grads = [], []
+    dtype = None
+    for p in group["params"]:
+        g = p._grad
+        if g is None:
+            continue
+        d, gd = p._data, g._data
+        if dtype is None:
+            dtype = d.dtype
+            if dtype not in _FLOATS:
+                return None
+        if getattr(g, "is_sparse", False) or d.dtype != dtype or gd.dtype != dtype or gd.shape != d.shape \
+                or not (d.flags.c_contiguous and d.flags.writeable and gd.flags.c_contiguous):
+            return None
+        params.append(p)
+        grads.append(gd)
+    return (params, grads) if params else None
+
+
+def _fits(array, like):
+    """A state array the kernels may read and write as they read `like` (a parameter's array)."""
+    return array.dtype == like.dtype and array.shape == like.shape and array.flags.c_contiguous and \
+        array.flags.writeable
+
+
+def _cell(p):
+    """The address of p's version cell, 0 where it has none yet (nothing has read its version)."""
+    vc = p._vc
+    return 0 if vc is None else id(vc)
+
+
+def _dtype_args(array):
+    """A kernel's dtype arguments for arrays like `array`: a sample of the dtype and its NumPy number."""
+    return _LIKE[array.dtype], array.dtype.num
+
+
+def _step_fits(step, first):
+    """A 0-d step tensor's array the kernels may increment: a float, of the dtype of the group's first."""
+    return step.dtype in _FLOATS and step.size == 1 and step.flags.writeable and step.dtype == first.dtype

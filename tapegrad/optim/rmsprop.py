@@ -1,9 +1,10 @@
 """torch.optim.RMSprop: steps scaled by a running root-mean-square of gradients; momentum, centered variant."""
 import numpy as np
 
-from ..tensor import Tensor, _new
-from .optimizer import (Optimizer, _add_scaled_, _addcdiv_, _addcmul_, _bump, _check_capturable,
-                        _check_differentiable, _grads_of, _lerp_, _scalar, _step_tensor, _steps_to_tensors,
+from ..tensor import _new
+from .optimizer import (Optimizer, _add_scaled_, _addcdiv_, _addcmul_, _bump, _cell, _check_capturable,
+                        _check_differentiable, _check_hyperparameters, _compiled_batch, _dtype_args, _fits, _grads_of,
+                        _group_defaults, _lerp_, _optim_kernels, _scalar, _step_fits, _step_tensor, _steps_to_tensors,
                         _with_weight_decay)
 
 __all__ = ["RMSprop"]
@@ -12,18 +13,7 @@ __all__ = ["RMSprop"]
 class RMSprop(Optimizer):
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False,
                  capturable=False, foreach=None, maximize=False, differentiable=False):
-        if isinstance(lr, Tensor) and lr.numel() != 1:
-            raise ValueError("Tensor lr must be 1-element")
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= momentum:
-            raise ValueError(f"Invalid momentum value: {momentum}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        if not 0.0 <= alpha:
-            raise ValueError(f"Invalid alpha value: {alpha}")
+        _check_hyperparameters(lr=lr, eps=eps, momentum=momentum, weight_decay=weight_decay, alpha=alpha)
         defaults = {"lr": lr, "momentum": momentum, "alpha": alpha, "eps": eps, "centered": centered,
                     "weight_decay": weight_decay, "capturable": capturable, "foreach": foreach,
                     "maximize": maximize, "differentiable": differentiable}
@@ -31,13 +21,8 @@ class RMSprop(Optimizer):
 
     def __setstate__(self, state):
         super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("momentum", 0)
-            group.setdefault("centered", False)
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("capturable", False)
+        _group_defaults(self, momentum=0, centered=False, foreach=None, maximize=False, differentiable=False,
+                        capturable=False)
         _steps_to_tensors(self)
 
     def step(self, closure=None):
@@ -58,8 +43,13 @@ class RMSprop(Optimizer):
                         state["momentum_buffer"] = _new(np.zeros_like(p._data))
                     if centered:
                         state["grad_avg"] = _new(np.zeros_like(p._data))
-            for p, grad in items:
+            if items:
                 _check_capturable(group)
+            batch = _compiled_batch(group)
+            if batch is not None and self._compiled_step(batch, lr, alpha, eps, weight_decay, momentum, centered,
+                                                         maximize):
+                continue
+            for p, grad in items:
                 d = p._data
                 state = self.state[p]
                 if maximize:
@@ -88,3 +78,22 @@ class RMSprop(Optimizer):
                     _addcdiv_(d, grad, avg, -lr)
                 _bump(p)
         return loss
+
+    def _compiled_step(self, batch, lr, alpha, eps, weight_decay, momentum, centered, maximize):
+        """The group's update in one compiled pass (foreach); False, having changed nothing, where a state
+        tensor is not one the kernel can take (a loaded one of another dtype, shape or layout)."""
+        params, grads = batch
+        rows, first = [], None
+        for p, g in zip(params, grads):
+            state, d = self.state[p], p._data
+            sq, step = state["square_avg"]._data, state["step"]._data
+            ga = state["grad_avg"]._data if centered else sq
+            buf = state["momentum_buffer"]._data if momentum > 0 else sq
+            first = step if first is None else first
+            if not (_fits(sq, d) and _fits(ga, d) and _fits(buf, d) and _step_fits(step, first)):
+                return False
+            rows.append((id(d), id(g), id(sq), id(ga), id(buf), id(step), _cell(p)))
+        _optim_kernels().rmsprop(np.array(rows, np.int64), *_dtype_args(params[0]._data), *_dtype_args(first),
+                                 float(lr), float(alpha), float(eps), float(weight_decay), float(momentum),
+                                 bool(centered), bool(maximize))
+        return True

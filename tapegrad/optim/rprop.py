@@ -1,9 +1,9 @@
 """torch.optim.Rprop: per-coordinate step sizes grown or shrunk by the sign agreement of successive gradients."""
 import numpy as np
 
-from ..tensor import Tensor, _new
-from .optimizer import (Optimizer, _bump, _check_capturable, _check_differentiable, _grads_of, _scalar,
-                        _step_tensor, _steps_to_tensors)
+from ..tensor import _new
+from .optimizer import (Optimizer, _bump, _check_capturable, _check_differentiable, _check_hyperparameters, _grads_of,
+                        _group_defaults, _scalar, _step_tensor, _steps_to_tensors)
 
 __all__ = ["Rprop"]
 
@@ -11,10 +11,7 @@ __all__ = ["Rprop"]
 class Rprop(Optimizer):
     def __init__(self, params, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *, capturable=False, foreach=None,
                  maximize=False, differentiable=False):
-        if isinstance(lr, Tensor) and lr.numel() != 1:
-            raise ValueError("Tensor lr must be 1-element")
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
+        _check_hyperparameters(lr=lr)
         if not 0.0 < etas[0] < 1.0 < etas[1]:
             raise ValueError(f"Invalid eta values: {etas[0]}, {etas[1]}")
         defaults = {"lr": lr, "etas": etas, "step_sizes": step_sizes, "foreach": foreach, "maximize": maximize,
@@ -23,11 +20,7 @@ class Rprop(Optimizer):
 
     def __setstate__(self, state):
         super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("capturable", False)
+        _group_defaults(self, foreach=None, maximize=False, differentiable=False, capturable=False)
         _steps_to_tensors(self)
 
     def step(self, closure=None):

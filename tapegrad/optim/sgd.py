@@ -1,8 +1,9 @@
 """torch.optim.SGD: momentum, dampening, Nesterov, weight decay, maximize; torch's update order."""
 import numpy as np
 
-from ..tensor import Tensor, _new
-from .optimizer import Optimizer, _bump, _check_differentiable, _check_fused_options, _scalar
+from ..tensor import _new
+from .optimizer import (Optimizer, _bump, _cell, _check_differentiable, _check_fused_options, _check_hyperparameters,
+                        _compiled_batch, _dtype_args, _fits, _group_defaults, _optim_kernels, _scalar)
 
 __all__ = ["SGD"]
 
@@ -10,14 +11,7 @@ __all__ = ["SGD"]
 class SGD(Optimizer):
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *,
                  maximize=False, foreach=None, differentiable=False, fused=None):
-        if isinstance(lr, Tensor) and lr.numel() != 1:
-            raise ValueError("Tensor lr must be 1-element")
-        if lr < 0.0:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if momentum < 0.0:
-            raise ValueError(f"Invalid momentum value: {momentum}")
-        if weight_decay < 0.0:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        _check_hyperparameters(lr=lr, momentum=momentum, weight_decay=weight_decay, allow_nan=True)
         defaults = {"lr": lr, "momentum": momentum, "dampening": dampening, "weight_decay": weight_decay,
                     "nesterov": nesterov, "maximize": maximize, "foreach": foreach,
                     "differentiable": differentiable, "fused": fused}
@@ -28,12 +22,7 @@ class SGD(Optimizer):
 
     def __setstate__(self, state):
         super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("nesterov", False)
-            group.setdefault("maximize", False)
-            group.setdefault("foreach", None)
-            group.setdefault("differentiable", False)
-            group.setdefault("fused", False)
+        _group_defaults(self, nesterov=False, maximize=False, foreach=None, differentiable=False, fused=False)
 
     def step(self, closure=None):
         """One update: p -= lr * (grad [+ weight_decay * p], through the momentum buffer when momentum != 0)."""
@@ -47,6 +36,10 @@ class SGD(Optimizer):
             weight_decay = _scalar(group["weight_decay"])
             nesterov = group["nesterov"]
             maximize = group["maximize"]
+            batch = _compiled_batch(group)
+            if batch is not None and self._compiled_step(batch, lr, momentum, dampening, weight_decay, nesterov,
+                                                         maximize):
+                continue
             if momentum == 0 and weight_decay == 0 and not maximize:
                 for p in group["params"]:  # the plain step, kept tight: it runs on every benchmarked step
                     g = p._grad
@@ -84,3 +77,26 @@ class SGD(Optimizer):
                 d -= lr * grad
                 _bump(p)
         return loss
+
+    def _compiled_step(self, batch, lr, momentum, dampening, weight_decay, nesterov, maximize):
+        """The group's update in one compiled pass (foreach / fused); False, having changed nothing, where a
+        momentum buffer is not one the kernel can take (a loaded one of another dtype or layout)."""
+        params, grads = batch
+        rows, fresh = [], []
+        for p, g in zip(params, grads):
+            d = p._data
+            buf = self.state[p].get("momentum_buffer") if momentum != 0 else None
+            if buf is not None and not _fits(buf._data, d):
+                return False
+            new = buf is None and momentum != 0
+            if new:  # torch's buffer is the first (decayed, maximized) gradient, cloned: the kernel writes it
+                buf = np.empty_like(d)
+                fresh.append((p, buf))
+            else:
+                buf = d if buf is None else buf._data  # (d: unread without momentum)
+            rows.append((id(d), id(g), id(buf), _cell(p), new))
+        _optim_kernels().sgd(np.array(rows, np.int64), *_dtype_args(params[0]._data), float(lr), float(momentum),
+                             float(dampening), float(weight_decay), bool(nesterov), bool(maximize))
+        for p, buf in fresh:
+            self.state[p]["momentum_buffer"] = _new(buf)
+        return True

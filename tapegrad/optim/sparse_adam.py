@@ -7,24 +7,20 @@ import math
 
 import numpy as np
 
-from ..tensor import Tensor, _new
-from .optimizer import Optimizer, _bump, _scalar
+from ..tensor import _new
+from .optimizer import Optimizer, _bump, _check_hyperparameters, _check_lr_size, _scalar
 
 __all__ = ["SparseAdam"]
 
 
 class SparseAdam(Optimizer):
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, maximize=False):
-        if isinstance(lr, Tensor) and lr.numel() != 1:
-            raise ValueError("Tensor lr must be 1-element")
+        _check_lr_size(lr)
         if not 0.0 < lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 < eps:
             raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= betas[0] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-        if not 0.0 <= betas[1] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        _check_hyperparameters(betas=betas)
         defaults = {"lr": lr, "betas": betas, "eps": eps, "maximize": maximize}
         super().__init__(params, defaults)
         sparse_params, complex_params = [], []

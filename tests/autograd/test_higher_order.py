@@ -301,6 +301,15 @@ def _gru_step(T, gi, gh, h):
     return gru_cell_step(gi, gh, h)
 
 
+def _bags(T, w, mode, p=None):
+    """The bags [0, 2], [], [3, 2, 1] of w's rows (times p), summed, averaged or maximised by indexing."""
+    rows = [w[[0, 2]], w[[3, 2, 1]]]
+    if p is not None:
+        rows = [rows[0] * p[0:2, None], rows[1] * p[2:5, None]]
+    pick = {"sum": lambda r: r.sum(0), "mean": lambda r: r.mean(0), "max": lambda r: r.max(0).values}[mode]
+    return T.stack([pick(rows[0]), T.zeros(w.shape[1], dtype=w.dtype), pick(rows[1])])
+
+
 def _norm_composite(x, dims, w, b, eps=1e-5):
     m = x.mean(dims, keepdim=True)
     return (x - m) / ((x - m).square().mean(dims, keepdim=True) + eps).sqrt() * w + b
@@ -375,6 +384,16 @@ CASES = [
         z, y, pos_weight=T.full((4,), 2.0, dtype=T.float64)), [(3, 4), (3, 4)]),
     _case("embedding_padded", lambda T, w: T.nn.functional.embedding(T.tensor([[0, 2], [1, 0]]), w, padding_idx=0),
           [(3, 4)], eps=1e-2),
+    # (torch's embedding_bag has no double backward: its bags by indexing are the oracle)
+    _case("embedding_bag", lambda T, w, p: T.nn.functional.embedding_bag(
+        T.tensor([0, 2, 3, 2, 1]), w, T.tensor([0, 2, 2]), mode="sum", per_sample_weights=p), [(4, 3), (5,)],
+        torch_fn=lambda T, w, p: _bags(T, w, "sum", p)),
+    _case("embedding_bag_mean", lambda T, w: T.nn.functional.embedding_bag(T.tensor([0, 2, 3, 2, 1]), w,
+                                                                           T.tensor([0, 2, 2])),
+          [(4, 3)], covers=("embedding_bag",), torch_fn=lambda T, w: _bags(T, w, "mean")),
+    _case("embedding_bag_max", lambda T, w: T.nn.functional.embedding_bag(T.tensor([0, 2, 3, 2, 1]), w,
+                                                                          T.tensor([0, 2, 2]), mode="max"),
+          [(4, 3)], covers=("embedding_bag",), torch_fn=lambda T, w: _bags(T, w, "max")),
     _case("norm", _norm, [(3, 4)]),
     _case("vector_norm", lambda T, x: x.norm(3), [(3, 4)]),
     _case("vector_norm_1", lambda T, x: x.norm(1, dim=1), [(3, 4)], covers=("vector_norm",)),
@@ -407,6 +426,28 @@ CASES = [
     _case("conv", lambda T, x, w, b: T.nn.functional.conv2d(x, w, b, stride=2, padding=1, groups=2),
           [(2, 4, 5, 4), (2, 2, 3, 2), (2,)], eps=1e-4),
     _case("max_pool", lambda T, x: T.nn.functional.max_pool2d(x, 2, 1, 1), [(1, 2, 4, 3)]),
+    # (tests/nn/test_conv_transpose_resample.py has more)
+    # (no output_padding: torch's own third derivative of it raises "not supported for non-transposed")
+    _case("conv_transpose", lambda T, x, w, b: T.nn.functional.conv_transpose2d(x, w, b, stride=2, padding=1,
+                                                                                groups=2),
+          [(1, 4, 3, 2), (4, 1, 3, 2), (2,)], covers=("conv",), eps=1e-4),
+    _case("im2col", lambda T, x: T.nn.functional.unfold(x, 2, padding=1, stride=2), [(1, 2, 3, 4)],
+          covers=("im2col", "col2im")),
+    _case("col2im", lambda T, x: T.nn.functional.fold(x, (3, 4), 2, padding=1, stride=2), [(1, 8, 6)],
+          covers=("col2im", "im2col")),
+    _case("upsample_nearest2d", lambda T, x: T.nn.functional.interpolate(x, size=(5, 3)), [(1, 2, 3, 2)]),
+    _case("upsample_nearest1d", lambda T, x: T.nn.functional.interpolate(x, scale_factor=2.5), [(1, 2, 3)]),
+    _case("_upsample_nearest_exact2d", lambda T, x: T.nn.functional.interpolate(x, size=(2, 5), mode="nearest-exact"),
+          [(1, 2, 3, 2)]),
+    _case("_upsample_nearest_exact1d", lambda T, x: T.nn.functional.interpolate(x, size=4, mode="nearest-exact"),
+          [(1, 2, 3)]),
+    _case("upsample_bilinear2d", lambda T, x: T.nn.functional.interpolate(x, size=(4, 3), mode="bilinear"),
+          [(1, 2, 3, 2)]),
+    _case("upsample_linear1d", lambda T, x: T.nn.functional.interpolate(x, size=5, mode="linear", align_corners=True),
+          [(1, 2, 3)]),
+    _case("adaptive_max_pool", lambda T, x: T.nn.functional.adaptive_max_pool2d(x, (2, 3)), [(1, 2, 5, 4)]),
+    _case("max_unpool", lambda T, x: T.nn.functional.max_unpool2d(
+        *T.nn.functional.max_pool2d(x, 2, return_indices=True), 2), [(1, 2, 4, 4)]),
     # (torch's native norms give wrong third derivatives in x: its composite is the oracle)
     _case("layer_norm", lambda T, x, w, b: T.nn.functional.layer_norm(x, (4,), w, b), [(3, 4), (4,), (4,)],
           torch_fn=lambda T, x, w, b: _norm_composite(x, (-1,), w, b)),

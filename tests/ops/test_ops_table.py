@@ -417,6 +417,22 @@ add(Case("conv2d", [A((2, 3, 5, 5)), A((4, 3, 3, 3)), A((4,))], paths=F),
     Case("gru_cell", [A((2, 3)), A((2, 2))], fn=_cell("GRUCell"), gg=False, grad_fn=False),
     Case("clamp_min", [A((3, 4)), A((4,))], fn=lambda L, x, m: x.clamp_min(m), id="tensor"),
     Case("clamp_max", [A((3, 4))], fn=lambda L, x: L.clamp_max(x, 0.2), id="number"))
+add(Case("unfold", [A((2, 3, 5, 5))], {"kernel_size": 2}, paths=F),
+    Case("fold", [A((2, 12, 16))], {"output_size": (5, 5), "kernel_size": 2}, paths=F),
+    Case("pixel_shuffle", [A((1, 8, 2, 3))], {"upscale_factor": 2}, paths=F),
+    Case("pixel_unshuffle", [A((1, 2, 4, 6))], {"downscale_factor": 2}, paths=F),
+    Case("interpolate", [A((1, 2, 4))], {"scale_factor": 2, "mode": "nearest"}, paths=F, id="nearest1d"),
+    Case("interpolate", [A((1, 2, 3, 4))], {"scale_factor": 2, "mode": "nearest"}, paths=F, id="nearest2d"),
+    Case("interpolate", [A((1, 2, 4))], {"size": 7, "mode": "nearest-exact"}, paths=F, id="exact1d"),
+    Case("interpolate", [A((1, 2, 3, 4))], {"size": (5, 7), "mode": "nearest-exact"}, paths=F, id="exact2d"),
+    Case("interpolate", [A((1, 2, 4))], {"size": 7, "mode": "linear"}, paths=F, id="linear"),
+    Case("interpolate", [A((1, 2, 3, 4))], {"size": (5, 7), "mode": "bilinear", "align_corners": True}, paths=F,
+         id="bilinear"),
+    Case("adaptive_max_pool2d", [A((1, 2, 5, 5))], {"output_size": 2}, paths=F),
+    # torch's embedding_bag has no double backward (tapegrad's: tests/autograd/test_higher_order.py)
+    Case("embedding_bag", [V([0, 2, 4, 1, 3]), A((5, 3)), V([0, 2])], paths=F, gg=False),
+    Case("max_unpool2d", [A((1, 2, 4, 4))], paths=("fn",), id="of_max_pool",
+         fn=lambda L, x: L.nn.functional.max_unpool2d(*L.nn.functional.max_pool2d(x, 2, return_indices=True), 2)))
 
 @pytest.mark.parametrize("case,path,dtype", params(CASES))
 def test_against_torch(case, path, dtype):

@@ -366,11 +366,6 @@ def test_optimizer_names_are_exported_like_torch():
             assert hasattr(tg.optim, name), name
 
 
-def test_muon_is_a_clear_not_implemented():
-    with pytest.raises(NotImplementedError, match="Muon"):
-        tg.optim.Muon([tg.nn.Parameter(tg.ones(2, 2))])
-
-
 @pytest.mark.filterwarnings("ignore:Sparse invariant checks")
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_adagrad_sparse_gradients_match_torch(dtype):

@@ -19,3 +19,18 @@ from .pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d
                       MaxPool2d)
 from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm  # noqa: F401
 from .pointwise import GLU, Hardswish, Mish, PReLU  # noqa: F401
+from .conv import Conv3d, ConvTranspose1d, ConvTranspose2d  # noqa: F401
+from .fold import Fold, Unfold  # noqa: F401
+from .pixelshuffle import PixelShuffle, PixelUnshuffle  # noqa: F401
+from .pooling import AdaptiveMaxPool1d, AdaptiveMaxPool2d, MaxUnpool1d, MaxUnpool2d  # noqa: F401
+from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d  # noqa: F401
+# normalization, distances, misc layers and losses (issue 19)
+from .normalization import RMSNorm  # noqa: F401
+from .instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d  # noqa: F401
+from .distance import CosineSimilarity, PairwiseDistance  # noqa: F401
+from .linear import Bilinear  # noqa: F401
+from .channelshuffle import ChannelShuffle  # noqa: F401
+from .activation import Softmax2d  # noqa: F401
+from .sparse import EmbeddingBag  # noqa: F401
+from .loss import (CosineEmbeddingLoss, GaussianNLLLoss, HingeEmbeddingLoss, MarginRankingLoss,  # noqa: F401
+                   MultiLabelSoftMarginLoss, PoissonNLLLoss, TripletMarginLoss, TripletMarginWithDistanceLoss)

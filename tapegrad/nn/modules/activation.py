@@ -3,7 +3,7 @@ from .. import functional as F
 from .module import Module
 
 __all__ = ["ReLU", "Tanh", "Sigmoid", "GELU", "SiLU", "LeakyReLU", "ELU", "Softmax", "LogSoftmax", "Softplus",
-           "Hardtanh", "ReLU6", "LogSigmoid"]
+           "Hardtanh", "ReLU6", "LogSigmoid", "Softmax2d"]
 
 
 def _inplace_str(inplace, sep=True):
@@ -148,6 +148,15 @@ class LogSoftmax(Module):
 
     def extra_repr(self):
         return f"dim={self.dim}"
+
+
+class Softmax2d(Module):
+    """Softmax over the channels of a (N, C, H, W) or (C, H, W) input."""
+
+    def forward(self, input):
+        if input.dim() not in (3, 4):
+            raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.dim()}D instead")
+        return F.softmax(input, -3, _stacklevel=5)
 
 
 # torch's module path for these is torch.nn.modules.activation

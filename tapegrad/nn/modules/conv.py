@@ -1,12 +1,14 @@
-"""Conv1d and Conv2d: torch's parameters (out, in / groups, *kernel), initialisation, repr and padding modes."""
+"""Conv1d/2d/3d and ConvTranspose1d/2d: torch's parameters ((out, in / groups, *kernel), transposed (in, out / groups,
+*kernel)), initialisation, repr and padding modes."""
 import math
 
 from ... import creation
+from ...tensor import Size
 from .. import functional as F, init
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["Conv1d", "Conv2d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d"]
 
 
 def _ntuple(v, n):
@@ -19,7 +21,7 @@ class _ConvNd(Module):
     _nd = 2
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
-                 padding_mode="zeros", device=None, dtype=None):
+                 padding_mode="zeros", device=None, dtype=None, *, transposed=False, output_padding=0):
         super().__init__()
         n = self._nd
         if groups <= 0:
@@ -42,7 +44,7 @@ class _ConvNd(Module):
         self.stride = _ntuple(stride, n)
         self.padding = padding if isinstance(padding, str) else _ntuple(padding, n)
         self.dilation = _ntuple(dilation, n)
-        self.transposed, self.output_padding = False, (0,) * n
+        self.transposed, self.output_padding = transposed, _ntuple(output_padding, n)
         self.groups, self.padding_mode = groups, padding_mode
         if isinstance(self.padding, str):  # F.pad's order: the last dim's (left, right) first
             twice = []
@@ -52,7 +54,8 @@ class _ConvNd(Module):
         else:
             twice = [p for p in reversed(self.padding) for _ in range(2)]
         self._reversed_padding_repeated_twice = twice
-        self.weight = Parameter(creation.empty((out_channels, in_channels // groups) + self.kernel_size, dtype=dtype))
+        shape = (in_channels, out_channels // groups) if transposed else (out_channels, in_channels // groups)
+        self.weight = Parameter(creation.empty(shape + self.kernel_size, dtype=dtype))
         if bias:
             self.bias = Parameter(creation.empty(out_channels, dtype=dtype))
         else:
@@ -74,6 +77,8 @@ class _ConvNd(Module):
             s += ", padding={padding}"
         if self.dilation != (1,) * n:
             s += ", dilation={dilation}"
+        if self.output_padding != (0,) * n:
+            s += ", output_padding={output_padding}"
         if self.groups != 1:
             s += ", groups={groups}"
         if self.bias is None:
@@ -102,3 +107,63 @@ class Conv2d(_ConvNd):
 
     def forward(self, input):
         return self._conv_forward(F.conv2d, input)
+
+
+class Conv3d(_ConvNd):
+    _nd = 3
+
+    def forward(self, input):
+        return self._conv_forward(F.conv3d, input)
+
+
+class _ConvTransposeNd(_ConvNd):
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
+                 bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None):
+        if padding_mode != "zeros":
+            raise ValueError(f'Only "zeros" padding mode is supported for {self.__class__.__name__}')
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, padding_mode,
+                         device, dtype, transposed=True, output_padding=output_padding)
+
+    def _output_padding(self, input, output_size, stride, padding, kernel_size, num_spatial_dims, dilation=None):
+        """torch's: output_padding, or the one that makes the output output_size (its spatial or whole shape)."""
+        if output_size is None:
+            return tuple(self.output_padding)
+        num_non_spatial_dims = 2 if input.dim() == num_spatial_dims + 2 else 1
+        output_size = list(output_size)
+        if len(output_size) == num_non_spatial_dims + num_spatial_dims:
+            output_size = output_size[num_non_spatial_dims:]
+        if len(output_size) != num_spatial_dims:
+            raise ValueError(f"ConvTranspose{num_spatial_dims}D: for {input.dim()}D input, output_size must have "
+                             f"{num_spatial_dims} or {num_non_spatial_dims + num_spatial_dims} elements (got "
+                             f"{len(output_size)})")
+        min_sizes, max_sizes = [], []
+        for d in range(num_spatial_dims):
+            size = ((input.size(d + num_non_spatial_dims) - 1) * stride[d] - 2 * padding[d]
+                    + (dilation[d] if dilation is not None else 1) * (kernel_size[d] - 1) + 1)
+            min_sizes.append(size)
+            max_sizes.append(size + stride[d] - 1)
+        for size, lo, hi in zip(output_size, min_sizes, max_sizes):
+            if size < lo or size > hi:
+                raise ValueError(f"requested an output size of {output_size}, but valid sizes range from {min_sizes} "
+                                 f"to {max_sizes} (for an input of {Size(input.size()[2:])})")
+        return tuple(o - lo for o, lo in zip(output_size, min_sizes))
+
+    def _transposed_forward(self, conv, input, output_size):
+        output_padding = self._output_padding(input, output_size, self.stride, self.padding, self.kernel_size,
+                                              self._nd, self.dilation)
+        return conv(input, self.weight, self.bias, self.stride, self.padding, output_padding, self.groups,
+                    self.dilation)
+
+
+class ConvTranspose1d(_ConvTransposeNd):
+    _nd = 1
+
+    def forward(self, input, output_size=None):
+        return self._transposed_forward(F.conv_transpose1d, input, output_size)
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    _nd = 2
+
+    def forward(self, input, output_size=None):
+        return self._transposed_forward(F.conv_transpose2d, input, output_size)

@@ -1,0 +1,579 @@
+"""Sliding blocks and resampling: torch.nn.functional's unfold/fold, interpolate (nearest, nearest-exact, linear,
+bilinear, area), pixel_shuffle/pixel_unshuffle, adaptive_max_pool1d/2d and max_unpool1d/2d.
+
+unfold and fold are each other's adjoints: one row each, whose forward and plain backward are the compiled
+im2col/col2im of kernels/conv.py, and whose create_graph rule is the other front-end. Pixel (un)shuffle is a
+permutation: one gather row (the replay scatters back in compiled code). Nearest resampling is one row of two takes,
+whose adjoint sums each run of outputs that read one source (np.add.reduceat). Linear resampling
+is separable: one row of two matmuls with constant (out, in) weight matrices each way. Adaptive max pooling is one
+compiled pass (kernels/pool.py) that shares max pooling's backward. Every argument check runs before any kernel,
+with torch's message.
+"""
+import builtins
+import math
+import numbers
+
+import numpy as np
+
+from .. import registry
+from ..tensor import _new
+from ._common import OPS, _record, _tensor
+from .conv import (Ctx, _conv_kernels, _max_pool_arrays, _pool_kernels, _vjp_max_pool, adaptive_avg_pool1d,
+                   adaptive_avg_pool2d)
+from .linalg import matmul
+from .shape import _gather, _gather_forward, _vjp_gather, scatter_flat
+
+__all__ = ["pixel_shuffle", "pixel_unshuffle"]  # torch.X has these; the rest are torch.nn.functional's only
+
+
+def _two(v, what="kernel_size"):
+    if isinstance(v, (tuple, list)):
+        v = tuple(int(a) for a in v)
+        if len(v) == 1:
+            v = v * 2
+        if len(v) != 2:
+            raise RuntimeError(f"It is expected {what} equals to 2, but got size {len(v)}")
+        return v
+    return (int(v),) * 2
+
+
+def _as_float(a):
+    """A float32/float64 array for the compiled kernels (others computed in float64 and cast back)."""
+    return a if a.dtype in (np.float32, np.float64) else a.astype(np.float64)
+
+
+# -- unfold / fold -------------------------------------------------------------------------------------------------
+def _im2col(x4, ctx):
+    N, C = x4.shape[:2]
+    (kh, kw), (oh, ow) = ctx.k, ctx.out_hw
+    xf = np.ascontiguousarray(_as_float(x4))
+    cols = np.empty((N, C, kh, kw, oh, ow), xf.dtype)
+    _conv_kernels().im2col(xf, kh, kw, *ctx.s, *ctx.d, *ctx.p, cols)
+    return cols.reshape(N, C * kh * kw, oh * ow).astype(x4.dtype, copy=False)
+
+
+def _col2im(cols, ctx):
+    N, C, H, W = ctx.xshape4
+    (kh, kw), (oh, ow) = ctx.k, ctx.out_hw
+    cf = np.ascontiguousarray(_as_float(cols)).reshape(N, C, kh, kw, oh, ow)
+    out = np.zeros((N, C, H, W), cf.dtype)
+    _conv_kernels().col2im(cf, kh, kw, *ctx.s, *ctx.d, *ctx.p, out)
+    return out.astype(cols.dtype, copy=False)
+
+
+def _vjp_unfold(ctx, g, inputs, out):
+    """fold(g): the blocks added back where they were read."""
+    return (fold(g, ctx.xshape4[2:], ctx.k, ctx.d, ctx.p, ctx.s),)
+
+
+def _vjp_fold(ctx, g, inputs, out):
+    """unfold(g): each block read where it was added."""
+    return (unfold(g, ctx.k, ctx.d, ctx.p, ctx.s),)
+
+
+registry.python("im2col", "Im2ColBackward0", lambda ctx, x: _im2col(x.reshape(ctx.xshape4), ctx), _vjp_unfold, saves=0,
+                array_vjp=lambda ctx, g, inputs, wanted: (_col2im(g, ctx).reshape(inputs[0].shape),))
+registry.python("col2im", "Col2ImBackward0", lambda ctx, x: _col2im(x, ctx), _vjp_fold, saves=0,
+                array_vjp=lambda ctx, g, inputs, wanted: (_im2col(g.reshape(ctx.xshape4), ctx).reshape(
+                    inputs[0].shape),))
+
+
+_INT_NAMES = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+
+
+def _floats_only(x, kernel):
+    name = _INT_NAMES.get(str(x._data.dtype))
+    if name is not None:
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{name}\'')
+
+
+def _block_args(kernel_size, dilation, padding, stride, fold_order):
+    k, d, p, s = _two(kernel_size), _two(dilation, "dilation"), _two(padding, "padding"), _two(stride, "stride")
+    checks = [("kernel size should be greater than zero, but got kernel_height: {} kernel_width: {}", k, 1),
+              ("dilation should be greater than zero, but got dilation_height: {} dilation_width: {}", d, 1),
+              ("padding should be non-negative, but got pad_height: {} pad_width: {}", p, 0),
+              ("stride should be greater than zero, but got stride_height: {} stride_width: {}", s, 1)]
+    if fold_order:  # (col2im checks stride before dilation and padding)
+        checks = [checks[0], checks[3], checks[1], checks[2]]
+    for msg, v, least in checks:
+        if builtins.min(v) < least:
+            raise RuntimeError(msg.format(*v))
+    return k, d, p, s
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    x = _tensor(input)
+    k, d, p, s = _block_args(kernel_size, dilation, padding, stride, False)
+    if x.ndim < 3:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-builtins.max(x.ndim, 1)}, "
+                         f"{builtins.max(x.ndim, 1) - 1}], but got {builtins.max(x.ndim, 1)})")
+    if x.ndim > 4 or (0 in x.shape[-3:] if x.ndim == 4 else 0 in x.shape):
+        raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor with possibly 0 batch size and other non-zero "
+                           f"dimensions for input, but got: {list(x.shape)}")
+    xs4 = tuple(x.shape) if x.ndim == 4 else (1,) + tuple(x.shape)
+    H, W = xs4[2:]
+    out_hw = tuple((n + 2 * pp - (dd * (kk - 1) + 1)) // ss + 1 for n, pp, dd, kk, ss in zip((H, W), p, d, k, s))
+    _floats_only(x, "im2col_out_cpu")
+    if builtins.min(out_hw) < 1:
+        raise RuntimeError(f"Given input with spatial size ({H}, {W}), kernel_size=({k[0]}, {k[1]}), dilation=({d[0]}, "
+                           f"{d[1]}), padding=({p[0]}, {p[1]}), calculated shape of the array of sliding blocks as "
+                           f"({out_hw[0]}, {out_hw[1]}), but its components must be at least one.")
+    ctx = Ctx(k=k, d=d, p=p, s=s, xshape4=xs4, out_hw=out_hw)
+    value = _im2col(x._data.reshape(xs4), ctx)
+    if x.ndim == 3:
+        value = value[0]
+    return _record(OPS["im2col"], value, (x,), aux=ctx)
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    x = _tensor(input)
+    o = _two(output_size, "output_size")
+    k, d, p, s = _block_args(kernel_size, dilation, padding, stride, True)
+    if not ((x.ndim == 2 and 0 not in x.shape) or (x.ndim == 3 and 0 not in x.shape[1:])):
+        raise RuntimeError(f"Expected 2D or 3D (batch mode) tensor for input with possibly 0 batch size and non-zero "
+                           f"dimensions for input, but got: {list(x.shape)}")
+    xs3 = tuple(x.shape) if x.ndim == 3 else (1,) + tuple(x.shape)
+    planes, length = xs3[1], xs3[2]
+    if planes % (k[0] * k[1]):
+        raise RuntimeError(f"Expected size of input's dimension 1 to be divisible by the product of kernel_size, but "
+                           f"got input.size(1)={planes} and kernel_size=({k[0]}, {k[1]}).")
+    blocks = tuple((n + 2 * pp - dd * (kk - 1) - 1) // ss + 1 for n, pp, dd, kk, ss in zip(o, p, d, k, s))
+    where = (f"Given output_size=({o[0]}, {o[1]}), kernel_size=({k[0]}, {k[1]}), dilation=({d[0]}, {d[1]}), "
+             f"padding=({p[0]}, {p[1]}), stride=({s[0]}, {s[1]}), ")
+    if length != blocks[0] * blocks[1]:
+        raise RuntimeError(where + f"expected size of input's dimension 2 to match the calculated number of sliding "
+                           f"blocks {blocks[0]} * {blocks[1]} = {blocks[0] * blocks[1]}, but got input.size(2)="
+                           f"{length}.")
+    if builtins.min(blocks) < 1:
+        raise RuntimeError(where + f"calculated shape of the array of sliding blocks as ({blocks[0]}, {blocks[1]}), "
+                           f"which is too small (non-positive)")
+    _floats_only(x, "col2im_out_cpu")
+    xs4 = (xs3[0], planes // (k[0] * k[1])) + o
+    ctx = Ctx(k=k, d=d, p=p, s=s, xshape4=xs4, out_hw=blocks)
+    value = _col2im(x._data.reshape(xs3), ctx)
+    if x.ndim == 2:
+        value = value[0]
+    return _record(OPS["col2im"], value, (x,), aux=ctx)
+
+
+# -- pixel shuffle: a permutation, so one gather ------------------------------------------------------------------
+registry.structural("pixel_shuffle", registry.K_GATHER, "PixelShuffleBackward0", _vjp_gather, forward=_gather_forward)
+registry.structural("pixel_unshuffle", registry.K_GATHER, "PixelUnshuffleBackward0", _vjp_gather,
+                    forward=_gather_forward)
+
+
+def _permuted(x, op, shape6, axes, out_shape):
+    """x's elements as x.reshape(shape6).transpose(axes).reshape(out_shape): the value and its index map."""
+    value = np.ascontiguousarray(x._data.reshape(shape6).transpose(axes)).reshape(out_shape)
+    if not x._requires_grad:
+        return _gather(x, np.zeros(0, np.int64), out=value)  # (records nothing: no index map needed)
+    index = np.arange(x.numel(), dtype=np.int64).reshape(shape6).transpose(axes).reshape(out_shape)
+    return _gather(x, index, OPS[op], value)
+
+
+def pixel_shuffle(input, upscale_factor):
+    x = _tensor(input)
+    r = int(upscale_factor)
+    if x.ndim < 3:
+        raise RuntimeError(f"pixel_shuffle expects input to have at least 3 dimensions, but got input with {x.ndim} "
+                           f"dimension(s)")
+    if r <= 0:
+        raise RuntimeError(f"pixel_shuffle expects a positive upscale_factor, but got {r}")
+    *lead, C, H, W = x.shape
+    if C % (r * r):
+        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of "
+                           f"upscale_factor, but input.size(-3)={C} is not divisible by {r * r}")
+    B = math.prod(lead)
+    return _permuted(x, "pixel_shuffle", (B, C // (r * r), r, r, H, W), (0, 1, 4, 2, 5, 3),
+                     tuple(lead) + (C // (r * r), H * r, W * r))
+
+
+def pixel_unshuffle(input, downscale_factor):
+    x = _tensor(input)
+    r = int(downscale_factor)
+    if x.ndim < 3:
+        raise RuntimeError(f"pixel_unshuffle expects input to have at least 3 dimensions, but got input with "
+                           f"{x.ndim} dimension(s)")
+    if r <= 0:
+        raise RuntimeError(f"pixel_unshuffle expects a positive downscale_factor, but got {r}")
+    *lead, C, H, W = x.shape
+    if H % r:
+        raise RuntimeError(f"pixel_unshuffle expects height to be divisible by downscale_factor, but input.size(-2)="
+                           f"{H} is not divisible by {r}")
+    if W % r:
+        raise RuntimeError(f"pixel_unshuffle expects width to be divisible by downscale_factor, but input.size(-1)="
+                           f"{W} is not divisible by {r}")
+    B = math.prod(lead)
+    return _permuted(x, "pixel_unshuffle", (B, C, H // r, r, W // r, r), (0, 1, 3, 5, 2, 4),
+                     tuple(lead) + (C * r * r, H // r, W // r))
+
+
+# -- interpolate ----------------------------------------------------------------------------------------------------
+def _nearest_take(ctx, x4):
+    """x4 (N, C, H, W) read at the source rows ih and columns iw: two takes."""
+    return np.take(np.take(x4, ctx.ih, axis=2), ctx.iw, axis=3)
+
+
+def _nearest_sum(g, index, size, axis):
+    """The adjoint of a take along `axis` with a non-decreasing index: each run of equal sources summed once."""
+    starts = np.flatnonzero(np.r_[True, index[1:] != index[:-1]])
+    out_shape = list(g.shape)
+    out_shape[axis] = size
+    out = np.zeros(out_shape, g.dtype)
+    where = [slice(None)] * g.ndim
+    where[axis] = index[starts]
+    out[tuple(where)] = np.add.reduceat(g, starts, axis=axis)
+    return out
+
+
+def _nearest_arrays(ctx, g, inputs, wanted):
+    g4 = np.asarray(g).reshape(ctx.oshape4)
+    gx = _nearest_sum(_nearest_sum(g4, ctx.iw, ctx.xshape4[3], 3), ctx.ih, ctx.xshape4[2], 2)
+    return (gx.reshape(inputs[0].shape),)
+
+
+def _vjp_nearest(ctx, g, inputs, out):
+    """g scattered back to the sources (an index map built here, for create_graph only)."""
+    N, C, H, W = ctx.xshape4
+    index = (np.arange(N * C, dtype=np.int64).reshape(N, C, 1, 1) * (H * W)
+             + (ctx.ih * W).reshape(1, 1, -1, 1) + ctx.iw.reshape(1, 1, 1, -1))
+    return (scatter_flat(g.reshape(ctx.oshape4), index, inputs[0].shape),)
+
+
+for _name, _grad_fn in (("upsample_nearest1d", "UpsampleNearest1DBackward0"),
+                        ("upsample_nearest2d", "UpsampleNearest2DBackward0"),
+                        ("_upsample_nearest_exact1d", "UpsampleNearestExact1DBackward0"),
+                        ("_upsample_nearest_exact2d", "UpsampleNearestExact2DBackward0")):
+    registry.python(_name, _grad_fn, lambda ctx, x: _nearest_take(ctx, x.reshape(ctx.xshape4)), _vjp_nearest, saves=0,
+                    array_vjp=_nearest_arrays)
+
+
+def _scale(in_size, out_size, scale, dt):
+    """torch's compute_scales_value, in the kernel's arithmetic type: 1/scale_factor when given, else in/out."""
+    if scale is not None and scale > 0:
+        return dt.type(1.0 / scale)
+    return dt.type(in_size) / dt.type(out_size)
+
+
+def _nearest_index(in_size, out_size, scale, exact):
+    """torch's nearest source index for each output position (float arithmetic, as its CPU kernel)."""
+    i = np.arange(out_size)
+    if not exact and out_size == in_size:
+        return i
+    if not exact and out_size == 2 * in_size:
+        return i >> 1
+    sc = _scale(in_size, out_size, scale, np.dtype(np.float32))
+    pos = (i.astype(np.float32) + np.float32(0.5 if exact else 0.0)) * sc
+    return np.minimum(np.floor(pos).astype(np.int64), in_size - 1)
+
+
+def _linear_matrix(in_size, out_size, scale, align_corners, dt):
+    """The (out, in) matrix of torch's linear weights: two taps per row (area_pixel_compute_source_index)."""
+    i = np.arange(out_size).astype(dt)
+    if align_corners:
+        sc = dt.type(in_size - 1) / dt.type(out_size - 1) if out_size > 1 else dt.type(0)
+        src = sc * i
+    else:
+        sc = _scale(in_size, out_size, scale, dt)
+        src = np.maximum(sc * (i + dt.type(0.5)) - dt.type(0.5), dt.type(0))
+    i0 = np.minimum(np.floor(src).astype(np.int64), in_size - 1)
+    lam = np.clip(src - i0.astype(dt), 0, 1).astype(dt)
+    i1 = i0 + (i0 < in_size - 1)
+    m = np.zeros((out_size, in_size), dt)
+    rows = np.arange(out_size)
+    np.add.at(m, (rows, i0), dt.type(1) - lam)
+    np.add.at(m, (rows, i1), lam)
+    return m
+
+
+def _linear_apply(ctx, x4, transpose=False):
+    """out = Mh @ x @ Mw^T on the (H, W) planes (or the adjoint, Mh^T @ g @ Mw)."""
+    out = np.matmul(x4, ctx.mw if transpose else np.ascontiguousarray(ctx.mw.T))
+    if ctx.nd == 2:
+        out = np.matmul(np.ascontiguousarray(ctx.mh.T) if transpose else ctx.mh, out)
+    return out
+
+
+def _vjp_linear(ctx, g, inputs, out):
+    """Mh^T @ g @ Mw, two matmuls with constants."""
+    g4 = g.reshape(ctx.oshape4)
+    gx = matmul(g4, _new(ctx.mw))
+    if ctx.nd == 2:
+        gx = matmul(_new(np.ascontiguousarray(ctx.mh.T)), gx)
+    return (gx.reshape(inputs[0].shape),)
+
+
+def _linear_arrays(ctx, g, inputs, wanted):
+    return (_linear_apply(ctx, np.asarray(g).reshape(ctx.oshape4), True).reshape(inputs[0].shape),)
+
+
+def _linear_forward(ctx, x):
+    return _linear_apply(ctx, x.reshape(ctx.oshape4[:2] + (-1,) + x.shape[-1:]))
+
+
+registry.python("upsample_linear1d", "UpsampleLinear1DBackward0", _linear_forward, _vjp_linear, saves=0,
+                array_vjp=_linear_arrays)
+registry.python("upsample_bilinear2d", "UpsampleBilinear2DBackward0", _linear_forward, _vjp_linear, saves=0,
+                array_vjp=_linear_arrays)
+
+_MODES = "nearest | linear | bilinear | bicubic | trilinear | lanczos | area | nearest-exact"
+
+
+def _is_integer(v):
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool) or (
+        hasattr(v, "dtype") and getattr(v, "ndim", 1) == 0 and "int" in str(v.dtype))
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False):
+    x = _tensor(input)
+    if mode in ("nearest", "area", "nearest-exact"):
+        if align_corners is not None:
+            raise ValueError("align_corners option can only be set with the interpolating modes: linear | bilinear | "
+                             "bicubic | trilinear")
+    elif align_corners is None:
+        align_corners = False
+    dim = x.ndim - 2
+    if size is not None and scale_factor is not None:
+        raise ValueError("only one of size or scale_factor should be defined")
+    if size is not None:
+        scale_factors = None
+        if isinstance(size, (list, tuple)):
+            if len(size) != dim:
+                raise ValueError(f"Input and output must have the same number of spatial dimensions, but got input "
+                                 f"with spatial dimensions of {list(x.shape[2:])} and output size of {size}. Please "
+                                 f"provide input tensor in (N, C, d1, d2, ...,dK) format and output size in (o1, o2, "
+                                 f"...,oK) format.")
+            if not all(_is_integer(v) for v in size):
+                raise TypeError(f"expected size to be one of int or Tuple[int] or Tuple[int, int] or Tuple[int, int, "
+                                f"int], but got size with types {[type(v) for v in size]}")
+            output_size = [int(v) for v in size]
+        else:
+            output_size = [int(size)] * dim
+    elif scale_factor is not None:
+        output_size = None
+        if isinstance(scale_factor, (list, tuple)):
+            if len(scale_factor) != dim:
+                raise ValueError(f"Input and scale_factor must have the same number of spatial dimensions, but got "
+                                 f"input with spatial dimensions of {list(x.shape[2:])} and scale_factor of shape "
+                                 f"{scale_factor}. Please provide input tensor in (N, C, d1, d2, ...,dK) format and "
+                                 f"scale_factor in (s1, s2, ...,sK) format.")
+            scale_factors = [float(v) for v in scale_factor]
+        else:
+            scale_factors = [float(scale_factor)] * dim
+    else:
+        raise ValueError("either size or scale_factor should be defined")
+    if recompute_scale_factor and size is not None:
+        raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
+    if mode == "area" and output_size is None:
+        recompute_scale_factor = True
+    if recompute_scale_factor:
+        output_size = [int(math.floor(x.shape[i + 2] * scale_factors[i])) for i in range(dim)]
+        scale_factors = None
+    if antialias and not (mode in ("bilinear", "bicubic", "lanczos") and x.ndim == 4):
+        raise ValueError("Anti-alias option is restricted to bilinear, bicubic, and lanczos modes and requires a 4-D "
+                         "tensor as input")
+    wants = {"linear": 3, "bilinear": 4, "trilinear": 5}
+    if mode in wants and x.ndim in (3, 4, 5) and x.ndim != wants[mode]:
+        raise NotImplementedError(f"Got {x.ndim}D input, but {mode} mode needs {wants[mode]}D input")
+    if x.ndim not in (3, 4, 5) or mode not in _MODES.split(" | "):
+        raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {x.ndim}D) for the "
+                                  f"modes: {_MODES} (got {mode})")
+    if x.ndim == 5 or mode in ("bicubic", "lanczos") or antialias:
+        raise NotImplementedError(f"tapegrad: interpolate of a {x.ndim}D input in mode '{mode}'"
+                                  + (" with antialias=True" if antialias else "") + " is not supported")
+    if mode == "area":
+        return (adaptive_avg_pool1d if dim == 1 else adaptive_avg_pool2d)(x, output_size)
+    return _resample(x, dim, output_size, scale_factors, mode, align_corners)
+
+
+def _resample(x, nd, output_size, scale_factors, mode, align_corners):
+    spatial = tuple(x.shape[2:])
+    if output_size is None:  # torch's compute_output_size: the product truncated
+        output_size = [int(n * f) for n, f in zip(spatial, scale_factors)]
+    scales = scale_factors or [None] * nd
+    if builtins.min(output_size) <= 0 or builtins.min(spatial) <= 0:
+        names = ("W",) if nd == 1 else ("H", "W")
+        ins = ", ".join(f"{n}: {v}" for n, v in zip(names, spatial))
+        outs = ", ".join(f"{n}: {v}" for n, v in zip(names, output_size))
+        raise RuntimeError(f"Input and output sizes should be greater than 0, but got input ({ins}) output ({outs})")
+    N, C = x.shape[:2]
+    xs4 = (N, C) + ((1,) + spatial if nd == 1 else spatial)
+    os4 = (N, C) + ((1,) + tuple(output_size) if nd == 1 else tuple(output_size))
+    oshape = (N, C) + tuple(output_size)
+    xd = x._data
+    if mode in ("nearest", "nearest-exact"):
+        exact = mode == "nearest-exact"
+        ih = _nearest_index(xs4[2], os4[2], scales[0] if nd == 2 else None, exact) if nd == 2 else np.zeros(1, int)
+        iw = _nearest_index(xs4[3], os4[3], scales[-1], exact)
+        ctx = Ctx(ih=ih, iw=iw, xshape4=xs4, oshape4=os4)
+        value = _nearest_take(ctx, xd.reshape(xs4)).reshape(oshape)
+        name = f"{'_upsample_nearest_exact' if exact else 'upsample_nearest'}{nd}d"
+        return _record(OPS[name], value, (x,), aux=ctx)
+    if xd.dtype not in (np.float32, np.float64):
+        raise NotImplementedError(f"tapegrad: interpolate mode '{mode}' on {xd.dtype} input is not supported (float32 "
+                                  f"and float64 are)")
+    dt = xd.dtype
+    mh = _linear_matrix(xs4[2], os4[2], scales[0], align_corners, dt) if nd == 2 else None
+    mw = _linear_matrix(xs4[3], os4[3], scales[-1], align_corners, dt)
+    ctx = Ctx(nd=nd, mh=mh, mw=mw, oshape4=os4)
+    value = _linear_apply(ctx, xd.reshape(xs4).astype(dt, copy=False)).reshape(oshape)
+    return _record(OPS["upsample_linear1d" if nd == 1 else "upsample_bilinear2d"], value, (x,), aux=ctx)
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+# -- adaptive max pooling: max pooling's backward, windows of torch's adaptive bounds --------------------------------
+registry.python("adaptive_max_pool", "AdaptiveMaxPool2DBackward0", None, _vjp_max_pool, saves=0,
+                array_vjp=_max_pool_arrays,
+                unreplayable="its indices, a second output, are not a row that a replay recomputes")
+
+
+def _adaptive_max(nd, input, output_size):
+    x = _tensor(input)
+    if nd == 1:
+        if x.ndim not in (2, 3):
+            raise RuntimeError(f"Expected 2 to 3 dimensions, but got {x.ndim}-dimensional tensor for argument #1 "
+                               f"'self' (while checking arguments for adaptive_max_pool1d)")
+        o = output_size if isinstance(output_size, (tuple, list)) else (output_size,)
+        if len(o) != 1:
+            raise RuntimeError(f"adaptive_max_pool1d() argument 'output_size' should contain one int (got {len(o)})")
+        o = (1, int(o[0]))
+    else:
+        if x.ndim not in (3, 4):
+            raise RuntimeError(f"adaptive_max_pool2d(): Expected 3D or 4D tensor, but got: {list(x.shape)}")
+        o = output_size if isinstance(output_size, (tuple, list)) else (output_size, output_size)
+        if len(o) != 2:
+            raise RuntimeError("adaptive_max_pool2d(): internal error: output_size.size() must be 2")
+    name = f"adaptive_max_pool{nd}d"
+    for i in range(1, x.ndim):
+        if x.shape[i] == 0:
+            raise RuntimeError(f"adaptive_max_pool2d(): Expected input to have non-zero size for non-batch dimensions, "
+                               f"but input has sizes {list(x.shape)} with dimension {i + (nd == 1)} being empty")
+    shape = tuple(x.shape) if x.ndim == nd + 2 else (1,) + tuple(x.shape)
+    xs4 = shape[:2] + (1,) + shape[2:] if nd == 1 else shape
+    N, C, H, W = xs4
+    oh, ow = (H if o[0] is None else int(o[0])), (W if o[1] is None else int(o[1]))
+    if oh < 0 or ow < 0:
+        raise RuntimeError(f"{name}(): elements of output_size must be greater than or equal to 0 but received "
+                           f"{{{oh}, {ow}}}" if nd == 2 else f"{name}(): output_size must be non-negative")
+    ctx = Ctx(planes=N * C, plane=H * W, out_hw=(oh, ow))
+    xd = x._data
+    value = np.empty((N * C, oh, ow), _as_float(xd[:0]).dtype)
+    local = np.empty((N * C, oh, ow), np.int64)
+    _pool_kernels().adaptive_max_pool2d_planes(np.ascontiguousarray(_as_float(xd)).reshape(N * C, H, W), value, local)
+    ctx.local = local
+    oshape = (N, C) + ((oh, ow) if nd == 2 else (ow,))
+    if x.ndim != nd + 2:
+        oshape = oshape[1:]
+    out = _record(OPS["adaptive_max_pool"], value.astype(xd.dtype, copy=False).reshape(oshape), (x,), aux=ctx)
+    return out, _new(local.reshape(oshape))
+
+
+def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):
+    return _adaptive_max(2, input, output_size)
+
+
+def adaptive_max_pool1d_with_indices(input, output_size, return_indices=False):
+    return _adaptive_max(1, input, output_size)
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    out, idx = _adaptive_max(2, input, output_size)
+    return (out, idx) if return_indices else out
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):
+    out, idx = _adaptive_max(1, input, output_size)
+    return (out, idx) if return_indices else out
+
+
+# -- max unpooling: a scatter to the saved indices, whose adjoint gathers from them ---------------------------------
+def _vjp_unpool(ctx, g, inputs, out):
+    """g gathered at the indices."""
+    return (_gather(g, ctx.flat),)
+
+
+registry.python("max_unpool", "MaxUnpool2DBackward0", None, _vjp_unpool, saves=0,
+                array_vjp=lambda ctx, g, inputs, wanted: (np.asarray(g).reshape(-1)[ctx.flat],),
+                unreplayable="it reads its indices, which are not one of its inputs, and a replay cannot rebind them")
+
+
+def _unpool_output_size(x, kernel_size, stride, padding, output_size):
+    """torch's (nn.functional._unpool_output_size)."""
+    input_size = tuple(x.shape)
+    n = len(kernel_size)
+    default_size = [(input_size[-n + d] - 1) * stride[d] + kernel_size[d] - 2 * padding[d] for d in range(n)]
+    if output_size is None:
+        return default_size
+    output_size = list(output_size) if not isinstance(output_size, tuple) else output_size
+    if len(output_size) == n + 2:
+        output_size = output_size[2:]
+    if len(output_size) != n:
+        raise ValueError(f"output_size should be a sequence containing {n} or {n + 2} elements, but it has a length "
+                         f"of '{len(output_size)}'")
+    for d in range(n):
+        min_size, max_size = default_size[d] - stride[d], default_size[d] + stride[d]
+        if not (min_size < output_size[d] < max_size):
+            raise ValueError(f'invalid output_size "{output_size}" (dim {d} must be between {min_size} and '
+                             f'{max_size})')
+    return output_size
+
+
+def _max_unpool(nd, input, indices, kernel_size, stride, padding, output_size):
+    x, idx = _tensor(input), _tensor(indices)
+    one = (lambda v: tuple(v) if isinstance(v, (tuple, list)) else (v,)) if nd == 1 else _two
+    k = one(kernel_size)
+    s = one(stride) if stride is not None else k
+    p = one(padding)
+    size = [int(v) for v in _unpool_output_size(x, k, s, p, output_size)]
+    if nd == 1:
+        size = size + [1]  # (torch's 1-d unpool is the 2-d one on (N, C, L, 1))
+    if x.ndim not in (nd + 1, nd + 2):
+        raise RuntimeError(f"Input to max_unpooling2d should be a 3d or 4d Tensor, but got a tensor with "
+                           f"{x.ndim + (nd == 1)} dimensions.")
+    if idx._data.dtype != np.int64:
+        names = {"int32": "Int", "float32": "Float", "float64": "Double", "int16": "Short", "int8": "Char",
+                 "uint8": "Byte", "bool": "Bool"}
+        raise RuntimeError(f"elements in indices should be type int64 but got: "
+                           f"{names.get(str(idx._data.dtype), str(idx._data.dtype))}")
+    if tuple(idx.shape) != tuple(x.shape):
+        shown = (lambda t: list(t.shape) + [1]) if nd == 1 else (lambda t: list(t.shape))
+        raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor ({shown(x)}) but got "
+                           f"indices tensor with shape: {shown(idx)}")
+    oh, ow = size
+    plane = oh * ow
+    flat_local = idx._data.reshape(-1)
+    bad = (flat_local < 0) | (flat_local >= plane)
+    if bad.any():
+        raise RuntimeError(f"Found an invalid max index: {int(flat_local[np.argmax(bad)])} (output volumes are of "
+                           f"size {oh}x{ow})")
+    batched = x.ndim == nd + 2
+    N, C = (x.shape[0], x.shape[1]) if batched else (1, x.shape[0])
+    per_plane = flat_local.size // builtins.max(N * C, 1)
+    flat = (flat_local.reshape(N * C, per_plane) + (np.arange(N * C, dtype=np.int64) * plane).reshape(-1, 1))
+    flat = flat.reshape(-1)
+    out = np.zeros(N * C * plane, x._data.dtype)
+    out[flat] = x._data.reshape(-1)
+    oshape = (N, C) + ((oh, ow) if nd == 2 else (oh,))
+    if not batched:
+        oshape = oshape[1:]
+    return _record(OPS["max_unpool"], out.reshape(oshape), (x,), aux=Ctx(flat=flat.reshape(x.shape)))
+
+
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    return _max_unpool(2, input, indices, kernel_size, stride, padding, output_size)
+
+
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    return _max_unpool(1, input, indices, kernel_size, stride, padding, output_size)
