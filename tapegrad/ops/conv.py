@@ -388,6 +388,8 @@ def _vjp_conv_t(ctx, g, inputs, out):
 
 def _conv_transpose(nd, input, weight, bias, stride, padding, output_padding, groups, dilation):
     x, w = _tensor(input), _tensor(weight)
+    if autocast_state.dtype is not None:
+        x, w, bias = _autocast_lower(x, w, None if bias is None else _tensor(bias))
     name = f"conv_transpose{nd}d"
     if isinstance(padding, str):
         raise TypeError(f"{name}(): argument 'padding' must be tuple of ints, not str")
@@ -476,6 +478,8 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     gradient, to any order, is conv2d's, and the matmuls stay BLAS-sized."""
     from .padding import pad
     x, w = _tensor(input), _tensor(weight)
+    if autocast_state.dtype is not None:
+        x, w, bias = _autocast_lower(x, w, None if bias is None else _tensor(bias))
     if x.ndim not in (4, 5):
         raise RuntimeError(f"Expected 4D (unbatched) or 5D (batched) input to conv3d, but got input of size: "
                            f"{list(x.shape)}")
