@@ -22,7 +22,7 @@ def dtypes_inside(t):
         "bmm": lambda: t.bmm(x[None], w.T[None]), "conv2d": lambda: F.conv2d(img, k),
         "einsum": lambda: t.einsum("ij,kj->ik", x, w), "prelu": lambda: F.prelu(x, t.ones(1)),
         "conv_transpose2d": lambda: F.conv_transpose2d(img, k.transpose(0, 1), stride=2),
-        "conv3d": lambda: F.conv3d(img[None], k[:, :, None]),
+        "conv3d": lambda: F.conv3d(img[:, :, None], k[:, :, None]),
         "mv (not listed)": lambda: t.mv(x, w[0]), "dot (not listed)": lambda: t.dot(x[0], w[0]),
         "float64 stays": lambda: F.linear(x.double(), w.double()),
         "cross_entropy": lambda: F.cross_entropy(F.linear(x, w), y),
