@@ -2,12 +2,12 @@
 
 Each parameter gets a tensor hook. tapegrad's backward hands leaves their gradients in one loop at the end of
 the replay, one hook call per parameter: the hook writes the parameter's whole gradient (what .grad holds from
-no_sync steps plus this backward's) into its slot of a flat bucket (one per dtype, about bucket_cap_mb each);
-a full bucket starts its MPI all-reduce (nonblocking), and the last expected parameter's hook waits for all of
-them, divides by the world size and points every .grad at its averaged slot (so .grad is a view of the bucket,
-as torch's gradient_as_bucket_view=True). Since every gradient is ready only at the end of the replay, an
-all-reduce cannot overlap the backward's compute, only the hooks of the parameters after its bucket
-(docs/distributed.md measures it).
+no_sync steps plus this backward's), divided by the world size, into its slot of a flat bucket (one per dtype,
+about bucket_cap_mb each) and returns the slot, which becomes .grad (a view of the bucket, as torch's
+gradient_as_bucket_view=True). A full bucket starts its MPI all-reduce (nonblocking); the last bucket, complete
+only when every gradient is, is reduced by a blocking one in the last expected parameter's hook, which then waits
+for the others. Since every gradient is ready only at the end of the replay, an all-reduce cannot overlap the
+backward's compute, only the hooks of the parameters after its bucket (docs/distributed.md measures it).
 """
 import contextlib
 import functools
@@ -34,14 +34,31 @@ UNFINISHED = (
 
 
 class _Bucket:
-    __slots__ = ("indices", "dtype", "offsets", "size", "flat", "remaining", "request")
+    """Parameters reduced together: one dtype, one flat array per synchronized backward (a new one each time, so
+    a .grad kept from the last step is not overwritten), `views` its parameter-shaped slots."""
+    __slots__ = ("indices", "dtype", "offsets", "shapes", "size", "flat", "views", "remaining", "request")
 
     def __init__(self, indices, params):
         self.indices, self.dtype = indices, params[indices[0]]._data.dtype
-        sizes = [params[i]._data.size for i in indices]
-        self.offsets = np.concatenate([[0], np.cumsum(sizes)]).tolist()
+        self.shapes = [params[i]._data.shape for i in indices]
+        self.offsets = np.concatenate([[0], np.cumsum([params[i]._data.size for i in indices])]).tolist()
         self.size = self.offsets[-1]
-        self.flat, self.remaining, self.request = None, 0, None
+        self.flat = self.views = self.request = None
+        self.remaining = 0
+
+    def allocate(self):
+        flat = self.flat = np.empty(self.size, self.dtype)
+        o = self.offsets
+        self.views = [flat[o[k]: o[k + 1]].reshape(shape) for k, shape in enumerate(self.shapes)]
+
+
+class _Iteration:
+    """One synchronized backward's progress: which parameters got their gradient, how many of the expected."""
+    __slots__ = ("ready", "expected", "count", "needed", "next")
+
+    def __init__(self, n, expected):
+        self.ready, self.expected, self.count, self.next = [False] * n, expected, 0, 0
+        self.needed = n if expected is None else sum(expected)
 
 
 def _tensors(obj, out):
@@ -118,7 +135,8 @@ class DistributedDataParallel(Module):
                  gradient_as_bucket_view=gradient_as_bucket_view,
                  bucket_bytes_cap=int((25 if bucket_cap_mb is None else bucket_cap_mb) * 1024 * 1024),
                  require_backward_grad_sync=True, require_forward_param_sync=True,
-                 _params=params, _world=pg.size(), _dist=dist, _c10d=c10d, _pending=None)
+                 _params=params, _world=pg.size(), _dist=dist, _c10d=c10d, _iteration=None,
+                 modules_buffers=list(module.buffers()))  # (torch's name; fixed at construction, as torch's)
         self._verify_params_across_processes()
         if init_sync:
             with _no_grad():
@@ -168,32 +186,28 @@ class DistributedDataParallel(Module):
 
     # -- forward -------------------------------------------------------------------------------------------
     def forward(self, *inputs, **kwargs):
-        pending = self._pending
-        if pending is not None and pending["count"]:
-            missing = [i for i, ready in enumerate(pending["ready"]) if not ready and pending["expected"][i]]
-            self.__dict__["_pending"] = None
+        it = self._iteration
+        if it is not None and it.count:
+            self.__dict__["_iteration"] = None
+            missing = [i for i, ready in enumerate(it.ready) if not ready and (it.expected is None or it.expected[i])]
             raise RuntimeError(UNFINISHED.format(rank=self._dist.get_rank(), indices=" ".join(map(str, missing))))
-        if self.broadcast_buffers and self.require_forward_param_sync:
-            buffers = list(self.module.buffers())
-            if buffers and self._world > 1:
-                with _no_grad():
-                    for b in buffers:
-                        self._dist.broadcast(b, src=self.process_group.ranks[0], group=self.process_group)
+        if self.broadcast_buffers and self.require_forward_param_sync and self.modules_buffers and self._world > 1:
+            with _no_grad():
+                for b in self.modules_buffers:
+                    self._dist.broadcast(b, src=self.process_group.ranks[0], group=self.process_group)
         out = self.module(*inputs, **kwargs)
         if self.require_backward_grad_sync and is_grad_enabled():
-            n = len(self._params)
+            expected = None  # every parameter
             if self.find_unused_parameters or self.static_graph:
                 used = _reachable_leaves(_tensors(out, []))
                 expected = [id(p) in used for p in self._params]
-            else:
-                expected = [True] * n
-            self.__dict__["_pending"] = {"ready": [False] * n, "expected": expected, "count": 0,
-                                         "needed": sum(expected), "next": 0}
+            self.__dict__["_iteration"] = _Iteration(len(self._params), expected)
             for bucket in self._buckets:
-                bucket.flat, bucket.request = None, None
-                bucket.remaining = sum(1 for i in bucket.indices if expected[i])
+                bucket.flat = bucket.views = bucket.request = None
+                bucket.remaining = len(bucket.indices) if expected is None else \
+                    sum(1 for i in bucket.indices if expected[i])
         else:
-            self.__dict__["_pending"] = None
+            self.__dict__["_iteration"] = None
         return out
 
     @contextlib.contextmanager
@@ -209,88 +223,108 @@ class DistributedDataParallel(Module):
 
     # -- backward ------------------------------------------------------------------------------------------
     def _grad_ready(self, i, grad):
-        """Hook of parameter i: its whole gradient into its bucket slot; reduce full buckets; finish at the last."""
-        pending = self._pending
-        if pending is None:
+        """Hook of parameter i: its whole gradient (with what .grad holds from no_sync steps), divided by the world
+        size, into its bucket slot (one pass, as torch's reducer); reduce full buckets; finish at the last. The
+        replay makes the returned slot the parameter's .grad, so every .grad is a view of its bucket."""
+        it = self._iteration
+        if it is None:
             return None  # a forward under no_sync or no_grad: accumulate locally
-        if pending["ready"][i]:
+        ready = it.ready
+        if ready[i]:
             raise RuntimeError(
                 f"Expected to mark a variable ready only once. This error is caused by one of the following "
                 f"reasons: 1) Use of a module parameter outside the `forward` function, or 2) backward run more "
                 f"than once in one iteration (retain_graph=True). Parameter at index {i} has been marked as ready "
                 f"twice.")
-        p = self._params[i]
+        ready[i] = True
         b, k = self._bucket_of[i]
         bucket = self._buckets[b]
-        slot = self._slot(bucket, k, p)
+        if bucket.flat is None:
+            bucket.allocate()
+        slot = bucket.views[k]
+        p = self._params[i]
         if p._grad is not None:
             np.add(p._grad._data, grad._data, out=slot)
+            p._grad = None  # (the replay assigns the returned slot)
+            if self._world > 1:
+                slot *= 1 / self._world
+        elif self._world > 1:
+            np.multiply(grad._data, 1 / self._world, out=slot)
         else:
-            slot[...] = grad._data
-        p._grad = None  # the replay assigns the returned slot; _finish points every .grad at its slot
-        pending["ready"][i] = True
-        if pending["expected"][i]:
-            pending["count"] += 1
+            np.copyto(slot, grad._data)
+        if it.expected is None or it.expected[i]:
+            it.count += 1
             bucket.remaining -= 1
             if bucket.remaining == 0:
-                self._start_ready(pending)
-        if pending["count"] >= pending["needed"]:
-            self._finish(pending)
-            p._grad = None  # (set by _finish: the replay assigns the returned slot, now averaged)
+                self._start_ready(it)
+            if it.count == it.needed:
+                self._finish(it)
         return _new(slot)
 
-    def _slot(self, bucket, k, p):
-        if bucket.flat is None:
-            bucket.flat = np.empty(bucket.size, bucket.dtype)  # a new one each step: .grad views the last one
-        return bucket.flat[bucket.offsets[k]: bucket.offsets[k + 1]].reshape(p._data.shape)
-
-    def _start_ready(self, pending):
-        """Start the all-reduce of each full bucket in bucket order: every rank must start MPI's nonblocking
-        collectives on a communicator in the same order, whatever order its gradients arrived in."""
+    def _start_ready(self, it):
+        """Start the all-reduce of each full bucket in bucket order: every rank must start MPI's collectives on a
+        communicator in the same order, whatever order its gradients arrived in."""
         buckets = self._buckets
-        while pending["next"] < len(buckets):
-            bucket = buckets[pending["next"]]
+        while it.next < len(buckets):
+            bucket = buckets[it.next]
             if bucket.remaining or bucket.flat is None:  # (a bucket with no used parameter waits for _finish)
                 break
-            self._start(bucket)
-            pending["next"] += 1
+            self._start(bucket, it.next == len(buckets) - 1)
+            it.next += 1
 
-    def _start(self, bucket):
-        if self._world > 1:
-            MPI = self._c10d._mpi()
-            bucket.request = self.process_group.comm.Iallreduce(
-                MPI.IN_PLACE, self._c10d._buffer(bucket.flat), MPI.SUM)
+    def _start(self, bucket, last):
+        """The last bucket is reduced by a blocking Allreduce: it is always started last, when every gradient is in
+        (nothing is left to overlap it with), on every rank; MPI never matches a blocking collective with a
+        nonblocking one, so the choice depends only on the bucket's place. The others start nonblocking."""
+        if self._world == 1:
+            return
+        c10d = self._c10d
+        MPI = c10d._mpi()
+        comm = self.process_group.comm
+        if last:
+            c10d._blocking(self.process_group, "DistributedDataParallel's gradient all-reduce", comm.Allreduce,
+                           MPI.IN_PLACE, c10d._buffer(bucket.flat), MPI.SUM)
+        else:
+            bucket.request = comm.Iallreduce(MPI.IN_PLACE, c10d._buffer(bucket.flat), MPI.SUM)
 
-    def _finish(self, pending):
-        """All expected gradients are in: reduce what is left (the slots of parameters this rank did not use
-        hold their accumulated .grad or zeros), wait, average, and point each .grad at its slot."""
-        self.__dict__["_pending"] = None
-        params, ready = self._params, pending["ready"]
-        unused = [i for i in range(len(params)) if not ready[i]]
+    def _finish(self, it):
+        """All expected gradients are in: fill the slots of parameters this rank did not use (their accumulated
+        .grad or zeros), reduce what is left, wait for the rest. A parameter no rank used keeps .grad None."""
+        self.__dict__["_iteration"] = None
+        params, ready, buckets = self._params, it.ready, self._buckets
+        unused = [] if it.count == len(params) else [i for i in range(len(params)) if not ready[i]]
         for i in unused:
             b, k = self._bucket_of[i]
-            slot = self._slot(self._buckets[b], k, params[i])
-            slot[...] = params[i]._grad._data if params[i]._grad is not None else 0
-        for bucket in self._buckets[pending["next"]:]:
-            self._start(bucket)
+            bucket = buckets[b]
+            if bucket.flat is None:
+                bucket.allocate()
+            slot, g = bucket.views[k], params[i]._grad
+            if g is None:
+                slot[...] = 0
+            else:
+                np.multiply(g._data, 1 / self._world, out=slot)
+        while it.next < len(buckets):
+            self._start(buckets[it.next], it.next == len(buckets) - 1)
+            it.next += 1
         if self._world > 1:
-            requests = [bucket.request for bucket in self._buckets if bucket.request is not None]
-            MPI = self._c10d._mpi()
-            self._c10d._blocking(self.process_group, "DistributedDataParallel's gradient all-reduce",
-                                 MPI.Request.Waitall, requests)
-        has_grad = np.array([ready[i] or params[i]._grad is not None for i in range(len(params))], np.int32)
+            requests = [bucket.request for bucket in buckets if bucket.request is not None]
+            if requests:
+                MPI = self._c10d._mpi()
+                self._c10d._blocking(self.process_group, "DistributedDataParallel's gradient all-reduce",
+                                     MPI.Request.Waitall, requests)
         if self._world > 1 and (self.find_unused_parameters or self.static_graph):
-            # a parameter no rank used keeps .grad None, as torch's
+            # which parameters some rank has a gradient for (every rank calls this, whatever it used)
+            has_grad = np.array([ready[i] or params[i]._grad is not None for i in range(len(params))], np.int32)
             MPI = self._c10d._mpi()
             self._c10d._blocking(self.process_group, "DistributedDataParallel's unused-parameter check",
                                  self.process_group.comm.Allreduce, MPI.IN_PLACE, [has_grad, MPI.INT32_T], MPI.MAX)
-        for bucket in self._buckets:
-            if bucket.flat is not None and self._world > 1:
-                bucket.flat /= self._world
-        for i, p in enumerate(params):
+            has_grad = has_grad.tolist()
+        else:
+            has_grad = [params[i]._grad is not None for i in range(len(params))]
+        for i in unused:
             if has_grad[i]:
                 b, k = self._bucket_of[i]
-                p._grad = _new(self._slot(self._buckets[b], k, p))
+                params[i]._grad = _new(buckets[b].views[k])
 
     def extra_repr(self):
         return ""
