@@ -135,6 +135,7 @@ class _State:
         self.watchdog = None
         self.excepthook = None
         self.seq = 0           # collectives run on the default group (named in timeout and mismatch errors)
+        self.blas_limit = None  # threadpoolctl's limiter while ranks share this machine's cores (_share_cores)
 
 
 _state = _State()
@@ -283,9 +284,38 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
     pg = ProcessGroup(comm, range(actual_size), seconds, group_name or "default_pg")
     _state.world, _state.groups, _state.seq = pg, [pg], 0
     if actual_size > 1:
+        _state.blas_limit = _share_cores(world)
         _state.watchdog = _Watchdog(actual_rank, min(1.0, max(0.02, seconds / 20)))
         _state.watchdog.start()
         _state.excepthook, sys.excepthook = sys.excepthook, _abort_on_uncaught
+
+
+_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS")
+
+
+def _share_cores(world):
+    """Ranks on one machine share its cores: each BLAS gets cores // ranks-here threads (at least 1), through
+    threadpoolctl (the `distributed` extra installs it), unless the user chose a count (a thread variable, as
+    torchrun's OMP_NUM_THREADS=1, or set_num_threads). Every rank's BLAS starting a thread per core oversubscribes
+    the machine, and its spinning threads then stall the ranks' collectives: the W3 step on 2 ranks of a 2-core
+    machine ran 100x slower with 2 BLAS threads each (docs/distributed.md). Returns the limiter, or None."""
+    from .. import _runtime
+    if _runtime._num_threads is not None or any(os.environ.get(v) for v in _THREAD_VARS):
+        return None
+    local = world.Split_type(_mpi().COMM_TYPE_SHARED)
+    here = local.Get_size()
+    local.Free()
+    if here <= 1:
+        return None
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        warnings.warn(f"tapegrad.distributed: {here} ranks share this machine's cores, but threadpoolctl is not "
+                      f"installed to give each rank's BLAS its share (pip install \"tapegrad[distributed]\"); set "
+                      f"OMP_NUM_THREADS={max(1, _runtime._cpu_count() // here)} to avoid oversubscribing the cores",
+                      stacklevel=3)
+        return None
+    return threadpool_limits(limits=max(1, _runtime._cpu_count() // here), user_api="blas")
 
 
 def is_initialized():
@@ -309,6 +339,8 @@ def destroy_process_group(group=None):
             _state.watchdog.join()
         if sys.excepthook is _abort_on_uncaught:
             sys.excepthook = _state.excepthook or sys.__excepthook__
+        if _state.blas_limit is not None:
+            _state.blas_limit.restore_original_limits()
         _state.__init__()
         return
     if group.comm is not None:
