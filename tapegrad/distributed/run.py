@@ -80,8 +80,8 @@ def main(argv=None):
         sys.exit(f"--nproc-per-node must be at least 1, got {n}")
     mpiexec = args.mpiexec or _find_mpiexec()
     if "OMP_NUM_THREADS" not in os.environ and n > 1:  # torchrun's default and warning (the BLAS reads it too)
-        sys.stderr.write("\n*****************************************\nSetting OMP_NUM_THREADS environment variable for "
-                         "each process to be 1 in default, to avoid your system being overloaded, please further "
+        sys.stderr.write("\n*****************************************\nSetting OMP_NUM_THREADS environment variable "
+                         "for each process to be 1 in default, to avoid your system being overloaded, please further "
                          "tune the variable for optimal performance in your application as needed. \n"
                          "*****************************************\n")
         os.environ["OMP_NUM_THREADS"] = "1"
