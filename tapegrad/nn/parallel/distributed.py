@@ -164,8 +164,8 @@ class DistributedDataParallel(Module):
                            [np.array([len(self._params)], np.int64), MPI.INT64_T], [counts, MPI.INT64_T])
             raise RuntimeError(
                 f"DDP expects same model across all ranks, but the ranks' parameters or buffers differ in number, "
-                f"shape or dtype: parameter counts by rank {counts.tolist()} (this is rank {self._dist.get_rank()}, with "
-                f"shapes {[tuple(p.shape) for p in self._params]})")
+                f"shape or dtype: parameter counts by rank {counts.tolist()} (this is rank {self._dist.get_rank()}, "
+                f"with shapes {[tuple(p.shape) for p in self._params]})")
 
     def _sync_buffers(self):
         """The buffers from the group's first rank: one broadcast per dtype of them all, packed into one array (as
