@@ -83,6 +83,18 @@ def test_one_process_without_mpiexec():
     assert out.split("\n")[:2] == ["0 1 mpi [1.0, 1.0] [[3.0, 3.0]] ['module.weight', 'module.bias']", "False"]
 
 
+def test_ddp_refuses_gradients_mpi_cannot_average():
+    code = ("import tapegrad as torch, tapegrad.distributed as dist\n"
+            "dist.init_process_group('gloo')\n"
+            "m = torch.nn.Linear(2, 1)\n"
+            "m.extra = torch.nn.Parameter(torch.ones(2, dtype=torch.float16))\n"
+            "torch.nn.parallel.DistributedDataParallel(m)\n")
+    rc, out, _ = run_python(code)
+    assert rc != 0
+    assert "NotImplementedError: tapegrad's DistributedDataParallel averages float32 and float64 gradients only; " \
+           "the module has a float16 parameter" in out, out
+
+
 def test_environment_that_disagrees_with_mpi_is_refused():
     code = "import tapegrad.distributed as dist; dist.init_process_group(init_method='env://')"
     rc, out, _ = run_python(code, extra_env={"RANK": "1", "WORLD_SIZE": "2"})

@@ -124,6 +124,10 @@ class DistributedDataParallel(Module):
                 "parameters {{device(type='cpu')}}.".format(device_ids, output_device))
         pg = process_group if process_group is not None else c10d._default()
         params = [p for p in module.parameters() if p.requires_grad]
+        for p in params:
+            if p._data.dtype.name not in ("float32", "float64"):  # (tapegrad trains float16 nowhere else either)
+                raise NotImplementedError(f"tapegrad's DistributedDataParallel averages float32 and float64 "
+                                          f"gradients only; the module has a {p._data.dtype} parameter")
         if not params:
             raise RuntimeError("DistributedDataParallel is not needed when a module doesn't have any parameter "
                                "that requires a gradient.")
