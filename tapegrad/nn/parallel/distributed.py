@@ -4,10 +4,9 @@ Each parameter gets a tensor hook. tapegrad's backward hands leaves their gradie
 the replay, one hook call per parameter: the hook writes the parameter's whole gradient (what .grad holds from
 no_sync steps plus this backward's), divided by the world size, into its slot of a flat bucket (one per dtype,
 about bucket_cap_mb each) and returns the slot, which becomes .grad (a view of the bucket, as torch's
-gradient_as_bucket_view=True). A full bucket starts its MPI all-reduce (nonblocking); the last bucket, complete
-only when every gradient is, is reduced by a blocking one in the last expected parameter's hook, which then waits
-for the others. Since every gradient is ready only at the end of the replay, an all-reduce cannot overlap the
-backward's compute, only the hooks of the parameters after its bucket (docs/distributed.md measures it).
+gradient_as_bucket_view=True). The last expected parameter's hook sums the buckets across the ranks (MPI
+all-reduces started in bucket order, then one wait for all). Since every gradient is ready only at the end of
+the replay, an all-reduce cannot overlap the backward's compute (docs/distributed.md measures it).
 """
 import contextlib
 import functools
@@ -20,7 +19,6 @@ from ...tape import F_REQ, OP_LEAF
 from ...tensor import Tensor, _new
 from ..modules.module import Module
 
-_FIRST_BUCKET_BYTES = 1 << 20  # torch's dist._DEFAULT_FIRST_BUCKET_BYTES: a small first bucket starts sooner
 
 UNFINISHED = (
     "Expected to have finished reduction in the prior iteration before starting a new one. This error indicates "
@@ -36,15 +34,14 @@ UNFINISHED = (
 class _Bucket:
     """Parameters reduced together: one dtype, one flat array per synchronized backward (a new one each time, so
     a .grad kept from the last step is not overwritten), `views` its parameter-shaped slots."""
-    __slots__ = ("indices", "dtype", "offsets", "shapes", "size", "flat", "views", "remaining", "request")
+    __slots__ = ("indices", "dtype", "offsets", "shapes", "size", "flat", "views")
 
     def __init__(self, indices, params):
         self.indices, self.dtype = indices, params[indices[0]]._data.dtype
         self.shapes = [params[i]._data.shape for i in indices]
         self.offsets = np.concatenate([[0], np.cumsum([params[i]._data.size for i in indices])]).tolist()
         self.size = self.offsets[-1]
-        self.flat = self.views = self.request = None
-        self.remaining = 0
+        self.flat = self.views = None
 
     def allocate(self):
         flat = self.flat = np.empty(self.size, self.dtype)
@@ -54,10 +51,10 @@ class _Bucket:
 
 class _Iteration:
     """One synchronized backward's progress: which parameters got their gradient, how many of the expected."""
-    __slots__ = ("ready", "expected", "count", "needed", "next")
+    __slots__ = ("ready", "expected", "count", "needed")
 
     def __init__(self, n, expected):
-        self.ready, self.expected, self.count, self.next = [False] * n, expected, 0, 0
+        self.ready, self.expected, self.count = [False] * n, expected, 0
         self.needed = n if expected is None else sum(expected)
 
 
@@ -193,13 +190,15 @@ class DistributedDataParallel(Module):
     def _make_buckets(self, params):
         """Buckets of parameters in the order tapegrad's backward hands leaves their gradients (the order of
         their first use, which is the order of parameters() in a plain forward; torch's reverse order follows
-        its graph walk), one dtype each, the first up to 1 MiB and the others up to bucket_cap_mb, as torch's."""
-        buckets, current, cap, nbytes = [], {}, {}, {}
+        its graph walk), one dtype each, up to bucket_cap_mb. (torch's first bucket is smaller, 1 MiB, so that
+        its all-reduce starts sooner; here nothing starts before the last gradient, and it would cost one more
+        collective.)"""
+        buckets, current, nbytes = [], {}, {}
         for i, p in enumerate(params):
             dt, nb = p._data.dtype, p._data.nbytes
-            if dt in current and nbytes[dt] + nb > cap.get(dt, min(_FIRST_BUCKET_BYTES, self.bucket_bytes_cap)):
+            if dt in current and nbytes[dt] + nb > self.bucket_bytes_cap:
                 buckets.append(_Bucket(current.pop(dt), params))
-                nbytes[dt], cap[dt] = 0, self.bucket_bytes_cap
+                nbytes[dt] = 0
             current.setdefault(dt, []).append(i)
             nbytes[dt] = nbytes.get(dt, 0) + nb
         buckets.extend(_Bucket(indices, params) for indices in current.values())
@@ -226,9 +225,7 @@ class DistributedDataParallel(Module):
                 expected = [id(p) in used for p in self._params]
             self.__dict__["_iteration"] = _Iteration(len(self._params), expected)
             for bucket in self._buckets:
-                bucket.flat = bucket.views = bucket.request = None
-                bucket.remaining = len(bucket.indices) if expected is None else \
-                    sum(1 for i in bucket.indices if expected[i])
+                bucket.flat = bucket.views = None
         else:
             self.__dict__["_iteration"] = None
         return out
@@ -277,42 +274,18 @@ class DistributedDataParallel(Module):
             np.copyto(slot, grad._data)
         if it.expected is None or it.expected[i]:
             it.count += 1
-            bucket.remaining -= 1
-            if bucket.remaining == 0:
-                self._start_ready(it)
             if it.count == it.needed:
                 self._finish(it)
         return _new(slot)
 
-    def _start_ready(self, it):
-        """Start the all-reduce of each full bucket in bucket order: every rank must start MPI's collectives on a
-        communicator in the same order, whatever order its gradients arrived in."""
-        buckets = self._buckets
-        while it.next < len(buckets):
-            bucket = buckets[it.next]
-            if bucket.remaining or bucket.flat is None:  # (a bucket with no used parameter waits for _finish)
-                break
-            self._start(bucket, it.next == len(buckets) - 1)
-            it.next += 1
-
-    def _start(self, bucket, last):
-        """The last bucket is reduced by a blocking Allreduce: it is always started last, when every gradient is in
-        (nothing is left to overlap it with), on every rank; MPI never matches a blocking collective with a
-        nonblocking one, so the choice depends only on the bucket's place. The others start nonblocking."""
-        if self._world == 1:
-            return
-        c10d = self._c10d
-        MPI = c10d._mpi()
-        comm = self.process_group.comm
-        if last:
-            c10d._blocking(self.process_group, "DistributedDataParallel's gradient all-reduce", comm.Allreduce,
-                           MPI.IN_PLACE, c10d._buffer(bucket.flat), MPI.SUM)
-        else:
-            bucket.request = comm.Iallreduce(MPI.IN_PLACE, c10d._buffer(bucket.flat), MPI.SUM)
-
     def _finish(self, it):
         """All expected gradients are in: fill the slots of parameters this rank did not use (their accumulated
-        .grad or zeros), reduce what is left, wait for the rest. A parameter no rank used keeps .grad None."""
+        .grad or zeros) and sum each bucket across the ranks, in bucket order. A parameter no rank used keeps .grad
+        None. All at the end: nothing is left to overlap them with (every gradient arrives in the backward's last
+        loop), and MPI (without an asynchronous progress thread, MPICH's default) moves a nonblocking collective's
+        data only inside MPI calls, so starting a full bucket's earlier bought nothing. Nonblocking, with one wait
+        for all: the ranks meet once, not once per bucket (on a loaded machine each meeting waits for the
+        scheduler to run both ranks at once)."""
         self.__dict__["_iteration"] = None
         params, ready, buckets = self._params, it.ready, self._buckets
         unused = [] if it.count == len(params) else [i for i in range(len(params)) if not ready[i]]
@@ -326,28 +299,24 @@ class DistributedDataParallel(Module):
                 slot[...] = 0
             else:
                 np.multiply(g._data, 1 / self._world, out=slot)
-        while it.next < len(buckets):
-            self._start(buckets[it.next], it.next == len(buckets) - 1)
-            it.next += 1
-        if self._world > 1:
-            requests = [bucket.request for bucket in buckets if bucket.request is not None]
-            if requests:
-                MPI = self._c10d._mpi()
-                self._c10d._blocking(self.process_group, "DistributedDataParallel's gradient all-reduce",
-                                     MPI.Request.Waitall, requests)
-        if self._world > 1 and (self.find_unused_parameters or self.static_graph):
+        if self._world == 1:
+            return self._point_unused(unused, [params[i]._grad is not None for i in range(len(params))])
+        pg, c10d = self.process_group, self._c10d
+        MPI = c10d._mpi()
+        requests = [pg.comm.Iallreduce(MPI.IN_PLACE, c10d._buffer(bucket.flat), MPI.SUM) for bucket in buckets]
+        c10d._blocking(pg, "DistributedDataParallel's gradient all-reduce", MPI.Request.Waitall, requests)
+        if self.find_unused_parameters or self.static_graph:
             # which parameters some rank has a gradient for (every rank calls this, whatever it used)
             has_grad = np.array([ready[i] or params[i]._grad is not None for i in range(len(params))], np.int32)
-            MPI = self._c10d._mpi()
-            self._c10d._blocking(self.process_group, "DistributedDataParallel's unused-parameter check",
-                                 self.process_group.comm.Allreduce, MPI.IN_PLACE, [has_grad, MPI.INT32_T], MPI.MAX)
-            has_grad = has_grad.tolist()
-        else:
-            has_grad = [params[i]._grad is not None for i in range(len(params))]
+            c10d._blocking(pg, "DistributedDataParallel's unused-parameter check", pg.comm.Allreduce, MPI.IN_PLACE,
+                           [has_grad, MPI.INT32_T], MPI.MAX)
+            self._point_unused(unused, has_grad.tolist())
+
+    def _point_unused(self, unused, has_grad):
         for i in unused:
             if has_grad[i]:
                 b, k = self._bucket_of[i]
-                params[i]._grad = _new(buckets[b].views[k])
+                self._params[i]._grad = _new(self._buckets[b].views[k])
 
     def extra_repr(self):
         return ""
