@@ -250,6 +250,10 @@ if n > 1:
     t = torch.zeros(4, dtype=torch.float64)
     assert dist.recv(t, src=left, tag=12) == left
     same(t, np.arange(4, dtype=np.float64) + left, "recv after refused messages")
+    send = dist.isend(torch.zeros(0, dtype=torch.int64), dst=right, tag=13)  # an empty message still carries its header
+    t = torch.zeros(0, dtype=torch.int64)
+    assert dist.recv(t, src=left, tag=13) == left and t.shape == (0,)
+    send.wait()
 try:
     dist.all_gather([torch.zeros(2)] * (n + 1), torch.zeros(2))
     raise AssertionError("a wrong list length was not detected")
