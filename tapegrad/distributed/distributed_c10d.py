@@ -23,6 +23,7 @@ import warnings
 
 import numpy as np
 
+from .. import _runtime
 from ..tensor import Tensor
 
 EXTRA_HINT = ('tapegrad.distributed needs mpi4py and an MPI library: pip install "tapegrad[distributed]" '
@@ -299,7 +300,6 @@ def _share_cores(world):
     torchrun's OMP_NUM_THREADS=1, or set_num_threads). Every rank's BLAS starting a thread per core oversubscribes
     the machine, and its spinning threads then stall the ranks' collectives: the W3 step on 2 ranks of a 2-core
     machine ran 100x slower with 2 BLAS threads each (docs/distributed.md). Returns the limiter, or None."""
-    from .. import _runtime
     if _runtime._num_threads is not None or any(os.environ.get(v) for v in _THREAD_VARS):
         return None
     local = world.Split_type(_mpi().COMM_TYPE_SHARED)
