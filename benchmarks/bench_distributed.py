@@ -1,13 +1,15 @@
 """Data-parallel speed: the W3 MLP step (64-128-128-10 tanh, cross-entropy, SGD; workloads.W3MLP) at a global
 batch of 256 and 1,024 on 1 process and on 2 processes under DistributedDataParallel (each rank takes half of the
-batch), and one all_reduce of 1 MB and 100 MB over loopback next to mpi4py's own Allreduce.
+batch), next to 2 processes that each train on their half without communicating (the ceiling: what the machine
+gives two processes at once), and one all_reduce of 1 MB and 100 MB over loopback next to mpi4py's own Allreduce.
 
     python -m benchmarks.bench_distributed            # prints a Markdown table (about a minute)
 
 Every process runs with one BLAS thread (as benchmarks/compare.py), so 2 processes use the machine's 2 cores; the
-1-process row with 2 BLAS threads is the other way to use them. Each configuration runs in fresh processes
-started with mpiexec; a figure is the median of ROUNDS rounds. The "ready window" is the share of the backward
-(from .backward() to its return) after DDP's first gradient hook: what an all-reduce could overlap.
+1-process row with 2 BLAS threads is the other way to use them. Each round runs every configuration once, in
+fresh processes started with mpiexec, one after the other (so that a load from elsewhere falls on all of them);
+a figure is the median of ROUNDS rounds. The "ready window" is the share of the backward (from .backward() to its
+return) after DDP's first gradient hook: what an all-reduce could overlap.
 """
 import argparse
 import json
@@ -42,7 +44,7 @@ def _launch(n, args, threads=1):
 
 
 # -- workers (under mpiexec) --------------------------------------------------------------------------------
-def _step_worker(batch, steps):
+def _step_worker(batch, steps, ddp=True):
     import tapegrad as torch
     import tapegrad.distributed as dist
     from benchmarks.workloads import W3_SIZES, w3_data
@@ -66,7 +68,7 @@ def _step_worker(batch, steps):
             return h2 @ self.w3 + self.b3
 
     model = MLP()
-    net = torch.nn.parallel.DistributedDataParallel(model) if world > 1 else model
+    net = torch.nn.parallel.DistributedDataParallel(model) if world > 1 and ddp else model
     params = list(model.parameters())
     first_hook = []
     for p in params:  # registered after DDP's: each runs right after DDP's hook of the same parameter
@@ -82,19 +84,16 @@ def _step_worker(batch, steps):
             for p in params:
                 p -= 0.01 * p.grad
                 p.grad = None
-        return (t1 - first_hook[0]) / (t1 - t0)
+        return (t1 - first_hook[0]) / (t1 - t0) if first_hook else 0.0
 
     for _ in range(20):
         step()
-    rates, windows = [], []
-    for _ in range(ROUNDS):
-        dist.barrier()
-        t = time.perf_counter()
-        windows += [step() for _ in range(steps)]
-        dist.barrier()
-        rates.append(steps / (time.perf_counter() - t))
+    dist.barrier()
+    t = time.perf_counter()
+    windows = [step() for _ in range(steps)]
+    dist.barrier()
     if rank == 0:
-        print(json.dumps({"steps_per_s": float(np.median(rates)), "ready_window": float(np.median(windows))}))
+        print(json.dumps({"steps_per_s": steps / (time.perf_counter() - t), "ready_window": float(np.median(windows))}))
     dist.destroy_process_group()
 
 
@@ -136,20 +135,27 @@ def main():
     p.add_argument("--worker", nargs="*")
     a = p.parse_args()
     if a.worker is not None:
-        if a.worker[0] == "step":
-            return _step_worker(int(a.worker[1]), int(a.worker[2]))
+        if a.worker[0] in ("step", "independent"):
+            return _step_worker(int(a.worker[1]), int(a.worker[2]), ddp=a.worker[0] == "step")
         return _allreduce_worker()
     print(f"load average before: {os.getloadavg()[0]:.2f}, cores: {os.cpu_count()}")
     rows = ["| global batch | 1 process | 1 process, 2 BLAS threads | 2 processes (DDP) | 2 processes / 1 process "
-            "| ready window (2 processes) |", "|--:|--:|--:|--:|--:|--:|"]
+            "| 2 processes, no communication (ceiling) | DDP / ceiling | ready window (2 processes) |",
+            "|--:|--:|--:|--:|--:|--:|--:|--:|"]
+    runs = {}
+    for _ in range(ROUNDS):
+        for batch in (256, 1024):
+            args = [str(batch), str(STEPS[batch])]
+            for name, n, kind, threads in (("one", 1, "step", 1), ("one_2t", 1, "step", 2), ("two", 2, "step", 1),
+                                           ("ceiling", 2, "independent", 1)):
+                runs.setdefault((batch, name), []).append(_launch(n, [kind, *args], threads=threads))
     for batch in (256, 1024):
-        steps = str(STEPS[batch])
-        one = _launch(1, ["step", str(batch), steps])
-        one_2t = _launch(1, ["step", str(batch), steps], threads=2)
-        two = _launch(2, ["step", str(batch), steps])
-        rows.append(f"| {batch} | {one['steps_per_s']:.0f} steps/s | {one_2t['steps_per_s']:.0f} steps/s | "
-                    f"{two['steps_per_s']:.0f} steps/s | {two['steps_per_s'] / one['steps_per_s']:.2f}x | "
-                    f"{two['ready_window']:.1%} |")
+        rate = {name: float(np.median([r["steps_per_s"] for r in runs[batch, name]]))
+                for name in ("one", "one_2t", "two", "ceiling")}
+        window = float(np.median([r["ready_window"] for r in runs[batch, "two"]]))
+        rows.append(f"| {batch} | {rate['one']:.0f} steps/s | {rate['one_2t']:.0f} steps/s | {rate['two']:.0f} steps/s "
+                    f"| {rate['two'] / rate['one']:.2f}x | {rate['ceiling']:.0f} steps/s "
+                    f"({rate['ceiling'] / rate['one']:.2f}x) | {rate['two'] / rate['ceiling']:.2f} | {window:.1%} |")
     print("\n".join(rows))
     ar = _launch(2, ["allreduce"])
     print("\n| all_reduce, 2 processes, float32 | tapegrad.distributed.all_reduce | mpi4py Allreduce | ratio |")

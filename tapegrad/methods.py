@@ -219,10 +219,8 @@ def _inplace(self, result):
     self._vc[0] += 1
     if result._requires_grad:
         tape, row = result._tape, result._slot
-        tape.values[row] = self._data   # the row's value is this storage now
-        tape.obj[row] = id(self._data)
-        tape.set_cell(row, self._vc)
-        tape.outver[row] = self._vc[0]
+        tape.set_value(row, self._data)   # the row's value is this storage now
+        tape.set_cell(row, self._vc, current=True)
         self._tape, self._slot, self._requires_grad, self._is_leaf = tape, row, True, False
         self._op = result._op
         self._grad_fn = None
@@ -237,11 +235,8 @@ def _carry_into_base(view, base):
     h's later uses."""
     new = ops.reshape(view, base.shape)
     tape, row = new._tape, new._slot
-    tape.values[row] = base._data  # the row's value is the base's storage
-    tape.obj[row] = id(base._data)
-    vc = base._ensure_vc()
-    tape.set_cell(row, vc)
-    tape.outver[row] = vc[0]
+    tape.set_value(row, base._data)  # the row's value is the base's storage
+    tape.set_cell(row, base._ensure_vc(), current=True)
     base._tape, base._slot, base._requires_grad, base._is_leaf = tape, row, True, False
     base._op = new._op
     base._grad_fn = None
@@ -257,8 +252,8 @@ def _snapshot_if_saved(self, result):
     for j, a in enumerate(tape.row_args(row)):
         if a == old and (saves >> j) & 1:
             snapshot = self._data.copy()
-            tape.values[old], tape.obj[old], tape.vaddr[old] = snapshot, id(snapshot), 0
-            tape.cells.pop(old, None)
+            tape.set_value(old, snapshot)
+            tape.drop_cell(old)
             return
 
 

@@ -87,12 +87,12 @@ def _run(tape, roots, seeds, retain_graph, create_graph, targets, accumulate, tr
         revived = None
         if targets:
             revived = target_rows[(tape.op[target_rows] == OP_FREED) & ((tape.flags[target_rows] & F_DEAD) != 0)]
-            tape.flags[revived] &= np.uint8(~F_DEAD & 0xFF)
+            tape.unmark(revived, F_DEAD)
         try:
             need, own, offsets, recycle, n32, n64, bad, arg = _plan(rt, tape, n, roots, target_rows, kinds, saves)
         finally:
             if revived is not None:
-                tape.flags[revived] |= F_DEAD
+                tape.mark(revived, F_DEAD)
         if bad >= 0:
             _raise_plan_error(tape, bad, arg)
         if tape.guards:
@@ -185,7 +185,7 @@ def _run_compiled(rt, tape, need, owned, offsets, recycle, n32, n64, kinds, root
     if traced:  # stop at every row, so that each row's gradients are checked and a failure is named
         n = len(need)
         stopped = np.flatnonzero(need & (kinds[tape.op[:n]] != registry.K_LEAF) & ((tape.flags[:n] & F_STOP) == 0))
-        tape.flags[stopped] |= F_STOP
+        tape.mark(stopped, F_STOP)
     i, resume = max(roots), False
     try:
         while True:
@@ -213,7 +213,7 @@ def _run_compiled(rt, tape, need, owned, offsets, recycle, n32, n64, kinds, root
                 resume = True
     finally:
         if stopped is not None:
-            tape.flags[stopped] &= np.uint8(~F_STOP & 0xFF)
+            tape.unmark(stopped, F_STOP)
     if accumulate:
         aux = tape.aux
         for r in np.flatnonzero(need & (tape.op[:len(need)] == OP_LEAF)).tolist():

@@ -409,7 +409,7 @@ class Tensor:
         untraceable("a hook or retain_grad")
         tape = self._tape
         s = tape.slot(self)  # its current row (a stale one may now be another tensor's: Tape.compact)
-        tape.flags[s] |= F_STOP
+        tape.mark(s, F_STOP)
         tape.watch[s] = Watch(self)  # (its hooks outlive it, as torch's live on the graph node)
 
     # -- dtype conversion ----------------------------------------------------------------------------------

@@ -287,8 +287,7 @@ def _finish(ctx, args, tensors, outputs, recording):
             rows[id(original)] = rows[id(o)]
         _attach(o, tape, r, _FUNCTION.code if j == primary else _OUTPUT.code, ctx)
         if o._vc is not None:
-            tape.set_cell(r, o._vc)
-            tape.outver[r] = o._vc[0]
+            tape.set_cell(r, o._vc, current=True)
     ctx._input_meta = tuple((a._data.shape, a._data.dtype, a._requires_grad) if isinstance(a, Tensor) else None
                             for a in args)
     ctx._saved = tuple(_pack(t, rows, tape) for t in ctx.to_save)

@@ -23,6 +23,7 @@ import warnings
 
 import numpy as np
 
+from .. import _runtime
 from ..tensor import Tensor
 
 EXTRA_HINT = ('tapegrad.distributed needs mpi4py and an MPI library: pip install "tapegrad[distributed]" '
@@ -135,6 +136,7 @@ class _State:
         self.watchdog = None
         self.excepthook = None
         self.seq = 0           # collectives run on the default group (named in timeout and mismatch errors)
+        self.blas_limit = None  # threadpoolctl's limiter while ranks share this machine's cores (_share_cores)
 
 
 _state = _State()
@@ -283,9 +285,37 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
     pg = ProcessGroup(comm, range(actual_size), seconds, group_name or "default_pg")
     _state.world, _state.groups, _state.seq = pg, [pg], 0
     if actual_size > 1:
+        _state.blas_limit = _share_cores(world)
         _state.watchdog = _Watchdog(actual_rank, min(1.0, max(0.02, seconds / 20)))
         _state.watchdog.start()
         _state.excepthook, sys.excepthook = sys.excepthook, _abort_on_uncaught
+
+
+_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS")
+
+
+def _share_cores(world):
+    """Ranks on one machine share its cores: each BLAS gets cores // ranks-here threads (at least 1), through
+    threadpoolctl (the `distributed` extra installs it), unless the user chose a count (a thread variable, as
+    torchrun's OMP_NUM_THREADS=1, or set_num_threads). Every rank's BLAS starting a thread per core oversubscribes
+    the machine, and its spinning threads then stall the ranks' collectives: the W3 step on 2 ranks of a 2-core
+    machine ran 100x slower with 2 BLAS threads each (docs/distributed.md). Returns the limiter, or None."""
+    if _runtime._num_threads is not None or any(os.environ.get(v) for v in _THREAD_VARS):
+        return None
+    local = world.Split_type(_mpi().COMM_TYPE_SHARED)
+    here = local.Get_size()
+    local.Free()
+    if here <= 1:
+        return None
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        warnings.warn(f"tapegrad.distributed: {here} ranks share this machine's cores, but threadpoolctl is not "
+                      f"installed to give each rank's BLAS its share (pip install \"tapegrad[distributed]\"); set "
+                      f"OMP_NUM_THREADS={max(1, _runtime._cpu_count() // here)} to avoid oversubscribing the cores",
+                      stacklevel=3)
+        return None
+    return threadpool_limits(limits=max(1, _runtime._cpu_count() // here), user_api="blas")
 
 
 def is_initialized():
@@ -309,6 +339,8 @@ def destroy_process_group(group=None):
             _state.watchdog.join()
         if sys.excepthook is _abort_on_uncaught:
             sys.excepthook = _state.excepthook or sys.__excepthook__
+        if _state.blas_limit is not None:
+            _state.blas_limit.restore_original_limits()
         _state.__init__()
         return
     if group.comm is not None:
@@ -442,7 +474,7 @@ def _average(a, n):
 
 # -- the fingerprint check --------------------------------------------------------------------------------
 _OPS = ("broadcast", "all_reduce", "reduce", "all_gather", "all_gather_into_tensor", "gather", "scatter",
-        "reduce_scatter_tensor", "all_to_all_single", "barrier", "DistributedDataParallel")
+        "reduce_scatter_tensor", "all_to_all_single", "barrier", "DistributedDataParallel", "send")
 _FP_DIMS = 6
 
 
@@ -495,8 +527,9 @@ class Work:
     """An operation started with async_op=True (or isend/irecv): wait() blocks until it is done (under the
     group's timeout), is_completed() tests without blocking."""
 
-    def __init__(self, pg, what, requests, finish=None):
+    def __init__(self, pg, what, requests, finish=None, statuses=None):
         self._pg, self._what, self._requests, self._finish = pg, what, requests, finish
+        self._statuses = statuses  # (MPI.Status per request, where finish needs the sender)
         self._done, self._buffer = False, None
 
     def _complete(self):
@@ -511,11 +544,11 @@ class Work:
         if not self._done:
             MPI = _mpi()
             if timeout is None:
-                _blocking(self._pg, self._what, MPI.Request.Waitall, self._requests)
+                _blocking(self._pg, self._what, MPI.Request.Waitall, self._requests, self._statuses)
             else:
                 seconds = timeout.total_seconds() if isinstance(timeout, datetime.timedelta) else float(timeout)
                 deadline = time.monotonic() + seconds
-                while not MPI.Request.Testall(self._requests):
+                while not MPI.Request.Testall(self._requests, self._statuses):
                     if time.monotonic() > deadline:
                         raise RuntimeError(f"Work.wait: {self._what} did not complete within {timeout}")
                     time.sleep(0)
@@ -523,7 +556,7 @@ class Work:
         return True
 
     def is_completed(self):
-        if not self._done and _mpi().Request.Testall(self._requests):
+        if not self._done and _mpi().Request.Testall(self._requests, self._statuses):
             self._complete()
         return self._done
 
@@ -798,28 +831,43 @@ def send(tensor, dst=None, group=None, tag=0, group_dst=None):
         work.wait()
 
 
+def _message(header, buf):
+    """One point-to-point message: a header (the sender's dtype and shape: a fingerprint) and the tensor's bytes,
+    sent from or received into both arrays where they are (an MPI struct type at their addresses: no copy). The
+    header lets the receiver check the dtype, which MPI itself never compares."""
+    MPI = _mpi()
+    t = MPI.Datatype.Create_struct([header.size, buf.nbytes], [MPI.Get_address(header), MPI.Get_address(buf)],
+                                   [MPI.INT64_T, MPI.BYTE]).Commit()
+    return [MPI.BOTTOM, 1, t], t
+
+
 def isend(tensor, dst=None, group=None, tag=0, group_dst=None):
     a = _array(tensor, "send")
     pg = _group(group)
     if pg is None:
         return _not_in_group("send")
     peer = _peer(pg, "send", dst, group_dst)
-    buf = _contiguous(a)
-    work = Work(pg, f"send to rank {pg.ranks[peer]}", [pg.comm.Isend(_buffer(buf), peer, tag)])
-    work._buffer = buf  # (a contiguous copy must outlive the send)
+    buf, header = _contiguous(a), _fingerprint("send", a)
+    spec, datatype = _message(header, buf)
+    work = Work(pg, f"send to rank {pg.ranks[peer]}", [pg.comm.Isend(spec, peer, tag)])
+    datatype.Free()  # (MPI keeps it for the pending send)
+    work._buffer = (buf, header)  # (they must outlive the send)
     return work
 
 
-def _check_received(pg, a, status, peer):
-    got = status.Get_count(_mpi().BYTE)
-    if got != a.nbytes:
-        raise RuntimeError(f"recv: rank {pg.ranks[peer]} sent {got} bytes, but the receiving tensor "
-                           f"({list(a.shape)}, {a.dtype}) holds {a.nbytes}")
+def _check_received(pg, a, header, source, what):
+    """The sender's header against the receiving tensor: a different dtype raises, naming both (MPI moves the bytes
+    whatever they mean)."""
+    if header[1] != _DTYPE_CODES.get(a.dtype, 99):
+        raise RuntimeError(f"{what}: rank {pg.ranks[source]} sent a tensor of another dtype: it sent "
+                           f"{_describe(header).split(', ', 1)[1]}; this rank received into TensorShape="
+                           f"{list(a.shape)}, TensorDtype={a.dtype}")
 
 
 def recv(tensor, src=None, group=None, tag=0, group_src=None):
-    """Receive into tensor (from any rank where src is None); returns the sender's rank. A message whose size
-    differs from the tensor's raises, naming both."""
+    """Receive into tensor (from any rank where src is None); returns the sender's rank. A message of another size
+    than the tensor's raises, naming both, before anything is written; one of another dtype raises once received
+    (the tensor then holds the sender's bytes: the message goes straight into it)."""
     a = _array(tensor, "recv")
     pg = _group(group)
     if pg is None:
@@ -829,22 +877,42 @@ def recv(tensor, src=None, group=None, tag=0, group_src=None):
     peer = MPI.ANY_SOURCE if src is None and group_src is None else _peer(pg, "recv", src, group_src)
     status = MPI.Status()
     msg = _blocking(pg, "recv", pg.comm.Mprobe, peer, tag, status)
-    _check_received(pg, a, status, status.Get_source())
+    source, header = status.Get_source(), np.empty(4 + _FP_DIMS, np.int64)
+    got = status.Get_count(MPI.BYTE) - header.nbytes
+    if got != a.nbytes:
+        msg.Recv([header, MPI.INT64_T] if got < 0 else [np.empty(got + header.nbytes, np.uint8), MPI.BYTE])
+        raise RuntimeError(f"recv: rank {pg.ranks[source]} sent {got} bytes, but the receiving tensor "
+                           f"({list(a.shape)}, {a.dtype}) holds {a.nbytes}")
     buf = _contiguous(a)
-    _blocking(pg, "recv", msg.Recv, _buffer(buf))
+    spec, datatype = _message(header, buf)
+    try:
+        _blocking(pg, "recv", msg.Recv, spec)
+    finally:
+        datatype.Free()
     _written(tensor, a, buf)
-    return pg.ranks[status.Get_source()]
+    _check_received(pg, a, header, source, "recv")
+    return pg.ranks[source]
 
 
 def irecv(tensor, src=None, group=None, tag=0, group_src=None):
+    """A nonblocking recv: wait() raises as recv does for a message of another dtype."""
     a = _array(tensor, "irecv")
     pg = _group(group)
     if pg is None:
         return _not_in_group("irecv")
     MPI = _mpi()
     peer = MPI.ANY_SOURCE if src is None and group_src is None else _peer(pg, "irecv", src, group_src)
-    buf = _contiguous(a)
-    return Work(pg, "irecv", [pg.comm.Irecv(_buffer(buf), peer, tag)], lambda: _written(tensor, a, buf))
+    buf, header, status = _contiguous(a), np.empty(4 + _FP_DIMS, np.int64), MPI.Status()
+    spec, datatype = _message(header, buf)
+    request = pg.comm.Irecv(spec, peer, tag)
+    datatype.Free()
+
+    def finish():
+        _check_received(pg, a, header, status.Get_source(), "irecv")
+        _written(tensor, a, buf)
+    work = Work(pg, "irecv", [request], finish, [status])
+    work._buffer = (buf, header)
+    return work
 
 
 # -- Python objects (pickled, as torch does) -------------------------------------------------------------------

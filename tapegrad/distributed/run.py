@@ -5,6 +5,8 @@ torchrun's variables (RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK
 the MPI launcher's own (MPICH's PMI_RANK, Open MPI's OMPI_COMM_WORLD_RANK, PMIx's PMIX_RANK) and then execs the
 script in its place, so the script is __main__ of its process as under torchrun and MPI's launch channel (inherited
 environment and descriptors) reaches it. `mpiexec -n N python train.py` works as well, without the variables.
+As torchrun, it sets OMP_NUM_THREADS=1 for N > 1 unless the variable is set (init_process_group shares the cores
+out under a bare mpiexec too).
 """
 import argparse
 import os
@@ -77,6 +79,12 @@ def main(argv=None):
     if n < 1:
         sys.exit(f"--nproc-per-node must be at least 1, got {n}")
     mpiexec = args.mpiexec or _find_mpiexec()
+    if "OMP_NUM_THREADS" not in os.environ and n > 1:  # torchrun's default and warning (the BLAS reads it too)
+        sys.stderr.write("\n*****************************************\nSetting OMP_NUM_THREADS environment variable "
+                         "for each process to be 1 in default, to avoid your system being overloaded, please further "
+                         "tune the variable for optimal performance in your application as needed. \n"
+                         "*****************************************\n")
+        os.environ["OMP_NUM_THREADS"] = "1"
     os.environ.update(MASTER_ADDR=args.master_addr, MASTER_PORT=str(args.master_port), WORLD_SIZE=str(n),
                       LOCAL_WORLD_SIZE=str(n))
     worker = [sys.executable, "-m", "tapegrad.distributed.run", "--mpi-worker"]

@@ -36,8 +36,7 @@ def _share_version(x, t):
     cell = x._ensure_vc()
     t._vc = cell
     if t._tape is not None:
-        t._tape.set_cell(t._slot, cell)
-        t._tape.outver[t._slot] = cell[0]
+        t._tape.set_cell(t._slot, cell, current=True)
     return t
 
 

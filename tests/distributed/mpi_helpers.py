@@ -28,9 +28,14 @@ def env():
 
 
 def run(args, timeout, extra_env=None):
-    """Run a command; returns (returncode, output, seconds). A run past `timeout` fails the test (no hang)."""
+    """Run a command; returns (returncode, output, seconds). A run past `timeout` fails the test (no hang).
+    extra_env's entries are added to the environment, or removed from it where their value is None."""
     e = env()
-    e.update(extra_env or {})
+    for k, v in (extra_env or {}).items():
+        if v is None:
+            e.pop(k, None)
+        else:
+            e[k] = v
     start = time.monotonic()
     try:
         p = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout,
@@ -41,8 +46,9 @@ def run(args, timeout, extra_env=None):
     return p.returncode, p.stdout, time.monotonic() - start
 
 
-def run_mpi(n, script, *args, timeout=90):
-    return run([mpiexec(), "-n", str(n), sys.executable, os.path.join(HERE, script), *map(str, args)], timeout)
+def run_mpi(n, script, *args, timeout=90, extra_env=None):
+    return run([mpiexec(), "-n", str(n), sys.executable, os.path.join(HERE, script), *map(str, args)], timeout,
+               extra_env)
 
 
 def run_python(code, timeout=60, extra_env=None):

@@ -83,6 +83,18 @@ def test_one_process_without_mpiexec():
     assert out.split("\n")[:2] == ["0 1 mpi [1.0, 1.0] [[3.0, 3.0]] ['module.weight', 'module.bias']", "False"]
 
 
+def test_ddp_refuses_gradients_mpi_cannot_average():
+    code = ("import tapegrad as torch, tapegrad.distributed as dist\n"
+            "dist.init_process_group('gloo')\n"
+            "m = torch.nn.Linear(2, 1)\n"
+            "m.extra = torch.nn.Parameter(torch.ones(2, dtype=torch.float16))\n"
+            "torch.nn.parallel.DistributedDataParallel(m)\n")
+    rc, out, _ = run_python(code)
+    assert rc != 0
+    assert "NotImplementedError: tapegrad's DistributedDataParallel averages float32 and float64 gradients only; " \
+           "the module has a float16 parameter" in out, out
+
+
 def test_environment_that_disagrees_with_mpi_is_refused():
     code = "import tapegrad.distributed as dist; dist.init_process_group(init_method='env://')"
     rc, out, _ = run_python(code, extra_env={"RANK": "1", "WORLD_SIZE": "2"})
@@ -106,14 +118,18 @@ def test_without_mpi4py_the_error_names_the_extra():
            '"tapegrad[distributed]"' in out, out
 
 
-def test_launcher_sets_torchrun_variables():
+@pytest.mark.parametrize("omp", [None, "2"])
+def test_launcher_sets_torchrun_variables(omp):
+    """As torchrun: OMP_NUM_THREADS=1 for each process (with torchrun's warning) unless the user set it."""
     script = f"{HERE}/worker_launch.py"
     rc, out, _ = run([sys.executable, "-m", "tapegrad.distributed.run", "--nproc-per-node", "2", script, "--flag",
-                      "x"], timeout=60)
+                      "x"], timeout=60, extra_env={"OMP_NUM_THREADS": omp})
     assert rc == 0, out
     for r in range(2):  # (mpiexec interleaves the ranks' lines: look for each, not for whole lines)
         assert f"rank {r} of 2: RANK={r} LOCAL_RANK={r} WORLD_SIZE=2 LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 " \
-               f"MASTER_PORT=29500 argv=['--flag', 'x'] sum=3.0" in out, out
+               f"MASTER_PORT=29500 OMP_NUM_THREADS={omp or 1} argv=['--flag', 'x'] sum=3.0" in out, out
+    warning = "Setting OMP_NUM_THREADS environment variable for each process to be 1 in default"
+    assert (warning in out) == (omp is None), out
 
 
 def test_launcher_refuses_several_nodes():

@@ -53,3 +53,23 @@ def test_a_shape_mismatch_is_reported_on_every_rank():
     assert "rank 0 is running OpType=ALL_REDUCE, TensorShape=[4]" in out, out
     assert "rank 1 is running OpType=ALL_REDUCE, TensorShape=[5]" in out, out
     assert "finished without noticing" not in out
+
+
+def test_a_dtype_mismatch_is_reported_on_every_rank():
+    rc, out, seconds = run_failing_job(2, "dtype_mismatch", TIMEOUT, timeout=60)
+    assert rc != 0, out
+    assert "RuntimeError: Detected mismatch between collectives on ranks" in out, out
+    assert "rank 0 is running OpType=ALL_REDUCE, TensorShape=[4], TensorDtype=float32" in out, out
+    assert "rank 1 is running OpType=ALL_REDUCE, TensorShape=[4], TensorDtype=float64" in out, out
+    assert "finished without noticing" not in out
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_a_recv_of_another_dtype_ends_the_job_with_its_error(n):
+    rc, out, seconds = run_failing_job(n, "recv_dtype_mismatch", LONG, timeout=90)
+    assert rc != 0, out
+    assert (f"RuntimeError: recv: rank 0 sent a tensor of another dtype: it sent TensorShape=[4], "
+            f"TensorDtype=float64; this rank received into TensorShape=[4], TensorDtype=int64") in out, out
+    assert f"uncaught RuntimeError on rank {n - 1}; aborting all ranks (MPI_Abort)" in out, out
+    assert "finished without noticing" not in out
+    assert seconds < LONG / 2, seconds  # at once, not at the timeout

@@ -32,3 +32,17 @@ def test_ddp_training_equals_one_process(n):
 def test_one_process_under_mpiexec():
     rc, out, _ = run_mpi(1, "worker_ddp.py", timeout=120)
     passed(rc, out, 1)
+
+
+UNSET_THREADS = {"OMP_NUM_THREADS": None, "OPENBLAS_NUM_THREADS": None, "MKL_NUM_THREADS": None}
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_ranks_share_the_cores_between_their_blas(n):
+    rc, out, _ = run_mpi(n, "worker_threads.py", "unset", timeout=120, extra_env=UNSET_THREADS)
+    passed(rc, out, n)
+
+
+def test_a_thread_variable_is_left_alone():
+    rc, out, _ = run_mpi(2, "worker_threads.py", "set", timeout=120)  # (mpi_helpers sets OMP_NUM_THREADS=1)
+    passed(rc, out, 2)

@@ -201,6 +201,59 @@ if n > 1:
         raise AssertionError("different collectives were not detected")
     except RuntimeError as e:
         assert "OpType=ALL_REDUCE" in str(e) and "OpType=BROADCAST" in str(e), e
+    for make in (lambda: torch.ones(3, dtype=torch.float64 if r == n - 1 else torch.float32),
+                 lambda: torch.ones(2, dtype=torch.int64 if r == 0 else torch.float64)):
+        try:
+            dist.all_reduce(make())
+            raise AssertionError("a dtype mismatch in all_reduce was not detected")
+        except RuntimeError as e:
+            assert "Detected mismatch between collectives on ranks" in str(e), e
+            assert f"rank {n - 1} is running OpType=ALL_REDUCE, TensorShape=[3], TensorDtype=float64" in str(e) or \
+                "rank 0 is running OpType=ALL_REDUCE, TensorShape=[2], TensorDtype=int64" in str(e), e
+    mine = torch.int64 if r == 0 else torch.int32  # (each rank's output list agrees with its own input)
+    try:
+        dist.all_gather([torch.zeros(2, dtype=mine) for _ in every], torch.ones(2, dtype=mine))
+        raise AssertionError("a dtype mismatch in all_gather was not detected")
+    except RuntimeError as e:
+        assert "rank 0 is running OpType=ALL_GATHER, TensorShape=[2], TensorDtype=int64" in str(e) and \
+            f"rank {n - 1} is running OpType=ALL_GATHER, TensorShape=[2], TensorDtype=int32" in str(e), e
+
+# point to point: a message of another dtype (the same number of bytes, which MPI alone would accept) is
+# reported by recv, recv from any rank and irecv's wait; one of another size raises before writing anything
+if n > 1:
+    right, left = (r + 1) % n, (r - 1) % n
+    sent = np.arange(4, dtype=np.float64) + r
+    for kind in ("recv", "recv any", "irecv"):
+        send = dist.isend(torch.tensor(sent), dst=right, tag=11)
+        t = torch.zeros(4, dtype=torch.int64)
+        try:
+            if kind == "irecv":
+                dist.irecv(t, src=left, tag=11).wait()
+            else:
+                dist.recv(t, src=None if kind == "recv any" else left, tag=11)
+            raise AssertionError(f"a dtype mismatch in {kind} was not detected")
+        except RuntimeError as e:
+            assert str(e) == (f"{kind.split()[0]}: rank {left} sent a tensor of another dtype: it sent TensorShape="
+                              f"[4], TensorDtype=float64; this rank received into TensorShape=[4], "
+                              f"TensorDtype=int64"), e
+        send.wait()
+    send = dist.isend(torch.ones(3), dst=right, tag=12)
+    t = torch.full((2,), -1.0)
+    try:
+        dist.recv(t, src=left, tag=12)
+        raise AssertionError("a size mismatch in recv was not detected")
+    except RuntimeError as e:
+        assert str(e) == f"recv: rank {left} sent 12 bytes, but the receiving tensor ([2], float32) holds 8", e
+    same(t, np.full(2, -1, np.float32), "recv leaves the tensor alone on a size mismatch")
+    send.wait()
+    dist.send(torch.tensor(sent), dst=right, tag=12)  # the refused message was consumed: this one comes next
+    t = torch.zeros(4, dtype=torch.float64)
+    assert dist.recv(t, src=left, tag=12) == left
+    same(t, np.arange(4, dtype=np.float64) + left, "recv after refused messages")
+    send = dist.isend(torch.zeros(0, dtype=torch.int64), dst=right, tag=13)  # an empty message still carries its header
+    t = torch.zeros(0, dtype=torch.int64)
+    assert dist.recv(t, src=left, tag=13) == left and t.shape == (0,)
+    send.wait()
 try:
     dist.all_gather([torch.zeros(2)] * (n + 1), torch.zeros(2))
     raise AssertionError("a wrong list length was not detected")

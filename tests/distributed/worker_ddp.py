@@ -108,6 +108,26 @@ except RuntimeError as e:
     assert str(e).startswith("Expected to have finished reduction in the prior iteration") and \
         f"Parameter indices which did not receive grad for rank {r}: 6 7" in str(e), e
 
+# buffers follow rank 0's at every forward (one broadcast per dtype), unless broadcast_buffers=False
+for broadcast in (True, False):
+    model = make(0)
+    model.register_buffer("seen", torch.zeros(3, dtype=torch.int64))
+    ddp = DDP(model, broadcast_buffers=broadcast)
+    model.scale.fill_(5.0 + r)
+    model.seen.fill_(7 + r)
+    ddp(X)
+    mine = 0 if broadcast else r
+    assert np.all(model.scale.numpy() == 5.0 + mine) and np.all(model.seen.numpy() == 7 + mine), \
+        (broadcast, model.scale, model.seen)
+if n > 1:  # buffers of other shapes are refused at construction, as other parameters are
+    model = make(0)
+    model.register_buffer("seen", torch.zeros(3 + r, dtype=torch.int64))
+    try:
+        DDP(model, init_sync=False)
+        raise AssertionError("different buffers were not detected")
+    except RuntimeError as e:
+        assert "DDP expects same model across all ranks" in str(e), e
+
 # state_dict keys and the module attribute, as torch's
 model = make(0)
 ddp = DDP(model)

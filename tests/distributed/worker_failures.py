@@ -24,6 +24,13 @@ if r == n - 1:
         sys.exit(0)
 if mode == "mismatch":
     dist.all_reduce(torch.ones(4 + (r == n - 1)))  # not caught: the error ends every rank
+if mode == "dtype_mismatch":
+    dist.all_reduce(torch.ones(4, dtype=torch.float64 if r == n - 1 else torch.float32))
+if mode == "recv_dtype_mismatch":  # only the receiver raises; its abort ends the sender too
+    if r == 0:
+        dist.send(torch.ones(4, dtype=torch.float64), dst=n - 1)
+    elif r == n - 1:
+        dist.recv(torch.zeros(4, dtype=torch.int64), src=0)
 dist.all_reduce(x)
 dist.all_reduce(x)
 print(f"rank {r} finished without noticing", flush=True)

@@ -2,12 +2,11 @@
 
 Each parameter gets a tensor hook. tapegrad's backward hands leaves their gradients in one loop at the end of
 the replay, one hook call per parameter: the hook writes the parameter's whole gradient (what .grad holds from
-no_sync steps plus this backward's) into its slot of a flat bucket (one per dtype, about bucket_cap_mb each);
-a full bucket starts its MPI all-reduce (nonblocking), and the last expected parameter's hook waits for all of
-them, divides by the world size and points every .grad at its averaged slot (so .grad is a view of the bucket,
-as torch's gradient_as_bucket_view=True). Since every gradient is ready only at the end of the replay, an
-all-reduce cannot overlap the backward's compute, only the hooks of the parameters after its bucket
-(docs/distributed.md measures it).
+no_sync steps plus this backward's), divided by the world size, into its slot of a flat bucket (one per dtype,
+about bucket_cap_mb each) and returns the slot, which becomes .grad (a view of the bucket, as torch's
+gradient_as_bucket_view=True). The last expected parameter's hook sums the buckets across the ranks (MPI
+all-reduces started in bucket order, then one wait for all). Since every gradient is ready only at the end of
+the replay, an all-reduce cannot overlap the backward's compute (docs/distributed.md measures it).
 """
 import contextlib
 import functools
@@ -20,7 +19,6 @@ from ...tape import F_REQ, OP_LEAF
 from ...tensor import Tensor, _new
 from ..modules.module import Module
 
-_FIRST_BUCKET_BYTES = 1 << 20  # torch's dist._DEFAULT_FIRST_BUCKET_BYTES: a small first bucket starts sooner
 
 UNFINISHED = (
     "Expected to have finished reduction in the prior iteration before starting a new one. This error indicates "
@@ -34,14 +32,30 @@ UNFINISHED = (
 
 
 class _Bucket:
-    __slots__ = ("indices", "dtype", "offsets", "size", "flat", "remaining", "request")
+    """Parameters reduced together: one dtype, one flat array per synchronized backward (a new one each time, so
+    a .grad kept from the last step is not overwritten), `views` its parameter-shaped slots."""
+    __slots__ = ("indices", "dtype", "offsets", "shapes", "size", "flat", "views")
 
     def __init__(self, indices, params):
         self.indices, self.dtype = indices, params[indices[0]]._data.dtype
-        sizes = [params[i]._data.size for i in indices]
-        self.offsets = np.concatenate([[0], np.cumsum(sizes)]).tolist()
+        self.shapes = [params[i]._data.shape for i in indices]
+        self.offsets = np.concatenate([[0], np.cumsum([params[i]._data.size for i in indices])]).tolist()
         self.size = self.offsets[-1]
-        self.flat, self.remaining, self.request = None, 0, None
+        self.flat = self.views = None
+
+    def allocate(self):
+        flat = self.flat = np.empty(self.size, self.dtype)
+        o = self.offsets
+        self.views = [flat[o[k]: o[k + 1]].reshape(shape) for k, shape in enumerate(self.shapes)]
+
+
+class _Iteration:
+    """One synchronized backward's progress: which parameters got their gradient, how many of the expected."""
+    __slots__ = ("ready", "expected", "count", "needed")
+
+    def __init__(self, n, expected):
+        self.ready, self.expected, self.count = [False] * n, expected, 0
+        self.needed = n if expected is None else sum(expected)
 
 
 def _tensors(obj, out):
@@ -107,6 +121,10 @@ class DistributedDataParallel(Module):
                 "parameters {{device(type='cpu')}}.".format(device_ids, output_device))
         pg = process_group if process_group is not None else c10d._default()
         params = [p for p in module.parameters() if p.requires_grad]
+        for p in params:
+            if p._data.dtype.name not in ("float32", "float64"):  # (tapegrad trains float16 nowhere else either)
+                raise NotImplementedError(f"tapegrad's DistributedDataParallel averages float32 and float64 "
+                                          f"gradients only; the module has a {p._data.dtype} parameter")
         if not params:
             raise RuntimeError("DistributedDataParallel is not needed when a module doesn't have any parameter "
                                "that requires a gradient.")
@@ -118,7 +136,8 @@ class DistributedDataParallel(Module):
                  gradient_as_bucket_view=gradient_as_bucket_view,
                  bucket_bytes_cap=int((25 if bucket_cap_mb is None else bucket_cap_mb) * 1024 * 1024),
                  require_backward_grad_sync=True, require_forward_param_sync=True,
-                 _params=params, _world=pg.size(), _dist=dist, _c10d=c10d, _pending=None)
+                 _params=params, _world=pg.size(), _dist=dist, _c10d=c10d, _iteration=None,
+                 modules_buffers=list(module.buffers()))  # (torch's name; fixed at construction, as torch's)
         self._verify_params_across_processes()
         if init_sync:
             with _no_grad():
@@ -130,9 +149,11 @@ class DistributedDataParallel(Module):
 
     # -- set-up ------------------------------------------------------------------------------------------
     def _verify_params_across_processes(self):
-        """Every rank must hold the same parameters (count, shapes, dtypes): one fingerprint Allreduce."""
+        """Every rank must hold the same parameters and buffers (count, shapes, dtypes): one fingerprint Allreduce
+        (so the buffers' coalesced broadcast at each forward needs no check of its own)."""
         pg, c10d = self.process_group, self._c10d
-        described = repr([(tuple(p.shape), str(p._data.dtype)) for p in self._params]).encode()
+        described = repr([[(tuple(t.shape), str(t._data.dtype)) for t in ts]
+                          for ts in (self._params, self.modules_buffers)]).encode()
         digest = np.array([len(self._params), zlib.crc32(described)], np.int64)
         MPI = c10d._mpi()
         both = np.concatenate([digest, -digest])
@@ -143,20 +164,41 @@ class DistributedDataParallel(Module):
             c10d._blocking(pg, "the parameter report", pg.comm.Allgather,
                            [np.array([len(self._params)], np.int64), MPI.INT64_T], [counts, MPI.INT64_T])
             raise RuntimeError(
-                f"DDP expects same model across all ranks, but the ranks' parameters differ in number, shape or "
-                f"dtype: parameter counts by rank {counts.tolist()} (this is rank {self._dist.get_rank()}, with "
-                f"shapes {[tuple(p.shape) for p in self._params]})")
+                f"DDP expects same model across all ranks, but the ranks' parameters or buffers differ in number, "
+                f"shape or dtype: parameter counts by rank {counts.tolist()} (this is rank {self._dist.get_rank()}, "
+                f"with shapes {[tuple(p.shape) for p in self._params]})")
+
+    def _sync_buffers(self):
+        """The buffers from the group's first rank: one broadcast per dtype of them all, packed into one array (as
+        torch's coalesced broadcast), not one broadcast and one check per buffer (a BatchNorm network has three
+        buffers per layer). Construction checked that every rank's buffers agree in shapes and dtypes."""
+        pg, c10d = self.process_group, self._c10d
+        MPI, root = c10d._mpi(), 0
+        by_dtype = {}
+        for b in self.modules_buffers:
+            by_dtype.setdefault(b._data.dtype, []).append(b)
+        for dtype, buffers in by_dtype.items():
+            flat = np.concatenate([b._data.reshape(-1) for b in buffers]) if pg.rank() == root else \
+                np.empty(sum(b._data.size for b in buffers), dtype)
+            c10d._blocking(pg, "DistributedDataParallel's buffer broadcast", pg.comm.Bcast, c10d._buffer(flat), root)
+            if pg.rank() != root:
+                o = 0
+                for b in buffers:
+                    c10d._written(b, b._data, flat[o: o + b._data.size].reshape(b._data.shape))
+                    o += b._data.size
 
     def _make_buckets(self, params):
         """Buckets of parameters in the order tapegrad's backward hands leaves their gradients (the order of
         their first use, which is the order of parameters() in a plain forward; torch's reverse order follows
-        its graph walk), one dtype each, the first up to 1 MiB and the others up to bucket_cap_mb, as torch's."""
-        buckets, current, cap, nbytes = [], {}, {}, {}
+        its graph walk), one dtype each, up to bucket_cap_mb. (torch's first bucket is smaller, 1 MiB, so that
+        its all-reduce starts sooner; here nothing starts before the last gradient, and it would cost one more
+        collective.)"""
+        buckets, current, nbytes = [], {}, {}
         for i, p in enumerate(params):
             dt, nb = p._data.dtype, p._data.nbytes
-            if dt in current and nbytes[dt] + nb > cap.get(dt, min(_FIRST_BUCKET_BYTES, self.bucket_bytes_cap)):
+            if dt in current and nbytes[dt] + nb > self.bucket_bytes_cap:
                 buckets.append(_Bucket(current.pop(dt), params))
-                nbytes[dt], cap[dt] = 0, self.bucket_bytes_cap
+                nbytes[dt] = 0
             current.setdefault(dt, []).append(i)
             nbytes[dt] = nbytes.get(dt, 0) + nb
         buckets.extend(_Bucket(indices, params) for indices in current.values())
@@ -168,32 +210,24 @@ class DistributedDataParallel(Module):
 
     # -- forward -------------------------------------------------------------------------------------------
     def forward(self, *inputs, **kwargs):
-        pending = self._pending
-        if pending is not None and pending["count"]:
-            missing = [i for i, ready in enumerate(pending["ready"]) if not ready and pending["expected"][i]]
-            self.__dict__["_pending"] = None
+        it = self._iteration
+        if it is not None and it.count:
+            self.__dict__["_iteration"] = None
+            missing = [i for i, ready in enumerate(it.ready) if not ready and (it.expected is None or it.expected[i])]
             raise RuntimeError(UNFINISHED.format(rank=self._dist.get_rank(), indices=" ".join(map(str, missing))))
-        if self.broadcast_buffers and self.require_forward_param_sync:
-            buffers = list(self.module.buffers())
-            if buffers and self._world > 1:
-                with _no_grad():
-                    for b in buffers:
-                        self._dist.broadcast(b, src=self.process_group.ranks[0], group=self.process_group)
+        if self.broadcast_buffers and self.require_forward_param_sync and self.modules_buffers and self._world > 1:
+            self._sync_buffers()
         out = self.module(*inputs, **kwargs)
         if self.require_backward_grad_sync and is_grad_enabled():
-            n = len(self._params)
+            expected = None  # every parameter
             if self.find_unused_parameters or self.static_graph:
                 used = _reachable_leaves(_tensors(out, []))
                 expected = [id(p) in used for p in self._params]
-            else:
-                expected = [True] * n
-            self.__dict__["_pending"] = {"ready": [False] * n, "expected": expected, "count": 0,
-                                         "needed": sum(expected), "next": 0}
+            self.__dict__["_iteration"] = _Iteration(len(self._params), expected)
             for bucket in self._buckets:
-                bucket.flat, bucket.request = None, None
-                bucket.remaining = sum(1 for i in bucket.indices if expected[i])
+                bucket.flat = bucket.views = None
         else:
-            self.__dict__["_pending"] = None
+            self.__dict__["_iteration"] = None
         return out
 
     @contextlib.contextmanager
@@ -209,88 +243,80 @@ class DistributedDataParallel(Module):
 
     # -- backward ------------------------------------------------------------------------------------------
     def _grad_ready(self, i, grad):
-        """Hook of parameter i: its whole gradient into its bucket slot; reduce full buckets; finish at the last."""
-        pending = self._pending
-        if pending is None:
+        """Hook of parameter i: its whole gradient (with what .grad holds from no_sync steps), divided by the world
+        size, into its bucket slot (one pass, as torch's reducer); reduce full buckets; finish at the last. The
+        replay makes the returned slot the parameter's .grad, so every .grad is a view of its bucket."""
+        it = self._iteration
+        if it is None:
             return None  # a forward under no_sync or no_grad: accumulate locally
-        if pending["ready"][i]:
+        ready = it.ready
+        if ready[i]:
             raise RuntimeError(
                 f"Expected to mark a variable ready only once. This error is caused by one of the following "
                 f"reasons: 1) Use of a module parameter outside the `forward` function, or 2) backward run more "
                 f"than once in one iteration (retain_graph=True). Parameter at index {i} has been marked as ready "
                 f"twice.")
-        p = self._params[i]
+        ready[i] = True
         b, k = self._bucket_of[i]
         bucket = self._buckets[b]
-        slot = self._slot(bucket, k, p)
+        if bucket.flat is None:
+            bucket.allocate()
+        slot = bucket.views[k]
+        p = self._params[i]
         if p._grad is not None:
             np.add(p._grad._data, grad._data, out=slot)
+            p._grad = None  # (the replay assigns the returned slot)
+            if self._world > 1:
+                slot *= 1 / self._world
+        elif self._world > 1:
+            np.multiply(grad._data, 1 / self._world, out=slot)
         else:
-            slot[...] = grad._data
-        p._grad = None  # the replay assigns the returned slot; _finish points every .grad at its slot
-        pending["ready"][i] = True
-        if pending["expected"][i]:
-            pending["count"] += 1
-            bucket.remaining -= 1
-            if bucket.remaining == 0:
-                self._start_ready(pending)
-        if pending["count"] >= pending["needed"]:
-            self._finish(pending)
-            p._grad = None  # (set by _finish: the replay assigns the returned slot, now averaged)
+            np.copyto(slot, grad._data)
+        if it.expected is None or it.expected[i]:
+            it.count += 1
+            if it.count == it.needed:
+                self._finish(it)
         return _new(slot)
 
-    def _slot(self, bucket, k, p):
-        if bucket.flat is None:
-            bucket.flat = np.empty(bucket.size, bucket.dtype)  # a new one each step: .grad views the last one
-        return bucket.flat[bucket.offsets[k]: bucket.offsets[k + 1]].reshape(p._data.shape)
-
-    def _start_ready(self, pending):
-        """Start the all-reduce of each full bucket in bucket order: every rank must start MPI's nonblocking
-        collectives on a communicator in the same order, whatever order its gradients arrived in."""
-        buckets = self._buckets
-        while pending["next"] < len(buckets):
-            bucket = buckets[pending["next"]]
-            if bucket.remaining or bucket.flat is None:  # (a bucket with no used parameter waits for _finish)
-                break
-            self._start(bucket)
-            pending["next"] += 1
-
-    def _start(self, bucket):
-        if self._world > 1:
-            MPI = self._c10d._mpi()
-            bucket.request = self.process_group.comm.Iallreduce(
-                MPI.IN_PLACE, self._c10d._buffer(bucket.flat), MPI.SUM)
-
-    def _finish(self, pending):
-        """All expected gradients are in: reduce what is left (the slots of parameters this rank did not use
-        hold their accumulated .grad or zeros), wait, average, and point each .grad at its slot."""
-        self.__dict__["_pending"] = None
-        params, ready = self._params, pending["ready"]
-        unused = [i for i in range(len(params)) if not ready[i]]
+    def _finish(self, it):
+        """All expected gradients are in: fill the slots of parameters this rank did not use (their accumulated
+        .grad or zeros) and sum each bucket across the ranks, in bucket order. A parameter no rank used keeps .grad
+        None. All at the end: nothing is left to overlap them with (every gradient arrives in the backward's last
+        loop), and MPI (without an asynchronous progress thread, MPICH's default) moves a nonblocking collective's
+        data only inside MPI calls, so starting a full bucket's earlier bought nothing. Nonblocking, with one wait
+        for all: the ranks meet once, not once per bucket (on a loaded machine each meeting waits for the
+        scheduler to run both ranks at once)."""
+        self.__dict__["_iteration"] = None
+        params, ready, buckets = self._params, it.ready, self._buckets
+        unused = [] if it.count == len(params) else [i for i in range(len(params)) if not ready[i]]
         for i in unused:
             b, k = self._bucket_of[i]
-            slot = self._slot(self._buckets[b], k, params[i])
-            slot[...] = params[i]._grad._data if params[i]._grad is not None else 0
-        for bucket in self._buckets[pending["next"]:]:
-            self._start(bucket)
-        if self._world > 1:
-            requests = [bucket.request for bucket in self._buckets if bucket.request is not None]
-            MPI = self._c10d._mpi()
-            self._c10d._blocking(self.process_group, "DistributedDataParallel's gradient all-reduce",
-                                 MPI.Request.Waitall, requests)
-        has_grad = np.array([ready[i] or params[i]._grad is not None for i in range(len(params))], np.int32)
-        if self._world > 1 and (self.find_unused_parameters or self.static_graph):
-            # a parameter no rank used keeps .grad None, as torch's
-            MPI = self._c10d._mpi()
-            self._c10d._blocking(self.process_group, "DistributedDataParallel's unused-parameter check",
-                                 self.process_group.comm.Allreduce, MPI.IN_PLACE, [has_grad, MPI.INT32_T], MPI.MAX)
-        for bucket in self._buckets:
-            if bucket.flat is not None and self._world > 1:
-                bucket.flat /= self._world
-        for i, p in enumerate(params):
+            bucket = buckets[b]
+            if bucket.flat is None:
+                bucket.allocate()
+            slot, g = bucket.views[k], params[i]._grad
+            if g is None:
+                slot[...] = 0
+            else:
+                np.multiply(g._data, 1 / self._world, out=slot)
+        if self._world == 1:
+            return self._point_unused(unused, [params[i]._grad is not None for i in range(len(params))])
+        pg, c10d = self.process_group, self._c10d
+        MPI = c10d._mpi()
+        requests = [pg.comm.Iallreduce(MPI.IN_PLACE, c10d._buffer(bucket.flat), MPI.SUM) for bucket in buckets]
+        c10d._blocking(pg, "DistributedDataParallel's gradient all-reduce", MPI.Request.Waitall, requests)
+        if self.find_unused_parameters or self.static_graph:
+            # which parameters some rank has a gradient for (every rank calls this, whatever it used)
+            has_grad = np.array([ready[i] or params[i]._grad is not None for i in range(len(params))], np.int32)
+            c10d._blocking(pg, "DistributedDataParallel's unused-parameter check", pg.comm.Allreduce, MPI.IN_PLACE,
+                           [has_grad, MPI.INT32_T], MPI.MAX)
+            self._point_unused(unused, has_grad.tolist())
+
+    def _point_unused(self, unused, has_grad):
+        for i in unused:
             if has_grad[i]:
                 b, k = self._bucket_of[i]
-                p._grad = _new(self._slot(self._buckets[b], k, p))
+                self._params[i]._grad = _new(self._buckets[b].views[k])
 
     def extra_repr(self):
         return ""

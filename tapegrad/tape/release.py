@@ -1,0 +1,157 @@
+"""The tape's memory: a value no backward rule reads is let go of (released) while a tensor has it, and taken
+back if a later op's rule reads it; backward without retain_graph frees the rows it ran (free_graph), and the
+dead tail of the tape is cut (_truncate, cut_dead_tail), as torch frees a graph with its last tensor."""
+import sys
+import threading
+import weakref
+
+import numpy as np
+
+from .. import kernels
+from ..registry import SAVES_OUT, reads_input, tables
+from .. import tape as T  # (the package: its tunable thresholds are read at call time, as tests change them)
+
+
+class Release:
+    """Tape's methods for this concern (tape/__init__.py composes them)."""
+
+    def _release_inputs(self, row):
+        saves = tables()[1]
+        lo, hi = self.argptr[row], self.argptr[row + 1]
+        reads = int(saves[self.op[row]])
+        traces = self.__dict__.get("anomaly_traces") or ()  # (anomaly mode names a row by its value)
+        for j, s in enumerate(self.args[lo:hi].tolist()):
+            if reads_input(reads, j):
+                continue  # this row's rule reads it
+            v = self.values[s]
+            o = int(self.op[s])
+            if (o <= T.OP_FREED or v is None or self.flags[s] & (T.F_READ | T.F_DEAD) or s in self.aux
+                    or s in self.released or self.vaddr[s] or v.base is not None or v.nbytes < T.RELEASE_BYTES
+                    or v.dtype.kind != "f" or saves[o] & SAVES_OUT or s in traces):
+                continue
+            # rows recorded after s (this one included): does one of their rules read s?
+            k0 = int(self.argptr[s + 1])
+            entries = np.flatnonzero(self.args[k0: self.nargs] == s) + k0
+            if entries.size:
+                owners = np.searchsorted(self.argptr[: self.n + 1], entries, side="right") - 1
+                pos = entries - self.argptr[owners]
+                if reads_input(saves[self.op[owners]], pos).any():
+                    self.flags[s] |= T.F_READ
+                    continue
+            self.released[s] = weakref.ref(v)
+            shape = np.ndarray(v.shape, v.dtype, _nan(v.dtype), 0, (0,) * v.ndim)
+            self.values[s], self.obj[s] = shape, id(shape)
+
+    def _reacquire(self, row, value, op, j):
+        """Op `op` takes the released row's value as its input j: hold it again if op's rule reads it."""
+        if not reads_input(int(tables()[1][op]), j):
+            return
+        del self.released[row]
+        self.values[row], self.obj[row] = value, id(value)
+        self.flags[row] |= T.F_READ
+
+    def free_graph(self, need):
+        """Free the op rows a backward ran (`need`: its plan's rows), as free does, in one compiled pass.
+
+        The tail it cuts also takes the constants first registered while the graph was recorded
+        (per-iteration data: a constant whose row is cut registers again when used). Leaves keep their
+        rows, so parameters are registered once."""
+        # (all n rows: a hook under enable_grad may have recorded some while the backward ran)
+        rows, end = kernels.load().free_graph(need, self.n, self.op, self.flags)
+        if len(rows):
+            first = int(rows[0])
+            self._release(rows, max(end, self.registered.get(first, first)))
+
+    def free(self, rows):
+        """Mark rows dead and release their values, then cut the dead tail of the tape (a sweep's)."""
+        self.flags[rows] |= T.F_DEAD
+        self._release(rows, self._live_end())
+
+    def _release(self, rows, tail):
+        """Drop the values of dead rows below `tail`, then cut the tape at `tail`."""
+        values, aux = self.values, self.aux
+        stranded = rows[rows < tail]  # rows below a live row: interleaved graphs, or the sweep's
+        self.vaddr[stranded] = 0      # their version cells are released below
+        obj, released = self.obj, self.released
+        for r in stranded.tolist():
+            v = values[r]
+            w = released.pop(r, None)
+            if w is not None:  # (a placeholder): the row keeps the id of the value while a tensor has it
+                v = w()
+                obj[r] = 0 if v is None else id(v)
+            elif v is not None and sys.getrefcount(v) <= 3:  # the list, v, the argument: it dies here,
+                obj[r] = 0                                   # and its id may be reused (see compact)
+            values[r] = None
+            aux.pop(r, None)
+            self.guards.pop(r, None)
+            self.watch.pop(r, None)
+            self.cells.pop(r, None)
+        self._truncate(tail)
+
+    def _live_end(self):
+        n = self.n
+        live = np.flatnonzero((self.flags[:n] & T.F_DEAD) == 0)
+        return int(live[-1]) + 1 if len(live) else 0
+
+    def _truncate(self, n):
+        if n >= self.n:
+            return
+        k = int(self.argptr[n])
+        # Remember the ids of the cut rows' values at their indices: a tensor may still hold one, and
+        # its row number names this index, which another row may take (slot pads past it)
+        kernels.load().cut(n, self.n, k, self.nargs, self._ids(n, self.n), self.ghost, self.obj, self.op,
+                           self.flags, self.dtype, self.vaddr, self.outver, self.iattr, self.fattr, self.args,
+                           self.argver, self.argptr)
+        del self.values[n:]
+        for name in T._ROW_KEYED:
+            table = getattr(self, name, None)
+            if table:
+                for r in [r for r in table if r >= n]:
+                    del table[r]
+        self.n, self.nargs = n, k
+
+    def cut_dead_tail(self):
+        """Free the rows at the tape's end that no tensor holds, from the last row down to the first op row
+        held (record() calls it when the last row's tensor has died, as torch frees a graph with its last
+        tensor), and cut them. No row above them is left to reach them, so nothing can; leaf and constant
+        rows (registered while the pass ran) have no inputs, so a held one is stepped over and stays. A row
+        counts as held when anything beyond the tape refers to its value (a tensor, a view, a saved context),
+        its released value is alive, or its hooks' tensor is. A tail of less than RELEASE_BYTES of values is left to
+        the sweep. O(rows walked)."""
+        if self.owner is not threading.current_thread():
+            return
+        values, released, watch, flags, op = self.values, self.released, self.watch, self.flags, self.op
+        dead, nbytes = [], 0
+        for r in range(self.n - 1, -1, -1):
+            if flags[r] & T.F_DEAD:
+                continue
+            w = released.get(r)
+            held = w() is not None if w is not None else T._refcount(values[r]) > 2  # (the list, the argument)
+            if not held:
+                w = watch.get(r)
+                held = w is not None and (w.alive() if isinstance(w, T.Watch) else w() is not None)
+            if held:
+                if op[r] == T.OP_LEAF or op[r] == T.OP_CONST:
+                    continue
+                break
+            dead.append(r)
+            nbytes += getattr(values[r], "nbytes", 0)
+        # A small dead tail waits for the sweep: a cut costs about 15 us, which a step of small ops (a compiled
+        # second derivative of 1,000 elements: 35 us) would pay at each call; memory is what the cut is for.
+        if dead and nbytes >= T.RELEASE_BYTES:
+            self.swept += len(dead)
+            self.free(np.array(dead[::-1], np.int64))
+            self._swept_n = min(self._swept_n, self.n)
+
+
+_NANS = {}
+
+
+def _nan(dtype):
+    """A read-only one-element NaN array: the buffer of the placeholders of released values (zero strides),
+    so a rule that read one by mistake would give NaN, which the tests against torch catch."""
+    a = _NANS.get(dtype)
+    if a is None:
+        a = _NANS[dtype] = np.full(1, np.nan, dtype)
+        a.flags.writeable = False
+    return a
