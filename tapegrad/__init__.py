@@ -12,7 +12,7 @@ _warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"tapegrad\."
 
 from ._dtype import (bool, double, dtype, float, float16, float32, float64, half, int, int8, int16,  # noqa: F401
                      int32, int64, long, uint8)
-from ._dtype import bfloat16  # noqa: F401,E402  (nameable; tensors of it raise NotImplementedError)
+from ._dtype import bfloat16  # noqa: F401,E402  (its tensors need the optional ml_dtypes, imported lazily)
 from .tensor import Size, Tensor  # noqa: F401
 from . import methods as _methods  # noqa: F401  (binds Tensor's methods)
 from .ops import *  # noqa: F401,F403

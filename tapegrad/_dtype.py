@@ -1,5 +1,6 @@
 """torch-style dtype objects over NumPy dtypes, and the promotion rules tapegrad uses."""
 import builtins
+import threading
 
 import numpy as np
 
@@ -31,10 +32,51 @@ int8 = dtype("int8", np.int8, 2)
 uint8 = dtype("uint8", np.uint8, 2)
 bool = dtype("bool", np.bool_, 2)  # noqa: A001 - torch's name
 float, double, half, long, int = float32, float64, float16, int64, int32  # noqa: A001
-# torch.bfloat16 exists so scripts can name it (`torch.bfloat16 if bf16_supported else torch.float32`);
-# making or converting a tensor to it raises (tapegrad has no bfloat16 arithmetic: see to_numpy_dtype)
-bfloat16 = dtype("bfloat16", "V2", -1)
-bfloat16.is_floating_point = True
+
+
+class _BFloat16(dtype):
+    """torch.bfloat16: tensors of it hold ml_dtypes' NumPy bfloat16 (the optional `bfloat16` extra), imported
+    when a tensor first needs it, so that naming torch.bfloat16 (`torch.bfloat16 if bf16_supported else
+    torch.float32`) costs nothing and needs no extra. ml_dtypes computes each elementwise op in float32 and
+    rounds the result to bfloat16, as torch's CPU kernels do."""
+    __slots__ = ()
+
+    @property
+    def np(self):
+        return bfloat16_np()
+
+
+def bfloat16_np():
+    try:
+        import ml_dtypes
+    except ImportError as e:
+        raise ImportError("torch.bfloat16 tensors need the optional `ml_dtypes` package: pip install "
+                          "\"tapegrad[bfloat16]\" (or pip install ml_dtypes)", name=e.name) from e
+    return np.dtype(ml_dtypes.bfloat16)
+
+
+def is_bfloat16(np_dtype):
+    """Whether a NumPy dtype is ml_dtypes' bfloat16 (by name: asking imports nothing)."""
+    return np_dtype.kind == "V" and np_dtype.name == "bfloat16"
+
+
+def is_float(np_dtype):
+    """A floating-point NumPy dtype, bfloat16 included (NumPy files ml_dtypes' bfloat16 under kind "V")."""
+    return np_dtype.kind == "f" or is_bfloat16(np_dtype)
+
+
+bfloat16 = object.__new__(_BFloat16)
+bfloat16.name, bfloat16.is_floating_point, bfloat16.itemsize, bfloat16.code = "bfloat16", True, 2, 2
+
+
+
+class _AutocastState(threading.local):
+    """The NumPy dtype of the CPU autocast region this thread is in (bfloat16's), or None: set by
+    tapegrad.amp.autocast, read by the ops on torch's CPU autocast lists. Thread-local, as torch's."""
+    dtype = None
+
+
+autocast_state = _AutocastState()
 
 # torch.set_default_dtype: the dtype of Python floats and of float factories called without dtype=
 default_float = float32
@@ -64,6 +106,8 @@ def from_numpy_dtype(np_dtype):
     try:
         return _BY_NP[np.dtype(np_dtype)]
     except KeyError:
+        if is_bfloat16(np.dtype(np_dtype)):
+            return bfloat16
         raise TypeError(f"can't convert np.ndarray of type {np.dtype(np_dtype)}. The only supported types are: "
                         "float64, float32, float16, int64, int32, int16, int8, uint8, and bool.") from None
 
@@ -71,9 +115,6 @@ def from_numpy_dtype(np_dtype):
 def to_numpy_dtype(d):
     """Accept a tapegrad dtype, a NumPy dtype or a Python type, as torch accepts its own."""
     if isinstance(d, dtype):
-        if d.code < 0:
-            raise NotImplementedError(f"tapegrad: {d!r} tensors are not implemented (no {d.name} arithmetic); "
-                                      f"use torch.float32, or torch.float16 for storage")
         return d.np
     if d is builtins.float:
         return default_float.np
@@ -85,7 +126,7 @@ def to_numpy_dtype(d):
 
 
 def _category(np_dtype):
-    return 2 if np_dtype.kind == "f" else (1 if np_dtype.kind in "iu" else 0)
+    return 2 if is_float(np_dtype) else (1 if np_dtype.kind in "iu" else 0)
 
 
 def _scalar_category(s):
@@ -106,5 +147,16 @@ def result_type(*operands):
     for group in (dims, zero):
         in_top = [d for d in group if _category(d) == top]
         if in_top:
-            return np.result_type(*in_top)
+            return _float_result(in_top) if top == 2 else np.result_type(*in_top)
     return (bool.np, int64.np, default_float.np)[top]
+
+
+def _float_result(dtypes):
+    """NumPy's result type, with torch's rules for bfloat16, which NumPy cannot promote with float16: mixed
+    with float16 it gives float32, with float32 or float64 the wider type."""
+    if not any(is_bfloat16(d) for d in dtypes):
+        return np.result_type(*dtypes)
+    others = [d for d in dtypes if not is_bfloat16(d)]
+    if not others:
+        return dtypes[0]
+    return np.result_type(np.float32, *others)

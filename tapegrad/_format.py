@@ -190,6 +190,8 @@ def format_tensor(data, dtype_name, is_default_dtype, suffixes):
         or ``"grad_fn=<MulBackward0>"``, appended in order.
     """
     data = np.asarray(data)
+    if data.dtype.name == "bfloat16":  # (ml_dtypes'): printed from its float32 values, as torch prints it
+        data = data.astype(np.float32)
     indent = len(_PREFIX)
     head = []
     if data.size == 0:

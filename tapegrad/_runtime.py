@@ -88,4 +88,5 @@ def get_float32_matmul_precision():
 
 
 def is_autocast_enabled(device_type=None):
-    return False  # autocast is never enabled (tapegrad.amp.autocast raises when asked to enable it)
+    """Whether a torch.autocast region is enabled for the device type (no argument: CUDA's, never here)."""
+    return device_type == "cpu" and _dtype.autocast_state.dtype is not None

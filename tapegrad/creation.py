@@ -11,7 +11,7 @@ from .tensor import Tensor, _new, as_array
 def _finish(data, dtype=None, requires_grad=False):
     t = _new(data if dtype is None else data.astype(_dtype.to_numpy_dtype(dtype), copy=False))
     if requires_grad:
-        if t._data.dtype.kind != "f":  # (torch's factories capitalise it; the attribute's message does not)
+        if not _dtype.is_float(t._data.dtype):  # (torch's factories capitalise it; the attribute's message does not)
             raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
         t.requires_grad_(True)
     return t

@@ -320,6 +320,9 @@ def uniform(shape, generator=None, dtype=np.float32, low=0.0, high=1.0):
     """torch.rand(shape) / torch.empty(shape).uniform_(low, high): one draw per float32 or float16 element
     (24 bits), two per float64 element (53 bits); x * (high - low) + low."""
     dtype = np.dtype(dtype)
+    bf16 = dtype.name == "bfloat16"  # (ml_dtypes'): drawn as float16 is, in float32 then rounded
+    if bf16:
+        limit, name = 3.3895313892515355e+38, "c10::BFloat16"
     if dtype.kind == "f":
         limit = float(np.finfo(dtype).max)
         name = {2: "c10::Half", 4: "float", 8: "double"}[dtype.itemsize]
@@ -328,15 +331,15 @@ def uniform(shape, generator=None, dtype=np.float32, low=0.0, high=1.0):
                 raise RuntimeError(f"{what} is out of bounds for {name}")
     if low > high:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={_g(low)} > to={_g(high)}")
-    if dtype.kind == "f" and high - low > limit:
-        name = {2: "Half", 4: "Float", 8: "Double"}[dtype.itemsize]
+    if (dtype.kind == "f" or bf16) and high - low > limit:
+        name = "BFloat16" if bf16 else {2: "Half", 4: "Float", 8: "Double"}[dtype.itemsize]
         raise RuntimeError(f"uniform_ expects to-from <= std::numeric_limits<{name}>::max(), but found "
                            f"to={_g(high)} and from={_g(low)} which result in to-from to exceed the limit")
     gen = _gen(generator)
     n = _numel(shape)
     if dtype == np.float64:
         return _rng().uniform_f64(gen._u32(2 * n), float(low), float(high), _FUSED).reshape(shape)
-    elif dtype in (np.float32, np.float16):   # float16 is computed in float32, then rounded
+    elif dtype in (np.float32, np.float16) or bf16:   # float16 is computed in float32, then rounded
         out = _rng().uniform_f32(gen._u32(n), _f32(low), _f32(high), _FUSED).astype(dtype, copy=False)
     else:
         raise TypeError(f"uniform: unsupported dtype {dtype}")
@@ -365,12 +368,12 @@ def normal(shape, generator=None, dtype=np.float32, mean=0.0, std=1.0):
     elif dtype == np.float32:
         fill = _rng().box_muller16_avx2 if _KERNEL == "avx2" else _box_muller16_f32
         out = _normal_fill(gen, n, _f32, lambda d: fill(d, _f32(mean), _f32(std)))
-    elif dtype == np.float16:
+    elif dtype == np.float16 or dtype.name == "bfloat16":
         # torch 2.13 draws ceil(n / 16) * 16 uniforms, transforms them in float32, and keeps all but the
         # elements just before the last 16.
         fill = _rng().box_muller16_avx2 if _KERNEL == "avx2" else _box_muller16_f32
         padded = fill(gen._u24(-(-n // 16) * 16).reshape(-1, 16), _f32(mean), _f32(std)).reshape(-1)
-        out = np.concatenate([padded[:n - 16], padded[-16:]]).astype(np.float16)
+        out = np.concatenate([padded[:n - 16], padded[-16:]]).astype(dtype)
     else:
         raise TypeError(f"normal: unsupported dtype {dtype}")
     return np.ascontiguousarray(out, dtype).reshape(shape)

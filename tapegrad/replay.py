@@ -104,7 +104,9 @@ def _run(tape, roots, seeds, retain_graph, create_graph, targets, accumulate, tr
         else:
             adjoint, _ = _run_compiled(rt, tape, need, own, offsets, recycle, n32, n64, kinds, roots, seeds, targets,
                                        accumulate)
-            result = None if targets is None else [_new(adjoint(r).copy()) if need[r] else None for r in targets]
+            # (a copy in the value's dtype: a float16 / bfloat16 row's float64 adjoint rounded to it)
+            result = None if targets is None else [_new(adjoint(r).astype(tape.values[r].dtype)) if need[r] else None
+                                                   for r in targets]
         if not retain_graph:
             tape.free_graph(need)
         return result
@@ -222,6 +224,8 @@ def _run_compiled(rt, tape, need, owned, offsets, recycle, n32, n64, kinds, root
             g = Tensor.__new__(Tensor)  # (_new, written out)
             a = own.get(r)
             g._data = adjoint(r).copy() if a is None else a
+            if tape.dtype[r] == 2:  # a float16 / bfloat16 leaf: its grad in its dtype (the buffer is float64)
+                g._data = g._data.astype(tape.values[r].dtype)
             if t._hooks:
                 g = run_hooks(t, g, False)
             if targets is None:
@@ -292,8 +296,9 @@ def _raise_nan(tape, row, need, adjoint):
 
 
 def _half_rule(tape, row, kinds):
-    """Whether a row's rule reads float16 values (the compiled replay reads float32 and float64 only)."""
-    return tape.dtype[row] == 2 and kinds[tape.op[row]] in (registry.K_UNARY, registry.K_BINARY)
+    """Whether a row's rule reads float16 or bfloat16 values (the compiled replay reads float32 and float64
+    only), or is a cast to such a dtype, whose gradient is rounded to that dtype there, as torch's."""
+    return tape.dtype[row] == 2 and kinds[tape.op[row]] in (registry.K_UNARY, registry.K_BINARY, registry.K_CAST)
 
 
 def _python_row(tape, row, need, adjoint, owned, own, check_nan=False):
@@ -310,12 +315,18 @@ def _python_row(tape, row, need, adjoint, owned, own, check_nan=False):
         half = tape.values[row].dtype
         with no_grad():
             grads = graph_vjp(op, tape, row, _new(adjoint(row).astype(half)), [wrap(tape, a) for a in args])
-    elif op.array_vjp is not None:
-        values = tape.values
-        grads = op.array_vjp(tape.aux.get(row), adjoint(row), [values[a] for a in args], wanted)
+    elif op.kind == registry.K_CAST:  # (a half or bfloat16 row: the float64 adjoint rounded to its dtype first)
+        grads = [adjoint(row).astype(tape.values[row].dtype).astype(tape.values[args[0]].dtype)]
+    else:
+        g = adjoint(row)
+        if tape.dtype[row] == 2:  # a float16 / bfloat16 row: its gradient in its dtype, as torch's
+            g = g.astype(tape.values[row].dtype)
+        if op.array_vjp is not None:
+            values = tape.values
+            grads = op.array_vjp(tape.aux.get(row), g, [values[a] for a in args], wanted)
     if grads is None:
         with no_grad():
-            grads = op.vjp(tape.aux.get(row), _new(adjoint(row)), [wrap(tape, a) for a in args], wrap(tape, row))
+            grads = op.vjp(tape.aux.get(row), _new(g), [wrap(tape, a) for a in args], wrap(tape, row))
     grads = [g if g is None or type(g) is np.ndarray else g._data if isinstance(g, Tensor) else np.asarray(g)
              for g in grads]
     values, mine = tape.values, owned[args].tolist()
@@ -328,6 +339,8 @@ def _python_row(tape, row, need, adjoint, owned, own, check_nan=False):
         value = values[a]
         if g.shape != value.shape:
             g = _sum_to(g, value.shape)
+        if tape.dtype[a] == 2 and g.dtype != value.dtype:  # (rounded to a float16 / bfloat16 input's dtype)
+            g = g.astype(value.dtype)
         # refcount 3 (this list, `g`, the call's argument): the vjp made it, and no tensor, context or
         # other input's result shares it
         if mine[j] and a not in own and g.base is None and sys.getrefcount(g) == 3 and g.dtype == value.dtype \

@@ -189,8 +189,11 @@ class _Writer:
             _dtype.from_numpy_dtype(a.dtype)
             tid = self.tensor_ids.setdefault(id(obj), len(self.tensor_ids))
             self.keep.append(obj)
-            return {"tensor": self.array_key(a), "requires_grad": bool(obj._requires_grad),
-                    "parameter": isinstance(obj, Parameter), "id": tid}
+            node = {"tensor": self.array_key(a.view(np.uint16) if _dtype.is_bfloat16(a.dtype) else a),
+                    "requires_grad": bool(obj._requires_grad), "parameter": isinstance(obj, Parameter), "id": tid}
+            if _dtype.is_bfloat16(a.dtype):  # stored as its 16-bit patterns (.npy has no bfloat16)
+                node["dtype"] = "bfloat16"
+            return node
         if isinstance(obj, np.ndarray):
             if obj.dtype.kind not in _ALLOWED_KINDS:
                 raise TypeError(f"tapegrad.save cannot store arrays of dtype {obj.dtype} (numeric arrays only)")
@@ -490,7 +493,7 @@ class _Reader:
         _fail(f"unknown manifest tag {tag!r}")
 
     def tensor(self, node):
-        allowed = {"tensor", "requires_grad", "parameter", "id"}
+        allowed = {"tensor", "requires_grad", "parameter", "id", "dtype"}
         if not set(node) <= allowed:
             _fail("invalid tensor node")
         tid = node.get("id")
@@ -499,12 +502,16 @@ class _Reader:
         if tid is not None and tid in self.tensors:
             return self.tensors[tid]
         a = self.array(node["tensor"])
+        if "dtype" in node:
+            if node["dtype"] != "bfloat16" or a.dtype != np.uint16:
+                _fail("invalid tensor dtype")
+            a = a.view(_dtype.bfloat16_np())
         try:
             _dtype.from_numpy_dtype(a.dtype)
         except TypeError:
             _fail(f"a tensor has unsupported dtype {a.dtype}")
         requires_grad = node.get("requires_grad", False) is True
-        if requires_grad and a.dtype.kind != "f":
+        if requires_grad and not _dtype.is_float(a.dtype):
             _fail("an integer tensor is marked requires_grad")
         if node.get("parameter", False) is True:
             from .nn.parameter import Parameter

@@ -64,7 +64,7 @@ def _new(data, requires_grad=False):
 
 _TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor", "int64": "LongTensor",
                "int32": "IntTensor", "int16": "ShortTensor", "int8": "CharTensor", "uint8": "ByteTensor",
-               "bool": "BoolTensor"}
+               "bool": "BoolTensor", "bfloat16": "BFloat16Tensor"}
 
 
 def tensor_type_name(a):
@@ -154,9 +154,9 @@ class Tensor:
             raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want to use a "
                                "computed variable in a subgraph that doesn't require differentiation use "
                                "var_no_grad = var.detach().")
-        if value and self._data.dtype.kind != "f":
+        if value and not _dtype.is_float(self._data.dtype):
             raise RuntimeError(not_float_message)
-        if value and self._data.dtype.itemsize < 4:
+        if value and self._data.dtype == np.float16:
             raise RuntimeError("tapegrad: float16 tensors cannot require gradients; convert with .float() first")
         self._requires_grad = bool(value)
         self._slot = NOT_A_SLOT
@@ -287,6 +287,8 @@ class Tensor:
         if self._requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
                                "instead.")
+        if _dtype.is_bfloat16(self._data.dtype):  # (NumPy has no bfloat16 of its own: torch refuses too)
+            raise TypeError("Got unsupported ScalarType BFloat16")
         untraceable("a value read into Python (numpy)")
         return self._data
 
@@ -431,6 +433,12 @@ class Tensor:
     def double(self):
         return self.to(_dtype.float64)
 
+    def half(self):
+        return self.to(_dtype.float16)
+
+    def bfloat16(self):
+        return self.to(_dtype.bfloat16)
+
     def long(self):
         return self.to(_dtype.int64)
 
@@ -466,7 +474,7 @@ class Tensor:
         return t
 
     def is_floating_point(self):
-        return self._data.dtype.kind == "f"
+        return _dtype.is_float(self._data.dtype)
 
 
 def _no_memory_format(memory_format):

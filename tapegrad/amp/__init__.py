@@ -1,11 +1,15 @@
 """torch.amp: GradScaler and autocast.
 
-tapegrad has no reduced-precision compute, so mixed precision is not emulated: disabled (or, for CUDA,
-unavailable and so disabled with torch's warning) they pass through exactly as torch's do; enabled on
-the CPU, autocast raises NotImplementedError rather than compute in full precision while claiming not to.
+autocast("cpu") runs the ops on torch's CPU autocast lists in bfloat16 (matmul, mm, bmm, linear, conv,
+einsum, prelu: their float32 operands cast, the casts recorded) and its float32 list (the losses, prod) in
+float32, as torch does; it needs bfloat16 tensors (the optional `bfloat16` extra). For CUDA (unavailable)
+it warns and disables itself, as torch; disabled it passes through. GradScaler passes through disabled;
+enabled on the CPU it raises NotImplementedError.
 """
 import functools
 import warnings
+
+from .. import _dtype
 
 
 class GradScaler:
@@ -69,21 +73,36 @@ class autocast:
         if not isinstance(device_type, str):
             raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
         self.device = device_type
+        if dtype is None and device_type == "cpu":
+            dtype = _dtype.bfloat16  # (torch.get_autocast_dtype("cpu"))
         self.fast_dtype = dtype
         if enabled and device_type == "cuda":
             warnings.warn("CUDA is not available or torch_xla is imported. Disabling autocast.", UserWarning,
                           stacklevel=2)
             enabled = False
-        if enabled:
+        if enabled and device_type == "cpu" and dtype not in (_dtype.bfloat16, _dtype.float16):
+            warnings.warn("In CPU autocast, but the target dtype is not supported. Disabling autocast.\nCPU "
+                          "Autocast only supports dtypes of torch.bfloat16, torch.float16 currently.", UserWarning,
+                          stacklevel=2)
+            enabled = False
+        if enabled and device_type == "cpu" and dtype is _dtype.float16:
+            raise NotImplementedError("tapegrad: autocast(\"cpu\", dtype=torch.float16) is not implemented "
+                                      "(torch.bfloat16, the CPU default, is)")
+        if enabled and device_type != "cpu":
             raise NotImplementedError(f"tapegrad: autocast(device_type={device_type!r}) is not implemented "
-                                      f"(no reduced-precision compute; pass enabled=False to run in full "
-                                      f"precision)")
-        self._enabled = False
+                                      f"(tapegrad computes on the CPU: autocast(\"cpu\") is)")
+        self._enabled = bool(enabled)
+        self._outer = []
 
     def __enter__(self):
+        if self.device == "cpu":  # (a CUDA region, always disabled here, leaves the CPU's state alone)
+            self._outer.append(_dtype.autocast_state.dtype)
+            _dtype.autocast_state.dtype = self.fast_dtype.np if self._enabled else None
         return self
 
     def __exit__(self, *exc):
+        if self.device == "cpu":
+            _dtype.autocast_state.dtype = self._outer.pop()
         return False
 
     def __call__(self, func):

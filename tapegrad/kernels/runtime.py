@@ -415,7 +415,7 @@ def _add_into(src, dst):
 def replay(start, resume, need, flags, op, kinds, argptr, args, obj, dtypes, fattr, iattr, offsets, recycle,
            adj32, adj64):
     """Run the needed rows from `start` down to 0; return the first row Python must run (a PYTHON row, a STOP
-    row, a float16 row whose rule reads values), or -1.
+    row, a float16 or bfloat16 row whose rule reads values, a cast to one), or -1.
     With resume, the row at `start` runs here even if flagged STOP (Python has run its hooks).
     A row's recycled block (see plan) is zeroed once the row has run: another row's adjoint takes it."""
     for i in range(start, -1, -1):
@@ -426,6 +426,8 @@ def replay(start, resume, need, flags, op, kinds, argptr, args, obj, dtypes, fat
         if kind == K_LEAF:
             continue
         if kind == K_PYTHON or (flags[i] & F_STOP and not (resume and i == start)):
+            return i
+        if kind == K_CAST and dtypes[i] == 2:  # to float16 / bfloat16: Python rounds the gradient to it
             return i
         if kind == K_CAST:  # adjoints of float32 rows are in adj32; of float64 and float16 rows, in adj64
             a = args[argptr[i]]

@@ -57,9 +57,43 @@ def _to_dtype(x, np_dtype):
     """x in np_dtype: a recorded cast when x requires grad, else a plain conversion."""
     if x._data.dtype == np_dtype:
         return x
-    if x._requires_grad and np_dtype.kind == "f":
+    if x._requires_grad and _dtype.is_float(np_dtype):
         return _record(OPS["cast"], x._data.astype(np_dtype), (x,))
     return _new(x._data.astype(np_dtype))
+
+
+def _in_float32(forward, *arrays):
+    """A bfloat16 op as torch's CPU kernels compute it: on the float32 values, the result rounded to bfloat16
+    once (NumPy on ml_dtypes' bfloat16 would round after every step of a composite forward)."""
+    bf16 = arrays[0].dtype
+    out = np.asarray(forward(*(a.astype(np.float32) for a in arrays)))
+    return out.astype(bf16) if out.dtype.kind == "f" else out
+
+
+# -- torch.autocast("cpu") ---------------------------------------------------------------------------
+autocast_state = _dtype.autocast_state  # (shared state: tapegrad.amp.autocast sets it)
+
+
+def _autocast_lower(*tensors):
+    """torch's CPU autocast "lower precision" ops (matmul, mm, bmm, linear, conv, einsum, prelu): float32 and
+    float16 operands (not float64) cast to the region's dtype, the cast recorded so that gradients flow back."""
+    dt = autocast_state.dtype
+    return tuple(_to_dtype(t, dt) if t is not None and t._data.dtype in (np.float32, np.float16) else t
+                 for t in tensors)
+
+
+def _autocast_float32(*args):
+    """torch's CPU autocast "float32" ops (the losses, prod): inside a region, their reduced-precision tensor
+    arguments are cast to float32 first (the casts recorded). Returns the arguments."""
+    if autocast_state.dtype is None:
+        return args
+    return tuple(_to_float32(a) for a in args)
+
+
+def _to_float32(a):
+    if isinstance(a, Tensor) and a._data.dtype.itemsize == 2 and _dtype.is_float(a._data.dtype):
+        return _to_dtype(a, np.dtype(np.float32))
+    return a
 
 
 def _vjp_cast(ctx, g, inputs, out):
@@ -71,7 +105,7 @@ registry.structural("cast", registry.K_CAST, "ToCopyBackward0", _vjp_cast)
 
 def _float(x):
     """Ops that only make sense in floating point promote integer inputs to the default float dtype, as torch."""
-    return x if x._data.dtype.kind == "f" else _new(x._data.astype(_dtype.default_float.np))
+    return x if _dtype.is_float(x._data.dtype) else _new(x._data.astype(_dtype.default_float.np))
 
 
 # -- shape errors in torch's words -------------------------------------------------------------------
@@ -147,12 +181,12 @@ def _tensor_tensor(op, forward, a, b, to_float=False, check=None):
         check(a, b)
     shape = broadcast_shape(a._data.shape, b._data.shape)
     dt = _dtype.result_type(a._data, b._data)
-    if to_float and dt.kind != "f":
+    if to_float and not _dtype.is_float(dt):
         dt = _dtype.default_float.np
-    if dt.kind != "f":
+    if not _dtype.is_float(dt):
         return _new(np.asarray(_integer(forward, a._data, b._data)).astype(dt, copy=False))
     a, b = _to_dtype(a, dt), _to_dtype(b, dt)
-    out = forward(a._data, b._data)
+    out = _in_float32(forward, a._data, b._data) if _dtype.is_bfloat16(dt) else forward(a._data, b._data)
     assert out.shape == shape
     return _record(op, out, (a, b))
 

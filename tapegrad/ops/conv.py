@@ -13,9 +13,9 @@ import numbers
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from .. import random, registry
+from .. import _dtype, random, registry
 from ..tensor import _new
-from ._common import OPS, _record, _tensor, _to_dtype
+from ._common import OPS, _autocast_lower, _record, _tensor, _to_dtype, autocast_state
 from .elementwise import mul
 
 # torch.X has these with these signatures; the rest are torch.nn.functional's only (nn/functional.py)
@@ -128,11 +128,11 @@ def _conv_forward(ctx, x4, w4, b):
         for i, j, rows, cs in _taps(ctx.k, ctx.s, ctx.d, ctx.out_hw):
             cols[:, :, i, j] = xp[:, :, rows, cs]
     cols = cols.reshape(N, G, (C // G) * kh * kw, oh * ow)
-    out = np.matmul(w4.reshape(G, O // G, -1), cols)  # (N, G, Og, L)
+    out = np.matmul(w4.reshape(G, O // G, -1), cols)  # (N, G, Og, L); bfloat16: float32 sums (ml_dtypes)
     if b is not None:
         out += b.reshape(G, O // G, 1)
     ctx.cols = cols
-    return out.reshape(N, O, oh, ow)
+    return out.reshape(N, O, oh, ow).astype(x4.dtype, copy=False)
 
 
 def _conv_arrays(ctx, g, inputs, wanted):
@@ -213,6 +213,8 @@ def _vjp_conv(ctx, g, inputs, out):
 
 def _conv(nd, input, weight, bias, stride, padding, dilation, groups):
     x, w = _tensor(input), _tensor(weight)
+    if autocast_state.dtype is not None:
+        x, w, bias = _autocast_lower(x, w, None if bias is None else _tensor(bias))
     name = f"conv{nd}d"
     if x.ndim not in (nd + 1, nd + 2):
         raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to {name}, but got input "
@@ -272,7 +274,7 @@ def _conv(nd, input, weight, bias, stride, padding, dilation, groups):
         kshape = " x ".join(str(v) for v in eff)
         raise RuntimeError(f"Calculated padded input size per channel: ({shape}). Kernel size: ({kshape}). Kernel "
                            f"size can't be greater than actual input size")
-    dt = x._data.dtype if x._data.dtype.kind == "f" else np.dtype(np.float32)
+    dt = x._data.dtype if _dtype.is_float(x._data.dtype) else np.dtype(np.float32)
     if w._data.dtype != dt or (bias is not None and b._data.dtype != dt):
         if w._data.dtype != dt:
             raise RuntimeError(f"expected scalar type {_scalar_name(dt)} but found {_scalar_name(w._data.dtype)}")
@@ -297,7 +299,7 @@ def _conv(nd, input, weight, bias, stride, padding, dilation, groups):
 
 
 def _scalar_name(dt):
-    return {"float32": "Float", "float64": "Double", "float16": "Half"}.get(str(dt), str(dt))
+    return {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16"}.get(str(dt), str(dt))
 
 
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
@@ -386,6 +388,8 @@ def _vjp_conv_t(ctx, g, inputs, out):
 
 def _conv_transpose(nd, input, weight, bias, stride, padding, output_padding, groups, dilation):
     x, w = _tensor(input), _tensor(weight)
+    if autocast_state.dtype is not None:
+        x, w, bias = _autocast_lower(x, w, None if bias is None else _tensor(bias))
     name = f"conv_transpose{nd}d"
     if isinstance(padding, str):
         raise TypeError(f"{name}(): argument 'padding' must be tuple of ints, not str")
@@ -474,6 +478,8 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     gradient, to any order, is conv2d's, and the matmuls stay BLAS-sized."""
     from .padding import pad
     x, w = _tensor(input), _tensor(weight)
+    if autocast_state.dtype is not None:
+        x, w, bias = _autocast_lower(x, w, None if bias is None else _tensor(bias))
     if x.ndim not in (4, 5):
         raise RuntimeError(f"Expected 4D (unbatched) or 5D (batched) input to conv3d, but got input of size: "
                            f"{list(x.shape)}")

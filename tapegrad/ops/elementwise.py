@@ -6,7 +6,8 @@ import numpy as np
 
 from .. import _dtype, _strides
 from ..tensor import Tensor, _new, as_array
-from ._common import OPS, _float, _integer, _is_scalar, _record, _tensor, _tensor_tensor, _to_dtype, broadcast_shape
+from ._common import (OPS, _float, _in_float32, _integer, _is_scalar, _record, _tensor, _tensor_tensor, _to_dtype,
+                      broadcast_shape)
 from .. import registry
 
 
@@ -44,6 +45,8 @@ def _make_unary(name):
 
     def fn(input, c=0.0, c2=0.0):
         x = input if type(input) is Tensor else _tensor(input)
+        if _dtype.is_bfloat16(x._data.dtype):
+            return _record(op, _in_float32(lambda a: forward(a, c, c2), x._data), (x,), c, c2)
         if x._data.dtype.kind != "f":
             _refuse_integer(name, x._data.dtype)
             if name == "sign" and x._data.dtype == np.bool_:
@@ -85,6 +88,8 @@ def _make_binary(name, commutative=False, to_float=False, check=None):
         else:
             return _tensor_tensor(op, forward, _tensor(input), _tensor(other), to_float, check)
         dt = _dtype.result_type(x._data, c)
+        if _dtype.is_bfloat16(dt):
+            return _bfloat16_scalar(name, sop, ts, _to_dtype(x, dt), float(c))
         if to_float and dt.kind != "f":
             dt = _dtype.default_float.np
         if dt.kind != "f":  # integer or bool arithmetic: nothing to differentiate
@@ -96,6 +101,21 @@ def _make_binary(name, commutative=False, to_float=False, check=None):
     fn.__name__ = name
     fn.__doc__ = f"{name}: broadcasting; gradients {op.derivs[0]} and {op.derivs[1]} ({op.grad_fn})."
     return fn
+
+
+# torch's CPU kernels round a Python-number operand to bfloat16 first for these (the number is cast to the
+# result's dtype); mul and div keep it in float32
+_SCALAR_ROUNDED = {"add", "sub", "pow"}
+
+
+def _bfloat16_scalar(name, sop, ts, x, c):
+    """bfloat16 tensor op Python number: in float32, rounded once; `c / x` is reciprocal(x) * c, as torch's
+    __rtruediv__ computes it."""
+    if name == "div" and sop is not ts:
+        return mul(globals()["reciprocal"](x), c)
+    if name in _SCALAR_ROUNDED:
+        c = float(np.float32(c).astype(x._data.dtype))
+    return _record(sop, _in_float32(lambda a: sop.forward(a, c, 0.0), x._data), (x,), c)
 
 
 def _unary(name, forward, dx, grad_fn=None):
@@ -250,12 +270,30 @@ def _times_alpha(input, other, alpha):
 
 def add(input, other, *, alpha=1):
     """add: input + alpha * other, broadcasting (AddBackward0)."""
-    return _add(input, other if alpha == 1 and alpha is not True else _times_alpha(input, other, alpha))
+    if alpha == 1 and alpha is not True:
+        return _add(input, other)
+    out = _bfloat16_alpha(_add, input, other, alpha)
+    return out if out is not None else _add(input, _times_alpha(input, other, alpha))
 
 
 def sub(input, other, *, alpha=1):
     """sub: input - alpha * other, broadcasting (SubBackward0)."""
-    return _sub(input, other if alpha == 1 and alpha is not True else _times_alpha(input, other, alpha))
+    if alpha == 1 and alpha is not True:
+        return _sub(input, other)
+    out = _bfloat16_alpha(_sub, input, other, alpha)
+    return out if out is not None else _sub(input, _times_alpha(input, other, alpha))
+
+
+def _bfloat16_alpha(fn, input, other, alpha):
+    """Two bfloat16 tensors: input +- alpha * other in float32 with alpha rounded to bfloat16, the result
+    rounded once, as torch's kernel (None otherwise)."""
+    if not (isinstance(input, Tensor) and isinstance(other, Tensor) and _dtype.is_bfloat16(input._data.dtype)
+            and input._data.dtype == other._data.dtype) or isinstance(alpha, bool):
+        return None
+    f32 = np.dtype(np.float32)
+    alpha = float(np.asarray(alpha, f32).astype(input._data.dtype))
+    a, b = _to_dtype(input, f32), _to_dtype(other, f32)
+    return _to_dtype(fn(a, _times_alpha(a, b, alpha)), input._data.dtype)
 
 
 div = _make_binary("div", to_float=True)
@@ -346,6 +384,8 @@ def _compare(np_fn):
         b = other._data if isinstance(other, Tensor) else other
         if isinstance(b, Tensor) or isinstance(b, np.ndarray):
             broadcast_shape(np.shape(a), np.shape(b))
+        elif _dtype.is_bfloat16(a.dtype) and _is_scalar(b):  # torch rounds the number to bfloat16 first
+            b = np.asarray(b, np.float32).astype(a.dtype)
         return _new(np.asarray(np_fn(a, b)))
     return fn
 

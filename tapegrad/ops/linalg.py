@@ -5,7 +5,8 @@ import numpy as np
 
 from .. import _dtype, registry
 from ..registry import SAVES_OUT, Ctx
-from ._common import OPS, _dims, _new, _record, _tensor, _to_dtype, broadcast_shape
+from ._common import (OPS, _autocast_lower, _dims, _in_float32, _new, _record, _tensor, _to_dtype, autocast_state,
+                      broadcast_shape)
 from .elementwise import where
 from .reduce import _keep, sum_to_shape
 
@@ -20,6 +21,13 @@ def _same_dtype(a, b):
                            f"{_dtype_name(b._data)}")
 
 
+def _matmul(a, b):
+    """np.matmul; for bfloat16, products summed in float32 and rounded once, as torch's CPU kernels do."""
+    if _dtype.is_bfloat16(a.dtype):
+        return np.matmul(a.astype(np.float32), b.astype(np.float32)).astype(a.dtype)
+    return np.matmul(a, b)
+
+
 def _batch_error(a_batch, k, b_batch, kb):
     raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{a_batch}, {k}] but got: "
                        f"[{b_batch}, {kb}].")
@@ -27,6 +35,12 @@ def _batch_error(a_batch, k, b_batch, kb):
 
 def matmul(input, other):
     a, b = _tensor(input), _tensor(other)
+    if autocast_state.dtype is not None:
+        a, b = _autocast_lower(a, b)
+    return _matmul_tensors(a, b)
+
+
+def _matmul_tensors(a, b):
     if a.ndim == 0 or b.ndim == 0:
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {a.ndim}D and {b.ndim}D")
     _same_dtype(a, b)
@@ -46,8 +60,8 @@ def matmul(input, other):
         _batch_error(math.prod(broadcast_shape(a.shape[:-2], b.shape[:-2])), ka, math.prod(b.shape[:-2]), kb)
     if a.ndim > 2 or b.ndim > 2:
         broadcast_shape(a.shape[:-2] if a.ndim > 1 else (), b.shape[:-2] if b.ndim > 1 else ())
-    value = np.matmul(a._data, b._data)
-    if a._data.dtype.kind != "f":
+    value = _matmul(a._data, b._data)
+    if a._data.dtype.kind != "f" and not _dtype.is_bfloat16(a._data.dtype):
         return _new(np.asarray(value))
     if a.ndim == 1 and b.ndim == 1:
         name = "dot"
@@ -68,7 +82,7 @@ def dot(input, other):
     a, b = _tensor(input), _tensor(other)
     if a.ndim != 1 or b.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {a.ndim}D and {b.ndim}D tensors")
-    return matmul(a, b)
+    return _matmul_tensors(a, b)  # (not on torch's autocast list)
 
 
 inner = dot
@@ -87,7 +101,7 @@ def mv(input, vec):
     a, b = _tensor(input), _tensor(vec)
     if a.ndim != 2 or b.ndim != 1:
         raise RuntimeError(f"vector + matrix @ vector expected, got 1, {a.ndim}, {b.ndim}")
-    return matmul(a, b)
+    return _matmul_tensors(a, b)  # (not on torch's autocast list)
 
 
 def bmm(input, mat2):
@@ -98,9 +112,11 @@ def bmm(input, mat2):
         raise RuntimeError("batch2 must be a 3D tensor")
     if b.shape[0] != a.shape[0] or b.shape[1] != a.shape[2]:
         _batch_error(a.shape[0], a.shape[2], b.shape[0], b.shape[1])
+    if autocast_state.dtype is not None:
+        a, b = _autocast_lower(a, b)
     _same_dtype(a, b)
-    value = np.matmul(a._data, b._data)
-    if a._data.dtype.kind != "f":
+    value = _matmul(a._data, b._data)
+    if a._data.dtype.kind != "f" and not _dtype.is_bfloat16(a._data.dtype):
         return _new(value)
     return _record(OPS["bmm"], value, (a, b))
 
@@ -173,16 +189,20 @@ def einsum(equation, *operands):
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     xs = [_tensor(x) for x in operands]
+    if autocast_state.dtype is not None:
+        xs = list(_autocast_lower(*xs))
     subs, out = _parse_einsum(equation, xs)
     dt = _dtype.result_type(*[x._data for x in xs])
     xs = [_to_dtype(x, dt) for x in xs]
     value = _einsum_forward((subs, out), *[x._data for x in xs])
-    if dt.kind != "f":
+    if not _dtype.is_float(dt):
         return _new(value)
     return _record(OPS["einsum"], value, tuple(xs), aux=(subs, out))
 
 
 def _einsum_forward(ctx, *arrays):
+    if _dtype.is_bfloat16(arrays[0].dtype):  # (bfloat16: in float32, rounded once, as torch's CPU kernels)
+        return _in_float32(lambda *a: _einsum_forward(ctx, *a), *arrays)
     subs, out = ctx
     value = np.einsum(",".join(subs) + "->" + out, *arrays, optimize=len(arrays) > 1)
     return np.asarray(value, dtype=np.result_type(*arrays), order="C")
@@ -236,7 +256,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     x = _tensor(x)
     if dtype is not None:
         x = _to_dtype(x, _dtype.to_numpy_dtype(dtype))
-    if x._data.dtype.kind != "f":
+    if not _dtype.is_float(x._data.dtype):
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
                            f"{_dtype.from_numpy_dtype(x._data.dtype).name.capitalize().replace('Int64', 'Long')}")
     p = float(ord)
@@ -263,7 +283,8 @@ def _vector_norm_forward(ctx, data, keepdim=True):
     def red(fn, a):
         return np.asarray(fn(a) if a.ndim == 0 else fn(a, axis=dims, keepdims=keepdim))
     a = np.abs(data)
-    if a.dtype == np.float16:  # torch accumulates a half norm in float32 (300 ** 2 overflows float16)
+    if a.dtype == np.float16 or _dtype.is_bfloat16(a.dtype):  # torch accumulates a half norm in float32
+        # (300 ** 2 overflows float16)
         a = a.astype(np.float32)
     with np.errstate(all="ignore"):
         if p == 2:

@@ -10,7 +10,7 @@ import numpy as np
 from .. import _dtype, registry
 from ..registry import Ctx
 from ..tensor import _new
-from ._common import OPS, _record, _tensor, _to_dtype, broadcast_shape
+from ._common import OPS, _autocast_float32, _in_float32, _record, _tensor, _to_dtype, broadcast_shape
 from .elementwise import _div_scalar, _mul_scalar, abs, clamp_min, exp, log, log1p, softplus, where
 from .reduce import log_softmax, mean, softmax, sum
 from ..tape import guard
@@ -51,12 +51,13 @@ def _pair(input, target, check_shape=None):
                       stacklevel=3)
     shape = broadcast_shape(x.shape, t.shape)
     dt = _dtype.result_type(x._data, t._data)
-    if dt.kind != "f":
+    if not _dtype.is_float(dt):
         dt = np.dtype(np.float32)
     return _to_dtype(x, dt), _to_dtype(t, dt), shape
 
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    input, target = _autocast_float32(input, target)  # (torch's CPU autocast: in float32)
     reduction = _reduction(reduction, size_average, reduce)
     x, t, shape = _pair(input, target)
     if weight is not None:
@@ -66,11 +67,14 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
 
 
 def _mse_forward(ctx, x, t):
+    if _dtype.is_bfloat16(x.dtype):  # (bfloat16: in float32, rounded once, as torch's CPU kernels)
+        return _in_float32(lambda a, b: _mse_forward(ctx, a, b), x, t)
     d = x - t
     return _reduce_np(d * d, ctx.reduction)
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    input, target = _autocast_float32(input, target)  # (torch's CPU autocast: in float32)
     reduction = _reduction(reduction, size_average, reduce)
     x, t, _ = _pair(input, target)
     loss = abs(x - t)
@@ -78,6 +82,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    input, target = _autocast_float32(input, target)  # (torch's CPU autocast: in float32)
     reduction = _reduction(reduction, size_average, reduce)
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
@@ -95,6 +100,7 @@ def _smooth_l1_forward(ctx, x, t):
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    input, target = _autocast_float32(input, target)  # (torch's CPU autocast: in float32)
     reduction = _reduction(reduction)
     x, t, _ = _pair(input, target)
     if delta > 0:  # delta * smooth_l1 with beta = delta: its rule gives sign(d) at d = +-inf, as torch (not NaN)
@@ -184,6 +190,7 @@ def _finish(per, w, reduction, t_shape, dtype):
 
 
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+    input, target = _autocast_float32(input, target)  # (torch's CPU autocast: in float32)
     reduction = _reduction(reduction, size_average, reduce)
     x, t = _tensor(input), _tensor(target)
     xl, tt, w, cdim = _class_targets(x, t, weight, ignore_index)
@@ -207,11 +214,12 @@ def _view_nd(x, reduction, out):
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
                   reduction="mean", label_smoothing=0.0):
+    input, target = _autocast_float32(input, target)  # (torch's CPU autocast: in float32)
     reduction = _reduction(reduction, size_average, reduce)
     x, t = _tensor(input), _tensor(target)
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
-    if x._data.dtype.kind != "f":
+    if not _dtype.is_float(x._data.dtype):
         raise RuntimeError(f'"log_softmax_lastdim_kernel_impl" not implemented for '
                            f"'{_dtype.from_numpy_dtype(x._data.dtype).name.capitalize()}'")
     if t._data.dtype.kind == "f" and t.shape == x.shape:
@@ -231,7 +239,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
 def _cross_entropy_rows(ctx, xl, tl, dt):
     """The compiled pass over (M, C) logits and (M,) targets: per-sample losses, the reduced loss and the
     gradient for g = 1 (sets ctx.tt, ctx.scale for the create_graph rule)."""
-    work = np.float32 if dt == np.float16 else dt  # (the kernel is compiled for float32 and float64)
+    # (the kernel is compiled for float32 and float64)
+    work = np.float32 if dt == np.float16 or _dtype.is_bfloat16(dt) else dt
     m = len(tl)
     per, dx, picked, share = np.empty(m, work), np.empty(xl.shape, work), np.empty(m, np.int64), np.empty(m, work)
     bad, loss = _cross_entropy_kernel()(
@@ -306,6 +315,7 @@ def _cross_entropy_smoothed(x, t, weight, ignore_index, reduction, eps):
 
 # -- binary cross entropy ---------------------------------------------------------------------------------
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    input, target = _autocast_float32(input, target)  # (torch's CPU autocast: in float32)
     reduction = _reduction(reduction, size_average, reduce)
     x, t = _tensor(input), _tensor(target)
     if t.shape != x.shape:
@@ -343,6 +353,7 @@ def _bce_forward(ctx, xd, td):
 
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
                                      reduction="mean", pos_weight=None):
+    input, target = _autocast_float32(input, target)  # (torch's CPU autocast: in float32)
     reduction = _reduction(reduction, size_average, reduce)
     z, y = _tensor(input), _tensor(target)
     if z.shape != y.shape:
@@ -378,6 +389,7 @@ def _bce_logits_full_forward(ctx, zd, yd, *extra):
 
 
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    input, target = _autocast_float32(input, target)  # (torch's CPU autocast: in float32)
     reduction = _reduction(reduction, size_average, reduce) if reduction != "batchmean" else reduction
     x, t = _tensor(input), _tensor(target)
     loss = exp(t) * (t - x) if log_target else where(t > 0, t * log(where(t > 0, t, 1.0)), 0.0) - t * x

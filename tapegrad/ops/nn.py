@@ -7,7 +7,7 @@ import numpy as np
 from .. import _dtype, random, registry
 from ..grad_mode import is_grad_enabled
 from ..tensor import _new, Tensor, tensor_type_name
-from ._common import OPS, _record, _tensor, _to_dtype, broadcast_shape
+from ._common import OPS, _autocast_lower, _in_float32, _record, _tensor, _to_dtype, autocast_state, broadcast_shape
 from . import elementwise
 from .elementwise import mul, where
 from .shape import _gather, _reshape, scatter_flat
@@ -18,6 +18,8 @@ from .linalg import matmul
 def linear(input, weight, bias=None):
     """input @ weight.T + bias, one op for 2-D input (AddmmBackward0 / MmBackward0, as torch)."""
     x, w = _tensor(input), _tensor(weight)
+    if autocast_state.dtype is not None:
+        x, w, bias = _autocast_lower(x, w, None if bias is None else _tensor(bias))
     if w.ndim != 2 and not (w.ndim == 1 and x.ndim >= 1):
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {w.ndim}D")
     if w.ndim == 1:
@@ -45,6 +47,8 @@ def linear(input, weight, bias=None):
 
 
 def _linear_forward(ctx, x, w, b=None):
+    if _dtype.is_bfloat16(x.dtype):  # (bfloat16: in float32, rounded once, as torch's CPU kernels)
+        return _in_float32(lambda *a: _linear_forward(ctx, *a), *(a for a in (x, w, b) if a is not None))
     value = x @ w.T
     if b is not None:
         value += b

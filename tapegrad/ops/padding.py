@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from ..tensor import _new
-from ._common import _tensor
+from ._common import _autocast_lower, _tensor, autocast_state
 from .conv import layer_norm
 
 __all__ = []  # torch.nn.functional's only (nn/functional.py binds them)
@@ -101,6 +101,8 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
 def prelu(input, weight):
     from . import where
     x, w = _tensor(input), _tensor(weight)
+    if autocast_state.dtype is not None:
+        x, w = _autocast_lower(x, w)
     if w.numel() != 1:
         C = x.shape[1] if x.ndim >= 2 else 1
         if w.numel() != C:

@@ -12,8 +12,8 @@ from ..registry import Ctx, K_EXPAND, K_SUM
 from ..tensor import Tensor, _new
 from . import elementwise
 from .elementwise import where
-from ._common import (OPS, _dim, _dims, _float, _mask, _record, _share_version, _sizes, _tensor, _to_dtype,
-                      summed_dims)
+from ._common import (OPS, _autocast_float32, _dim, _dims, _float, _in_float32, _mask, _record, _share_version,
+                      _sizes, _tensor, _to_dtype, summed_dims)
 
 
 def _reduce(name_all, name_dim, np_fn, input, dim, keepdim, dtype, scale_of):
@@ -26,7 +26,8 @@ def _reduce(name_all, name_dim, np_fn, input, dim, keepdim, dtype, scale_of):
     elif x._data.dtype.kind in "biu":  # torch sums bool and every integer type in int64
         x = _int_to_long(x)
     dims = _dims(dim, x.ndim) if x.ndim else ()
-    out = np.asarray(np_fn(x._data, axis=dims, keepdims=keepdim))
+    data = x._data.astype(np.float32) if _dtype.is_bfloat16(x._data.dtype) else x._data  # (torch: float32 sums)
+    out = np.asarray(np_fn(data, axis=dims, keepdims=keepdim))
     if out.dtype != x._data.dtype:
         out = out.astype(x._data.dtype)
     n = math.prod(x._data.shape[d] for d in dims)
@@ -108,6 +109,7 @@ def _int_to_long(x):
 
 
 def prod(input, dim=None, keepdim=False, dtype=None):
+    input, = _autocast_float32(input)  # (torch's CPU autocast: in float32)
     x = _cast_arg(_tensor(input), dtype) if dtype is not None else _int_to_long(_tensor(input))
     if dim is not None:
         if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
@@ -126,7 +128,7 @@ def prod(input, dim=None, keepdim=False, dtype=None):
 def _correction(name, x, dim, unbiased, correction):
     if isinstance(dim, bool):   # legacy var(unbiased)
         dim, unbiased = None, dim
-    if x._data.dtype.kind != "f":
+    if not _dtype.is_float(x._data.dtype):
         raise RuntimeError("std and var only support floating point and complex dtypes")
     if unbiased is not None and correction is not None:
         raise TypeError(f"{name}() received an invalid combination of arguments - got both 'unbiased' and "
@@ -146,6 +148,8 @@ def _var(name, input, dim, unbiased, keepdim, correction):
 
 
 def _var_forward(ctx, data, keepdim=True):
+    if _dtype.is_bfloat16(data.dtype):  # (bfloat16: in float32, rounded once, as torch's CPU kernels)
+        return _in_float32(lambda a: _var_forward(ctx, a, keepdim), data)
     dims, dtype = ctx.dims, data.dtype
     with np.errstate(all="ignore"):
         if data.size and data.ndim:  # shifted by each group's first element: equal values give exactly 0, never inf
@@ -299,7 +303,7 @@ def _softmax_dim(ndim):
 
 def _softmax_input(name, input, dim, dtype):
     x = _cast_arg(_tensor(input), dtype)
-    if x._data.dtype.kind != "f":
+    if not _dtype.is_float(x._data.dtype):
         raise NotImplementedError(f'"{name}_lastdim_kernel_impl" not implemented for \'{_dtype_word(x._data)}\'')
     if dim is None:
         dim = _softmax_dim(x.ndim)
@@ -321,6 +325,8 @@ def softmax(input, dim=None, dtype=None, _stacklevel=3):
 
 
 def _softmax_forward(d, data):
+    if _dtype.is_bfloat16(data.dtype):  # (bfloat16: in float32, rounded once, as torch's CPU kernels)
+        return _in_float32(lambda a: _softmax_forward(d, a), data)
     if data.ndim == 0 or data.size == 0:
         return np.exp(data - data) if data.ndim == 0 else data.copy()
     _, e = _shifted(data, d)
@@ -333,6 +339,8 @@ def log_softmax(input, dim=None, dtype=None, _stacklevel=3):
 
 
 def _log_softmax_forward(d, data):
+    if _dtype.is_bfloat16(data.dtype):  # (bfloat16: in float32, rounded once, as torch's CPU kernels)
+        return _in_float32(lambda a: _log_softmax_forward(d, a), data)
     if data.ndim == 0 or data.size == 0:
         return data - data if data.ndim == 0 else data.copy()
     z, e = _shifted(data, d)

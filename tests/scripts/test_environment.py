@@ -125,10 +125,11 @@ def test_autocast_disabled_on_cpu_passes_through_and_decorates():
             assert f(t.ones(2, 2)).dtype == t.float32
 
 
-def test_autocast_enabled_on_cpu_is_a_clear_error():
-    """torch would run matmuls in bfloat16 here; tapegrad has no bfloat16 compute and says so."""
+def test_what_amp_lacks_is_a_clear_error():
+    """autocast("cpu") works (tests/scripts/test_autocast.py); another device's, and an enabled CPU GradScaler,
+    say that tapegrad lacks them."""
     with pytest.raises(NotImplementedError, match="autocast"):
-        with tapegrad.autocast("cpu"):
+        with tapegrad.autocast("mps"):
             pass
     with pytest.raises(NotImplementedError, match="GradScaler"):
         tapegrad.amp.GradScaler("cpu")

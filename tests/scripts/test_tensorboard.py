@@ -81,9 +81,91 @@ def test_default_log_dir_and_purge_step(tmp_path, monkeypatch):
 def test_what_is_not_written_is_a_clear_error(tmp_path):
     from tapegrad.utils.tensorboard import SummaryWriter
     with SummaryWriter(str(tmp_path)) as w:
-        for name in ("add_graph", "add_image", "add_figure", "add_embedding", "add_hparams"):
+        for name in ("add_graph", "add_figure", "add_embedding", "add_audio", "add_video"):
             with pytest.raises(NotImplementedError, match=name):
                 getattr(w, name)(None, None)
+
+
+def log_images(lib, folder):
+    from importlib import import_module
+    tb = import_module(lib.__name__ + ".utils.tensorboard")
+    rng = np.random.default_rng(0)
+    chw = rng.random((3, 5, 7)).astype(np.float32) * 1.2 - 0.1  # out of [0, 1] on both sides: clipped
+    with tb.SummaryWriter(log_dir=str(folder)) as w:
+        w.add_image("chw_float", lib.tensor(chw), 1)
+        w.add_image("hwc_uint8", lib.tensor(rng.integers(0, 256, (4, 6, 3), dtype=np.uint8)), 2, dataformats="HWC")
+        w.add_image("rgba_hwc_double", rng.random((4, 3, 4)), 3, dataformats="HWC")  # a NumPy array as well
+        w.add_image("grey_1hw", lib.tensor(chw[:1]), 4)
+        w.add_image("grey_hw", lib.tensor(chw[0]), 5, dataformats="HW")
+        w.add_images("batch_nchw", lib.tensor(rng.random((10, 3, 2, 3)).astype(np.float32)), 6)
+        w.add_images("batch_nhwc_grey", lib.tensor(rng.random((3, 2, 3, 1)).astype(np.float32)), 7,
+                     dataformats="NHWC")
+
+
+def read_images(folder):
+    import io
+    from PIL import Image
+    acc = EventAccumulator(str(folder), size_guidance={"images": 0})
+    acc.Reload()
+    return {t: [(e.step, e.width, e.height, np.asarray(Image.open(io.BytesIO(e.encoded_image_string))))
+                for e in acc.Images(t)] for t in acc.Tags()["images"]}
+
+
+def test_images_read_back_as_torchs(tmp_path):
+    log_images(tapegrad, tmp_path / "tg")
+    log_images(torch, tmp_path / "pt")
+    got, want = read_images(tmp_path / "tg"), read_images(tmp_path / "pt")
+    assert sorted(got) == sorted(want) and len(got) == 7
+    for tag in got:
+        (gs, gw, gh, g), = got[tag]
+        (ws, ww, wh, w), = want[tag]
+        assert (gs, gw, gh) == (ws, ww, wh), tag
+        assert g.dtype == w.dtype == np.uint8 and g.shape == w.shape, tag
+        np.testing.assert_array_equal(g, w, err_msg=tag)  # the decoded pixels, exactly
+    assert got["batch_nchw"][0][3].shape == (2 * 2, 3 * 8, 3)  # 10 images tiled 8 to a row
+
+
+def log_hparams(lib, folder):
+    from importlib import import_module
+    tb = import_module(lib.__name__ + ".utils.tensorboard")
+    with tb.SummaryWriter(log_dir=str(folder)) as w:
+        w.add_hparams({"lr": 0.1, "bsize": 32, "optim": "adam", "nesterov": True, "skip": None,
+                       "wd": lib.tensor([1e-4])}, {"hparam/accuracy": 0.9, "hparam/loss": 0.25},
+                      hparam_domain_discrete={"optim": ["adam", "sgd"], "bsize": [16, 32]}, run_name="run0",
+                      global_step=3)
+
+
+def test_hparams_read_back_as_torchs(tmp_path):
+    log_hparams(tapegrad, tmp_path / "tg")
+    log_hparams(torch, tmp_path / "pt")
+    for run in ("run0",):
+        acc = {}
+        for k in ("tg", "pt"):
+            a = EventAccumulator(str(tmp_path / k / run), size_guidance={"tensors": 0, "scalars": 0})
+            a.Reload()
+            acc[k] = a
+        assert acc["tg"].PluginTagToContent("hparams") == acc["pt"].PluginTagToContent("hparams")
+        assert len(acc["tg"].PluginTagToContent("hparams")) == 3
+        for tag in ("hparam/accuracy", "hparam/loss"):
+            assert ([(e.step, e.value) for e in acc["tg"].Scalars(tag)]
+                    == [(e.step, e.value) for e in acc["pt"].Scalars(tag)] != [])
+
+
+def test_image_and_hparams_bad_input_as_torch(tmp_path):
+    from tapegrad.utils.tensorboard import SummaryWriter as TgWriter
+    from torch.utils.tensorboard import SummaryWriter as PtWriter
+    calls = [lambda w, lib: w.add_image("x", lib.zeros(3, 4), 0),  # CHW asked, 2-d given
+             lambda w, lib: w.add_image("x", lib.zeros(3, 4, 4), 0, dataformats="CCW"),
+             lambda w, lib: w.add_hparams([1], {}),
+             lambda w, lib: w.add_hparams({"a": [1]}, {"m": 1.0}),
+             lambda w, lib: w.add_hparams({"a": 1}, {"m": 1.0}, hparam_domain_discrete={"a": ["x"]})]
+    with TgWriter(str(tmp_path / "tg")) as tw, PtWriter(str(tmp_path / "pt")) as pw:
+        for call in calls:
+            with pytest.raises(Exception) as want:
+                call(pw, torch)
+            with pytest.raises(type(want.value)) as got:
+                call(tw, tapegrad)
+            assert " ".join(str(got.value).split()) == " ".join(str(want.value).split())
 
 
 def test_without_tensorboard_the_error_names_the_extra():
@@ -96,3 +178,23 @@ def test_without_tensorboard_the_error_names_the_extra():
                        env=dict(os.environ, PYTHONPATH=root))
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("ImportError") and 'pip install "tapegrad[tensorboard]"' in r.stdout
+
+
+def test_bfloat16_values_are_written_as_torch_writes_them(tmp_path):
+    """torch converts bfloat16 to float16 before NumPy sees it; so does tapegrad (its .numpy() refuses it)."""
+    def run(lib, folder):
+        from importlib import import_module
+        tb = import_module(lib.__name__ + ".utils.tensorboard")
+        x = lib.linspace(0, 1, 48).reshape(3, 4, 4).to(lib.bfloat16)
+        with tb.SummaryWriter(log_dir=str(folder)) as w:
+            w.add_scalar("s", x[1, 2, 3], 0)
+            w.add_histogram("h", x, 0, bins=5)
+            w.add_image("i", x, 0)
+    run(tapegrad, tmp_path / "tg")
+    run(torch, tmp_path / "pt")
+    got, want = read(tmp_path / "tg"), read(tmp_path / "pt")
+    assert got["scalars"] == want["scalars"]
+    assert [list(e.bucket) for _, e in got["histograms"]["h"]] == [list(e.bucket) for _, e in want["histograms"]["h"]]
+    (_, _, _, gi), = read_images(tmp_path / "tg")["i"]
+    (_, _, _, wi), = read_images(tmp_path / "pt")["i"]
+    np.testing.assert_array_equal(gi, wi)

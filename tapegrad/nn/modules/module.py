@@ -431,6 +431,9 @@ class Module:
     def half(self):
         return self._apply(lambda t: t.to(_dtype.float16) if t.is_floating_point() else t)
 
+    def bfloat16(self):
+        return self._apply(lambda t: t.to(_dtype.bfloat16) if t.is_floating_point() else t)
+
     def type(self, dst_type):
         return self._apply(lambda t: t.to(dst_type))
 

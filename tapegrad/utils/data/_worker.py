@@ -1,6 +1,7 @@
 """DataLoader worker processes, as torch runs them: worker i seeds Python's `random` and tapegrad's generator
 with base_seed + i and NumPy's with torch's _generate_state(base_seed, i), runs worker_init_fn(i), then
-fetches the batches whose indices the main process sends it; the main process yields them in order."""
+fetches the batches whose indices the main process sends it; the main process yields them in order (or as
+they come, with in_order=False)."""
 import itertools
 import os
 import queue
@@ -175,7 +176,8 @@ def worker_loop(dataset, index_queue, data_queue, iterable, auto_collation, coll
 
 class MultiProcessingIter:
     """The main process's side: dispatches index batches round-robin, prefetch_factor per worker, and
-    yields results in order (torch's _MultiProcessingDataLoaderIter with in_order=True)."""
+    yields results in order, or as they arrive with in_order=False, a new batch then going only to a worker
+    with fewer than its share of the outstanding tasks (torch's _MultiProcessingDataLoaderIter)."""
 
     def __init__(self, loader, base_seed):
         import multiprocessing
@@ -185,6 +187,7 @@ class MultiProcessingIter:
         self.iterable = loader._iterable
         self.persistent = loader.persistent_workers
         self.timeout = loader.timeout
+        self.in_order = loader.in_order
         ctx = loader.multiprocessing_context
         if ctx is None:
             ctx = multiprocessing.get_context()
@@ -214,6 +217,7 @@ class MultiProcessingIter:
         self.send_idx = self.rcvd_idx = 0
         self.task_info = {}
         self.workers_status = [True] * self.num_workers
+        self.workers_num_tasks = [0] * self.num_workers
         self.worker_cycle = itertools.cycle(range(self.num_workers))
         if not first:
             for q in self.index_queues:
@@ -231,14 +235,17 @@ class MultiProcessingIter:
             index = next(self.sampler_iter)
         except StopIteration:
             return
+        max_tasks = self.prefetch_factor * self.num_workers
         for _ in range(self.num_workers):
             worker = next(self.worker_cycle)
-            if self.workers_status[worker]:
+            if self.workers_status[worker] and (
+                    self.in_order or self.workers_num_tasks[worker] < max_tasks // sum(self.workers_status)):
                 break
         else:
             return
         self.index_queues[worker].put((self.send_idx, index))
         self.task_info[self.send_idx] = (worker,)
+        self.workers_num_tasks[worker] += 1
         self.send_idx += 1
 
     def _get_data(self):
@@ -274,9 +281,9 @@ class MultiProcessingIter:
                     self.shutdown()
                 raise StopIteration
             if len(self.task_info[self.rcvd_idx]) == 2:
-                data = self.task_info.pop(self.rcvd_idx)[1]
+                worker, data = self.task_info.pop(self.rcvd_idx)
                 self.rcvd_idx += 1
-                return self._process(data)
+                return self._process(data, worker)
             idx, data = self._get_data()
             if isinstance(idx, _Resume):
                 continue
@@ -286,13 +293,16 @@ class MultiProcessingIter:
                 self._try_put_index()
                 continue
             if idx != self.rcvd_idx:
+                if not self.in_order:  # (the slot it leaves is skipped when rcvd_idx reaches it)
+                    return self._process(data, self.task_info.pop(idx)[0])
                 self.task_info[idx] += (data,)
                 continue
-            del self.task_info[idx]
+            worker = self.task_info.pop(idx)[0]
             self.rcvd_idx += 1
-            return self._process(data)
+            return self._process(data, worker)
 
-    def _process(self, data):
+    def _process(self, data, worker):
+        self.workers_num_tasks[worker] -= 1
         self._try_put_index()
         if isinstance(data, ExceptionWrapper):
             data.reraise()

@@ -1,7 +1,7 @@
 """torch.utils.data.dataloader: DataLoader, default_collate, default_convert, get_worker_info.
 
 num_workers > 0 runs worker processes as torch does (_worker.py): the same worker seeds, worker_init_fn,
-prefetch_factor, persistent_workers, and batches in the sampler's order.
+prefetch_factor, persistent_workers, and batches in the sampler's order (as they come with in_order=False).
 
 A DataLoader over a TensorDataset with the default collate gathers each batch with one NumPy fancy
 index per tensor instead of stacking samples one by one (the result is the same).

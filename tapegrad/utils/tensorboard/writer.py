@@ -1,6 +1,6 @@
 """SummaryWriter and FileWriter as torch.utils.tensorboard.writer has them: scalars (also grouped with
-add_scalars), histograms (torch's bins), text and tensors go into event files written by tensorboard's
-EventFileWriter. Images, hparams, graphs, embeddings, figures, audio, video, meshes and PR curves raise
+add_scalars), histograms (torch's bins), text, tensors, images (PNG) and hparams go into event files written
+by tensorboard's EventFileWriter. Graphs, embeddings, figures, audio, video, meshes and PR curves raise
 NotImplementedError."""
 import os
 import socket
@@ -111,17 +111,38 @@ class SummaryWriter:
     def add_text(self, tag, text_string, global_step=None, walltime=None):
         self._get_file_writer().add_summary(_summary.text(tag, text_string), global_step, walltime)
 
+    def add_image(self, tag, img_tensor, global_step=None, walltime=None, dataformats="CHW"):
+        self._get_file_writer().add_summary(_summary.image(tag, img_tensor, dataformats=dataformats), global_step,
+                                            walltime)
+
+    def add_images(self, tag, img_tensor, global_step=None, walltime=None, dataformats="NCHW"):
+        self._get_file_writer().add_summary(_summary.image(tag, img_tensor, dataformats=dataformats), global_step,
+                                            walltime)
+
+    def add_hparams(self, hparam_dict, metric_dict, hparam_domain_discrete=None, run_name=None, global_step=None):
+        if type(hparam_dict) is not dict or type(metric_dict) is not dict:
+            raise TypeError("hparam_dict and metric_dict should be dictionary.")
+        exp, ssi, sei = _summary.hparams(hparam_dict, metric_dict, hparam_domain_discrete)
+        if not run_name:
+            run_name = str(time.time())
+        logdir = os.path.join(self._get_file_writer().get_logdir(), run_name)
+        with SummaryWriter(log_dir=logdir) as w_hp:
+            for s in (exp, ssi, sei):
+                w_hp.file_writer.add_summary(s, global_step)
+            for k, v in metric_dict.items():
+                w_hp.add_scalar(k, v, global_step)
+
+    def add_graph(self, model, input_to_model=None, verbose=False, use_strict_trace=True):
+        raise NotImplementedError("tapegrad: SummaryWriter.add_graph is not implemented (torch draws the graph "
+                                  "from a torch.jit trace, which tapegrad does not have)")
+
     def _unsupported(name):
         def method(self, *args, **kwargs):
             raise NotImplementedError(f"tapegrad: SummaryWriter.{name} is not implemented (scalars, histograms, "
-                                      f"text and tensors are)")
+                                      f"text, tensors, images and hparams are)")
         method.__name__ = name
         return method
 
-    add_image = _unsupported("add_image")
-    add_images = _unsupported("add_images")
-    add_hparams = _unsupported("add_hparams")
-    add_graph = _unsupported("add_graph")
     add_embedding = _unsupported("add_embedding")
     add_figure = _unsupported("add_figure")
     add_audio = _unsupported("add_audio")

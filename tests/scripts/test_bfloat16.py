@@ -1,0 +1,225 @@
+"""torch.bfloat16 tensors through ml_dtypes (the optional `bfloat16` extra): creation, printing, arithmetic
+computed in float32 and rounded once to bfloat16 (as torch's CPU kernels), autograd through bfloat16 values
+and leaves (gradients in bfloat16), saving; compared with torch 2.13. Exactly where torch's CPU result is a
+correctly rounded float32 operation (+ - * /, casts, exact sums and products); within one bfloat16 step
+where its vectorised transcendental functions or summation order may differ from the scalar ones."""
+import io
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+import tapegrad
+
+BF16_STEP = 2.0 ** -7  # bfloat16 keeps 8 significant bits: one step is a relative 2**-7 at most
+
+
+def values(t):
+    """A bfloat16 tensor's values, exactly (as float32), for either library."""
+    assert t.dtype == (tapegrad.bfloat16 if isinstance(t, tapegrad.Tensor) else torch.bfloat16)
+    return np.asarray(t.detach().float().tolist(), np.float32)
+
+
+def both(fn, exact=True, steps=1):
+    got, want = fn(tapegrad), fn(torch)
+    if isinstance(got, (tapegrad.Tensor, torch.Tensor)):
+        got, want = [got], [want]
+    for g, w in zip(got, want):
+        assert str(g.dtype) == str(w.dtype)
+        gv = values(g) if "bfloat16" in str(g.dtype) else np.asarray(g.detach().tolist())
+        wv = values(w) if "bfloat16" in str(w.dtype) else np.asarray(w.detach().tolist())
+        if exact:
+            np.testing.assert_array_equal(gv, wv)
+        else:
+            np.testing.assert_allclose(gv, wv, rtol=steps * BF16_STEP, atol=1e-6)
+    return got
+
+
+X = [[0.31, -1.7, 2.9, 0.05], [1.25, -0.4, 3.7, -2.2]]
+POS = [[0.31, 1.7, 2.9, 0.05], [1.25, 0.4, 3.7, 2.2]]
+
+
+def test_creation_and_conversion_as_torch():
+    both(lambda t: t.zeros(2, 3, dtype=t.bfloat16))
+    both(lambda t: t.ones(4, dtype=t.bfloat16) * 3)
+    both(lambda t: t.full((3,), 1.3, dtype=t.bfloat16))
+    both(lambda t: t.tensor(X, dtype=t.bfloat16))
+    both(lambda t: t.tensor(X).to(t.bfloat16))
+    both(lambda t: t.tensor(X, dtype=t.float64).bfloat16())
+    both(lambda t: t.tensor([1, 2, 300, 257]).bfloat16())
+    both(lambda t: t.zeros_like(t.tensor(X).bfloat16()) + 0.1)
+    both(lambda t: t.tensor(X).bfloat16().float())
+    both(lambda t: t.tensor(X).bfloat16().double())
+    both(lambda t: t.tensor(X).bfloat16().half())
+    both(lambda t: t.tensor(X).bfloat16().long())
+    both(lambda t: t.tensor([float("nan"), float("inf"), -float("inf"), 3.4e38, 1e-40]).bfloat16())
+    for t in (tapegrad, torch):
+        x = t.tensor(X).bfloat16()
+        assert x.dtype == t.bfloat16 and x.is_floating_point() and x.element_size() == 2
+        assert x.type() == "torch.BFloat16Tensor"
+        assert x[0, 0].item() == 0.310546875 and x.tolist()[1][3] == -2.203125
+    assert tapegrad.nn.Linear(2, 3).bfloat16().weight.dtype == tapegrad.bfloat16
+    assert tapegrad.nn.Linear(2, 3).to(tapegrad.bfloat16).bias.dtype == tapegrad.bfloat16
+
+
+def test_printing_as_torch():
+    for make in (lambda t: t.tensor(X).bfloat16(), lambda t: t.ones(3, dtype=t.bfloat16) / 3,
+                 lambda t: t.zeros(2, 2, dtype=t.bfloat16), lambda t: t.arange(20).bfloat16() * 1000.5,
+                 lambda t: t.tensor(X).bfloat16() * 1e-5, lambda t: t.tensor(2.5).bfloat16(),
+                 lambda t: t.tensor(X, requires_grad=True).bfloat16(),
+                 lambda t: t.ones(2, dtype=t.bfloat16, requires_grad=True)):
+        assert repr(make(tapegrad)) == repr(make(torch))
+    assert f"{tapegrad.tensor(1.3).bfloat16():.4f}" == f"{torch.tensor(1.3).bfloat16():.4f}"
+
+
+def test_numpy_is_refused_as_torch():
+    for t in (tapegrad, torch):
+        with pytest.raises(TypeError, match="^Got unsupported ScalarType BFloat16$"):
+            t.ones(2, dtype=t.bfloat16).numpy()
+
+
+@pytest.mark.parametrize("name", ["add", "sub", "mul", "div", "rsub", "radd", "rmul", "rdiv", "add_s", "sub_s",
+                                  "mul_s", "div_s", "pow_s", "rpow", "add_int", "mul_f32", "add_0d", "neg", "abs",
+                                  "relu", "floor", "maximum", "where", "sum", "sum_dim", "prod_small", "mm_ints",
+                                  "linear_ints", "cat", "index", "cmp"])
+def test_exact_ops_as_torch(name):
+    """Single float32 operations, correctly rounded, then rounded to bfloat16: torch's result on any CPU."""
+    ops = {
+        "add": lambda x, y, t: x + y, "sub": lambda x, y, t: x - y, "mul": lambda x, y, t: x * y,
+        "div": lambda x, y, t: x / y, "rsub": lambda x, y, t: 1.37 - x, "radd": lambda x, y, t: 1.001 + x,
+        "rmul": lambda x, y, t: 1.003 * x, "rdiv": lambda x, y, t: 1.37 / y,
+        "add_s": lambda x, y, t: x + 1.001, "sub_s": lambda x, y, t: x - 0.0043, "mul_s": lambda x, y, t: x * 1.003,
+        "div_s": lambda x, y, t: x / 3, "pow_s": lambda x, y, t: y ** 2, "rpow": lambda x, y, t: 2 ** x,
+        "add_int": lambda x, y, t: x + t.tensor([1, 2, 3, 4]), "mul_f32": lambda x, y, t: x * (t.ones(4) / 3),
+        "add_0d": lambda x, y, t: x + t.tensor(1.0 / 3), "neg": lambda x, y, t: -x, "abs": lambda x, y, t: x.abs(),
+        "relu": lambda x, y, t: t.relu(x), "floor": lambda x, y, t: x.floor(),
+        "maximum": lambda x, y, t: t.maximum(x, y), "where": lambda x, y, t: t.where(x > 0, x, y),
+        "sum": lambda x, y, t: (x * 64).round().sum(), "sum_dim": lambda x, y, t: (y * 8).floor().sum(1),
+        "prod_small": lambda x, y, t: (y * 2).floor().prod(1),
+        "mm_ints": lambda x, y, t: (x * 4).round() @ (y * 4).round().T,
+        "linear_ints": lambda x, y, t: t.nn.functional.linear((x * 4).round(), (y * 4).round(), y[0, :2].round()),
+        "cat": lambda x, y, t: t.cat([x, y]), "index": lambda x, y, t: x[:, 1:3].T,
+        "cmp": lambda x, y, t: (x > 0.31).to(t.bfloat16),
+    }
+    fn = ops[name]
+    both(lambda t: fn(t.tensor(X).bfloat16(), t.tensor(POS).bfloat16(), t))
+
+
+@pytest.mark.parametrize("name", ["exp", "log", "tanh", "sigmoid", "sqrt", "sin", "gelu", "silu", "softmax",
+                                  "log_softmax", "mean", "var", "std", "norm", "mm", "linear", "layer_norm",
+                                  "mse", "cross_entropy", "cumsum", "add_alpha", "sub_alpha"])
+def test_rounded_ops_within_one_step_of_torch(name):
+    F = {"tapegrad": tapegrad.nn.functional, "torch": torch.nn.functional}
+    ops = {
+        "exp": lambda x, y, t: x.exp(), "log": lambda x, y, t: y.log(), "tanh": lambda x, y, t: x.tanh(),
+        "sigmoid": lambda x, y, t: x.sigmoid(), "sqrt": lambda x, y, t: y.sqrt(), "sin": lambda x, y, t: x.sin(),
+        "gelu": lambda x, y, t: F[t.__name__].gelu(x), "silu": lambda x, y, t: F[t.__name__].silu(x),
+        "softmax": lambda x, y, t: t.softmax(x, -1), "log_softmax": lambda x, y, t: F[t.__name__].log_softmax(x, 0),
+        "mean": lambda x, y, t: x.mean(1), "var": lambda x, y, t: x.var(), "std": lambda x, y, t: x.std(0),
+        "norm": lambda x, y, t: x.norm(), "mm": lambda x, y, t: x @ y.T,
+        "linear": lambda x, y, t: F[t.__name__].linear(x, y, y[0, :2]),
+        "layer_norm": lambda x, y, t: F[t.__name__].layer_norm(x, (4,)),
+        "mse": lambda x, y, t: F[t.__name__].mse_loss(x, y),
+        "cross_entropy": lambda x, y, t: F[t.__name__].cross_entropy(x, t.tensor([1, 2])),
+        "cumsum": lambda x, y, t: x.cumsum(1),
+        # alpha rounded to bfloat16, then x + alpha * y in float32 (fused or not: the CPU decides)
+        "add_alpha": lambda x, y, t: t.add(x, y, alpha=0.3), "sub_alpha": lambda x, y, t: t.sub(x, y, alpha=-1.7),
+    }
+    fn = ops[name]
+    both(lambda t: fn(t.tensor(X).bfloat16(), t.tensor(POS).bfloat16(), t), exact=False)
+
+
+def test_gradient_through_bfloat16_values_as_torch():
+    """float32 leaf -> bfloat16 -> float32: each row's gradient in bfloat16, rounded where torch rounds it
+    (at the cast back to float32, too), so a chain without fan-out gives torch's gradient exactly."""
+    def chain(t):
+        x = t.tensor([0.3, -1.7, 2.9, 0.77], requires_grad=True)
+        h = x.to(t.bfloat16)
+        y = ((h * 3 - 1.3) * h.detach() / 7 + 0.5).float()
+        (y * t.tensor([1.0, -2.0, 0.5, 3.0])).sum().backward()
+        return y, x.grad
+    _, g = both(chain)
+    assert g.dtype == tapegrad.float32
+
+    def fan_out(t):
+        x = t.tensor([0.3, -1.7, 2.9, 0.77], requires_grad=True)
+        h = x.to(t.bfloat16)
+        y = (h * h * 3 + h.exp() - t.tanh(h)).float().sum()
+        y.backward()
+        return x.grad
+    both(fan_out, exact=False)  # torch rounds each partial sum of the three contributions: one step at most
+
+
+def test_bfloat16_leaves_and_modules_get_bfloat16_gradients():
+    def leaf(t):
+        x = t.tensor([0.3, -1.7, 2.9, 0.77], dtype=t.bfloat16, requires_grad=True)
+        (x * 3 - x.detach() * 0.5).sum().backward()
+        return x.grad
+    assert both(leaf)[0].dtype == tapegrad.bfloat16
+
+    def module(t):
+        t.manual_seed(0)
+        m = t.nn.Linear(4, 3)
+        with t.no_grad():
+            m.weight.copy_(t.linspace(-1, 1, 12).reshape(3, 4))
+            m.bias.copy_(t.tensor([0.1, -0.2, 0.3]))
+        m = m.bfloat16()
+        opt = t.optim.SGD(m.parameters(), lr=0.1)
+        x = t.linspace(-2, 2, 8).reshape(2, 4).bfloat16()
+        for _ in range(2):
+            opt.zero_grad()
+            loss = t.tanh(m(x)).float().pow(2).mean()
+            loss.backward()
+            opt.step()
+        return m.weight.grad, m.bias.grad, m.weight, loss.detach().bfloat16()
+    got = both(module, exact=False, steps=2)  # (two steps: torch's bfloat16 linear backward rounds in other places)
+    assert all(g.dtype == tapegrad.bfloat16 for g in got)
+
+
+def test_autograd_grad_of_bfloat16_inputs_is_bfloat16():
+    def grads(t):
+        x = t.tensor([0.3, -1.7, 2.9], dtype=t.bfloat16, requires_grad=True)
+        h = t.tensor([0.3, -1.7, 2.9], requires_grad=True).bfloat16()
+        return t.autograd.grad((x * x * 3).sum() + (h * 1.3).float().sum(), (x, h))
+    assert all(g.dtype == tapegrad.bfloat16 for g in both(grads))
+
+
+def test_random_draws_as_torch():
+    """rand is drawn in float32 and rounded (torch's stream); randn below 16 elements is its serial path."""
+    both(lambda t: t.rand(40, dtype=t.bfloat16, generator=t.Generator().manual_seed(5)))
+    both(lambda t: t.randn(7, dtype=t.bfloat16, generator=t.Generator().manual_seed(5)))
+
+
+def test_save_and_load_keep_bfloat16():
+    x = tapegrad.tensor(X).bfloat16()
+    buf = io.BytesIO()
+    tapegrad.save({"x": x, "m": tapegrad.nn.Linear(2, 2).bfloat16().state_dict()}, buf)
+    buf.seek(0)
+    d = tapegrad.load(buf)
+    assert d["x"].dtype == tapegrad.bfloat16 and d["m"]["weight"].dtype == tapegrad.bfloat16
+    np.testing.assert_array_equal(values(d["x"]), values(x))
+
+
+def test_without_ml_dtypes_the_error_names_the_extra():
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    code = ("import sys; sys.modules['ml_dtypes'] = None\n"
+            "import tapegrad\n"
+            "x = tapegrad.ones(2) * 2\n"  # float32 work never needs it
+            "assert repr(tapegrad.bfloat16) == 'torch.bfloat16'\n"
+            "try:\n    tapegrad.zeros(2, dtype=tapegrad.bfloat16)\n"
+            "except ImportError as e:\n    print(type(e).__name__, e)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, PYTHONPATH=root))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("ImportError") and 'pip install "tapegrad[bfloat16]"' in r.stdout
+
+
+def test_import_does_not_load_ml_dtypes():
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    code = "import sys, tapegrad; tapegrad.ones(2) + 1; print('ml_dtypes' in sys.modules)"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, PYTHONPATH=root))
+    assert r.returncode == 0 and r.stdout.strip() == "False", r.stderr
