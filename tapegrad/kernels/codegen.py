@@ -76,8 +76,8 @@ def source():
     binary = [op for op in registry.OPS if op.kind == registry.K_BINARY]
     codes = ", ".join(f"{op.name!r}: {op.code}" for op in unary + binary)
     return (HEADER + "\n".join(_unary(unary) + _binary(binary)) + "\n\n\n"
-            + "# The opcodes these kernels dispatch on, which depend on the order the op modules declare their ops in:\n"
-            + "# kernels.load() checks them against the registry, so a stale file raises instead of misrouting a row.\n"
+            + "# The opcodes these kernels dispatch on (they follow the order the op modules declare their ops in):\n"
+            + "# kernels.load() checks them against the registry, so a stale file raises instead of misrouting rows.\n"
             + "\n".join(textwrap.wrap("CODES = {" + codes + "}", 116, subsequent_indent="         ")) + "\n")
 
 

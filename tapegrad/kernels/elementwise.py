@@ -405,8 +405,8 @@ def binary(op, A, B, Y, G, GA, GB, IA, IB, outer, inner, ao, aj, bo, bj, need_a,
                     GB[ib] += where((a == 0) & (b == 0), 0 * g, -g * a / (a * a + b * b))
 
 
-# The opcodes these kernels dispatch on, which depend on the order the op modules declare their ops in:
-# kernels.load() checks them against the registry, so a stale file raises instead of misrouting a row.
+# The opcodes these kernels dispatch on (they follow the order the op modules declare their ops in):
+# kernels.load() checks them against the registry, so a stale file raises instead of misrouting rows.
 CODES = {'neg': 4, 'exp': 5, 'log': 6, 'sqrt': 7, 'sin': 8, 'cos': 9, 'tan': 10, 'tanh': 11, 'sigmoid': 12, 'relu':
          13, 'abs': 14, 'reciprocal': 15, 'square': 16, 'rsqrt': 17, 'log1p': 18, 'expm1': 19, 'log2': 20, 'exp2':
          21, 'asin': 22, 'acos': 23, 'atan': 24, 'sinh': 25, 'cosh': 26, 'erf': 27, 'sign': 28, 'floor': 29, 'ceil':

@@ -211,7 +211,8 @@ return_types = Ctx(max=_values_indices("max"), min=_values_indices("min"), sort=
 
 def _max_min(name, input, dim, keepdim, other):
     if isinstance(dim, Tensor) or other is not None:   # max(a, b): the elementwise form
-        return (elementwise.maximum if name == "max" else elementwise.minimum)(input, other if other is not None else dim)
+        pair = elementwise.maximum if name == "max" else elementwise.minimum
+        return pair(input, other if other is not None else dim)
     x = _tensor(input)
     if dim is None:
         if keepdim:
