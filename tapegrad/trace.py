@@ -526,7 +526,10 @@ def _forward_rule(op, V, r, tape, B, arg_of):
         return ctx.unreplayable
     else:  # a gather or a Python op: its forward on arrays, from its saved context
         def step():
-            V[r] = np.asarray(f(ctx, *[V[i] for i in ins]), dtype, order="C").reshape(shape)
+            v = f(ctx, *[V[i] for i in ins])
+            if type(v) is not np.ndarray or v.shape != shape or v.dtype != dtype or not v.flags.c_contiguous:
+                v = np.asarray(v, dtype, order="C").reshape(shape)  # (a NumPy scalar, a flat result, ...)
+            V[r] = v
     rule, obj = step, tape.obj  # a later compiled call (forward or backward) reads the value by its id
     if shape:
         def step():
