@@ -13,19 +13,66 @@ from tapegrad import registry, tape as tape_mod
 
 OPS = [op for op in registry.OPS if op.name not in ("const", "freed")]
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-# Rows the engine makes itself, never a front-end: what each stands for, and the test that meets it.
+# Rows the engine makes itself, not a front-end: a program that records each (run on a tape of its own).
+def _leaf2x3():
+    return tapegrad.tensor([[1.0, -2.0, 3.0], [4.0, 5.0, -6.0]], requires_grad=True)
+
+
+def _grad_of_gather():  # a gather's adjoint under create_graph
+    a = _leaf2x3()
+    return tapegrad.autograd.grad((a[:, 1:] ** 2).sum(), a, create_graph=True)
+
+
+def _grad_of_broadcast():  # a broadcast's adjoint under create_graph
+    a, b = _leaf2x3(), tapegrad.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    return tapegrad.autograd.grad(((a * b) ** 2).sum(), b, create_graph=True)
+
+
+class _Pair(tapegrad.autograd.Function):
+    @staticmethod
+    def forward(ctx, a):
+        return a * 2, a * 3
+
+    @staticmethod
+    def backward(ctx, g1, g2):
+        return g1 * 2 + g2 * 3
+
+
+class _Once(tapegrad.autograd.Function):
+    @staticmethod
+    def forward(ctx, a):
+        return a * 2
+
+    @staticmethod
+    @tapegrad.autograd.function.once_differentiable
+    def backward(ctx, g):
+        return g * 2
+
+
+def _once_under_create_graph():
+    a, v = _leaf2x3(), tapegrad.ones(2, 3, requires_grad=True)
+    return tapegrad.autograd.grad(_Once.apply(a), a, grad_outputs=v, create_graph=True)
+
+
+def _compiled_call():
+    f = tapegrad.compile(lambda a: (a * a).sum())
+    f(_leaf2x3())
+    return f(_leaf2x3())
+
+
+def _sparse_product():
+    return tapegrad.sparse.mm(_leaf2x3().to_sparse(), tapegrad.ones(3, 2))
+
+
 MADE_BY_THE_ENGINE = {
-    "leaf": "a tensor that requires grad",
-    "scatter_flat": "a gather's adjoint under create_graph (tests/autograd/test_create_graph.py)",
-    "delayed_error": "a @once_differentiable backward under create_graph (tests/autograd/test_custom_function.py)",
-    "traced_rule": "a gradient tapegrad.compile traces without create_graph (tests/test_trace.py)",
-    "compiled": "an output of a tapegrad.compile'd call (tests/test_trace.py)",
-    "function": "a custom autograd.Function (tests/autograd/test_custom_function.py)",
-    "function_output": "a custom autograd.Function's further outputs (tests/autograd/test_custom_function.py)",
-    "sum_to_shape": "a broadcast's adjoint under create_graph (tests/autograd/test_create_graph.py)",
-    "gather_flat": "the values of a sparse tensor's entries (tests/ops/test_ops_scripts.py)",
-    "sparse_mm": "sparse @ dense (tests/ops/test_ops_scripts.py)",
+    "leaf": lambda: _leaf2x3() * 2, "scatter_flat": _grad_of_gather, "sum_to_shape": _grad_of_broadcast,
+    "function": lambda: _Pair.apply(_leaf2x3()), "function_output": lambda: _Pair.apply(_leaf2x3()),
+    "delayed_error": _once_under_create_graph, "compiled": _compiled_call,
+    "gather_flat": _sparse_product, "sparse_mm": _sparse_product,
 }
+# recorded on tapegrad.compile's private tape when it traces autograd.grad without create_graph (tests/test_trace.py::
+# test_autograd_grad_inside_is_traced_and_replayed_with_each_calls_targets)
+ON_A_PRIVATE_TAPE = {"traced_rule"}
 # A binary op's variant with a Python number where torch takes none (maximum, atan2), or that the front-end
 # never needs (a number first, for a commutative op, is the number-second row).
 NO_FRONT_END = {"add_st", "mul_st", "maximum_st", "maximum_ts", "minimum_st", "minimum_ts", "atan2_st", "atan2_ts"}
@@ -66,17 +113,23 @@ def test_every_op_is_in_the_docs():
     assert not missing, "run `python -m tapegrad.docs_ops --write`"
 
 
-def _recorded_ops(case):
-    """The op names the tapegrad side of an op table case records (on a tape of its own, which no earlier test
-    has filled: a sweep there could move its rows)."""
+def _recorded(program):
+    """The op names a program records (on a tape of its own, which no earlier test has filled: a sweep there
+    could move its rows), and what it returned (kept alive until the rows are read)."""
     saved, tape = tape_mod._local.tape, tape_mod.Tape()
     tape_mod._local.tape = tape
     try:
-        xs = tensors(tapegrad, case, arrays(case, "float64" if "float64" in case.dtypes else case.dtypes[0]))
-        out = case.call(tapegrad, case.paths[0], xs)
+        out = program()
         return {registry.OPS[int(o)].name for o in tape.op[:tape.n]}, out
     finally:
         tape_mod._local.tape = saved
+
+
+def _case_program(case):
+    def program():
+        xs = tensors(tapegrad, case, arrays(case, "float64" if "float64" in case.dtypes else case.dtypes[0]))
+        return case.call(tapegrad, case.paths[0], xs)
+    return program
 
 
 def test_every_op_has_a_test_row():
@@ -85,9 +138,15 @@ def test_every_op_has_a_test_row():
     (MADE_BY_THE_ENGINE names the test that meets it)."""
     seen = set()
     for case in CASES:
-        seen |= _recorded_ops(case)[0]
-    missing = sorted(op.name for op in OPS if op.name not in seen | NO_FRONT_END | set(MADE_BY_THE_ENGINE))
+        seen |= _recorded(_case_program(case))[0]
+    missing = sorted(op.name for op in OPS if op.name not in seen | NO_FRONT_END | set(MADE_BY_THE_ENGINE)
+                     | ON_A_PRIVATE_TAPE)
     assert not missing, f"ops no table case records: {missing}"
+
+
+@pytest.mark.parametrize("name", sorted(MADE_BY_THE_ENGINE))
+def test_the_engines_own_rows_are_recorded_where_said(name):
+    assert name in _recorded(MADE_BY_THE_ENGINE[name])[0]
 
 
 def test_compile_fullgraph_names_an_ops_reason():
