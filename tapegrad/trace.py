@@ -397,7 +397,6 @@ class _Program:
         if call.generation != self.generation:  # a later call has replaced the values: recompute this one's
             self._forward(call.arrays)
             self.generation = call.generation
-        # (imported here: the backward that calls this has loaded it; import tapegrad need not)
         targets = [r for r, w in zip(self.input_rows, wanted) if w and r is not None]
         roots = [self.out_rows[call.index]]
         got = iter(run_planned(self.tape, roots, [np.asarray(g)], targets, self._plans))
