@@ -37,6 +37,7 @@ import platform
 
 import numpy as np
 
+from . import kernels
 from .tape import untraceable
 from .tensor import _new
 
@@ -134,16 +135,10 @@ def _madd(a, b, c, dtype):
 
 # ---------------------------------------------------------------------------------------------- kernels
 
-_RNG = []  # kernels/rng.py, once loaded (Numba is imported and the transforms compile on first use)
 
 
 def _rng():
-    if not _RNG:
-        from . import kernels
-        kernels.load()  # chooses where Numba caches before anything compiles
-        from .kernels import rng
-        _RNG.append(rng)
-    return _RNG[0]
+    return kernels.module("rng")
 
 
 # ---------------------------------------------------------------------------------------------- generator

@@ -54,9 +54,15 @@ def load():
     return _runtime
 
 
+_modules = {}
+
+
 def module(name):
     """kernels/<name>.py, imported once load() has chosen where Numba caches (for kernels only some ops or
-    optimizers use, kept out of the runtime)."""
-    import importlib
-    load()
-    return importlib.import_module(f"{__name__}.{name}")
+    optimizers use, kept out of the runtime); a dict lookup after the first call, as ops call it per use."""
+    m = _modules.get(name)
+    if m is None:
+        import importlib
+        load()
+        m = _modules[name] = importlib.import_module(f"{__name__}.{name}")
+    return m

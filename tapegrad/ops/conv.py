@@ -13,7 +13,7 @@ import numbers
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from .. import _dtype, random, registry
+from .. import _dtype, kernels, random, registry
 from ..tensor import _new
 from ._common import OPS, _autocast_lower, _record, _tensor, _to_dtype, autocast_state
 from .elementwise import mul
@@ -170,16 +170,10 @@ def _conv_arrays(ctx, g, inputs, wanted):
     return (gx, gw) if len(inputs) == 2 else (gx, gw, gb)
 
 
-_conv_kernel = []
 
 
 def _conv_kernels():
-    if not _conv_kernel:
-        from .. import kernels
-        kernels.load()  # chooses where Numba caches before anything compiles
-        from ..kernels import conv
-        _conv_kernel.append(conv)
-    return _conv_kernel[0]
+    return kernels.module("conv")
 
 
 def _padded_size(ctx):
@@ -577,16 +571,8 @@ def _max_pool_arrays(ctx, g, inputs, wanted):
     return (gx.reshape(x.shape),)
 
 
-_kernel = []
-
-
 def _pool_kernels():
-    if not _kernel:
-        from .. import kernels
-        kernels.load()  # chooses where Numba caches before anything compiles
-        from ..kernels import pool
-        _kernel.append(pool)
-    return _kernel[0]
+    return kernels.module("pool")
 
 
 def _pool_args(nd, x, kernel_size, stride, padding, dilation, ceil_mode, name):

@@ -9,7 +9,7 @@ import warnings
 
 import numpy as np
 
-from .. import _dtype, registry
+from .. import _dtype, kernels, registry
 from ..tensor import _new, tensor_type_name
 from ._common import OPS, _dim, _record, _tensor, _to_dtype, broadcast_shape
 from . import scatter_flat
@@ -314,13 +314,7 @@ def _vjp_bag(ctx, g, inputs, out):
 registry.python("embedding_bag", "EmbeddingBagBackward0", None, _vjp_bag, saves=1 | 2, array_vjp=_bag_arrays,
                 unreplayable="its bags are computed from the values of its indices and offsets")
 
-_bag_kernel = []
 
 
 def _bag_kernels():
-    if not _bag_kernel:
-        from .. import kernels
-        kernels.load()  # chooses where Numba caches before anything compiles
-        from ..kernels import bag
-        _bag_kernel.append(bag)
-    return _bag_kernel[0]
+    return kernels.module("bag")

@@ -10,7 +10,7 @@ runs compiled kernels (kernels/rnn.py); their forward computes c' and h' togethe
 """
 import numpy as np
 
-from .. import registry
+from .. import kernels, registry
 from ..registry import Ctx
 from ..tensor import _new
 from ._common import OPS, _record, _tensor
@@ -89,16 +89,10 @@ def _lstm_h_arrays(ctx, g, inputs, wanted):
     return d, d, (dcy.reshape(g.shape) if wanted[2] else None)
 
 
-_kernel = []  # kernels/rnn.py, once loaded (Numba is imported only when a recurrent layer first runs)
 
 
 def _kernels():
-    if not _kernel:
-        from .. import kernels
-        kernels.load()  # chooses where Numba caches before anything compiles
-        from ..kernels import rnn
-        _kernel.append(rnn)
-    return _kernel[0]
+    return kernels.module("rnn")
 
 
 def _gates(gx, gh, k):

@@ -6,7 +6,7 @@ from itertools import repeat
 
 import numpy as np
 
-from .. import registry
+from .. import kernels, registry
 from .. import tape as T  # (the package: its tunable thresholds are read at call time, as tests change them)
 
 
@@ -58,7 +58,6 @@ class Sweep:
 
     def _reachable(self, held, owners):
         """Rows that a held row reaches backwards through live rows (a dead row keeps nothing)."""
-        from ..kernels import load  # (Numba: loaded on first use)
         n = self.n
         args = self.args[: self.nargs]
         if owners.size:
@@ -66,7 +65,7 @@ class Sweep:
             if dead_entry.any():
                 args = args.copy()
                 args[dead_entry] = owners[dead_entry]  # an entry of a dead row points at the row itself
-        lost = load().unreachable(n, held, self.flags, self.argptr, args)
+        lost = kernels.load().unreachable(n, held, self.flags, self.argptr, args)
         return ~lost & ((self.flags[:n] & T.F_DEAD) == 0)
 
     def check_sweep(self):

@@ -2,60 +2,16 @@
 checks and reprs; F.instance_norm does the work."""
 import warnings
 
-import numpy as np
-
-from ... import creation
-from .. import functional as F, init
-from ..parameter import Parameter
-from .module import Module
+from .. import functional as F
+from .normalization import _NormBase
 
 __all__ = ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"]
 
 
-class _InstanceNorm(Module):
-    _version = 2
-    __constants__ = ["track_running_stats", "momentum", "eps", "num_features", "affine"]
-
+class _InstanceNorm(_NormBase):
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False, device=None,
                  dtype=None, *, bias=True):
-        super().__init__()
-        self.num_features, self.eps, self.momentum = num_features, eps, momentum
-        self.affine, self.track_running_stats = affine, track_running_stats
-        if affine:
-            self.weight = Parameter(creation.empty(num_features, dtype=dtype))
-            if bias:
-                self.bias = Parameter(creation.empty(num_features, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
-        if track_running_stats:
-            self.register_buffer("running_mean", creation.zeros(num_features, dtype=dtype))
-            self.register_buffer("running_var", creation.ones(num_features, dtype=dtype))
-            self.register_buffer("num_batches_tracked", creation.tensor(0, dtype=np.int64))
-        else:
-            self.register_buffer("running_mean", None)
-            self.register_buffer("running_var", None)
-            self.register_buffer("num_batches_tracked", None)
-        self.reset_parameters()
-
-    def reset_running_stats(self):
-        if self.track_running_stats:
-            self.running_mean.zero_()
-            self.running_var.fill_(1)
-            self.num_batches_tracked.zero_()
-
-    def reset_parameters(self):
-        self.reset_running_stats()
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
-
-    def extra_repr(self):
-        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
-                f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}")
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
 
     def _apply_instance_norm(self, input):
         return F.instance_norm(input, self.running_mean, self.running_var, self.weight, self.bias,
