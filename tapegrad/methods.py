@@ -8,7 +8,7 @@ from .device import check as _check_device
 from .tape import untraceable
 from .tensor import as_array, _new, Tensor
 from .creation import _shape
-from .registry import OPS
+from .registry import OPS, reads_input
 from . import _dtype
 
 
@@ -250,7 +250,7 @@ def _snapshot_if_saved(self, result):
         return
     saves = OPS[tape.op[row]].saves
     for j, a in enumerate(tape.row_args(row)):
-        if a == old and (saves >> j) & 1:
+        if a == old and reads_input(saves, j):
             snapshot = self._data.copy()
             tape.set_value(old, snapshot)
             tape.drop_cell(old)

@@ -60,7 +60,7 @@ def _traced_rule_forward(ctx, *arrays):
 # SAVES_ALL: the backward reads the arrays of the call, so the plan checks that none was changed in place since
 registry.python("compiled", "CompiledFunctionBackward", None, _vjp_compiled, saves=registry.SAVES_ALL,
                 array_vjp=_compiled_arrays, unreplayable="it is a call of another compiled function")
-registry.python("traced_rule", "TracedRuleBackward", _traced_rule_forward, _vjp_traced_rule, saves=0)
+registry.python("traced_rule", "TracedRuleBackward", _traced_rule_forward, _vjp_traced_rule)
 COMPILED = registry.BY_NAME["compiled"]
 TRACED_RULE = registry.BY_NAME["traced_rule"]
 

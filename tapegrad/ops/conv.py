@@ -957,9 +957,9 @@ def _norm_replay(ctx, x, *affine):
     return _normalized(ctx, x, w, b)
 
 
-registry.python("conv", "ConvolutionBackward0", _conv_replay, _vjp_conv, saves=2, array_vjp=_conv_arrays)
-registry.python("max_pool", "MaxPool2DWithIndicesBackward0", _max_pool_replay, _vjp_max_pool, saves=0,
+registry.python("conv", "ConvolutionBackward0", _conv_replay, _vjp_conv, array_vjp=_conv_arrays)
+registry.python("max_pool", "MaxPool2DWithIndicesBackward0", _max_pool_replay, _vjp_max_pool,
                 array_vjp=_max_pool_arrays)
 # (a batch_norm row that updates running statistics says so in its context's `unreplayable`)
-registry.python("batch_norm", "NativeBatchNormBackward0", _norm_replay, _vjp_norm, saves=1 | 2, array_vjp=_norm_arrays)
-registry.python("layer_norm", "NativeLayerNormBackward0", _norm_replay, _vjp_norm, saves=1 | 2, array_vjp=_norm_arrays)
+registry.python("batch_norm", "NativeBatchNormBackward0", _norm_replay, _vjp_norm, array_vjp=_norm_arrays)
+registry.python("layer_norm", "NativeLayerNormBackward0", _norm_replay, _vjp_norm, array_vjp=_norm_arrays)

@@ -442,7 +442,7 @@ def _vjp_where(ctx, g, inputs, out):
     return None, where(cond, g, 0.0), where(cond, 0.0, g)
 
 
-registry.python("where", "WhereBackward0", lambda ctx, cond, a, b: np.where(cond, a, b), _vjp_where, saves=1)
+registry.python("where", "WhereBackward0", lambda ctx, cond, a, b: np.where(cond, a, b), _vjp_where)
 
 
 __all__ = [n for n, v in list(globals().items()) if callable(v) and getattr(v, "__module__", None) == __name__

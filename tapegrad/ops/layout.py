@@ -71,7 +71,7 @@ def _vjp_diag_embed(ctx, g, inputs, out):
 
 
 registry.structural("roll", registry.K_GATHER, "RollBackward0", _vjp_gather, forward=_gather_forward)
-registry.python("diag_embed", "DiagEmbedBackward0", lambda ctx, x: np.diag(x, ctx), _vjp_diag_embed, saves=0)
+registry.python("diag_embed", "DiagEmbedBackward0", lambda ctx, x: np.diag(x, ctx), _vjp_diag_embed)
 
 
 __all__ = ["roll", "diag", "tril_indices", "triu_indices"]

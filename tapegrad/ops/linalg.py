@@ -378,9 +378,8 @@ registry.python("dot", "DotBackward0", _mm_forward, _vjp_matmul)
 registry.python("matmul_fold", "UnsafeViewBackward0", _mm_forward, _vjp_matmul)
 registry.python("matmul_bcast", "CloneBackward0", _mm_forward, _vjp_matmul)
 registry.python("vecmat", "SqueezeBackward4", _mm_forward, _vjp_matmul)
-registry.python("norm", "LinalgVectorNormBackward0", lambda ctx, x: _vector_norm_forward(_NORM2, x, False), _vjp_norm,
-                saves=1 | SAVES_OUT)
-registry.python("vector_norm", "LinalgVectorNormBackward0", _vector_norm_forward, _vjp_vector_norm, saves=1 | SAVES_OUT)
+registry.python("norm", "LinalgVectorNormBackward0", lambda ctx, x: _vector_norm_forward(_NORM2, x, False), _vjp_norm)
+registry.python("vector_norm", "LinalgVectorNormBackward0", _vector_norm_forward, _vjp_vector_norm)
 registry.python("einsum", "EinsumBackward0", _einsum_forward, _vjp_einsum)
 
 

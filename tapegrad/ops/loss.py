@@ -491,19 +491,19 @@ def _vjp_bce_logits_full(ctx, g, inputs, out):
 _TARGET = "it reads its target, which is not one of its inputs, and a replay cannot rebind it"
 
 registry.python("bce_with_logits", "BinaryCrossEntropyWithLogitsBackward0", _bce_logits_forward, _vjp_bce_logits)
-registry.python("nll_loss", "NllLossBackward0", None, _vjp_nll, saves=0, array_vjp=_nll_arrays, unreplayable=_TARGET)
-registry.python("nll_loss2d", "NllLoss2DBackward0", None, _vjp_nll, saves=0, array_vjp=_nll_arrays,
+registry.python("nll_loss", "NllLossBackward0", None, _vjp_nll, array_vjp=_nll_arrays, unreplayable=_TARGET)
+registry.python("nll_loss2d", "NllLoss2DBackward0", None, _vjp_nll, array_vjp=_nll_arrays,
                 unreplayable=_TARGET)
 # trace.py binds a 2-D cross_entropy's target when it is an argument of the traced function
-registry.python("cross_entropy", "NllLossBackward0", _cross_entropy_replay, _vjp_cross_entropy, saves=1,
+registry.python("cross_entropy", "NllLossBackward0", _cross_entropy_replay, _vjp_cross_entropy,
                 array_vjp=_cross_entropy_arrays)
-registry.python("cross_entropy2d", "NllLoss2DBackward0", None, _vjp_cross_entropy, saves=1,
+registry.python("cross_entropy2d", "NllLoss2DBackward0", None, _vjp_cross_entropy,
                 array_vjp=_cross_entropy_arrays, unreplayable=_TARGET)
-registry.python("mse_loss", "MseLossBackward0", _mse_forward, _vjp_mse, saves=1 | 2)
-registry.python("smooth_l1_loss", "SmoothL1LossBackward0", _smooth_l1_forward, _vjp_smooth_l1, saves=1 | 2)
-registry.python("binary_cross_entropy", "BinaryCrossEntropyBackward0", _bce_forward, _vjp_bce, saves=1 | 2 | 4)
+registry.python("mse_loss", "MseLossBackward0", _mse_forward, _vjp_mse)
+registry.python("smooth_l1_loss", "SmoothL1LossBackward0", _smooth_l1_forward, _vjp_smooth_l1)
+registry.python("binary_cross_entropy", "BinaryCrossEntropyBackward0", _bce_forward, _vjp_bce)
 registry.python("bce_with_logits_full", "BinaryCrossEntropyWithLogitsBackward0", _bce_logits_full_forward,
-                _vjp_bce_logits_full, saves=1 | 2 | 4 | 8)
+                _vjp_bce_logits_full)
 
 
 __all__ = [n for n, v in list(globals().items()) if callable(v) and getattr(v, "__module__", None) == __name__

@@ -485,18 +485,18 @@ def _reduce_forward(np_fn):
     return lambda ctx, x: _np_reduce(np_fn, x, ctx.dims, True)
 
 
-registry.python("prod", "ProdBackward1", _reduce_forward(np.prod), _vjp_prod, saves=1 | registry.SAVES_OUT)
-registry.python("prod_all", "ProdBackward0", _reduce_forward(np.prod), _vjp_prod, saves=1 | registry.SAVES_OUT)
-registry.python("var", "VarBackward0", _var_forward, _vjp_var, saves=1)
-registry.python("std", "StdBackward0", _var_forward, _vjp_std, saves=1 | registry.SAVES_OUT)
-registry.python("amax", "AmaxBackward0", _reduce_forward(np.max), _vjp_amax, saves=1 | registry.SAVES_OUT)
-registry.python("amin", "AminBackward0", _reduce_forward(np.min), _vjp_amax, saves=1 | registry.SAVES_OUT)
-registry.python("max_all", "MaxBackward1", _reduce_forward(np.max), _vjp_max_all, saves=1 | registry.SAVES_OUT)
-registry.python("min_all", "MinBackward1", _reduce_forward(np.min), _vjp_max_all, saves=1 | registry.SAVES_OUT)
-registry.python("softmax", "SoftmaxBackward0", _softmax_forward, _vjp_softmax, saves=registry.SAVES_OUT)
-registry.python("log_softmax", "LogSoftmaxBackward0", _log_softmax_forward, _vjp_log_softmax, saves=registry.SAVES_OUT)
-registry.python("logsumexp", "LogsumexpBackward0", _logsumexp_forward, _vjp_logsumexp, saves=1 | registry.SAVES_OUT)
-registry.python("cumsum", "CumsumBackward0", _cumsum_forward, _vjp_cumsum, saves=0)
+registry.python("prod", "ProdBackward1", _reduce_forward(np.prod), _vjp_prod)
+registry.python("prod_all", "ProdBackward0", _reduce_forward(np.prod), _vjp_prod)
+registry.python("var", "VarBackward0", _var_forward, _vjp_var)
+registry.python("std", "StdBackward0", _var_forward, _vjp_std)
+registry.python("amax", "AmaxBackward0", _reduce_forward(np.max), _vjp_amax)
+registry.python("amin", "AminBackward0", _reduce_forward(np.min), _vjp_amax)
+registry.python("max_all", "MaxBackward1", _reduce_forward(np.max), _vjp_max_all)
+registry.python("min_all", "MinBackward1", _reduce_forward(np.min), _vjp_max_all)
+registry.python("softmax", "SoftmaxBackward0", _softmax_forward, _vjp_softmax)
+registry.python("log_softmax", "LogSoftmaxBackward0", _log_softmax_forward, _vjp_log_softmax)
+registry.python("logsumexp", "LogsumexpBackward0", _logsumexp_forward, _vjp_logsumexp)
+registry.python("cumsum", "CumsumBackward0", _cumsum_forward, _vjp_cumsum)
 
 
 __all__ = [n for n, v in list(globals().items()) if callable(v) and getattr(v, "__module__", None) == __name__

@@ -170,11 +170,11 @@ def _vjp_gru(ctx, g, inputs, out):
 
 
 # (tapegrad.compile's replay recomputes a row with its forward, refreshing the context its backward reads)
-registry.python("lstm_cell_c", "ThnnFusedLstmCellBackward0", _lstm_c_forward, _vjp_lstm_c, saves=1 | 2 | 4,
+registry.python("lstm_cell_c", "ThnnFusedLstmCellBackward0", _lstm_c_forward, _vjp_lstm_c,
                 array_vjp=_lstm_c_arrays)
-registry.python("lstm_cell_h", "ThnnFusedLstmCellBackward0", _lstm_h_forward, _vjp_lstm_h, saves=1 | 2 | 4,
+registry.python("lstm_cell_h", "ThnnFusedLstmCellBackward0", _lstm_h_forward, _vjp_lstm_h,
                 array_vjp=_lstm_h_arrays)
-registry.python("gru_cell", "ThnnFusedGruCellBackward0", _gru_forward, _vjp_gru, saves=1 | 2 | 4,
+registry.python("gru_cell", "ThnnFusedGruCellBackward0", _gru_forward, _vjp_gru,
                 array_vjp=_gru_arrays)
 
 __all__ = []  # internal: nn.LSTMCell / GRUCell / LSTM / GRU call lstm_cell_step and gru_cell_step

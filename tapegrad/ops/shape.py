@@ -661,7 +661,7 @@ def _vjp_scatter(ctx, g, inputs, out):
     return (_gather(g, ctx),)  # ctx: the index map
 
 
-registry.python("scatter_flat", "IndexPutBackward0", None, _vjp_scatter, saves=0,
+registry.python("scatter_flat", "IndexPutBackward0", None, _vjp_scatter,
                 unreplayable="a gather's adjoint: its output's size is not in its saved context")
 
 
@@ -706,14 +706,14 @@ def _vjp_triu(ctx, g, inputs, out):
     return (g.triu(ctx),)
 
 
-registry.python("cat", "CatBackward0", _cat_forward, _vjp_cat, saves=0)
-registry.python("stack", "StackBackward0", lambda ctx, *xs: np.stack(xs, axis=ctx), _vjp_stack, saves=0)
-registry.python("scatter_add", "ScatterAddBackward0", None, _vjp_scatter_add, saves=0, unreplayable=_READS_CONSTANT)
-registry.python("masked_fill", "MaskedFillBackward0", None, _vjp_masked_fill, saves=0, unreplayable=_READS_CONSTANT)
-registry.python("masked_fill_tensor", "MaskedFillBackward1", None, _vjp_masked_fill, saves=0,
+registry.python("cat", "CatBackward0", _cat_forward, _vjp_cat)
+registry.python("stack", "StackBackward0", lambda ctx, *xs: np.stack(xs, axis=ctx), _vjp_stack)
+registry.python("scatter_add", "ScatterAddBackward0", None, _vjp_scatter_add, unreplayable=_READS_CONSTANT)
+registry.python("masked_fill", "MaskedFillBackward0", None, _vjp_masked_fill, unreplayable=_READS_CONSTANT)
+registry.python("masked_fill_tensor", "MaskedFillBackward1", None, _vjp_masked_fill,
                 unreplayable=_READS_CONSTANT)
-registry.python("tril", "TrilBackward0", lambda ctx, x: np.tril(x, ctx), _vjp_tril, saves=0)
-registry.python("triu", "TriuBackward0", lambda ctx, x: np.triu(x, ctx), _vjp_triu, saves=0)
+registry.python("tril", "TrilBackward0", lambda ctx, x: np.tril(x, ctx), _vjp_tril)
+registry.python("triu", "TriuBackward0", lambda ctx, x: np.triu(x, ctx), _vjp_triu)
 
 
 __all__ = [n for n, v in list(globals().items()) if callable(v) and getattr(v, "__module__", None) == __name__

@@ -577,7 +577,7 @@ def _sparse_mm_arrays(ctx, g, inputs, wanted):
     return gv, gd
 
 
-registry.python("sparse_mm", "MmBackward0", None, _vjp_sparse_mm, saves=1 | 2, array_vjp=_sparse_mm_arrays,
+registry.python("sparse_mm", "MmBackward0", None, _vjp_sparse_mm, array_vjp=_sparse_mm_arrays,
                 unreplayable="its sparsity pattern (the sparse tensor's indices) is saved in its context, which a "
                              "replay cannot rebind")
 
