@@ -34,11 +34,6 @@ CALLS_UP = {
     ("tapegrad.ops.conv", "tapegrad.ops.padding"): "conv3d pads with F.pad, and padding.py's group_norm is built on "
                                                     "conv's layer_norm",
     ("tapegrad.ops.out", "tapegrad.ops"): "out= wraps the package's public ops by name",
-    ("tapegrad.autograd.functional", "tapegrad.autograd"): "autograd.grad lives in autograd/__init__.py, "
-                                                            "which imports functional",
-    ("tapegrad.autograd.gradcheck", "tapegrad.autograd"): "autograd.grad lives in autograd/__init__.py, "
-                                                           "which imports gradcheck",
-    ("tapegrad.autograd.gradcheck", "tapegrad"): "gradcheck perturbs inputs with the package's public ops",
     ("tapegrad.optim.optimizer", "tapegrad"): "optimizers call the package's public ops (torch.X)",
     ("tapegrad.nn.modules.transformer", "tapegrad.nn"): "a layer built of the package's other layers",
     ("tapegrad.utils.data._worker", "tapegrad"): "a DataLoader worker process imports the package",
