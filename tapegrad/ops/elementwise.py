@@ -445,5 +445,100 @@ def _vjp_where(ctx, g, inputs, out):
 registry.python("where", "WhereBackward0", lambda ctx, cond, a, b: np.where(cond, a, b), _vjp_where)
 
 
+# Tensor's methods for this module's front-ends (grep `Tensor.<name> =`)
+Tensor.__add__ = Tensor.__radd__ = _add
+Tensor.__sub__ = _sub
+Tensor.__rsub__ = lambda self, other: _sub(other, self)
+Tensor.__rtruediv__ = lambda self, other: div(other, self)
+Tensor.__rpow__ = lambda self, other: pow(other, self)
+Tensor.where = lambda self, condition, other: where(condition, self, other)
+Tensor.__mul__ = mul
+Tensor.__rmul__ = mul
+Tensor.__truediv__ = div
+Tensor.__pow__ = pow
+Tensor.__neg__ = neg
+Tensor.__abs__ = abs
+Tensor.__eq__ = eq
+Tensor.__ne__ = ne
+Tensor.__lt__ = lt
+Tensor.__le__ = le
+Tensor.__gt__ = gt
+Tensor.__ge__ = ge
+Tensor.__and__ = bitwise_and
+Tensor.__or__ = bitwise_or
+Tensor.__xor__ = bitwise_xor
+Tensor.__invert__ = logical_not
+Tensor.add = add
+Tensor.sub = sub
+Tensor.subtract = sub
+Tensor.mul = mul
+Tensor.multiply = mul
+Tensor.div = div
+Tensor.divide = div
+Tensor.true_divide = div
+Tensor.pow = pow
+Tensor.neg = neg
+Tensor.negative = neg
+Tensor.abs = abs
+Tensor.exp = exp
+Tensor.log = log
+Tensor.sqrt = sqrt
+Tensor.sin = sin
+Tensor.cos = cos
+Tensor.tan = tan
+Tensor.tanh = tanh
+Tensor.sigmoid = sigmoid
+Tensor.relu = relu
+Tensor.reciprocal = reciprocal
+Tensor.square = square
+Tensor.rsqrt = rsqrt
+Tensor.log1p = log1p
+Tensor.expm1 = expm1
+Tensor.log2 = log2
+Tensor.exp2 = exp2
+Tensor.asin = asin
+Tensor.acos = acos
+Tensor.atan = atan
+Tensor.arcsin = asin
+Tensor.arccos = acos
+Tensor.arctan = atan
+Tensor.sinh = sinh
+Tensor.cosh = cosh
+Tensor.erf = erf
+Tensor.sign = sign
+Tensor.floor = floor
+Tensor.ceil = ceil
+Tensor.trunc = trunc
+Tensor.atan2 = atan2
+Tensor.maximum = maximum
+Tensor.minimum = minimum
+Tensor.clone = clone
+Tensor.eq = eq
+Tensor.ne = ne
+Tensor.lt = lt
+Tensor.le = le
+Tensor.gt = gt
+Tensor.ge = ge
+Tensor.logical_not = logical_not
+Tensor.logical_and = logical_and
+Tensor.logical_or = logical_or
+Tensor.isnan = isnan
+Tensor.isinf = isinf
+Tensor.isfinite = isfinite
+Tensor.equal = equal
+Tensor.allclose = allclose
+Tensor.rsub = rsub
+Tensor.logical_xor = logical_xor
+Tensor.greater = gt
+Tensor.less = lt
+Tensor.greater_equal = ge
+Tensor.less_equal = le
+Tensor.not_equal = ne
+Tensor.arctan2 = atan2
+Tensor.fmax = maximum
+Tensor.fmin = minimum
+
+
+
 __all__ = [n for n, v in list(globals().items()) if callable(v) and getattr(v, "__module__", None) == __name__
            and not n.startswith("_")]

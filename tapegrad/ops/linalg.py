@@ -4,7 +4,8 @@ import math
 import numpy as np
 
 from .. import _dtype, registry
-from ..registry import SAVES_OUT, Ctx
+from ..tensor import Tensor
+from ..registry import Ctx
 from ._common import (OPS, _autocast_lower, _dims, _in_float32, _new, _record, _tensor, _to_dtype, autocast_state,
                       broadcast_shape)
 from .elementwise import where
@@ -385,3 +386,17 @@ registry.python("einsum", "EinsumBackward0", _einsum_forward, _vjp_einsum)
 
 __all__ = [n for n, v in list(globals().items()) if callable(v) and getattr(v, "__module__", None) == __name__
            and not n.startswith("_")]
+
+
+# Tensor's methods for this module's front-ends (grep `Tensor.<name> =`)
+Tensor.__matmul__ = matmul
+Tensor.__rmatmul__ = lambda self, other: matmul(other, self)
+Tensor.matmul = matmul
+Tensor.mm = mm
+Tensor.dot = dot
+Tensor.norm = norm
+Tensor.bmm = bmm
+Tensor.mv = mv
+Tensor.outer = outer
+Tensor.ger = outer
+Tensor.inner = inner

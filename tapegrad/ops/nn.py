@@ -263,3 +263,12 @@ registry.python("embedding_padded", "EmbeddingBackward0", None, _vjp_embedding_p
 
 __all__ = [n for n, v in list(globals().items()) if callable(v) and getattr(v, "__module__", None) == __name__
            and not n.startswith("_")]
+
+
+# Tensor's methods for this module's front-ends (grep `Tensor.<name> =`)
+Tensor.round = round
+Tensor.clamp = clamp
+Tensor.clip = clamp
+Tensor.lerp = lerp
+Tensor.clamp_min = clamp_min
+Tensor.clamp_max = clamp_max

@@ -501,3 +501,24 @@ registry.python("cumsum", "CumsumBackward0", _cumsum_forward, _vjp_cumsum)
 
 __all__ = [n for n, v in list(globals().items()) if callable(v) and getattr(v, "__module__", None) == __name__
            and not n.startswith("_")]
+
+
+# Tensor's methods for this module's front-ends (grep `Tensor.<name> =`)
+Tensor.sum = sum
+Tensor.mean = mean
+Tensor.expand = expand
+Tensor.prod = prod
+Tensor.var = var
+Tensor.std = std
+Tensor.amax = amax
+Tensor.amin = amin
+Tensor.max = max
+Tensor.min = min
+Tensor.argmax = argmax
+Tensor.argmin = argmin
+Tensor.logsumexp = logsumexp
+Tensor.softmax = softmax
+Tensor.log_softmax = log_softmax
+Tensor.cumsum = cumsum
+Tensor.all = all
+Tensor.any = any

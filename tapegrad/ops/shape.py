@@ -718,3 +718,46 @@ registry.python("triu", "TriuBackward0", lambda ctx, x: np.triu(x, ctx), _vjp_tr
 
 __all__ = [n for n, v in list(globals().items()) if callable(v) and getattr(v, "__module__", None) == __name__
            and not n.startswith("_")]
+
+
+def _mT(self):
+    if self.ndim < 2:
+        raise RuntimeError(f"tensor.mT is only supported on matrices or batches of matrices. Got {self.ndim}-D "
+                           f"tensor.")
+    return transpose(self, -2, -1)
+
+
+# Tensor's methods for this module's front-ends (grep `Tensor.<name> =`)
+Tensor.T = property(lambda self: permute(self, *reversed(range(self.ndim))))
+Tensor.mT = property(_mT)
+Tensor.expand_as = lambda self, other: expand(self, other.shape)
+Tensor.view_as = lambda self, other: reshape(self, other.shape)
+Tensor.reshape_as = lambda self, other: reshape(self, other.shape)
+Tensor.__getitem__ = getitem
+Tensor.reshape = reshape
+Tensor.view = view
+Tensor.flatten = flatten
+Tensor.squeeze = squeeze
+Tensor.unsqueeze = unsqueeze
+Tensor.transpose = transpose
+Tensor.permute = permute
+Tensor.t = t
+Tensor.unflatten = unflatten
+Tensor.movedim = movedim
+Tensor.swapaxes = transpose
+Tensor.swapdims = transpose
+Tensor.repeat = repeat
+Tensor.flip = flip
+Tensor.split = split
+Tensor.chunk = chunk
+Tensor.narrow = narrow
+Tensor.select = select
+Tensor.unbind = unbind
+Tensor.gather = gather
+Tensor.scatter_add = scatter_add
+Tensor.index_select = index_select
+Tensor.masked_fill = masked_fill
+Tensor.take_along_dim = take_along_dim
+Tensor.tril = tril
+Tensor.triu = triu
+Tensor.diagonal = diagonal
