@@ -208,3 +208,14 @@ def detach(input):
 
 def to_dtype(x, dtype):
     return _to_dtype(x, _dtype.to_numpy_dtype(dtype))
+
+
+def _array_rule_dtype(*arrays):
+    """An array rule (a plain backward on NumPy arrays) runs in float32 and float64; float16 and bfloat16 rows
+    take their Tensor rule, which rounds as torch's kernels do."""
+    return all(a.dtype == np.float32 or a.dtype == np.float64 for a in arrays)
+
+
+def _sum_to_np(a, shape):
+    """a summed down to `shape` (the adjoint of broadcasting), on arrays."""
+    return a if a.shape == shape else np.sum(a, axis=summed_dims(a.shape, shape), keepdims=True).reshape(shape)

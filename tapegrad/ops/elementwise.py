@@ -6,8 +6,8 @@ import numpy as np
 
 from .. import _dtype, _strides
 from ..tensor import Tensor, _new, as_array
-from ._common import (OPS, _float, _in_float32, _integer, _is_scalar, _record, _tensor, _tensor_tensor, _to_dtype,
-                      broadcast_shape)
+from ._common import (OPS, _array_rule_dtype, _float, _in_float32, _integer, _is_scalar, _record, _tensor,
+                      _tensor_tensor, _to_dtype, broadcast_shape)
 from .. import registry
 
 
@@ -442,7 +442,15 @@ def _vjp_where(ctx, g, inputs, out):
     return None, where(cond, g, 0.0), where(cond, 0.0, g)
 
 
-registry.python("where", "WhereBackward0", lambda ctx, cond, a, b: np.where(cond, a, b), _vjp_where)
+def _where_arrays(ctx, g, inputs, wanted):
+    cond = inputs[0]
+    if not _array_rule_dtype(g):
+        return None
+    return None, np.where(cond, g, 0.0) if wanted[1] else None, np.where(cond, 0.0, g) if wanted[2] else None
+
+
+registry.python("where", "WhereBackward0", lambda ctx, cond, a, b: np.where(cond, a, b), _vjp_where,
+                array_vjp=_where_arrays)
 
 
 # Tensor's methods for this module's front-ends (grep `Tensor.<name> =`)

@@ -10,7 +10,8 @@ import numpy as np
 from .. import _dtype, kernels, registry
 from ..registry import Ctx
 from ..tensor import _new
-from ._common import OPS, _autocast_float32, _in_float32, _record, _tensor, _to_dtype, broadcast_shape
+from ._common import (OPS, _array_rule_dtype, _autocast_float32, _in_float32, _record, _tensor, _to_dtype,
+                      broadcast_shape)
 from .elementwise import _div_scalar, _mul_scalar, _sigmoid, abs, clamp_min, exp, log, log1p, softplus, where
 from .reduce import log_softmax, mean, softmax, sum
 from ..tape import guard
@@ -449,14 +450,9 @@ def _vjp_mse(ctx, g, inputs, out):
     return d, -d
 
 
-def _on_arrays(x):
-    """The array rules below run in float32 and float64; half and bfloat16 take the Tensor rules (rounding)."""
-    return x.dtype == np.float32 or x.dtype == np.float64
-
-
 def _mse_arrays(ctx, g, inputs, wanted):
     x, t = inputs
-    if not _on_arrays(x):
+    if not _array_rule_dtype(x):
         return None
     d = (x - t) * (2.0 * g)
     if ctx.reduction == "mean":
@@ -466,7 +462,7 @@ def _mse_arrays(ctx, g, inputs, wanted):
 
 def _smooth_l1_arrays(ctx, g, inputs, wanted):
     x, t = inputs
-    if not _on_arrays(x):
+    if not _array_rule_dtype(x):
         return None
     d = x - t
     gd = np.where(np.abs(d) < ctx.beta, d / ctx.beta, np.sign(d)) * g
@@ -498,7 +494,7 @@ def _vjp_bce(ctx, g, inputs, out):
 
 def _bce_arrays(ctx, g, inputs, wanted):
     x, t = inputs
-    if not _on_arrays(x):
+    if not _array_rule_dtype(x):
         return None
     if ctx.reduction == "mean":
         g = g / ctx.n
@@ -513,7 +509,7 @@ def _bce_arrays(ctx, g, inputs, wanted):
 
 def _bce_logits_arrays(ctx, g, inputs, wanted):
     z, t = inputs
-    if not _on_arrays(z):
+    if not _array_rule_dtype(z):
         return None
     g = g / max(z.size, 1)
     return (_sigmoid(z) - t) * g if wanted[0] else None, -z * g if wanted[1] else None

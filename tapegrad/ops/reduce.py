@@ -12,8 +12,8 @@ from ..registry import Ctx, K_EXPAND, K_SUM
 from ..tensor import Tensor, _new
 from . import elementwise
 from .elementwise import where
-from ._common import (OPS, _autocast_float32, _dim, _dims, _float, _in_float32, _mask, _record, _share_version,
-                      _sizes, _tensor, _to_dtype, summed_dims)
+from ._common import (OPS, _array_rule_dtype, _autocast_float32, _dim, _dims, _float, _in_float32, _mask, _record,
+                      _share_version, _sizes, _tensor, _to_dtype, summed_dims)
 
 
 def _reduce(name_all, name_dim, np_fn, input, dim, keepdim, dtype, scale_of):
@@ -440,6 +440,15 @@ def _vjp_var(ctx, g, inputs, out):
     return (g * (np.float64(2.0) / ctx.denom) * (x - x.mean(ctx.dims, keepdim=True)),)  # denom 0: inf, as torch
 
 
+def _var_arrays(ctx, g, inputs, wanted):
+    x, = inputs
+    if not _array_rule_dtype(x):
+        return None
+    with np.errstate(divide="ignore"):
+        scale = float(np.float64(2.0) / ctx.denom)  # denom 0: inf, as torch
+    return ((_keep(g, ctx.keep) * scale) * (x - np.mean(x, axis=ctx.dims, keepdims=True)),)
+
+
 def _vjp_std(ctx, g, inputs, out):
     x, = inputs
     g, y = _keep(g, ctx.keep), _keep(out, ctx.keep)
@@ -481,13 +490,19 @@ def _vjp_cumsum(ctx, g, inputs, out):
     return (g.flip(ctx).cumsum(ctx).flip(ctx),)   # ctx: the dim
 
 
+def _cumsum_arrays(ctx, g, inputs, wanted):
+    if not _array_rule_dtype(g):
+        return None
+    return (np.flip(np.cumsum(np.flip(g, ctx), axis=ctx), ctx) if g.ndim else g,)
+
+
 def _reduce_forward(np_fn):
     return lambda ctx, x: _np_reduce(np_fn, x, ctx.dims, True)
 
 
 registry.python("prod", "ProdBackward1", _reduce_forward(np.prod), _vjp_prod)
 registry.python("prod_all", "ProdBackward0", _reduce_forward(np.prod), _vjp_prod)
-registry.python("var", "VarBackward0", _var_forward, _vjp_var)
+registry.python("var", "VarBackward0", _var_forward, _vjp_var, array_vjp=_var_arrays)
 registry.python("std", "StdBackward0", _var_forward, _vjp_std)
 registry.python("amax", "AmaxBackward0", _reduce_forward(np.max), _vjp_amax)
 registry.python("amin", "AminBackward0", _reduce_forward(np.min), _vjp_amax)
@@ -496,7 +511,7 @@ registry.python("min_all", "MinBackward1", _reduce_forward(np.min), _vjp_max_all
 registry.python("softmax", "SoftmaxBackward0", _softmax_forward, _vjp_softmax)
 registry.python("log_softmax", "LogSoftmaxBackward0", _log_softmax_forward, _vjp_log_softmax)
 registry.python("logsumexp", "LogsumexpBackward0", _logsumexp_forward, _vjp_logsumexp)
-registry.python("cumsum", "CumsumBackward0", _cumsum_forward, _vjp_cumsum)
+registry.python("cumsum", "CumsumBackward0", _cumsum_forward, _vjp_cumsum, array_vjp=_cumsum_arrays)
 
 
 __all__ = [n for n, v in list(globals().items()) if callable(v) and getattr(v, "__module__", None) == __name__
