@@ -15,7 +15,7 @@ Binary ops use a, b for the inputs; each also gets a tensor-scalar (`_ts`, b is 
 scalar-tensor (`_st`, a is the constant c) variant. What such a rule reads (its `saves`) is derived from
 the expression. Other ops give `vjp(ctx, g, inputs, out)` written in tapegrad ops: it runs under no_grad
 in a plain backward and recorded under create_graph. A Python op on the hot path may also give
-`array_vjp(ctx, g, inputs, wanted)` on NumPy arrays, which a plain backward calls instead (no Tensor is
+`array_vjp(ctx, g, inputs, out, wanted)` on NumPy arrays, which a plain backward calls instead (no Tensor is
 made); it returns None where it does not apply, and then `vjp` runs. What these read (their `saves`) is
 derived from their source (rule_reads.py), stored in the generated rule_saves.py
 (`python -m tapegrad.rule_reads --write`; an op not yet there is derived when first asked).

@@ -323,7 +323,7 @@ def _python_row(tape, row, need, adjoint, owned, own, check_nan=False):
             g = g.astype(tape.values[row].dtype)
         if op.array_vjp is not None:
             values = tape.values
-            grads = op.array_vjp(tape.aux.get(row), g, [values[a] for a in args], wanted)
+            grads = op.array_vjp(tape.aux.get(row), g, [values[a] for a in args], values[row], wanted)
     if grads is None:
         with no_grad():
             grads = op.vjp(tape.aux.get(row), _new(g), [wrap(tape, a) for a in args], wrap(tape, row))

@@ -1,6 +1,6 @@
 """What a Python op's backward rules read, found in their source: an op's `saves` (which input values, and
 whether its output, the tape keeps for its backward) is derived here from `vjp(ctx, g, inputs, out)` and
-`array_vjp(ctx, g, inputs, wanted)`, as an elementwise op's is from its expression, so the two cannot
+`array_vjp(ctx, g, inputs, out, wanted)`, as an elementwise op's is from its expression, so the two cannot
 disagree (a value the tape let go of reads as NaN). A use of a value's shape, dtype or size alone does not
 count: a released value keeps them. Whatever the analysis cannot follow counts as reading every input.
 
@@ -20,13 +20,13 @@ METADATA = {"shape", "dtype", "ndim", "size", "numel", "dim", "device", "require
 def saves(*rules):
     """The saves bits of an op whose backward may run any of `rules` (None entries are skipped)."""
     bits = 0
-    for rule, has_out in zip(rules, (True, False)):
+    for rule in rules:
         if rule is not None:
-            bits |= _reads(rule, has_out, set())
+            bits |= _reads(rule, set())
     return bits
 
 
-def _reads(fn, has_out, seen, inputs_at=2, out_at=3):
+def _reads(fn, seen, inputs_at=2, out_at=3):
     """Bits for fn, whose positional parameter `inputs_at` is the rule's inputs and `out_at` its output
     (None: not passed)."""
     key = (getattr(fn, "__code__", None), inputs_at, out_at)
@@ -35,10 +35,10 @@ def _reads(fn, has_out, seen, inputs_at=2, out_at=3):
     seen.add(key)
     node = _parse(fn)
     if node is None:
-        return ALL | (OUT if has_out and out_at is not None else 0)
+        return ALL | (OUT if out_at is not None else 0)
     params = [a.arg for a in node.args.posonlyargs + node.args.args]
     inputs = params[inputs_at] if inputs_at is not None and inputs_at < len(params) else None
-    out = params[out_at] if has_out and out_at is not None and out_at < len(params) else None
+    out = params[out_at] if out_at is not None and out_at < len(params) else None
     parents = {child: parent for parent in ast.walk(node) for child in ast.iter_child_nodes(parent)}
     bound, followed = _bound(node, inputs)   # name -> the input index it holds
     bits = 0
@@ -47,12 +47,12 @@ def _reads(fn, has_out, seen, inputs_at=2, out_at=3):
             continue
         if name.id == inputs:
             if name not in followed:
-                bits |= _use_of_inputs(name, parents, fn, has_out, seen)
+                bits |= _use_of_inputs(name, parents, fn, seen, out)
         elif name.id in bound and not _metadata_only(name, parents):
             bits |= 1 << bound[name.id] if bound[name.id] < 6 else ALL
         elif name.id == out and out is not None:
             if not _metadata_only(name, parents):
-                bits |= _passed(name, parents, fn, has_out, seen, role="out")
+                bits |= _passed(name, parents, fn, seen, out, role="out")
     return bits
 
 
@@ -133,18 +133,19 @@ def _metadata_only(node, parents):
     return isinstance(parent, ast.Compare) and all(isinstance(o, (ast.Is, ast.IsNot)) for o in parent.ops)
 
 
-def _use_of_inputs(name, parents, fn, has_out, seen):
+def _use_of_inputs(name, parents, fn, seen, out):
     parent = parents.get(name)
     k = _index(parent, name.id)
     if k is not None:
         return 0 if _metadata_only(parent, parents) else (1 << k if k < 6 else ALL)
     if _metadata_only(name, parents):
         return 0
-    return _passed(name, parents, fn, has_out, seen, role="inputs")
+    return _passed(name, parents, fn, seen, out, role="inputs")
 
 
-def _passed(name, parents, fn, has_out, seen, role):
-    """The inputs (or output) handed whole to another rule of the module: what that one reads."""
+def _passed(name, parents, fn, seen, out, role):
+    """The inputs (or output, whose name in fn is `out`) handed whole to another rule of the module: what that
+    one reads."""
     call = parents.get(name)
     every = ALL if role == "inputs" else OUT
     if not (isinstance(call, ast.Call) and name in call.args and isinstance(call.func, ast.Name)):
@@ -154,15 +155,9 @@ def _passed(name, parents, fn, has_out, seen, role):
         return every
     position = call.args.index(name)
     if role == "inputs":
-        out_arg = [k for k, a in enumerate(call.args) if _is(a, _param(fn, 3)) and has_out]
-        return _reads(callee, has_out, seen, position, out_arg[0] if out_arg else None)
-    return _reads(callee, True, seen, None, position) & OUT
-
-
-def _param(fn, k):
-    code = fn.__code__
-    return code.co_varnames[k] if k < code.co_argcount else None
-
+        out_arg = [k for k, a in enumerate(call.args) if out is not None and _is(a, out)]
+        return _reads(callee, seen, position, out_arg[0] if out_arg else None)
+    return _reads(callee, seen, None, position) & OUT
 
 
 TARGET = pathlib.Path(__file__).with_name("rule_saves.py")

@@ -26,6 +26,7 @@ from .grad_mode import _state as _grad_state
 from .ops._common import _record
 from .tape import F_DEAD, F_STOP, OP_CONST, OP_LEAF, Tape
 from .tensor import Tensor, _new
+from .accumulate import wrap
 from .create_graph import graph_vjp, run_graph
 from .replay import run_planned
 
@@ -40,7 +41,7 @@ def _vjp_compiled(ctx, g, inputs, out):
     raise RuntimeError(DOUBLE_BACKWARD)
 
 
-def _compiled_arrays(ctx, g, inputs, wanted):
+def _compiled_arrays(ctx, g, inputs, out, wanted):
     return ctx.program.backward(ctx, g, wanted)
 
 
@@ -52,9 +53,10 @@ def _vjp_traced_rule(ctx, g, inputs, out):
 
 def _traced_rule_forward(ctx, *arrays):
     """ctx: (the op, its context, the input's index, the one-hot `wanted` its replay passes to the rule); the
-    arrays: the op's inputs, then the gradient (a cross_entropy's rule reads the gradient its forward computed)."""
+    arrays: the op's inputs, its output, then the gradient (a cross_entropy's rule reads the gradient its
+    forward computed)."""
     op, rule_ctx, j, wanted = ctx
-    return op.array_vjp(rule_ctx, arrays[-1], list(arrays[:-1]), wanted)[j]
+    return op.array_vjp(rule_ctx, arrays[-1], list(arrays[:-2]), arrays[-2], wanted)[j]
 
 
 # SAVES_ALL: the backward reads the arrays of the call, so the plan checks that none was changed in place since
@@ -199,12 +201,13 @@ def _rule_rows(op, tape, row, g, inputs, need, graph_vjp):
         return graph_vjp(op, tape, row, g, inputs)
     ctx = tape.aux.get(row)
     wanted = tuple(bool(need[a]) for a in tape.row_args(row))
-    got = op.array_vjp(ctx, g._data, [x._data for x in inputs], wanted)
+    out = wrap(tape, row)
+    got = op.array_vjp(ctx, g._data, [x._data for x in inputs], out._data, wanted)
     if got is None:  # (no array rule for these shapes)
         return graph_vjp(op, tape, row, g, inputs)
     only = [tuple(k == j for k in range(len(wanted))) for j in range(len(wanted))]  # (each row's replay: its own)
     return [None if v is None or not w else
-            _record(TRACED_RULE, np.asarray(v), (*inputs, g), aux=(op, ctx, j, only[j]))
+            _record(TRACED_RULE, np.asarray(v), (*inputs, out, g), aux=(op, ctx, j, only[j]))
             for j, (v, w) in enumerate(zip(got, wanted))]
 
 

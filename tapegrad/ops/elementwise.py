@@ -442,7 +442,7 @@ def _vjp_where(ctx, g, inputs, out):
     return None, where(cond, g, 0.0), where(cond, 0.0, g)
 
 
-def _where_arrays(ctx, g, inputs, wanted):
+def _where_arrays(ctx, g, inputs, out, wanted):
     cond = inputs[0]
     if not _array_rule_dtype(g):
         return None

@@ -276,7 +276,7 @@ def _embedding_bag_row(w, psw, keep, kept, bag, B, mode):
     return _record(OPS["embedding_bag"], out, (w,) if psw is None else (w, psw), aux=ctx)
 
 
-def _bag_arrays(ctx, g, inputs, wanted):
+def _bag_arrays(ctx, g, inputs, out, wanted):
     if g.dtype not in (np.float32, np.float64):
         return None
     kern = _bag_kernels()

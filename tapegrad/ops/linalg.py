@@ -326,7 +326,7 @@ def _vjp_matmul(ctx, g, inputs, out):
     return ga, gb
 
 
-def _matmul_arrays(ctx, g, inputs, wanted):
+def _matmul_arrays(ctx, g, inputs, out, wanted):
     """Plain backward of every matrix product (mm, mv, dot, bmm, broadcast matmul): BLAS on transposed views,
     only the wanted side (no gradient for the data x of x @ w), broadcast dims summed away."""
     a, b = inputs

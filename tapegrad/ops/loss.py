@@ -411,7 +411,7 @@ def _vjp_nll(ctx, g, inputs, out):
     return (_new(ctx.coef) * g,)
 
 
-def _nll_arrays(ctx, g, inputs, wanted):
+def _nll_arrays(ctx, g, inputs, out, wanted):
     return (ctx.coef * (np.expand_dims(g, ctx.cdim) if ctx.reduction == "none" else g),)
 
 
@@ -437,7 +437,7 @@ def _target_weights(ctx, shape, dtype):
     return [np.ascontiguousarray(np.moveaxis(a.reshape(moved), -1, cdim)) for a in (q, rowq)]
 
 
-def _cross_entropy_arrays(ctx, g, inputs, wanted):
+def _cross_entropy_arrays(ctx, g, inputs, out, wanted):
     """The gradient for g = 1 was computed with the loss (ctx.dx)."""
     return (ctx.dx * (np.expand_dims(g, ctx.cdim) if ctx.reduction == "none" else g),)
 
@@ -450,7 +450,7 @@ def _vjp_mse(ctx, g, inputs, out):
     return d, -d
 
 
-def _mse_arrays(ctx, g, inputs, wanted):
+def _mse_arrays(ctx, g, inputs, out, wanted):
     x, t = inputs
     if not _array_rule_dtype(x):
         return None
@@ -460,7 +460,7 @@ def _mse_arrays(ctx, g, inputs, wanted):
     return d, -d
 
 
-def _smooth_l1_arrays(ctx, g, inputs, wanted):
+def _smooth_l1_arrays(ctx, g, inputs, out, wanted):
     x, t = inputs
     if not _array_rule_dtype(x):
         return None
@@ -492,7 +492,7 @@ def _vjp_bce(ctx, g, inputs, out):
     return gx, gt
 
 
-def _bce_arrays(ctx, g, inputs, wanted):
+def _bce_arrays(ctx, g, inputs, out, wanted):
     x, t = inputs
     if not _array_rule_dtype(x):
         return None
@@ -507,7 +507,7 @@ def _bce_arrays(ctx, g, inputs, wanted):
     return gx, gt
 
 
-def _bce_logits_arrays(ctx, g, inputs, wanted):
+def _bce_logits_arrays(ctx, g, inputs, out, wanted):
     z, t = inputs
     if not _array_rule_dtype(z):
         return None

@@ -72,9 +72,9 @@ def _vjp_fold(ctx, g, inputs, out):
 
 
 registry.python("im2col", "Im2ColBackward0", lambda ctx, x: _im2col(x.reshape(ctx.xshape4), ctx), _vjp_unfold,
-                array_vjp=lambda ctx, g, inputs, wanted: (_col2im(g, ctx).reshape(inputs[0].shape),))
+                array_vjp=lambda ctx, g, inputs, out, wanted: (_col2im(g, ctx).reshape(inputs[0].shape),))
 registry.python("col2im", "Col2ImBackward0", lambda ctx, x: _col2im(x, ctx), _vjp_fold,
-                array_vjp=lambda ctx, g, inputs, wanted: (_im2col(g.reshape(ctx.xshape4), ctx).reshape(
+                array_vjp=lambda ctx, g, inputs, out, wanted: (_im2col(g.reshape(ctx.xshape4), ctx).reshape(
                     inputs[0].shape),))
 
 
@@ -226,7 +226,7 @@ def _nearest_sum(g, index, size, axis):
     return out
 
 
-def _nearest_arrays(ctx, g, inputs, wanted):
+def _nearest_arrays(ctx, g, inputs, out, wanted):
     g4 = np.asarray(g).reshape(ctx.oshape4)
     gx = _nearest_sum(_nearest_sum(g4, ctx.iw, ctx.xshape4[3], 3), ctx.ih, ctx.xshape4[2], 2)
     return (gx.reshape(inputs[0].shape),)
@@ -303,7 +303,7 @@ def _vjp_linear(ctx, g, inputs, out):
     return (gx.reshape(inputs[0].shape),)
 
 
-def _linear_arrays(ctx, g, inputs, wanted):
+def _linear_arrays(ctx, g, inputs, out, wanted):
     return (_linear_apply(ctx, np.asarray(g).reshape(ctx.oshape4), True).reshape(inputs[0].shape),)
 
 
@@ -505,7 +505,7 @@ def _vjp_unpool(ctx, g, inputs, out):
 
 
 registry.python("max_unpool", "MaxUnpool2DBackward0", None, _vjp_unpool,
-                array_vjp=lambda ctx, g, inputs, wanted: (np.asarray(g).reshape(-1)[ctx.flat],),
+                array_vjp=lambda ctx, g, inputs, out, wanted: (np.asarray(g).reshape(-1)[ctx.flat],),
                 unreplayable="it reads its indices, which are not one of its inputs, and a replay cannot rebind them")
 
 

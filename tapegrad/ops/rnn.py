@@ -72,7 +72,7 @@ def _lstm_h_forward(ctx, gx, gh, cy):
     return c_ctx.hy
 
 
-def _lstm_c_arrays(ctx, g, inputs, wanted):
+def _lstm_c_arrays(ctx, g, inputs, out, wanted):
     H, acts = ctx.H, ctx.acts
     d, dcx = np.empty_like(acts), np.empty_like(ctx.tc)
     cx = np.ascontiguousarray(inputs[2], acts.dtype).reshape(-1, H)
@@ -81,7 +81,7 @@ def _lstm_c_arrays(ctx, g, inputs, wanted):
     return d, d, (dcx.reshape(g.shape) if wanted[2] else None)
 
 
-def _lstm_h_arrays(ctx, g, inputs, wanted):
+def _lstm_h_arrays(ctx, g, inputs, out, wanted):
     H, acts = ctx.H, ctx.acts
     d, dcy = np.empty_like(acts), np.empty_like(ctx.tc)
     _kernels().lstm_backward_h(acts, ctx.tc, np.ascontiguousarray(g, acts.dtype).reshape(-1, H), d, dcy)
@@ -141,7 +141,7 @@ def _gru_forward(ctx, a, b, h):
     return n + rz[..., H:] * (h - n)
 
 
-def _gru_arrays(ctx, g, inputs, wanted):
+def _gru_arrays(ctx, g, inputs, out, wanted):
     H, n = ctx.H, ctx.n
     r, z = ctx.rz[..., :H], ctx.rz[..., H:]
     gh, hx = inputs[1], inputs[2]

@@ -569,7 +569,7 @@ def _vjp_sparse_mm(ctx, g, inputs, out):
     return gv, _sparse_mm(ctx.transposed(), vals, g)
 
 
-def _sparse_mm_arrays(ctx, g, inputs, wanted):
+def _sparse_mm_arrays(ctx, g, inputs, out, wanted):
     vals, dense = inputs
     gv = np.einsum("ij,ij->i", g[ctx.ind_rows], dense[ctx.ind_cols]) if wanted[0] else None
     t = ctx.transposed()

@@ -28,12 +28,12 @@ def reads_out(ctx, g, inputs, out):
     return (g * out,)
 
 
-def _helper(ctx, g, arrays, wanted):
-    return (g * arrays[2],)
+def _helper(ctx, g, arrays, result, wanted):
+    return (g * arrays[2] * result,)
 
 
-def hands_on(ctx, g, inputs, wanted):
-    return _helper(ctx, g, inputs, wanted)
+def hands_on(ctx, g, inputs, out, wanted):
+    return _helper(ctx, g, inputs, out, wanted)
 
 
 def iterates(ctx, g, inputs, out):
@@ -49,8 +49,8 @@ def test_the_reads_each_form_of_rule_makes():
     assert rule_reads.saves(indexed) == 2 | 4
     assert rule_reads.saves(shapes_only) == 0
     assert rule_reads.saves(reads_out) == OUT
-    assert rule_reads.saves(None, hands_on) == 4          # followed into the helper it hands the inputs to
-    assert rule_reads.saves(None, lambda ctx, g, inputs, wanted: (g * inputs[1],)) == 2
+    assert rule_reads.saves(None, hands_on) == 4 | OUT    # followed into the helper it hands them to
+    assert rule_reads.saves(None, lambda ctx, g, inputs, out, wanted: (g * inputs[1],)) == 2
 
 
 def test_what_it_cannot_follow_reads_everything():
