@@ -5,11 +5,14 @@ import numpy as np
 
 from . import _dtype, random
 from .device import check as _check_device
-from .tensor import Tensor, _new, as_array
+from .tape import _local as _tape_local, made_in_trace
+from .tensor import Tensor, _flat, _new, as_array
 
 
-def _finish(data, dtype=None, requires_grad=False):
+def _finish(data, dtype=None, requires_grad=False, made=True):
     t = _new(data if dtype is None else data.astype(_dtype.to_numpy_dtype(dtype), copy=False))
+    if made and _tape_local.tracing is not None:  # (tapegrad.compile: a constant of the trace)
+        made_in_trace(t)
     if requires_grad:
         if not _dtype.is_float(t._data.dtype):  # (torch's factories capitalise it; the attribute's message does not)
             raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
@@ -38,7 +41,10 @@ def _float(dtype):
 
 def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False):
     _check_device(device)
-    return _finish(as_array(data, dtype), None, requires_grad)
+    # (a copy of a tensor's value is no constant of a trace: it depends on what the tensor holds)
+    made = _tape_local.tracing is not None and not isinstance(data, Tensor) and not (
+        isinstance(data, (list, tuple)) and any(isinstance(d, Tensor) for d in _flat(data)))
+    return _finish(as_array(data, dtype), None, requires_grad, made)
 
 
 def as_tensor(data, dtype=None, device=None):

@@ -17,6 +17,8 @@ That row's backward replays the private tape (compiled, and retained so that the
 again) from the output down to the inputs it is asked for. Python code in the function runs only when it
 is traced, as with torch.jit.trace: what it reads besides its arguments and parameters is fixed then.
 """
+import logging
+import os
 import weakref
 
 import numpy as np
@@ -24,12 +26,11 @@ import numpy as np
 from . import random, registry, tape as tape_mod
 from .grad_mode import _state as _grad_state
 from .ops._common import _record
-from .tape import F_DEAD, F_STOP, OP_CONST, OP_LEAF, Tape
+from .tape import F_DEAD, F_REQ, F_STOP, OP_CONST, OP_LEAF, Tape
 from .tensor import Tensor, _new
 from .create_graph import graph_vjp, run_graph
 from .replay import run_planned
 
-CACHE_SIZE_LIMIT = 8  # signatures traced per function before it runs eagerly (torch's cache_size_limit)
 DOUBLE_BACKWARD = "torch.compile with aot_autograd does not currently support double backward"
 OPS = registry.OPS
 
@@ -57,11 +58,21 @@ def _traced_rule_forward(ctx, *arrays):
     return op.array_vjp(rule_ctx, arrays[-1], list(arrays[:-1]), wanted)[j]
 
 
+def _compare_forward(ctx, *arrays):
+    """A comparison recorded while tracing (ctx: the NumPy function, and each side's constant or None for an input)."""
+    np_fn, sides = ctx
+    it = iter(arrays)
+    a, b = (next(it) if v is None else v for v in sides)
+    return np.asarray(np_fn(a, b))
+
+
 # SAVES_ALL: the backward reads the arrays of the call, so the plan checks that none was changed in place since
 registry.python("compiled", "CompiledFunctionBackward", None, _vjp_compiled, saves=registry.SAVES_ALL,
                 array_vjp=_compiled_arrays, unreplayable="it is a call of another compiled function")
 registry.python("traced_rule", "TracedRuleBackward", _traced_rule_forward, _vjp_traced_rule, saves=0)
+registry.python("traced_compare", "TracedCompareBackward", _compare_forward, _vjp_traced_rule, saves=0)
 COMPILED = registry.BY_NAME["compiled"]
+COMPARE = registry.BY_NAME["traced_compare"]
 TRACED_RULE = registry.BY_NAME["traced_rule"]
 
 
@@ -76,13 +87,45 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
     return model if disable else Compiled(model, fullgraph)
 
 
+class config:
+    """torch._dynamo.config's switches that tapegrad.compile reads (also as tapegrad._dynamo.config)."""
+    recompile_limit = 8  # traces per compiled function; past it, a call whose guards all fail runs eagerly
+    error_on_recompile = False  # raise RecompileError instead of tracing again
+    # TAPEGRAD_LOGS=recompiles (or TORCH_LOGS=recompiles, or tapegrad._logging.set_logs(recompiles=True)):
+    # each retrace says why on the "tapegrad._dynamo" logger
+    log_recompiles = any("recompiles" in os.environ.get(v, "").split(",") for v in ("TAPEGRAD_LOGS", "TORCH_LOGS"))
+
+
+class RecompileError(RuntimeError):
+    """torch._dynamo.exc.RecompileError: a compiled function would trace again under error_on_recompile."""
+
+
+_log = logging.getLogger("tapegrad._dynamo")
+
+
+def _log_recompile(message):
+    if not _log.handlers and not logging.getLogger().handlers:  # (as TORCH_LOGS: to stderr, set up on first use)
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+        _log.addHandler(handler)
+        _log.setLevel(logging.DEBUG)
+    _log.debug(message)
+
+
 class Compiled:
-    """The callable torch.compile returns: one trace (a _Program) or a reason to run eagerly, per signature."""
+    """The callable torch.compile returns: per signature, the traces (_Programs, most recently used first) whose
+    guards a call tries in turn, or the reason it runs eagerly. `recompiles` counts traces after the first,
+    `guard_failures` the reasons of the last ones."""
 
     def __init__(self, fn, fullgraph=False):
         self._orig_mod = fn
         self._fullgraph = fullgraph
         self._cache = {}
+        self._modules = None  # the modules it calls: their train/eval modes are part of the signature
+        self._last_key = None
+        self.traces = 0
+        self.recompiles = 0
+        self.guard_failures = []
 
     def __getattr__(self, name):  # a compiled module still has its parameters, train(), ...
         return getattr(self.__dict__["_orig_mod"], name)
@@ -97,27 +140,121 @@ class Compiled:
                 raise RuntimeError("tapegrad.compile(fullgraph=True): cannot replay this function: an argument "
                                    "that is neither a tensor nor hashable, or a tensor passed by keyword")
             return fn(*args, **kwargs)
-        entry = self._cache.get(key)
-        if entry is None:
-            entry = self._trace(key, args, kwargs)
-        if type(entry) is _Program:
-            out = entry.run(args)
+        if self._modules is None:
+            self._modules = _sources(fn)[1]
+        if self._modules:
+            key = (*key, ("modes", tuple(m.training for m in self._modules)))
+        entries = self._cache.get(key)
+        if type(entries) is str:
+            return fn(*args, **kwargs)  # a graph break: this signature runs eagerly
+        failed = []
+        if entries:
+            for i, program in enumerate(entries):
+                out = program.run(args)
+                if out is not None:
+                    if i:  # (most recently used first)
+                        entries.insert(0, entries.pop(i))
+                    return out
+                failed.append(program.failure)
+        else:
+            failed.append(_key_change(self._last_key, key) if self._last_key is not None else None)
+        program = self._trace(key, args, kwargs, failed)
+        if type(program) is _Program:
+            out = program.run(args)
             if out is not None:
                 return out
-            entry = self._trace(key, args, kwargs)  # a parameter changed shape, dtype or requires_grad
-            if type(entry) is _Program:
-                return entry.run(args)
         return fn(*args, **kwargs)
 
-    def _trace(self, key, args, kwargs):
-        if len(self._cache) >= CACHE_SIZE_LIMIT and key not in self._cache:
-            entry = f"more than {CACHE_SIZE_LIMIT} signatures (cache_size_limit)"
+    def _trace(self, key, args, kwargs, failed):
+        """Trace for `key` (its earlier traces' guards `failed`, saying why); the _Program, or why not (a string)."""
+        name = getattr(self._orig_mod, "__qualname__", type(self._orig_mod).__name__)
+        why = "; ".join(f for f in failed if f)
+        if self.traces:
+            self.guard_failures = (self.guard_failures + [why])[-config.recompile_limit:]
+            if config.error_on_recompile:
+                raise RecompileError(f"Recompiling function {name}, triggered by the following guard failure(s): "
+                                     f"{why} (tapegrad._dynamo.config.error_on_recompile is set)")
+            if config.log_recompiles:
+                _log_recompile(f"Recompiling function {name}: triggered by the following guard failure(s): {why}")
+            if self.traces >= config.recompile_limit:
+                if config.log_recompiles:
+                    _log_recompile(f"{name} hit config.recompile_limit ({config.recompile_limit}): this call "
+                                   f"runs eagerly")
+                return None
+        self._last_key = key
+        self.traces += 1
+        self.recompiles = self.traces - 1
+        self._modules = None  # (found again at the next call: the function may reach others now)
+        entry = _trace(self._orig_mod, args, kwargs)
+        if type(entry) is str:
+            if self._fullgraph:
+                raise RuntimeError(f"tapegrad.compile(fullgraph=True): cannot replay this function: {entry}")
+            self._cache[key] = entry
         else:
-            entry = _trace(self._orig_mod, args, kwargs)
-        if type(entry) is str and self._fullgraph:
-            raise RuntimeError(f"tapegrad.compile(fullgraph=True): cannot replay this function: {entry}")
-        self._cache[key] = entry
+            self._cache.setdefault(key, []).insert(0, entry)
         return entry
+
+
+def _key_change(old, new):
+    """Why a new signature: the first part of it that differs from the last one traced."""
+    if old[0] != new[0]:
+        return f"grad mode changed to {new[0]}"
+    for i, (a, b) in enumerate(zip(old[1:], new[1:])):
+        if a != b:
+            if type(b) is tuple and b and b[0] == "modes":
+                return f"a module's train/eval mode changed: {a[1]} -> {b[1]}"
+            return f"argument {i} changed: {a} -> {b}"
+    return f"the arguments changed: {old[1:]} -> {new[1:]}"
+
+
+def _sources(fn):
+    """Where fn reads tensors and modules from: (id(tensor) -> a function returning what that place holds now,
+    the modules it reaches): its closure cells, the globals its code names, and for a module (or a method of one)
+    every submodule's tensor attributes and buffers."""
+    getters, modules = {}, []
+    from .nn.modules.module import Module
+
+    def add_module(m):
+        for sub in m.modules():
+            if sub not in modules:
+                modules.append(sub)
+                for k, v in list(vars(sub).items()) + list(sub._buffers.items()):
+                    if isinstance(v, Tensor):
+                        getters.setdefault(id(v), (f"attribute {type(sub).__name__}.{k}",
+                                                   lambda sub=sub, k=k: getattr(sub, k, None)))
+
+    def add(v, name, get):
+        if isinstance(v, Tensor):
+            getters.setdefault(id(v), (name, get))
+        elif isinstance(v, Module):
+            add_module(v)
+        elif isinstance(v, Compiled):
+            add(v._orig_mod, name, lambda: None)
+
+    add(fn, "the compiled module", lambda: None)
+    func = getattr(fn, "__func__", fn)
+    if isinstance(getattr(fn, "__self__", None), Module):
+        add_module(fn.__self__)
+    if isinstance(fn, Module):
+        func = type(fn).forward
+    code = getattr(func, "__code__", None)
+    if code is None:
+        return getters, modules
+    for name, cell in zip(code.co_freevars, func.__closure__ or ()):
+        try:
+            v = cell.cell_contents
+        except ValueError:  # (an empty cell)
+            continue
+        add(v, f"closure variable '{name}'", lambda cell=cell: cell.cell_contents)
+    g, names, todo = func.__globals__, set(), [code]
+    while todo:  # (the names of nested functions' code too)
+        c = todo.pop()
+        names.update(c.co_names)
+        todo.extend(k for k in c.co_consts if hasattr(k, "co_names"))
+    for name in sorted(names):
+        if name in g:
+            add(g[name], f"global '{name}'", lambda name=name: g.get(name))
+    return getters, modules
 
 
 def _signature(args, kwargs):
@@ -155,7 +292,40 @@ class _TraceTape(Tape):
         super().__init__()
         self.sweep_at = 1 << 62  # record() never reaches it, so never calls check_sweep
         self.held = {}     # leaf row -> the constant tensor it stands for (a seed): bound afresh at each call
-        self.aliases = {}  # leaf row -> the row whose value it is (a gradient without create_graph: detached)
+        self.aliases = {}  # leaf row -> the row whose value it is (a gradient without create_graph, a detach())
+        self.made = {}     # id(array) -> array: values a factory made from Python values (creation.made_in_trace)
+        self.consts = {}   # constant row -> weakref of the tensor it was read from (not made in the trace)
+        self.value_guards = []  # value guards: (row, check(V) -> bool, what it checks), in the order they were read
+
+    def note_made(self, t):
+        self.made[id(t._data)] = t._data
+
+    def slot(self, t):
+        """A constant's row remembers its tensor; a detached tensor (detach(), .data) shares a row's array and
+        stands for that row's value."""
+        n = self.n
+        s = super().slot(t)
+        if s >= n and self.op[s] == OP_CONST:
+            same = np.flatnonzero(self.obj[:n] == id(t._data))
+            same = [r for r in same.tolist() if self.values[r] is t._data]
+            if same:
+                self.aliases[s] = same[-1]
+            else:
+                self.consts[s] = weakref.ref(t)
+        return s
+
+    def record_constant(self, code, t, inputs, c=0.0, c2=0.0, iattr=0, aux=None):
+        """An op on tensors none of which requires grad: recorded all the same (no gradient flows through it), so
+        that a replay recomputes it when what it reads changes."""
+        s = self.record(code, t._data, inputs, c, c2, iattr, aux)
+        self.flags[s] &= np.uint8(~F_REQ & 0xFF)
+        t._tape, t._slot, t._op = self, s, code
+
+    def record_compare(self, np_fn, input, other, a, b, out):
+        """A comparison (`err > tol`): a bool row that a branch on it (bool(), item()) guards."""
+        ins = [x for x in (input, other) if isinstance(x, Tensor)]
+        sides = (None if isinstance(input, Tensor) else a, None if isinstance(other, Tensor) else b)
+        self.record_constant(COMPARE.code, out, ins, aux=(np_fn, sides))
 
     def _release_inputs(self, row):
         pass
@@ -236,12 +406,13 @@ def _trace(fn, args, kwargs):
     single = isinstance(out, Tensor)
     outs = (out,) if single else out
     if not isinstance(outs, (tuple, list)) or not outs or not all(
-            isinstance(o, Tensor) and o._tape is private and (not o._is_leaf or o._slot in private.aliases)
-            for o in outs):
+            isinstance(o, Tensor) and o._tape is private and private.holds(o._slot, o._data) and (
+                private.op[o._slot] > OP_CONST or o._slot in private.aliases) for o in outs):
         return "it must return a tensor computed from its inputs, or a tuple or list of them"
     try:
         wants = [a._requires_grad for a in args if isinstance(a, Tensor)]
-        return _Program(private, targs, wants, [o._slot for o in outs], None if single else type(outs))
+        return _Program(private, targs, wants, [o._slot for o in outs], None if single else type(outs),
+                        _sources(fn)[0])
     except Unreplayable as e:
         return str(e)
 
@@ -252,39 +423,62 @@ class _Program:
     (kernels/forward.py), other rows by one NumPy call each. Raises Unreplayable, saying why, when it cannot
     be replayed."""
 
-    def __init__(self, private, targs, wants, out_rows, container):
+    def __init__(self, private, targs, wants, out_rows, container, sources):
         self.tape, self.out_rows, self.container = private, out_rows, container
         self.generation = 0
         self._plans = {}  # (roots, targets) -> replay's plan: the private tape never changes shape
         self.tensor_args = [i for i, a in enumerate(targs) if isinstance(a, Tensor)]
         self.B = [targs[i]._data for i in self.tensor_args]  # the bound arrays: tensor arguments, then parameters
         row_arg = {targs[i]._slot: j for j, i in enumerate(self.tensor_args) if targs[i]._tape is private}
-        self.bind, self.params, held = [], [], []
+        self.bind, self.params, held, external, fixed = [], [], [], [], set()
         for r in range(private.n):
             o = int(private.op[r])
             if private.flags[r] & F_STOP:  # (in-place ops are caught where they run)
                 raise Unreplayable("a hook or retain_grad")
-            if o == OP_LEAF or o == OP_CONST:
-                j = row_arg.get(r)
-                if j is None and r in private.aliases:  # (a step gives it its row's value)
+            if o > OP_CONST:
+                args = private.row_args(r)
+                if fixed and args and all(a in fixed for a in args):
+                    fixed.add(r)  # computed from constants made in the trace only: its recorded value, always
+                continue
+            j = row_arg.get(r)
+            if j is None and r in private.aliases:  # (a step gives it its row's value)
+                continue
+            if j is None and r in private.held:
+                held.append((r, private.held[r]))
+                continue
+            if j is None:
+                ref = private.aux[r] if o == OP_LEAF else private.consts.get(r)
+                t = ref() if ref is not None else None
+                v = private.values[r]
+                if t is None and private.made.get(id(v)) is v:
+                    fixed.add(r)  # made by a factory in the function, and dropped: nothing can change it
                     continue
-                if j is None and r in private.held:
-                    held.append((r, private.held[r]))
-                    continue
-                p = private.aux[r]() if j is None and o == OP_LEAF else None
-                if p is not None:
+                if t is not None and o == OP_LEAF:  # a parameter: a leaf that requires grad
                     j = len(self.B)
-                    self.B.append(p._data)
-                    self.params.append((weakref.ref(p), p._data.shape, p._data.dtype))
-                if j is None:
-                    raise Unreplayable("it reads a tensor that is neither an argument nor a parameter (a leaf "
-                                      "that requires grad)")
-                self.bind.append((r, j))
+                    self.B.append(t._data)
+                    self.params.append((weakref.ref(t), t._data.shape, t._data.dtype))
+                elif t is not None:  # a tensor that needs no grad from outside: read afresh at each call
+                    external.append((r, t))
+                    continue
+                else:
+                    raise Unreplayable("it reads a tensor computed by an op that tapegrad.compile does not "
+                                       "record (one with no gradient, such as argmax or nonzero)")
+            self.bind.append((r, j))
         self.inputs = len(self.B)  # the caller's row's inputs: tensor arguments and parameters; then the seeds
         self.held = [(t, t._data.shape, t._data.dtype) for _, t in held]
         for r, t in held:
             self.bind.append((r, len(self.B)))
             self.B.append(t._data)
+        # where each is read from, when known (a closure cell, a global, a module's attribute): a new object
+        # there is read as well; otherwise the same object, held by weakref
+        self.external = []
+        for r, t in external:
+            name, get = sources.get(id(t), ("a tensor it reads", weakref.ref(t)))
+            self.external.append((get, t._data.shape, t._data.dtype, name))
+            self.bind.append((r, len(self.B)))
+            self.B.append(t._data)
+        self.fixed = fixed
+        self.failure = None  # why the last run's guards failed
         self.bind_rows = np.array([r for r, _ in self.bind], np.int64)
         self.bind_cols = np.array([j for _, j in self.bind], np.int64)
         rows = {j: r for r, j in self.bind}
@@ -304,19 +498,23 @@ class _Program:
             self._forward(self.B)
             wrong = _differs(private, recorded)
             if wrong is None:
-                self.out_copy = _copied(private, self.in_place, out_rows, self.out_grad)
+                self.out_copy = _copied(private, self.in_place | self.fixed, out_rows, self.out_grad)
                 return
             private.values[:] = recorded
         raise Unreplayable(wrong)
 
     def _steps(self, recorded, arg_of, loops):
         """The forward as a list of calls: one per run of elementwise rows (`loops`), one per other row."""
-        tape, V, bound = self.tape, self.tape.values, set(self.bind_rows.tolist())
+        tape, V, bound = self.tape, self.tape.values, set(self.bind_rows.tolist()) | self.fixed
         fwd = _loop_kernels() if loops else None
         plan, entries, consts = [], [], {np.float32: [], np.float64: []}
         self.table = None  # the forward table (kernels/forward.py), one row per elementwise row
         self.in_place = set()  # its rows: their values are written in place by every call
+        guards = {}
+        for row, check, what in tape.value_guards:  # each checked as soon as its row is computed
+            guards.setdefault(row, []).append(_guard_step(V, row, check, what))
         for r in range(tape.n):
+            plan.extend(guards.get(r - 1, ()))
             if r in bound:
                 continue
             src = tape.aliases.get(r)
@@ -340,6 +538,7 @@ class _Program:
             if isinstance(step, str):
                 raise Unreplayable(f"{op.name} has no replay rule: {step}")
             plan.append(step)
+        plan.extend(guards.get(tape.n - 1, ()))
         if not entries:
             return plan
         # the constants' arrays must outlive the table, which holds their addresses
@@ -373,18 +572,35 @@ class _Program:
         """Recompute on `args`; the outputs, recorded on the caller's tape (None: a parameter changed)."""
         inputs = [args[i] for i in self.tensor_args]
         arrays = [t._data for t in inputs]
-        for ref, shape, dtype in self.params:
+        for k, (ref, shape, dtype) in enumerate(self.params):
             p = ref()
             if p is None or not p._requires_grad or p._data.shape != shape or p._data.dtype != dtype:
+                self.failure = (f"parameter {k} was freed" if p is None else
+                                f"parameter {k} changed: {_describe(p)}, traced {tuple(shape)} {dtype}")
                 return None
             inputs.append(p)
             arrays.append(p._data)
         for t, shape, dtype in self.held:
             if t._data.shape != shape or t._data.dtype != dtype:
+                self.failure = f"a gradient's seed changed: {_describe(t)}, traced {tuple(shape)} {dtype}"
                 return None
             arrays.append(t._data)
-        self._forward(arrays)
-        self.generation += 1
+        for get, shape, dtype, name in self.external:
+            try:
+                t = get()
+            except (ValueError, KeyError, AttributeError):  # (an emptied cell, a deleted global)
+                t = None
+            if type(t) is not Tensor or t._requires_grad or t._data.shape != shape or t._data.dtype != dtype:
+                self.failure = (f"{name} changed: {_describe(t)}, traced a tensor of {tuple(shape)} {dtype} that "
+                                f"does not require grad")
+                return None
+            arrays.append(t._data)
+        self.generation += 1  # (before: a run its guards stop has overwritten values an earlier call kept)
+        try:
+            self._forward(arrays)
+        except _GuardFailed as e:
+            self.failure = str(e)
+            return None
         V, inputs = self.tape.values, tuple(inputs)
         outs = [_record(COMPILED, V[r].copy(), inputs, aux=_Call(self, k, arrays)) if grad else
                 _new(V[r].copy() if copy else V[r]) for k, (r, grad, copy) in enumerate(zip(self.out_rows, self.out_grad,
@@ -395,12 +611,33 @@ class _Program:
         """The gradients of a call's inputs (arrays, or None where not wanted): the private tape replayed. (The
         caller's plan has checked that no input changed in place since the call: the row saves all.)"""
         if call.generation != self.generation:  # a later call has replaced the values: recompute this one's
-            self._forward(call.arrays)
+            try:
+                self._forward(call.arrays)
+            except _GuardFailed as e:
+                raise RuntimeError(f"tapegrad.compile: a tensor the compiled function read was changed in place "
+                                   f"before this backward, so that a branch it took differs now ({e})") from None
             self.generation = call.generation
         targets = [r for r, w in zip(self.input_rows, wanted) if w and r is not None]
         roots = [self.out_rows[call.index]]
         got = iter(run_planned(self.tape, roots, [np.asarray(g)], targets, self._plans))
         return [next(got) if w and r is not None else None for r, w in zip(self.input_rows, wanted)]
+
+
+class _GuardFailed(Exception):
+    """A value guard of a replay does not hold (a comparison a branch read went the other way)."""
+
+
+def _guard_step(V, row, check, what):
+    def step():
+        if not check(V[row]):
+            raise _GuardFailed(what)
+    return step
+
+
+def _describe(t):
+    if isinstance(t, Tensor):
+        return f"now {tuple(t._data.shape)} {t._data.dtype}{' requiring grad' if t._requires_grad else ''}"
+    return f"now {type(t).__name__}"
 
 
 class _Call:
@@ -418,7 +655,7 @@ def _requiring_grad(tape, bind, wants, out_rows):
     for r, j in bind:
         grad[r] = j < len(wants) and wants[j]
     for r in range(tape.n):
-        if tape.op[r] > OP_CONST:
+        if tape.op[r] > OP_CONST and tape.flags[r] & F_REQ:  # (an op on constants, a comparison: none flows)
             grad[r] = grad[tape.row_args(r)].any()
     return [bool(grad[r]) for r in out_rows]
 

@@ -25,8 +25,10 @@ def _record(op, out, inputs, c=0.0, c2=0.0, iattr=0, aux=None):
                 t._slot = tape.record(op.code, out, inputs, c, c2, iattr, aux)
                 t._tape, t._requires_grad, t._is_leaf, t._op = tape, True, False, op.code
                 return t
-    if tape_mod._local.tracing is not None:
-        tape_mod.untraceable(f"{op.name} ran unrecorded (under no_grad, or on constants only)")
+    if tape_mod._local.tracing is not None:  # tapegrad.compile records ops on constants too (no gradient)
+        if not _grad_mode.enabled:
+            tape_mod.untraceable(f"{op.name} ran unrecorded (under no_grad)")
+        tape_mod._local.tape.record_constant(op.code, t, inputs, c, c2, iattr, aux)
     return t
 
 
@@ -57,8 +59,8 @@ def _to_dtype(x, np_dtype):
     """x in np_dtype: a recorded cast when x requires grad, else a plain conversion."""
     if x._data.dtype == np_dtype:
         return x
-    if x._requires_grad and _dtype.is_float(np_dtype):
-        return _record(OPS["cast"], x._data.astype(np_dtype), (x,))
+    if x._requires_grad and _dtype.is_float(np_dtype) or tape_mod._local.tracing is not None:
+        return _record(OPS["cast"], x._data.astype(np_dtype), (x,))  # (tapegrad.compile: recorded)
     return _new(x._data.astype(np_dtype))
 
 
