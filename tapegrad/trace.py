@@ -18,6 +18,8 @@ again) from the output down to the inputs it is asked for. Python code in the fu
 is traced, as with torch.jit.trace: what it reads besides its arguments and parameters is fixed then.
 """
 import logging
+import math
+import operator
 import os
 import weakref
 
@@ -96,6 +98,18 @@ class config:
     log_recompiles = any("recompiles" in os.environ.get(v, "").split(",") for v in ("TAPEGRAD_LOGS", "TORCH_LOGS"))
 
 
+def reset():
+    """torch._dynamo.reset: forget every compiled function's traces (each traces again at its next call)."""
+    for f in list(_COMPILED):
+        f._cache.clear()
+        f.traces = f.recompiles = 0
+        f.guard_failures = []
+        f._last_key = None
+
+
+_COMPILED = weakref.WeakSet()
+
+
 class RecompileError(RuntimeError):
     """torch._dynamo.exc.RecompileError: a compiled function would trace again under error_on_recompile."""
 
@@ -126,6 +140,7 @@ class Compiled:
         self.traces = 0
         self.recompiles = 0
         self.guard_failures = []
+        _COMPILED.add(self)
 
     def __getattr__(self, name):  # a compiled module still has its parameters, train(), ...
         return getattr(self.__dict__["_orig_mod"], name)
@@ -167,7 +182,7 @@ class Compiled:
 
     def _trace(self, key, args, kwargs, failed):
         """Trace for `key` (its earlier traces' guards `failed`, saying why); the _Program, or why not (a string)."""
-        name = getattr(self._orig_mod, "__qualname__", type(self._orig_mod).__name__)
+        name = getattr(self._orig_mod, "__name__", type(self._orig_mod).__name__)
         why = "; ".join(f for f in failed if f)
         if self.traces:
             self.guard_failures = (self.guard_failures + [why])[-config.recompile_limit:]
@@ -280,6 +295,128 @@ def _signature(args, kwargs):
     return key
 
 
+def _nested(flat, shape):
+    if not shape:
+        return flat[0]
+    step = len(flat) // shape[0] if shape[0] else 0
+    return [_nested(flat[k * step:(k + 1) * step], shape[1:]) for k in range(shape[0])]
+
+
+def _same(a, b):
+    return a == b or a != a and b != b  # (NaN is NaN)
+
+
+class TracedScalar:
+    """A number read from a tensor while tapegrad.compile traces (`t.item()`, `t.tolist()`), as ADOL-C's adouble
+    records comparisons: a comparison (`loss.item() < best`) is recorded as a guard, which each replay checks, and
+    a call whose comparison goes the other way is traced again; any other use (arithmetic, float(), formatting)
+    guards the value itself. Once the trace ends, it is only its number."""
+    __slots__ = ("value", "tape", "row", "index")
+
+    def __init__(self, value, tape, row, index):
+        self.value, self.tape, self.row, self.index = value, tape, row, index
+
+    def _tracing(self):
+        return tape_mod._local.tracing is not None and tape_mod._local.tape is self.tape
+
+    def _read(self, V):
+        return V[self.row].reshape(-1)[self.index].item()
+
+    def _pin(self):
+        """The value is used as a number: every replay must read the same one."""
+        if self._tracing():
+            value = self.value
+            self.tape.value_guards.append((self.row, lambda V: _same(self._read(V), value),
+                                           f"a value read into Python ({value!r}) and used as a number changed"))
+        return self.value
+
+    def _compare(self, other, op, symbol):
+        if isinstance(other, TracedScalar):
+            if other.tape is not self.tape:
+                return op(self._pin(), other._pin())
+            result = op(self.value, other.value)
+            if self._tracing():
+                self.tape.value_guards.append((max(self.row, other.row),
+                                               lambda V: op(self._read(V), other._read(V)) == result,
+                                               f"a comparison of values read into Python ({self.value!r} "
+                                               f"{symbol} {other.value!r}) went the other way"))
+            return result
+        if not isinstance(other, (int, float, bool, np.number)):
+            return op(self._pin(), other)
+        result = op(self.value, other)
+        if self._tracing():
+            self.tape.value_guards.append((self.row, lambda V: op(self._read(V), other) == result,
+                                           f"a comparison of a value read into Python ({self.value!r} {symbol} "
+                                           f"{other!r}) went the other way"))
+        return result
+
+    def __lt__(self, other):
+        return self._compare(other, operator.lt, "<")
+
+    def __le__(self, other):
+        return self._compare(other, operator.le, "<=")
+
+    def __gt__(self, other):
+        return self._compare(other, operator.gt, ">")
+
+    def __ge__(self, other):
+        return self._compare(other, operator.ge, ">=")
+
+    def __eq__(self, other):
+        return self._compare(other, operator.eq, "==")
+
+    def __ne__(self, other):
+        return self._compare(other, operator.ne, "!=")
+
+    def __bool__(self):
+        return self._compare(0, operator.ne, "!=")
+
+    def __hash__(self):
+        return hash(self._pin())
+
+    def __float__(self):
+        return float(self._pin())
+
+    def __int__(self):
+        return int(self._pin())
+
+    def __index__(self):
+        return operator.index(self._pin())
+
+    def __complex__(self):
+        return complex(self._pin())
+
+    def __array__(self, dtype=None, copy=None):
+        return np.asarray(self._pin(), dtype)
+
+    def __format__(self, spec):
+        return format(self._pin(), spec)
+
+    def __repr__(self):
+        return repr(self._pin())
+
+    __str__ = __repr__
+
+
+def _traced_binary(op, reflected=False):
+    def method(self, other):
+        other = other._pin() if isinstance(other, TracedScalar) else other
+        return op(other, self._pin()) if reflected else op(self._pin(), other)
+    return method
+
+
+for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor", "lshift", "rshift"):
+    _op = getattr(operator, _name + "_" if _name in ("and", "or") else _name)
+    setattr(TracedScalar, f"__{_name}__", _traced_binary(_op))
+    setattr(TracedScalar, f"__r{_name}__", _traced_binary(_op, True))
+for _name in ("neg", "pos", "abs", "invert"):
+    setattr(TracedScalar, f"__{_name}__", lambda self, _op=getattr(operator, _name): _op(self._pin()))
+for _name, _fn in (("round", round), ("trunc", math.trunc), ("floor", math.floor), ("ceil", math.ceil)):
+    setattr(TracedScalar, f"__{_name}__", lambda self, *a, _fn=_fn: _fn(self._pin(), *a))
+setattr(TracedScalar, "__divmod__", _traced_binary(divmod))
+setattr(TracedScalar, "__rdivmod__", _traced_binary(divmod, True))
+
+
 class Unreplayable(Exception):
     """Why a trace cannot be replayed."""
 
@@ -313,6 +450,22 @@ class _TraceTape(Tape):
             else:
                 self.consts[s] = weakref.ref(t)
         return s
+
+    def read_value(self, t, how):
+        """A tensor's value read into Python while tracing (how: item, tolist or bool). bool() becomes a guard that
+        the replay checks (the branch it takes); item() and tolist() hand out TracedScalars, whose comparisons are
+        guards and whose other uses guard the value itself."""
+        r = self.slot(t)
+        flat = t._data.reshape(-1)
+        if how == "bool":
+            value = bool(flat[0])
+            self.value_guards.append((r, lambda V: bool(V[r].reshape(-1)[0]) == value,
+                                      f"a branch on a tensor's truth value (bool(), `if t:`) went the other way "
+                                      f"(traced {value})"))
+            return value
+        if how == "item":
+            return TracedScalar(flat[0].item(), self, r, 0)
+        return _nested([TracedScalar(v, self, r, i) for i, v in enumerate(flat.tolist())], t._data.shape)
 
     def record_constant(self, code, t, inputs, c=0.0, c2=0.0, iattr=0, aux=None):
         """An op on tensors none of which requires grad: recorded all the same (no gradient flows through it), so
@@ -446,6 +599,13 @@ class _Program:
             if j is None and r in private.held:
                 held.append((r, private.held[r]))
                 continue
+            if j is None and o == OP_CONST:  # a detached value registered before the row it detaches
+                v = private.values[r]
+                same = [k for k in np.flatnonzero(private.obj[: private.n] == id(v)).tolist()
+                        if k != r and private.values[k] is v and (private.op[k] != OP_CONST or k in row_arg)]
+                if same:
+                    private.aliases[r] = same[0]
+                    continue
             if j is None:
                 ref = private.aux[r] if o == OP_LEAF else private.consts.get(r)
                 t = ref() if ref is not None else None
@@ -461,8 +621,9 @@ class _Program:
                     external.append((r, t))
                     continue
                 else:
-                    raise Unreplayable("it reads a tensor computed by an op that tapegrad.compile does not "
-                                       "record (one with no gradient, such as argmax or nonzero)")
+                    raise Unreplayable(f"it reads a tensor computed by an op that tapegrad.compile does not "
+                                       f"record (one with no gradient, such as argmax or nonzero): "
+                                       f"{v.dtype} of shape {tuple(v.shape)}")
             self.bind.append((r, j))
         self.inputs = len(self.B)  # the caller's row's inputs: tensor arguments and parameters; then the seeds
         self.held = [(t, t._data.shape, t._data.dtype) for _, t in held]
@@ -511,8 +672,8 @@ class _Program:
         self.table = None  # the forward table (kernels/forward.py), one row per elementwise row
         self.in_place = set()  # its rows: their values are written in place by every call
         guards = {}
-        for row, check, what in tape.value_guards:  # each checked as soon as its row is computed
-            guards.setdefault(row, []).append(_guard_step(V, row, check, what))
+        for row, check, what in tape.value_guards:  # each checked as soon as its rows are computed
+            guards.setdefault(row, []).append(_guard_step(V, check, what))
         for r in range(tape.n):
             plan.extend(guards.get(r - 1, ()))
             if r in bound:
@@ -627,9 +788,9 @@ class _GuardFailed(Exception):
     """A value guard of a replay does not hold (a comparison a branch read went the other way)."""
 
 
-def _guard_step(V, row, check, what):
+def _guard_step(V, check, what):
     def step():
-        if not check(V[row]):
+        if not check(V):
             raise _GuardFailed(what)
     return step
 

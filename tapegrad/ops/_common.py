@@ -47,8 +47,12 @@ def _tensor(x, like=None):
     if isinstance(x, Tensor):
         return x
     if like is not None and isinstance(x, numbers.Number):
-        return _new(np.asarray(x, dtype=_dtype.result_type(like._data, x)))
-    return _new(as_array(x))
+        t = _new(np.asarray(x, dtype=_dtype.result_type(like._data, x)))
+    else:
+        t = _new(as_array(x))
+    if tape_mod._local.tracing is not None:  # (tapegrad.compile: made from Python values, a constant)
+        tape_mod.made_in_trace(t)
+    return t
 
 
 def _is_scalar(x):
