@@ -25,10 +25,11 @@ import weakref
 
 import numpy as np
 
-from . import random, registry, tape as tape_mod
+from . import random, registry, replay, tape as tape_mod
+from .accumulate import add_grad
 from .grad_mode import _state as _grad_state
 from .ops._common import _record
-from .tape import F_DEAD, F_REQ, F_STOP, OP_CONST, OP_LEAF, Tape
+from .tape import F_DEAD, F_REQ, F_STOP, OP_CONST, OP_LEAF, Tape, made_in_trace
 from .tensor import Tensor, _new
 from .create_graph import graph_vjp, run_graph
 from .replay import run_planned
@@ -72,7 +73,13 @@ def _compare_forward(ctx, *arrays):
 registry.python("compiled", "CompiledFunctionBackward", None, _vjp_compiled, saves=registry.SAVES_ALL,
                 array_vjp=_compiled_arrays, unreplayable="it is a call of another compiled function")
 registry.python("traced_rule", "TracedRuleBackward", _traced_rule_forward, _vjp_traced_rule, saves=0)
-registry.python("traced_compare", "TracedCompareBackward", _compare_forward, _vjp_traced_rule, saves=0)
+def _vjp_traced_compare(ctx, g, inputs, out):
+    """A comparison recorded while tapegrad.compile traces, so that a replay recomputes what a branch reads; a bool
+    result, through which no gradient flows, so this never runs."""
+    raise RuntimeError("tapegrad.compile: a comparison is not differentiable")
+
+
+registry.python("traced_compare", "TracedCompareBackward", _compare_forward, _vjp_traced_compare, saves=0)
 COMPILED = registry.BY_NAME["compiled"]
 COMPARE = registry.BY_NAME["traced_compare"]
 TRACED_RULE = registry.BY_NAME["traced_rule"]
@@ -166,7 +173,7 @@ class Compiled:
         if entries:
             for i, program in enumerate(entries):
                 out = program.run(args)
-                if out is not None:
+                if out is not _FAILED:
                     if i:  # (most recently used first)
                         entries.insert(0, entries.pop(i))
                     return out
@@ -176,7 +183,7 @@ class Compiled:
         program = self._trace(key, args, kwargs, failed)
         if type(program) is _Program:
             out = program.run(args)
-            if out is not None:
+            if out is not _FAILED:
                 return out
         return fn(*args, **kwargs)
 
@@ -293,6 +300,20 @@ def _signature(args, kwargs):
     except TypeError:
         return None
     return key
+
+
+_ZERO, _UNKNOWN = object(), object()  # a .grad zeroed in place; one the trace cannot know
+_FAILED = object()  # a replay whose guards failed
+
+
+def _traced_total_norm(grads, norm_type):
+    """clip_grad_norm_'s result while tracing: the total norm of the traced gradients, as recorded ops."""
+    from .ops import stack
+    if not grads:
+        return made_in_trace(_new(np.asarray(0.0, np.float32)))
+    dtype = grads[0].dtype
+    norms = stack([g.norm(norm_type).to(dtype) for g in grads])
+    return norms.norm(norm_type)
 
 
 def _nested(flat, shape):
@@ -433,6 +454,13 @@ class _TraceTape(Tape):
         self.made = {}     # id(array) -> array: values a factory made from Python values (creation.made_in_trace)
         self.consts = {}   # constant row -> weakref of the tensor it was read from (not made in the trace)
         self.value_guards = []  # value guards: (row, check(V) -> bool, what it checks), in the order they were read
+        # A training step: what each replay does after its rows, in the traced order (a .grad accumulated from a
+        # gradient row, a call of zero_grad, clip_grad_norm_ or optimizer.step), and what it checks first
+        self.effects = []
+        self.preconditions = []  # (check() -> bool, what it checks)
+        self.grad_of = {}        # id(leaf) -> (leaf, its .grad as the trace knows it: a Tensor, None, _ZERO, _UNKNOWN)
+        self.arg_leaves = {}     # a traced argument's row -> (its index among the tensor arguments, requires grad)
+        self.step_at = None      # rows from here on are recorded after an optimizer.step()
 
     def note_made(self, t):
         self.made[id(t._data)] = t._data
@@ -450,6 +478,86 @@ class _TraceTape(Tape):
             else:
                 self.consts[s] = weakref.ref(t)
         return s
+
+    # -- a training step: backward into .grad, zero_grad, clip_grad_norm_, optimizer.step ---------------------
+    def read_grad(self, t):
+        if id(t) in self.grad_of:
+            tape_mod.untraceable("a read of .grad after backward(), zero_grad() or step() in the function (a replay "
+                                 "runs those after its rows; only clip_grad_norm_ and the optimizers read it there)")
+
+    def backward_into_grad(self, roots, seeds, retain_graph, create_graph, targets):
+        """`.backward()` while tracing: the gradient is recorded as rows (as autograd.grad), and each replay
+        accumulates it into the leaves' .grad (a parameter's, or an argument's whose caller's tensor requires grad)."""
+        if create_graph:
+            tape_mod.untraceable("backward(create_graph=True) (take autograd.grad(create_graph=True) instead)")
+        rows = targets if targets is not None else [
+            r for r in range(self.n) if self.op[r] == OP_LEAF and self.flags[r] & F_REQ and r not in self.aliases
+            and r not in self.held]
+        keep = []  # (row, where its gradient goes: an argument's index or a leaf's weakref, the traced leaf)
+        for r in rows:
+            if r in self.arg_leaves:
+                j, wants = self.arg_leaves[r]
+                if wants:
+                    keep.append((r, j, None))
+                continue
+            ref = self.aux.get(r)
+            t = ref() if ref is not None else None
+            if t is not None:
+                keep.append((r, ref, t))
+        grads = replay.run(self, roots, seeds, retain_graph, False, targets=[r for r, _, _ in keep],
+                           accumulate=False)
+        for (r, where, t), g in zip(keep, grads):
+            if g is None:
+                continue
+            if t is None:
+                self.grad_of[("arg", where)] = (None, _UNKNOWN)
+            else:
+                state = self._grad_state(t)
+                self.grad_of[id(t)] = (t, g if state is None or state is _ZERO else
+                                       _UNKNOWN if state is _UNKNOWN else state + g)
+            self.effects.append(("grad", where, g._slot))
+
+    def _grad_state(self, p):
+        """What p.grad holds as the trace knows it; first asked, its real .grad, guarded (a precondition)."""
+        entry = self.grad_of.get(id(p))
+        if entry is not None:
+            return entry[1]
+        ref, g = weakref.ref(p), p._grad
+        if g is None:
+            self.preconditions.append((lambda: ref() is None or ref()._grad is None,
+                                       "a parameter's .grad was None when traced, and is set now"))
+            return None
+        gref = weakref.ref(g)
+        self.preconditions.append((lambda: ref() is None or ref()._grad is gref(),
+                                   "a parameter's .grad is another tensor than when traced"))
+        return g  # (a tensor from outside: read afresh at each call)
+
+    def defer(self, kind, fn, args, params, kwargs=None, norm_type=None):
+        """zero_grad(), optimizer.step(), clip_grad_norm_ or clip_grad_value_ called while tracing: each replay
+        calls it, in the traced order, after its rows (eagerly: the optimizers' compiled foreach updates)."""
+        kwargs = kwargs or {}
+        if kind == "step":
+            if kwargs.get("closure") is not None or args and args[0] is not None:
+                tape_mod.untraceable("optimizer.step(closure) (the closure runs the forward again)")
+            if self.step_at is None:
+                self.step_at = self.n
+            result = None
+        elif kind == "zero_grad":
+            for p in params:
+                self.grad_of[id(p)] = (p, None if args[0] else _ZERO)
+            result = None
+        else:
+            grads = []
+            for p in params:
+                state = self._grad_state(p)
+                if state is _UNKNOWN:
+                    tape_mod.untraceable(f"{fn.__name__} of a gradient the function does not compute itself")
+                if isinstance(state, Tensor):
+                    grads.append(state)
+                self.grad_of[id(p)] = (p, _UNKNOWN)
+            result = _traced_total_norm(grads, norm_type) if kind == "clip" else None
+        self.effects.append(("call", fn, args, kwargs))
+        return result
 
     def read_value(self, t, how):
         """A tensor's value read into Python while tracing (how: item, tolist or bool). bool() becomes a guard that
@@ -534,15 +642,16 @@ def _rule_rows(op, tape, row, g, inputs, need, graph_vjp):
 def _trace(fn, args, kwargs):
     """Run fn on a private tape; its _Program, or why it cannot be replayed (a string)."""
     targs = []
+    private = _TraceTape()
     for a in args:
         if isinstance(a, Tensor):
             t = _new(a._data)
             if a._data.dtype.kind == "f" and a._data.dtype.itemsize >= 4:
                 t.requires_grad = True
+                private.arg_leaves[private.slot(t)] = (sum(isinstance(b, Tensor) for b in targs), a._requires_grad)
             a = t
         targs.append(a)
     local, breaks = tape_mod._local, []  # what would make it unreplayable, as it happens (tape.untraceable)
-    private = _TraceTape()
     saved, rng = (local.tape, local.tracing), random.default_generator.get_state()
     local.tape, local.tracing = private, breaks
     try:
@@ -558,14 +667,16 @@ def _trace(fn, args, kwargs):
         return breaks[0]
     single = isinstance(out, Tensor)
     outs = (out,) if single else out
-    if not isinstance(outs, (tuple, list)) or not outs or not all(
+    if out is None and private.effects:  # (a training step that returns nothing)
+        outs = ()
+    if not isinstance(outs, (tuple, list)) or not (outs or out is None) or not all(
             isinstance(o, Tensor) and o._tape is private and private.holds(o._slot, o._data) and (
                 private.op[o._slot] > OP_CONST or o._slot in private.aliases) for o in outs):
         return "it must return a tensor computed from its inputs, or a tuple or list of them"
     try:
         wants = [a._requires_grad for a in args if isinstance(a, Tensor)]
-        return _Program(private, targs, wants, [o._slot for o in outs], None if single else type(outs),
-                        _sources(fn)[0])
+        return _Program(private, targs, wants, [o._slot for o in outs],
+                        None if single else type(None) if out is None else type(outs), _sources(fn)[0])
     except Unreplayable as e:
         return str(e)
 
@@ -640,6 +751,13 @@ class _Program:
             self.B.append(t._data)
         self.fixed = fixed
         self.failure = None  # why the last run's guards failed
+        self.preconditions = private.preconditions
+        if private.step_at is not None:  # the update runs after every row: none after it may read a parameter
+            params = {r for r, j in self.bind if len(self.tensor_args) <= j < self.inputs}
+            for r in range(private.step_at, private.n):
+                if private.op[r] > OP_CONST and not params.isdisjoint(private.row_args(r)):
+                    raise Unreplayable("it reads a parameter after optimizer.step() (a replay runs the update "
+                                       "after all of its rows)")
         self.bind_rows = np.array([r for r, _ in self.bind], np.int64)
         self.bind_cols = np.array([j for _, j in self.bind], np.int64)
         rows = {j: r for r, j in self.bind}
@@ -660,9 +778,27 @@ class _Program:
             wrong = _differs(private, recorded)
             if wrong is None:
                 self.out_copy = _copied(private, self.in_place | self.fixed, out_rows, self.out_grad)
+                self.effects = self._effects(private, set(out_rows))
                 return
             private.values[:] = recorded
         raise Unreplayable(wrong)
+
+    def _effects(self, tape, out_rows):
+        """The training step's effects, each a function of (the call's arguments, the values): a .grad accumulated
+        from a gradient row's value (copied when a later call writes into it, or a rule or an output reads it), or
+        a call (zero_grad, clip_grad_norm_, optimizer.step)."""
+        effects = []
+        for e in tape.effects:
+            if e[0] == "call":
+                _, fn, args, kwargs = e
+                effects.append(lambda call_args, V, fn=fn, args=args, kwargs=kwargs: fn(*args, **kwargs))
+                continue
+            _, where, row = e
+            src = tape.aliases.get(row, row)
+            copy = _copied(tape, self.in_place | self.fixed, [src], [False])[0] or src in out_rows
+            effects.append(lambda call_args, V, where=where, row=row, copy=copy:
+                           _accumulate(call_args[where] if type(where) is int else where(), V[row], copy))
+        return effects
 
     def _steps(self, recorded, arg_of, loops):
         """The forward as a list of calls: one per run of elementwise rows (`loops`), one per other row."""
@@ -730,7 +866,7 @@ class _Program:
             step()
 
     def run(self, args):
-        """Recompute on `args`; the outputs, recorded on the caller's tape (None: a parameter changed)."""
+        """Recompute on `args`; the outputs, recorded on the caller's tape, then the step's effects (_FAILED: a guard failed)."""
         inputs = [args[i] for i in self.tensor_args]
         arrays = [t._data for t in inputs]
         for k, (ref, shape, dtype) in enumerate(self.params):
@@ -738,14 +874,18 @@ class _Program:
             if p is None or not p._requires_grad or p._data.shape != shape or p._data.dtype != dtype:
                 self.failure = (f"parameter {k} was freed" if p is None else
                                 f"parameter {k} changed: {_describe(p)}, traced {tuple(shape)} {dtype}")
-                return None
+                return _FAILED
             inputs.append(p)
             arrays.append(p._data)
         for t, shape, dtype in self.held:
             if t._data.shape != shape or t._data.dtype != dtype:
                 self.failure = f"a gradient's seed changed: {_describe(t)}, traced {tuple(shape)} {dtype}"
-                return None
+                return _FAILED
             arrays.append(t._data)
+        for check, what in self.preconditions:
+            if not check():
+                self.failure = what
+                return _FAILED
         for get, shape, dtype, name in self.external:
             try:
                 t = get()
@@ -754,19 +894,23 @@ class _Program:
             if type(t) is not Tensor or t._requires_grad or t._data.shape != shape or t._data.dtype != dtype:
                 self.failure = (f"{name} changed: {_describe(t)}, traced a tensor of {tuple(shape)} {dtype} that "
                                 f"does not require grad")
-                return None
+                return _FAILED
             arrays.append(t._data)
         self.generation += 1  # (before: a run its guards stop has overwritten values an earlier call kept)
         try:
             self._forward(arrays)
         except _GuardFailed as e:
             self.failure = str(e)
-            return None
+            return _FAILED
         V, inputs = self.tape.values, tuple(inputs)
         outs = [_record(COMPILED, V[r].copy(), inputs, aux=_Call(self, k, arrays)) if grad else
                 _new(V[r].copy() if copy else V[r]) for k, (r, grad, copy) in enumerate(zip(self.out_rows, self.out_grad,
                                                                                          self.out_copy))]
-        return outs[0] if self.container is None else self.container(outs)
+        if self.effects:
+            call_args = [args[i] for i in self.tensor_args]
+            for effect in self.effects:
+                effect(call_args, V)
+        return outs[0] if self.container is None else None if self.container is type(None) else self.container(outs)
 
     def backward(self, call, g, wanted):
         """The gradients of a call's inputs (arrays, or None where not wanted): the private tape replayed. (The
@@ -799,6 +943,12 @@ def _describe(t):
     if isinstance(t, Tensor):
         return f"now {tuple(t._data.shape)} {t._data.dtype}{' requiring grad' if t._requires_grad else ''}"
     return f"now {type(t).__name__}"
+
+
+def _accumulate(t, value, copy):
+    """A replayed gradient into t.grad, as a backward accumulates it (in place when t has one)."""
+    if t is not None:
+        add_grad(t, _new(value.copy() if copy else value), False)
 
 
 class _Call:
