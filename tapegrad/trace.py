@@ -32,6 +32,8 @@ from .ops._common import _record
 from .tape import F_DEAD, F_REQ, F_STOP, OP_CONST, OP_LEAF, Tape, made_in_trace
 from .tensor import Tensor, _new
 from .create_graph import graph_vjp, run_graph
+from .nn.modules.module import Module
+from .ops import stack
 from .replay import run_planned
 
 DOUBLE_BACKWARD = "torch.compile with aot_autograd does not currently support double backward"
@@ -234,7 +236,6 @@ def _sources(fn):
     the modules it reaches): its closure cells, the globals its code names, and for a module (or a method of one)
     every submodule's tensor attributes and buffers."""
     getters, modules = {}, []
-    from .nn.modules.module import Module
 
     def add_module(m):
         for sub in m.modules():
@@ -308,7 +309,6 @@ _FAILED = object()  # a replay whose guards failed
 
 def _traced_total_norm(grads, norm_type):
     """clip_grad_norm_'s result while tracing: the total norm of the traced gradients, as recorded ops."""
-    from .ops import stack
     if not grads:
         return made_in_trace(_new(np.asarray(0.0, np.float32)))
     dtype = grads[0].dtype
@@ -541,6 +541,8 @@ class _TraceTape(Tape):
                 tape_mod.untraceable("optimizer.step(closure) (the closure runs the forward again)")
             if self.step_at is None:
                 self.step_at = self.n
+            result = None
+        elif kind == "call":  # (an LR scheduler's step: Python state that each call must advance)
             result = None
         elif kind == "zero_grad":
             for p in params:

@@ -111,3 +111,28 @@ def test_what_a_step_cannot_replay_is_named():
     out = tg.compile(reads_after_step)(tg.tensor(np.arange(3.0)))  # eagerly, once
     np.testing.assert_allclose(w.detach().numpy(), before - 0.1 * np.arange(3.0))
     np.testing.assert_allclose(out.item(), float((np.arange(3.0) * w.detach().numpy()).sum()))
+
+
+def test_a_scheduler_step_and_clip_grad_value_in_the_step_advance_at_every_call():
+    runs = []
+    for lib in (tg, torch):
+        w = lib.tensor(np.array([1.0, -2.0, 3.0], np.float32), requires_grad=True)
+        opt = lib.optim.SGD([w], lr=0.5)
+        sched = lib.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+
+        def step(x, w=w, opt=opt, sched=sched, lib=lib):
+            opt.zero_grad()
+            loss = (x * w).pow(2).sum()
+            loss.backward()
+            lib.nn.utils.clip_grad_value_([w], 1.5)
+            opt.step()
+            sched.step()
+            return loss
+        runs.append((w, opt, tg.compile(step, fullgraph=True) if lib is tg else step))
+    for k in range(5):
+        a = np.array([0.5, 1.0, -0.25], np.float32) * (k + 1)
+        l0, l1 = runs[0][2](tg.tensor(a)), runs[1][2](torch.tensor(a))
+        _close(l0.item(), l1.item())
+        _close(runs[0][0].detach().numpy(), runs[1][0].detach().numpy())
+        assert runs[0][1].param_groups[0]["lr"] == runs[1][1].param_groups[0]["lr"]
+    assert runs[0][2].traces == 1

@@ -369,9 +369,13 @@ BREAKS = {
 }
 
 
+_OUTSIDE = tg.tensor(np.ones(3), requires_grad=True)
+_OUTSIDE_LOSS = (_OUTSIDE * 2.0).sum()
+
+
 def _backward_inside(x):
-    (x * x).sum().backward()  # accumulates into x.grad: a side effect (autograd.grad is traced instead)
-    return x.exp()
+    _OUTSIDE_LOSS.backward(retain_graph=True)  # a graph recorded outside the function (its own .backward()
+    return x.exp()                             # is traced: tests/test_compile_step.py)
 
 
 def _under_no_grad(x):
