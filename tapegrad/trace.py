@@ -63,6 +63,17 @@ def _traced_rule_forward(ctx, *arrays):
     return op.array_vjp(rule_ctx, arrays[-1], list(arrays[:-1]), wanted)[j]
 
 
+def _draw_forward(ctx):
+    draw, args = ctx
+    return draw(*args)
+
+
+def _vjp_traced_draw(ctx, g, inputs, out):
+    """A factory's random draw recorded while tapegrad.compile traces, which each replay draws again; it has no
+    inputs, so this never runs."""
+    raise RuntimeError("tapegrad.compile: a random draw has no inputs")
+
+
 def _compare_forward(ctx, *arrays):
     """A comparison recorded while tracing (ctx: the NumPy function, and each side's constant or None for an input)."""
     np_fn, sides = ctx
@@ -84,6 +95,8 @@ def _vjp_traced_compare(ctx, g, inputs, out):
 registry.python("traced_compare", "TracedCompareBackward", _compare_forward, _vjp_traced_compare, saves=0)
 COMPILED = registry.BY_NAME["compiled"]
 COMPARE = registry.BY_NAME["traced_compare"]
+registry.python("traced_draw", "TracedDrawBackward", _draw_forward, _vjp_traced_draw, saves=0)
+DRAW = registry.BY_NAME["traced_draw"]
 TRACED_RULE = registry.BY_NAME["traced_rule"]
 
 
@@ -461,6 +474,7 @@ class _TraceTape(Tape):
         self.grad_of = {}        # id(leaf) -> (leaf, its .grad as the trace knows it: a Tensor, None, _ZERO, _UNKNOWN)
         self.arg_leaves = {}     # a traced argument's row -> (its index among the tensor arguments, requires grad)
         self.step_at = None      # rows from here on are recorded after an optimizer.step()
+        self.generators = {}     # id -> (a generator a draw used, its state before the trace)
 
     def note_made(self, t):
         self.made[id(t._data)] = t._data
@@ -584,6 +598,27 @@ class _TraceTape(Tape):
         self.flags[s] &= np.uint8(~F_REQ & 0xFF)
         t._tape, t._slot, t._op = self, s, code
 
+    def record_draw(self, draw, args, requires_grad):
+        """A factory's random draw (randn, rand, randint, randperm): a row that each replay draws again, from the
+        generator's state at that call, so a call advances the generator as the eager one does."""
+        if requires_grad:
+            tape_mod.untraceable("a random draw that requires grad (a parameter made in the function)")
+        gen = random._gen(next((a for a in args if isinstance(a, random.Generator)), None))
+        if id(gen) not in self.generators:
+            self.generators[id(gen)] = (gen, gen.get_state())
+        saved, tape_mod._local.tracing = tape_mod._local.tracing, None  # (the draw itself is no break)
+        try:
+            t = _new(draw(*args))
+        finally:
+            tape_mod._local.tracing = saved
+        self.record_constant(DRAW.code, t, [], aux=(draw, args))
+        return t
+
+    def restore_generators(self):
+        """Every generator a draw used, back at its state before the trace."""
+        for gen, state in self.generators.values():
+            gen.set_state(state)
+
     def record_compare(self, np_fn, input, other, a, b, out):
         """A comparison (`err > tol`): a bool row that a branch on it (bool(), item()) guards."""
         ins = [x for x in (input, other) if isinstance(x, Tensor)]
@@ -664,6 +699,7 @@ def _trace(fn, args, kwargs):
         breaks.append(f"tracing raised {type(e).__name__}: {e}")
     finally:
         local.tape, local.tracing = saved
+    private.restore_generators()  # the replay that follows (or the eager call) draws what the trace drew
     if breaks:
         random.default_generator.set_state(rng)  # the eager call that follows draws what it would have
         return breaks[0]
@@ -681,6 +717,8 @@ def _trace(fn, args, kwargs):
                         None if single else type(None) if out is None else type(outs), _sources(fn)[0])
     except Unreplayable as e:
         return str(e)
+    finally:
+        private.restore_generators()  # (the check's replay drew them once more)
 
 
 class _Program:
@@ -776,6 +814,7 @@ class _Program:
         # ufuncs pick another loop), every row falls back to its NumPy call
         for loops in (True, False):
             self.steps = self._steps(recorded, arg_of, loops)
+            private.restore_generators()  # (a draw gives what it gave when traced)
             self._forward(self.B)
             wrong = _differs(private, recorded)
             if wrong is None:

@@ -86,13 +86,39 @@ def test_a_mask_from_a_comparison_is_recomputed():
         np.testing.assert_array_equal(f(tg.tensor(a)).numpy(), a * (a > 0))
 
 
-def test_a_random_draw_is_refused_with_its_reason():
+@pytest.mark.parametrize("generator", [False, True])
+def test_random_draws_advance_the_generator_as_eager_calls_do(generator):
+    def f_of(lib, g):
+        def f(x):
+            noise = lib.randn(3, generator=g) * 0.1 + lib.rand(3, generator=g)
+            idx = lib.randperm(3, generator=g)
+            return (x + noise) * idx * lib.randint(1, 4, (3,), generator=g)
+        return f
+    g_c = tg.Generator().manual_seed(5) if generator else None
+    g_e = tg.Generator().manual_seed(5) if generator else None
+    g_t = torch.Generator().manual_seed(5) if generator else None
+    f = tg.compile(f_of(tg, g_c), fullgraph=True)
+    tg.manual_seed(7)
+    torch.manual_seed(7)
+    got = [f(tg.tensor(np.arange(3.0, dtype=np.float32))).numpy() for _ in range(4)]
+    tg.manual_seed(7)
+    want = [f_of(tg, g_e)(tg.tensor(np.arange(3.0, dtype=np.float32))).numpy() for _ in range(4)]
+    ref = [f_of(torch, g_t)(torch.tensor(np.arange(3.0, dtype=np.float32))).numpy() for _ in range(4)]
+    for a, b, c in zip(got, want, ref):
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_allclose(a, c, rtol=1e-6)
+    assert not np.array_equal(got[0], got[1]) and f.traces == 1
+    np.testing.assert_array_equal(tg.randn(2).numpy(), torch.randn(2).numpy())  # both streams where eager's are
+
+
+def test_a_random_draw_inside_an_op_is_refused_with_its_reason():
+    m = tg.nn.Dropout(0.5)
     with pytest.raises(RuntimeError, match="a random draw"):
-        tg.compile(lambda x: x + tg.randn(3), fullgraph=True)(tg.tensor(_arr(3)))
+        tg.compile(lambda x: m(x), fullgraph=True)(tg.tensor(_arr(3)))
     tg.manual_seed(3)
-    got = tg.compile(lambda x: x + tg.randn(3))(tg.tensor(np.zeros(3, np.float32)))  # eagerly: the same stream
+    got = tg.compile(lambda x: m(x))(tg.tensor(np.ones(8, np.float32)))  # eagerly: the same stream
     tg.manual_seed(3)
-    np.testing.assert_array_equal(got.numpy(), tg.randn(3).numpy())
+    np.testing.assert_array_equal(got.numpy(), m(tg.tensor(np.ones(8, np.float32))).numpy())
 
 
 def test_an_unrecorded_op_is_refused_not_frozen():
