@@ -267,3 +267,14 @@ def test_set_logs_and_the_environment_switch(monkeypatch):
     monkeypatch.setattr(trace.config, "log_recompiles", False)
     tg._logging.set_logs(recompiles=True)
     assert trace.config.log_recompiles
+
+
+def test_reset_forgets_every_trace():
+    f = tg.compile(lambda x: x * 2.0, fullgraph=True)
+    f(tg.ones(2))
+    f(tg.ones(3))
+    assert f.traces == 2
+    tg._dynamo.reset()
+    assert f.traces == 0 and not f._cache
+    np.testing.assert_array_equal(f(tg.ones(2)).numpy(), [2.0, 2.0])
+    assert f.traces == 1 and f.recompiles == 0

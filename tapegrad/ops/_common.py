@@ -63,9 +63,12 @@ def _to_dtype(x, np_dtype):
     """x in np_dtype: a recorded cast when x requires grad, else a plain conversion."""
     if x._data.dtype == np_dtype:
         return x
-    if x._requires_grad and _dtype.is_float(np_dtype) or tape_mod._local.tracing is not None:
-        return _record(OPS["cast"], x._data.astype(np_dtype), (x,))  # (tapegrad.compile: recorded)
-    return _new(x._data.astype(np_dtype))
+    if x._requires_grad and _dtype.is_float(np_dtype):
+        return _record(OPS["cast"], x._data.astype(np_dtype), (x,))
+    t = _new(x._data.astype(np_dtype))
+    if tape_mod._local.tracing is not None and _grad_mode.enabled:  # (tapegrad.compile: recomputed, no gradient)
+        tape_mod._local.tape.record_constant(OPS["cast"].code, t, (x,))
+    return t
 
 
 def _in_float32(forward, *arrays):
