@@ -475,6 +475,7 @@ class _TraceTape(Tape):
         self.arg_leaves = {}     # a traced argument's row -> (its index among the tensor arguments, requires grad)
         self.step_at = None      # rows from here on are recorded after an optimizer.step()
         self.generators = {}     # id -> (a generator a draw used, its state before the trace)
+        self.grad_guarded = {}   # id -> a tensor whose .grad, as it was before the trace, a precondition guards
 
     def note_made(self, t):
         self.made[id(t._data)] = t._data
@@ -498,6 +499,7 @@ class _TraceTape(Tape):
         if id(t) in self.grad_of:
             tape_mod.untraceable("a read of .grad after backward(), zero_grad() or step() in the function (a replay "
                                  "runs those after its rows; only clip_grad_norm_ and the optimizers read it there)")
+        self._grad_state(t)  # (guarded: whether it is None, and which tensor it is)
 
     def backward_into_grad(self, roots, seeds, retain_graph, create_graph, targets):
         """`.backward()` while tracing: the gradient is recorded as rows (as autograd.grad), and each replay
@@ -537,6 +539,9 @@ class _TraceTape(Tape):
         if entry is not None:
             return entry[1]
         ref, g = weakref.ref(p), p._grad
+        if id(p) in self.grad_guarded:
+            return g
+        self.grad_guarded[id(p)] = p
         if g is None:
             self.preconditions.append((lambda: ref() is None or ref()._grad is None,
                                        "a parameter's .grad was None when traced, and is set now"))

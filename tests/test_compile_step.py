@@ -136,3 +136,15 @@ def test_a_scheduler_step_and_clip_grad_value_in_the_step_advance_at_every_call(
         _close(runs[0][0].detach().numpy(), runs[1][0].detach().numpy())
         assert runs[0][1].param_groups[0]["lr"] == runs[1][1].param_groups[0]["lr"]
     assert runs[0][2].traces == 1
+
+
+def test_a_branch_on_whether_grad_is_set_is_guarded():
+    w = tg.tensor(np.ones(2), requires_grad=True)
+    f = tg.compile(lambda x: x * 2.0 if w.grad is None else x * w.grad, fullgraph=True)
+    x = tg.tensor(np.array([1.0, 2.0]))
+    np.testing.assert_array_equal(f(x).numpy(), [2.0, 4.0])
+    w.grad = tg.tensor(np.array([3.0, 5.0]))
+    np.testing.assert_array_equal(f(x).numpy(), [3.0, 10.0])   # traced again: .grad is set now
+    w.grad.mul_(2.0)
+    np.testing.assert_array_equal(f(x).numpy(), [6.0, 20.0])   # the same .grad, read afresh
+    assert f.traces == 2 and "was None when traced" in f.guard_failures[-1]
