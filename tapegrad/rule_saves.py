@@ -112,4 +112,6 @@ SAVES = {
     'delayed_error': 0,
     'embedding_bag': 3,
     'traced_rule': 0,
+    'traced_compare': 0,
+    'traced_draw': 0,
 }

@@ -15,6 +15,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from .. import _dtype, kernels, random, registry
 from ..tensor import _new
+from ..tape import _local as _tape_local
 from ._common import OPS, _autocast_lower, _record, _tensor, _to_dtype, autocast_state
 from .elementwise import mul
 
@@ -852,6 +853,11 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     if not training:
         if running_mean is None or running_var is None:
             raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
+        if _tape_local.tracing is not None:  # tapegrad.compile: the statistics as inputs, read at each call
+            rm, rv = (_to_dtype(_tensor(t), dt).reshape(pshape) for t in (running_mean, running_var))
+            y = (x - rm) * (rv + float(eps)).rsqrt()
+            y = y if weight is None else y * _to_dtype(_tensor(weight), dt).reshape(pshape)
+            return y if bias is None else y + _to_dtype(_tensor(bias), dt).reshape(pshape)
         ctx.mean = _tensor(running_mean)._data.astype(dt).reshape(pshape)
         ctx.var = _tensor(running_var)._data.astype(dt).reshape(pshape)
     w = None if weight is None else _to_dtype(_tensor(weight), dt)

@@ -6,6 +6,7 @@ import numpy as np
 
 from .. import _dtype, _strides
 from ..tensor import Tensor, _new, as_array
+from ..tape import _local as _tape_local
 from ._common import (OPS, _array_rule_dtype, _float, _in_float32, _integer, _is_scalar, _record, _tensor,
                       _tensor_tensor, _to_dtype, broadcast_shape)
 from .. import registry
@@ -386,7 +387,10 @@ def _compare(np_fn):
             broadcast_shape(np.shape(a), np.shape(b))
         elif _dtype.is_bfloat16(a.dtype) and _is_scalar(b):  # torch rounds the number to bfloat16 first
             b = np.asarray(b, np.float32).astype(a.dtype)
-        return _new(np.asarray(np_fn(a, b)))
+        out = _new(np.asarray(np_fn(a, b)))
+        if _tape_local.tracing is not None:  # (tapegrad.compile: a comparison a branch may read)
+            _tape_local.tape.record_compare(np_fn, input, other, a, b, out)
+        return out
     return fn
 
 

@@ -16,19 +16,20 @@ from ..grad_mode import is_grad_enabled
 from ..tensor import Tensor, _new
 from .elementwise import where
 from ._common import broadcast_shape, _dim, _dims, OPS, _record, _share_version, _sizes, _tensor, _to_dtype
-from ..tape import guard
+from ..tape import _local as _tape_local, guard
 from .reduce import expand
 
 
-def _recording(*xs):
-    return is_grad_enabled() and builtins.any(x._requires_grad for x in xs)
+def _recording(*xs):  # (tapegrad.compile records data movement on constants too: a replay recomputes it)
+    return is_grad_enabled() and (builtins.any(x._requires_grad for x in xs) or _tape_local.tracing is not None)
 
 
 # -- reshapes ---------------------------------------------------------------------------------------------
 def _reshape(x, shape, op):
     """A view: it shares x's storage and version counter, as torch's views do, so a write through
     either one is caught by the version check of every row that saved the other."""
-    t = _record(op, x._data.reshape(shape), (x,)) if x._requires_grad else _new(x._data.reshape(shape))
+    t = (_record(op, x._data.reshape(shape), (x,)) if x._requires_grad or _tape_local.tracing is not None else
+         _new(x._data.reshape(shape)))
     t._base = x if x._base is None else x._base
     if x._strides is not None:  # (reshape copies where view cannot: contiguous then)
         new = _strides.of_view(x._data.shape, x._strides, shape)
@@ -108,7 +109,7 @@ def _gather(x, index_map, op=None, out=None):
     index_map = np.asarray(index_map, dtype=np.int64, order="C")
     if out is None:
         out = np.asarray(x._data.reshape(-1)[index_map])
-    if not (x._requires_grad and is_grad_enabled()):
+    if not _recording(x):
         return _new(out)
     return _record(op or OPS["gather_flat"], out, (x,), 0.0, 0.0, id(index_map), index_map)
 
@@ -134,7 +135,7 @@ def _view_map(base, v):
 def _view_op(x, v, op):
     """The op whose value is the NumPy view v of x's data (copied, C-contiguous)."""
     out = np.array(v, order="C", copy=True)
-    if not (x._requires_grad and is_grad_enabled()):
+    if not _recording(x):
         t = _new(out)
     else:
         t = _gather(x, _view_map(x._data, v), op, out)
