@@ -228,7 +228,7 @@ def _run_compiled(rt, tape, need, owned, offsets, recycle, n32, n64, kinds, root
                 g._data = g._data.astype(tape.values[r].dtype)
             if t._hooks:
                 g = run_hooks(t, g, False)
-            if targets is None:
+            if targets is None and t._requires_grad:  # (requires_grad_(False) since recorded: torch skips it)
                 if t._grad is None:  # (add_grad's first case, written out: a model may have thousands of leaves)
                     t._grad = g
                 else:

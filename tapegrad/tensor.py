@@ -160,6 +160,8 @@ class Tensor:
             raise RuntimeError("tapegrad: float16 tensors cannot require gradients; convert with .float() first")
         self._requires_grad = bool(value)
         self._slot = NOT_A_SLOT
+        if value and self._tape is not None:  # back on: the graphs recorded before reach its leaf row again, as
+            self._slot = self._tape.leaf_row(self)  # torch's AccumulateGrad outlives the toggle
 
     def requires_grad_(self, requires_grad=True):
         self._set_requires_grad(requires_grad, "only Tensors of floating point dtype can require gradients")

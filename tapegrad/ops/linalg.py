@@ -5,8 +5,8 @@ import numpy as np
 
 from .. import _dtype, registry
 from ..registry import SAVES_OUT, Ctx
-from ._common import (OPS, _autocast_lower, _dims, _in_float32, _new, _record, _tensor, _to_dtype, autocast_state,
-                      broadcast_shape)
+from ._common import (OPS, _autocast_lower, _dims, _in_float32, _new, _record, _record_undefined_gradient, _tensor,
+                      _to_dtype, autocast_state, broadcast_shape)
 from .elementwise import where
 from .reduce import _keep, sum_to_shape
 
@@ -274,6 +274,9 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     keep = tuple(1 if d in dims else s for d, s in enumerate(x.shape))
     if p == 2 and dim is None and not keepdim:  # the registry's plain 2-norm
         return _record(OPS["norm"], out, (x,))
+    if p == 0:  # torch's norm_backward returns an undefined gradient for p=0: x gets none (not zeros)
+        return _record_undefined_gradient(OPS["vector_norm"], out, (x,), Ctx(
+            p=p, dims=dims, keep=keep, unreplayable="norm with p=0 (its row has no input: no gradient flows)"))
     return _record(OPS["vector_norm"], out, (x,), aux=Ctx(p=p, dims=dims, keep=keep))
 
 
@@ -348,8 +351,6 @@ def _vjp_vector_norm(ctx, g, inputs, out):
     x, = inputs
     g, y = _keep(g, ctx.keep), _keep(out, ctx.keep)
     p = ctx.p
-    if p == 0:
-        return (x * 0.0,)
     if p == 1:
         return (x.sign() * g,)
     if p == 2:

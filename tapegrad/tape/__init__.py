@@ -249,6 +249,15 @@ class Tape(Release, Sweep, Inspection):
                 not flags[r] & F_DEAD and isinstance(a, weakref.ref) and a() is t]
         return sorted(rows) or [self.slot(t)]
 
+    def leaf_row(self, t):
+        """The newest live leaf row of leaf tensor t holding its current value, or NOT_A_SLOT."""
+        values, aux = self.values, self.aux
+        for r in np.flatnonzero(self.obj[: self.n] == id(t._data))[::-1].tolist():
+            ref = aux.get(r) if self.op[r] == OP_LEAF and values[r] is t._data else None
+            if ref is not None and ref() is t and not self.flags[r] & F_DEAD:
+                return r
+        return NOT_A_SLOT
+
     def _pad_past(self, data):
         """Pad while the next index is one where a cut row held `data`: the tensor that row was (y,
         whose graph backward freed) still names that index, and would take a row holding its array
