@@ -156,8 +156,6 @@ class Tensor:
                                "var_no_grad = var.detach().")
         if value and not _dtype.is_float(self._data.dtype):
             raise RuntimeError(not_float_message)
-        if value and self._data.dtype == np.float16:
-            raise RuntimeError("tapegrad: float16 tensors cannot require gradients; convert with .float() first")
         self._requires_grad = bool(value)
         self._slot = NOT_A_SLOT
         if value and self._tape is not None:  # back on: the graphs recorded before reach its leaf row again, as

@@ -200,7 +200,7 @@ def _tensor_tensor(op, forward, a, b, to_float=False, check=None):
     if not _dtype.is_float(dt):
         return _new(np.asarray(_integer(forward, a._data, b._data)).astype(dt, copy=False))
     a, b = _to_dtype(a, dt), _to_dtype(b, dt)
-    out = _in_float32(forward, a._data, b._data) if _dtype.is_bfloat16(dt) else forward(a._data, b._data)
+    out = _in_float32(forward, a._data, b._data) if _dtype.is_reduced_float(dt) else forward(a._data, b._data)
     assert out.shape == shape
     return _record(op, out, (a, b))
 

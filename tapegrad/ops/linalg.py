@@ -23,7 +23,7 @@ def _same_dtype(a, b):
 
 def _matmul(a, b):
     """np.matmul; for bfloat16, products summed in float32 and rounded once, as torch's CPU kernels do."""
-    if _dtype.is_bfloat16(a.dtype):
+    if _dtype.is_reduced_float(a.dtype):
         return np.matmul(a.astype(np.float32), b.astype(np.float32)).astype(a.dtype)
     return np.matmul(a, b)
 
@@ -201,7 +201,7 @@ def einsum(equation, *operands):
 
 
 def _einsum_forward(ctx, *arrays):
-    if _dtype.is_bfloat16(arrays[0].dtype):  # (bfloat16: in float32, rounded once, as torch's CPU kernels)
+    if _dtype.is_reduced_float(arrays[0].dtype):  # (float16, bfloat16: in float32, rounded once, as torch's)
         return _in_float32(lambda *a: _einsum_forward(ctx, *a), *arrays)
     subs, out = ctx
     value = np.einsum(",".join(subs) + "->" + out, *arrays, optimize=len(arrays) > 1)
