@@ -161,6 +161,7 @@ class Tape(Release, Sweep, Inspection):
         self.last_adjoint_bytes = self.peak_adjoint_bytes = 0
         self._last_live = 0
         self._growth = 0
+        self._chain_top = self._chain_low = -1  # see cut_dead_chain
         self.cap = 0
         self.acap = 0
         self._grow(capacity)
@@ -336,6 +337,7 @@ class Tape(Release, Sweep, Inspection):
             self.cut_dead_tail()
             n = self.n
         n0 = n
+        top, chained = n - 1, False
         k = self.nargs
         if k + len(inputs) >= self.acap:
             self._grow_args(2 * (k + len(inputs)))
@@ -348,6 +350,8 @@ class Tape(Release, Sweep, Inspection):
                 if s in self.released:
                     self._reacquire(s, t._data, op, k - self.nargs)
             args[k] = s
+            if s == top:
+                chained = True
             if t._vc is not None:
                 self.argver[k] = t._vc[0]
             k += 1
@@ -373,6 +377,8 @@ class Tape(Release, Sweep, Inspection):
             self.aux[n] = aux
         if out.nbytes >= RELEASE_BYTES:
             self._release_inputs(n)
+        if not chained and top >= 0:  # a new chain starts above the tape's last row: see cut_dead_chain
+            self.chain_starts(top)
         return n
 
     # -- values no rule reads --------------------------------------------------------------------
