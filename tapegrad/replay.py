@@ -313,10 +313,13 @@ def _python_row(tape, row, need, adjoint, owned, own, check_nan=False):
     grads = None
     if op.kind == registry.K_CAST:  # (a half or bfloat16 row: the float64 adjoint rounded to its dtype first)
         grads = [adjoint(row).astype(tape.values[row].dtype).astype(tape.values[args[0]].dtype)]
-    elif tape.dtype[row] == 2:  # a float16 / bfloat16 row (its results are rounded to the inputs' dtypes below)
+    elif tape.dtype[row] == 2 and op.name not in _RECORDED_DTYPES:
+        # a float16 / bfloat16 row: its rule in float32, the results rounded to the inputs' dtypes below
         grads = _reduced_float_rule(op, tape, row, adjoint, args, wanted)
     else:
         g = adjoint(row)
+        if tape.dtype[row] == 2:  # (a custom backward of float16 / bfloat16 values: its gradient in their dtype)
+            g = g.astype(tape.values[row].dtype)
         if op.array_vjp is not None:
             values = tape.values
             grads = op.array_vjp(tape.aux.get(row), g, [values[a] for a in args], wanted)
@@ -345,6 +348,10 @@ def _python_row(tape, row, need, adjoint, owned, own, check_nan=False):
         else:
             target = adjoint(a)
             target += g
+
+
+# Rows whose backward is the user's (a custom Function's) or a replayed call's: they see the recorded dtypes
+_RECORDED_DTYPES = frozenset(("function", "function_output", "delayed_error", "compiled", "traced_rule"))
 
 
 def _reduced_float_rule(op, tape, row, adjoint, args, wanted):

@@ -142,6 +142,31 @@ def test_autograd_grad_and_accumulation_of_float16_leaves():
     assert half_steps(_np(b), _np(tb)).max() <= 1
 
 
+def test_a_custom_functions_backward_sees_float16_as_in_torch():
+    """A custom Function's backward is the user's: its grad_output and saved tensors are float16, as torch's."""
+    def run(L):
+        seen = []
+
+        class Square(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, a):
+                ctx.save_for_backward(a)
+                return a * a
+
+            @staticmethod
+            def backward(ctx, g):
+                a, = ctx.saved_tensors
+                seen.append((str(g.dtype), str(a.dtype)))
+                return 2 * a * g
+        x = L.tensor(X0, dtype=L.float16, requires_grad=True)
+        Square.apply(x * 1.1).tanh().sum().backward()
+        return seen, _np(x.grad), str(x.grad.dtype)
+
+    (seen, g, d), (tseen, tg_, td) = run(tg), run(torch)
+    assert seen == tseen == [("torch.float16", "torch.float16")] and d == td
+    assert half_steps(g, tg_).max() <= 1
+
+
 def test_a_float16_model_trains_as_torchs():
     """Linear - tanh - Linear in float16, SGD for 5 steps: parameters within a few float16 steps of torch's."""
     g = np.random.default_rng(0)
