@@ -311,14 +311,15 @@ def _python_row(tape, row, need, adjoint, owned, own, check_nan=False):
     if not any(wanted):
         return
     grads = None
+    half = tape.dtype[row] == 2  # (a float16 or bfloat16 row)
     if op.kind == registry.K_CAST:  # (a half or bfloat16 row: the float64 adjoint rounded to its dtype first)
         grads = [adjoint(row).astype(tape.values[row].dtype).astype(tape.values[args[0]].dtype)]
-    elif tape.dtype[row] == 2 and op.name not in _RECORDED_DTYPES:
-        # a float16 / bfloat16 row: its rule in float32, the results rounded to the inputs' dtypes below
+    elif half and op.name not in _RECORDED_DTYPES:
+        # its rule in float32, the results rounded to the inputs' dtypes below
         grads = _reduced_float_rule(op, tape, row, adjoint, args, wanted)
     else:
         g = adjoint(row)
-        if tape.dtype[row] == 2:  # (a custom backward of float16 / bfloat16 values: its gradient in their dtype)
+        if half:  # (a custom backward of float16 / bfloat16 values: its gradient in their dtype)
             g = g.astype(tape.values[row].dtype)
         if op.array_vjp is not None:
             values = tape.values
