@@ -156,10 +156,10 @@ class Tensor:
                                "var_no_grad = var.detach().")
         if value and not _dtype.is_float(self._data.dtype):
             raise RuntimeError(not_float_message)
-        if value and self._data.dtype == np.float16:
-            raise RuntimeError("tapegrad: float16 tensors cannot require gradients; convert with .float() first")
         self._requires_grad = bool(value)
         self._slot = NOT_A_SLOT
+        if value and self._tape is not None:  # back on: the graphs recorded before reach its leaf row again, as
+            self._slot = self._tape.leaf_row(self)  # torch's AccumulateGrad outlives the toggle
 
     def requires_grad_(self, requires_grad=True):
         self._set_requires_grad(requires_grad, "only Tensors of floating point dtype can require gradients")

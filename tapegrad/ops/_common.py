@@ -32,6 +32,20 @@ def _record(op, out, inputs, c=0.0, c2=0.0, iattr=0, aux=None):
     return t
 
 
+def _record_undefined_gradient(op, out, inputs, aux):
+    """Record op as _record does, but with no input edges: the output requires grad (it has torch's grad_fn),
+    while torch's derivative formula returns an undefined gradient (norm with p=0), which reaches no input:
+    a leaf reached only this way keeps `.grad` None and autograd.grad calls it unused, as in torch. aux
+    must say why tapegrad.compile cannot replay it (`unreplayable`: the row does not name its input)."""
+    if _grad_mode.enabled and any(x._requires_grad for x in inputs):
+        t = _new(out)
+        tape = tape_mod.current()
+        t._slot = tape.record(op.code, t._data, (), aux=aux)
+        t._tape, t._requires_grad, t._is_leaf, t._op = tape, True, False, op.code
+        return t
+    return _record(op, out, inputs, aux=aux)
+
+
 def _share_version(x, t):
     """t is a view of x in torch (tapegrad's may hold a copy): one version counter for both, so an in-place
     write to either is caught by the version check of every row that saved the other, as torch's is."""
@@ -195,7 +209,7 @@ def _tensor_tensor(op, forward, a, b, to_float=False, check=None):
     if not _dtype.is_float(dt):
         return _new(np.asarray(_integer(forward, a._data, b._data)).astype(dt, copy=False))
     a, b = _to_dtype(a, dt), _to_dtype(b, dt)
-    out = _in_float32(forward, a._data, b._data) if _dtype.is_bfloat16(dt) else forward(a._data, b._data)
+    out = _in_float32(forward, a._data, b._data) if _dtype.is_reduced_float(dt) else forward(a._data, b._data)
     assert out.shape == shape
     return _record(op, out, (a, b))
 
