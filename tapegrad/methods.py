@@ -6,7 +6,7 @@ from .ops.elementwise import _add, _sub
 from .grad_mode import is_grad_enabled
 from .device import check as _check_device
 from .tape import untraceable
-from .ops.shape import _check_recordable, _check_writable, _written
+from .ops.shape import _check_recordable, _check_writable, _iterate, _written
 from .tensor import as_array, _new, Tensor, VIEWS
 from .creation import _shape
 from .registry import OPS
@@ -452,7 +452,7 @@ def _inplace_any(self, result):
 def _iter(self):
     if self._data.ndim == 0:
         raise TypeError("iteration over a 0-d tensor")
-    return iter(ops.unbind(self, 0))  # (torch's: the rows are unbind's views)
+    return _iterate(self)
 
 
 Tensor.__iter__ = _iter

@@ -173,6 +173,7 @@ class Tensor:
     def data(self, value):
         self._data = as_array(value) if not isinstance(value, Tensor) else value._data
         self._slot = NOT_A_SLOT
+        self._window = None  # (a view no more: its storage is another)
 
     @property
     def requires_grad(self):
@@ -336,11 +337,6 @@ class Tensor:
         if self._data.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
         return self._data.shape[0]
-
-    def __iter__(self):
-        if self._data.ndim == 0:
-            raise TypeError("iteration over a 0-d tensor")
-        return (self[i] for i in range(self._data.shape[0]))
 
     def __float__(self):  # (complex(t) and "%f" % t come here too, as in torch)
         global _scalar_warned

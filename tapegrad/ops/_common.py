@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import _dtype, registry, tape as tape_mod
 from ..grad_mode import _state as _grad_mode
-from ..tensor import Tensor, _new, as_array, register_view, storage_of, VIEWS  # noqa: F401
+from ..tensor import Tensor, _new, as_array, register_view, storage_of
 
 OPS = registry.BY_NAME
 

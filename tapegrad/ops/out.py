@@ -51,6 +51,7 @@ def write_out(out, result, name):
                           f"an out tensor t by resizing it, inplace, to zero elements with t.resize_(0).",
                           UserWarning, stacklevel=3)
         out._data = target = np.empty(value.shape, target.dtype)
+        out._window = out._base = None  # (a storage of its own now)
     _check_writable(out)
     np.copyto(target, value, casting="unsafe")
     out._ensure_vc()[0] += 1

@@ -13,10 +13,10 @@ import numpy as np
 from .. import _dtype, _strides, registry
 from ..registry import K_GATHER, K_RESHAPE
 from ..grad_mode import is_grad_enabled
-from ..tensor import Tensor, _new
+from ..tensor import Tensor, _new, VIEWS
 from .elementwise import where
 from ._common import (broadcast_shape, _as_view, _dim, _dims, OPS, _record, _sizes, _tensor, _to_dtype, storage_of,
-                      VIEWS, window_of)
+                      window_of)
 from ..tape import guard
 from .reduce import expand
 
@@ -219,21 +219,31 @@ def _written(t, recorded=False):
     if window is not None and window is not data:
         np.copyto(window, data)
     region = data if window is None else window
-    entry = VIEWS.get(id(storage_of(region)))
+    key = id(storage_of(region))
+    entry = VIEWS.get(key)
     base = t if t._base is None else t._base
     if recorded and base is not t:
         _copy_slices(t, base)
     if entry is None:
         return
-    for ref in list(entry[1]):
+    live = []
+    for ref in entry[1]:
         w = ref()
-        if w is None or w is t:
+        if w is None:
             continue
-        overlaps = np.may_share_memory(w._window, region)
-        if overlaps and w._data is not w._window:
-            np.copyto(w._data, w._window)
+        live.append(ref)
+        other = w._window
+        if w is t or other is None:  # (None: its storage was replaced, `.data = ...`)
+            continue
+        overlaps = np.may_share_memory(other, region)
+        if overlaps and w._data is not other:
+            np.copyto(w._data, other)
         if recorded and w._base is base and (overlaps or not w._requires_grad):
             _read_again(w, base)
+    if live:
+        entry[1][:] = live
+    else:
+        del VIEWS[key]
 
 
 def _take_row(t, new, cell):
@@ -449,6 +459,12 @@ def chunk(input, chunks, dim=0):
     if x.shape[d] == 0:  # torch: `chunks` empty chunks of an empty dim
         return tuple(narrow(x, d, 0, 0) for _ in range(chunks))
     return split(x, builtins.max(1, -(-x.shape[d] // chunks)), d)
+
+
+def _iterate(x):
+    """`for row in t`: torch's rows are unbind's views; made one at a time here."""
+    for i in range(x.shape[0]):
+        yield _view_op(x, lambda a, i=i: a[i], OPS["unbind"], i)
 
 
 def unbind(input, dim=0):
