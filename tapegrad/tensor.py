@@ -24,8 +24,9 @@ VIEWS = {}
 
 def storage_of(a):
     """The array that owns the memory a (a NumPy view, maybe of a view) lies in."""
-    while isinstance(a.base, np.ndarray):
-        a = a.base
+    b = a.base
+    while type(b) is np.ndarray:
+        a, b = b, b.base
     return a
 
 

@@ -15,8 +15,7 @@ from ..registry import K_GATHER, K_RESHAPE
 from ..grad_mode import is_grad_enabled
 from ..tensor import Tensor, _new, VIEWS
 from .elementwise import where
-from ._common import (broadcast_shape, _as_view, _dim, _dims, OPS, _record, _sizes, _tensor, _to_dtype, storage_of,
-                      window_of)
+from ._common import broadcast_shape, _as_view, _dim, _dims, OPS, _record, _sizes, _tensor, _to_dtype, storage_of
 from ..tape import guard
 from .reduce import expand
 
@@ -151,7 +150,9 @@ def _view_op(x, view, op, output_nr=None):
     strides = _strides.of_numpy_view(x, v)
     if strides is not None:
         t._strides = strides
-    return t if op is OPS["flip"] else _as_view(x, t, view(window_of(x)), output_nr)
+    if op is OPS["flip"]:  # (torch's flip copies)
+        return t
+    return _as_view(x, t, v if x._window is None else view(x._window), output_nr)
 
 
 def _same(a):
