@@ -419,7 +419,7 @@ def setitem(self, key, value):
         ops.expand(probe, shape)
     recorded = is_grad_enabled() and (self._requires_grad or v._requires_grad)
     if self._creation is not None:  # (torch writes into the indexed view: its name is in the message)
-        _check_recordable(self if advanced or all(k is Ellipsis for k in k) else ops.getitem(self, key), recorded)
+        _check_recordable(self if advanced or all(i is Ellipsis for i in k) else ops.getitem(self, key), recorded)
     if not recorded:
         _check_writable(self)
         self._ensure_vc()

@@ -244,7 +244,7 @@ def _written(t, recorded=False):
     if live:
         entry[1][:] = live
     else:
-        del VIEWS[key]
+        VIEWS.pop(key, None)
 
 
 def _take_row(t, new, cell):

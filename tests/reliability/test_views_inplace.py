@@ -379,3 +379,42 @@ def test_in_place_writes_through_non_contiguous_views_are_memory_safe_in_a_subpr
     """)
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=900)
     assert res.returncode == 0 and res.stdout.strip() == "ok", (res.returncode, res.stderr[-2000:])
+
+
+# -- random programs: chains of views, in-place ops through them, views kept and used later ------------------------
+CHAIN = [lambda h: h[0], lambda h: h[-1], lambda h: h[1:], lambda h: h[::2], lambda h: h[..., 1],
+         lambda h: h.t() if h.ndim == 2 else h.transpose(0, -1), lambda h: h.diagonal(), lambda h: h.narrow(0, 0, 1),
+         lambda h: h.reshape(-1), lambda h: h[None], lambda h: h.select(-1, 0), lambda h: h.movedim(0, -1),
+         lambda h: h.unsqueeze(1)]
+WRITES = [lambda v, w: v.mul_(w.sum()), lambda v, w: v.add_(1.5), lambda v, w: v.sin_(), lambda v, w: v.pow_(2),
+          lambda v, w: v.zero_(), lambda v, w: v.copy_(v * 0 + w.mean()), lambda v, w: v.div_(2),
+          lambda v, w: v.__setitem__(..., w[1])]
+
+
+def _random_program(seed):
+    def run(L):
+        rnd = np.random.default_rng(seed)
+        x = L.tensor(np.linspace(-1, 1, 60).reshape(3, 4, 5), dtype=L.float64, requires_grad=True)
+        w = L.tensor([0.3, 0.6], dtype=L.float64, requires_grad=True)
+        h = x * 1.5
+        kept = []
+        for _ in range(rnd.integers(1, 6)):
+            v = h
+            for _ in range(rnd.integers(1, 4)):
+                try:
+                    u = CHAIN[rnd.integers(len(CHAIN))](v)
+                except (IndexError, RuntimeError, ValueError):  # (a view this tensor has not: both libraries)
+                    continue
+                v = u if u.numel() else v
+            if rnd.random() < 0.5:
+                kept.append(v)
+            WRITES[rnd.integers(len(WRITES))](v, w)
+        loss = (h * h).sum() + sum((k * (i + 2)).sum() for i, k in enumerate(kept))
+        loss.backward()
+        return [x.grad, w.grad, h] + kept
+    return run
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_random_programs_of_views_and_in_place_writes_match_torch(seed):
+    same_outcome(_random_program(seed))
