@@ -276,7 +276,7 @@ def _embedding_bag_row(w, psw, keep, kept, bag, B, mode):
     return _record(OPS["embedding_bag"], out, (w,) if psw is None else (w, psw), aux=ctx)
 
 
-def _bag_arrays(ctx, g, inputs, wanted):
+def _bag_arrays(ctx, g, inputs, out, wanted):
     if g.dtype not in (np.float32, np.float64):
         return None
     kern = _bag_kernels()
@@ -311,7 +311,7 @@ def _vjp_bag(ctx, g, inputs, out):
     return gw, (g.index_select(0, _new(ctx.bag)) * w.index_select(0, _new(ctx.index))).sum(1)
 
 
-registry.python("embedding_bag", "EmbeddingBagBackward0", None, _vjp_bag, saves=1 | 2, array_vjp=_bag_arrays,
+registry.python("embedding_bag", "EmbeddingBagBackward0", None, _vjp_bag, array_vjp=_bag_arrays,
                 unreplayable="its bags are computed from the values of its indices and offsets")
 
 

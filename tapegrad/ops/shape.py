@@ -16,12 +16,12 @@ from ..grad_mode import is_grad_enabled
 from ..tensor import Tensor, _new, VIEWS
 from .elementwise import where
 from ._common import broadcast_shape, _as_view, _dim, _dims, OPS, _record, _sizes, _tensor, _to_dtype, storage_of
-from ..tape import guard
+from ..tape import _local as _tape_local, guard
 from .reduce import expand
 
 
-def _recording(*xs):
-    return is_grad_enabled() and builtins.any(x._requires_grad for x in xs)
+def _recording(*xs):  # (tapegrad.compile records data movement on constants too: a replay recomputes it)
+    return is_grad_enabled() and (builtins.any(x._requires_grad for x in xs) or _tape_local.tracing is not None)
 
 
 # -- reshapes ---------------------------------------------------------------------------------------------
@@ -29,14 +29,15 @@ def _reshape(x, shape, op):
     """A view: it shares x's storage and version counter, as torch's views do, so a write through
     either one reaches the other, and is caught by the version check of every row that saved the other.
     Where x is a view whose memory cannot take the shape, torch's reshape copies: a tensor of its own."""
+    recording = x._requires_grad or _tape_local.tracing is not None
     data = x._data.reshape(shape)
     window = data
     if x._window is not None:
         window = x._window.reshape(shape)
         if not np.may_share_memory(window, x._window):  # (NumPy copied: not a view in torch either)
             data = data.copy()
-            return _record(op, data, (x,)) if x._requires_grad else _new(data)
-    t = _record(op, data, (x,)) if x._requires_grad else _new(data)
+            return _record(op, data, (x,)) if recording else _new(data)
+    t = _record(op, data, (x,)) if recording else _new(data)
     if x._strides is not None:  # (reshape copies where view cannot: contiguous then)
         new = _strides.of_view(x._data.shape, x._strides, shape)
         t._strides = None if new is None else _strides.normal(shape, new)
@@ -115,7 +116,7 @@ def _gather(x, index_map, op=None, out=None):
     index_map = np.asarray(index_map, dtype=np.int64, order="C")
     if out is None:
         out = np.asarray(x._data.reshape(-1)[index_map])
-    if not (x._requires_grad and is_grad_enabled()):
+    if not _recording(x):
         return _new(out)
     return _record(op or OPS["gather_flat"], out, (x,), 0.0, 0.0, id(index_map), index_map)
 
@@ -143,7 +144,7 @@ def _view_op(x, view, op, output_nr=None):
     its window is the same view of x's window (all but flip, which copies in torch too)."""
     v = view(x._data)
     out = np.array(v, order="C", copy=True)
-    if not (x._requires_grad and is_grad_enabled()):
+    if not _recording(x):
         t = _new(out)
     else:
         t = _gather(x, _view_map(x._data, v), op, out)
@@ -814,9 +815,9 @@ def _vjp_scatter(ctx, g, inputs, out):
 registry.structural("as_strided", K_GATHER, "AsStridedBackward0", _vjp_gather, forward=_gather_forward)
 registry.structural("as_strided_view", K_RESHAPE, "AsStridedBackward0", _vjp_reshape)
 registry.structural("copy_slices_view", K_RESHAPE, "CopySlices", _vjp_reshape)
-registry.python("copy_slices", "CopySlices", None, _vjp_copy_slices, saves=0,
+registry.python("copy_slices", "CopySlices", None, _vjp_copy_slices,
                 unreplayable="an in-place write through a view (tapegrad.compile stops at in-place ops)")
-registry.python("scatter_flat", "IndexPutBackward0", None, _vjp_scatter, saves=0,
+registry.python("scatter_flat", "IndexPutBackward0", None, _vjp_scatter,
                 unreplayable="a gather's adjoint: its output's size is not in its saved context")
 
 
@@ -861,15 +862,58 @@ def _vjp_triu(ctx, g, inputs, out):
     return (g.triu(ctx),)
 
 
-registry.python("cat", "CatBackward0", _cat_forward, _vjp_cat, saves=0)
-registry.python("stack", "StackBackward0", lambda ctx, *xs: np.stack(xs, axis=ctx), _vjp_stack, saves=0)
-registry.python("scatter_add", "ScatterAddBackward0", None, _vjp_scatter_add, saves=0, unreplayable=_READS_CONSTANT)
-registry.python("masked_fill", "MaskedFillBackward0", None, _vjp_masked_fill, saves=0, unreplayable=_READS_CONSTANT)
-registry.python("masked_fill_tensor", "MaskedFillBackward1", None, _vjp_masked_fill, saves=0,
+registry.python("cat", "CatBackward0", _cat_forward, _vjp_cat)
+registry.python("stack", "StackBackward0", lambda ctx, *xs: np.stack(xs, axis=ctx), _vjp_stack)
+registry.python("scatter_add", "ScatterAddBackward0", None, _vjp_scatter_add, unreplayable=_READS_CONSTANT)
+registry.python("masked_fill", "MaskedFillBackward0", None, _vjp_masked_fill, unreplayable=_READS_CONSTANT)
+registry.python("masked_fill_tensor", "MaskedFillBackward1", None, _vjp_masked_fill,
                 unreplayable=_READS_CONSTANT)
-registry.python("tril", "TrilBackward0", lambda ctx, x: np.tril(x, ctx), _vjp_tril, saves=0)
-registry.python("triu", "TriuBackward0", lambda ctx, x: np.triu(x, ctx), _vjp_triu, saves=0)
+registry.python("tril", "TrilBackward0", lambda ctx, x: np.tril(x, ctx), _vjp_tril)
+registry.python("triu", "TriuBackward0", lambda ctx, x: np.triu(x, ctx), _vjp_triu)
 
 
 __all__ = [n for n, v in list(globals().items()) if callable(v) and getattr(v, "__module__", None) == __name__
            and not n.startswith("_")]
+
+
+def _mT(self):
+    if self.ndim < 2:
+        raise RuntimeError(f"tensor.mT is only supported on matrices or batches of matrices. Got {self.ndim}-D "
+                           f"tensor.")
+    return transpose(self, -2, -1)
+
+
+# Tensor's methods for this module's front-ends (grep `Tensor.<name> =`)
+Tensor.T = property(lambda self: permute(self, *reversed(range(self.ndim))))
+Tensor.mT = property(_mT)
+Tensor.expand_as = lambda self, other: expand(self, other.shape)
+Tensor.view_as = lambda self, other: reshape(self, other.shape)
+Tensor.reshape_as = lambda self, other: reshape(self, other.shape)
+Tensor.__getitem__ = getitem
+Tensor.reshape = reshape
+Tensor.view = view
+Tensor.flatten = flatten
+Tensor.squeeze = squeeze
+Tensor.unsqueeze = unsqueeze
+Tensor.transpose = transpose
+Tensor.permute = permute
+Tensor.t = t
+Tensor.unflatten = unflatten
+Tensor.movedim = movedim
+Tensor.swapaxes = transpose
+Tensor.swapdims = transpose
+Tensor.repeat = repeat
+Tensor.flip = flip
+Tensor.split = split
+Tensor.chunk = chunk
+Tensor.narrow = narrow
+Tensor.select = select
+Tensor.unbind = unbind
+Tensor.gather = gather
+Tensor.scatter_add = scatter_add
+Tensor.index_select = index_select
+Tensor.masked_fill = masked_fill
+Tensor.take_along_dim = take_along_dim
+Tensor.tril = tril
+Tensor.triu = triu
+Tensor.diagonal = diagonal
