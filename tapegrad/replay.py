@@ -154,10 +154,14 @@ def _raise_plan_error(tape, row, arg):
     what = f"[{tensor_type_name(value)} {list(value.shape)}]"
     # torch names the node a saved output belongs to (the failing row itself: ExpBackward0's result), and
     # for a saved input the grad_fn it has now (the in-place op that last wrote its storage)
-    owner = row if arg < 0 else int(np.flatnonzero(tape.vaddr[:tape.n] == cell)[-1])
+    owner = row
+    if arg >= 0:  # (views share the cell: the newest row holding this value itself, if one does)
+        sharing = np.flatnonzero(tape.vaddr[:tape.n] == cell).tolist()
+        owner = next((r for r in reversed(sharing) if tape.values[r] is value), sharing[-1])
     producer = registry.OPS[tape.op[owner]]
     if producer.kind != registry.K_LEAF:
-        what += ", which is output 0 of " + re.sub(r"Backward\d*$", "", row_name(tape, owner)) + ","
+        name = re.sub(r"Backward\d*$", "", row_name(tape, owner))
+        what += ", which is output 0 of " + ("torch::autograd::" if name == "CopySlices" else "") + name + ","
     raise RuntimeError(_version_message(what, current, expected))
 
 

@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import _dtype, registry, tape as tape_mod
 from ..grad_mode import _state as _grad_mode
-from ..tensor import Tensor, _new, as_array
+from ..tensor import Tensor, _new, as_array, register_view, storage_of
 
 OPS = registry.BY_NAME
 
@@ -44,6 +44,27 @@ def _record_undefined_gradient(op, out, inputs, aux):
         t._tape, t._requires_grad, t._is_leaf, t._op = tape, True, False, op.code
         return t
     return _record(op, out, inputs, aux=aux)
+
+
+def _as_view(x, t, window, output_nr=None):
+    """t is torch's view of x, and its value mirrors `window` (a NumPy view into x's storage). output_nr: t's
+    place among the views a function returned (split, chunk, unbind), which torch forbids writing into."""
+    base = t._base = x if x._base is None else x._base
+    if output_nr is not None:
+        t._creation, t._output_nr = "multi", output_nr
+    elif x._creation is not None:
+        t._creation = x._creation  # (a view of such a view; torch's output number is 0 then)
+    elif base._requires_grad and not _grad_mode.enabled:
+        t._creation = "no_grad"
+    if not window.flags.writeable and storage_of(window).flags.writeable:
+        window.flags.writeable = True  # (np.diagonal's and broadcast_to's views are read-only by default)
+    register_view(t, window)
+    return _share_version(x, t)
+
+
+def window_of(x):
+    """The NumPy view of the storage that x's value mirrors: x's own value unless x is a (copied) view."""
+    return x._data if x._window is None else x._window
 
 
 def _share_version(x, t):

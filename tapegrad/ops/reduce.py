@@ -12,8 +12,8 @@ from ..registry import Ctx, K_EXPAND, K_SUM
 from ..tensor import Tensor, _new
 from . import elementwise
 from .elementwise import where
-from ._common import (OPS, _array_rule_dtype, _autocast_float32, _dim, _dims, _float, _in_float32, _mask, _record,
-                      _share_version, _sizes, _tensor, _to_dtype, summed_dims)
+from ._common import (OPS, _array_rule_dtype, _as_view, _autocast_float32, _dim, _dims, _float, _in_float32, _mask,
+                      _record, _sizes, _tensor, _to_dtype, summed_dims, window_of)
 
 
 def _reduce(name_all, name_dim, np_fn, input, dim, keepdim, dtype, scale_of):
@@ -72,7 +72,7 @@ def expand(input, *sizes):
     out = np.array(np.broadcast_to(x._data, shape), order="C")
     t = _record(OPS["expand"], out, (x,))
     t._strides = _strides.of_expand(x, shape)  # (broadcast dimensions: stride 0, as torch's expand view)
-    return _share_version(x, t)
+    return _as_view(x, t, np.broadcast_to(window_of(x), shape))
 
 
 # -- reductions with a Python adjoint ------------------------------------------------------------------
