@@ -298,6 +298,24 @@ def test_views_share_memory_with_their_base_both_ways():
     assert h[0, 2].item() == -1 and t[2, 0].item() == -1 and h._version == r._version == c._version
 
 
+@pytest.mark.parametrize("optimizer", ["SGD", "Adam", "RMSprop", "Adagrad"])
+@pytest.mark.parametrize("foreach", [True, False])
+def test_an_optimizer_step_reaches_the_views_of_its_parameters(optimizer, foreach):
+    """The update writes the parameters' arrays past the ops (a compiled pass, or NumPy): a view of a
+    parameter made before it reads the new values, as torch's."""
+    def run(L):
+        w = L.nn.Parameter(L.tensor(np.arange(12.0).reshape(3, 4) / 10, dtype=L.float32))
+        row, col, wt = w[1], w[:, 2], w.t()
+        opt = getattr(L.optim, optimizer)([w], lr=0.1, foreach=foreach)
+        (w * w).sum().backward()
+        opt.step()
+        return [w.detach(), row.detach(), col.detach(), wt.detach()]
+    got, want = outcome(run, tapegrad), outcome(run, torch)
+    assert got[0] == want[0] == "ok", (got, want)
+    for g, t in zip(got[1], want[1]):
+        np.testing.assert_allclose(g, t, rtol=1e-6)
+
+
 def test_a_write_through_a_detached_view_reaches_the_tensor():
     def run(L):
         x = L.tensor(np.linspace(-1.0, 1.0, 12).reshape(3, 4), dtype=L.float64, requires_grad=True)
