@@ -15,7 +15,8 @@ from ..registry import K_GATHER, K_RESHAPE
 from ..grad_mode import is_grad_enabled
 from ..tensor import Tensor, _new, VIEWS
 from .elementwise import where
-from ._common import broadcast_shape, _as_view, _dim, _dims, OPS, _record, _sizes, _tensor, _to_dtype, storage_of
+from ._common import (broadcast_shape, _array_rule_dtype, _as_view, _dim, _dims, OPS, _record, _sizes, _tensor,
+                      _to_dtype, storage_of)
 from ..tape import _local as _tape_local, guard
 from .reduce import expand
 
@@ -862,14 +863,54 @@ def _vjp_triu(ctx, g, inputs, out):
     return (g.triu(ctx),)
 
 
-registry.python("cat", "CatBackward0", _cat_forward, _vjp_cat)
-registry.python("stack", "StackBackward0", lambda ctx, *xs: np.stack(xs, axis=ctx), _vjp_stack)
+def _cat_arrays(ctx, g, inputs, out, wanted):
+    dim, sizes = ctx
+    if not _array_rule_dtype(g):
+        return None
+    grads, start, lead = [], 0, (slice(None),) * dim
+    for s, w in zip(sizes, wanted):
+        if s is None:  # a legacy empty 1-D input that cat skipped
+            grads.append(np.zeros(0, g.dtype) if w else None)
+            continue
+        grads.append(g[lead + (slice(start, start + s),)] if w else None)
+        start += s
+    return grads
+
+
+def _stack_arrays(ctx, g, inputs, out, wanted):
+    if not _array_rule_dtype(g):
+        return None
+    return [np.take(g, i, axis=ctx) if w else None for i, w in enumerate(wanted)]
+
+
+def _masked_fill_arrays(ctx, g, inputs, out, wanted):
+    if not _array_rule_dtype(g):
+        return None
+    mask = ctx._data
+    grads = [np.where(mask, 0.0, g) if wanted[0] else None]
+    if len(inputs) > 1:
+        grads.append(np.asarray(np.where(mask, g, 0.0).sum(), g.dtype) if wanted[1] else None)
+    return grads
+
+
+def _tril_arrays(ctx, g, inputs, out, wanted):
+    return (np.tril(g, ctx),) if _array_rule_dtype(g) else None
+
+
+def _triu_arrays(ctx, g, inputs, out, wanted):
+    return (np.triu(g, ctx),) if _array_rule_dtype(g) else None
+
+
+registry.python("cat", "CatBackward0", _cat_forward, _vjp_cat, array_vjp=_cat_arrays)
+registry.python("stack", "StackBackward0", lambda ctx, *xs: np.stack(xs, axis=ctx), _vjp_stack,
+                array_vjp=_stack_arrays)
 registry.python("scatter_add", "ScatterAddBackward0", None, _vjp_scatter_add, unreplayable=_READS_CONSTANT)
-registry.python("masked_fill", "MaskedFillBackward0", None, _vjp_masked_fill, unreplayable=_READS_CONSTANT)
-registry.python("masked_fill_tensor", "MaskedFillBackward1", None, _vjp_masked_fill,
+registry.python("masked_fill", "MaskedFillBackward0", None, _vjp_masked_fill, array_vjp=_masked_fill_arrays,
                 unreplayable=_READS_CONSTANT)
-registry.python("tril", "TrilBackward0", lambda ctx, x: np.tril(x, ctx), _vjp_tril)
-registry.python("triu", "TriuBackward0", lambda ctx, x: np.triu(x, ctx), _vjp_triu)
+registry.python("masked_fill_tensor", "MaskedFillBackward1", None, _vjp_masked_fill, array_vjp=_masked_fill_arrays,
+                unreplayable=_READS_CONSTANT)
+registry.python("tril", "TrilBackward0", lambda ctx, x: np.tril(x, ctx), _vjp_tril, array_vjp=_tril_arrays)
+registry.python("triu", "TriuBackward0", lambda ctx, x: np.triu(x, ctx), _vjp_triu, array_vjp=_triu_arrays)
 
 
 __all__ = [n for n, v in list(globals().items()) if callable(v) and getattr(v, "__module__", None) == __name__
