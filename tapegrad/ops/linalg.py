@@ -376,6 +376,26 @@ def _vjp_vector_norm(ctx, g, inputs, out):
     return (scaled * where(y == 0, 0.0, g / y ** (p - 1)),)
 
 
+def _norm_arrays(ctx, g, inputs, out, wanted):
+    x, = inputs
+    if not _array_rule_dtype(x):
+        return None
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (np.where(out == 0, 0.0 * x, x * (g / out)),)  # torch: zero gradient at the origin
+
+
+def _vector_norm_arrays(ctx, g, inputs, out, wanted):
+    """The 1- and 2-norms on arrays (the others take the Tensor rule)."""
+    x, = inputs
+    if not _array_rule_dtype(x) or ctx.p not in (1, 2):
+        return None
+    g, y = _keep(g, ctx.keep), _keep(out, ctx.keep)
+    if ctx.p == 1:
+        return (np.sign(x) * g,)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (np.where(y == 0, 0.0, g / y) * x,)
+
+
 _NORM2 = Ctx(p=2.0, dims=None)  # (all dims: a 0-d result)
 
 
@@ -390,8 +410,10 @@ registry.python("dot", "DotBackward0", _mm_forward, _vjp_matmul, array_vjp=_matm
 registry.python("matmul_fold", "UnsafeViewBackward0", _mm_forward, _vjp_matmul, array_vjp=_matmul_arrays)
 registry.python("matmul_bcast", "CloneBackward0", _mm_forward, _vjp_matmul, array_vjp=_matmul_arrays)
 registry.python("vecmat", "SqueezeBackward4", _mm_forward, _vjp_matmul, array_vjp=_matmul_arrays)
-registry.python("norm", "LinalgVectorNormBackward0", lambda ctx, x: _vector_norm_forward(_NORM2, x, False), _vjp_norm)
-registry.python("vector_norm", "LinalgVectorNormBackward0", _vector_norm_forward, _vjp_vector_norm)
+registry.python("norm", "LinalgVectorNormBackward0", lambda ctx, x: _vector_norm_forward(_NORM2, x, False), _vjp_norm,
+                array_vjp=_norm_arrays)
+registry.python("vector_norm", "LinalgVectorNormBackward0", _vector_norm_forward, _vjp_vector_norm,
+                array_vjp=_vector_norm_arrays)
 registry.python("einsum", "EinsumBackward0", _einsum_forward, _vjp_einsum)
 
 
