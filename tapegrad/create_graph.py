@@ -232,56 +232,82 @@ def _tensor_names(expr):
     return sorted({n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - calls - {"c", "c2"})
 
 
-class _ArrayOps(_Logical):
-    """An expression on arrays: `u ** v` as the pow op's own forward (x ** 3 as x * x * x, as the op row and
-    torch compute it), `&` and `|` as create_graph's logical functions."""
-    def visit_BinOp(self, node):
-        node = super().visit_BinOp(node)
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
-            return ast.copy_location(ast.Call(ast.Name("_pow_", ast.Load()), [node.left, node.right], []), node)
-        return node
+def _specialize(node, constants):
+    """An expression on arrays for given constants c, c2 (post-order): every part that reads no tensor is
+    computed once, by create_graph's scalar rules (a Python number, as op by op: `c - 1`, `c == 0`), a `_select`
+    on a constant condition is the branch it picks, `u ** 2.0` (1.0, 3.0) is the product the pow op's forward
+    and the kernels' `power` compute, `&` and `|` are the logical functions; what remains calls each function
+    on at least one array."""
+    for field, old in ast.iter_fields(node):
+        if isinstance(old, list):
+            setattr(node, field, [_specialize(v, constants) if isinstance(v, ast.AST) else v for v in old])
+        elif isinstance(old, ast.AST):
+            setattr(node, field, _specialize(old, constants))
+    if isinstance(node, ast.Name):
+        return ast.Constant(constants[node.id]) if node.id in constants else node
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.BitAnd, ast.BitOr)):
+        name = "_and_" if isinstance(node.op, ast.BitAnd) else "_or_"
+        node = ast.Call(ast.Name(name, ast.Load()), [node.left, node.right], [])
+    if isinstance(node, ast.expr) and not isinstance(node, ast.Constant) and _constant(node):
+        code = compile(ast.fix_missing_locations(ast.Expression(node)), "<constant>", "eval")
+        value = eval(code, {name: _function(name) for name in _FUNCTIONS | {"_and_", "_or_"}})
+        return ast.Constant(value.item() if isinstance(value, np.generic) else value)
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "_select"
+            and isinstance(node.args[0], ast.Constant)):
+        return node.args[1] if node.args[0].value else node.args[2]
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
+        e = node.right.value if isinstance(node.right, ast.Constant) else None
+        if type(e) in (int, float) and e in (1, 2, 3):
+            return node.left if e == 1 else _node("u * u" if e == 2 else "u * u * u", u=node.left)
+        return ast.Call(ast.Name("_pow_", ast.Load()), [node.left, node.right], [])
+    return node
+
+
+def _constant(node):
+    """Whether an expression reads no tensor (only numbers and functions of them)."""
+    return all(not isinstance(n, ast.Name) or n.id in _FUNCTIONS or n.id in ("_and_", "_or_")
+               for n in ast.walk(node))
 
 
 def _on_arrays(name):
     """A function of the expressions on arrays: the op's own NumPy forward, so that a fused row's value is what
-    the rows it stands for computed; on Python numbers only (constants), create_graph's scalar rule."""
+    the rows it stands for computed (each call has an array argument: _Specialize computed the others)."""
     if name == "where":
-        numpy = np.where
-    elif name == "_select":
-        def numpy(cond, p, q):
-            return (p if cond else q) if isinstance(cond, (bool, np.bool_)) else np.where(cond, p, q)
-    elif name == "_with_input":
-        def numpy(v, x):
-            return v if np.shape(v) == np.shape(x) else v + 0 * x
-    elif name in ("_and_", "_or_"):
-        numpy = np.logical_and if name == "_and_" else np.logical_or
-    elif name == "_pow_":
-        numpy = registry.BY_NAME["pow"].forward
-    else:
-        forward = registry.BY_NAME[name].forward
+        return np.where
+    if name == "_select":
+        return np.where
+    if name == "_with_input":
+        return lambda v, x: v if np.shape(v) == np.shape(x) else v + 0 * x
+    if name in ("_and_", "_or_"):
+        return np.logical_and if name == "_and_" else np.logical_or
+    if name == "_pow_":
+        return registry.BY_NAME["pow"].forward
+    op = registry.BY_NAME[name]
+    if op.ufunc is not None:
+        return op.ufunc
+    forward = op.forward
+    return lambda u: forward(u, 0.0, 0.0)
 
-        def numpy(u):
-            return forward(u, 0.0, 0.0)
-    scalar = (lambda u, v: u ** v) if name == "_pow_" else _function(name)
 
-    def fn(*args):
-        if any(isinstance(v, (np.ndarray, np.generic)) for v in args):
-            return numpy(*args)
-        return scalar(*args)
-    return fn
+_ON_ARRAYS = {}
+_SPECIALIZED_MAX = 256  # (expression, c, c2) entries kept; a loop over many exponents starts again past it
 
 
 def _array_forward(expr):
-    """forward(a, b, c=0, c2=0) of a derived op: its expression on arrays."""
-    code = compile(ast.fix_missing_locations(_ArrayOps().visit(ast.parse(expr, mode="eval"))), f"<fused {expr}>",
-                   "eval")
-    env = {"__name__": __name__}  # (a NumPy warning from it is tapegrad's own: filtered as the ops' are)
+    """forward(a, b, c=0, c2=0) of a derived op: its expression on arrays, specialized for c and c2 once."""
+    codes = {}
 
     def forward(a, b, c=0.0, c2=0.0):
-        if len(env) == 1:
-            env.update({name: _on_arrays(name) for name in _FUNCTIONS | {"_pow_", "_and_", "_or_"}})
-        env.update(a=a, b=b, c=c, c2=c2)
-        return eval(code, env)
+        code = codes.get((c, c2))
+        if code is None:
+            if len(codes) >= _SPECIALIZED_MAX:
+                codes.clear()
+            body = ast.Expression(_specialize(ast.parse(expr, mode="eval").body, {"c": c, "c2": c2}))
+            code = codes[c, c2] = compile(ast.fix_missing_locations(body), f"<fused {expr}>", "eval")
+        if not _ON_ARRAYS:
+            _ON_ARRAYS.update({name: _on_arrays(name) for name in _FUNCTIONS | {"_pow_", "_and_", "_or_"}},
+                              __name__=__name__)  # (a NumPy warning from it is tapegrad's own: filtered)
+        return eval(code, _ON_ARRAYS, {"a": a, "b": b})
     return forward
 
 
