@@ -1,4 +1,5 @@
-"""asv suite: W1-W7 step times, W1's forward and backward apart, and the
+"""asv suite: W1-W7 step times, W1's forward and backward apart, W8's (an op's recording cost, a
+backward's fixed cost), and the
 ``tapegrad.compile`` step times of W1, W2, W3, W5, W6 and W7 (``*Compiled``).
 
 The library is $TAPEGRAD_BENCH_LIB (default ``tapegrad``; ``torch`` benchmarks
@@ -98,6 +99,33 @@ class W1Forward(_W1Split):
 
 class W1Backward(_W1Split):
     """W1's backward through 1,500 nodes, from a forward made in setup."""
+
+    def setup(self, libname):
+        self.case = self._case(libname)
+        self.loss = self.case.forward()
+
+    def time_backward(self, libname):
+        self.case.backward(self.loss)
+
+
+class W8RecordOp(_W1Split):
+    """An op's recording cost: W8's forward, 3 ops on 0-d float32 tensors (divide by 3 for one op)."""
+
+    workload = "W8"
+    _cases = {}
+
+    def setup(self, libname):
+        self.case = self._case(libname)
+
+    def time_forward(self, libname):
+        self.case.forward()
+
+
+class W8BackwardFixed(_W1Split):
+    """A backward's fixed cost: W8's backward, 3 rows into 3 0-d leaves, from a forward made in setup."""
+
+    workload = "W8"
+    _cases = {}
 
     def setup(self, libname):
         self.case = self._case(libname)

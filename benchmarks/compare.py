@@ -173,7 +173,7 @@ def run_worker(spec):
     out = {}
     for wl in spec["workloads"]:
         libs = spec["libs"][wl]
-        split = wl == "W1"
+        split = wl in SPLIT
         cases, number, samples, errors = {}, {}, {}, {}
         for name in libs:
             try:
@@ -489,6 +489,9 @@ TARGETS = {
     "memory": [("≤ 1.2x torch", "torch", lambda r: r <= 1.2)],
 }
 W1_NODES = 1500
+# workloads timed as forward and backward apart: per row, (part, unit, divisor of the seconds)
+SPLIT = {"W1": (("forward", "µs/op", W1_NODES), ("backward", "µs/node", W1_NODES)),
+         "W8": (("forward", "µs/op recorded", 3), ("backward", "µs/backward", 1))}
 
 
 def target_cells(key, measured):
@@ -605,9 +608,9 @@ def build_table(workloads, check, agg, startup, startup_fail, descriptions, avai
             met = met.rstrip(")") + ("; " if met != "yes" else " (") + \
                 f"{m[variant]['micrograd']:.2f}x micrograd)"
         rows.append([label] + [cells[c] for c in TABLE_LIBS] + ratio_cells(m) + [target, met])
-        if wl == "W1":
-            for part, unit in (("forward", "µs/op"), ("backward", "µs/node")):
-                row = [f"W1 {part} ({unit})"]
+        if wl in SPLIT:
+            for part, unit, divisor in SPLIT[wl]:
+                row = [f"{wl} {part} ({unit})"]
                 for name in TABLE_LIBS:
                     t = times[name]
                     if cells[name] == "—":
@@ -615,9 +618,9 @@ def build_table(workloads, check, agg, startup, startup_fail, descriptions, avai
                     elif t is None:
                         row.append(cells[name] if cells[name] in ("n/a", "error", "MISMATCH", "not timed") else "n/a")
                     else:
-                        row.append(f"{t[part] / W1_NODES * 1e6:.3f}")
+                        row.append(f"{t[part] / divisor * 1e6:.3f}")
                 pm = measured(cells, times, part)
-                rows.append(row + ratio_cells(pm) + list(target_cells(f"W1 {part}", pm)))
+                rows.append(row + ratio_cells(pm) + list(target_cells(f"{wl} {part}", pm)))
     if startup is not None:
         for what, label in (("import", 'startup: python -c "import X"'),
                             ("first_backward", "startup: import + first backward")):

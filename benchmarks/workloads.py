@@ -37,7 +37,7 @@ import os
 
 import numpy as np
 
-WORKLOADS = ("W1", "W2", "W3", "W4", "W5", "W6", "W7")
+WORKLOADS = ("W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8")
 AUTOGRAD_LIBS = ("tapegrad", "tapegrad.compile", "torch")
 ALL_LIBS = ("tapegrad", "tapegrad.compile", "torch", "numpy", "micrograd")
 LIB_MODULES = {"tapegrad.compile": "tapegrad"}   # library name -> module it imports (default: itself)
@@ -50,12 +50,13 @@ DESCRIPTIONS = {
     "W5": "2nd derivative: grad(create_graph) of tanh(x)**3, 1,000 f64",
     "W6": "recurrent loop: 20 x tanh(x@Wx + h@Wh + b), batch 8, 16->32, SGD",
     "W7": "0-d parameters: cubic fit a+bx+cx²+dx³ to sin, 50 f32 points, SGD",
+    "W8": "fixed costs: (a*x+b)*c on 0-d f32 (3 ops recorded), backward into 3 leaves",
 }
 
 W1_OPS = 1500  # 500 x (mul, add, tanh)
 
 # Seeds: one per workload, fixed.
-SEEDS = {"W1": 1, "W2": 2, "W3": 3, "W4": 4, "W5": 5, "W6": 6, "W7": 7}
+SEEDS = {"W1": 1, "W2": 2, "W3": 3, "W4": 4, "W5": 5, "W6": 6, "W7": 7, "W8": 8}
 
 
 class NotAvailable(Exception):
@@ -815,13 +816,74 @@ class W7ScalarsNumpy:
 
 
 # --------------------------------------------------------------------------
+# W8 fixed costs: what recording one op and running one backward cost, apart from the arithmetic
+# --------------------------------------------------------------------------
+
+W8_OPS = 3  # a * x, + b, * c
+
+
+def w8_data():
+    rng = np.random.default_rng(SEEDS["W8"])
+    return {k: np.float32(v) for k, v in zip("abcx", rng.standard_normal(4))}
+
+
+class W8Fixed:
+    """loss = (a * x + b) * c on 0-d float32 tensors (a, b, c leaves, x a constant): its forward is the
+    recording cost of 3 ops, its backward a backward's fixed cost (plan, buffers, replay of 3 rows, 3 leaves'
+    .grad, freeing). Timed apart, as W1 (forward, backward)."""
+
+    ops = W8_OPS
+
+    def __init__(self, lib):
+        self.lib = lib
+        d = w8_data()
+        self.params = [lib.tensor(d[k], requires_grad=True) for k in "abc"]
+        self.x = lib.tensor(d["x"])
+
+    def forward(self):
+        a, b, c = self.params
+        for p in self.params:
+            p.grad = None
+        return (a * self.x + b) * c
+
+    def backward(self, loss):
+        loss.backward()
+        return [p.grad for p in self.params]
+
+    def step(self):
+        return self.backward(self.forward())
+
+
+class W8FixedNumpy:
+    """The floor: the same arithmetic and its gradients on NumPy float32 scalars."""
+
+    ops = W8_OPS
+
+    def __init__(self):
+        d = w8_data()
+        self.a, self.b, self.c, self.x = d["a"], d["b"], d["c"], d["x"]
+
+    def forward(self):
+        self.u = self.a * self.x + self.b
+        return self.u * self.c
+
+    def backward(self, loss):
+        gu = self.c
+        return [np.asarray(gu * self.x), np.asarray(gu), np.asarray(self.u)]
+
+    def step(self):
+        return self.backward(self.forward())
+
+
+# --------------------------------------------------------------------------
 # Factory
 # --------------------------------------------------------------------------
 
 _LIB_CLASSES = {"W1": W1Chain, "W2": W2Scalar, "W3": W3MLP, "W4": W4Matmul, "W5": W5Second,
-                "W6": W6Recurrent, "W7": W7Scalars}
+                "W6": W6Recurrent, "W7": W7Scalars, "W8": W8Fixed}
 _NUMPY_CLASSES = {"W1": W1ChainNumpy, "W2": W2ScalarNumpy, "W3": W3MLPNumpy,
-                  "W4": W4MatmulNumpy, "W5": W5SecondNumpy, "W6": W6RecurrentNumpy, "W7": W7ScalarsNumpy}
+                  "W4": W4MatmulNumpy, "W5": W5SecondNumpy, "W6": W6RecurrentNumpy, "W7": W7ScalarsNumpy,
+                  "W8": W8FixedNumpy}
 _MICROGRAD_CLASSES = {"W2": W2ScalarMicrograd}
 _COMPILED_CLASSES = {"W1": W1ChainCompiled, "W2": W2ScalarCompiled, "W3": W3MLPCompiled,
                      "W4": W4MatmulCompiled, "W5": W5SecondCompiled, "W6": W6RecurrentCompiled,

@@ -60,3 +60,11 @@ def test_targets_and_ratios_are_judged_per_row():
     assert rows["memory: W3 step peak at batch 1,024"][4:] == ["0.77x", "—", "1.03x", "≤ 1.2x torch", "yes"]
     assert all(len(r) == len(compare.HEADER) - 1 for r in rows.values())
     assert not any(re.search("micrograd", c) for c in compare.HEADER)
+
+
+def test_w8_rows_are_an_ops_recording_cost_and_a_backwards_fixed_cost():
+    w8 = {"tapegrad": _times(60e-6, 9e-6, 51e-6), "torch": _times(40e-6, 6e-6, 34e-6),
+          "numpy": _times(2e-6, 0.3e-6, 1.7e-6)}
+    rows = {r[0]: r[1:] for r in _rows(_table({"W8": w8}))[2:]}
+    assert rows["W8 forward (µs/op recorded)"][:5] == ["3.000", "—", "2.000", "0.100", "1.50x"]  # 3 ops recorded
+    assert rows["W8 backward (µs/backward)"][:5] == ["51.000", "—", "34.000", "1.700", "1.50x"]

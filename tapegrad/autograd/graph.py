@@ -86,7 +86,7 @@ def node_for(tape, row, op, value):
     ctx = tape.aux.get(row)
     if isinstance(ctx, Node):  # a custom Function's ctx is its grad_fn (MyFnBackward), as in torch
         return ctx
-    name = registry.OPS[op].grad_fn
+    name = getattr(ctx, "grad_fn_name", None) or registry.OPS[op].grad_fn  # (a fused derivative row: per row)
     cls = _classes.get(name)
     if cls is None:
         attrs = {"__slots__": ()}

@@ -49,9 +49,10 @@ def _unary(ops):
 
 def _binary(ops):
     # Output element k = o * inner + j reads a[o * ao + j * aj] and b[o * bo + j * bj] (broadcasting as two
-    # strides each), or a[IA[k]] and b[IB[k]] when the index maps IA, IB are given (kernels.runtime._split)
+    # strides each), or a[IA[k]] and b[IB[k]] when the index maps IA, IB are given (kernels.runtime._split);
+    # c, c2: the row's scalar attributes (a derived op's, create_graph.py: pow_ts's rule reads its exponent)
     out = ["", "", "@njit(**JIT)",
-           "def binary(op, A, B, Y, G, GA, GB, IA, IB, outer, inner, ao, aj, bo, bj, need_a, need_b):",
+           "def binary(op, A, B, Y, G, GA, GB, IA, IB, outer, inner, ao, aj, bo, bj, need_a, need_b, c, c2):",
            "    mapped = IA.size > 0"]
     kw = "if"
     for op in ops:

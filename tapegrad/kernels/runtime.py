@@ -361,10 +361,12 @@ def _step(i, kind, o, argptr, args, obj, fattr, iattr, need, offsets, adj, dt, n
             split = _split(y, _broadcast(y, x), _broadcast(y, z))
         if split[0] < 0:  # a broadcast that two strides per input cannot say: index maps
             elementwise.binary(o, view(x, num, dt), view(z, num, dt), view(y, num, dt), g, gx, gz,
-                               broadcast_offsets(y, x), broadcast_offsets(y, z), 1, n, 0, 0, 0, 0, need[a0], need[a1])
+                               broadcast_offsets(y, x), broadcast_offsets(y, z), 1, n, 0, 0, 0, 0, need[a0], need[a1],
+                               fattr[i, 0], fattr[i, 1])
         else:
             elementwise.binary(o, view(x, num, dt), view(z, num, dt), view(y, num, dt), g, gx, gz, _NO_MAP, _NO_MAP,
-                               split[0], split[1], split[2], split[3], split[4], split[5], need[a0], need[a1])
+                               split[0], split[1], split[2], split[3], split[4], split[5], need[a0], need[a1],
+                               fattr[i, 0], fattr[i, 1])
     elif not need[a0]:
         return
     elif kind == K_SUM:

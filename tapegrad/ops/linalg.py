@@ -42,6 +42,10 @@ def matmul(input, other):
 
 
 def _matmul_tensors(a, b):
+    da, db = a._data, b._data
+    if (da.ndim == 2 and db.ndim == 2 and da.dtype == db.dtype and da.dtype.kind == "f"
+            and da.shape[1] == db.shape[0]):  # the hot path (x @ w): every check below passes, and it is "matmul"
+        return _record(_MATMUL, np.asarray(np.matmul(da, db), order="C"), (a, b))
     if a.ndim == 0 or b.ndim == 0:
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {a.ndim}D and {b.ndim}D")
     _same_dtype(a, b)
@@ -404,6 +408,7 @@ def _vjp_einsum(ctx, g, inputs, out):
 
 
 registry.python("matmul", "MmBackward0", _mm_forward, _vjp_matmul, array_vjp=_matmul_arrays)
+_MATMUL = OPS["matmul"]  # (_matmul_tensors's hot path)
 registry.python("mv", "MvBackward0", _mm_forward, _vjp_matmul, array_vjp=_matmul_arrays)
 registry.python("bmm", "BmmBackward0", _mm_forward, _vjp_matmul, array_vjp=_matmul_arrays)
 registry.python("dot", "DotBackward0", _mm_forward, _vjp_matmul, array_vjp=_matmul_arrays)

@@ -467,7 +467,7 @@ def chunk(input, chunks, dim=0):
 def _iterate(x):
     """`for row in t`: torch's rows are unbind's views; made one at a time here."""
     for i in range(x.shape[0]):
-        yield _view_op(x, lambda a, i=i: a[i], OPS["unbind"], i)
+        yield _view_op(x, lambda a, i=i: a[i, ...], OPS["unbind"], i)
 
 
 def unbind(input, dim=0):

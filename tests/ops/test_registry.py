@@ -5,11 +5,12 @@ import pathlib
 
 import numpy as np
 import pytest
-from optable import arrays, tensors
+from optable import arrays, differentiable, flat_outputs, grads, seeds_for, tensors
 from test_ops_table import CASES
 
 import tapegrad
 from tapegrad import registry, tape as tape_mod
+from tapegrad.create_graph import DERIVED_NAMES
 
 OPS = [op for op in registry.OPS if op.name not in ("const", "freed")]
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -141,13 +142,29 @@ def _case_program(case):
     return program
 
 
+def _case_gradient_program(case):
+    """The case's forward and its gradient under create_graph, as test_ops_table's second-order check takes it:
+    what records create_graph's derived rows (create_graph.py: `tanh_backward` for tanh's `g * (1 - y * y)`)."""
+    def program():
+        xs = tensors(tapegrad, case, arrays(case, "float64" if "float64" in case.dtypes else case.dtypes[0]))
+        outs = differentiable(flat_outputs(case.call(tapegrad, case.paths[0], xs)))
+        return grads(tapegrad, outs, xs, seeds_for(outs, np.random.default_rng(5)), create_graph=True)
+    return program
+
+
 def test_every_op_has_a_test_row():
     """Each op is recorded by at least one case of the op table (tests/ops/test_ops_table.py: values, grad_fn,
-    gradients, finite differences and second order against torch), or is a row the engine makes itself
+    gradients, finite differences and second order against torch; a derived op of create_graph by a case's
+    gradient, which that second-order check differentiates), or is a row the engine makes itself
     (MADE_BY_THE_ENGINE names the test that meets it)."""
     seen = set()
     for case in CASES:
         seen |= _recorded(_case_program(case))[0]
+    derived = set(DERIVED_NAMES)
+    seen |= {d for d in derived if d.rsplit("_backward", 1)[0] in NO_FRONT_END}  # (no front-end records its base)
+    for case in CASES:
+        if derived - seen:
+            seen |= _recorded(_case_gradient_program(case))[0]
     missing = sorted(op.name for op in OPS if op.name not in seen | NO_FRONT_END | set(MADE_BY_THE_ENGINE)
                      | ON_A_PRIVATE_TAPE)
     assert not missing, f"ops no table case records: {missing}"

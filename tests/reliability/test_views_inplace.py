@@ -316,6 +316,21 @@ def test_an_optimizer_step_reaches_the_views_of_its_parameters(optimizer, foreac
         np.testing.assert_allclose(g, t, rtol=1e-6)
 
 
+@pytest.mark.parametrize("shape", [(3,), (2, 3), (2, 0)])
+def test_iterating_over_a_tensor_gives_torchs_rows_and_gradients(shape):
+    """`for row in t` yields unbind's views, 0-d ones for a 1-D tensor (a NumPy scalar cannot be a view)."""
+    def run(L):
+        x = L.tensor(np.arange(1.0, 1.0 + np.prod(shape)).reshape(shape), requires_grad=True)
+        rows = list(x * 2)
+        total = sum(((r * r).sum() for r in rows), L.zeros(()))
+        total.backward()
+        return [L.stack(rows) if rows else L.zeros(0), x.grad, L.tensor([len(rows)])]
+    got, want = outcome(run, tapegrad), outcome(run, torch)
+    assert got[0] == want[0] == "ok", (got, want)
+    for g, t in zip(got[1], want[1]):
+        np.testing.assert_allclose(g, t)
+
+
 def test_a_write_through_a_detached_view_reaches_the_tensor():
     def run(L):
         x = L.tensor(np.linspace(-1.0, 1.0, 12).reshape(3, 4), dtype=L.float64, requires_grad=True)
