@@ -428,9 +428,22 @@ add(Case("unfold", [A((2, 3, 5, 5))], {"kernel_size": 2}, paths=F),
     Case("interpolate", [A((1, 2, 4))], {"size": 7, "mode": "linear"}, paths=F, id="linear"),
     Case("interpolate", [A((1, 2, 3, 4))], {"size": (5, 7), "mode": "bilinear", "align_corners": True}, paths=F,
          id="bilinear"),
+    Case("interpolate", [A((1, 2, 3, 4))], {"size": (5, 7), "mode": "bicubic"}, paths=F, id="bicubic"),
+    Case("interpolate", [A((1, 2, 3, 4))], {"size": (5, 2), "mode": "bicubic", "align_corners": True}, paths=F,
+         id="bicubic_align"),
+    Case("interpolate", [A((1, 2, 2, 3, 4))], {"size": (3, 4, 5), "mode": "trilinear"}, paths=F, id="trilinear"),
+    Case("interpolate", [A((1, 2, 7, 6))], {"size": (3, 4), "mode": "bilinear", "antialias": True}, paths=F,
+         id="bilinear_aa"),
+    Case("interpolate", [A((1, 2, 7, 6))], {"size": (3, 4), "mode": "bicubic", "antialias": True}, paths=F,
+         id="bicubic_aa"),
+    Case("interpolate", [A((1, 2, 9, 7))], {"size": (4, 3), "mode": "lanczos", "antialias": True}, paths=F,
+         id="lanczos_aa"),
     Case("adaptive_max_pool2d", [A((1, 2, 5, 5))], {"output_size": 2}, paths=F),
     # torch's embedding_bag has no double backward (tapegrad's: tests/autograd/test_higher_order.py)
     Case("embedding_bag", [V([0, 2, 4, 1, 3]), A((5, 3)), V([0, 2])], paths=F, gg=False),
+    Case("embedding_bag_weighted", [A((5, 3)), A((5,))], gg=False, paths=("fn",), fn=lambda L, w, p: (
+        L.nn.functional.embedding_bag(L.tensor([0, 2, 4, 1, 3]), w, L.tensor([0, 2]), mode="sum",
+                                      per_sample_weights=p))),
     Case("max_unpool2d", [A((1, 2, 4, 4))], paths=("fn",), id="of_max_pool",
          fn=lambda L, x: L.nn.functional.max_unpool2d(*L.nn.functional.max_pool2d(x, 2, return_indices=True), 2)))
 
