@@ -28,8 +28,6 @@ CALLS_UP = {
                                                     "gather; shape's expand_as is reduce's expand)",
     ("tapegrad.ops.conv", "tapegrad.ops"): "a layer composes ops of the package that imports it",
     ("tapegrad.ops.padding", "tapegrad.ops"): "padding composes ops of the package that imports it",
-    ("tapegrad.ops.conv", "tapegrad.ops.padding"): "conv3d pads with F.pad, and padding.py's group_norm is built on "
-                                                    "conv's layer_norm",
     ("tapegrad.ops.out", "tapegrad.ops"): "out= wraps the package's public ops by name",
     ("tapegrad.autograd.functional", "tapegrad.autograd"): "autograd.grad lives in autograd/__init__.py, "
                                                             "which imports functional",

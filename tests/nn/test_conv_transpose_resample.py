@@ -45,14 +45,14 @@ CASES = {
                                      [(1, 2, 3, 3), (2, 3, 2, 2), (3,)], "ConvolutionBackward0"),
     "conv_transpose1d_groups": (lambda F, x, w: F.conv_transpose1d(x, w, groups=3), [(2, 6, 5), (6, 1, 4)],
                                 "ConvolutionBackward0"),
-    # conv3d is composed of conv2d rows (one per depth tap), so its grad_fn is the composition's
-    "conv3d": (lambda F, x, w, b: F.conv3d(x, w, b), [(2, 3, 4, 5, 6), (4, 3, 2, 3, 2), (4,)], None),
+    "conv3d": (lambda F, x, w, b: F.conv3d(x, w, b), [(2, 3, 4, 5, 6), (4, 3, 2, 3, 2), (4,)], "ConvolutionBackward0"),
     "conv3d_stride_pad_dil_groups": (
         lambda F, x, w, b: F.conv3d(x, w, b, stride=(2, 1, 2), padding=(1, 2, 0), dilation=(2, 1, 1), groups=2),
-        [(2, 4, 7, 5, 6), (6, 2, 2, 3, 3), (6,)], None),
+        [(2, 4, 7, 5, 6), (6, 2, 2, 3, 3), (6,)], "ConvolutionBackward0"),
     "conv3d_same_even": (lambda F, x, w: F.conv3d(x, w, padding="same", dilation=(1, 2, 1)),
-                         [(1, 2, 4, 5, 4), (3, 2, 2, 2, 3)], None),
-    "conv3d_unbatched": (lambda F, x, w: F.conv3d(x, w, stride=2, padding=1), [(2, 5, 5, 4), (3, 2, 3, 3, 3)], None),
+                         [(1, 2, 4, 5, 4), (3, 2, 2, 2, 3)], "ConvolutionBackward0"),
+    "conv3d_unbatched": (lambda F, x, w: F.conv3d(x, w, stride=2, padding=1), [(2, 5, 5, 4), (3, 2, 3, 3, 3)],
+                         "SqueezeBackward1"),
     "unfold": (lambda F, x: F.unfold(x, 3), [(2, 3, 5, 6)], "Im2ColBackward0"),
     "unfold_all_args": (lambda F, x: F.unfold(x, (2, 3), dilation=(2, 1), padding=(1, 2), stride=(2, 3)),
                         [(2, 2, 7, 8)], "Im2ColBackward0"),
@@ -167,7 +167,7 @@ def test_values_and_gradients_match_torch(name, dtype, rtol):
         assert ours.grad_fn.name() == grad_fn
 
 
-SECOND_ORDER = ["conv3d_stride_pad_dil_groups", "conv_transpose2d", "conv_transpose2d_groups_dilation", "conv_transpose1d", "unfold_all_args",
+SECOND_ORDER = ["conv3d_stride_pad_dil_groups", "conv3d_same_even", "conv3d_unbatched", "conv_transpose2d", "conv_transpose2d_groups_dilation", "conv_transpose1d", "unfold_all_args",
                 "fold_all_args", "interpolate_nearest_size", "interpolate_bilinear", "interpolate_linear_align",
                 "interpolate_bicubic", "interpolate_trilinear", "interpolate_bilinear_aa", "interpolate_bicubic_aa",
                 "interpolate_lanczos_down",
@@ -524,3 +524,26 @@ def test_upsample_module_new_modes(kwargs, shape):
     assert repr(ours) == repr(theirs)
     x = RNG.standard_normal(shape).astype(np.float64)
     np.testing.assert_allclose(ours(tg.tensor(x)).numpy(), theirs(torch.tensor(x)).numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_conv3d_is_one_row_replayed_under_compile():
+    """Conv3d is one ConvolutionBackward0 row (with its bias), replayed by tapegrad.compile (fullgraph)."""
+    tg.manual_seed(0)
+    conv = tg.nn.Conv3d(2, 4, (2, 3, 3), stride=(1, 2, 1), padding=1, groups=2)
+
+    def f(x):
+        return conv(x).square().sum()
+    compiled = tg.compile(f, fullgraph=True)
+    for step in range(3):
+        x = RNG.standard_normal((2, 2, 3, 5, 4)).astype(np.float32)
+        results = []
+        for fn in (f, compiled):
+            conv.zero_grad()
+            xs = tg.tensor(x, requires_grad=True)
+            value = fn(xs)
+            value.backward()
+            results.append([value.item(), xs.grad.numpy()] + [p.grad.numpy().copy() for p in conv.parameters()])
+        assert results[0][0] == pytest.approx(results[1][0], rel=1e-6)
+        for a, b in zip(results[0][1:], results[1][1:]):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    assert conv(tg.randn(1, 2, 3, 5, 4)).grad_fn.name() == "ConvolutionBackward0"

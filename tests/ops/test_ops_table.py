@@ -409,6 +409,7 @@ def _cell(kind):
 
 
 add(Case("conv2d", [A((2, 3, 5, 5)), A((4, 3, 3, 3)), A((4,))], paths=F),
+    Case("conv3d", [A((2, 4, 3, 4, 3)), A((2, 2, 2, 3, 2)), A((2,))], {"padding": 1, "groups": 2}, paths=F),
     Case("max_pool2d", [A((2, 3, 6, 6))], {"kernel_size": 2}, paths=F),
     Case("layer_norm", [A((2, 3, 4))], fn=lambda L, x: L.nn.functional.layer_norm(x, (4,))),
     Case("batch_norm", [A((5, 3))], fn=lambda L, x: L.nn.functional.batch_norm(x, None, None, training=True)),
