@@ -87,6 +87,7 @@ from ..ops.resample import (adaptive_max_pool1d, adaptive_max_pool1d_with_indice
 from ..ops.layers import embedding_renorm_ as _no_grad_embedding_renorm_  # noqa: E402  (torch's name in F)
 from ..ops.layers import (bilinear, channel_shuffle, cosine_similarity, embedding_bag,  # noqa: E402,F401
                           instance_norm, native_channel_shuffle, pairwise_distance, rms_norm)
+from ..ops.ctc import ctc_loss  # noqa: E402,F401
 from ..ops.metric_loss import (cosine_embedding_loss, gaussian_nll_loss, hinge_embedding_loss,  # noqa: E402,F401
                                margin_ranking_loss, multilabel_soft_margin_loss, poisson_nll_loss,
                                triplet_margin_loss, triplet_margin_with_distance_loss)

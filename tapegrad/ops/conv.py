@@ -285,11 +285,12 @@ def _conv(nd, input, weight, bias, stride, padding, dilation, groups):
     value = _conv_forward(ctx, x._data.reshape(xs4), w._data.reshape(ctx.wshape4),
                           None if bias is None else b._data)
     oshape = (xs4[0], O) + (out_hw if nd == 2 else out_hw[1:])
-    value = value.reshape(oshape if batched else oshape[1:])
-    inputs = (x, w) if bias is None else (x, w, b)
+    value = value.reshape(oshape)
+    inputs = (x if batched else x.unsqueeze(0), w) + ((b,) if bias is not None else ())
     if not w._requires_grad:
         ctx.cols = None if not any(t._requires_grad for t in inputs) else ctx.cols
-    return _record(OPS["conv"], value, inputs, aux=ctx)
+    out = _record(OPS["conv"], value, inputs, aux=ctx)
+    return out if batched else out.squeeze(0)  # (torch's unbatched convolution, so its SqueezeBackward1)
 
 
 def _scalar_name(dt):
@@ -452,9 +453,10 @@ def _conv_transpose(nd, input, weight, bias, stride, padding, output_padding, gr
     value = _conv_t_forward(ctx, x._data.reshape(xs4), w._data.reshape(ctx.wshape4),
                             None if bias is None else b._data)
     oshape = (xs4[0], Cog * groups) + (out_hw if nd == 2 else out_hw[1:])
-    value = value.reshape(oshape if batched else oshape[1:])
-    inputs = (x, w) if bias is None else (x, w, b)
-    return _record(OPS["conv"], value, inputs, aux=ctx)
+    value = value.reshape(oshape)
+    inputs = (x if batched else x.unsqueeze(0), w) + ((b,) if bias is not None else ())
+    out = _record(OPS["conv"], value, inputs, aux=ctx)
+    return out if batched else out.squeeze(0)  # (torch's unbatched convolution, so its SqueezeBackward1)
 
 
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
@@ -718,11 +720,15 @@ def _max_pool(nd, input, kernel_size, stride, padding, dilation, ceil_mode):
         raise RuntimeError(f"Given input size: ({shown}). Calculated output size: ({got}). Output size is too small")
     ctx = Ctx(planes=N * C, plane=H * W, xs4=xs4, k=k, s=s, p=p, d=d, out_hw=(oh, ow))
     value, local = _max_pool_planes(ctx, x._data)
-    oshape = (N, C) + ((oh, ow) if nd == 2 else (ow,))
+    oshape = (N, C, oh, ow)
     batched = x.ndim == nd + 2
+    if nd == 1:  # the 2-d row on x.unsqueeze(-2), then squeezed, as torch (its grad_fn: SqueezeBackward1)
+        x = x.unsqueeze(-2)
     value = value.reshape(oshape if batched else oshape[1:])
-    local = local.reshape(value.shape)
-    return _record(OPS["max_pool"], np.ascontiguousarray(value), (x,), aux=ctx), local
+    out = _record(OPS["max_pool"], np.ascontiguousarray(value), (x,), aux=ctx)
+    if nd == 1:
+        out, value = out.squeeze(-2), value.squeeze(-2)
+    return out, local.reshape(value.shape)
 
 
 def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
@@ -761,12 +767,40 @@ def _avg_matrix(size, k, s, p, out, ceil_mode, count_include_pad, override, dt):
     return m.astype(dt)
 
 
-def _separable(x, xs4, mh, mw, oshape):
-    """out = mh @ x @ mw.T on the (H, W) planes: two recorded matmuls with constants."""
+def _separable_forward(ctx, x):
+    out = np.matmul(np.matmul(ctx.mh, x.reshape(ctx.xs4)), ctx.mwT)
+    return out.reshape(ctx.oshape).astype(x.dtype, copy=False)  # (bfloat16: float32 sums, rounded once)
+
+
+def _separable_arrays(ctx, g, inputs, wanted):
+    g4 = np.asarray(g).reshape(ctx.xs4[:2] + (ctx.mh.shape[0], ctx.mwT.shape[1]))
+    return (np.matmul(np.matmul(ctx.mh.T, g4), ctx.mwT.T).reshape(inputs[0].shape).astype(g.dtype, copy=False),)
+
+
+def _vjp_separable(ctx, g, inputs, out):
+    """mh^T @ g @ mw: two matmuls with constants."""
     from . import matmul
-    x4 = x.reshape(xs4)
-    out = matmul(matmul(_new(mh), x4), _new(np.ascontiguousarray(mw.T)))
-    return out.reshape(oshape)
+    g4 = g.reshape(ctx.xs4[:2] + (ctx.mh.shape[0], ctx.mwT.shape[1]))
+    gx = matmul(matmul(_new(np.ascontiguousarray(ctx.mh.T)), g4), _new(np.ascontiguousarray(ctx.mwT.T)))
+    return (gx.reshape(tuple(inputs[0].shape)),)
+
+
+registry.python("avg_pool2d", "AvgPool2DBackward0", _separable_forward, _vjp_separable, saves=0,
+                array_vjp=_separable_arrays)
+registry.python("adaptive_avg_pool2d", "AdaptiveAvgPool2DBackward0", _separable_forward, _vjp_separable, saves=0,
+                array_vjp=_separable_arrays)
+
+
+def _separable(x, xs4, mh, mw, oshape, name="avg_pool2d"):
+    """out = mh @ x @ mw.T on the (H, W) planes: one row with constant matrices. A 1-d pool is the 2-d row on
+    x.unsqueeze(-2), then squeezed, as torch computes it (so its grad_fn is torch's SqueezeBackward1)."""
+    one_d = name.endswith("1d")
+    if one_d:
+        x = x.unsqueeze(-2)
+        oshape = tuple(oshape[:-1]) + (1, oshape[-1])
+    ctx = Ctx(mh=mh, mwT=np.ascontiguousarray(mw.T), xs4=xs4, oshape=tuple(oshape))
+    out = _record(OPS[name.replace("1d", "2d")], _separable_forward(ctx, x._data), (x,), aux=ctx)
+    return out.squeeze(-2) if one_d else out
 
 
 def _avg_pool(nd, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
@@ -789,7 +823,7 @@ def _avg_pool(nd, input, kernel_size, stride, padding, ceil_mode, count_include_
     if divisor_override is not None:
         mh = mh / dt.type(divisor_override)
     oshape = (N, C) + ((oh, ow) if nd == 2 else (ow,))
-    return _separable(x, xs4, mh, mw, oshape if x.ndim == nd + 2 else oshape[1:])
+    return _separable(x, xs4, mh, mw, oshape if x.ndim == nd + 2 else oshape[1:], f"avg_pool{nd}d")
 
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
@@ -829,7 +863,7 @@ def _adaptive_avg(nd, input, output_size):
     dt = x._data.dtype
     oshape = (N, C) + ((oh, ow) if nd == 2 else (ow,))
     return _separable(x, xs4, _adaptive_matrix(H, oh, dt), _adaptive_matrix(W, ow, dt),
-                      oshape if x.ndim == nd + 2 else oshape[1:])
+                      oshape if x.ndim == nd + 2 else oshape[1:], f"adaptive_avg_pool{nd}d")
 
 
 def adaptive_avg_pool2d(input, output_size):

@@ -13,6 +13,7 @@ from .. import _dtype, kernels, registry
 from ..tensor import _new, tensor_type_name
 from ._common import OPS, _dim, _record, _tensor, _to_dtype, broadcast_shape
 from . import scatter_flat
+from .shape import _gather, _gather_forward, _vjp_gather
 from .conv import batch_norm
 from .sparse import mm as sparse_mm, sparse_coo_tensor
 
@@ -125,10 +126,8 @@ def bilinear(input1, input2, weight, bias=None):
                            f"expected {out_f}")
     batch = tuple(a.shape[:-1])
     left = a.reshape(-1, in1).matmul(w.permute(1, 0, 2).reshape(in1, out_f * in2)).reshape(-1, out_f, in2)
-    y = (left * c.reshape(-1, 1, in2)).sum(2)
-    if bias is not None:
-        y = y + _tensor(bias)
-    return y.reshape(batch + (out_f,))
+    y = (left * c.reshape(-1, 1, in2)).sum(2).reshape(batch + (out_f,))
+    return y if bias is None else y + _tensor(bias)  # (the bias last: torch's AddBackward0)
 
 
 def channel_shuffle(input, groups):
@@ -141,7 +140,16 @@ def channel_shuffle(input, groups):
     if C % groups:
         raise RuntimeError(f"Number of channels must be divisible by groups. Got {C} channels and {groups} groups.")
     n, rest = x.shape[0], tuple(x.shape[2:])
-    return x.reshape((n, groups, C // groups) + rest).transpose(1, 2).reshape(x.shape)
+    split = (n, groups, C // groups) + rest
+    order = (0, 2, 1) + tuple(range(3, len(split)))
+    index = np.arange(x.numel(), dtype=np.int64).reshape(split).transpose(order).reshape(x.shape)
+    value = np.ascontiguousarray(x._data.reshape(split).transpose(order)).reshape(x.shape)
+    return _gather(x, index, OPS["channel_shuffle"], value)
+
+
+# one gather row, under torch's name
+registry.structural("channel_shuffle", registry.K_GATHER, "ChannelShuffleBackward0", _vjp_gather,
+                    forward=_gather_forward)
 
 
 native_channel_shuffle = channel_shuffle

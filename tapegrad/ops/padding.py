@@ -6,9 +6,11 @@ import math
 
 import numpy as np
 
+from .. import registry
 from ..tensor import _new
-from ._common import _autocast_lower, _tensor, autocast_state
+from ._common import OPS, _autocast_lower, _tensor, autocast_state
 from .conv import layer_norm
+from .shape import _gather_forward, _vjp_gather
 
 __all__ = []  # torch.nn.functional's only (nn/functional.py binds them)
 
@@ -34,6 +36,26 @@ def _sources(n, lo, hi, mode, dim, shape, pad):
     if lo > n or hi > n:
         raise RuntimeError("Padding value causes wrapping around more than once.")
     return i % n
+
+
+# each mode's gather row under torch's grad_fn name (circular stays a plain gather, IndexBackward0: torch's
+# circular padding is slicing copies, whose CopySlices node the gather is not)
+for _name, _grad_fn in (("constant_pad_nd", "ConstantPadNdBackward0"),
+                        ("reflection_pad1d", "ReflectionPad1DBackward0"),
+                        ("reflection_pad2d", "ReflectionPad2DBackward0"),
+                        ("reflection_pad3d", "ReflectionPad3DBackward0"),
+                        ("replication_pad1d", "ReplicationPad1DBackward0"),
+                        ("replication_pad2d", "ReplicationPad2DBackward0"),
+                        ("replication_pad3d", "ReplicationPad3DBackward0")):
+    registry.structural(_name, registry.K_GATHER, _grad_fn, _vjp_gather, forward=_gather_forward)
+
+
+def _pad_op(mode, k):
+    if mode == "constant":
+        return OPS["constant_pad_nd"]
+    if mode == "circular":
+        return None
+    return OPS[f"{'reflection' if mode == 'reflect' else 'replication'}_pad{k}d"]
 
 
 def pad(input, pad, mode="constant", value=None):
@@ -73,11 +95,12 @@ def pad(input, pad, mode="constant", value=None):
         index += np.maximum(s, 0) * stride
         outside |= s < 0
         stride *= shape[d]
+    op = _pad_op(mode, k)
     if not outside.any():
-        return _gather(x, index)
+        return _gather(x, index, op)
     index[outside] = n  # the appended constant
     fill = _new(np.full(1, 0 if value is None else value, x._data.dtype))
-    return _gather(cat([x.reshape(-1), fill]), index)
+    return _gather(cat([x.reshape(-1), fill]), index, op)
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):

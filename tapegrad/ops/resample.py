@@ -617,10 +617,12 @@ def _adaptive_max(nd, input, output_size):
     local = np.empty((N * C, oh, ow), np.int64)
     _pool_kernels().adaptive_max_pool2d_planes(np.ascontiguousarray(_as_float(xd)).reshape(N * C, H, W), value, local)
     ctx.local = local
-    oshape = (N, C) + ((oh, ow) if nd == 2 else (ow,))
-    if x.ndim != nd + 2:
-        oshape = oshape[1:]
+    oshape = (N, C, oh, ow) if x.ndim == nd + 2 else (C, oh, ow)
+    if nd == 1:  # the 2-d row on x.unsqueeze(-2), then squeezed, as torch (its grad_fn: SqueezeBackward1)
+        x = x.unsqueeze(-2)
     out = _record(OPS["adaptive_max_pool"], value.astype(xd.dtype, copy=False).reshape(oshape), (x,), aux=ctx)
+    if nd == 1:
+        return out.squeeze(-2), _new(local.reshape(oshape).squeeze(-2))
     return out, _new(local.reshape(oshape))
 
 
@@ -709,10 +711,13 @@ def _max_unpool(nd, input, indices, kernel_size, stride, padding, output_size):
     flat = flat.reshape(-1)
     out = np.zeros(N * C * plane, x._data.dtype)
     out[flat] = x._data.reshape(-1)
-    oshape = (N, C) + ((oh, ow) if nd == 2 else (oh,))
+    oshape = (N, C) + ((oh, ow) if nd == 2 else (1, oh))
     if not batched:
         oshape = oshape[1:]
-    return _record(OPS["max_unpool"], out.reshape(oshape), (x,), aux=Ctx(flat=flat.reshape(x.shape)))
+    if nd == 1:  # the 2-d row on x.unsqueeze(-2), then squeezed, as torch (its grad_fn: SqueezeBackward1)
+        x = x.unsqueeze(-2)
+    out = _record(OPS["max_unpool"], out.reshape(oshape), (x,), aux=Ctx(flat=flat.reshape(x.shape)))
+    return out.squeeze(-2) if nd == 1 else out
 
 
 def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):

@@ -409,6 +409,21 @@ def _cell(kind):
 
 
 add(Case("conv2d", [A((2, 3, 5, 5)), A((4, 3, 3, 3)), A((4,))], paths=F),
+    Case("pad", [A((2, 3, 4))], {"pad": (1, 2)}, paths=F, id="constant_pad_nd"),
+    Case("pad", [A((2, 3, 4))], {"pad": (2, 1), "mode": "reflect"}, paths=F, id="reflection_pad1d"),
+    Case("pad", [A((1, 2, 3, 4))], {"pad": (1, 2, 2, 1), "mode": "reflect"}, paths=F, id="reflection_pad2d"),
+    Case("pad", [A((1, 1, 3, 3, 4))], {"pad": (1, 2, 2, 1, 1, 1), "mode": "reflect"}, paths=F,
+         id="reflection_pad3d"),
+    Case("pad", [A((2, 3, 4))], {"pad": (2, 1), "mode": "replicate"}, paths=F, id="replication_pad1d"),
+    Case("pad", [A((1, 2, 3, 4))], {"pad": (1, 2, 2, 1), "mode": "replicate"}, paths=F, id="replication_pad2d"),
+    Case("pad", [A((1, 1, 3, 3, 4))], {"pad": (1, 2, 2, 1, 1, 1), "mode": "replicate"}, paths=F,
+         id="replication_pad3d"),
+    Case("channel_shuffle", [A((2, 6, 2, 3))], {"groups": 3}, paths=F),
+    # torch's ctc_loss has no double backward (tapegrad's raises its error: tests/nn/test_ctc_loss.py)
+    Case("ctc_loss", [A((6, 2, 4))], gg=False, paths=("fn",), fn=lambda L, x: L.nn.functional.ctc_loss(
+        x.log_softmax(2), L.tensor([[1, 2, 2], [3, 1, 0]]), [6, 5], [3, 2], reduction="none")),
+    Case("avg_pool2d", [A((1, 2, 5, 4))], {"kernel_size": 2, "stride": 1, "padding": 1}, paths=F),
+    Case("adaptive_avg_pool2d", [A((1, 2, 5, 4))], {"output_size": (2, 3)}, paths=F),
     Case("conv3d", [A((2, 4, 3, 4, 3)), A((2, 2, 2, 3, 2)), A((2,))], {"padding": 1, "groups": 2}, paths=F),
     Case("max_pool2d", [A((2, 3, 6, 6))], {"kernel_size": 2}, paths=F),
     Case("layer_norm", [A((2, 3, 4))], fn=lambda L, x: L.nn.functional.layer_norm(x, (4,))),

@@ -54,6 +54,12 @@ def _once_under_create_graph():
     return tapegrad.autograd.grad(_Once.apply(a), a, grad_outputs=v, create_graph=True)
 
 
+def _ctc_under_create_graph():
+    x = tapegrad.randn(4, 1, 3, requires_grad=True)
+    loss = tapegrad.nn.functional.ctc_loss(x.log_softmax(2), tapegrad.tensor([[1, 2]]), [4], [2])
+    return tapegrad.autograd.grad(loss, x, create_graph=True)
+
+
 def _compiled_call():
     f = tapegrad.compile(lambda a: (a * a).sum())
     f(_leaf2x3())
@@ -68,7 +74,7 @@ MADE_BY_THE_ENGINE = {
     "leaf": lambda: _leaf2x3() * 2, "scatter_flat": _grad_of_gather, "sum_to_shape": _grad_of_broadcast,
     "function": lambda: _Pair.apply(_leaf2x3()), "function_output": lambda: _Pair.apply(_leaf2x3()),
     "delayed_error": _once_under_create_graph, "compiled": _compiled_call,
-    "gather_flat": _sparse_product, "sparse_mm": _sparse_product,
+    "gather_flat": _sparse_product, "sparse_mm": _sparse_product, "ctc_loss_backward": _ctc_under_create_graph,
 }
 # recorded on tapegrad.compile's private tape when it traces autograd.grad without create_graph (tests/test_trace.py::
 # test_autograd_grad_inside_is_traced_and_replayed_with_each_calls_targets)
