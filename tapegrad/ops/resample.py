@@ -19,8 +19,8 @@ import numpy as np
 from .. import registry
 from ..tensor import _new
 from ._common import OPS, _record, _tensor
-from .conv import (Ctx, _conv_kernels, _max_pool_arrays, _pool_kernels, _vjp_max_pool, adaptive_avg_pool1d,
-                   adaptive_avg_pool2d)
+from .conv import (Ctx, _adaptive_matrix, _conv_kernels, _max_pool_arrays, _pool_kernels, _vjp_max_pool,
+                   adaptive_avg_pool1d, adaptive_avg_pool2d)
 from .linalg import matmul
 from .shape import _gather, _gather_forward, _vjp_gather, scatter_flat
 
@@ -249,6 +249,49 @@ for _name, _grad_fn in (("upsample_nearest1d", "UpsampleNearest1DBackward0"),
                     array_vjp=_nearest_arrays)
 
 
+def _nearest3d_take(ctx, x):
+    x = x.reshape(ctx.xshape)
+    for axis, index in enumerate(ctx.index):
+        x = np.take(x, index, axis=2 + axis)
+    return x
+
+
+def _nearest3d_arrays(ctx, g, inputs, wanted):
+    g = np.asarray(g).reshape(ctx.oshape)
+    for axis in (2, 1, 0):
+        g = _nearest_sum(g, ctx.index[axis], ctx.xshape[2 + axis], 2 + axis)
+    return (g.reshape(inputs[0].shape),)
+
+
+def _vjp_nearest3d(ctx, g, inputs, out):
+    """g scattered back to the sources (an index map built here, for create_graph only)."""
+    N, C, D, H, W = ctx.xshape
+    i_d, i_h, i_w = ctx.index
+    index = ((np.arange(N * C, dtype=np.int64).reshape(N, C, 1, 1, 1) * D + i_d.reshape(1, 1, -1, 1, 1)) * H
+             + i_h.reshape(1, 1, 1, -1, 1)) * W + i_w.reshape(1, 1, 1, 1, -1)
+    return (scatter_flat(g.reshape(ctx.oshape), index, inputs[0].shape),)
+
+
+for _name, _grad_fn in (("upsample_nearest3d", "UpsampleNearest3DBackward0"),
+                        ("_upsample_nearest_exact3d", "UpsampleNearestExact3DBackward0")):
+    registry.python(_name, _grad_fn, _nearest3d_take, _vjp_nearest3d, saves=0, array_vjp=_nearest3d_arrays)
+
+
+def _nearest3d(x, output_size, scale_factors, exact):
+    spatial = tuple(x.shape[2:])
+    if output_size is None:
+        output_size = [int(n * f) for n, f in zip(spatial, scale_factors)]
+    if builtins.min(output_size) <= 0 or builtins.min(spatial) <= 0:
+        ins = ", ".join(f"{n}: {v}" for n, v in zip("DHW", spatial))
+        outs = ", ".join(f"{n}: {v}" for n, v in zip("DHW", output_size))
+        raise RuntimeError(f"Input and output sizes should be greater than 0, but got input ({ins}) output ({outs})")
+    scales = scale_factors or [None] * 3
+    ctx = Ctx(index=[_nearest_index(n, o, s, exact) for n, o, s in zip(spatial, output_size, scales)],
+              xshape=tuple(x.shape), oshape=tuple(x.shape[:2]) + tuple(output_size))
+    name = "_upsample_nearest_exact3d" if exact else "upsample_nearest3d"
+    return _record(OPS[name], _nearest3d_take(ctx, x._data), (x,), aux=ctx)
+
+
 def _scale(in_size, out_size, scale, dt):
     """torch's compute_scales_value, in the kernel's arithmetic type: 1/scale_factor when given, else in/out."""
     if scale is not None and scale > 0:
@@ -419,7 +462,8 @@ for _name, _grad_fn in (("upsample_bicubic2d", "UpsampleBicubic2DBackward0"),
                         ("upsample_trilinear3d", "UpsampleTrilinear3DBackward0"),
                         ("_upsample_bilinear2d_aa", "UpsampleBilinear2DAaBackward0"),
                         ("_upsample_bicubic2d_aa", "UpsampleBicubic2DAaBackward0"),
-                        ("_upsample_lanczos2d_aa", "UpsampleLanczos2DAaBackward0")):
+                        ("_upsample_lanczos2d_aa", "UpsampleLanczos2DAaBackward0"),
+                        ("adaptive_avg_pool3d", "AdaptiveAvgPool3DBackward0")):
     registry.python(_name, _grad_fn, _separable_forward, _vjp_separable, saves=0, array_vjp=_separable_arrays)
 
 _MODES = "nearest | linear | bilinear | bicubic | trilinear | lanczos | area | nearest-exact"
@@ -493,9 +537,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if mode in ("bicubic", "lanczos") and x.ndim != 4:
         raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {x.ndim}D) for the "
                                   f"modes: {_MODES} (got {mode})")
-    if x.ndim == 5 and mode in ("nearest", "nearest-exact", "area"):
-        raise NotImplementedError(f"tapegrad: interpolate of a {x.ndim}D input in mode '{mode}' is not supported")
-    if mode in ("bicubic", "trilinear") or antialias:
+    if x.ndim == 5 and mode in ("nearest", "nearest-exact"):
+        return _nearest3d(x, output_size, scale_factors, mode == "nearest-exact")
+    if mode in ("bicubic", "trilinear") or antialias or (mode == "area" and x.ndim == 5):
         return _resample_separable(x, dim, output_size, scale_factors, mode, align_corners, antialias)
     if mode == "area":
         return (adaptive_avg_pool1d if dim == 1 else adaptive_avg_pool2d)(x, output_size)
@@ -554,6 +598,9 @@ def _resample_separable(x, nd, output_size, scale_factors, mode, align_corners, 
     if antialias:
         mats = [_aa_matrix(n, o, s, align_corners, dt, mode) for n, o, s in zip(spatial, output_size, scales)]
         name = f"_upsample_{mode}2d_aa"
+    elif mode == "area":  # (5-D: adaptive average pooling, separable as the 2-d one)
+        mats = [_adaptive_matrix(n, o, dt) for n, o in zip(spatial, output_size)]
+        name = "adaptive_avg_pool3d"
     elif mode == "bicubic":
         mats = [_cubic_matrix(n, o, s, align_corners, dt) for n, o, s in zip(spatial, output_size, scales)]
         name = "upsample_bicubic2d"

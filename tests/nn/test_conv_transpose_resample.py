@@ -118,6 +118,12 @@ CASES = {
                                  [(2, 2, 13, 11)], "UpsampleLanczos2DAaBackward0"),
     "interpolate_lanczos_up": (lambda F, x: F.interpolate(x, scale_factor=(2.5, 0.5), mode="lanczos", antialias=True),
                                [(1, 2, 4, 10)], "UpsampleLanczos2DAaBackward0"),
+    "interpolate_nearest3d": (lambda F, x: F.interpolate(x, scale_factor=(1.5, 0.7, 2.3)), [(2, 3, 3, 4, 5)],
+                              "UpsampleNearest3DBackward0"),
+    "interpolate_nearest_exact3d": (lambda F, x: F.interpolate(x, size=(2, 5, 4), mode="nearest-exact"),
+                                    [(1, 2, 3, 4, 5)], "UpsampleNearestExact3DBackward0"),
+    "interpolate_area3d": (lambda F, x: F.interpolate(x, size=(2, 3, 2), mode="area"), [(2, 2, 3, 4, 5)],
+                           "AdaptiveAvgPool3DBackward0"),
     "interpolate_area": (lambda F, x: F.interpolate(x, size=(3, 2), mode="area"), [(2, 3, 7, 5)],
                          None),  # (adaptive_avg_pool2d's rows)
     "pixel_shuffle": (lambda F, x: F.pixel_shuffle(x, 2), [(2, 8, 3, 4)], "PixelShuffleBackward0"),
@@ -170,7 +176,7 @@ def test_values_and_gradients_match_torch(name, dtype, rtol):
 SECOND_ORDER = ["conv3d_stride_pad_dil_groups", "conv3d_same_even", "conv3d_unbatched", "conv_transpose2d", "conv_transpose2d_groups_dilation", "conv_transpose1d", "unfold_all_args",
                 "fold_all_args", "interpolate_nearest_size", "interpolate_bilinear", "interpolate_linear_align",
                 "interpolate_bicubic", "interpolate_trilinear", "interpolate_bilinear_aa", "interpolate_bicubic_aa",
-                "interpolate_lanczos_down",
+                "interpolate_lanczos_down", "interpolate_nearest3d", "interpolate_area3d",
                 "pixel_shuffle", "pixel_unshuffle", "adaptive_max_pool2d", "max_unpool2d"]
 
 
@@ -455,12 +461,11 @@ def test_module_errors_match_torch(i):
 @pytest.mark.parametrize("call", [
     lambda F, x: F.interpolate(x.to(torch.uint8 if F is TF else tg.uint8), size=(3, 4), mode="bilinear"),
     lambda F, x: F.interpolate(x.to(torch.uint8 if F is TF else tg.uint8), size=(3, 4), mode="bicubic"),
-    lambda F, x: F.interpolate(x[..., None], size=(3, 4, 2)),
-    lambda F, x: F.interpolate(x[..., None], size=(3, 4, 2), mode="nearest-exact"),
-    lambda F, x: F.interpolate(x[..., None], size=(3, 4, 2), mode="area")])
+    lambda F, x: F.interpolate(x.to(torch.uint8 if F is TF else tg.uint8), size=(3, 4), mode="bilinear",
+                               antialias=True)])
 def test_modes_tapegrad_lacks_say_so(call):
-    """Integer input to the interpolating modes and 5-D nearest/area: torch computes them, tapegrad raises
-    NotImplementedError naming them."""
+    """Integer input to the interpolating modes: torch computes them, tapegrad raises NotImplementedError naming
+    them."""
     call(TF, torch.zeros(1, 1, 2, 2))  # (torch has them)
     with pytest.raises(NotImplementedError, match="tapegrad: interpolate"):
         call(GF, tg.zeros(1, 1, 2, 2))
