@@ -93,7 +93,7 @@ def _beta(emit, ext, skip, valid, input_lengths, target_lengths):
     return beta
 
 
-def _ctc_forward(ctx, log_probs, targets=None):
+def _ctc_forward(ctx, log_probs):
     lp = np.asarray(log_probs, np.float64).reshape(ctx.shape3)
     ctx.alpha, ctx.emit, ctx.skip, ctx.valid, nll = _alpha(lp, ctx.ext, ctx.input_lengths, ctx.target_lengths)
     ctx.nll = nll
@@ -147,8 +147,9 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     reduction = _reduction(reduction)
     lp, tg = _tensor(log_probs), _tensor(targets)
     batched = lp.ndim == 3
-    if lp.ndim not in (2, 3):
-        raise RuntimeError(f"ctc_loss: expected log_probs to be 2-D or 3-D, got {lp.ndim}-D")
+    if lp.ndim not in (2, 3):  # (torch treats it as unbatched, a batch dim inserted, then checks)
+        raise RuntimeError(f"Expected 3-dimensional tensor, but got {lp.ndim + 1}-dimensional tensor for argument #1 "
+                           f"'log_probs' (while checking arguments for ctc_loss_allocate_outputs)")
     T, N, C = (lp.shape if batched else (lp.shape[0], 1, lp.shape[1]))
     il = _lengths(input_lengths, "input_lengths", N)
     tl = _lengths(target_lengths, "target_lengths", N)

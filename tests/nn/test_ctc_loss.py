@@ -86,6 +86,8 @@ ERRORS = [
     lambda L, x: L.nn.functional.ctc_loss(x, L.tensor(TARGETS), [7, 5, 6], [3, 2, 1], blank=5),
     lambda L, x: L.nn.functional.ctc_loss(x, L.tensor(FLAT[:5]), [7, 5, 6], [3, 2, 1]),
     lambda L, x: L.nn.functional.ctc_loss(x, L.tensor(TARGETS), [7, 5, 6], [3, 2, 1], reduction="avg"),
+    lambda L, x: L.nn.functional.ctc_loss(x[None], L.tensor(TARGETS), [7], [3]),
+    lambda L, x: L.nn.functional.ctc_loss(x[:, 0, 0], L.tensor([1]), [7], [1]),
 ]
 
 
