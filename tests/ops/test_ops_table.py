@@ -419,6 +419,10 @@ add(Case("conv2d", [A((2, 3, 5, 5)), A((4, 3, 3, 3)), A((4,))], paths=F),
     Case("pad", [A((1, 1, 3, 3, 4))], {"pad": (1, 2, 2, 1, 1, 1), "mode": "replicate"}, paths=F,
          id="replication_pad3d"),
     Case("channel_shuffle", [A((2, 6, 2, 3))], {"groups": 3}, paths=F),
+    Case("prelu", [A((2, 3, 4)), A((3,))], paths=F),
+    Case("hardswish", [A((3, 4), "big")], paths=F),
+    Case("mish", [A((3, 4))], paths=F),
+    Case("glu", [A((3, 4))], {"dim": 1}, paths=F),
     # torch's ctc_loss has no double backward (tapegrad's raises its error: tests/nn/test_ctc_loss.py)
     Case("ctc_loss", [A((6, 2, 4))], gg=False, paths=("fn",), fn=lambda L, x: L.nn.functional.ctc_loss(
         x.log_softmax(2), L.tensor([[1, 2, 2], [3, 1, 0]]), [6, 5], [3, 2], reduction="none")),
