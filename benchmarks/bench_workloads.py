@@ -179,12 +179,12 @@ class W5SecondDerivativeCompiled(_CompiledSuite):
 
 
 class W6RecurrentCompiled(_CompiledSuite):
-    """W6 with the loop and its gradients (h0, inputs -> autograd.grad) under tapegrad.compile."""
+    """W6's whole training step (zero_grad, loop, backward, optim.SGD's step) under tapegrad.compile."""
 
     workload = "W6"
 
 
 class W7ScalarParametersCompiled(_CompiledSuite):
-    """W7 with the loss and its gradients (x, y -> autograd.grad) under tapegrad.compile."""
+    """W7's whole training step (zero_grad, loss, backward, optim.SGD's step) under tapegrad.compile."""
 
     workload = "W7"

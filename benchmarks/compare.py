@@ -11,7 +11,8 @@ What it does:
 
 1. Checks that the implementations agree: every library's gradients (the
    column "compiled" is ``tapegrad.compile(fullgraph=True)`` of the same step;
-   in W2-W7 the compiled part takes the gradients itself) are
+   in W2-W7 the compiled part takes the gradients itself; in W6-W7 it is the
+   whole training step, optim.SGD's update included) are
    compared with the NumPy reference (np.allclose, rtol 1e-4 for float32,
    1e-6 for float64, atol relative to the gradient's scale).  A workload
    where any library disagrees is *not timed* (the row says which).  A
@@ -769,8 +770,9 @@ def main(argv=None):
               "per-process ratios (startup: ratio of medians)"),
              "numpy = hand-written forward+backward (the floor); micrograd = pure-Python scalar peer (W2 only)",
              ("compiled = the tapegrad step with its differentiable part under tapegrad.compile(fullgraph=True) "
-              "(traced in warm-up, replayed when timed; in W2-W7 it takes the gradients itself with "
-              "autograd.grad, so the backward is replayed with the forward)")]
+              "(traced in warm-up, replayed when timed; in W2-W5 it takes the gradients itself with "
+              "autograd.grad, so the backward is replayed with the forward; in W6-W7 it is the whole training "
+              "step: zero_grad, loss.backward(), optim.SGD's step)")]
     if startup is not None and ("baseline", "python -c pass") in startup:
         notes.append(f"startup times include interpreter startup: python -c pass = "
                      f"{fmt_time(startup[('baseline', 'python -c pass')])}")

@@ -686,20 +686,23 @@ class W6Recurrent:
 
 
 class W6RecurrentCompiled(W6Recurrent):
-    """W6Recurrent with the loop and its gradients (autograd.grad) under lib.compile(fullgraph=True): h0 and
-    the inputs are arguments, the weights closure parameters; the same SGD step outside."""
+    """W6Recurrent's whole training step under lib.compile(fullgraph=True), as a user writes it: zero_grad, the
+    loop, loss.backward() and optim.SGD's step (the same update as the eager loop's) in one compiled call; h0 and
+    the inputs are arguments, the weights closure parameters."""
 
     def __init__(self, lib, **kwargs):
         super().__init__(lib, **kwargs)
-        self.gradients = lib.compile(lambda h, *xs: lib.autograd.grad(self.loss(h, *xs), self.params),
-                                     fullgraph=True)
+        opt = lib.optim.SGD(self.params, lr=self.lr)
+
+        def train_step(h, *xs):
+            opt.zero_grad()
+            self.loss(h, *xs).backward()
+            opt.step()
+        self.train_step = lib.compile(train_step, fullgraph=True)
 
     def step(self):
-        grads = self.gradients(self.h0, *self.xs)
-        with self.lib.no_grad():
-            for p, g in zip(self.params, grads):
-                p -= self.lr * g
-        return list(grads)
+        self.train_step(self.h0, *self.xs)
+        return [p.grad for p in self.params]
 
 
 class W6RecurrentNumpy:
@@ -771,19 +774,22 @@ class W7Scalars:
 
 
 class W7ScalarsCompiled(W7Scalars):
-    """W7Scalars with the loss and its gradients (autograd.grad) under lib.compile(fullgraph=True)."""
+    """W7Scalars' whole training step under lib.compile(fullgraph=True), as a user writes it: zero_grad, the
+    loss, loss.backward() and optim.SGD's step (the same update as the eager loop's) in one compiled call."""
 
     def __init__(self, lib, points=50):
         super().__init__(lib, points)
-        self.gradients = lib.compile(lambda x, y: lib.autograd.grad(self.loss(x, y), self.params),
-                                     fullgraph=True)
+        opt = lib.optim.SGD(self.params, lr=self.lr)
+
+        def train_step(x, y):
+            opt.zero_grad()
+            self.loss(x, y).backward()
+            opt.step()
+        self.train_step = lib.compile(train_step, fullgraph=True)
 
     def step(self):
-        grads = self.gradients(self.x, self.y)
-        with self.lib.no_grad():
-            for p, g in zip(self.params, grads):
-                p -= self.lr * g
-        return list(grads)
+        self.train_step(self.x, self.y)
+        return [p.grad for p in self.params]
 
 
 class W7ScalarsNumpy:

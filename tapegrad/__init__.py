@@ -49,7 +49,7 @@ from ._runtime import (are_deterministic_algorithms_enabled, get_default_dtype, 
                        set_float32_matmul_precision, set_num_interop_threads, set_num_threads,
                        use_deterministic_algorithms)
 from ._torch_alias import install_as_torch  # noqa: E402,F401
-_LAZY_SUBMODULES = ("onnx", "hub", "serialization")
+_LAZY_SUBMODULES = ("onnx", "hub", "serialization", "_dynamo", "_logging")  # (_dynamo, _logging: compile)
 
 
 def __getattr__(name):  # torch.onnx / torch.hub load on first use, as `import torch.onnx` would

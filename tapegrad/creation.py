@@ -5,11 +5,14 @@ import numpy as np
 
 from . import _dtype, random
 from .device import check as _check_device
-from .tensor import Tensor, _new, as_array
+from .tape import _local as _tape_local, made_in_trace
+from .tensor import Tensor, _flat, _new, as_array
 
 
-def _finish(data, dtype=None, requires_grad=False):
+def _finish(data, dtype=None, requires_grad=False, made=True):
     t = _new(data if dtype is None else data.astype(_dtype.to_numpy_dtype(dtype), copy=False))
+    if made and _tape_local.tracing is not None:  # (tapegrad.compile: a constant of the trace)
+        made_in_trace(t)
     if requires_grad:
         if not _dtype.is_float(t._data.dtype):  # (torch's factories capitalise it; the attribute's message does not)
             raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
@@ -38,7 +41,10 @@ def _float(dtype):
 
 def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False):
     _check_device(device)
-    return _finish(as_array(data, dtype), None, requires_grad)
+    # (a copy of a tensor's value is no constant of a trace: it depends on what the tensor holds)
+    made = _tape_local.tracing is not None and not isinstance(data, Tensor) and not (
+        isinstance(data, (list, tuple)) and any(isinstance(d, Tensor) for d in _flat(data)))
+    return _finish(as_array(data, dtype), None, requires_grad, made)
 
 
 def as_tensor(data, dtype=None, device=None):
@@ -176,12 +182,14 @@ def full_like(input, fill_value, dtype=None, device=None, requires_grad=False, m
 
 def rand(*size_args, size=None, generator=None, dtype=None, device=None, requires_grad=False):
     _check_device(device)
-    return _finish(random.uniform(_shape(size_args if size is None else (size,)), generator, _float(dtype)), None, requires_grad)
+    return _drawn(random.uniform, (_shape(size_args if size is None else (size,)), generator, _float(dtype)),
+                  requires_grad)
 
 
 def randn(*size_args, size=None, generator=None, dtype=None, device=None, requires_grad=False):
     _check_device(device)
-    return _finish(random.normal(_shape(size_args if size is None else (size,)), generator, _float(dtype)), None, requires_grad)
+    return _drawn(random.normal, (_shape(size_args if size is None else (size,)), generator, _float(dtype)),
+                  requires_grad)
 
 
 def randint(low, high=None, size=None, generator=None, dtype=None, device=None, requires_grad=False):
@@ -192,13 +200,28 @@ def randint(low, high=None, size=None, generator=None, dtype=None, device=None, 
         low, high = 0, low
     if size is None:
         raise TypeError("randint() missing 1 required positional argument: 'size'")
-    data = random.integers(low, high, _shape((size,)), generator, _dtype.to_numpy_dtype(dtype or _dtype.int64))
-    return _finish(data.astype(_dtype.to_numpy_dtype(dtype or _dtype.int64)), None, requires_grad)
+    return _drawn(_integers, (low, high, _shape((size,)), generator, _dtype.to_numpy_dtype(dtype or _dtype.int64)),
+                  requires_grad)
+
+
+def _integers(low, high, shape, generator, dtype):
+    return random.integers(low, high, shape, generator, dtype).astype(dtype)
 
 
 def randperm(n, generator=None, dtype=None, device=None, requires_grad=False):
     _check_device(device)
-    return _finish(random.permutation(n, generator).astype(_dtype.to_numpy_dtype(dtype or _dtype.int64)))
+    return _drawn(_permutation, (n, generator, _dtype.to_numpy_dtype(dtype or _dtype.int64)), requires_grad)
+
+
+def _permutation(n, generator, dtype):
+    return random.permutation(n, generator).astype(dtype)
+
+
+def _drawn(draw, args, requires_grad):
+    """A factory's random draw; while tapegrad.compile traces, a row that each replay draws again."""
+    if _tape_local.tracing is not None:
+        return _tape_local.tape.record_draw(draw, args, requires_grad)
+    return _finish(draw(*args), None, requires_grad)
 
 
 def rand_like(input, dtype=None, requires_grad=False):

@@ -1,191 +1,17 @@
-"""Tensor's methods and operators: each one is an op from ops.py, bound here in one table."""
+"""Tensor's methods that are not one op's front-end: in-place forms, `x[k] = v`, `new_*`, flags. An op's own
+method is bound beside it, at the end of its module under ops/ (grep `Tensor.<name> =`)."""
 import numpy as np
 
 from . import ops
-from .ops.elementwise import _add, _sub
 from .grad_mode import is_grad_enabled
 from .device import check as _check_device
 from .tape import untraceable
 from .tensor import as_array, _new, Tensor
 from .creation import _shape
-from .registry import OPS
+from .registry import OPS, reads_input
 from . import _dtype
 
 
-def _reflected(fn):
-    return lambda self, other: fn(other, self)
-
-
-# Each method and operator, bound by name (grep `Tensor.<name> =`).
-Tensor.__add__ = _add
-Tensor.__radd__ = _add
-Tensor.__sub__ = _sub
-Tensor.__rsub__ = _reflected(_sub)
-Tensor.__mul__ = ops.mul
-Tensor.__rmul__ = ops.mul
-Tensor.__truediv__ = ops.div
-Tensor.__rtruediv__ = _reflected(ops.div)
-Tensor.__pow__ = ops.pow
-Tensor.__rpow__ = _reflected(ops.pow)
-Tensor.__matmul__ = ops.matmul
-Tensor.__rmatmul__ = _reflected(ops.matmul)
-Tensor.__neg__ = ops.neg
-Tensor.__abs__ = ops.abs
-Tensor.__eq__ = ops.eq
-Tensor.__ne__ = ops.ne
-Tensor.__lt__ = ops.lt
-Tensor.__le__ = ops.le
-Tensor.__gt__ = ops.gt
-Tensor.__ge__ = ops.ge
-Tensor.__and__ = ops.bitwise_and
-Tensor.__or__ = ops.bitwise_or
-Tensor.__xor__ = ops.bitwise_xor
-Tensor.__invert__ = ops.logical_not
-Tensor.__getitem__ = ops.getitem
-Tensor.add = ops.add
-Tensor.sub = ops.sub
-Tensor.subtract = ops.sub
-Tensor.mul = ops.mul
-Tensor.multiply = ops.mul
-Tensor.div = ops.div
-Tensor.divide = ops.div
-Tensor.true_divide = ops.div
-Tensor.pow = ops.pow
-Tensor.matmul = ops.matmul
-Tensor.mm = ops.mm
-Tensor.dot = ops.dot
-Tensor.neg = ops.neg
-Tensor.negative = ops.neg
-Tensor.abs = ops.abs
-Tensor.exp = ops.exp
-Tensor.log = ops.log
-Tensor.sqrt = ops.sqrt
-Tensor.sin = ops.sin
-Tensor.cos = ops.cos
-Tensor.tan = ops.tan
-Tensor.tanh = ops.tanh
-Tensor.sigmoid = ops.sigmoid
-Tensor.relu = ops.relu
-Tensor.reciprocal = ops.reciprocal
-Tensor.square = ops.square
-Tensor.rsqrt = ops.rsqrt
-Tensor.log1p = ops.log1p
-Tensor.expm1 = ops.expm1
-Tensor.log2 = ops.log2
-Tensor.exp2 = ops.exp2
-Tensor.asin = ops.asin
-Tensor.acos = ops.acos
-Tensor.atan = ops.atan
-Tensor.arcsin = ops.asin
-Tensor.arccos = ops.acos
-Tensor.arctan = ops.atan
-Tensor.sinh = ops.sinh
-Tensor.cosh = ops.cosh
-Tensor.erf = ops.erf
-Tensor.sign = ops.sign
-Tensor.floor = ops.floor
-Tensor.ceil = ops.ceil
-Tensor.round = ops.round
-Tensor.trunc = ops.trunc
-Tensor.atan2 = ops.atan2
-Tensor.maximum = ops.maximum
-Tensor.minimum = ops.minimum
-Tensor.clamp = ops.clamp
-Tensor.clip = ops.clamp
-Tensor.sum = ops.sum
-Tensor.mean = ops.mean
-Tensor.norm = ops.norm
-Tensor.expand = ops.expand
-Tensor.reshape = ops.reshape
-Tensor.view = ops.view
-Tensor.flatten = ops.flatten
-Tensor.squeeze = ops.squeeze
-Tensor.unsqueeze = ops.unsqueeze
-Tensor.transpose = ops.transpose
-Tensor.permute = ops.permute
-Tensor.t = ops.t
-Tensor.clone = ops.clone
-Tensor.eq = ops.eq
-Tensor.ne = ops.ne
-Tensor.lt = ops.lt
-Tensor.le = ops.le
-Tensor.gt = ops.gt
-Tensor.ge = ops.ge
-Tensor.logical_not = ops.logical_not
-Tensor.logical_and = ops.logical_and
-Tensor.logical_or = ops.logical_or
-Tensor.isnan = ops.isnan
-Tensor.isinf = ops.isinf
-Tensor.isfinite = ops.isfinite
-Tensor.equal = ops.equal
-Tensor.allclose = ops.allclose
-Tensor.where = lambda self, condition, other: ops.where(condition, self, other)
-Tensor.rsub = ops.rsub
-Tensor.lerp = ops.lerp
-Tensor.clamp_min = ops.clamp_min
-Tensor.clamp_max = ops.clamp_max
-Tensor.logical_xor = ops.logical_xor
-Tensor.greater = ops.gt
-Tensor.less = ops.lt
-Tensor.greater_equal = ops.ge
-Tensor.less_equal = ops.le
-Tensor.not_equal = ops.ne
-Tensor.arctan2 = ops.atan2
-Tensor.fmax = ops.maximum
-Tensor.fmin = ops.minimum
-Tensor.prod = ops.prod
-Tensor.var = ops.var
-Tensor.std = ops.std
-Tensor.amax = ops.amax
-Tensor.amin = ops.amin
-Tensor.max = ops.max
-Tensor.min = ops.min
-Tensor.argmax = ops.argmax
-Tensor.argmin = ops.argmin
-Tensor.logsumexp = ops.logsumexp
-Tensor.softmax = ops.softmax
-Tensor.log_softmax = ops.log_softmax
-Tensor.cumsum = ops.cumsum
-Tensor.all = ops.all
-Tensor.any = ops.any
-Tensor.unflatten = ops.unflatten
-Tensor.movedim = ops.movedim
-Tensor.swapaxes = ops.transpose
-Tensor.swapdims = ops.transpose
-Tensor.repeat = ops.repeat
-Tensor.flip = ops.flip
-Tensor.split = ops.split
-Tensor.chunk = ops.chunk
-Tensor.narrow = ops.narrow
-Tensor.select = ops.select
-Tensor.unbind = ops.unbind
-Tensor.gather = ops.gather
-Tensor.scatter_add = ops.scatter_add
-Tensor.index_select = ops.index_select
-Tensor.masked_fill = ops.masked_fill
-Tensor.take_along_dim = ops.take_along_dim
-Tensor.tril = ops.tril
-Tensor.triu = ops.triu
-Tensor.bmm = ops.bmm
-Tensor.mv = ops.mv
-Tensor.outer = ops.outer
-Tensor.ger = ops.outer
-Tensor.inner = ops.inner
-Tensor.diagonal = ops.diagonal
-Tensor.T = property(lambda self: ops.permute(self, *reversed(range(self.ndim))))
-
-
-def _mT(self):
-    if self.ndim < 2:
-        raise RuntimeError(f"tensor.mT is only supported on matrices or batches of matrices. Got {self.ndim}-D "
-                           f"tensor.")
-    return ops.transpose(self, -2, -1)
-
-
-Tensor.mT = property(_mT)
-Tensor.expand_as = lambda self, other: ops.expand(self, other.shape)
-Tensor.view_as = lambda self, other: ops.reshape(self, other.shape)
-Tensor.reshape_as = lambda self, other: ops.reshape(self, other.shape)
 Tensor.type_as = lambda self, other: self.to(other.dtype)
 
 
@@ -250,7 +76,7 @@ def _snapshot_if_saved(self, result):
         return
     saves = OPS[tape.op[row]].saves
     for j, a in enumerate(tape.row_args(row)):
-        if a == old and (saves >> j) & 1:
+        if a == old and reads_input(saves, j):
             snapshot = self._data.copy()
             tape.set_value(old, snapshot)
             tape.drop_cell(old)
@@ -490,9 +316,5 @@ Tensor.new_zeros, Tensor.new_ones, Tensor.new_empty, Tensor.new_full = new_zeros
 Tensor.new_tensor, Tensor.data_ptr = new_tensor, data_ptr
 Tensor.is_xpu = Tensor.is_mps = Tensor.is_sparse = Tensor.is_quantized = Tensor.is_meta = False
 Tensor.is_mkldnn = Tensor.is_nested = Tensor.is_sparse_csr = False
-Tensor.argsort = lambda self, dim=-1, descending=False, stable=False: ops.argsort(self, dim, descending, stable)
-Tensor.sort, Tensor.msort, Tensor.topk, Tensor.unique = ops.sort, ops.msort, ops.topk, ops.unique
-Tensor.unique_consecutive, Tensor.roll, Tensor.diag, Tensor.multinomial = (ops.unique_consecutive, ops.roll, ops.diag,
-                                                                         ops.multinomial)
 Tensor.spmm = lambda self, mat2: ops.sparse.mm(self, mat2)
 ops.sparse._install()  # (last: sparse tensors refuse every dense method bound above)

@@ -14,9 +14,11 @@ An elementwise op's derivative is an expression string, evaluated in two places,
 Binary ops use a, b for the inputs; each also gets a tensor-scalar (`_ts`, b is the constant c) and a
 scalar-tensor (`_st`, a is the constant c) variant. What such a rule reads (its `saves`) is derived from
 the expression. Other ops give `vjp(ctx, g, inputs, out)` written in tapegrad ops: it runs under no_grad
-in a plain backward and recorded under create_graph, and `saves`, the inputs (and output) it reads. A Python op
-on the hot path may also give `array_vjp(ctx, g, inputs, wanted)` on NumPy arrays, which a plain
-backward calls instead (no Tensor is made); it returns None where it does not apply, and then `vjp` runs.
+in a plain backward and recorded under create_graph. A Python op on the hot path may also give
+`array_vjp(ctx, g, inputs, out, wanted)` on NumPy arrays, which a plain backward calls instead (no Tensor is
+made); it returns None where it does not apply, and then `vjp` runs. What these read (their `saves`) is
+derived from their source (rule_reads.py), stored in the generated rule_saves.py
+(`python -m tapegrad.rule_reads --write`; an op not yet there is derived when first asked).
 
 An op's `forward` recomputes its value from arrays for `tapegrad.compile`: `(x, c, c2)` for a unary op,
 `(a, b)` for a binary one, `(ctx, *inputs)` for a Python op or a gather (ctx: the row's saved context).
@@ -27,6 +29,8 @@ import re
 
 import numpy as np
 
+from . import rule_saves
+
 K_LEAF, K_UNARY, K_BINARY, K_SUM, K_EXPAND, K_RESHAPE, K_GATHER, K_CAST, K_PYTHON = range(9)
 # An op's `saves` byte: bit j < 6, its backward reads input j; SAVES_ALL, every input, however many (a compiled
 # call's); SAVES_OUT, its output. `plan` checks the versions of exactly these (kernels/runtime.py).
@@ -34,8 +38,8 @@ SAVES_ALL, SAVES_OUT = 64, 128
 
 
 class OpDef:
-    __slots__ = ("code", "name", "kind", "grad_fn", "forward", "derivs", "vjp", "saves", "doc", "array_vjp", "ufunc",
-                 "unreplayable")
+    __slots__ = ("code", "name", "kind", "grad_fn", "forward", "derivs", "vjp", "declared_saves", "_saves", "doc",
+                 "array_vjp", "ufunc", "unreplayable")
 
     def __init__(self, name, kind, grad_fn, forward=None, derivs=(), vjp=None, saves=0, doc="", array_vjp=None,
                  unreplayable=None):
@@ -44,10 +48,21 @@ class OpDef:
         self.code = len(OPS)
         self.ufunc = None  # a unary op whose forward is one NumPy ufunc of x: that ufunc (tapegrad.compile)
         self.name, self.kind, self.grad_fn, self.forward = name, kind, grad_fn, forward
-        self.derivs, self.vjp, self.saves, self.doc = tuple(derivs), vjp, saves, doc
+        self.derivs, self.vjp, self.doc = tuple(derivs), vjp, doc
+        self.declared_saves = self._saves = saves
         self.array_vjp, self.unreplayable = array_vjp, unreplayable
         OPS.append(self)
         BY_NAME[name] = self
+
+    @property
+    def saves(self):
+        """The inputs (bits) and output (SAVES_OUT) its backward reads; None given: derived from its rules."""
+        if self._saves is None:
+            self._saves = rule_saves.SAVES.get(self.name)
+            if self._saves is None:
+                from . import rule_reads   # (an op declared since rule_saves.py was generated)
+                self._saves = rule_reads.saves(self.vjp, self.array_vjp)
+        return self._saves
 
     def __repr__(self):
         return f"<op {self.name} #{self.code} {self.grad_fn}>"
@@ -91,15 +106,16 @@ def binary(name, forward, da, db, grad_fn=None, ts=None, st=None, doc=""):
           saves=_saves((dst,), ("x",)), doc=doc)
 
 
-def structural(name, kind, grad_fn, vjp, saves=0, doc="", forward=None, unreplayable=None):
+def structural(name, kind, grad_fn, vjp, saves=None, doc="", forward=None, unreplayable=None):
     """A row the compiled replay runs by its kind (sums, expands, reshapes, gathers, casts)."""
     OpDef(name, kind, grad_fn, forward, (), vjp, saves, doc, unreplayable=unreplayable)
 
 
-def python(name, grad_fn, forward, vjp, saves=1 | 2 | 4 | 8, doc="", array_vjp=None, unreplayable=None):
+def python(name, grad_fn, forward, vjp, saves=None, doc="", array_vjp=None, unreplayable=None):
     """An op whose adjoint runs in Python between compiled segments (BLAS, fused losses, layers).
     forward: `(ctx, *inputs) -> value` on arrays, what `tapegrad.compile` reruns; or None, with the reason
-    it cannot be replayed in `unreplayable`."""
+    it cannot be replayed in `unreplayable`. saves: given only where the rule reads its inputs through
+    its context, which the derivation cannot see."""
     OpDef(name, K_PYTHON, grad_fn, forward, (), vjp, saves, doc, array_vjp, unreplayable)
 
 

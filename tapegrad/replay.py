@@ -47,7 +47,9 @@ def run(tape, roots, seeds, retain_graph, create_graph, targets=None, accumulate
     # tapegrad.compile records a gradient taken of what it traces (autograd.grad) as ops on its own tape
     traced = tape_mod._local.tracing is not None and not accumulate and tape is tape_mod._local.tape
     if not traced:
-        untraceable("a backward")  # (.backward() accumulates into .grad: a side effect a replay does not repeat)
+        if tape_mod._local.tracing is not None and tape is tape_mod._local.tape:  # .backward() while compiling
+            return tape.backward_into_grad(roots, seeds, retain_graph, create_graph, targets)
+        untraceable("a backward")  # (of another tape's graph: a side effect a replay does not repeat)
     outer, _local.token = current_pass(), object()
     try:
         return _run(tape, roots, seeds, retain_graph, create_graph, targets, accumulate, traced)
@@ -323,7 +325,7 @@ def _python_row(tape, row, need, adjoint, owned, own, check_nan=False):
             g = g.astype(tape.values[row].dtype)
         if op.array_vjp is not None:
             values = tape.values
-            grads = op.array_vjp(tape.aux.get(row), g, [values[a] for a in args], wanted)
+            grads = op.array_vjp(tape.aux.get(row), g, [values[a] for a in args], values[row], wanted)
     if grads is None:
         with no_grad():
             grads = op.vjp(tape.aux.get(row), _new(g), [wrap(tape, a) for a in args], wrap(tape, row))

@@ -174,6 +174,8 @@ class Tensor:
         if not self._is_leaf and not self._retains_grad:
             # torch warns at every such read; Python's default filter shows it once per line of code
             warnings.warn(NON_LEAF_GRAD_MESSAGE, UserWarning, stacklevel=2)
+        if _tape_local.tracing is not None:  # (tapegrad.compile: a .grad that a deferred backward sets)
+            _tape_local.tape.read_grad(self)
         return self._grad
 
     @grad.setter
@@ -274,13 +276,15 @@ class Tensor:
         return self.to(dtype)
 
     def item(self):
-        untraceable("a value read into Python (item)")
+        if _tape_local.tracing is not None and self._data.size == 1:  # (tapegrad.compile: a guarded value)
+            return _tape_local.tape.read_value(self, "item")
         if self._data.size != 1:
             raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
         return self._data.reshape(-1)[0].item()
 
     def tolist(self):
-        untraceable("a value read into Python (tolist)")
+        if _tape_local.tracing is not None:  # (tapegrad.compile: guarded values)
+            return _tape_local.tape.read_value(self, "tolist")
         return self._data.tolist()
 
     def numpy(self, force=False):
@@ -324,7 +328,8 @@ class Tensor:
     def __bool__(self):
         if self._data.size != 1:
             raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
-        untraceable("a value read into Python (bool)")
+        if _tape_local.tracing is not None:  # (tapegrad.compile: a guarded branch)
+            return _tape_local.tape.read_value(self, "bool")
         return bool(self._data.reshape(-1)[0])
 
     def __hash__(self):

@@ -17,19 +17,26 @@ That row's backward replays the private tape (compiled, and retained so that the
 again) from the output down to the inputs it is asked for. Python code in the function runs only when it
 is traced, as with torch.jit.trace: what it reads besides its arguments and parameters is fixed then.
 """
+import logging
+import math
+import operator
+import os
 import weakref
 
 import numpy as np
 
-from . import random, registry, tape as tape_mod
+from . import random, registry, replay, tape as tape_mod
+from .accumulate import add_grad
 from .grad_mode import _state as _grad_state
 from .ops._common import _record
-from .tape import F_DEAD, F_STOP, OP_CONST, OP_LEAF, Tape
+from .tape import F_DEAD, F_REQ, F_STOP, OP_CONST, OP_LEAF, Tape, made_in_trace
 from .tensor import Tensor, _new
+from .accumulate import wrap
 from .create_graph import graph_vjp, run_graph
+from .nn.modules.module import Module
+from .ops import stack
 from .replay import run_planned
 
-CACHE_SIZE_LIMIT = 8  # signatures traced per function before it runs eagerly (torch's cache_size_limit)
 DOUBLE_BACKWARD = "torch.compile with aot_autograd does not currently support double backward"
 OPS = registry.OPS
 
@@ -40,7 +47,7 @@ def _vjp_compiled(ctx, g, inputs, out):
     raise RuntimeError(DOUBLE_BACKWARD)
 
 
-def _compiled_arrays(ctx, g, inputs, wanted):
+def _compiled_arrays(ctx, g, inputs, out, wanted):
     return ctx.program.backward(ctx, g, wanted)
 
 
@@ -52,16 +59,48 @@ def _vjp_traced_rule(ctx, g, inputs, out):
 
 def _traced_rule_forward(ctx, *arrays):
     """ctx: (the op, its context, the input's index, the one-hot `wanted` its replay passes to the rule); the
-    arrays: the op's inputs, then the gradient (a cross_entropy's rule reads the gradient its forward computed)."""
+    arrays: the op's inputs, its output, then the gradient (a cross_entropy's rule reads the gradient its
+    forward computed)."""
     op, rule_ctx, j, wanted = ctx
-    return op.array_vjp(rule_ctx, arrays[-1], list(arrays[:-1]), wanted)[j]
+    return op.array_vjp(rule_ctx, arrays[-1], list(arrays[:-2]), arrays[-2], wanted)[j]
+
+
+def _draw_forward(ctx):
+    draw, args = ctx
+    return draw(*args)
+
+
+def _vjp_traced_draw(ctx, g, inputs, out):
+    """A factory's random draw recorded while tapegrad.compile traces, which each replay draws again; it has no
+    inputs, so this never runs."""
+    raise RuntimeError("tapegrad.compile: a random draw has no inputs")
+
+
+def _compare_forward(ctx, *arrays):
+    """A comparison recorded while tracing (ctx: the NumPy function, and each side's constant or None for an input)."""
+    np_fn, sides = ctx
+    it = iter(arrays)
+    a, b = (next(it) if v is None else v for v in sides)
+    return np.asarray(np_fn(a, b))
 
 
 # SAVES_ALL: the backward reads the arrays of the call, so the plan checks that none was changed in place since
 registry.python("compiled", "CompiledFunctionBackward", None, _vjp_compiled, saves=registry.SAVES_ALL,
                 array_vjp=_compiled_arrays, unreplayable="it is a call of another compiled function")
-registry.python("traced_rule", "TracedRuleBackward", _traced_rule_forward, _vjp_traced_rule, saves=0)
+registry.python("traced_rule", "TracedRuleBackward", _traced_rule_forward, _vjp_traced_rule)
+
+
+def _vjp_traced_compare(ctx, g, inputs, out):
+    """A comparison recorded while tapegrad.compile traces, so that a replay recomputes what a branch reads; a bool
+    result, through which no gradient flows, so this never runs."""
+    raise RuntimeError("tapegrad.compile: a comparison is not differentiable")
+
+
+registry.python("traced_compare", "TracedCompareBackward", _compare_forward, _vjp_traced_compare)
 COMPILED = registry.BY_NAME["compiled"]
+COMPARE = registry.BY_NAME["traced_compare"]
+registry.python("traced_draw", "TracedDrawBackward", _draw_forward, _vjp_traced_draw)
+DRAW = registry.BY_NAME["traced_draw"]
 TRACED_RULE = registry.BY_NAME["traced_rule"]
 
 
@@ -76,13 +115,58 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
     return model if disable else Compiled(model, fullgraph)
 
 
+class config:
+    """torch._dynamo.config's switches that tapegrad.compile reads (also as tapegrad._dynamo.config)."""
+    recompile_limit = 8  # traces per compiled function; past it, a call whose guards all fail runs eagerly
+    error_on_recompile = False  # raise RecompileError instead of tracing again
+    # TAPEGRAD_LOGS=recompiles (or TORCH_LOGS=recompiles, or tapegrad._logging.set_logs(recompiles=True)):
+    # each retrace says why on the "tapegrad._dynamo" logger
+    log_recompiles = any("recompiles" in os.environ.get(v, "").split(",") for v in ("TAPEGRAD_LOGS", "TORCH_LOGS"))
+
+
+def reset():
+    """torch._dynamo.reset: forget every compiled function's traces (each traces again at its next call)."""
+    for f in list(_COMPILED):
+        f._cache.clear()
+        f.traces = f.recompiles = 0
+        f.guard_failures = []
+        f._last_key = None
+
+
+_COMPILED = weakref.WeakSet()
+
+
+class RecompileError(RuntimeError):
+    """torch._dynamo.exc.RecompileError: a compiled function would trace again under error_on_recompile."""
+
+
+_log = logging.getLogger("tapegrad._dynamo")
+
+
+def _log_recompile(message):
+    if not _log.handlers and not logging.getLogger().handlers:  # (as TORCH_LOGS: to stderr, set up on first use)
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+        _log.addHandler(handler)
+        _log.setLevel(logging.DEBUG)
+    _log.debug(message)
+
+
 class Compiled:
-    """The callable torch.compile returns: one trace (a _Program) or a reason to run eagerly, per signature."""
+    """The callable torch.compile returns: per signature, the traces (_Programs, most recently used first) whose
+    guards a call tries in turn, or the reason it runs eagerly. `recompiles` counts traces after the first,
+    `guard_failures` the reasons of the last ones."""
 
     def __init__(self, fn, fullgraph=False):
         self._orig_mod = fn
         self._fullgraph = fullgraph
         self._cache = {}
+        self._modules = None  # the modules it calls: their train/eval modes are part of the signature
+        self._last_key = None
+        self.traces = 0
+        self.recompiles = 0
+        self.guard_failures = []
+        _COMPILED.add(self)
 
     def __getattr__(self, name):  # a compiled module still has its parameters, train(), ...
         return getattr(self.__dict__["_orig_mod"], name)
@@ -97,27 +181,120 @@ class Compiled:
                 raise RuntimeError("tapegrad.compile(fullgraph=True): cannot replay this function: an argument "
                                    "that is neither a tensor nor hashable, or a tensor passed by keyword")
             return fn(*args, **kwargs)
-        entry = self._cache.get(key)
-        if entry is None:
-            entry = self._trace(key, args, kwargs)
-        if type(entry) is _Program:
-            out = entry.run(args)
-            if out is not None:
+        if self._modules is None:
+            self._modules = _sources(fn)[1]
+        if self._modules:
+            key = (*key, ("modes", tuple(m.training for m in self._modules)))
+        entries = self._cache.get(key)
+        if type(entries) is str:
+            return fn(*args, **kwargs)  # a graph break: this signature runs eagerly
+        failed = []
+        if entries:
+            for i, program in enumerate(entries):
+                out = program.run(args)
+                if out is not _FAILED:
+                    if i:  # (most recently used first)
+                        entries.insert(0, entries.pop(i))
+                    return out
+                failed.append(program.failure)
+        else:
+            failed.append(_key_change(self._last_key, key) if self._last_key is not None else None)
+        program = self._trace(key, args, kwargs, failed)
+        if type(program) is _Program:
+            out = program.run(args)
+            if out is not _FAILED:
                 return out
-            entry = self._trace(key, args, kwargs)  # a parameter changed shape, dtype or requires_grad
-            if type(entry) is _Program:
-                return entry.run(args)
         return fn(*args, **kwargs)
 
-    def _trace(self, key, args, kwargs):
-        if len(self._cache) >= CACHE_SIZE_LIMIT and key not in self._cache:
-            entry = f"more than {CACHE_SIZE_LIMIT} signatures (cache_size_limit)"
+    def _trace(self, key, args, kwargs, failed):
+        """Trace for `key` (its earlier traces' guards `failed`, saying why); the _Program, or why not (a string)."""
+        name = getattr(self._orig_mod, "__name__", type(self._orig_mod).__name__)
+        why = "; ".join(f for f in failed if f)
+        if self.traces:
+            self.guard_failures = (self.guard_failures + [why])[-config.recompile_limit:]
+            if config.error_on_recompile:
+                raise RecompileError(f"Recompiling function {name}, triggered by the following guard failure(s): "
+                                     f"{why} (tapegrad._dynamo.config.error_on_recompile is set)")
+            if config.log_recompiles:
+                _log_recompile(f"Recompiling function {name}: triggered by the following guard failure(s): {why}")
+            if self.traces >= config.recompile_limit:
+                if config.log_recompiles:
+                    _log_recompile(f"{name} hit config.recompile_limit ({config.recompile_limit}): this call "
+                                   f"runs eagerly")
+                return None
+        self._last_key = key
+        self.traces += 1
+        self.recompiles = self.traces - 1
+        self._modules = None  # (found again at the next call: the function may reach others now)
+        entry = _trace(self._orig_mod, args, kwargs)
+        if type(entry) is str:
+            if self._fullgraph:
+                raise RuntimeError(f"tapegrad.compile(fullgraph=True): cannot replay this function: {entry}")
+            self._cache[key] = entry
         else:
-            entry = _trace(self._orig_mod, args, kwargs)
-        if type(entry) is str and self._fullgraph:
-            raise RuntimeError(f"tapegrad.compile(fullgraph=True): cannot replay this function: {entry}")
-        self._cache[key] = entry
+            self._cache.setdefault(key, []).insert(0, entry)
         return entry
+
+
+def _key_change(old, new):
+    """Why a new signature: the first part of it that differs from the last one traced."""
+    if old[0] != new[0]:
+        return f"grad mode changed to {new[0]}"
+    for i, (a, b) in enumerate(zip(old[1:], new[1:])):
+        if a != b:
+            if type(b) is tuple and b and b[0] == "modes":
+                return f"a module's train/eval mode changed: {a[1]} -> {b[1]}"
+            return f"argument {i} changed: {a} -> {b}"
+    return f"the arguments changed: {old[1:]} -> {new[1:]}"
+
+
+def _sources(fn):
+    """Where fn reads tensors and modules from: (id(tensor) -> a function returning what that place holds now,
+    the modules it reaches): its closure cells, the globals its code names, and for a module (or a method of one)
+    every submodule's tensor attributes and buffers."""
+    getters, modules = {}, []
+
+    def add_module(m):
+        for sub in m.modules():
+            if sub not in modules:
+                modules.append(sub)
+                for k, v in list(vars(sub).items()) + list(sub._buffers.items()):
+                    if isinstance(v, Tensor):
+                        getters.setdefault(id(v), (f"attribute {type(sub).__name__}.{k}",
+                                                   lambda sub=sub, k=k: getattr(sub, k, None)))
+
+    def add(v, name, get):
+        if isinstance(v, Tensor):
+            getters.setdefault(id(v), (name, get))
+        elif isinstance(v, Module):
+            add_module(v)
+        elif isinstance(v, Compiled):
+            add(v._orig_mod, name, lambda: None)
+
+    add(fn, "the compiled module", lambda: None)
+    func = getattr(fn, "__func__", fn)
+    if isinstance(getattr(fn, "__self__", None), Module):
+        add_module(fn.__self__)
+    if isinstance(fn, Module):
+        func = type(fn).forward
+    code = getattr(func, "__code__", None)
+    if code is None:
+        return getters, modules
+    for name, cell in zip(code.co_freevars, func.__closure__ or ()):
+        try:
+            v = cell.cell_contents
+        except ValueError:  # (an empty cell)
+            continue
+        add(v, f"closure variable '{name}'", lambda cell=cell: cell.cell_contents)
+    g, names, todo = func.__globals__, set(), [code]
+    while todo:  # (the names of nested functions' code too)
+        c = todo.pop()
+        names.update(c.co_names)
+        todo.extend(k for k in c.co_consts if hasattr(k, "co_names"))
+    for name in sorted(names):
+        if name in g:
+            add(g[name], f"global '{name}'", lambda name=name: g.get(name))
+    return getters, modules
 
 
 def _signature(args, kwargs):
@@ -143,6 +320,141 @@ def _signature(args, kwargs):
     return key
 
 
+_ZERO, _UNKNOWN = object(), object()  # a .grad zeroed in place; one the trace cannot know
+_FAILED = object()  # a replay whose guards failed
+
+
+def _traced_total_norm(grads, norm_type):
+    """clip_grad_norm_'s result while tracing: the total norm of the traced gradients, as recorded ops."""
+    if not grads:
+        return made_in_trace(_new(np.asarray(0.0, np.float32)))
+    dtype = grads[0].dtype
+    norms = stack([g.norm(norm_type).to(dtype) for g in grads])
+    return norms.norm(norm_type)
+
+
+def _nested(flat, shape):
+    if not shape:
+        return flat[0]
+    step = len(flat) // shape[0] if shape[0] else 0
+    return [_nested(flat[k * step:(k + 1) * step], shape[1:]) for k in range(shape[0])]
+
+
+def _same(a, b):
+    return a == b or a != a and b != b  # (NaN is NaN)
+
+
+class TracedScalar:
+    """A number read from a tensor while tapegrad.compile traces (`t.item()`, `t.tolist()`), as ADOL-C's adouble
+    records comparisons: a comparison (`loss.item() < best`) is recorded as a guard, which each replay checks, and
+    a call whose comparison goes the other way is traced again; any other use (arithmetic, float(), formatting)
+    guards the value itself. Once the trace ends, it is only its number."""
+    __slots__ = ("value", "tape", "row", "index")
+
+    def __init__(self, value, tape, row, index):
+        self.value, self.tape, self.row, self.index = value, tape, row, index
+
+    def _tracing(self):
+        return tape_mod._local.tracing is not None and tape_mod._local.tape is self.tape
+
+    def _read(self, V):
+        return V[self.row].reshape(-1)[self.index].item()
+
+    def _pin(self):
+        """The value is used as a number: every replay must read the same one."""
+        if self._tracing():
+            value = self.value
+            self.tape.value_guards.append((self.row, lambda V: _same(self._read(V), value),
+                                           f"a value read into Python ({value!r}) and used as a number changed"))
+        return self.value
+
+    def _compare(self, other, op, symbol):
+        if isinstance(other, TracedScalar):
+            if other.tape is not self.tape:
+                return op(self._pin(), other._pin())
+            result = op(self.value, other.value)
+            if self._tracing():
+                self.tape.value_guards.append((max(self.row, other.row),
+                                               lambda V: op(self._read(V), other._read(V)) == result,
+                                               f"a comparison of values read into Python ({self.value!r} "
+                                               f"{symbol} {other.value!r}) went the other way"))
+            return result
+        if not isinstance(other, (int, float, bool, np.number)):
+            return op(self._pin(), other)
+        result = op(self.value, other)
+        if self._tracing():
+            self.tape.value_guards.append((self.row, lambda V: op(self._read(V), other) == result,
+                                           f"a comparison of a value read into Python ({self.value!r} {symbol} "
+                                           f"{other!r}) went the other way"))
+        return result
+
+    def __lt__(self, other):
+        return self._compare(other, operator.lt, "<")
+
+    def __le__(self, other):
+        return self._compare(other, operator.le, "<=")
+
+    def __gt__(self, other):
+        return self._compare(other, operator.gt, ">")
+
+    def __ge__(self, other):
+        return self._compare(other, operator.ge, ">=")
+
+    def __eq__(self, other):
+        return self._compare(other, operator.eq, "==")
+
+    def __ne__(self, other):
+        return self._compare(other, operator.ne, "!=")
+
+    def __bool__(self):
+        return self._compare(0, operator.ne, "!=")
+
+    def __hash__(self):
+        return hash(self._pin())
+
+    def __float__(self):
+        return float(self._pin())
+
+    def __int__(self):
+        return int(self._pin())
+
+    def __index__(self):
+        return operator.index(self._pin())
+
+    def __complex__(self):
+        return complex(self._pin())
+
+    def __array__(self, dtype=None, copy=None):
+        return np.asarray(self._pin(), dtype)
+
+    def __format__(self, spec):
+        return format(self._pin(), spec)
+
+    def __repr__(self):
+        return repr(self._pin())
+
+    __str__ = __repr__
+
+
+def _traced_binary(op, reflected=False):
+    def method(self, other):
+        other = other._pin() if isinstance(other, TracedScalar) else other
+        return op(other, self._pin()) if reflected else op(self._pin(), other)
+    return method
+
+
+for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor", "lshift", "rshift"):
+    _op = getattr(operator, _name + "_" if _name in ("and", "or") else _name)
+    setattr(TracedScalar, f"__{_name}__", _traced_binary(_op))
+    setattr(TracedScalar, f"__r{_name}__", _traced_binary(_op, True))
+for _name in ("neg", "pos", "abs", "invert"):
+    setattr(TracedScalar, f"__{_name}__", lambda self, _op=getattr(operator, _name): _op(self._pin()))
+for _name, _fn in (("round", round), ("trunc", math.trunc), ("floor", math.floor), ("ceil", math.ceil)):
+    setattr(TracedScalar, f"__{_name}__", lambda self, *a, _fn=_fn: _fn(self._pin(), *a))
+setattr(TracedScalar, "__divmod__", _traced_binary(divmod))
+setattr(TracedScalar, "__rdivmod__", _traced_binary(divmod, True))
+
+
 class Unreplayable(Exception):
     """Why a trace cannot be replayed."""
 
@@ -155,7 +467,172 @@ class _TraceTape(Tape):
         super().__init__()
         self.sweep_at = 1 << 62  # record() never reaches it, so never calls check_sweep
         self.held = {}     # leaf row -> the constant tensor it stands for (a seed): bound afresh at each call
-        self.aliases = {}  # leaf row -> the row whose value it is (a gradient without create_graph: detached)
+        self.aliases = {}  # leaf row -> the row whose value it is (a gradient without create_graph, a detach())
+        self.made = {}     # id(array) -> array: values a factory made from Python values (creation.made_in_trace)
+        self.consts = {}   # constant row -> weakref of the tensor it was read from (not made in the trace)
+        self.value_guards = []  # value guards: (row, check(V) -> bool, what it checks), in the order they were read
+        # A training step: what each replay does after its rows, in the traced order (a .grad accumulated from a
+        # gradient row, a call of zero_grad, clip_grad_norm_ or optimizer.step), and what it checks first
+        self.effects = []
+        self.preconditions = []  # (check() -> bool, what it checks)
+        self.grad_of = {}        # id(leaf) -> (leaf, its .grad as the trace knows it: a Tensor, None, _ZERO, _UNKNOWN)
+        self.arg_leaves = {}     # a traced argument's row -> (its index among the tensor arguments, requires grad)
+        self.step_at = None      # rows from here on are recorded after an optimizer.step()
+        self.generators = {}     # id -> (a generator a draw used, its state before the trace)
+        self.grad_guarded = {}   # id -> a tensor whose .grad, as it was before the trace, a precondition guards
+
+    def note_made(self, t):
+        self.made[id(t._data)] = t._data
+
+    def slot(self, t):
+        """A constant's row remembers its tensor; a detached tensor (detach(), .data) shares a row's array and
+        stands for that row's value."""
+        n = self.n
+        s = super().slot(t)
+        if s >= n and self.op[s] == OP_CONST:
+            same = np.flatnonzero(self.obj[:n] == id(t._data))
+            same = [r for r in same.tolist() if self.values[r] is t._data]
+            if same:
+                self.aliases[s] = same[-1]
+            else:
+                self.consts[s] = weakref.ref(t)
+        return s
+
+    # -- a training step: backward into .grad, zero_grad, clip_grad_norm_, optimizer.step ---------------------
+    def read_grad(self, t):
+        if id(t) in self.grad_of:
+            tape_mod.untraceable("a read of .grad after backward(), zero_grad() or step() in the function (a replay "
+                                 "runs those after its rows; only clip_grad_norm_ and the optimizers read it there)")
+        self._grad_state(t)  # (guarded: whether it is None, and which tensor it is)
+
+    def backward_into_grad(self, roots, seeds, retain_graph, create_graph, targets):
+        """`.backward()` while tracing: the gradient is recorded as rows (as autograd.grad), and each replay
+        accumulates it into the leaves' .grad (a parameter's, or an argument's whose caller's tensor requires grad)."""
+        if create_graph:
+            tape_mod.untraceable("backward(create_graph=True) (take autograd.grad(create_graph=True) instead)")
+        rows = targets if targets is not None else [
+            r for r in range(self.n) if self.op[r] == OP_LEAF and self.flags[r] & F_REQ and r not in self.aliases
+            and r not in self.held]
+        keep = []  # (row, where its gradient goes: an argument's index or a leaf's weakref, the traced leaf)
+        for r in rows:
+            if r in self.arg_leaves:
+                j, wants = self.arg_leaves[r]
+                if wants:
+                    keep.append((r, j, None))
+                continue
+            ref = self.aux.get(r)
+            t = ref() if ref is not None else None
+            if t is not None:
+                keep.append((r, ref, t))
+        grads = replay.run(self, roots, seeds, retain_graph, False, targets=[r for r, _, _ in keep],
+                           accumulate=False)
+        for (r, where, t), g in zip(keep, grads):
+            if g is None:
+                continue
+            if t is None:
+                self.grad_of[("arg", where)] = (None, _UNKNOWN)
+            else:
+                state = self._grad_state(t)
+                self.grad_of[id(t)] = (t, g if state is None or state is _ZERO else
+                                       _UNKNOWN if state is _UNKNOWN else state + g)
+            self.effects.append(("grad", where, g._slot))
+
+    def _grad_state(self, p):
+        """What p.grad holds as the trace knows it; first asked, its real .grad, guarded (a precondition)."""
+        entry = self.grad_of.get(id(p))
+        if entry is not None:
+            return entry[1]
+        ref, g = weakref.ref(p), p._grad
+        if id(p) in self.grad_guarded:
+            return g
+        self.grad_guarded[id(p)] = p
+        if g is None:
+            self.preconditions.append((lambda: ref() is None or ref()._grad is None,
+                                       "a parameter's .grad was None when traced, and is set now"))
+            return None
+        gref = weakref.ref(g)
+        self.preconditions.append((lambda: ref() is None or ref()._grad is gref(),
+                                   "a parameter's .grad is another tensor than when traced"))
+        return g  # (a tensor from outside: read afresh at each call)
+
+    def defer(self, kind, fn, args, params, kwargs=None, norm_type=None):
+        """zero_grad(), optimizer.step(), clip_grad_norm_ or clip_grad_value_ called while tracing: each replay
+        calls it, in the traced order, after its rows (eagerly: the optimizers' compiled foreach updates)."""
+        kwargs = kwargs or {}
+        if kind == "step":
+            if kwargs.get("closure") is not None or args and args[0] is not None:
+                tape_mod.untraceable("optimizer.step(closure) (the closure runs the forward again)")
+            if self.step_at is None:
+                self.step_at = self.n
+            result = None
+        elif kind == "call":  # (an LR scheduler's step: Python state that each call must advance)
+            result = None
+        elif kind == "zero_grad":
+            for p in params:
+                self.grad_of[id(p)] = (p, None if args[0] else _ZERO)
+            result = None
+        else:
+            grads = []
+            for p in params:
+                state = self._grad_state(p)
+                if state is _UNKNOWN:
+                    tape_mod.untraceable(f"{fn.__name__} of a gradient the function does not compute itself")
+                if isinstance(state, Tensor):
+                    grads.append(state)
+                self.grad_of[id(p)] = (p, _UNKNOWN)
+            result = _traced_total_norm(grads, norm_type) if kind == "clip" else None
+        self.effects.append(("call", fn, args, kwargs))
+        return result
+
+    def read_value(self, t, how):
+        """A tensor's value read into Python while tracing (how: item, tolist or bool). bool() becomes a guard that
+        the replay checks (the branch it takes); item() and tolist() hand out TracedScalars, whose comparisons are
+        guards and whose other uses guard the value itself."""
+        r = self.slot(t)
+        flat = t._data.reshape(-1)
+        if how == "bool":
+            value = bool(flat[0])
+            self.value_guards.append((r, lambda V: bool(V[r].reshape(-1)[0]) == value,
+                                      f"a branch on a tensor's truth value (bool(), `if t:`) went the other way "
+                                      f"(traced {value})"))
+            return value
+        if how == "item":
+            return TracedScalar(flat[0].item(), self, r, 0)
+        return _nested([TracedScalar(v, self, r, i) for i, v in enumerate(flat.tolist())], t._data.shape)
+
+    def record_constant(self, code, t, inputs, c=0.0, c2=0.0, iattr=0, aux=None):
+        """An op on tensors none of which requires grad: recorded all the same (no gradient flows through it), so
+        that a replay recomputes it when what it reads changes."""
+        s = self.record(code, t._data, inputs, c, c2, iattr, aux)
+        self.flags[s] &= np.uint8(~F_REQ & 0xFF)
+        t._tape, t._slot, t._op = self, s, code
+
+    def record_draw(self, draw, args, requires_grad):
+        """A factory's random draw (randn, rand, randint, randperm): a row that each replay draws again, from the
+        generator's state at that call, so a call advances the generator as the eager one does."""
+        if requires_grad:
+            tape_mod.untraceable("a random draw that requires grad (a parameter made in the function)")
+        gen = random._gen(next((a for a in args if isinstance(a, random.Generator)), None))
+        if id(gen) not in self.generators:
+            self.generators[id(gen)] = (gen, gen.get_state())
+        saved, tape_mod._local.tracing = tape_mod._local.tracing, None  # (the draw itself is no break)
+        try:
+            t = _new(draw(*args))
+        finally:
+            tape_mod._local.tracing = saved
+        self.record_constant(DRAW.code, t, [], aux=(draw, args))
+        return t
+
+    def restore_generators(self):
+        """Every generator a draw used, back at its state before the trace."""
+        for gen, state in self.generators.values():
+            gen.set_state(state)
+
+    def record_compare(self, np_fn, input, other, a, b, out):
+        """A comparison (`err > tol`): a bool row that a branch on it (bool(), item()) guards."""
+        ins = [x for x in (input, other) if isinstance(x, Tensor)]
+        sides = (None if isinstance(input, Tensor) else a, None if isinstance(other, Tensor) else b)
+        self.record_constant(COMPARE.code, out, ins, aux=(np_fn, sides))
 
     def _release_inputs(self, row):
         pass
@@ -199,27 +676,29 @@ def _rule_rows(op, tape, row, g, inputs, need, graph_vjp):
         return graph_vjp(op, tape, row, g, inputs)
     ctx = tape.aux.get(row)
     wanted = tuple(bool(need[a]) for a in tape.row_args(row))
-    got = op.array_vjp(ctx, g._data, [x._data for x in inputs], wanted)
+    out = wrap(tape, row)
+    got = op.array_vjp(ctx, g._data, [x._data for x in inputs], out._data, wanted)
     if got is None:  # (no array rule for these shapes)
         return graph_vjp(op, tape, row, g, inputs)
     only = [tuple(k == j for k in range(len(wanted))) for j in range(len(wanted))]  # (each row's replay: its own)
     return [None if v is None or not w else
-            _record(TRACED_RULE, np.asarray(v), (*inputs, g), aux=(op, ctx, j, only[j]))
+            _record(TRACED_RULE, np.asarray(v), (*inputs, out, g), aux=(op, ctx, j, only[j]))
             for j, (v, w) in enumerate(zip(got, wanted))]
 
 
 def _trace(fn, args, kwargs):
     """Run fn on a private tape; its _Program, or why it cannot be replayed (a string)."""
     targs = []
+    private = _TraceTape()
     for a in args:
         if isinstance(a, Tensor):
             t = _new(a._data)
             if a._data.dtype.kind == "f" and a._data.dtype.itemsize >= 4:
                 t.requires_grad = True
+                private.arg_leaves[private.slot(t)] = (sum(isinstance(b, Tensor) for b in targs), a._requires_grad)
             a = t
         targs.append(a)
     local, breaks = tape_mod._local, []  # what would make it unreplayable, as it happens (tape.untraceable)
-    private = _TraceTape()
     saved, rng = (local.tape, local.tracing), random.default_generator.get_state()
     local.tape, local.tracing = private, breaks
     try:
@@ -230,20 +709,26 @@ def _trace(fn, args, kwargs):
         breaks.append(f"tracing raised {type(e).__name__}: {e}")
     finally:
         local.tape, local.tracing = saved
+    private.restore_generators()  # the replay that follows (or the eager call) draws what the trace drew
     if breaks:
         random.default_generator.set_state(rng)  # the eager call that follows draws what it would have
         return breaks[0]
     single = isinstance(out, Tensor)
     outs = (out,) if single else out
-    if not isinstance(outs, (tuple, list)) or not outs or not all(
-            isinstance(o, Tensor) and o._tape is private and (not o._is_leaf or o._slot in private.aliases)
-            for o in outs):
+    if out is None and private.effects:  # (a training step that returns nothing)
+        outs = ()
+    if not isinstance(outs, (tuple, list)) or not (outs or out is None) or not all(
+            isinstance(o, Tensor) and o._tape is private and private.holds(o._slot, o._data) and (
+                private.op[o._slot] > OP_CONST or o._slot in private.aliases) for o in outs):
         return "it must return a tensor computed from its inputs, or a tuple or list of them"
     try:
         wants = [a._requires_grad for a in args if isinstance(a, Tensor)]
-        return _Program(private, targs, wants, [o._slot for o in outs], None if single else type(outs))
+        return _Program(private, targs, wants, [o._slot for o in outs],
+                        None if single else type(None) if out is None else type(outs), _sources(fn)[0])
     except Unreplayable as e:
         return str(e)
+    finally:
+        private.restore_generators()  # (the check's replay drew them once more)
 
 
 class _Program:
@@ -252,39 +737,77 @@ class _Program:
     (kernels/forward.py), other rows by one NumPy call each. Raises Unreplayable, saying why, when it cannot
     be replayed."""
 
-    def __init__(self, private, targs, wants, out_rows, container):
+    def __init__(self, private, targs, wants, out_rows, container, sources):
         self.tape, self.out_rows, self.container = private, out_rows, container
         self.generation = 0
         self._plans = {}  # (roots, targets) -> replay's plan: the private tape never changes shape
         self.tensor_args = [i for i, a in enumerate(targs) if isinstance(a, Tensor)]
         self.B = [targs[i]._data for i in self.tensor_args]  # the bound arrays: tensor arguments, then parameters
         row_arg = {targs[i]._slot: j for j, i in enumerate(self.tensor_args) if targs[i]._tape is private}
-        self.bind, self.params, held = [], [], []
+        self.bind, self.params, held, external, fixed = [], [], [], [], set()
         for r in range(private.n):
             o = int(private.op[r])
             if private.flags[r] & F_STOP:  # (in-place ops are caught where they run)
                 raise Unreplayable("a hook or retain_grad")
-            if o == OP_LEAF or o == OP_CONST:
-                j = row_arg.get(r)
-                if j is None and r in private.aliases:  # (a step gives it its row's value)
+            if o > OP_CONST:
+                args = private.row_args(r)
+                if fixed and args and all(a in fixed for a in args):
+                    fixed.add(r)  # computed from constants made in the trace only: its recorded value, always
+                continue
+            j = row_arg.get(r)
+            if j is None and r in private.aliases:  # (a step gives it its row's value)
+                continue
+            if j is None and r in private.held:
+                held.append((r, private.held[r]))
+                continue
+            if j is None and o == OP_CONST:  # a detached value registered before the row it detaches
+                v = private.values[r]
+                same = [k for k in np.flatnonzero(private.obj[: private.n] == id(v)).tolist()
+                        if k != r and private.values[k] is v and (private.op[k] != OP_CONST or k in row_arg)]
+                if same:
+                    private.aliases[r] = same[0]
                     continue
-                if j is None and r in private.held:
-                    held.append((r, private.held[r]))
+            if j is None:
+                ref = private.aux[r] if o == OP_LEAF else private.consts.get(r)
+                t = ref() if ref is not None else None
+                v = private.values[r]
+                if t is None and private.made.get(id(v)) is v:
+                    fixed.add(r)  # made by a factory in the function, and dropped: nothing can change it
                     continue
-                p = private.aux[r]() if j is None and o == OP_LEAF else None
-                if p is not None:
+                if t is not None and o == OP_LEAF:  # a parameter: a leaf that requires grad
                     j = len(self.B)
-                    self.B.append(p._data)
-                    self.params.append((weakref.ref(p), p._data.shape, p._data.dtype))
-                if j is None:
-                    raise Unreplayable("it reads a tensor that is neither an argument nor a parameter (a leaf "
-                                      "that requires grad)")
-                self.bind.append((r, j))
+                    self.B.append(t._data)
+                    self.params.append((weakref.ref(t), t._data.shape, t._data.dtype))
+                elif t is not None:  # a tensor that needs no grad from outside: read afresh at each call
+                    external.append((r, t))
+                    continue
+                else:
+                    raise Unreplayable(f"it reads a tensor computed by an op that tapegrad.compile does not "
+                                       f"record (one with no gradient, such as argmax or nonzero): "
+                                       f"{v.dtype} of shape {tuple(v.shape)}")
+            self.bind.append((r, j))
         self.inputs = len(self.B)  # the caller's row's inputs: tensor arguments and parameters; then the seeds
         self.held = [(t, t._data.shape, t._data.dtype) for _, t in held]
         for r, t in held:
             self.bind.append((r, len(self.B)))
             self.B.append(t._data)
+        # where each is read from, when known (a closure cell, a global, a module's attribute): a new object
+        # there is read as well; otherwise the same object, held by weakref
+        self.external = []
+        for r, t in external:
+            name, get = sources.get(id(t), ("a tensor it reads", weakref.ref(t)))
+            self.external.append((get, t._data.shape, t._data.dtype, name))
+            self.bind.append((r, len(self.B)))
+            self.B.append(t._data)
+        self.fixed = fixed
+        self.failure = None  # why the last run's guards failed
+        self.preconditions = private.preconditions
+        if private.step_at is not None:  # the update runs after every row: none after it may read a parameter
+            params = {r for r, j in self.bind if len(self.tensor_args) <= j < self.inputs}
+            for r in range(private.step_at, private.n):
+                if private.op[r] > OP_CONST and not params.isdisjoint(private.row_args(r)):
+                    raise Unreplayable("it reads a parameter after optimizer.step() (a replay runs the update "
+                                       "after all of its rows)")
         self.bind_rows = np.array([r for r, _ in self.bind], np.int64)
         self.bind_cols = np.array([j for _, j in self.bind], np.int64)
         rows = {j: r for r, j in self.bind}
@@ -301,22 +824,45 @@ class _Program:
         # ufuncs pick another loop), every row falls back to its NumPy call
         for loops in (True, False):
             self.steps = self._steps(recorded, arg_of, loops)
+            private.restore_generators()  # (a draw gives what it gave when traced)
             self._forward(self.B)
             wrong = _differs(private, recorded)
             if wrong is None:
-                self.out_copy = _copied(private, self.in_place, out_rows, self.out_grad)
+                self.out_copy = _copied(private, self.in_place | self.fixed, out_rows, self.out_grad)
+                self.effects = self._effects(private, set(out_rows))
                 return
             private.values[:] = recorded
         raise Unreplayable(wrong)
 
+    def _effects(self, tape, out_rows):
+        """The training step's effects, each a function of (the call's arguments, the values): a .grad accumulated
+        from a gradient row's value (copied when a later call writes into it, or a rule or an output reads it), or
+        a call (zero_grad, clip_grad_norm_, optimizer.step)."""
+        effects = []
+        for e in tape.effects:
+            if e[0] == "call":
+                _, fn, args, kwargs = e
+                effects.append(lambda call_args, V, fn=fn, args=args, kwargs=kwargs: fn(*args, **kwargs))
+                continue
+            _, where, row = e
+            src = tape.aliases.get(row, row)
+            copy = _copied(tape, self.in_place | self.fixed, [src], [False])[0] or src in out_rows
+            effects.append(lambda call_args, V, where=where, row=row, copy=copy:
+                           _accumulate(call_args[where] if type(where) is int else where(), V[row], copy))
+        return effects
+
     def _steps(self, recorded, arg_of, loops):
         """The forward as a list of calls: one per run of elementwise rows (`loops`), one per other row."""
-        tape, V, bound = self.tape, self.tape.values, set(self.bind_rows.tolist())
+        tape, V, bound = self.tape, self.tape.values, set(self.bind_rows.tolist()) | self.fixed
         fwd = _loop_kernels() if loops else None
         plan, entries, consts = [], [], {np.float32: [], np.float64: []}
         self.table = None  # the forward table (kernels/forward.py), one row per elementwise row
         self.in_place = set()  # its rows: their values are written in place by every call
+        guards = {}
+        for row, check, what in tape.value_guards:  # each checked as soon as its rows are computed
+            guards.setdefault(row, []).append(_guard_step(V, check, what))
         for r in range(tape.n):
+            plan.extend(guards.get(r - 1, ()))
             if r in bound:
                 continue
             src = tape.aliases.get(r)
@@ -340,6 +886,7 @@ class _Program:
             if isinstance(step, str):
                 raise Unreplayable(f"{op.name} has no replay rule: {step}")
             plan.append(step)
+        plan.extend(guards.get(tape.n - 1, ()))
         if not entries:
             return plan
         # the constants' arrays must outlive the table, which holds their addresses
@@ -370,37 +917,89 @@ class _Program:
             step()
 
     def run(self, args):
-        """Recompute on `args`; the outputs, recorded on the caller's tape (None: a parameter changed)."""
+        """Recompute on `args`; the outputs, recorded on the caller's tape, then the step's effects (_FAILED: a guard failed)."""
         inputs = [args[i] for i in self.tensor_args]
         arrays = [t._data for t in inputs]
-        for ref, shape, dtype in self.params:
+        for k, (ref, shape, dtype) in enumerate(self.params):
             p = ref()
             if p is None or not p._requires_grad or p._data.shape != shape or p._data.dtype != dtype:
-                return None
+                self.failure = (f"parameter {k} was freed" if p is None else
+                                f"parameter {k} changed: {_describe(p)}, traced {tuple(shape)} {dtype}")
+                return _FAILED
             inputs.append(p)
             arrays.append(p._data)
         for t, shape, dtype in self.held:
             if t._data.shape != shape or t._data.dtype != dtype:
-                return None
+                self.failure = f"a gradient's seed changed: {_describe(t)}, traced {tuple(shape)} {dtype}"
+                return _FAILED
             arrays.append(t._data)
-        self._forward(arrays)
-        self.generation += 1
+        for check, what in self.preconditions:
+            if not check():
+                self.failure = what
+                return _FAILED
+        for get, shape, dtype, name in self.external:
+            try:
+                t = get()
+            except (ValueError, KeyError, AttributeError):  # (an emptied cell, a deleted global)
+                t = None
+            if type(t) is not Tensor or t._requires_grad or t._data.shape != shape or t._data.dtype != dtype:
+                self.failure = (f"{name} changed: {_describe(t)}, traced a tensor of {tuple(shape)} {dtype} that "
+                                f"does not require grad")
+                return _FAILED
+            arrays.append(t._data)
+        self.generation += 1  # (before: a run its guards stop has overwritten values an earlier call kept)
+        try:
+            self._forward(arrays)
+        except _GuardFailed as e:
+            self.failure = str(e)
+            return _FAILED
         V, inputs = self.tape.values, tuple(inputs)
         outs = [_record(COMPILED, V[r].copy(), inputs, aux=_Call(self, k, arrays)) if grad else
                 _new(V[r].copy() if copy else V[r]) for k, (r, grad, copy) in enumerate(zip(self.out_rows, self.out_grad,
                                                                                          self.out_copy))]
-        return outs[0] if self.container is None else self.container(outs)
+        if self.effects:
+            call_args = [args[i] for i in self.tensor_args]
+            for effect in self.effects:
+                effect(call_args, V)
+        return outs[0] if self.container is None else None if self.container is type(None) else self.container(outs)
 
     def backward(self, call, g, wanted):
         """The gradients of a call's inputs (arrays, or None where not wanted): the private tape replayed. (The
         caller's plan has checked that no input changed in place since the call: the row saves all.)"""
         if call.generation != self.generation:  # a later call has replaced the values: recompute this one's
-            self._forward(call.arrays)
+            try:
+                self._forward(call.arrays)
+            except _GuardFailed as e:
+                raise RuntimeError(f"tapegrad.compile: a tensor the compiled function read was changed in place "
+                                   f"before this backward, so that a branch it took differs now ({e})") from None
             self.generation = call.generation
         targets = [r for r, w in zip(self.input_rows, wanted) if w and r is not None]
         roots = [self.out_rows[call.index]]
         got = iter(run_planned(self.tape, roots, [np.asarray(g)], targets, self._plans))
         return [next(got) if w and r is not None else None for r, w in zip(self.input_rows, wanted)]
+
+
+class _GuardFailed(Exception):
+    """A value guard of a replay does not hold (a comparison a branch read went the other way)."""
+
+
+def _guard_step(V, check, what):
+    def step():
+        if not check(V):
+            raise _GuardFailed(what)
+    return step
+
+
+def _describe(t):
+    if isinstance(t, Tensor):
+        return f"now {tuple(t._data.shape)} {t._data.dtype}{' requiring grad' if t._requires_grad else ''}"
+    return f"now {type(t).__name__}"
+
+
+def _accumulate(t, value, copy):
+    """A replayed gradient into t.grad, as a backward accumulates it (in place when t has one)."""
+    if t is not None:
+        add_grad(t, _new(value.copy() if copy else value), False)
 
 
 class _Call:
@@ -418,7 +1017,7 @@ def _requiring_grad(tape, bind, wants, out_rows):
     for r, j in bind:
         grad[r] = j < len(wants) and wants[j]
     for r in range(tape.n):
-        if tape.op[r] > OP_CONST:
+        if tape.op[r] > OP_CONST and tape.flags[r] & F_REQ:  # (an op on constants, a comparison: none flows)
             grad[r] = grad[tape.row_args(r)].any()
     return [bool(grad[r]) for r in out_rows]
 

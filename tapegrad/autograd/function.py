@@ -374,11 +374,11 @@ def _vjp_delayed_error(ctx, g, inputs, out):
 
 if "function" not in registry.BY_NAME:
     _PYTHON = "its forward is the Function's own Python code"
-    registry.python("function", "BackwardCFunction", None, _vjp_function, saves=0,
+    registry.python("function", "BackwardCFunction", None, _vjp_function,
                     doc="a custom autograd.Function (its grad_fn is named by the Function)", unreplayable=_PYTHON)
-    registry.python("function_output", "BackwardCFunction", None, _vjp_output, saves=0,
+    registry.python("function_output", "BackwardCFunction", None, _vjp_output,
                     doc="a further output of a custom autograd.Function", unreplayable=_PYTHON)
-    registry.python("delayed_error", "DelayedError", None, _vjp_delayed_error, saves=0,
+    registry.python("delayed_error", "DelayedError", None, _vjp_delayed_error,
                     doc="the result of a @once_differentiable backward under create_graph",
                     unreplayable="it stands for a gradient that must not be differentiated")
 _FUNCTION, _OUTPUT, _DELAYED = (registry.BY_NAME[n] for n in ("function", "function_output", "delayed_error"))

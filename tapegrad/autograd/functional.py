@@ -9,7 +9,7 @@ import numpy as np
 
 from ..grad_mode import enable_grad, is_grad_enabled, set_grad_enabled
 from ..tensor import _new, Tensor
-from .. import ops
+from .api import grad, _stack
 
 __all__ = ["vjp", "jvp", "jacobian", "hessian", "hvp", "vhp"]
 
@@ -118,7 +118,6 @@ def _check_requires_grad(inputs, input_type, strict):
 
 
 def _autograd_grad(outputs, inputs, grad_outputs=None, create_graph=False, retain_graph=None):
-    from . import grad
     if grad_outputs is None:
         grad_outputs = (None,) * len(outputs)
     new_outputs, new_grad_outputs = (), ()
@@ -159,22 +158,6 @@ def _fill_in_zeros(grads, refs, strict, create_graph, stage):
                                f"allowed in strict mode when create_graph=True.")
         res += (grads_i,)
     return res
-
-
-def _stack(tensors, create_graph):
-    """torch.stack(tensors, 0): differentiable when create_graph and any row requires grad."""
-    if not (create_graph and any(t.requires_grad for t in tensors)):
-        return _new(np.stack([t._data for t in tensors]))
-    if hasattr(ops, "stack"):
-        return ops.stack(list(tensors), 0)
-    # composed: each row scattered into its place (scatter_flat is differentiable), then summed
-    shape = (len(tensors),) + tuple(tensors[0].shape)
-    size = tensors[0].numel()
-    out = None
-    for j, t in enumerate(tensors):
-        placed = ops.scatter_flat(t.reshape(-1), np.arange(j * size, (j + 1) * size, dtype=np.int64), shape)
-        out = placed if out is None else out + placed
-    return out
 
 
 # -- the API ---------------------------------------------------------------------------------------------------
@@ -350,23 +333,3 @@ def vhp(func, inputs, v=None, create_graph=False, strict=False):
 def hvp(func, inputs, v=None, create_graph=False, strict=False):
     """(func(inputs), H v): the Hessian-vector product of a scalar function (computed as v^T H: H is symmetric)."""
     return _single_output_jacobian(func, inputs, v, create_graph, strict, "hvp", "double_back_trick")
-
-
-def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused, materialize_grads):
-    """autograd.grad(..., is_grads_batched=True): the leading dim of each grad_output is a batch; one
-    backward per batch row, results stacked (torch vmaps the same computation)."""
-    from . import grad
-    grads = _as_tuple_nocheck(grad_outputs) if grad_outputs is not None else (None,) * len(outputs)
-    batch = {g.shape[0] for g in grads if g is not None}
-    if len(batch) != 1:
-        raise RuntimeError("If `is_grads_batched=True`, we interpret the first dimension of each grad_output as "
-                           "the batch dimension. The sizes of the remaining dimensions are expected to match the "
-                           "shape of corresponding output, but a mismatch was detected")
-    n = batch.pop()
-    rows = []
-    for b in range(n):
-        keep = True if b < n - 1 else (create_graph if retain_graph is None else retain_graph)
-        rows.append(grad(outputs, inputs, tuple(None if g is None else g[b] for g in grads), retain_graph=keep,
-                         create_graph=create_graph, allow_unused=allow_unused, materialize_grads=materialize_grads))
-    return tuple(None if any(r[j] is None for r in rows) else _stack([r[j] for r in rows], create_graph)
-                 for j in range(len(inputs)))

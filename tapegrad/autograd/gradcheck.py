@@ -10,8 +10,10 @@ NotImplementedError; without vmap a batched gradient is a loop of the same backw
 import warnings
 
 import numpy as np
+from .._dtype import float64
 from ..creation import rand
 from ..tensor import _new as new, Tensor
+from .api import grad
 
 __all__ = ["gradcheck", "gradgradcheck", "GradcheckError"]
 
@@ -117,7 +119,6 @@ def _numerical_jacobians(func, inputs, n_outputs, eps):
 
 # -- analytical Jacobians ---------------------------------------------------------------------------------------
 def _analytical_jacobian(diff_inputs, output, nondet_tol, check_grad_dtypes):
-    from . import grad
 
     def rows():
         cols = [[] for _ in diff_inputs]
@@ -187,7 +188,6 @@ def _slow_gradcheck(func, func_out, inputs, outputs, eps, rtol, atol, check_grad
 
 
 def _test_backward_mul_by_grad_output(outputs, inputs):
-    from . import grad
     diff_inputs = [x for x in inputs if _is_diff_input(x)]
     if not diff_inputs:
         raise GradcheckError("no Tensors requiring grad found in input")
@@ -206,7 +206,6 @@ def _test_backward_mul_by_grad_output(outputs, inputs):
 
 def _test_undefined_backward_mode(func, inputs):
     """tapegrad has no undefined gradients: all-zero output gradients stand in for them."""
-    from . import grad
     diff_inputs = [x for x in inputs if _is_diff_input(x)]
     if not diff_inputs:
         raise GradcheckError("no Tensors requiring grad found in input")
@@ -269,7 +268,6 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
                   check_grad_dtypes=False, check_batched_grad=False, check_fwd_over_rev=False, check_rev_over_rev=True,
                   fast_mode=False, masked=False):
     """Check the second derivatives of func: gradcheck of (inputs, grad_outputs) -> the gradients of func."""
-    from . import grad
     if not (check_fwd_over_rev or check_rev_over_rev):
         raise AssertionError("Expected at least one of check_fwd_over_rev or check_rev_over_rev to be True")
     if check_undefined_grad and not check_rev_over_rev:
@@ -278,7 +276,6 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
         raise AssertionError("Setting check_batched_grad=True requires check_rev_over_rev to be True")
     tupled_inputs = _as_tuple(inputs)
     if grad_outputs is None:
-        from .. import float64
         outputs = _differentiable_outputs(func(*tupled_inputs))
         tupled_grad_outputs = tuple(  # uniform in [-1, 1), as torch.testing.make_tensor
             _new((rand(tuple(x.shape), dtype=float64)._data * 2 - 1)

@@ -25,8 +25,10 @@ def _record(op, out, inputs, c=0.0, c2=0.0, iattr=0, aux=None):
                 t._slot = tape.record(op.code, out, inputs, c, c2, iattr, aux)
                 t._tape, t._requires_grad, t._is_leaf, t._op = tape, True, False, op.code
                 return t
-    if tape_mod._local.tracing is not None:
-        tape_mod.untraceable(f"{op.name} ran unrecorded (under no_grad, or on constants only)")
+    if tape_mod._local.tracing is not None:  # tapegrad.compile records ops on constants too (no gradient)
+        if not _grad_mode.enabled:
+            tape_mod.untraceable(f"{op.name} ran unrecorded (under no_grad)")
+        tape_mod._local.tape.record_constant(op.code, t, inputs, c, c2, iattr, aux)
     return t
 
 
@@ -45,8 +47,12 @@ def _tensor(x, like=None):
     if isinstance(x, Tensor):
         return x
     if like is not None and isinstance(x, numbers.Number):
-        return _new(np.asarray(x, dtype=_dtype.result_type(like._data, x)))
-    return _new(as_array(x))
+        t = _new(np.asarray(x, dtype=_dtype.result_type(like._data, x)))
+    else:
+        t = _new(as_array(x))
+    if tape_mod._local.tracing is not None:  # (tapegrad.compile: made from Python values, a constant)
+        tape_mod.made_in_trace(t)
+    return t
 
 
 def _is_scalar(x):
@@ -59,7 +65,10 @@ def _to_dtype(x, np_dtype):
         return x
     if x._requires_grad and _dtype.is_float(np_dtype):
         return _record(OPS["cast"], x._data.astype(np_dtype), (x,))
-    return _new(x._data.astype(np_dtype))
+    t = _new(x._data.astype(np_dtype))
+    if tape_mod._local.tracing is not None and _grad_mode.enabled:  # (tapegrad.compile: recomputed, no gradient)
+        tape_mod._local.tape.record_constant(OPS["cast"].code, t, (x,))
+    return t
 
 
 def _in_float32(forward, *arrays):
@@ -208,3 +217,14 @@ def detach(input):
 
 def to_dtype(x, dtype):
     return _to_dtype(x, _dtype.to_numpy_dtype(dtype))
+
+
+def _array_rule_dtype(*arrays):
+    """An array rule (a plain backward on NumPy arrays) runs in float32 and float64; float16 and bfloat16 rows
+    take their Tensor rule, which rounds as torch's kernels do."""
+    return all(a.dtype == np.float32 or a.dtype == np.float64 for a in arrays)
+
+
+def _sum_to_np(a, shape):
+    """a summed down to `shape` (the adjoint of broadcasting), on arrays."""
+    return a if a.shape == shape else np.sum(a, axis=summed_dims(a.shape, shape), keepdims=True).reshape(shape)

@@ -15,6 +15,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from .. import _dtype, kernels, random, registry
 from ..tensor import _new
+from ..tape import _local as _tape_local
 from ._common import OPS, _autocast_lower, _record, _tensor, _to_dtype, autocast_state
 from .elementwise import mul
 
@@ -135,10 +136,10 @@ def _conv_forward(ctx, x4, w4, b):
     return out.reshape(N, O, oh, ow).astype(x4.dtype, copy=False)
 
 
-def _conv_arrays(ctx, g, inputs, wanted):
+def _conv_arrays(ctx, g, inputs, out, wanted):
     """im2col's adjoint: g against the saved columns (weight), against the weight then col2im (input)."""
     if getattr(ctx, "transposed", False):
-        return _conv_t_arrays(ctx, g, inputs, wanted)
+        return _conv_t_arrays(ctx, g, inputs, out, wanted)
     x, w = inputs[0], inputs[1]
     N, C, H, W = ctx.xshape4
     O, G = ctx.wshape4[0], ctx.groups
@@ -338,7 +339,7 @@ def _conv_t_forward(ctx, x4, w4, b):
     return out.astype(dt, copy=False)
 
 
-def _conv_t_arrays(ctx, g, inputs, wanted):
+def _conv_t_arrays(ctx, g, inputs, out, wanted):
     """im2col of g (the convolution's forward) into (Cout, kh, kw, N, H, W), then one GEMM per group with the
     weight (input) and with x (weight)."""
     x, w = inputs[0], inputs[1]
@@ -517,7 +518,7 @@ def _conv3d_forward(ctx, x, w, b=None):
     return y.reshape(ctx.oshape).astype(x.dtype, copy=False)  # (bfloat16: float32 sums, rounded once)
 
 
-def _conv3d_arrays(ctx, g, inputs, wanted):
+def _conv3d_arrays(ctx, g, inputs, out, wanted):
     x, w = inputs[0], inputs[1]
     N, G, O = ctx.xs5[0], ctx.groups, w.shape[0]
     g4 = np.ascontiguousarray(g).reshape(N, G, O // G, -1)
@@ -558,7 +559,7 @@ def _vjp_conv3d(ctx, g, inputs, out):
     return gx, gw, g.reshape(N, O, -1).sum((0, 2))
 
 
-registry.python("conv3d", "ConvolutionBackward0", _conv3d_forward, _vjp_conv3d, saves=1 | 2, array_vjp=_conv3d_arrays)
+registry.python("conv3d", "ConvolutionBackward0", _conv3d_forward, _vjp_conv3d, array_vjp=_conv3d_arrays)
 
 
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
@@ -642,7 +643,7 @@ def _vjp_max_pool(ctx, g, inputs, out):
     return (scatter_flat(g, flat.reshape(g.shape), inputs[0].shape),)
 
 
-def _max_pool_arrays(ctx, g, inputs, wanted):
+def _max_pool_arrays(ctx, g, inputs, out, wanted):
     x = inputs[0]
     if g.dtype not in (np.float32, np.float64):
         return None
@@ -772,7 +773,7 @@ def _separable_forward(ctx, x):
     return out.reshape(ctx.oshape).astype(x.dtype, copy=False)  # (bfloat16: float32 sums, rounded once)
 
 
-def _separable_arrays(ctx, g, inputs, wanted):
+def _separable_arrays(ctx, g, inputs, out, wanted):
     g4 = np.asarray(g).reshape(ctx.xs4[:2] + (ctx.mh.shape[0], ctx.mwT.shape[1]))
     return (np.matmul(np.matmul(ctx.mh.T, g4), ctx.mwT.T).reshape(inputs[0].shape).astype(g.dtype, copy=False),)
 
@@ -785,9 +786,9 @@ def _vjp_separable(ctx, g, inputs, out):
     return (gx.reshape(tuple(inputs[0].shape)),)
 
 
-registry.python("avg_pool2d", "AvgPool2DBackward0", _separable_forward, _vjp_separable, saves=0,
+registry.python("avg_pool2d", "AvgPool2DBackward0", _separable_forward, _vjp_separable,
                 array_vjp=_separable_arrays)
-registry.python("adaptive_avg_pool2d", "AdaptiveAvgPool2DBackward0", _separable_forward, _vjp_separable, saves=0,
+registry.python("adaptive_avg_pool2d", "AdaptiveAvgPool2DBackward0", _separable_forward, _vjp_separable,
                 array_vjp=_separable_arrays)
 
 
@@ -875,26 +876,26 @@ def adaptive_avg_pool1d(input, output_size):
 
 
 # -- normalization: one fused row each way -------------------------------------------------------------------------
-def _norm_arrays(ctx, g, inputs, wanted):
+def _norm_arrays(ctx, g, inputs, out, wanted):
     """d/dx = invstd * (gh - mean(gh) - xhat * mean(gh * xhat)), gh = g * weight; the affine's sums."""
     axes, xhat, invstd = ctx.axes, ctx.xhat, ctx.invstd
     w = inputs[1] if ctx.has_w else None
     gh = g if w is None else g * w.reshape(ctx.pshape)
-    out = []
+    grads = []
     if wanted[0]:
         if ctx.training:
             m1 = gh.mean(axis=axes, keepdims=True)
             m2 = (gh * xhat).mean(axis=axes, keepdims=True)
-            out.append((gh - m1 - xhat * m2) * invstd)
+            grads.append((gh - m1 - xhat * m2) * invstd)
         else:
-            out.append(gh * invstd)
+            grads.append(gh * invstd)
     else:
-        out.append(None)
+        grads.append(None)
     if ctx.has_w:
-        out.append((g * xhat).sum(axis=ctx.paxes).reshape(inputs[1].shape) if wanted[1] else None)
+        grads.append((g * xhat).sum(axis=ctx.paxes).reshape(inputs[1].shape) if wanted[1] else None)
     if ctx.has_b:
-        out.append(g.sum(axis=ctx.paxes).reshape(inputs[-1].shape) if wanted[len(out)] else None)
-    return tuple(out)
+        grads.append(g.sum(axis=ctx.paxes).reshape(inputs[-1].shape) if wanted[len(grads)] else None)
+    return tuple(grads)
 
 
 def _vjp_norm(ctx, g, inputs, out):
@@ -965,6 +966,11 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     if not training:
         if running_mean is None or running_var is None:
             raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
+        if _tape_local.tracing is not None:  # tapegrad.compile: the statistics as inputs, read at each call
+            rm, rv = (_to_dtype(_tensor(t), dt).reshape(pshape) for t in (running_mean, running_var))
+            y = (x - rm) * (rv + float(eps)).rsqrt()
+            y = y if weight is None else y * _to_dtype(_tensor(weight), dt).reshape(pshape)
+            return y if bias is None else y + _to_dtype(_tensor(bias), dt).reshape(pshape)
         ctx.mean = _tensor(running_mean)._data.astype(dt).reshape(pshape)
         ctx.var = _tensor(running_var)._data.astype(dt).reshape(pshape)
     w = None if weight is None else _to_dtype(_tensor(weight), dt)
@@ -1070,9 +1076,9 @@ def _norm_replay(ctx, x, *affine):
     return _normalized(ctx, x, w, b)
 
 
-registry.python("conv", "ConvolutionBackward0", _conv_replay, _vjp_conv, saves=2, array_vjp=_conv_arrays)
-registry.python("max_pool", "MaxPool2DWithIndicesBackward0", _max_pool_replay, _vjp_max_pool, saves=0,
+registry.python("conv", "ConvolutionBackward0", _conv_replay, _vjp_conv, array_vjp=_conv_arrays)
+registry.python("max_pool", "MaxPool2DWithIndicesBackward0", _max_pool_replay, _vjp_max_pool,
                 array_vjp=_max_pool_arrays)
 # (a batch_norm row that updates running statistics says so in its context's `unreplayable`)
-registry.python("batch_norm", "NativeBatchNormBackward0", _norm_replay, _vjp_norm, saves=1 | 2, array_vjp=_norm_arrays)
-registry.python("layer_norm", "NativeLayerNormBackward0", _norm_replay, _vjp_norm, saves=1 | 2, array_vjp=_norm_arrays)
+registry.python("batch_norm", "NativeBatchNormBackward0", _norm_replay, _vjp_norm, array_vjp=_norm_arrays)
+registry.python("layer_norm", "NativeLayerNormBackward0", _norm_replay, _vjp_norm, array_vjp=_norm_arrays)

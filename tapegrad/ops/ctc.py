@@ -101,7 +101,7 @@ def _ctc_forward(ctx, log_probs):
     return out if ctx.batched else out.reshape(())
 
 
-def _ctc_arrays(ctx, g, inputs, wanted):
+def _ctc_arrays(ctx, g, inputs, out, wanted):
     lp = np.asarray(inputs[0], np.float64).reshape(ctx.shape3)
     T, N, C = lp.shape
     beta = _beta(ctx.emit, ctx.ext, ctx.skip, ctx.valid, ctx.input_lengths, ctx.target_lengths)
@@ -128,7 +128,7 @@ _NO_SECOND = "derivative for aten::_ctc_loss_backward is not implemented"
 
 def _vjp_ctc(ctx, g, inputs, out):
     """Under create_graph: the gradient's values, on a row that raises torch's error when differentiated."""
-    grad, = _ctc_arrays(ctx, g._data, [inputs[0]._data], (True,))
+    grad, = _ctc_arrays(ctx, g._data, [inputs[0]._data], None, (True,))
     return (_record(OPS["ctc_loss_backward"], grad, (inputs[0], g), aux=None),)
 
 
@@ -136,9 +136,9 @@ def _vjp_ctc_backward(ctx, g, inputs, out):
     raise RuntimeError(_NO_SECOND)
 
 
-registry.python("ctc_loss", "CtcLossBackward0", None, _vjp_ctc, saves=1, array_vjp=_ctc_arrays,
+registry.python("ctc_loss", "CtcLossBackward0", None, _vjp_ctc, array_vjp=_ctc_arrays,
                 unreplayable="its recursion's lengths and targets are read from values")
-registry.python("ctc_loss_backward", "NotImplemented", None, _vjp_ctc_backward, saves=0,
+registry.python("ctc_loss_backward", "NotImplemented", None, _vjp_ctc_backward,
                 doc="ctc_loss's gradient under create_graph: torch has no derivative of it, so it raises",
                 unreplayable="it stands for a gradient that must not be differentiated")
 

@@ -327,48 +327,65 @@ def _embedding_bag_row(w, psw, keep, kept, bag, B, mode, inv_freq=None):
     return _record(OPS["embedding_bag_weighted"], out, (w, psw), aux=ctx)
 
 
-def _bag_arrays(ctx, g, inputs, wanted):
+def _bag_weight_arrays(ctx, g, weights):
+    """The weight's gradient on arrays (weights: the per-sample weights, or None)."""
+    kern = _bag_kernels()
+    gw = np.zeros((ctx.V, g.shape[1]), g.dtype)
+    if ctx.mode == "max":
+        kern.bag_max_adjoint(g, ctx.argmax, gw)
+    else:
+        kern.bag_sum_adjoint(g, ctx.index, ctx.bag, np.ascontiguousarray(ctx.scale(g.dtype, weights)), gw)
+    return gw
+
+
+def _bag_arrays_unweighted(ctx, g, inputs, out, wanted):
     if g.dtype not in (np.float32, np.float64):
         return None
-    kern = _bag_kernels()
+    return (_bag_weight_arrays(ctx, np.ascontiguousarray(g), None) if wanted[0] else None,)
+
+
+def _bag_arrays(ctx, g, inputs, out, wanted):
+    """With per-sample weights: the weight's gradient, and each weight's, its entry's row dotted with its bag's g."""
+    if g.dtype not in (np.float32, np.float64):
+        return None
     g = np.ascontiguousarray(g)
-    gw = gs = None
-    if wanted[0]:
-        gw = np.zeros((ctx.V, g.shape[1]), g.dtype)
-        if ctx.mode == "max":
-            kern.bag_max_adjoint(g, ctx.argmax, gw)
-        else:
-            scale = np.ascontiguousarray(ctx.scale(g.dtype, None if len(inputs) == 1 else np.asarray(inputs[1],
-                                                                                                   g.dtype)))
-            kern.bag_sum_adjoint(g, ctx.index, ctx.bag, scale, gw)
-    if len(inputs) > 1 and wanted[1]:
+    w, psw = inputs
+    gw = _bag_weight_arrays(ctx, g, np.asarray(psw, g.dtype)) if wanted[0] else None
+    gs = None
+    if wanted[1]:
         gs = np.empty(ctx.bag.size, g.dtype)
-        kern.bag_scale_adjoint(g, np.ascontiguousarray(inputs[0], g.dtype), ctx.index, ctx.bag, gs)
-    return (gw,) if len(inputs) == 1 else (gw, gs)
+        _bag_kernels().bag_scale_adjoint(g, np.ascontiguousarray(w, g.dtype), ctx.index, ctx.bag, gs)
+    return gw, gs
 
 
-def _vjp_bag(ctx, g, inputs, out):
-    """In tapegrad ops: weight's, a sparse (num_embeddings x bags) matrix times g (max: g to each maximum's row).
-    A per-sample weight's gradient is its entry's row dotted with its bag's g."""
+def _bag_weight_graph(ctx, g, weights):
+    """In tapegrad ops: the weight's gradient, a sparse (num_embeddings x bags) matrix times g (max: g to each
+    maximum's row)."""
     V, D = ctx.V, g.shape[1]
     if ctx.mode == "max":
         flat = np.where(ctx.argmax >= 0, ctx.argmax * D + np.arange(D), V * D)  # (an empty bag: a spare slot)
-        return (scatter_flat(g, flat, (V * D + 1,))[:V * D].reshape(V, D),)
-    values = _new(ctx.scale(g._data.dtype)) if len(inputs) == 1 else ctx.scale(g._data.dtype, inputs[1])
-    gw = sparse_mm(sparse_coo_tensor(np.stack([ctx.index, ctx.bag]), values, (V, ctx.B)), g)
-    if len(inputs) == 1:
-        return (gw,)
-    return gw, (g.index_select(0, _new(ctx.bag)) * inputs[0].index_select(0, _new(ctx.index))).sum(1)
+        return scatter_flat(g, flat, (V * D + 1,))[:V * D].reshape(V, D)
+    values = _new(ctx.scale(g._data.dtype)) if weights is None else ctx.scale(g._data.dtype, weights)
+    return sparse_mm(sparse_coo_tensor(np.stack([ctx.index, ctx.bag]), values, (V, ctx.B)), g)
+
+
+def _vjp_bag_unweighted(ctx, g, inputs, out):
+    return (_bag_weight_graph(ctx, g, None),)
+
+
+def _vjp_bag(ctx, g, inputs, out):
+    w, psw = inputs
+    return _bag_weight_graph(ctx, g, psw), (g.index_select(0, _new(ctx.bag)) * w.index_select(0, _new(ctx.index))).sum(1)
 
 
 # Without per-sample weights the backward reads no input (the weight's gradient comes from the bags alone, as
 # torch's), so a weight changed in place after the forward (max_norm's renorm in a later call) is no error;
-# with them, the weights' gradient reads the weight's rows.
-registry.python("embedding_bag", "EmbeddingBagBackward0", None, _vjp_bag, saves=0, array_vjp=_bag_arrays,
-                unreplayable="its bags are computed from the values of its indices and offsets")
-registry.python("embedding_bag_weighted", "EmbeddingBagBackward0", None, _vjp_bag, saves=1 | 2,
-                array_vjp=_bag_arrays, unreplayable="its bags are computed from the values of its indices and offsets")
-
+# with them, the weights' gradient reads the weight's rows. (Two ops, so that each one's saves say so.)
+_BAGS_FROM_VALUES = "its bags are computed from the values of its indices and offsets"
+registry.python("embedding_bag", "EmbeddingBagBackward0", None, _vjp_bag_unweighted,
+                array_vjp=_bag_arrays_unweighted, unreplayable=_BAGS_FROM_VALUES)
+registry.python("embedding_bag_weighted", "EmbeddingBagBackward0", None, _vjp_bag, array_vjp=_bag_arrays,
+                unreplayable=_BAGS_FROM_VALUES)
 
 
 def _bag_kernels():

@@ -3,7 +3,7 @@ import numpy as np
 
 from .. import _dtype, registry
 from ..device import check as _check_device
-from ..tensor import _new
+from ..tensor import Tensor, _new
 from ._common import OPS, _dim, _record, _tensor
 from .shape import diagonal as _diagonal, _gather, _gather_forward, _index_map, _vjp_gather
 
@@ -71,7 +71,12 @@ def _vjp_diag_embed(ctx, g, inputs, out):
 
 
 registry.structural("roll", registry.K_GATHER, "RollBackward0", _vjp_gather, forward=_gather_forward)
-registry.python("diag_embed", "DiagEmbedBackward0", lambda ctx, x: np.diag(x, ctx), _vjp_diag_embed, saves=0)
+registry.python("diag_embed", "DiagEmbedBackward0", lambda ctx, x: np.diag(x, ctx), _vjp_diag_embed)
 
 
 __all__ = ["roll", "diag", "tril_indices", "triu_indices"]
+
+
+# Tensor's methods for this module's front-ends (grep `Tensor.<name> =`)
+Tensor.roll = roll
+Tensor.diag = diag

@@ -4,9 +4,10 @@ import math
 import numpy as np
 
 from .. import _dtype, registry
-from ..registry import SAVES_OUT, Ctx
-from ._common import (OPS, _autocast_lower, _dims, _in_float32, _new, _record, _tensor, _to_dtype, autocast_state,
-                      broadcast_shape)
+from ..tensor import Tensor
+from ..registry import Ctx
+from ._common import (OPS, _array_rule_dtype, _autocast_lower, _dims, _in_float32, _new, _record, _sum_to_np, _tensor,
+                      _to_dtype, autocast_state, broadcast_shape)
 from .elementwise import where
 from .reduce import _keep, sum_to_shape
 
@@ -325,13 +326,23 @@ def _vjp_matmul(ctx, g, inputs, out):
     return ga, gb
 
 
-def _matmul_arrays(ctx, g, inputs, wanted):
-    """Plain backward of a matrix product: BLAS on transposed views, and only the wanted side (no gradient
-    for the data x of x @ w)."""
+def _matmul_arrays(ctx, g, inputs, out, wanted):
+    """Plain backward of every matrix product (mm, mv, dot, bmm, broadcast matmul): BLAS on transposed views,
+    only the wanted side (no gradient for the data x of x @ w), broadcast dims summed away."""
     a, b = inputs
-    if a.ndim != 2 or b.ndim != 2:
+    if not _array_rule_dtype(a, b, g):
         return None
-    return g @ b.T if wanted[0] else None, a.T @ g if wanted[1] else None
+    if a.ndim == 2 and b.ndim == 2:
+        return g @ b.T if wanted[0] else None, a.T @ g if wanted[1] else None
+    if a.ndim == 1 and b.ndim == 1:
+        return g * b if wanted[0] else None, g * a if wanted[1] else None
+    a2 = a[None, :] if a.ndim == 1 else a
+    b2 = b[:, None] if b.ndim == 1 else b
+    g2 = g[..., None, :] if a.ndim == 1 else g
+    g2 = g2[..., None] if b.ndim == 1 else g2
+    ga = _sum_to_np(g2 @ np.swapaxes(b2, -1, -2), a2.shape).reshape(a.shape) if wanted[0] else None
+    gb = _sum_to_np(np.swapaxes(a2, -1, -2) @ g2, b2.shape).reshape(b.shape) if wanted[1] else None
+    return ga, gb
 
 
 def _norm_forward(x):
@@ -372,17 +383,30 @@ def _vjp_einsum(ctx, g, inputs, out):
 
 
 registry.python("matmul", "MmBackward0", _mm_forward, _vjp_matmul, array_vjp=_matmul_arrays)
-registry.python("mv", "MvBackward0", _mm_forward, _vjp_matmul)
-registry.python("bmm", "BmmBackward0", _mm_forward, _vjp_matmul)
-registry.python("dot", "DotBackward0", _mm_forward, _vjp_matmul)
-registry.python("matmul_fold", "UnsafeViewBackward0", _mm_forward, _vjp_matmul)
-registry.python("matmul_bcast", "CloneBackward0", _mm_forward, _vjp_matmul)
-registry.python("vecmat", "SqueezeBackward4", _mm_forward, _vjp_matmul)
-registry.python("norm", "LinalgVectorNormBackward0", lambda ctx, x: _vector_norm_forward(_NORM2, x, False), _vjp_norm,
-                saves=1 | SAVES_OUT)
-registry.python("vector_norm", "LinalgVectorNormBackward0", _vector_norm_forward, _vjp_vector_norm, saves=1 | SAVES_OUT)
+registry.python("mv", "MvBackward0", _mm_forward, _vjp_matmul, array_vjp=_matmul_arrays)
+registry.python("bmm", "BmmBackward0", _mm_forward, _vjp_matmul, array_vjp=_matmul_arrays)
+registry.python("dot", "DotBackward0", _mm_forward, _vjp_matmul, array_vjp=_matmul_arrays)
+registry.python("matmul_fold", "UnsafeViewBackward0", _mm_forward, _vjp_matmul, array_vjp=_matmul_arrays)
+registry.python("matmul_bcast", "CloneBackward0", _mm_forward, _vjp_matmul, array_vjp=_matmul_arrays)
+registry.python("vecmat", "SqueezeBackward4", _mm_forward, _vjp_matmul, array_vjp=_matmul_arrays)
+registry.python("norm", "LinalgVectorNormBackward0", lambda ctx, x: _vector_norm_forward(_NORM2, x, False), _vjp_norm)
+registry.python("vector_norm", "LinalgVectorNormBackward0", _vector_norm_forward, _vjp_vector_norm)
 registry.python("einsum", "EinsumBackward0", _einsum_forward, _vjp_einsum)
 
 
 __all__ = [n for n, v in list(globals().items()) if callable(v) and getattr(v, "__module__", None) == __name__
            and not n.startswith("_")]
+
+
+# Tensor's methods for this module's front-ends (grep `Tensor.<name> =`)
+Tensor.__matmul__ = matmul
+Tensor.__rmatmul__ = lambda self, other: matmul(other, self)
+Tensor.matmul = matmul
+Tensor.mm = mm
+Tensor.dot = dot
+Tensor.norm = norm
+Tensor.bmm = bmm
+Tensor.mv = mv
+Tensor.outer = outer
+Tensor.ger = outer
+Tensor.inner = inner

@@ -10,8 +10,9 @@ import numpy as np
 from .. import _dtype, kernels, registry
 from ..registry import Ctx
 from ..tensor import _new
-from ._common import OPS, _autocast_float32, _in_float32, _record, _tensor, _to_dtype, broadcast_shape
-from .elementwise import _div_scalar, _mul_scalar, abs, clamp_min, exp, log, log1p, softplus, where
+from ._common import (OPS, _array_rule_dtype, _autocast_float32, _in_float32, _record, _tensor, _to_dtype,
+                      broadcast_shape)
+from .elementwise import _div_scalar, _mul_scalar, _sigmoid, abs, clamp_min, exp, log, log1p, softplus, where
 from .reduce import log_softmax, mean, softmax, sum
 from ..tape import guard
 from .shape import _reshape
@@ -410,7 +411,7 @@ def _vjp_nll(ctx, g, inputs, out):
     return (_new(ctx.coef) * g,)
 
 
-def _nll_arrays(ctx, g, inputs, wanted):
+def _nll_arrays(ctx, g, inputs, out, wanted):
     return (ctx.coef * (np.expand_dims(g, ctx.cdim) if ctx.reduction == "none" else g),)
 
 
@@ -436,7 +437,7 @@ def _target_weights(ctx, shape, dtype):
     return [np.ascontiguousarray(np.moveaxis(a.reshape(moved), -1, cdim)) for a in (q, rowq)]
 
 
-def _cross_entropy_arrays(ctx, g, inputs, wanted):
+def _cross_entropy_arrays(ctx, g, inputs, out, wanted):
     """The gradient for g = 1 was computed with the loss (ctx.dx)."""
     return (ctx.dx * (np.expand_dims(g, ctx.cdim) if ctx.reduction == "none" else g),)
 
@@ -447,6 +448,27 @@ def _vjp_mse(ctx, g, inputs, out):
     if ctx.reduction == "mean":
         d = d / ctx.n
     return d, -d
+
+
+def _mse_arrays(ctx, g, inputs, out, wanted):
+    x, t = inputs
+    if not _array_rule_dtype(x):
+        return None
+    d = (x - t) * (2.0 * g)
+    if ctx.reduction == "mean":
+        d = d / ctx.n
+    return d, -d
+
+
+def _smooth_l1_arrays(ctx, g, inputs, out, wanted):
+    x, t = inputs
+    if not _array_rule_dtype(x):
+        return None
+    d = x - t
+    gd = np.where(np.abs(d) < ctx.beta, d / ctx.beta, np.sign(d)) * g
+    if ctx.reduction == "mean":
+        gd = gd / ctx.n
+    return gd, -gd
 
 
 def _vjp_smooth_l1(ctx, g, inputs, out):
@@ -470,6 +492,29 @@ def _vjp_bce(ctx, g, inputs, out):
     return gx, gt
 
 
+def _bce_arrays(ctx, g, inputs, out, wanted):
+    x, t = inputs
+    if not _array_rule_dtype(x):
+        return None
+    if ctx.reduction == "mean":
+        g = g / ctx.n
+    gx = g * (x - t) / np.maximum((1 - x) * x, x.dtype.type(1e-12)) if wanted[0] else None
+    with np.errstate(divide="ignore", invalid="ignore"):
+        gt = g * (np.log1p(-x) - np.log(x)) if wanted[1] else None
+    if ctx.w is not None:
+        w = ctx.w._data
+        gx, gt = (None if gx is None else gx * w), (None if gt is None else gt * w)
+    return gx, gt
+
+
+def _bce_logits_arrays(ctx, g, inputs, out, wanted):
+    z, t = inputs
+    if not _array_rule_dtype(z):
+        return None
+    g = g / max(z.size, 1)
+    return (_sigmoid(z) - t) * g if wanted[0] else None, -z * g if wanted[1] else None
+
+
 def _vjp_bce_logits_full(ctx, g, inputs, out):
     """Inputs (z, t[, weight][, pos_weight]); ctx (reduction, has_weight, has_pos_weight)."""
     z, t = inputs[0], inputs[1]
@@ -490,20 +535,22 @@ def _vjp_bce_logits_full(ctx, g, inputs, out):
 
 _TARGET = "it reads its target, which is not one of its inputs, and a replay cannot rebind it"
 
-registry.python("bce_with_logits", "BinaryCrossEntropyWithLogitsBackward0", _bce_logits_forward, _vjp_bce_logits)
-registry.python("nll_loss", "NllLossBackward0", None, _vjp_nll, saves=0, array_vjp=_nll_arrays, unreplayable=_TARGET)
-registry.python("nll_loss2d", "NllLoss2DBackward0", None, _vjp_nll, saves=0, array_vjp=_nll_arrays,
+registry.python("bce_with_logits", "BinaryCrossEntropyWithLogitsBackward0", _bce_logits_forward, _vjp_bce_logits,
+                array_vjp=_bce_logits_arrays)
+registry.python("nll_loss", "NllLossBackward0", None, _vjp_nll, array_vjp=_nll_arrays, unreplayable=_TARGET)
+registry.python("nll_loss2d", "NllLoss2DBackward0", None, _vjp_nll, array_vjp=_nll_arrays,
                 unreplayable=_TARGET)
 # trace.py binds a 2-D cross_entropy's target when it is an argument of the traced function
-registry.python("cross_entropy", "NllLossBackward0", _cross_entropy_replay, _vjp_cross_entropy, saves=1,
+registry.python("cross_entropy", "NllLossBackward0", _cross_entropy_replay, _vjp_cross_entropy,
                 array_vjp=_cross_entropy_arrays)
-registry.python("cross_entropy2d", "NllLoss2DBackward0", None, _vjp_cross_entropy, saves=1,
+registry.python("cross_entropy2d", "NllLoss2DBackward0", None, _vjp_cross_entropy,
                 array_vjp=_cross_entropy_arrays, unreplayable=_TARGET)
-registry.python("mse_loss", "MseLossBackward0", _mse_forward, _vjp_mse, saves=1 | 2)
-registry.python("smooth_l1_loss", "SmoothL1LossBackward0", _smooth_l1_forward, _vjp_smooth_l1, saves=1 | 2)
-registry.python("binary_cross_entropy", "BinaryCrossEntropyBackward0", _bce_forward, _vjp_bce, saves=1 | 2 | 4)
+registry.python("mse_loss", "MseLossBackward0", _mse_forward, _vjp_mse, array_vjp=_mse_arrays)
+registry.python("smooth_l1_loss", "SmoothL1LossBackward0", _smooth_l1_forward, _vjp_smooth_l1,
+                array_vjp=_smooth_l1_arrays)
+registry.python("binary_cross_entropy", "BinaryCrossEntropyBackward0", _bce_forward, _vjp_bce, array_vjp=_bce_arrays)
 registry.python("bce_with_logits_full", "BinaryCrossEntropyWithLogitsBackward0", _bce_logits_full_forward,
-                _vjp_bce_logits_full, saves=1 | 2 | 4 | 8)
+                _vjp_bce_logits_full)
 
 
 __all__ = [n for n, v in list(globals().items()) if callable(v) and getattr(v, "__module__", None) == __name__

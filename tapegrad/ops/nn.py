@@ -250,16 +250,25 @@ def _vjp_embedding_padded(ctx, g, inputs, out):
     return (scatter_flat(g * keep, index_map, shape),)
 
 
-registry.python("lerp", "LerpBackward0", _lerp_forward, _vjp_lerp, saves=0)
-registry.python("lerp_tensor", "LerpBackward1", _lerp_tensor_forward, _vjp_lerp_tensor, saves=1 | 2 | 4)
-registry.python("clamp_tensor", "ClampBackward0", _clamp_tensor_forward, _vjp_clamp_tensor, saves=1 | 2 | 4)
-registry.python("clamp_min_tensor", "ClampMinBackward1", _clamp_tensor_forward, _vjp_clamp_tensor, saves=1 | 2)
-registry.python("clamp_max_tensor", "ClampMaxBackward1", _clamp_tensor_forward, _vjp_clamp_tensor, saves=1 | 2)
+registry.python("lerp", "LerpBackward0", _lerp_forward, _vjp_lerp)
+registry.python("lerp_tensor", "LerpBackward1", _lerp_tensor_forward, _vjp_lerp_tensor)
+registry.python("clamp_tensor", "ClampBackward0", _clamp_tensor_forward, _vjp_clamp_tensor)
+registry.python("clamp_min_tensor", "ClampMinBackward1", _clamp_tensor_forward, _vjp_clamp_tensor)
+registry.python("clamp_max_tensor", "ClampMaxBackward1", _clamp_tensor_forward, _vjp_clamp_tensor)
 registry.python("addmm", "AddmmBackward0", _linear_forward, _vjp_linear)
 registry.python("linear", "MmBackward0", _linear_forward, _vjp_linear)
-registry.python("embedding_padded", "EmbeddingBackward0", None, _vjp_embedding_padded, saves=0,
+registry.python("embedding_padded", "EmbeddingBackward0", None, _vjp_embedding_padded,
                 unreplayable="its index map is computed from the values of its indices")
 
 
 __all__ = [n for n, v in list(globals().items()) if callable(v) and getattr(v, "__module__", None) == __name__
            and not n.startswith("_")]
+
+
+# Tensor's methods for this module's front-ends (grep `Tensor.<name> =`)
+Tensor.round = round
+Tensor.clamp = clamp
+Tensor.clip = clamp
+Tensor.lerp = lerp
+Tensor.clamp_min = clamp_min
+Tensor.clamp_max = clamp_max

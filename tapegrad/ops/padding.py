@@ -137,7 +137,7 @@ def _prelu_forward(ctx, x, w):
     return np.where(x > 0, x, _prelu_view(x.shape, w) * x)
 
 
-def _prelu_arrays(ctx, g, inputs, wanted):
+def _prelu_arrays(ctx, g, inputs, out, wanted):
     x, w = inputs
     wv = _prelu_view(x.shape, w)
     gx = np.where(x > 0, g, wv * g) if wanted[0] else None
@@ -164,7 +164,7 @@ def _hardswish_forward(ctx, x):
     return x * np.clip(x + 3, 0, 6) / 6
 
 
-def _hardswish_arrays(ctx, g, inputs, wanted):
+def _hardswish_arrays(ctx, g, inputs, out, wanted):
     x = inputs[0]
     return (g * np.where(x < -3, 0, np.where(x <= 3, x / 3 + 0.5, 1)).astype(g.dtype, copy=False),)
 
@@ -179,7 +179,7 @@ def _mish_forward(ctx, x):
     return x * np.tanh(np.logaddexp(0, x)).astype(x.dtype, copy=False)
 
 
-def _mish_arrays(ctx, g, inputs, wanted):
+def _mish_arrays(ctx, g, inputs, out, wanted):
     x = inputs[0]
     t = np.tanh(np.logaddexp(0, x))
     return ((g * (t + x * _np_sigmoid(x) * (1 - t * t))).astype(g.dtype, copy=False),)
@@ -205,7 +205,7 @@ def _glu_forward(ctx, x):
     return a * _np_sigmoid(b)
 
 
-def _glu_arrays(ctx, g, inputs, wanted):
+def _glu_arrays(ctx, g, inputs, out, wanted):
     a, b = _glu_halves(ctx, inputs[0])
     s = _np_sigmoid(b)
     return (np.concatenate([g * s, g * a * s * (1 - s)], ctx.dim).astype(g.dtype, copy=False),)
@@ -218,11 +218,11 @@ def _vjp_glu(ctx, g, inputs, out):
     return (cat([g * s, g * a * s * (1 - s)], ctx.dim),)
 
 
-registry.python("prelu", "PreluKernelBackward0", _prelu_forward, _vjp_prelu, saves=1 | 2, array_vjp=_prelu_arrays)
-registry.python("hardswish", "HardswishBackward0", _hardswish_forward, _vjp_hardswish, saves=1,
+registry.python("prelu", "PreluKernelBackward0", _prelu_forward, _vjp_prelu, array_vjp=_prelu_arrays)
+registry.python("hardswish", "HardswishBackward0", _hardswish_forward, _vjp_hardswish,
                 array_vjp=_hardswish_arrays)
-registry.python("mish", "MishBackward0", _mish_forward, _vjp_mish, saves=1, array_vjp=_mish_arrays)
-registry.python("glu", "GluBackward0", _glu_forward, _vjp_glu, saves=1, array_vjp=_glu_arrays)
+registry.python("mish", "MishBackward0", _mish_forward, _vjp_mish, array_vjp=_mish_arrays)
+registry.python("glu", "GluBackward0", _glu_forward, _vjp_glu, array_vjp=_glu_arrays)
 
 
 def prelu(input, weight):

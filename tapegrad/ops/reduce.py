@@ -12,8 +12,8 @@ from ..registry import Ctx, K_EXPAND, K_SUM
 from ..tensor import Tensor, _new
 from . import elementwise
 from .elementwise import where
-from ._common import (OPS, _autocast_float32, _dim, _dims, _float, _in_float32, _mask, _record, _share_version,
-                      _sizes, _tensor, _to_dtype, summed_dims)
+from ._common import (OPS, _array_rule_dtype, _autocast_float32, _dim, _dims, _float, _in_float32, _mask, _record,
+                      _share_version, _sizes, _tensor, _to_dtype, summed_dims)
 
 
 def _reduce(name_all, name_dim, np_fn, input, dim, keepdim, dtype, scale_of):
@@ -440,6 +440,15 @@ def _vjp_var(ctx, g, inputs, out):
     return (g * (np.float64(2.0) / ctx.denom) * (x - x.mean(ctx.dims, keepdim=True)),)  # denom 0: inf, as torch
 
 
+def _var_arrays(ctx, g, inputs, out, wanted):
+    x, = inputs
+    if not _array_rule_dtype(x):
+        return None
+    with np.errstate(divide="ignore"):
+        scale = float(np.float64(2.0) / ctx.denom)  # denom 0: inf, as torch
+    return ((_keep(g, ctx.keep) * scale) * (x - np.mean(x, axis=ctx.dims, keepdims=True)),)
+
+
 def _vjp_std(ctx, g, inputs, out):
     x, = inputs
     g, y = _keep(g, ctx.keep), _keep(out, ctx.keep)
@@ -481,23 +490,101 @@ def _vjp_cumsum(ctx, g, inputs, out):
     return (g.flip(ctx).cumsum(ctx).flip(ctx),)   # ctx: the dim
 
 
+def _cumsum_arrays(ctx, g, inputs, out, wanted):
+    if not _array_rule_dtype(g):
+        return None
+    return (np.flip(np.cumsum(np.flip(g, ctx), axis=ctx), ctx) if g.ndim else g,)
+
+
+def _softmax_arrays(ctx, g, inputs, out, wanted):
+    if not _array_rule_dtype(out) or out.ndim == 0:
+        return None
+    return (out * (g - np.sum(g * out, axis=ctx, keepdims=True)),)
+
+
+def _log_softmax_arrays(ctx, g, inputs, out, wanted):
+    if not _array_rule_dtype(out) or out.ndim == 0:
+        return None
+    return (g - np.exp(out) * np.sum(g, axis=ctx, keepdims=True),)
+
+
+def _logsumexp_arrays(ctx, g, inputs, out, wanted):
+    x, = inputs
+    if not _array_rule_dtype(x):
+        return None
+    return (_keep(g, ctx.keep) * np.exp(x - _keep(out, ctx.keep)),)
+
+
+def _std_arrays(ctx, g, inputs, out, wanted):
+    x, = inputs
+    if not _array_rule_dtype(x):
+        return None
+    g, y = _keep(g, ctx.keep), _keep(out, ctx.keep)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        gv = np.where(y == 0, 0.0, g / (2 * y))   # torch: zero gradient where std is 0
+        scale = float(np.float64(2.0) / ctx.denom)
+    return ((gv * scale) * (x - np.mean(x, axis=ctx.dims, keepdims=True)),)
+
+
+def _ties_share(ctx, g, inputs, out, nan_counts):
+    x, = inputs
+    if not _array_rule_dtype(x):
+        return None
+    g, y = _keep(g, ctx.keep), _keep(out, ctx.keep)
+    mask = ((x == y) | (np.isnan(x) & np.isnan(y)) if nan_counts else x == y).astype(x.dtype)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (mask * (g / np.sum(mask, axis=ctx.dims, keepdims=True)),)
+
+
+def _amax_arrays(ctx, g, inputs, out, wanted):
+    """Ties share the gradient; a NaN extreme matches nothing (NaN gradients, as torch's amax)."""
+    return _ties_share(ctx, g, inputs, out, False)
+
+
+def _max_all_arrays(ctx, g, inputs, out, wanted):
+    """max() and min() of all elements: torch's evenly_distribute_backward, where a NaN result counts the NaNs."""
+    return _ties_share(ctx, g, inputs, out, True)
+
+
 def _reduce_forward(np_fn):
     return lambda ctx, x: _np_reduce(np_fn, x, ctx.dims, True)
 
 
-registry.python("prod", "ProdBackward1", _reduce_forward(np.prod), _vjp_prod, saves=1 | registry.SAVES_OUT)
-registry.python("prod_all", "ProdBackward0", _reduce_forward(np.prod), _vjp_prod, saves=1 | registry.SAVES_OUT)
-registry.python("var", "VarBackward0", _var_forward, _vjp_var, saves=1)
-registry.python("std", "StdBackward0", _var_forward, _vjp_std, saves=1 | registry.SAVES_OUT)
-registry.python("amax", "AmaxBackward0", _reduce_forward(np.max), _vjp_amax, saves=1 | registry.SAVES_OUT)
-registry.python("amin", "AminBackward0", _reduce_forward(np.min), _vjp_amax, saves=1 | registry.SAVES_OUT)
-registry.python("max_all", "MaxBackward1", _reduce_forward(np.max), _vjp_max_all, saves=1 | registry.SAVES_OUT)
-registry.python("min_all", "MinBackward1", _reduce_forward(np.min), _vjp_max_all, saves=1 | registry.SAVES_OUT)
-registry.python("softmax", "SoftmaxBackward0", _softmax_forward, _vjp_softmax, saves=registry.SAVES_OUT)
-registry.python("log_softmax", "LogSoftmaxBackward0", _log_softmax_forward, _vjp_log_softmax, saves=registry.SAVES_OUT)
-registry.python("logsumexp", "LogsumexpBackward0", _logsumexp_forward, _vjp_logsumexp, saves=1 | registry.SAVES_OUT)
-registry.python("cumsum", "CumsumBackward0", _cumsum_forward, _vjp_cumsum, saves=0)
+registry.python("prod", "ProdBackward1", _reduce_forward(np.prod), _vjp_prod)
+registry.python("prod_all", "ProdBackward0", _reduce_forward(np.prod), _vjp_prod)
+registry.python("var", "VarBackward0", _var_forward, _vjp_var, array_vjp=_var_arrays)
+registry.python("std", "StdBackward0", _var_forward, _vjp_std, array_vjp=_std_arrays)
+registry.python("amax", "AmaxBackward0", _reduce_forward(np.max), _vjp_amax, array_vjp=_amax_arrays)
+registry.python("amin", "AminBackward0", _reduce_forward(np.min), _vjp_amax, array_vjp=_amax_arrays)
+registry.python("max_all", "MaxBackward1", _reduce_forward(np.max), _vjp_max_all, array_vjp=_max_all_arrays)
+registry.python("min_all", "MinBackward1", _reduce_forward(np.min), _vjp_max_all, array_vjp=_max_all_arrays)
+registry.python("softmax", "SoftmaxBackward0", _softmax_forward, _vjp_softmax, array_vjp=_softmax_arrays)
+registry.python("log_softmax", "LogSoftmaxBackward0", _log_softmax_forward, _vjp_log_softmax,
+                array_vjp=_log_softmax_arrays)
+registry.python("logsumexp", "LogsumexpBackward0", _logsumexp_forward, _vjp_logsumexp, array_vjp=_logsumexp_arrays)
+registry.python("cumsum", "CumsumBackward0", _cumsum_forward, _vjp_cumsum, array_vjp=_cumsum_arrays)
 
 
 __all__ = [n for n, v in list(globals().items()) if callable(v) and getattr(v, "__module__", None) == __name__
            and not n.startswith("_")]
+
+
+# Tensor's methods for this module's front-ends (grep `Tensor.<name> =`)
+Tensor.sum = sum
+Tensor.mean = mean
+Tensor.expand = expand
+Tensor.prod = prod
+Tensor.var = var
+Tensor.std = std
+Tensor.amax = amax
+Tensor.amin = amin
+Tensor.max = max
+Tensor.min = min
+Tensor.argmax = argmax
+Tensor.argmin = argmin
+Tensor.logsumexp = logsumexp
+Tensor.softmax = softmax
+Tensor.log_softmax = log_softmax
+Tensor.cumsum = cumsum
+Tensor.all = all
+Tensor.any = any

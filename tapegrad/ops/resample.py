@@ -72,10 +72,10 @@ def _vjp_fold(ctx, g, inputs, out):
     return (unfold(g, ctx.k, ctx.d, ctx.p, ctx.s),)
 
 
-registry.python("im2col", "Im2ColBackward0", lambda ctx, x: _im2col(x.reshape(ctx.xshape4), ctx), _vjp_unfold, saves=0,
-                array_vjp=lambda ctx, g, inputs, wanted: (_col2im(g, ctx).reshape(inputs[0].shape),))
-registry.python("col2im", "Col2ImBackward0", lambda ctx, x: _col2im(x, ctx), _vjp_fold, saves=0,
-                array_vjp=lambda ctx, g, inputs, wanted: (_im2col(g.reshape(ctx.xshape4), ctx).reshape(
+registry.python("im2col", "Im2ColBackward0", lambda ctx, x: _im2col(x.reshape(ctx.xshape4), ctx), _vjp_unfold,
+                array_vjp=lambda ctx, g, inputs, out, wanted: (_col2im(g, ctx).reshape(inputs[0].shape),))
+registry.python("col2im", "Col2ImBackward0", lambda ctx, x: _col2im(x, ctx), _vjp_fold,
+                array_vjp=lambda ctx, g, inputs, out, wanted: (_im2col(g.reshape(ctx.xshape4), ctx).reshape(
                     inputs[0].shape),))
 
 
@@ -227,7 +227,7 @@ def _nearest_sum(g, index, size, axis):
     return out
 
 
-def _nearest_arrays(ctx, g, inputs, wanted):
+def _nearest_arrays(ctx, g, inputs, out, wanted):
     g4 = np.asarray(g).reshape(ctx.oshape4)
     gx = _nearest_sum(_nearest_sum(g4, ctx.iw, ctx.xshape4[3], 3), ctx.ih, ctx.xshape4[2], 2)
     return (gx.reshape(inputs[0].shape),)
@@ -245,7 +245,7 @@ for _name, _grad_fn in (("upsample_nearest1d", "UpsampleNearest1DBackward0"),
                         ("upsample_nearest2d", "UpsampleNearest2DBackward0"),
                         ("_upsample_nearest_exact1d", "UpsampleNearestExact1DBackward0"),
                         ("_upsample_nearest_exact2d", "UpsampleNearestExact2DBackward0")):
-    registry.python(_name, _grad_fn, lambda ctx, x: _nearest_take(ctx, x.reshape(ctx.xshape4)), _vjp_nearest, saves=0,
+    registry.python(_name, _grad_fn, lambda ctx, x: _nearest_take(ctx, x.reshape(ctx.xshape4)), _vjp_nearest,
                     array_vjp=_nearest_arrays)
 
 
@@ -256,7 +256,7 @@ def _nearest3d_take(ctx, x):
     return x
 
 
-def _nearest3d_arrays(ctx, g, inputs, wanted):
+def _nearest3d_arrays(ctx, g, inputs, out, wanted):
     g = np.asarray(g).reshape(ctx.oshape)
     for axis in (2, 1, 0):
         g = _nearest_sum(g, ctx.index[axis], ctx.xshape[2 + axis], 2 + axis)
@@ -274,7 +274,7 @@ def _vjp_nearest3d(ctx, g, inputs, out):
 
 for _name, _grad_fn in (("upsample_nearest3d", "UpsampleNearest3DBackward0"),
                         ("_upsample_nearest_exact3d", "UpsampleNearestExact3DBackward0")):
-    registry.python(_name, _grad_fn, _nearest3d_take, _vjp_nearest3d, saves=0, array_vjp=_nearest3d_arrays)
+    registry.python(_name, _grad_fn, _nearest3d_take, _vjp_nearest3d, array_vjp=_nearest3d_arrays)
 
 
 def _nearest3d(x, output_size, scale_factors, exact):
@@ -347,7 +347,7 @@ def _vjp_linear(ctx, g, inputs, out):
     return (gx.reshape(inputs[0].shape),)
 
 
-def _linear_arrays(ctx, g, inputs, wanted):
+def _linear_arrays(ctx, g, inputs, out, wanted):
     return (_linear_apply(ctx, np.asarray(g).reshape(ctx.oshape4), True).reshape(inputs[0].shape),)
 
 
@@ -355,9 +355,9 @@ def _linear_forward(ctx, x):
     return _linear_apply(ctx, x.reshape(ctx.oshape4[:2] + (-1,) + x.shape[-1:]))
 
 
-registry.python("upsample_linear1d", "UpsampleLinear1DBackward0", _linear_forward, _vjp_linear, saves=0,
+registry.python("upsample_linear1d", "UpsampleLinear1DBackward0", _linear_forward, _vjp_linear,
                 array_vjp=_linear_arrays)
-registry.python("upsample_bilinear2d", "UpsampleBilinear2DBackward0", _linear_forward, _vjp_linear, saves=0,
+registry.python("upsample_bilinear2d", "UpsampleBilinear2DBackward0", _linear_forward, _vjp_linear,
                 array_vjp=_linear_arrays)
 
 
@@ -448,7 +448,7 @@ def _separable_forward(ctx, x):
     return _separable_apply(ctx.mats, x.reshape(ctx.xshape))
 
 
-def _separable_arrays(ctx, g, inputs, wanted):
+def _separable_arrays(ctx, g, inputs, out, wanted):
     return (_separable_apply(ctx.mats, np.asarray(g).reshape(ctx.oshape), True).reshape(inputs[0].shape),)
 
 
@@ -464,7 +464,7 @@ for _name, _grad_fn in (("upsample_bicubic2d", "UpsampleBicubic2DBackward0"),
                         ("_upsample_bicubic2d_aa", "UpsampleBicubic2DAaBackward0"),
                         ("_upsample_lanczos2d_aa", "UpsampleLanczos2DAaBackward0"),
                         ("adaptive_avg_pool3d", "AdaptiveAvgPool3DBackward0")):
-    registry.python(_name, _grad_fn, _separable_forward, _vjp_separable, saves=0, array_vjp=_separable_arrays)
+    registry.python(_name, _grad_fn, _separable_forward, _vjp_separable, array_vjp=_separable_arrays)
 
 _MODES = "nearest | linear | bilinear | bicubic | trilinear | lanczos | area | nearest-exact"
 
@@ -625,7 +625,7 @@ def upsample_bilinear(input, size=None, scale_factor=None):
 
 
 # -- adaptive max pooling: max pooling's backward, windows of torch's adaptive bounds --------------------------------
-registry.python("adaptive_max_pool", "AdaptiveMaxPool2DBackward0", None, _vjp_max_pool, saves=0,
+registry.python("adaptive_max_pool", "AdaptiveMaxPool2DBackward0", None, _vjp_max_pool,
                 array_vjp=_max_pool_arrays,
                 unreplayable="its indices, a second output, are not a row that a replay recomputes")
 
@@ -697,8 +697,8 @@ def _vjp_unpool(ctx, g, inputs, out):
     return (_gather(g, ctx.flat),)
 
 
-registry.python("max_unpool", "MaxUnpool2DBackward0", None, _vjp_unpool, saves=0,
-                array_vjp=lambda ctx, g, inputs, wanted: (np.asarray(g).reshape(-1)[ctx.flat],),
+registry.python("max_unpool", "MaxUnpool2DBackward0", None, _vjp_unpool,
+                array_vjp=lambda ctx, g, inputs, out, wanted: (np.asarray(g).reshape(-1)[ctx.flat],),
                 unreplayable="it reads its indices, which are not one of its inputs, and a replay cannot rebind them")
 
 

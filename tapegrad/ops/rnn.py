@@ -72,7 +72,7 @@ def _lstm_h_forward(ctx, gx, gh, cy):
     return c_ctx.hy
 
 
-def _lstm_c_arrays(ctx, g, inputs, wanted):
+def _lstm_c_arrays(ctx, g, inputs, out, wanted):
     H, acts = ctx.H, ctx.acts
     d, dcx = np.empty_like(acts), np.empty_like(ctx.tc)
     cx = np.ascontiguousarray(inputs[2], acts.dtype).reshape(-1, H)
@@ -81,7 +81,7 @@ def _lstm_c_arrays(ctx, g, inputs, wanted):
     return d, d, (dcx.reshape(g.shape) if wanted[2] else None)
 
 
-def _lstm_h_arrays(ctx, g, inputs, wanted):
+def _lstm_h_arrays(ctx, g, inputs, out, wanted):
     H, acts = ctx.H, ctx.acts
     d, dcy = np.empty_like(acts), np.empty_like(ctx.tc)
     _kernels().lstm_backward_h(acts, ctx.tc, np.ascontiguousarray(g, acts.dtype).reshape(-1, H), d, dcy)
@@ -141,7 +141,7 @@ def _gru_forward(ctx, a, b, h):
     return n + rz[..., H:] * (h - n)
 
 
-def _gru_arrays(ctx, g, inputs, wanted):
+def _gru_arrays(ctx, g, inputs, out, wanted):
     H, n = ctx.H, ctx.n
     r, z = ctx.rz[..., :H], ctx.rz[..., H:]
     gh, hx = inputs[1], inputs[2]
@@ -170,11 +170,11 @@ def _vjp_gru(ctx, g, inputs, out):
 
 
 # (tapegrad.compile's replay recomputes a row with its forward, refreshing the context its backward reads)
-registry.python("lstm_cell_c", "ThnnFusedLstmCellBackward0", _lstm_c_forward, _vjp_lstm_c, saves=1 | 2 | 4,
+registry.python("lstm_cell_c", "ThnnFusedLstmCellBackward0", _lstm_c_forward, _vjp_lstm_c,
                 array_vjp=_lstm_c_arrays)
-registry.python("lstm_cell_h", "ThnnFusedLstmCellBackward0", _lstm_h_forward, _vjp_lstm_h, saves=1 | 2 | 4,
+registry.python("lstm_cell_h", "ThnnFusedLstmCellBackward0", _lstm_h_forward, _vjp_lstm_h,
                 array_vjp=_lstm_h_arrays)
-registry.python("gru_cell", "ThnnFusedGruCellBackward0", _gru_forward, _vjp_gru, saves=1 | 2 | 4,
+registry.python("gru_cell", "ThnnFusedGruCellBackward0", _gru_forward, _vjp_gru,
                 array_vjp=_gru_arrays)
 
 __all__ = []  # internal: nn.LSTMCell / GRUCell / LSTM / GRU call lstm_cell_step and gru_cell_step

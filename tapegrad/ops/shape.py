@@ -16,19 +16,20 @@ from ..grad_mode import is_grad_enabled
 from ..tensor import Tensor, _new
 from .elementwise import where
 from ._common import broadcast_shape, _dim, _dims, OPS, _record, _share_version, _sizes, _tensor, _to_dtype
-from ..tape import guard
+from ..tape import _local as _tape_local, guard
 from .reduce import expand
 
 
-def _recording(*xs):
-    return is_grad_enabled() and builtins.any(x._requires_grad for x in xs)
+def _recording(*xs):  # (tapegrad.compile records data movement on constants too: a replay recomputes it)
+    return is_grad_enabled() and (builtins.any(x._requires_grad for x in xs) or _tape_local.tracing is not None)
 
 
 # -- reshapes ---------------------------------------------------------------------------------------------
 def _reshape(x, shape, op):
     """A view: it shares x's storage and version counter, as torch's views do, so a write through
     either one is caught by the version check of every row that saved the other."""
-    t = _record(op, x._data.reshape(shape), (x,)) if x._requires_grad else _new(x._data.reshape(shape))
+    t = (_record(op, x._data.reshape(shape), (x,)) if x._requires_grad or _tape_local.tracing is not None else
+         _new(x._data.reshape(shape)))
     t._base = x if x._base is None else x._base
     if x._strides is not None:  # (reshape copies where view cannot: contiguous then)
         new = _strides.of_view(x._data.shape, x._strides, shape)
@@ -108,7 +109,7 @@ def _gather(x, index_map, op=None, out=None):
     index_map = np.asarray(index_map, dtype=np.int64, order="C")
     if out is None:
         out = np.asarray(x._data.reshape(-1)[index_map])
-    if not (x._requires_grad and is_grad_enabled()):
+    if not _recording(x):
         return _new(out)
     return _record(op or OPS["gather_flat"], out, (x,), 0.0, 0.0, id(index_map), index_map)
 
@@ -134,7 +135,7 @@ def _view_map(base, v):
 def _view_op(x, v, op):
     """The op whose value is the NumPy view v of x's data (copied, C-contiguous)."""
     out = np.array(v, order="C", copy=True)
-    if not (x._requires_grad and is_grad_enabled()):
+    if not _recording(x):
         t = _new(out)
     else:
         t = _gather(x, _view_map(x._data, v), op, out)
@@ -661,7 +662,7 @@ def _vjp_scatter(ctx, g, inputs, out):
     return (_gather(g, ctx),)  # ctx: the index map
 
 
-registry.python("scatter_flat", "IndexPutBackward0", None, _vjp_scatter, saves=0,
+registry.python("scatter_flat", "IndexPutBackward0", None, _vjp_scatter,
                 unreplayable="a gather's adjoint: its output's size is not in its saved context")
 
 
@@ -706,15 +707,58 @@ def _vjp_triu(ctx, g, inputs, out):
     return (g.triu(ctx),)
 
 
-registry.python("cat", "CatBackward0", _cat_forward, _vjp_cat, saves=0)
-registry.python("stack", "StackBackward0", lambda ctx, *xs: np.stack(xs, axis=ctx), _vjp_stack, saves=0)
-registry.python("scatter_add", "ScatterAddBackward0", None, _vjp_scatter_add, saves=0, unreplayable=_READS_CONSTANT)
-registry.python("masked_fill", "MaskedFillBackward0", None, _vjp_masked_fill, saves=0, unreplayable=_READS_CONSTANT)
-registry.python("masked_fill_tensor", "MaskedFillBackward1", None, _vjp_masked_fill, saves=0,
+registry.python("cat", "CatBackward0", _cat_forward, _vjp_cat)
+registry.python("stack", "StackBackward0", lambda ctx, *xs: np.stack(xs, axis=ctx), _vjp_stack)
+registry.python("scatter_add", "ScatterAddBackward0", None, _vjp_scatter_add, unreplayable=_READS_CONSTANT)
+registry.python("masked_fill", "MaskedFillBackward0", None, _vjp_masked_fill, unreplayable=_READS_CONSTANT)
+registry.python("masked_fill_tensor", "MaskedFillBackward1", None, _vjp_masked_fill,
                 unreplayable=_READS_CONSTANT)
-registry.python("tril", "TrilBackward0", lambda ctx, x: np.tril(x, ctx), _vjp_tril, saves=0)
-registry.python("triu", "TriuBackward0", lambda ctx, x: np.triu(x, ctx), _vjp_triu, saves=0)
+registry.python("tril", "TrilBackward0", lambda ctx, x: np.tril(x, ctx), _vjp_tril)
+registry.python("triu", "TriuBackward0", lambda ctx, x: np.triu(x, ctx), _vjp_triu)
 
 
 __all__ = [n for n, v in list(globals().items()) if callable(v) and getattr(v, "__module__", None) == __name__
            and not n.startswith("_")]
+
+
+def _mT(self):
+    if self.ndim < 2:
+        raise RuntimeError(f"tensor.mT is only supported on matrices or batches of matrices. Got {self.ndim}-D "
+                           f"tensor.")
+    return transpose(self, -2, -1)
+
+
+# Tensor's methods for this module's front-ends (grep `Tensor.<name> =`)
+Tensor.T = property(lambda self: permute(self, *reversed(range(self.ndim))))
+Tensor.mT = property(_mT)
+Tensor.expand_as = lambda self, other: expand(self, other.shape)
+Tensor.view_as = lambda self, other: reshape(self, other.shape)
+Tensor.reshape_as = lambda self, other: reshape(self, other.shape)
+Tensor.__getitem__ = getitem
+Tensor.reshape = reshape
+Tensor.view = view
+Tensor.flatten = flatten
+Tensor.squeeze = squeeze
+Tensor.unsqueeze = unsqueeze
+Tensor.transpose = transpose
+Tensor.permute = permute
+Tensor.t = t
+Tensor.unflatten = unflatten
+Tensor.movedim = movedim
+Tensor.swapaxes = transpose
+Tensor.swapdims = transpose
+Tensor.repeat = repeat
+Tensor.flip = flip
+Tensor.split = split
+Tensor.chunk = chunk
+Tensor.narrow = narrow
+Tensor.select = select
+Tensor.unbind = unbind
+Tensor.gather = gather
+Tensor.scatter_add = scatter_add
+Tensor.index_select = index_select
+Tensor.masked_fill = masked_fill
+Tensor.take_along_dim = take_along_dim
+Tensor.tril = tril
+Tensor.triu = triu
+Tensor.diagonal = diagonal

@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from .. import random, registry
-from ..tensor import _new
+from ..tensor import Tensor, _new
 from ._common import OPS, _dim, _tensor
 from .reduce import return_types
 from .shape import _INDEXED, _gather, _index_map, _vjp_gather
@@ -163,3 +163,13 @@ for _name, _grad_fn in (("sort", "SortBackward0"), ("sort_stable", "SortBackward
 
 
 __all__ = ["sort", "argsort", "msort", "topk", "unique", "unique_consecutive", "multinomial"]
+
+
+# Tensor's methods for this module's front-ends (grep `Tensor.<name> =`)
+Tensor.argsort = lambda self, dim=-1, descending=False, stable=False: argsort(self, dim, descending, stable)
+Tensor.sort = sort
+Tensor.msort = msort
+Tensor.topk = topk
+Tensor.unique = unique
+Tensor.unique_consecutive = unique_consecutive
+Tensor.multinomial = multinomial

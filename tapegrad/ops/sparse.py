@@ -569,7 +569,7 @@ def _vjp_sparse_mm(ctx, g, inputs, out):
     return gv, _sparse_mm(ctx.transposed(), vals, g)
 
 
-def _sparse_mm_arrays(ctx, g, inputs, wanted):
+def _sparse_mm_arrays(ctx, g, inputs, out, wanted):
     vals, dense = inputs
     gv = np.einsum("ij,ij->i", g[ctx.ind_rows], dense[ctx.ind_cols]) if wanted[0] else None
     t = ctx.transposed()
@@ -577,7 +577,7 @@ def _sparse_mm_arrays(ctx, g, inputs, wanted):
     return gv, gd
 
 
-registry.python("sparse_mm", "MmBackward0", None, _vjp_sparse_mm, saves=1 | 2, array_vjp=_sparse_mm_arrays,
+registry.python("sparse_mm", "MmBackward0", None, _vjp_sparse_mm, array_vjp=_sparse_mm_arrays,
                 unreplayable="its sparsity pattern (the sparse tensor's indices) is saved in its context, which a "
                              "replay cannot rebind")
 

@@ -7,6 +7,7 @@ from bisect import bisect_right
 from collections import Counter
 from functools import partial, wraps
 
+from ..tape import _local as _tape_local, untraceable as _untraceable
 from ..tensor import Tensor
 from .optimizer import Optimizer
 
@@ -108,6 +109,8 @@ class LRScheduler:
         raise NotImplementedError
 
     def step(self, epoch=None):
+        if _tape_local.tracing is not None:  # tapegrad.compile: run by each replay, in the traced order
+            return _tape_local.tape.defer("call", self.step, (epoch,), [])
         if self._step_count == 1:
             if not hasattr(self.optimizer.step, "_wrapped_by_lr_sched"):
                 warnings.warn("Seems like `optimizer.step()` has been overridden after learning rate scheduler "
@@ -426,6 +429,8 @@ class SequentialLR(_SchedulerList, LRScheduler):
             scheds.last_epoch -= 1
 
     def step(self):
+        if _tape_local.tracing is not None:  # tapegrad.compile: run by each replay, in the traced order
+            return _tape_local.tape.defer("call", self.step, (), [])
         self.last_epoch += 1
         idx = bisect_right(self._milestones, self.last_epoch)
         scheduler = self._schedulers[idx]
@@ -450,6 +455,8 @@ class ChainedScheduler(_SchedulerList, LRScheduler):
         self._last_lr = _group_values(self._schedulers[-1].optimizer, "lr")
 
     def step(self):
+        if _tape_local.tracing is not None:  # tapegrad.compile: run by each replay, in the traced order
+            return _tape_local.tape.defer("call", self.step, (), [])
         for scheduler in self._schedulers:
             scheduler.step()
         self._last_lr = _group_values(self._schedulers[-1].optimizer, "lr")
@@ -488,6 +495,8 @@ class ReduceLROnPlateau(LRScheduler):
         self.num_bad_epochs = 0
 
     def step(self, metrics, epoch=None):
+        if _tape_local.tracing is not None:  # tapegrad.compile: its metric is a value of this call
+            _untraceable("ReduceLROnPlateau.step(metrics) (it reads a value into Python to update Python state)")
         current = float(metrics)
         if epoch is None:
             epoch = self.last_epoch + 1

@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import kernels
 from ..grad_mode import enable_grad
+from ..tape import _local as _tape_local
 from ..tensor import Tensor, _new, tensor_type_name
 from ..utils.hooks import RemovableHandle
 
@@ -128,6 +129,8 @@ class Optimizer:
         self.param_groups.append(param_group)
 
     def zero_grad(self, set_to_none=True):
+        if _tape_local.tracing is not None:  # tapegrad.compile: run by each replay, in its place
+            return _tape_local.tape.defer("zero_grad", self.zero_grad, (set_to_none,), self._params())
         for group in self.param_groups:
             for p in group["params"]:
                 g = p._grad
@@ -145,6 +148,9 @@ class Optimizer:
 
     def step(self, closure=None):
         raise NotImplementedError
+
+    def _params(self):
+        return [p for group in self.param_groups for p in group["params"]]
 
     def _closure(self, closure):
         if closure is None:
@@ -170,6 +176,8 @@ class Optimizer:
             return
 
         def hooked_step(self, *args, **kwargs):
+            if _tape_local.tracing is not None:  # tapegrad.compile: run by each replay, after the traced rows
+                return _tape_local.tape.defer("step", getattr(self, "step"), args, self._params(), kwargs)
             if not (self._optimizer_step_pre_hooks or self._optimizer_step_post_hooks) or \
                     self.__dict__.get("_in_hooked_step"):  # a subclass's step calling super().step()
                 return step(self, *args, **kwargs)

@@ -467,6 +467,14 @@ def untraceable(reason):
 _local = _Local()
 
 
+def made_in_trace(t):
+    """t was made by a factory from Python values (zeros, tensor, arange, ...): while tapegrad.compile traces,
+    a constant of the trace, which a replay may keep (its value depends on nothing a later call changes)."""
+    if _local.tracing is not None:
+        _local.tape.note_made(t)
+    return t
+
+
 def current():
     """This thread's tape."""
     t = _local.tape

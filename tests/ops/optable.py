@@ -145,13 +145,15 @@ def seeds_for(outs, rng):
     return [rng.standard_normal(o.shape).astype(to_np(o).dtype) for o in outs]
 
 
-def run_both(case, path, dtype):
-    """Run the case in both libraries; returns per library (inputs, outputs)."""
+def run_both(case, path, dtype, intermediate=False):
+    """Run the case in both libraries; returns per library (inputs, outputs). intermediate: the op takes
+    clones of the leaves, rows that only its own rule can keep (the leaves' values are always kept)."""
     arrs = arrays(case, dtype)
     res = {}
     for name, lib in LIBS.items():
         xs = tensors(lib, case, arrs)
-        res[name] = (xs, case.call(lib, path, xs))
+        args = [x.clone() if x.requires_grad else x for x in xs] if intermediate else xs
+        res[name] = (xs, case.call(lib, path, args))
     return arrs, res
 
 
@@ -168,8 +170,8 @@ def grads(lib, outs, xs, seeds, create_graph=False):
     return list(gs)
 
 
-def check_case(case, path, dtype):
-    arrs, res = run_both(case, path, dtype)
+def check_case(case, path, dtype, intermediate=False):
+    arrs, res = run_both(case, path, dtype, intermediate)
     (txs, tout), (gxs, gout) = res["torch"], res["tapegrad"]
     touts, gouts = flat_outputs(tout), flat_outputs(gout)
     assert len(touts) == len(gouts), f"{len(gouts)} outputs, torch has {len(touts)}"
@@ -238,9 +240,9 @@ def check_finite_differences(case, path):
                                    err_msg=f"grad {i} vs finite differences")
 
 
-def check_second_order(case, path):
+def check_second_order(case, path, intermediate=False):
     """grad(create_graph=True), then the gradient of sum(grad * seed2): tapegrad against torch."""
-    arrs, res = run_both(case, path, "float64")
+    arrs, res = run_both(case, path, "float64", intermediate)
     (txs, tout), (gxs, gout) = res["torch"], res["tapegrad"]
     tdiff, gdiff = differentiable(flat_outputs(tout)), differentiable(flat_outputs(gout))
     if not tdiff:
@@ -248,6 +250,9 @@ def check_second_order(case, path):
     seeds = seeds_for(tdiff, np.random.default_rng(5))
     tg = grads(torch, tdiff, txs, seeds, create_graph=True)
     gg = grads(tapegrad, gdiff, gxs, seeds, create_graph=True)
+    for i, (a, b) in enumerate(zip(gg, tg)):  # the recorded first derivative's value
+        if a is not None and b is not None:
+            assert_close(to_np(a), to_np(b), "float64", 1e-7, what=f"create_graph grad {i}")
     rng = np.random.default_rng(6)
     s2 = [rng.standard_normal(tuple(x.shape)) for x in txs if x.requires_grad]
 

@@ -495,6 +495,20 @@ def test_second_order(case, path, dtype):
     check_second_order(case, path)
 
 
+def _first_path(cases):
+    return [p for c in cases for p in params([c]) if p.values[2] == "float64"][:1]
+
+
+@pytest.mark.parametrize("case,path,dtype", [p for c in GG_CASES for p in _first_path([c])])
+def test_what_a_rule_reads_is_kept(case, path, dtype, monkeypatch):
+    """Each op takes clones of the leaves, and every value no rule reads is released (the `saves` the
+    registry derives from the op's rules): gradients, plain and second order, still equal torch's."""
+    from tapegrad import tape
+    monkeypatch.setattr(tape, "RELEASE_BYTES", 0)
+    check_case(case, path, dtype, intermediate=True)
+    check_second_order(case, path, intermediate=True)
+
+
 def test_every_elementwise_op_is_covered():
     """Each elementwise op of the registry appears in the table (by the name it is called by)."""
     from tapegrad import registry

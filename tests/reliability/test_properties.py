@@ -311,6 +311,7 @@ def _distinct(L, x):
 NOT_RECORDED_BY_CASES = {"leaf", "const", "freed",   # tape rows, not ops
                          "delayed_error",            # once_differentiable: tests/ of autograd.function
                          "compiled", "traced_rule",  # tapegrad.compile's rows: tests/test_trace.py
+                         "traced_compare", "traced_draw",  # its comparisons, draws: tests/test_compile_guards.py
                          # declared for every binary op, but a commutative op's front-end records c op x
                          # as x op c (the _ts row): these are never recorded
                          "add_st", "mul_st", "maximum_st", "minimum_st"}

@@ -7,7 +7,7 @@ import numpy as np
 
 from ... import _dtype
 from ...grad_mode import no_grad
-from ...tape import NOT_A_SLOT
+from ...tape import NOT_A_SLOT, _local as _tape_local
 from ...tensor import Tensor, tensor_type_name
 from ...utils.hooks import RemovableHandle
 from ..parameter import Buffer, Parameter
@@ -363,6 +363,8 @@ class Module:
         return self
 
     def zero_grad(self, set_to_none=True):
+        if _tape_local.tracing is not None:  # tapegrad.compile: run by each replay, in its place
+            return _tape_local.tape.defer("zero_grad", self.zero_grad, (set_to_none,), list(self.parameters()))
         for p in self.parameters():
             if p._grad is not None:
                 if set_to_none:

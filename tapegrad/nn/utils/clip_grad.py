@@ -4,6 +4,7 @@ import warnings
 
 import numpy as np
 
+from ...tape import _local as _tape_local
 from ...tensor import Tensor, _new
 
 __all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "get_total_norm"]
@@ -61,6 +62,10 @@ def _clip_grads_with_norm_(grads, max_norm, total_norm):
 
 def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):
     """Scale the gradients in place so that their total norm is at most max_norm; return the total norm."""
+    if _tape_local.tracing is not None:  # tapegrad.compile: run by each replay, after the traced rows
+        params = [parameters] if isinstance(parameters, Tensor) else list(parameters)
+        return _tape_local.tape.defer("clip", clip_grad_norm_, (params, max_norm, norm_type, error_if_nonfinite,
+                                                                foreach), params, norm_type=float(norm_type))
     grads = _grads(parameters)
     total_norm = get_total_norm(grads, norm_type, error_if_nonfinite, foreach)
     _clip_grads_with_norm_(grads, max_norm, total_norm)
@@ -75,6 +80,9 @@ def clip_grad_norm(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False
 
 def clip_grad_value_(parameters, clip_value, foreach=None):
     """Clamp every gradient element into [-clip_value, clip_value], in place."""
+    if _tape_local.tracing is not None:  # tapegrad.compile: run by each replay, after the traced rows
+        params = [parameters] if isinstance(parameters, Tensor) else list(parameters)
+        return _tape_local.tape.defer("clip_value", clip_grad_value_, (params, clip_value, foreach), params)
     clip_value = float(clip_value)
     for g in _grads(parameters):
         np.clip(g._data, -clip_value, clip_value, out=g._data)

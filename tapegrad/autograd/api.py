@@ -1,0 +1,169 @@
+"""torch.autograd's entry points: backward, grad (and the legacy Variable). Below functional.py and
+gradcheck.py, which call grad."""
+import numpy as np
+
+from ..tensor import as_array, _new, Tensor
+from .. import ops, replay
+from ..accumulate import add_grad
+from .. import tape as tape_mod
+
+
+def Variable(data, requires_grad=False, volatile=False):
+    """The legacy wrapper: since torch 0.4 a Variable is a Tensor."""
+    t = data if isinstance(data, Tensor) else _new(as_array(data))
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _as_tuple(x):
+    if x is None:
+        return None
+    return (x,) if isinstance(x, Tensor) else tuple(x)
+
+
+def _seeds(outputs, grad_outputs, create_graph):
+    """Check the outputs and their seed gradients, with torch's errors."""
+    grads = _as_tuple(grad_outputs) or (None,) * len(outputs)
+    if len(grads) != len(outputs):
+        raise RuntimeError(f"got {len(outputs)} tensors and {len(grads)} gradients")
+    seeds = []
+    for i, (out, g) in enumerate(zip(outputs, grads)):
+        if not out._requires_grad:
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
+        if g is None:
+            if out._data.size != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            g = np.ones(out._data.shape, out._data.dtype)
+        else:
+            if not isinstance(g, Tensor):
+                g = Tensor.__new__(Tensor)
+                g._data = as_array(grads[i])
+            if g.shape != out.shape:
+                raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape} and "
+                                   f"output[{i}] has a shape of {out.shape}.")
+            if g._data.dtype.kind != "f" and out._data.dtype.kind == "f":
+                raise RuntimeError(f"For complex Tensors, both grad_output and output are required to have the "
+                                   f"same dtype. Mismatch in dtype: grad_output[{i}] has a dtype of "
+                                   f"{g.dtype} and output[{i}] has a dtype of {out.dtype}.")
+            if not create_graph:
+                if _tracing():  # kept for tapegrad.compile to bind at each call (an argument, a constant)
+                    g = g if g._data.dtype == out._data.dtype else g.to(out.dtype)
+                else:
+                    g = g._data.astype(out._data.dtype, copy=False)
+        seeds.append(g)
+    return seeds
+
+
+def _tracing():
+    return tape_mod._local.tracing is not None
+
+
+def _rows(tensors):
+    tapes = {id(t._tape): t._tape for t in tensors if t._tape is not None}
+    if len(tapes) > 1:
+        raise RuntimeError("tapegrad: these tensors were recorded on different threads' tapes")
+    tape = next(iter(tapes.values())) if tapes else tape_mod.current()
+    return tape, [tape.slot(t) for t in tensors]
+
+
+def _targets(tape, inputs):
+    """The rows of `inputs` on the outputs' tape, flattened, and how many each input has (Tape.target_rows)."""
+    groups = [tape.target_rows(t) for t in inputs]
+    return [r for g in groups for r in g], [len(g) for g in groups]
+
+
+def _per_input(result, counts):
+    """Sum the results of each input's rows (None where none was reached)."""
+    out, k = [], 0
+    for c in counts:
+        parts = [g for g in result[k: k + c] if g is not None]
+        k += c
+        total = parts[0] if parts else None
+        for g in parts[1:]:
+            total = total + g
+        out.append(total)
+    return out
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, grad_variables=None,
+             inputs=None):
+    """Accumulate the gradients of `tensors` into the leaves' .grad (torch.autograd.backward)."""
+    tensors = _as_tuple(tensors)
+    seeds = _seeds(tensors, grad_tensors if grad_tensors is not None else grad_variables, create_graph)
+    if retain_graph is None:
+        retain_graph = create_graph
+    tape, roots = _rows(tensors)
+    targets = None
+    if inputs is not None:
+        inputs = _as_tuple(inputs)
+        if not inputs:
+            raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+        targets, counts = _targets(tape, inputs)
+    result = replay.run(tape, roots, seeds, retain_graph, create_graph, targets=targets)
+    if inputs is not None:
+        for t, g in zip(inputs, _per_input(result, counts)):
+            if g is not None:
+                add_grad(t, g, create_graph)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, only_inputs=True,
+         allow_unused=None, is_grads_batched=False, materialize_grads=False):
+    """The gradients of outputs with respect to inputs, returned (not accumulated into .grad)."""
+    outputs, inputs = _as_tuple(outputs), _as_tuple(inputs)
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    if materialize_grads and allow_unused is False:
+        raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, "
+                         "but got: allow_unused=False.")
+    if not inputs:
+        raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
+    for i, t in enumerate(inputs):
+        if not t._requires_grad:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+    if is_grads_batched:  # one backward per row of the batched grad_outputs (tapegrad has no vmap)
+        return _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
+                             materialize_grads)
+    seeds = _seeds(outputs, grad_outputs, create_graph)
+    if retain_graph is None:
+        retain_graph = create_graph
+    tape, roots = _rows(outputs)
+    targets, counts = _targets(tape, inputs)
+    result = replay.run(tape, roots, seeds, retain_graph, create_graph, targets=targets, accumulate=False)
+    result = _per_input(result, counts)
+    out = []
+    for i, (t, g) in enumerate(zip(inputs, result)):
+        if g is None:
+            if materialize_grads:
+                g = _new(np.zeros_like(t._data))
+            elif not allow_unused:
+                raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have been used in the "
+                                   f"graph. Set allow_unused=True if this is the desired behavior.")
+        out.append(g)
+    return tuple(out)
+
+
+def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused, materialize_grads):
+    """autograd.grad(..., is_grads_batched=True): the leading dim of each grad_output is a batch; one
+    backward per batch row, results stacked (torch vmaps the same computation)."""
+    grads = _as_tuple(grad_outputs) if grad_outputs is not None else (None,) * len(outputs)
+    batch = {g.shape[0] for g in grads if g is not None}
+    if len(batch) != 1:
+        raise RuntimeError("If `is_grads_batched=True`, we interpret the first dimension of each grad_output as "
+                           "the batch dimension. The sizes of the remaining dimensions are expected to match the "
+                           "shape of corresponding output, but a mismatch was detected")
+    n = batch.pop()
+    rows = []
+    for b in range(n):
+        keep = True if b < n - 1 else (create_graph if retain_graph is None else retain_graph)
+        rows.append(grad(outputs, inputs, tuple(None if g is None else g[b] for g in grads), retain_graph=keep,
+                         create_graph=create_graph, allow_unused=allow_unused, materialize_grads=materialize_grads))
+    return tuple(None if any(r[j] is None for r in rows) else _stack([r[j] for r in rows], create_graph)
+                 for j in range(len(inputs)))
+
+
+def _stack(tensors, create_graph):
+    """torch.stack(tensors, 0), recorded when create_graph and a row requires grad."""
+    if create_graph and any(t.requires_grad for t in tensors):
+        return ops.stack(list(tensors), 0)
+    return _new(np.stack([t._data for t in tensors]))

@@ -1,0 +1,280 @@
+"""tapegrad.compile on the code users write (issue 20): constants made in the function, tensors read from
+closures, globals and modules (guarded: read afresh, or traced again), branches on values as guards that each
+replay checks, and recompilation made visible (a counter, a log switch, error_on_recompile). Every result is
+compared with the eager call and with torch."""
+import logging
+
+import numpy as np
+import pytest
+import torch
+
+import tapegrad as tg
+from tapegrad import trace
+
+rng = np.random.default_rng(0)
+TARGET = None  # a global the compiled function reads (set by a test)
+
+
+def _arr(*shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def _both(fn_of_lib, *arrays, grad=True):
+    """fn under tapegrad.compile(fullgraph=True), eagerly, and in torch: the values and the first input's gradient."""
+    out = []
+    for lib, wrap in ((tg, lambda f: tg.compile(f, fullgraph=True)), (tg, lambda f: f), (torch, lambda f: f)):
+        xs = [lib.tensor(a, requires_grad=grad and k == 0) for k, a in enumerate(arrays)]
+        y = wrap(fn_of_lib(lib))(*xs)
+        g = None
+        if grad:
+            y.sum().backward()
+            g = xs[0].grad.detach().numpy()
+        out.append((y.detach().numpy(), g))
+    return out
+
+
+def _assert_close(results):
+    (yc, gc), (ye, ge), (yt, gt) = results
+    np.testing.assert_array_equal(yc, ye)
+    np.testing.assert_allclose(yc, yt, rtol=1e-5, atol=1e-6)
+    if gc is not None:
+        np.testing.assert_array_equal(gc, ge)
+        np.testing.assert_allclose(gc, gt, rtol=1e-5, atol=1e-6)
+
+
+# -- constants made inside the function ------------------------------------------------------------------------
+def _rnn(lib):
+    def f(x, w):
+        h = lib.zeros(x.shape[1], 4)              # a constant made in the function
+        loss = lib.tensor(0.0)
+        steps = lib.arange(x.shape[0]) * 0.5      # an op on constants only: folded
+        for t in range(x.shape[0]):
+            h = lib.tanh(x[t] @ w + h + steps[t])
+            loss = loss + (h * h).mean()
+        return loss
+    return f
+
+
+def test_constants_made_inside_replay_as_eager_and_torch():
+    for _ in range(3):
+        _assert_close(_both(_rnn, _arr(5, 3, 2), _arr(2, 4)))
+    f = tg.compile(_rnn(tg), fullgraph=True)
+    for _ in range(3):
+        f(tg.tensor(_arr(5, 3, 2)), tg.tensor(_arr(2, 4), requires_grad=True))
+    assert f.traces == 1 and f.recompiles == 0
+
+
+def test_a_detached_value_is_recomputed_not_frozen():
+    f = tg.compile(lambda x: x * x.detach().exp() + x.data, fullgraph=True)
+    for _ in range(3):
+        a = _arr(4)
+        x = tg.tensor(a, requires_grad=True)
+        y = f(x)
+        y.sum().backward()
+        xt = torch.tensor(a, requires_grad=True)
+        yt = xt * xt.detach().exp() + xt.data
+        yt.sum().backward()
+        np.testing.assert_allclose(y.detach().numpy(), yt.detach().numpy(), rtol=1e-6)
+        np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-6)
+
+
+def test_a_mask_from_a_comparison_is_recomputed():
+    _assert_close(_both(lambda lib: lambda x: x * (x > 0).float() + lib.where(x < -0.5, x, 0.0), _arr(6)))
+    f = tg.compile(lambda x: x * (x > 0).float(), fullgraph=True)
+    for _ in range(3):
+        a = _arr(6)
+        np.testing.assert_array_equal(f(tg.tensor(a)).numpy(), a * (a > 0))
+
+
+@pytest.mark.parametrize("generator", [False, True])
+def test_random_draws_advance_the_generator_as_eager_calls_do(generator):
+    def f_of(lib, g):
+        def f(x):
+            noise = lib.randn(3, generator=g) * 0.1 + lib.rand(3, generator=g)
+            idx = lib.randperm(3, generator=g)
+            return (x + noise) * idx * lib.randint(1, 4, (3,), generator=g)
+        return f
+    g_c = tg.Generator().manual_seed(5) if generator else None
+    g_e = tg.Generator().manual_seed(5) if generator else None
+    g_t = torch.Generator().manual_seed(5) if generator else None
+    f = tg.compile(f_of(tg, g_c), fullgraph=True)
+    tg.manual_seed(7)
+    torch.manual_seed(7)
+    got = [f(tg.tensor(np.arange(3.0, dtype=np.float32))).numpy() for _ in range(4)]
+    tg.manual_seed(7)
+    want = [f_of(tg, g_e)(tg.tensor(np.arange(3.0, dtype=np.float32))).numpy() for _ in range(4)]
+    ref = [f_of(torch, g_t)(torch.tensor(np.arange(3.0, dtype=np.float32))).numpy() for _ in range(4)]
+    for a, b, c in zip(got, want, ref):
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_allclose(a, c, rtol=1e-6)
+    assert not np.array_equal(got[0], got[1]) and f.traces == 1
+    np.testing.assert_array_equal(tg.randn(2).numpy(), torch.randn(2).numpy())  # both streams where eager's are
+
+
+def test_a_random_draw_inside_an_op_is_refused_with_its_reason():
+    m = tg.nn.Dropout(0.5)
+    with pytest.raises(RuntimeError, match="a random draw"):
+        tg.compile(lambda x: m(x), fullgraph=True)(tg.tensor(_arr(3)))
+    tg.manual_seed(3)
+    got = tg.compile(lambda x: m(x))(tg.tensor(np.ones(8, np.float32)))  # eagerly: the same stream
+    tg.manual_seed(3)
+    np.testing.assert_array_equal(got.numpy(), m(tg.tensor(np.ones(8, np.float32))).numpy())
+
+
+def test_an_unrecorded_op_is_refused_not_frozen():
+    with pytest.raises(RuntimeError, match="does not record"):
+        tg.compile(lambda x: x * x.argmax(), fullgraph=True)(tg.tensor(_arr(3), requires_grad=True))
+
+
+# -- tensors read from closures, globals and modules -----------------------------------------------------------
+def test_a_closure_target_changed_in_place_or_replaced_is_read_afresh():
+    target = tg.tensor(_arr(4))
+    f = tg.compile(lambda x: ((x - target) ** 2).mean(), fullgraph=True)
+    x = tg.tensor(_arr(4), requires_grad=True)
+    for step in range(4):
+        if step == 1:
+            target.mul_(3.0)                      # the same object, changed in place
+        if step == 2:
+            target = tg.tensor(_arr(4))           # a new object in the closure cell
+        got = f(x)
+        want = torch.nn.functional.mse_loss(torch.tensor(x.detach().numpy()), torch.tensor(target.numpy()))
+        np.testing.assert_allclose(got.item(), want.item(), rtol=1e-6)
+    assert f.recompiles == 0
+    target = tg.tensor(_arr(4).astype(np.float64))  # a new dtype: traced again, saying why
+    np.testing.assert_allclose(f(x).item(), float(((x.detach().numpy() - target.numpy()) ** 2).mean()), rtol=1e-6)
+    assert f.recompiles == 1 and "closure variable 'target' changed" in f.guard_failures[-1]
+
+
+def test_a_global_target_is_read_afresh():
+    global TARGET
+    TARGET = tg.tensor(_arr(3))
+    f = tg.compile(lambda x: (x * TARGET).sum(), fullgraph=True)
+    x = tg.tensor(_arr(3))
+    for _ in range(3):
+        np.testing.assert_allclose(f(x).item(), float((x.numpy() * TARGET.numpy()).sum()), rtol=1e-6)
+        TARGET = tg.tensor(_arr(3))
+    TARGET = tg.tensor(_arr(3), requires_grad=True)   # now a parameter: traced again
+    f(x).backward()
+    np.testing.assert_allclose(TARGET.grad.numpy(), x.numpy())
+    assert f.recompiles == 1 and "global 'TARGET' changed" in f.guard_failures[-1]
+
+
+def test_a_module_buffer_and_train_eval_mode_are_guarded():
+    tg.manual_seed(0)
+    torch.manual_seed(0)
+    m_tg = tg.nn.Sequential(tg.nn.Linear(3, 4), tg.nn.BatchNorm1d(4), tg.nn.Dropout(0.5))
+    m_t = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4), torch.nn.Dropout(0.5))
+    m_t.load_state_dict({k: torch.tensor(v.numpy()) for k, v in m_tg.state_dict().items()})
+    for m in (m_tg, m_t):
+        m[1].running_mean.fill_(0.5)
+        m.eval()
+    f = tg.compile(m_tg, fullgraph=True)
+    for step in range(3):
+        if step == 1:
+            for m in (m_tg, m_t):
+                m[1].running_var.mul_(2.0)   # a buffer changed in place: read afresh
+        a = _arr(5, 3)
+        np.testing.assert_allclose(f(tg.tensor(a)).detach().numpy(), m_t(torch.tensor(a)).detach().numpy(),
+                                   rtol=1e-5, atol=1e-6)
+    assert f.recompiles == 0
+    m_tg.train()                  # train mode: a new signature; its BatchNorm updates buffers in place (a break)
+    with pytest.raises(RuntimeError, match="an in-place op"):
+        f(tg.tensor(_arr(5, 3)))
+    assert "train/eval mode changed" in f.guard_failures[-1]
+
+
+# -- value guards -----------------------------------------------------------------------------------------------
+def _branchy(lib, best):
+    def f(x):
+        loss = (x * x).sum()
+        if loss.item() < best:              # a comparison: a guard
+            out = loss * 2
+        else:
+            out = loss.exp()
+        while out > 10.0:                   # a branch on a tensor: one guard per test
+            out = out * 0.5
+        return out
+    return f
+
+
+@pytest.mark.parametrize("scale", [0.2, 2.0, 0.3, 5.0, 0.1])
+def test_branches_on_values_equal_eager_and_torch(scale):
+    a = (np.ones(3) * scale).astype(np.float32)
+    _assert_close(_both(lambda lib: _branchy(lib, 1.0), a))
+
+
+def test_a_flipped_comparison_retraces_and_both_traces_are_kept():
+    f = tg.compile(_branchy(tg, 1.0), fullgraph=True)
+    calls = []
+    for scale in (0.2, 0.3, 2.0, 0.25, 2.5, 0.1):
+        x = tg.tensor(np.full(3, scale, np.float32), requires_grad=True)
+        y = f(x)
+        y.backward()
+        xe = tg.tensor(np.full(3, scale, np.float32), requires_grad=True)
+        ye = _branchy(tg, 1.0)(xe)
+        ye.backward()
+        np.testing.assert_array_equal(y.detach().numpy(), ye.detach().numpy())
+        np.testing.assert_array_equal(x.grad.numpy(), xe.grad.numpy())
+        calls.append(f.traces)
+    assert calls[:3] == [1, 1, 2]     # 2.0 flips the comparison: traced again
+    assert any("went the other way" in r for r in f.guard_failures)
+    assert f.traces <= 4              # later calls reuse the kept traces (halvings differ: at most two more)
+
+
+def test_a_value_used_as_a_number_is_guarded_on_its_value():
+    f = tg.compile(lambda x: x * float(x.sum()), fullgraph=True)
+    for v, traces in ((1.0, 1), (1.0, 1), (2.0, 2)):
+        a = np.full(2, v, np.float32)
+        np.testing.assert_array_equal(f(tg.tensor(a)).numpy(), a * a.sum())
+        assert f.traces == traces
+    f = tg.compile(lambda x: x[: int(x.tolist()[0])], fullgraph=True)  # tolist() in control flow
+    assert f(tg.tensor([2.0, 5.0, 6.0])).tolist() == [2.0, 5.0]
+    assert f(tg.tensor([1.0, 5.0, 6.0])).tolist() == [1.0] and f.traces == 2
+
+
+def test_guard_caches_are_bounded_by_recompile_limit():
+    f = tg.compile(lambda x: x * float(x.sum()))
+    for k in range(trace.config.recompile_limit + 3):
+        a = np.full(2, float(k), np.float32)
+        np.testing.assert_array_equal(f(tg.tensor(a)).numpy(), a * a.sum())  # past the limit: eagerly, still right
+    assert f.traces == trace.config.recompile_limit
+
+
+# -- recompilation made visible ----------------------------------------------------------------------------------
+def test_recompiles_are_counted_logged_and_can_raise(caplog, monkeypatch):
+    f = tg.compile(lambda x: x * 2.0, fullgraph=True)
+    f(tg.tensor(np.ones(2)))
+    monkeypatch.setattr(trace.config, "log_recompiles", True)
+    with caplog.at_level(logging.DEBUG, logger="tapegrad._dynamo"):
+        f(tg.tensor(np.ones(3)))
+    assert f.recompiles == 1
+    assert "Recompiling function <lambda>" in caplog.text and "argument 0 changed" in caplog.text
+    monkeypatch.setattr(tg._dynamo.config, "error_on_recompile", True)
+    with pytest.raises(tg._dynamo.exc.RecompileError, match=r"argument 0 changed: .* -> \(\(4,\)"):
+        f(tg.tensor(np.ones(4)))
+    f(tg.tensor(np.ones(3)))  # a kept trace: no recompile
+    assert f.recompiles == 1
+
+
+def test_set_logs_and_the_environment_switch(monkeypatch):
+    import subprocess
+    import sys
+    code = ("import tapegrad as tg\nf = tg.compile(lambda x: x * 2.0)\nf(tg.ones(2))\nf(tg.ones(3))\n"
+            "print(f.recompiles)")
+    env = dict(__import__("os").environ, TAPEGRAD_LOGS="recompiles")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert out.stdout.strip() == "1" and "Recompiling function <lambda>" in out.stderr, out.stderr
+    monkeypatch.setattr(trace.config, "log_recompiles", False)
+    tg._logging.set_logs(recompiles=True)
+    assert trace.config.log_recompiles
+
+
+def test_reset_forgets_every_trace():
+    f = tg.compile(lambda x: x * 2.0, fullgraph=True)
+    f(tg.ones(2))
+    f(tg.ones(3))
+    assert f.traces == 2
+    tg._dynamo.reset()
+    assert f.traces == 0 and not f._cache
+    np.testing.assert_array_equal(f(tg.ones(2)).numpy(), [2.0, 2.0])
+    assert f.traces == 1 and f.recompiles == 0
