@@ -60,6 +60,11 @@ def is_bfloat16(np_dtype):
     return np_dtype.kind == "V" and np_dtype.name == "bfloat16"
 
 
+def is_reduced_float(np_dtype):
+    """float16 or bfloat16: torch's CPU kernels compute these in float32 and round each op's result once."""
+    return np_dtype.itemsize == 2 and (np_dtype.kind == "f" or is_bfloat16(np_dtype))  # (no dtype comparison: hot)
+
+
 def is_float(np_dtype):
     """A floating-point NumPy dtype, bfloat16 included (NumPy files ml_dtypes' bfloat16 under kind "V")."""
     return np_dtype.kind == "f" or is_bfloat16(np_dtype)

@@ -1,7 +1,8 @@
 """The strides and contiguity a torch user observes.
 
-tapegrad's values are always C-contiguous arrays in logical order: a transpose, a slice or an expand is a
-copy (docs/architecture.md). torch's are views, so what torch reports (`stride()`, `is_contiguous()`) and
+tapegrad's values are always C-contiguous arrays in logical order: a transpose, a slice or an expand holds a
+copy, kept in agreement with its base's storage at every write (Tensor._window; docs/architecture.md). torch's
+are views, so what torch reports (`stride()`, `is_contiguous()`) and
 what follows from it (`view` on a transposed tensor raises) depend on the strides the view would have.
 A Tensor keeps those as `_strides` (in elements; None: the contiguous strides of its shape), computed by
 the data-movement ops as torch computes them; nothing reads them to find a value.

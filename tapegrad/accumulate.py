@@ -58,7 +58,7 @@ def into_leaf(tape, row, g, targets, graph):
     if t is None:
         return
     g = run_hooks(t, g, graph)
-    if targets is None:
+    if targets is None and t._requires_grad:  # (torch's AccumulateGrad: a leaf set not to require grad since)
         add_grad(t, g, graph)
 
 

@@ -64,15 +64,17 @@ def _checked_graph_vjp(vjp, op, tape, row, g, inputs, args, need, check):
     return out
 
 
-def graph_vjp(op, tape, row, g, inputs):
-    """An op's backward written in tapegrad ops: the registry expression, or its vjp function."""
+def graph_vjp(op, tape, row, g, inputs, out=None):
+    """An op's backward written in tapegrad ops: the registry expression, or its vjp function. out: the
+    row's output as the rule should see it (default: the row's value, connected to the tape)."""
+    out = wrap(tape, row) if out is None else out
     if op.vjp is not None:
         ctx = tape.aux.get(row)
         if ctx is None and op.kind == registry.K_SUM:
             ctx = _keep_shape(inputs[0].shape, int(tape.iattr[row]))
-        return op.vjp(ctx, g, inputs, wrap(tape, row))
+        return op.vjp(ctx, g, inputs, out)
     env = {}
-    env.update(g=g, y=wrap(tape, row), c=float(tape.fattr[row, 0]), c2=float(tape.fattr[row, 1]))
+    env.update(g=g, y=out, c=float(tape.fattr[row, 0]), c2=float(tape.fattr[row, 1]))
     if op.kind == registry.K_BINARY:
         env.update(a=inputs[0], b=inputs[1])
     else:

@@ -6,7 +6,8 @@ from . import ops
 from .grad_mode import is_grad_enabled
 from .device import check as _check_device
 from .tape import untraceable
-from .tensor import as_array, _new, Tensor
+from .ops.shape import _check_recordable, _check_writable, _iterate, _written
+from .tensor import as_array, _new, Tensor, VIEWS
 from .creation import _shape
 from .registry import OPS, reads_input
 from . import _dtype
@@ -19,6 +20,8 @@ Tensor.type_as = lambda self, other: self.to(other.dtype)
 def _inplace(self, result):
     """Write result into self's storage, bump its version, and give self the result's history."""
     untraceable("an in-place op")
+    if self._creation is not None:
+        _check_recordable(self, result._requires_grad)
     if self._requires_grad and self._is_leaf and is_grad_enabled():
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
     base = self._base
@@ -38,34 +41,39 @@ def _inplace(self, result):
                            f"{list(value.shape)}")
     if not self._data.flags.writeable:
         raise RuntimeError("tapegrad: this tensor's memory is read-only (it came from a read-only array)")
+    _check_writable(self)
     self._ensure_vc()
     if result._requires_grad:
         _snapshot_if_saved(self, result)
     np.copyto(self._data, value)
     self._vc[0] += 1
     if result._requires_grad:
-        tape, row = result._tape, result._slot
+        tape, row, old = result._tape, result._slot, self._slot
         tape.set_value(row, self._data)   # the row's value is this storage now
         tape.set_cell(row, self._vc, current=True)
         self._tape, self._slot, self._requires_grad, self._is_leaf = tape, row, True, False
         self._op = result._op
         self._grad_fn = None
-        if base is not None and base._data.size == value.size and np.may_share_memory(base._data, self._data):
-            _carry_into_base(self, base)
+        if self._retains_grad or self._hooks:
+            _watch_new_value(self, tape, old)
+    if self._window is not None or VIEWS:
+        _written(self, result._requires_grad)  # the base and the other views see it (torch's shared memory)
     return self
 
 
-def _carry_into_base(view, base):
-    """torch's CopySlices, for a view as large as its base (view, reshape, squeeze, unsqueeze, view_as,
-    flatten): the base's history becomes the written view's, reshaped, so `h.view(2, 1).mul_(3)` reaches
-    h's later uses."""
-    new = ops.reshape(view, base.shape)
-    tape, row = new._tape, new._slot
-    tape.set_value(row, base._data)  # the row's value is the base's storage
-    tape.set_cell(row, base._ensure_vc(), current=True)
-    base._tape, base._slot, base._requires_grad, base._is_leaf = tape, row, True, False
-    base._op = new._op
-    base._grad_fn = None
+def _gone():
+    return None
+
+
+def _watch_new_value(self, tape, old):
+    """torch: hooks registered before an in-place op see the gradient of the value before it (they stay with
+    the old row); retain_grad keeps the gradient of the value after it (it moves to the new row)."""
+    w = tape.watch.get(old)
+    if w is not None and w.ref() is self:
+        w.ref, w.hooks = _gone, self._hooks
+        self._hooks = None
+    if self._retains_grad:
+        self._watch()
 
 
 def _snapshot_if_saved(self, result):
@@ -116,8 +124,13 @@ def _unrecorded_arith(self, other, ufunc):
         if self._requires_grad or tp is Tensor and other._requires_grad or base is not None and base._requires_grad:
             return False
     untraceable("an in-place op")
+    window = self._window
+    if window is not None:
+        _check_writable(self)
     ufunc(data, value, out=data)
     self._ensure_vc()[0] += 1
+    if window is not None or VIEWS:
+        _written(self)
     return True
 
 
@@ -231,10 +244,15 @@ def setitem(self, key, value):
                      else v._data)
         ops.expand(probe, shape)
     recorded = is_grad_enabled() and (self._requires_grad or v._requires_grad)
+    if self._creation is not None:  # (torch writes into the indexed view: its name is in the message)
+        _check_recordable(self if advanced or all(i is Ellipsis for i in k) else ops.getitem(self, key), recorded)
     if not recorded:
+        _check_writable(self)
         self._ensure_vc()
         target[k] = v._data
         self._vc[0] += 1
+        if self._window is not None or VIEWS:
+            _written(self)
         return
     # differentiable: out = masked_fill(self, mask, 0) + scatter(value); neither op saves self's old value
     mask = np.zeros(target.shape, bool)
@@ -257,6 +275,13 @@ def _inplace_any(self, result):
     return _inplace(self, result)
 
 
+def _iter(self):
+    if self._data.ndim == 0:
+        raise TypeError("iteration over a 0-d tensor")
+    return _iterate(self)
+
+
+Tensor.__iter__ = _iter
 Tensor.zero_ = zero_
 Tensor.fill_ = fill_
 Tensor.copy_ = copy_

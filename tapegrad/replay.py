@@ -12,7 +12,7 @@ import threading
 
 import numpy as np
 
-from . import anomaly, kernels, registry, tape as tape_mod
+from . import _dtype, anomaly, kernels, registry, tape as tape_mod
 from .accumulate import add_grad, run_hooks, watched, wrap
 from .anomaly import has_nan, row_name, run_named
 from .create_graph import graph_vjp, run_graph
@@ -154,10 +154,14 @@ def _raise_plan_error(tape, row, arg):
     what = f"[{tensor_type_name(value)} {list(value.shape)}]"
     # torch names the node a saved output belongs to (the failing row itself: ExpBackward0's result), and
     # for a saved input the grad_fn it has now (the in-place op that last wrote its storage)
-    owner = row if arg < 0 else int(np.flatnonzero(tape.vaddr[:tape.n] == cell)[-1])
+    owner = row
+    if arg >= 0:  # (views share the cell: the newest row holding this value itself, if one does)
+        sharing = np.flatnonzero(tape.vaddr[:tape.n] == cell).tolist()
+        owner = next((r for r in reversed(sharing) if tape.values[r] is value), sharing[-1])
     producer = registry.OPS[tape.op[owner]]
     if producer.kind != registry.K_LEAF:
-        what += ", which is output 0 of " + re.sub(r"Backward\d*$", "", row_name(tape, owner)) + ","
+        name = re.sub(r"Backward\d*$", "", row_name(tape, owner))
+        what += ", which is output 0 of " + ("torch::autograd::" if name == "CopySlices" else "") + name + ","
     raise RuntimeError(_version_message(what, current, expected))
 
 
@@ -230,7 +234,7 @@ def _run_compiled(rt, tape, need, owned, offsets, recycle, n32, n64, kinds, root
                 g._data = g._data.astype(tape.values[r].dtype)
             if t._hooks:
                 g = run_hooks(t, g, False)
-            if targets is None:
+            if targets is None and t._requires_grad:  # (requires_grad_(False) since recorded: torch skips it)
                 if t._grad is None:  # (add_grad's first case, written out: a model may have thousands of leaves)
                     t._grad = g
                 else:
@@ -313,15 +317,15 @@ def _python_row(tape, row, need, adjoint, owned, own, check_nan=False):
     if not any(wanted):
         return
     grads = None
-    if op.vjp is None:  # an elementwise row of float16 values: its registry rule on Tensors, in float16 as torch
-        half = tape.values[row].dtype
-        with no_grad():
-            grads = graph_vjp(op, tape, row, _new(adjoint(row).astype(half)), [wrap(tape, a) for a in args])
-    elif op.kind == registry.K_CAST:  # (a half or bfloat16 row: the float64 adjoint rounded to its dtype first)
+    half = tape.dtype[row] == 2  # (a float16 or bfloat16 row)
+    if op.kind == registry.K_CAST:  # (a half or bfloat16 row: the float64 adjoint rounded to its dtype first)
         grads = [adjoint(row).astype(tape.values[row].dtype).astype(tape.values[args[0]].dtype)]
+    elif half and op.name not in _RECORDED_DTYPES:
+        # its rule in float32, the results rounded to the inputs' dtypes below
+        grads = _reduced_float_rule(op, tape, row, adjoint, args, wanted)
     else:
         g = adjoint(row)
-        if tape.dtype[row] == 2:  # a float16 / bfloat16 row: its gradient in its dtype, as torch's
+        if half:  # (a custom backward of float16 / bfloat16 values: its gradient in their dtype)
             g = g.astype(tape.values[row].dtype)
         if op.array_vjp is not None:
             values = tape.values
@@ -351,6 +355,32 @@ def _python_row(tape, row, need, adjoint, owned, own, check_nan=False):
         else:
             target = adjoint(a)
             target += g
+
+
+# Rows whose backward is the user's (a custom Function's) or a replayed call's: they see the recorded dtypes
+_RECORDED_DTYPES = frozenset(("function", "function_output", "delayed_error", "compiled", "traced_rule"))
+
+
+def _reduced_float_rule(op, tape, row, adjoint, args, wanted):
+    """A float16 or bfloat16 row's rule as torch's CPU kernels compute one: its gradient rounded to the row's
+    dtype (torch's is a tensor of it), then the rule on float32 values (the registry expression of an
+    elementwise op, or the op's vjp), each result rounded once by the caller."""
+    f32 = np.float32
+
+    def up(r):  # the row's value in float32, a Tensor that requires grad where its row does (vjps may ask)
+        v = tape.values[r]
+        t = _new(v.astype(f32) if _dtype.is_reduced_float(v.dtype) else v)  # (not a bool or integer input)
+        t._requires_grad = bool(tape.flags[r] & tape_mod.F_REQ)
+        return t
+    g = adjoint(row).astype(tape.values[row].dtype).astype(f32)
+    if op.array_vjp is not None:
+        grads = op.array_vjp(tape.aux.get(row), g, [up(a)._data for a in args], up(row)._data, wanted)
+        if grads is not None:
+            return grads
+    with no_grad():
+        if op.vjp is None:
+            return graph_vjp(op, tape, row, _new(g), [up(a) for a in args], out=up(row))
+        return op.vjp(tape.aux.get(row), _new(g), [up(a) for a in args], up(row))
 
 
 def _sum_to(g, shape):

@@ -4,6 +4,7 @@ A Tensor holds no graph object: `grad_fn` is made on demand from its tape row. A
 on the class, so making an op's result sets only the attributes that differ (the recording hot path).
 """
 import warnings
+import weakref
 
 import numpy as np
 
@@ -11,6 +12,37 @@ from . import _dtype, _format, _strides
 from .grad_mode import is_grad_enabled
 from .tape import F_STOP, _local as _tape_local, NOT_A_SLOT, untraceable, Watch
 from .device import check, CPU
+
+
+# -- views: torch's shared memory, over values that are stored contiguously ---------------------------------
+# A view's value is a contiguous copy (what every kernel reads); its `_window` is the NumPy view of the storage
+# that the copy mirrors. A write into any tensor over a storage is carried into the storage and into every live
+# view of it that overlaps (ops.shape._written), so they agree as torch's views do. VIEWS: id(storage) -> [weak
+# reference to the storage (its entry goes with it), weak references to the views of it, when to prune them].
+VIEWS = {}
+
+
+def storage_of(a):
+    """The array that owns the memory a (a NumPy view, maybe of a view) lies in."""
+    b = a.base
+    while type(b) is np.ndarray:
+        a, b = b, b.base
+    return a
+
+
+def register_view(t, window):
+    """t's value mirrors `window`: writes into the storage reach it (ops.shape._written)."""
+    t._window = window
+    storage = storage_of(window)
+    key = id(storage)
+    entry = VIEWS.get(key)
+    if entry is None:
+        entry = VIEWS[key] = [weakref.ref(storage, lambda _, key=key: VIEWS.pop(key, None)), [], 8]
+    refs = entry[1]
+    refs.append(weakref.ref(t))
+    if len(refs) > entry[2]:
+        refs[:] = [r for r in refs if r() is not None]
+        entry[2] = 2 * len(refs) + 8
 
 
 def as_array(data, dtype=None):
@@ -108,6 +140,9 @@ class Tensor:
     _grad_fn = None
     _base = None          # the tensor a view was made from (torch's ._base)
     _strides = None       # the strides torch's view would have, in elements; None: contiguous (_strides.py)
+    _window = None        # a view's: the NumPy view of its base's storage that its (copied) value mirrors
+    _creation = None      # a view torch refuses recorded in-place ops on: "multi" (split, unbind), "no_grad"
+    _output_nr = 0
     _op = 0               # opcode of the op that made this tensor (its grad_fn's name)
     __array_priority__ = 1000  # make `ndarray * Tensor` defer to Tensor.__rmul__
 
@@ -131,12 +166,15 @@ class Tensor:
         t = _new(self._data)
         if self._strides is not None:
             t._strides = self._strides
+        if self._window is not None:
+            register_view(t, self._window)
         return t
 
     @data.setter
     def data(self, value):
         self._data = as_array(value) if not isinstance(value, Tensor) else value._data
         self._slot = NOT_A_SLOT
+        self._window = None  # (a view no more: its storage is another)
 
     @property
     def requires_grad(self):
@@ -156,10 +194,10 @@ class Tensor:
                                "var_no_grad = var.detach().")
         if value and not _dtype.is_float(self._data.dtype):
             raise RuntimeError(not_float_message)
-        if value and self._data.dtype == np.float16:
-            raise RuntimeError("tapegrad: float16 tensors cannot require gradients; convert with .float() first")
         self._requires_grad = bool(value)
         self._slot = NOT_A_SLOT
+        if value and self._tape is not None:  # back on: the graphs recorded before reach its leaf row again, as
+            self._slot = self._tape.leaf_row(self)  # torch's AccumulateGrad outlives the toggle
 
     def requires_grad_(self, requires_grad=True):
         self._set_requires_grad(requires_grad, "only Tensors of floating point dtype can require gradients")
@@ -305,11 +343,6 @@ class Tensor:
             raise TypeError("len() of a 0-d tensor")
         return self._data.shape[0]
 
-    def __iter__(self):
-        if self._data.ndim == 0:
-            raise TypeError("iteration over a 0-d tensor")
-        return (self[i] for i in range(self._data.shape[0]))
-
     def __float__(self):  # (complex(t) and "%f" % t come here too, as in torch)
         global _scalar_warned
         if self._requires_grad and not _scalar_warned and is_grad_enabled():
@@ -378,6 +411,8 @@ class Tensor:
         t._vc = self._ensure_vc()  # shares storage and version counter, as torch's detach()
         if self._strides is not None:
             t._strides = self._strides
+        if self._window is not None:
+            register_view(t, self._window)
         return t
 
     def detach_(self):

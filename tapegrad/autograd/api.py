@@ -99,6 +99,9 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         inputs = _as_tuple(inputs)
         if not inputs:
             raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+        for t in inputs:  # (torch retains the gradient of each input)
+            if not t._requires_grad:
+                raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
         targets, counts = _targets(tape, inputs)
     result = replay.run(tape, roots, seeds, retain_graph, create_graph, targets=targets)
     if inputs is not None:

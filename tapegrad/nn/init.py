@@ -5,7 +5,8 @@ import warnings
 import numpy as np
 
 from .. import random
-from ..tensor import Tensor
+from ..ops.shape import _check_writable, _written
+from ..tensor import Tensor, VIEWS
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "eye_",
            "dirac_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "orthogonal_"]
@@ -16,8 +17,11 @@ def _write(tensor, values):
     data = tensor._data
     if not data.flags.writeable:
         raise RuntimeError("tapegrad: this tensor's memory is read-only (it came from a read-only array)")
+    _check_writable(tensor)
     np.copyto(data, values, casting="unsafe")
     tensor._bump_version()
+    if tensor._window is not None or VIEWS:
+        _written(tensor)  # (a view's base sees it: `init.orthogonal_(w[:n])`)
     return tensor
 
 

@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import _dtype, registry, tape as tape_mod
 from ..grad_mode import _state as _grad_mode
-from ..tensor import Tensor, _new, as_array
+from ..tensor import Tensor, _new, as_array, register_view, storage_of
 
 OPS = registry.BY_NAME
 
@@ -30,6 +30,41 @@ def _record(op, out, inputs, c=0.0, c2=0.0, iattr=0, aux=None):
             tape_mod.untraceable(f"{op.name} ran unrecorded (under no_grad)")
         tape_mod._local.tape.record_constant(op.code, t, inputs, c, c2, iattr, aux)
     return t
+
+
+def _record_undefined_gradient(op, out, inputs, aux):
+    """Record op as _record does, but with no input edges: the output requires grad (it has torch's grad_fn),
+    while torch's derivative formula returns an undefined gradient (norm with p=0), which reaches no input:
+    a leaf reached only this way keeps `.grad` None and autograd.grad calls it unused, as in torch. aux
+    must say why tapegrad.compile cannot replay it (`unreplayable`: the row does not name its input)."""
+    if _grad_mode.enabled and any(x._requires_grad for x in inputs):
+        t = _new(out)
+        tape = tape_mod.current()
+        t._slot = tape.record(op.code, t._data, (), aux=aux)
+        t._tape, t._requires_grad, t._is_leaf, t._op = tape, True, False, op.code
+        return t
+    return _record(op, out, inputs, aux=aux)
+
+
+def _as_view(x, t, window, output_nr=None):
+    """t is torch's view of x, and its value mirrors `window` (a NumPy view into x's storage). output_nr: t's
+    place among the views a function returned (split, chunk, unbind), which torch forbids writing into."""
+    base = t._base = x if x._base is None else x._base
+    if output_nr is not None:
+        t._creation, t._output_nr = "multi", output_nr
+    elif x._creation is not None:
+        t._creation = x._creation  # (a view of such a view; torch's output number is 0 then)
+    elif base._requires_grad and not _grad_mode.enabled:
+        t._creation = "no_grad"
+    if not window.flags.writeable and storage_of(window).flags.writeable:
+        window.flags.writeable = True  # (np.diagonal's and broadcast_to's views are read-only by default)
+    register_view(t, window)
+    return _share_version(x, t)
+
+
+def window_of(x):
+    """The NumPy view of the storage that x's value mirrors: x's own value unless x is a (copied) view."""
+    return x._data if x._window is None else x._window
 
 
 def _share_version(x, t):
@@ -195,7 +230,7 @@ def _tensor_tensor(op, forward, a, b, to_float=False, check=None):
     if not _dtype.is_float(dt):
         return _new(np.asarray(_integer(forward, a._data, b._data)).astype(dt, copy=False))
     a, b = _to_dtype(a, dt), _to_dtype(b, dt)
-    out = _in_float32(forward, a._data, b._data) if _dtype.is_bfloat16(dt) else forward(a._data, b._data)
+    out = _in_float32(forward, a._data, b._data) if _dtype.is_reduced_float(dt) else forward(a._data, b._data)
     assert out.shape == shape
     return _record(op, out, (a, b))
 

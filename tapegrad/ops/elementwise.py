@@ -46,7 +46,7 @@ def _make_unary(name):
 
     def fn(input, c=0.0, c2=0.0):
         x = input if type(input) is Tensor else _tensor(input)
-        if _dtype.is_bfloat16(x._data.dtype):
+        if _dtype.is_reduced_float(x._data.dtype):
             return _record(op, _in_float32(lambda a: forward(a, c, c2), x._data), (x,), c, c2)
         if x._data.dtype.kind != "f":
             _refuse_integer(name, x._data.dtype)
@@ -73,11 +73,11 @@ def _make_binary(name, commutative=False, to_float=False, check=None):
             if isinstance(other, Tensor):
                 return _tensor_tensor(op, forward, input, other, to_float, check)
             tp = type(other)
-            if (tp is float or tp is int) and input._data.dtype.kind == "f":
+            if (tp is float or tp is int) and input._data.dtype.char in "fd":  # (float16: _bfloat16_scalar)
                 return _record(ts, forward(input._data, other), (input,), float(other))
         elif isinstance(other, Tensor):  # Python number op tensor (`1 - y`: create_graph's tanh rule)
             tp = type(input)
-            if (tp is float or tp is int) and other._data.dtype.kind == "f":
+            if (tp is float or tp is int) and other._data.dtype.char in "fd":
                 sop, c = (ts if commutative else st), float(input)
                 return _record(sop, sop.forward(other._data, c, 0.0), (other,), c)
         if check is not None:
@@ -89,7 +89,7 @@ def _make_binary(name, commutative=False, to_float=False, check=None):
         else:
             return _tensor_tensor(op, forward, _tensor(input), _tensor(other), to_float, check)
         dt = _dtype.result_type(x._data, c)
-        if _dtype.is_bfloat16(dt):
+        if _dtype.is_reduced_float(dt):
             return _bfloat16_scalar(name, sop, ts, _to_dtype(x, dt), float(c))
         if to_float and dt.kind != "f":
             dt = _dtype.default_float.np
@@ -104,13 +104,13 @@ def _make_binary(name, commutative=False, to_float=False, check=None):
     return fn
 
 
-# torch's CPU kernels round a Python-number operand to bfloat16 first for these (the number is cast to the
+# torch's CPU kernels round a Python-number operand to float16 / bfloat16 first for these (the number is cast to the
 # result's dtype); mul and div keep it in float32
 _SCALAR_ROUNDED = {"add", "sub", "pow"}
 
 
 def _bfloat16_scalar(name, sop, ts, x, c):
-    """bfloat16 tensor op Python number: in float32, rounded once; `c / x` is reciprocal(x) * c, as torch's
+    """float16 or bfloat16 tensor op Python number: in float32, rounded once; `c / x` is reciprocal(x) * c, as torch's
     __rtruediv__ computes it."""
     if name == "div" and sop is not ts:
         return mul(globals()["reciprocal"](x), c)
@@ -286,9 +286,9 @@ def sub(input, other, *, alpha=1):
 
 
 def _bfloat16_alpha(fn, input, other, alpha):
-    """Two bfloat16 tensors: input +- alpha * other in float32 with alpha rounded to bfloat16, the result
+    """Two float16 or bfloat16 tensors: input +- alpha * other in float32 with alpha rounded to their dtype, the result
     rounded once, as torch's kernel (None otherwise)."""
-    if not (isinstance(input, Tensor) and isinstance(other, Tensor) and _dtype.is_bfloat16(input._data.dtype)
+    if not (isinstance(input, Tensor) and isinstance(other, Tensor) and _dtype.is_reduced_float(input._data.dtype)
             and input._data.dtype == other._data.dtype) or isinstance(alpha, bool):
         return None
     f32 = np.dtype(np.float32)

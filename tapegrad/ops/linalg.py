@@ -6,8 +6,8 @@ import numpy as np
 from .. import _dtype, registry
 from ..tensor import Tensor
 from ..registry import Ctx
-from ._common import (OPS, _array_rule_dtype, _autocast_lower, _dims, _in_float32, _new, _record, _sum_to_np, _tensor,
-                      _to_dtype, autocast_state, broadcast_shape)
+from ._common import (OPS, _array_rule_dtype, _autocast_lower, _dims, _in_float32, _new, _record,
+                      _record_undefined_gradient, _sum_to_np, _tensor, _to_dtype, autocast_state, broadcast_shape)
 from .elementwise import where
 from .reduce import _keep, sum_to_shape
 
@@ -24,7 +24,7 @@ def _same_dtype(a, b):
 
 def _matmul(a, b):
     """np.matmul; for bfloat16, products summed in float32 and rounded once, as torch's CPU kernels do."""
-    if _dtype.is_bfloat16(a.dtype):
+    if _dtype.is_reduced_float(a.dtype):
         return np.matmul(a.astype(np.float32), b.astype(np.float32)).astype(a.dtype)
     return np.matmul(a, b)
 
@@ -202,7 +202,7 @@ def einsum(equation, *operands):
 
 
 def _einsum_forward(ctx, *arrays):
-    if _dtype.is_bfloat16(arrays[0].dtype):  # (bfloat16: in float32, rounded once, as torch's CPU kernels)
+    if _dtype.is_reduced_float(arrays[0].dtype):  # (float16, bfloat16: in float32, rounded once, as torch's)
         return _in_float32(lambda *a: _einsum_forward(ctx, *a), *arrays)
     subs, out = ctx
     value = np.einsum(",".join(subs) + "->" + out, *arrays, optimize=len(arrays) > 1)
@@ -275,6 +275,9 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     keep = tuple(1 if d in dims else s for d, s in enumerate(x.shape))
     if p == 2 and dim is None and not keepdim:  # the registry's plain 2-norm
         return _record(OPS["norm"], out, (x,))
+    if p == 0:  # torch's norm_backward returns an undefined gradient for p=0: x gets none (not zeros)
+        return _record_undefined_gradient(OPS["vector_norm"], out, (x,), Ctx(
+            p=p, dims=dims, keep=keep, unreplayable="norm with p=0 (its row has no input: no gradient flows)"))
     return _record(OPS["vector_norm"], out, (x,), aux=Ctx(p=p, dims=dims, keep=keep))
 
 
@@ -359,8 +362,6 @@ def _vjp_vector_norm(ctx, g, inputs, out):
     x, = inputs
     g, y = _keep(g, ctx.keep), _keep(out, ctx.keep)
     p = ctx.p
-    if p == 0:
-        return (x * 0.0,)
     if p == 1:
         return (x.sign() * g,)
     if p == 2:

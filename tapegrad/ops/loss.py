@@ -68,7 +68,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
 
 
 def _mse_forward(ctx, x, t):
-    if _dtype.is_bfloat16(x.dtype):  # (bfloat16: in float32, rounded once, as torch's CPU kernels)
+    if _dtype.is_reduced_float(x.dtype):  # (float16, bfloat16: in float32, rounded once, as torch's)
         return _in_float32(lambda a, b: _mse_forward(ctx, a, b), x, t)
     d = x - t
     return _reduce_np(d * d, ctx.reduction)

@@ -47,7 +47,7 @@ def linear(input, weight, bias=None):
 
 
 def _linear_forward(ctx, x, w, b=None):
-    if _dtype.is_bfloat16(x.dtype):  # (bfloat16: in float32, rounded once, as torch's CPU kernels)
+    if _dtype.is_reduced_float(x.dtype):  # (float16, bfloat16: in float32, rounded once, as torch's)
         return _in_float32(lambda *a: _linear_forward(ctx, *a), *(a for a in (x, w, b) if a is not None))
     value = x @ w.T
     if b is not None:

@@ -13,7 +13,8 @@ import numpy as np
 
 from .. import creation
 from ..grad_mode import is_grad_enabled, no_grad
-from ..tensor import Tensor
+from ..tensor import Tensor, VIEWS
+from .shape import _check_writable, _written
 from . import sparse as _sparse
 
 _KIND_WORD = {"f": "Float", "i": "Long", "u": "Byte", "b": "Bool"}
@@ -50,8 +51,12 @@ def write_out(out, result, name):
                           f"an out tensor t by resizing it, inplace, to zero elements with t.resize_(0).",
                           UserWarning, stacklevel=3)
         out._data = target = np.empty(value.shape, target.dtype)
+        out._window = out._base = None  # (a storage of its own now)
+    _check_writable(out)
     np.copyto(target, value, casting="unsafe")
     out._ensure_vc()[0] += 1
+    if out._window is not None or VIEWS:
+        _written(out)  # (an out= view: its base sees the result)
     return out
 
 

@@ -12,8 +12,8 @@ from ..registry import Ctx, K_EXPAND, K_SUM
 from ..tensor import Tensor, _new
 from . import elementwise
 from .elementwise import where
-from ._common import (OPS, _array_rule_dtype, _autocast_float32, _dim, _dims, _float, _in_float32, _mask, _record,
-                      _share_version, _sizes, _tensor, _to_dtype, summed_dims)
+from ._common import (OPS, _array_rule_dtype, _as_view, _autocast_float32, _dim, _dims, _float, _in_float32, _mask,
+                      _record, _sizes, _tensor, _to_dtype, summed_dims, window_of)
 
 
 def _reduce(name_all, name_dim, np_fn, input, dim, keepdim, dtype, scale_of):
@@ -26,7 +26,7 @@ def _reduce(name_all, name_dim, np_fn, input, dim, keepdim, dtype, scale_of):
     elif x._data.dtype.kind in "biu":  # torch sums bool and every integer type in int64
         x = _int_to_long(x)
     dims = _dims(dim, x.ndim) if x.ndim else ()
-    data = x._data.astype(np.float32) if _dtype.is_bfloat16(x._data.dtype) else x._data  # (torch: float32 sums)
+    data = x._data.astype(np.float32) if _dtype.is_reduced_float(x._data.dtype) else x._data  # (float32 sums)
     out = np.asarray(np_fn(data, axis=dims, keepdims=keepdim))
     if out.dtype != x._data.dtype:
         out = out.astype(x._data.dtype)
@@ -72,7 +72,7 @@ def expand(input, *sizes):
     out = np.array(np.broadcast_to(x._data, shape), order="C")
     t = _record(OPS["expand"], out, (x,))
     t._strides = _strides.of_expand(x, shape)  # (broadcast dimensions: stride 0, as torch's expand view)
-    return _share_version(x, t)
+    return _as_view(x, t, np.broadcast_to(window_of(x), shape))
 
 
 # -- reductions with a Python adjoint ------------------------------------------------------------------
@@ -148,7 +148,7 @@ def _var(name, input, dim, unbiased, keepdim, correction):
 
 
 def _var_forward(ctx, data, keepdim=True):
-    if _dtype.is_bfloat16(data.dtype):  # (bfloat16: in float32, rounded once, as torch's CPU kernels)
+    if _dtype.is_reduced_float(data.dtype):  # (float16, bfloat16: in float32, rounded once, as torch's)
         return _in_float32(lambda a: _var_forward(ctx, a, keepdim), data)
     dims, dtype = ctx.dims, data.dtype
     with np.errstate(all="ignore"):
@@ -326,7 +326,7 @@ def softmax(input, dim=None, dtype=None, _stacklevel=3):
 
 
 def _softmax_forward(d, data):
-    if _dtype.is_bfloat16(data.dtype):  # (bfloat16: in float32, rounded once, as torch's CPU kernels)
+    if _dtype.is_reduced_float(data.dtype):  # (float16, bfloat16: in float32, rounded once, as torch's)
         return _in_float32(lambda a: _softmax_forward(d, a), data)
     if data.ndim == 0 or data.size == 0:
         return np.exp(data - data) if data.ndim == 0 else data.copy()
@@ -340,7 +340,7 @@ def log_softmax(input, dim=None, dtype=None, _stacklevel=3):
 
 
 def _log_softmax_forward(d, data):
-    if _dtype.is_bfloat16(data.dtype):  # (bfloat16: in float32, rounded once, as torch's CPU kernels)
+    if _dtype.is_reduced_float(data.dtype):  # (float16, bfloat16: in float32, rounded once, as torch's)
         return _in_float32(lambda a: _log_softmax_forward(d, a), data)
     if data.ndim == 0 or data.size == 0:
         return data - data if data.ndim == 0 else data.copy()

@@ -13,9 +13,9 @@ import numpy as np
 from .. import _dtype, _strides, registry
 from ..registry import K_GATHER, K_RESHAPE
 from ..grad_mode import is_grad_enabled
-from ..tensor import Tensor, _new
+from ..tensor import Tensor, _new, VIEWS
 from .elementwise import where
-from ._common import broadcast_shape, _dim, _dims, OPS, _record, _share_version, _sizes, _tensor, _to_dtype
+from ._common import broadcast_shape, _as_view, _dim, _dims, OPS, _record, _sizes, _tensor, _to_dtype, storage_of
 from ..tape import _local as _tape_local, guard
 from .reduce import expand
 
@@ -27,14 +27,21 @@ def _recording(*xs):  # (tapegrad.compile records data movement on constants too
 # -- reshapes ---------------------------------------------------------------------------------------------
 def _reshape(x, shape, op):
     """A view: it shares x's storage and version counter, as torch's views do, so a write through
-    either one is caught by the version check of every row that saved the other."""
-    t = (_record(op, x._data.reshape(shape), (x,)) if x._requires_grad or _tape_local.tracing is not None else
-         _new(x._data.reshape(shape)))
-    t._base = x if x._base is None else x._base
+    either one reaches the other, and is caught by the version check of every row that saved the other.
+    Where x is a view whose memory cannot take the shape, torch's reshape copies: a tensor of its own."""
+    recording = x._requires_grad or _tape_local.tracing is not None
+    data = x._data.reshape(shape)
+    window = data
+    if x._window is not None:
+        window = x._window.reshape(shape)
+        if not np.may_share_memory(window, x._window):  # (NumPy copied: not a view in torch either)
+            data = data.copy()
+            return _record(op, data, (x,)) if recording else _new(data)
+    t = _record(op, data, (x,)) if recording else _new(data)
     if x._strides is not None:  # (reshape copies where view cannot: contiguous then)
         new = _strides.of_view(x._data.shape, x._strides, shape)
         t._strides = None if new is None else _strides.normal(shape, new)
-    return _share_version(x, t)
+    return _as_view(x, t, window)
 
 
 def _infer_shape(x, shape):
@@ -132,8 +139,10 @@ def _view_map(base, v):
     return m
 
 
-def _view_op(x, v, op):
-    """The op whose value is the NumPy view v of x's data (copied, C-contiguous)."""
+def _view_op(x, view, op, output_nr=None):
+    """The op whose value is the NumPy view `view(x's data)`, copied (C-contiguous), and torch's view of x:
+    its window is the same view of x's window (all but flip, which copies in torch too)."""
+    v = view(x._data)
     out = np.array(v, order="C", copy=True)
     if not _recording(x):
         t = _new(out)
@@ -142,7 +151,13 @@ def _view_op(x, v, op):
     strides = _strides.of_numpy_view(x, v)
     if strides is not None:
         t._strides = strides
-    return t if op is OPS["flip"] else _share_version(x, t)  # (torch's flip copies)
+    if op is OPS["flip"]:  # (torch's flip copies)
+        return t
+    return _as_view(x, t, v if x._window is None else view(x._window), output_nr)
+
+
+def _same(a):
+    return a
 
 
 def scatter_flat(g, index_map, shape):
@@ -153,14 +168,138 @@ def scatter_flat(g, index_map, shape):
     return _record(OPS["scatter_flat"], out.reshape(shape), (g,), aux=index_map)
 
 
+# -- writes through views: torch's shared memory and CopySlices ------------------------------------------------
+OVERLAP_MESSAGE = ("unsupported operation: more than one element of the written-to tensor refers to a single memory "
+                   "location. Please clone() the tensor before performing the operation.")
+
+
+_MULTI = (" This view is the output of a function that returns multiple views. Such functions do not allow the "
+          "output views to be modified inplace. You should replace the inplace operation by an out-of-place one.")
+_NO_GRAD = (" Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by "
+            "moving both the view and the inplace either both inside the no_grad block (if you don't want the "
+            "inplace to be tracked) or both outside (if you want the inplace to be tracked).")
+
+
+def _check_recordable(t, recorded):
+    """torch's refusals of an in-place op on a view under grad mode: a recorded one on one of several views a
+    function returned (split, chunk, unbind, and views of them), or any on a view made under no_grad of a
+    tensor that requires grad."""
+    how = t._creation
+    if how is None or not is_grad_enabled() or (not recorded if how == "multi" else not t._base._requires_grad):
+        return
+    if t._requires_grad:
+        name = type(t.grad_fn).__name__
+        name = name[:name.rindex("Backward")] if "Backward" in name else name
+        message = f"Output {t._output_nr} of {name} is a view and is being modified inplace."
+    else:
+        message = "A view was created in no_grad mode and is being modified inplace with grad mode enabled."
+    raise RuntimeError(message + (_MULTI if how == "multi" else _NO_GRAD))
+
+
+def _check_writable(t):
+    """torch's refusals before a write into t: memory that is read-only, or a view (an expand) whose elements
+    share memory."""
+    w = t._window
+    if w is None:
+        return
+    if not w.flags.writeable:
+        raise RuntimeError("tapegrad: this tensor's memory is read-only (it came from a read-only array)")
+    if builtins.any(s == 0 and n > 1 for n, s in zip(w.shape, w.strides)):
+        raise RuntimeError(OVERLAP_MESSAGE)
+
+
+def _written(t, recorded=False):
+    """t's value was just written in place (its version already bumped). Carry the write into the storage
+    and into every live view of it that overlaps, as torch's shared memory does. When the write was
+    recorded (t took the row of the op's result), t's base takes it into its history as torch's CopySlices
+    does, and its views that overlap (or did not require grad) read the base's new value: their gradients
+    then flow through the write, as the regenerated views of torch (AsStridedBackward0)."""
+    window = t._window
+    if window is None and not VIEWS:
+        return
+    data = t._data
+    if window is not None and window is not data:
+        np.copyto(window, data)
+    region = data if window is None else window
+    key = id(storage_of(region))
+    entry = VIEWS.get(key)
+    base = t if t._base is None else t._base
+    if recorded and base is not t:
+        _copy_slices(t, base)
+    if entry is None:
+        return
+    live = []
+    for ref in entry[1]:
+        w = ref()
+        if w is None:
+            continue
+        live.append(ref)
+        other = w._window
+        if w is t or other is None:  # (None: its storage was replaced, `.data = ...`)
+            continue
+        overlaps = np.may_share_memory(other, region)
+        if overlaps and w._data is not other:
+            np.copyto(w._data, other)
+        if recorded and w._base is base and (overlaps or not w._requires_grad):
+            _read_again(w, base)
+    if live:
+        entry[1][:] = live
+    else:
+        VIEWS.pop(key, None)
+
+
+def _take_row(t, new, cell):
+    """t's history becomes `new`'s row (whose value is t's own storage), checked against `cell`."""
+    tape, row = new._tape, new._slot
+    tape.set_cell(row, cell, current=True)
+    t._tape, t._slot, t._requires_grad, t._is_leaf, t._op, t._grad_fn = tape, row, True, False, new._op, None
+
+
+def _copy_slices(view, base):
+    """torch's CopySlices: the base's new history is its old one with the written view's new value in the
+    view's place. A view as large as its base (view, reshape, squeeze, ...) is the base reshaped."""
+    if np.may_share_memory(view._data, base._data):
+        new = _record(OPS["copy_slices_view"], base._data, (view,))
+    else:
+        new = _record(OPS["copy_slices"], base._data, (base, view), aux=_positions(base, view._window))
+    _take_row(base, new, base._ensure_vc())
+
+
+def _read_again(view, base):
+    """A view of a base whose history changed reads the base's new value (torch regenerates it)."""
+    if np.may_share_memory(view._data, base._data):
+        new = _record(OPS["as_strided_view"], view._data, (base,))
+    else:
+        new = _gather(base, _positions(base, view._window), OPS["as_strided"], view._data)
+    _take_row(view, new, view._ensure_vc())
+
+
+def _positions(base, window):
+    """The flat positions in base's value of the elements of `window` (a view into base's storage)."""
+    if base._window is None:
+        return _view_map(base._data, window)
+    # base is itself a copied view (a detached view): look its elements' storage positions up
+    storage = storage_of(base._window)
+    mine, theirs = _view_map(storage, base._window).reshape(-1), _view_map(storage, window)
+    order = np.argsort(mine, kind="stable")
+    return order[np.searchsorted(mine, theirs, sorter=order)]
+
+
+def _vjp_copy_slices(ctx, g, inputs, out):
+    """ctx: the index map of the written view in the base."""
+    mask = np.zeros(g.shape, np.bool_)
+    mask.reshape(-1)[ctx.reshape(-1)] = True
+    return where(_new(mask), 0.0, g), _gather(g, ctx)
+
+
 # -- permutations ---------------------------------------------------------------------------------------------
 def transpose(input, dim0, dim1):
     x = _tensor(input)
     if x.ndim == 0:
         _dim(dim0, 0), _dim(dim1, 0)
-        return _view_op(x, x._data, OPS["transpose"])
+        return _view_op(x, _same, OPS["transpose"])
     d0, d1 = _dim(dim0, x.ndim), _dim(dim1, x.ndim)
-    return _view_op(x, np.swapaxes(x._data, d0, d1), OPS["transpose"])
+    return _view_op(x, lambda a: np.swapaxes(a, d0, d1), OPS["transpose"])
 
 
 swapaxes = swapdims = transpose
@@ -170,7 +309,7 @@ def t(input):
     x = _tensor(input)
     if x.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {x.ndim}D")
-    return _view_op(x, x._data.T, OPS["t"])
+    return _view_op(x, np.transpose, OPS["t"])
 
 
 def permute(input, *dims):
@@ -183,7 +322,7 @@ def permute(input, *dims):
     norm = tuple(_dim(d, x.ndim) for d in dims)
     if len(set(norm)) != len(norm):
         raise RuntimeError("permute(): duplicate dims are not allowed.")
-    return _view_op(x, np.transpose(x._data, norm), OPS["permute"])
+    return _view_op(x, lambda a: np.transpose(a, norm), OPS["permute"])
 
 
 def movedim(input, source, destination):
@@ -193,7 +332,7 @@ def movedim(input, source, destination):
     if len(src) != len(dst):
         raise RuntimeError(f"movedim: Invalid source or destination dims: source ({list(src)} dims) should "
                            f"contain the same number of dims as destination ({list(dst)} dims)")
-    return _view_op(x, np.moveaxis(x._data, src, dst), OPS["permute"])
+    return _view_op(x, lambda a: np.moveaxis(a, src, dst), OPS["permute"])
 
 
 def flip(input, *dims, **kw):
@@ -206,8 +345,8 @@ def flip(input, *dims, **kw):
         dims = tuple(dims[0])
     dims = _dims(tuple(dims), x.ndim)
     if x.ndim == 0:
-        return _view_op(x, x._data, OPS["flip"])
-    return _view_op(x, np.flip(x._data, dims), OPS["flip"])
+        return _view_op(x, _same, OPS["flip"])
+    return _view_op(x, lambda a: np.flip(a, dims), OPS["flip"])
 
 
 def repeat(input, *sizes):
@@ -235,7 +374,7 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
     d1, d2 = _dim(dim1, x.ndim), _dim(dim2, x.ndim)
     if d1 == d2:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
-    return _view_op(x, np.diagonal(x._data, int(offset), d1, d2), OPS["diagonal"])
+    return _view_op(x, lambda a: np.diagonal(a, int(offset), d1, d2), OPS["diagonal"])
 
 
 def tril(input, diagonal=0):
@@ -273,9 +412,9 @@ def narrow(input, dim, start, length):
     return _piece(x, d, start, length, OPS["slice"])
 
 
-def _piece(x, d, start, length, op):
+def _piece(x, d, start, length, op, output_nr=None):
     key = (slice(None),) * d + (slice(start, start + length),)
-    return _view_op(x, x._data[key], op)
+    return _view_op(x, lambda a: a[key], op, output_nr)
 
 
 def select(input, dim, index):
@@ -287,7 +426,8 @@ def select(input, dim, index):
     i = int(index)
     if not -n <= i < n:
         raise IndexError(f"select(): index {i} out of range for tensor of size {list(x.shape)} at dimension {d}")
-    return _view_op(x, x._data[(slice(None),) * d + (i, Ellipsis)], OPS["select"])
+    key = (slice(None),) * d + (i, Ellipsis)
+    return _view_op(x, lambda a: a[key], OPS["select"])
 
 
 def split(tensor, split_size_or_sections, dim=0):
@@ -301,15 +441,15 @@ def split(tensor, split_size_or_sections, dim=0):
         if size == 0:
             if n:
                 raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {n}")
-            return (_piece(x, d, 0, 0, OPS["split"]),)
+            return (_piece(x, d, 0, 0, OPS["split"], 0),)
         starts = range(0, n, size) if n else (0,)
-        return tuple(_piece(x, d, s, builtins.min(size, n - s), OPS["split"]) for s in starts)
+        return tuple(_piece(x, d, s, builtins.min(size, n - s), OPS["split"], i) for i, s in enumerate(starts))
     sizes = [int(s) for s in split_size_or_sections]
     if builtins.sum(sizes) != n or builtins.any(s < 0 for s in sizes):
         raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size at "
                            f"dimension {d}), but got split_sizes={sizes}")
     starts = np.cumsum([0] + sizes[:-1]).tolist()
-    return tuple(_piece(x, d, s, k, OPS["split_with_sizes"]) for s, k in zip(starts, sizes))
+    return tuple(_piece(x, d, s, k, OPS["split_with_sizes"], i) for i, (s, k) in enumerate(zip(starts, sizes)))
 
 
 def chunk(input, chunks, dim=0):
@@ -323,10 +463,17 @@ def chunk(input, chunks, dim=0):
     return split(x, builtins.max(1, -(-x.shape[d] // chunks)), d)
 
 
+def _iterate(x):
+    """`for row in t`: torch's rows are unbind's views; made one at a time here."""
+    for i in range(x.shape[0]):
+        yield _view_op(x, lambda a, i=i: a[i], OPS["unbind"], i)
+
+
 def unbind(input, dim=0):
     x = _tensor(input)
     d = _dim(dim, x.ndim)
-    return tuple(_view_op(x, x._data[(slice(None),) * d + (i, Ellipsis)], OPS["unbind"]) for i in range(x.shape[d]))
+    keys = [(slice(None),) * d + (i, Ellipsis) for i in range(x.shape[d])]
+    return tuple(_view_op(x, lambda a, key=key: a[key], OPS["unbind"], i) for i, key in enumerate(keys))
 
 
 def _promote_all(tensors):
@@ -614,12 +761,13 @@ def getitem(x, key):
         if not _recording(x):
             return _new(out)
         return guard(_gather(x, _index_map(x)[key], OPS[op], out), *index_tensors)
-    v = x._data[key if Ellipsis in key else key + (Ellipsis,)]
+    key = key if Ellipsis in key else key + (Ellipsis,)
     if op in ("unsqueeze", "alias"):
-        if v.size == x.numel():  # no data moves: a reshape under torch's name
-            return _reshape(x, v.shape, OPS[op])
+        shape = x._data[key].shape
+        if math.prod(shape) == x.numel():  # no data moves: a reshape under torch's name
+            return _reshape(x, shape, OPS[op])
         op = "unsqueeze_gather"
-    return _view_op(x, v, OPS[op])
+    return _view_op(x, lambda a: a[key], OPS[op])
 
 
 # == Declarations: each op's derivative rule and its forward on arrays (tapegrad.compile) ==================
@@ -662,6 +810,13 @@ def _vjp_scatter(ctx, g, inputs, out):
     return (_gather(g, ctx),)  # ctx: the index map
 
 
+# an in-place write through a view (_written): the base's new history, and the views that read it again; a view
+# as large as its base is the base reshaped (compiled), any other a gather and its CopySlices (Python)
+registry.structural("as_strided", K_GATHER, "AsStridedBackward0", _vjp_gather, forward=_gather_forward)
+registry.structural("as_strided_view", K_RESHAPE, "AsStridedBackward0", _vjp_reshape)
+registry.structural("copy_slices_view", K_RESHAPE, "CopySlices", _vjp_reshape)
+registry.python("copy_slices", "CopySlices", None, _vjp_copy_slices,
+                unreplayable="an in-place write through a view (tapegrad.compile stops at in-place ops)")
 registry.python("scatter_flat", "IndexPutBackward0", None, _vjp_scatter,
                 unreplayable="a gather's adjoint: its output's size is not in its saved context")
 

@@ -12,7 +12,8 @@ import numpy as np
 from .. import kernels
 from ..grad_mode import enable_grad
 from ..tape import _local as _tape_local
-from ..tensor import Tensor, _new, tensor_type_name
+from ..ops.shape import _written
+from ..tensor import VIEWS, Tensor, _new, tensor_type_name
 from ..utils.hooks import RemovableHandle
 
 __all__ = ["Optimizer", "required"]
@@ -168,6 +169,13 @@ class Optimizer:
         self._optimizer_step_post_hooks[handle.id] = hook
         return handle
 
+    def _into_views(self):
+        """The update wrote the parameters' arrays in place (NumPy or a compiled pass, past the ops' write
+        path): their live views see the new values, as torch's share its memory."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                _written(p)
+
     def __init_subclass__(cls, **kwargs):
         """Wrap each subclass's step so that step hooks run around it (only when some are registered)."""
         super().__init_subclass__(**kwargs)
@@ -180,7 +188,10 @@ class Optimizer:
                 return _tape_local.tape.defer("step", getattr(self, "step"), args, self._params(), kwargs)
             if not (self._optimizer_step_pre_hooks or self._optimizer_step_post_hooks) or \
                     self.__dict__.get("_in_hooked_step"):  # a subclass's step calling super().step()
-                return step(self, *args, **kwargs)
+                out = step(self, *args, **kwargs)
+                if VIEWS:
+                    self._into_views()
+                return out
             self._in_hooked_step = True
             try:
                 for hook in list(self._optimizer_step_pre_hooks.values()):
@@ -188,6 +199,8 @@ class Optimizer:
                     if result is not None:
                         args, kwargs = result
                 out = step(self, *args, **kwargs)
+                if VIEWS:
+                    self._into_views()
                 for hook in list(self._optimizer_step_post_hooks.values()):
                     hook(self, args, kwargs)
             finally:

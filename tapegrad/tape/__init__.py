@@ -161,6 +161,7 @@ class Tape(Release, Sweep, Inspection):
         self.last_adjoint_bytes = self.peak_adjoint_bytes = 0
         self._last_live = 0
         self._growth = 0
+        self._chain_top = self._chain_low = -1  # see cut_dead_chain
         self.cap = 0
         self.acap = 0
         self._grow(capacity)
@@ -249,6 +250,15 @@ class Tape(Release, Sweep, Inspection):
                 not flags[r] & F_DEAD and isinstance(a, weakref.ref) and a() is t]
         return sorted(rows) or [self.slot(t)]
 
+    def leaf_row(self, t):
+        """The newest live leaf row of leaf tensor t holding its current value, or NOT_A_SLOT."""
+        values, aux = self.values, self.aux
+        for r in np.flatnonzero(self.obj[: self.n] == id(t._data))[::-1].tolist():
+            ref = aux.get(r) if self.op[r] == OP_LEAF and values[r] is t._data else None
+            if ref is not None and ref() is t and not self.flags[r] & F_DEAD:
+                return r
+        return NOT_A_SLOT
+
     def _pad_past(self, data):
         """Pad while the next index is one where a cut row held `data`: the tensor that row was (y,
         whose graph backward freed) still names that index, and would take a row holding its array
@@ -327,6 +337,7 @@ class Tape(Release, Sweep, Inspection):
             self.cut_dead_tail()
             n = self.n
         n0 = n
+        top, chained = n - 1, False
         k = self.nargs
         if k + len(inputs) >= self.acap:
             self._grow_args(2 * (k + len(inputs)))
@@ -339,6 +350,8 @@ class Tape(Release, Sweep, Inspection):
                 if s in self.released:
                     self._reacquire(s, t._data, op, k - self.nargs)
             args[k] = s
+            if s == top:
+                chained = True
             if t._vc is not None:
                 self.argver[k] = t._vc[0]
             k += 1
@@ -364,6 +377,8 @@ class Tape(Release, Sweep, Inspection):
             self.aux[n] = aux
         if out.nbytes >= RELEASE_BYTES:
             self._release_inputs(n)
+        if not chained and top >= 0:  # a new chain starts above the tape's last row: see cut_dead_chain
+            self.chain_starts(top)
         return n
 
     # -- values no rule reads --------------------------------------------------------------------

@@ -103,12 +103,71 @@ class Release:
                            self.flags, self.dtype, self.vaddr, self.outver, self.iattr, self.fattr, self.args,
                            self.argver, self.argptr)
         del self.values[n:]
+        if self._chain_top >= n:  # (row numbers that no longer name their rows: see chain_starts)
+            self._chain_top = self._chain_low = -1
+        elif self._chain_low >= n:
+            self._chain_low = -1
         for name in T._ROW_KEYED:
             table = getattr(self, name, None)
             if table:
                 for r in [r for r in table if r >= n]:
                     del table[r]
         self.n, self.nargs = n, k
+
+    def chain_starts(self, top):
+        """record() saw an op that does not take the tape's last row (`top`): a new chain of ops starts, and
+        `top` may be a graph's output that lives on (`out = model(x)`, kept until the next pass reassigns it).
+        The top of the chain before it, if its tensor has died since, is freed with the rows below it down to
+        the chain before that (cut_dead_chain): an evaluation loop that keeps its output frees each pass's
+        graph one pass later, as torch does when `out` is reassigned, instead of at the next sweep."""
+        old, low = self._chain_top, self._chain_low
+        if 0 <= old < top and not self.lock.depth and not self._row_held(old):
+            self.cut_dead_chain(old, low)
+        self._chain_top, self._chain_low = top, old
+
+    def _row_held(self, r):
+        """Whether anything beyond the tape holds row r: a tensor, a view or a saved context refers to its
+        value, its released value is alive, or its hooks' tensor is."""
+        w = self.released.get(r)
+        if w is not None:
+            if w() is not None:
+                return True
+        elif T._refcount(self.values[r]) > 2:  # (the list, the argument)
+            return True
+        w = self.watch.get(r)
+        return w is not None and (w.alive() if isinstance(w, T.Watch) else w() is not None)
+
+    def _dead_rows(self, top, low):
+        """The rows from `top` down to `low` (excluded) that nothing holds, stopping at the first held op row
+        (held leaf and constant rows have no inputs: they are stepped over and stay), and their bytes."""
+        flags, op, values = self.flags, self.op, self.values
+        dead, nbytes = [], 0
+        for r in range(top, low, -1):
+            if flags[r] & T.F_DEAD:
+                continue
+            if self._row_held(r):
+                if op[r] == T.OP_LEAF or op[r] == T.OP_CONST:
+                    continue
+                break
+            dead.append(r)
+            nbytes += getattr(values[r], "nbytes", 0)
+        return dead, nbytes
+
+    def cut_dead_chain(self, top, low):
+        """Free the rows from `top` down (to `low`, excluded) that nothing holds, as cut_dead_tail does at the
+        tape's end, when no row above `top` takes one of them as an input: then nothing can reach them. The
+        rows stay, marked dead, until a sweep compacts the tape; their values go now. O(rows walked)."""
+        if self.owner is not threading.current_thread():
+            return
+        dead, nbytes = self._dead_rows(top, low)
+        if not dead or nbytes < T.RELEASE_BYTES:
+            return
+        rows = np.array(dead[::-1], np.int64)
+        k = int(self.argptr[top + 1])
+        if k < self.nargs and np.isin(self.args[k: self.nargs], rows).any():
+            return  # a row recorded since reads one of them: the sweep decides
+        self.swept += len(dead)
+        self.free(rows)
 
     def cut_dead_tail(self):
         """Free the rows at the tape's end that no tensor holds, from the last row down to the first op row
@@ -120,22 +179,7 @@ class Release:
         the sweep. O(rows walked)."""
         if self.owner is not threading.current_thread():
             return
-        values, released, watch, flags, op = self.values, self.released, self.watch, self.flags, self.op
-        dead, nbytes = [], 0
-        for r in range(self.n - 1, -1, -1):
-            if flags[r] & T.F_DEAD:
-                continue
-            w = released.get(r)
-            held = w() is not None if w is not None else T._refcount(values[r]) > 2  # (the list, the argument)
-            if not held:
-                w = watch.get(r)
-                held = w is not None and (w.alive() if isinstance(w, T.Watch) else w() is not None)
-            if held:
-                if op[r] == T.OP_LEAF or op[r] == T.OP_CONST:
-                    continue
-                break
-            dead.append(r)
-            nbytes += getattr(values[r], "nbytes", 0)
+        dead, nbytes = self._dead_rows(self.n - 1, -1)
         # A small dead tail waits for the sweep: a cut costs about 15 us, which a step of small ops (a compiled
         # second derivative of 1,000 elements: 35 us) would pay at each call; memory is what the cut is for.
         if dead and nbytes >= T.RELEASE_BYTES:

@@ -315,6 +315,16 @@ def _norm_composite(x, dims, w, b, eps=1e-5):
     return (x - m) / ((x - m).square().mean(dims, keepdim=True) + eps).sqrt() * w + b
 
 
+def _write_through_views(T, x, y):
+    """In-place ops through views of an intermediate (CopySlices); r, which the second write overlaps, reads
+    the base again (AsStrided)."""
+    h = x * 1
+    r = h[1]
+    r.mul_(y)
+    h[:, 2].mul_(x[:, 0])
+    return h * r.sum()
+
+
 IDX = [[0, 3], [1, 1], [2, 0]]
 LABELS = [0, 3, 1]
 LABELS_2D = [[[0, 1], [2, 1]], [[1, 1], [0, 2]]]
@@ -333,6 +343,7 @@ CASES = [
     _case("reshape", lambda T, x: x.reshape(2, 6), [(3, 4)], covers=(), eps=1e-2),
     _case("squeeze_dims", lambda T, x: x.squeeze((1, 3)), [(3, 1, 4, 1)], eps=1e-2),
     _case("getitem", lambda T, x: x[1:, ::2], [(3, 4)], covers=("scatter_flat", "gather_flat"), eps=1e-2),
+    _case("write_through_views", _write_through_views, [(3, 4), (4,)], covers=("copy_slices", "as_strided")),
     _case("select", lambda T, x: x[1], [(3, 4)], covers=(), eps=1e-2),
     _case("index", lambda T, x: x[[0, 2, 2]], [(3, 4)], covers=(), eps=1e-2),
     _case("permute", lambda T, x: x.permute(2, 0, 1), [(2, 3, 4)], covers=(), eps=1e-2),

@@ -70,11 +70,23 @@ def _sparse_product():
     return tapegrad.sparse.mm(_leaf2x3().to_sparse(), tapegrad.ones(3, 2))
 
 
+def _write_through_views():
+    """An in-place op through a view gives the base CopySlices; the other views read the base again
+    (tests/reliability/test_views_inplace.py)."""
+    h = _leaf2x3() * 2
+    row, flat, whole = h[1], h.view(6), h.view(3, 2)
+    row.mul_(3)
+    flat.mul_(2)
+    return h, row, flat, whole
+
+
 MADE_BY_THE_ENGINE = {
     "leaf": lambda: _leaf2x3() * 2, "scatter_flat": _grad_of_gather, "sum_to_shape": _grad_of_broadcast,
     "function": lambda: _Pair.apply(_leaf2x3()), "function_output": lambda: _Pair.apply(_leaf2x3()),
     "delayed_error": _once_under_create_graph, "compiled": _compiled_call,
     "gather_flat": _sparse_product, "sparse_mm": _sparse_product, "ctc_loss_backward": _ctc_under_create_graph,
+    "copy_slices": _write_through_views, "copy_slices_view": _write_through_views, "as_strided": _write_through_views,
+    "as_strided_view": _write_through_views,
 }
 # recorded on tapegrad.compile's private tape when it traces autograd.grad without create_graph (tests/test_trace.py::
 # test_autograd_grad_inside_is_traced_and_replayed_with_each_calls_targets); a comparison recorded there

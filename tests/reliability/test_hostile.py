@@ -459,9 +459,14 @@ def test_integer_and_half_inputs_promote_as_torch_or_raise_clearly(name, dtype):
                                atol=1e-3 if expected.dtype == torch.float16 else 1e-7, equal_nan=True)
 
 
-def test_half_tensors_refuse_requires_grad_clearly():
-    with pytest.raises(RuntimeError, match="float16"):
-        tapegrad.ones(3, dtype=tapegrad.float16).requires_grad_()
+def test_half_tensors_require_grad_as_in_torch():
+    """float16 leaves are differentiable, as torch's (test_float16_leaves.py); integer tensors refuse with torch's
+    message."""
+    x = tapegrad.ones(3, dtype=tapegrad.float16).requires_grad_()
+    (x * x).sum().backward()
+    assert x.grad.dtype == tapegrad.float16 and x.grad.tolist() == [2.0, 2.0, 2.0]
+    with pytest.raises(RuntimeError, match="only Tensors of floating point dtype can require gradients"):
+        tapegrad.ones(3, dtype=tapegrad.int32).requires_grad_()
 
 
 # -- allocations that cannot succeed ----------------------------------------------------------------------------

@@ -183,7 +183,7 @@ class RNNBase(Module):
         the one after its own last step (forward) or after step 0 (reverse, which starts each sequence at
         its own last step from h0). Returns (output data (N, D * H), h_n, c_n or None)."""
         lstm, D = self.mode == "LSTM", 2 if self.bidirectional else 1
-        sizes = [int(b) for b in batch_sizes]
+        sizes = [int(b) for b in batch_sizes.tolist()]
         T, starts = len(sizes), [0]
         for b in sizes:
             starts.append(starts[-1] + b)
