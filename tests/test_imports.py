@@ -31,8 +31,6 @@ CALLS_UP = {
                                                     "gather; shape's expand_as is reduce's expand)",
     ("tapegrad.ops.conv", "tapegrad.ops"): "a layer composes ops of the package that imports it",
     ("tapegrad.ops.padding", "tapegrad.ops"): "padding composes ops of the package that imports it",
-    ("tapegrad.ops.conv", "tapegrad.ops.padding"): "conv3d pads with F.pad, and padding.py's group_norm is built on "
-                                                    "conv's layer_norm",
     ("tapegrad.ops.out", "tapegrad.ops"): "out= wraps the package's public ops by name",
     ("tapegrad.optim.optimizer", "tapegrad"): "optimizers call the package's public ops (torch.X)",
     ("tapegrad.nn.modules.transformer", "tapegrad.nn"): "a layer built of the package's other layers",

@@ -22,3 +22,4 @@ from .modules import (Bilinear, ChannelShuffle, CosineEmbeddingLoss, CosineSimil
                       GaussianNLLLoss, HingeEmbeddingLoss, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d,
                       MarginRankingLoss, MultiLabelSoftMarginLoss, PairwiseDistance, PoissonNLLLoss, RMSNorm,
                       Softmax2d, TripletMarginLoss, TripletMarginWithDistanceLoss)
+from .modules import CTCLoss  # noqa: F401

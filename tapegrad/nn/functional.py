@@ -67,7 +67,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
             assert padding_idx >= -n, "Padding_idx must be within num_embeddings"
             padding_idx += n
     if max_norm is not None:
-        raise NotImplementedError("tapegrad: embedding with max_norm is not supported")
+        _no_grad_embedding_renorm_(weight, input, max_norm, norm_type)
     return ops.embedding(weight, input, -1 if padding_idx is None else padding_idx, scale_grad_by_freq, sparse)
 
 
@@ -84,8 +84,10 @@ from ..ops.resample import (adaptive_max_pool1d, adaptive_max_pool1d_with_indice
                             upsample_nearest)  # noqa: F401
 
 # normalization, distances, bilinear, channel shuffle, embedding_bag and the margin / likelihood losses (issue 19)
+from ..ops.layers import embedding_renorm_ as _no_grad_embedding_renorm_  # noqa: E402  (torch's name in F)
 from ..ops.layers import (bilinear, channel_shuffle, cosine_similarity, embedding_bag,  # noqa: E402,F401
                           instance_norm, native_channel_shuffle, pairwise_distance, rms_norm)
+from ..ops.ctc import ctc_loss  # noqa: E402,F401
 from ..ops.metric_loss import (cosine_embedding_loss, gaussian_nll_loss, hinge_embedding_loss,  # noqa: E402,F401
                                margin_ranking_loss, multilabel_soft_margin_loss, poisson_nll_loss,
                                triplet_margin_loss, triplet_margin_with_distance_loss)

@@ -286,11 +286,12 @@ def _conv(nd, input, weight, bias, stride, padding, dilation, groups):
     value = _conv_forward(ctx, x._data.reshape(xs4), w._data.reshape(ctx.wshape4),
                           None if bias is None else b._data)
     oshape = (xs4[0], O) + (out_hw if nd == 2 else out_hw[1:])
-    value = value.reshape(oshape if batched else oshape[1:])
-    inputs = (x, w) if bias is None else (x, w, b)
+    value = value.reshape(oshape)
+    inputs = (x if batched else x.unsqueeze(0), w) + ((b,) if bias is not None else ())
     if not w._requires_grad:
         ctx.cols = None if not any(t._requires_grad for t in inputs) else ctx.cols
-    return _record(OPS["conv"], value, inputs, aux=ctx)
+    out = _record(OPS["conv"], value, inputs, aux=ctx)
+    return out if batched else out.squeeze(0)  # (torch's unbatched convolution, so its SqueezeBackward1)
 
 
 def _scalar_name(dt):
@@ -453,9 +454,10 @@ def _conv_transpose(nd, input, weight, bias, stride, padding, output_padding, gr
     value = _conv_t_forward(ctx, x._data.reshape(xs4), w._data.reshape(ctx.wshape4),
                             None if bias is None else b._data)
     oshape = (xs4[0], Cog * groups) + (out_hw if nd == 2 else out_hw[1:])
-    value = value.reshape(oshape if batched else oshape[1:])
-    inputs = (x, w) if bias is None else (x, w, b)
-    return _record(OPS["conv"], value, inputs, aux=ctx)
+    value = value.reshape(oshape)
+    inputs = (x if batched else x.unsqueeze(0), w) + ((b,) if bias is not None else ())
+    out = _record(OPS["conv"], value, inputs, aux=ctx)
+    return out if batched else out.squeeze(0)  # (torch's unbatched convolution, so its SqueezeBackward1)
 
 
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
@@ -466,12 +468,104 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     return _conv_transpose(2, input, weight, bias, stride, padding, output_padding, groups, dilation)
 
 
-# -- 3-d convolution: composed of 2-d convolution rows, one per kernel depth tap --------------------------------------
+# -- 3-d convolution: one row (torch's ConvolutionBackward0): im2col, one matmul per group, col2im back ----------
+def _conv3d_taps(ctx):
+    """Each kernel tap's (kd, kh, kw) index and the strided slices of the padded input it reads."""
+    Do, Ho, Wo = ctx.ys5[2:]
+    (s0, s1, s2), (d0, d1, d2) = ctx.s, ctx.d
+    for a in range(ctx.k[0]):
+        for b in range(ctx.k[1]):
+            for c in range(ctx.k[2]):
+                yield (a, b, c), (slice(a * d0, a * d0 + (Do - 1) * s0 + 1, s0),
+                                  slice(b * d1, b * d1 + (Ho - 1) * s1 + 1, s1),
+                                  slice(c * d2, c * d2 + (Wo - 1) * s2 + 1, s2))
+
+
+def _conv3d_cols(ctx, x5):
+    """(N, G, Cg * K, L): every sample's input columns, grouped: one strided copy per kernel tap."""
+    N, C = x5.shape[:2]
+    xp = np.pad(x5, ((0, 0), (0, 0)) + tuple(ctx.pads)) if any(map(any, ctx.pads)) else x5
+    cols = np.empty((N, C) + tuple(ctx.k) + tuple(ctx.ys5[2:]), x5.dtype)
+    for tap, where in _conv3d_taps(ctx):
+        cols[(slice(None), slice(None)) + tap] = xp[(slice(None), slice(None)) + where]
+    return cols.reshape(N, ctx.groups, -1, math.prod(ctx.ys5[2:]))
+
+
+def _conv3d_index(ctx):
+    """For create_graph: each (channel, tap) row and output column's flat position in one sample (C*D*H*W values,
+    then a zero appended, which the taps that fall in the padding read): (C * kd * kh * kw, Do * Ho * Wo)."""
+    xs5, k, s, d, pads, out = ctx.xs5, ctx.k, ctx.s, ctx.d, ctx.pads, ctx.ys5[2:]
+    C, size = xs5[1], xs5[2:]
+    axes = []
+    for a in range(3):  # the source coordinate of tap t at output o along axis a, and whether it is inside
+        z = (np.arange(out[a]) * s[a])[None, :] - pads[a][0] + (np.arange(k[a]) * d[a])[:, None]
+        axes.append((z, (z >= 0) & (z < size[a])))
+    (zd, vd), (zh, vh), (zw, vw) = axes
+    flat = ((np.arange(C).reshape(C, 1, 1, 1, 1, 1, 1) * size[0] + zd[:, None, None, :, None, None]) * size[1]
+            + zh[None, :, None, None, :, None]) * size[2] + zw[None, None, :, None, None, :]
+    inside = vd[:, None, None, :, None, None] & vh[None, :, None, None, :, None] & vw[None, None, :, None, None, :]
+    flat = np.where(inside[None], flat, C * math.prod(size))
+    return flat.reshape(C * math.prod(k), math.prod(out))
+
+
+def _conv3d_forward(ctx, x, w, b=None):
+    x5 = x.reshape(ctx.xs5)
+    G = ctx.groups
+    y = np.matmul(w.reshape(G, w.shape[0] // G, -1), _conv3d_cols(ctx, x5))  # (N, G, Og, L)
+    y = y.reshape(ctx.ys5)
+    if b is not None:
+        y = y + b.reshape(1, -1, 1, 1, 1).astype(y.dtype, copy=False)
+    return y.reshape(ctx.oshape).astype(x.dtype, copy=False)  # (bfloat16: float32 sums, rounded once)
+
+
+def _conv3d_arrays(ctx, g, inputs, out, wanted):
+    x, w = inputs[0], inputs[1]
+    N, G, O = ctx.xs5[0], ctx.groups, w.shape[0]
+    g4 = np.ascontiguousarray(g).reshape(N, G, O // G, -1)
+    gx = gw = gb = None
+    if wanted[1]:
+        cols = _conv3d_cols(ctx, x.reshape(ctx.xs5))
+        gw = np.matmul(g4, cols.transpose(0, 1, 3, 2)).sum(0).reshape(w.shape).astype(w.dtype, copy=False)
+    if wanted[0]:  # the columns' gradient added back, one strided add per kernel tap, then the padding cut
+        gcols = np.matmul(w.reshape(G, O // G, -1).transpose(0, 2, 1), g4)  # (N, G, Cg * K, L)
+        gcols = gcols.reshape((N, ctx.xs5[1]) + tuple(ctx.k) + tuple(ctx.ys5[2:]))
+        gxp = np.zeros((N, ctx.xs5[1]) + tuple(n + lo + hi for n, (lo, hi) in zip(ctx.xs5[2:], ctx.pads)), g.dtype)
+        for tap, where in _conv3d_taps(ctx):
+            gxp[(slice(None), slice(None)) + where] += gcols[(slice(None), slice(None)) + tap]
+        crop = tuple(slice(lo, lo + n) for n, (lo, hi) in zip(ctx.xs5[2:], ctx.pads))
+        gx = gxp[(slice(None), slice(None)) + crop].astype(x.dtype, copy=False).reshape(x.shape)
+    if len(inputs) > 2 and wanted[2]:
+        gb = g.reshape(N, O, -1).sum((0, 2)).astype(inputs[2].dtype, copy=False)
+    return (gx, gw) if len(inputs) == 2 else (gx, gw, gb)
+
+
+def _vjp_conv3d(ctx, g, inputs, out):
+    """In tapegrad ops, for create_graph: the columns as a gather of the input (a zero appended), then matmuls;
+    the input's gradient scattered back from the columns' (scatter_flat), so every order works."""
+    from . import cat, matmul, scatter_flat
+    x, w = inputs[0], inputs[1]
+    N, G, O = ctx.xs5[0], ctx.groups, w.shape[0]
+    size = math.prod(ctx.xs5[1:]) + 1
+    index = _conv3d_index(ctx)
+    xe = cat([x.reshape(N, -1), _new(np.zeros((N, 1), x._data.dtype))], 1)
+    cols = xe[:, _new(index)].reshape(N, G, -1, index.shape[1])
+    g4 = g.reshape(N, G, O // G, -1)
+    gw = matmul(g4, cols.transpose(2, 3)).sum(0).reshape(tuple(w.shape))
+    gcols = matmul(w.reshape(G, O // G, -1).transpose(1, 2), g4)
+    where = index[None] + (np.arange(N) * size).reshape(N, 1, 1)
+    gx = scatter_flat(gcols.reshape(N, -1, index.shape[1]), where, (N, size))[:, :size - 1].reshape(tuple(x.shape))
+    if len(inputs) == 2:
+        return gx, gw
+    return gx, gw, g.reshape(N, O, -1).sum((0, 2))
+
+
+registry.python("conv3d", "ConvolutionBackward0", _conv3d_forward, _vjp_conv3d, array_vjp=_conv3d_arrays)
+
+
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    """For each depth tap i, the input's depth slices that tap reads (a strided slice of the depth-padded input)
-    become a batch of 2-d planes, convolved with weight[:, :, i] by the conv2d row; the taps are summed. So every
-    gradient, to any order, is conv2d's, and the matmuls stay BLAS-sized."""
-    from .padding import pad
+    """One row: the input's columns (one strided copy per kernel tap of the padded input), then one matmul per
+    group; the plain backward adds the columns' gradient back tap by tap; the create_graph rule is the same as a
+    gather and matmuls in tapegrad ops."""
     x, w = _tensor(input), _tensor(weight)
     if autocast_state.dtype is not None:
         x, w, bias = _autocast_lower(x, w, None if bias is None else _tensor(bias))
@@ -533,25 +627,12 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
             raise RuntimeError(f"Input type ({names.get(str(dt), dt)}) and {what} type "
                                f"({names.get(str(other._data.dtype), other._data.dtype)}) should be the same or input "
                                f"should be a MKLDNN tensor and {what} is a dense tensor")
-    xb = x if batched else x.reshape(xs)
-    symmetric = all(lo == hi for lo, hi in pads[1:])
-    pad_hw = [v for lo_hi in reversed(pads[1:]) for v in lo_hi] if not symmetric else [0, 0, 0, 0]
-    if pads[0] != (0, 0) or not symmetric:
-        xb = pad(xb, pad_hw + list(pads[0]))
-    conv_pad = (pads[1][0], pads[2][0]) if symmetric else (0, 0)
-    N, C = xs[:2]
-    Do = (padded[0] - eff[0]) // s[0] + 1
-    total = None
-    for i in range(k[0]):
-        start = i * d[0]
-        xi = xb[:, :, start:start + (Do - 1) * s[0] + 1:s[0]]  # (N, C, Do, H, W): the depths tap i reads
-        xi = xi.permute(0, 2, 1, 3, 4).reshape((N * Do, C) + tuple(xi.shape[3:]))
-        yi = conv2d(xi, w[:, :, i], None, s[1:], conv_pad, d[1:], groups)
-        total = yi if total is None else total + yi
-    out = total.reshape((N, Do, O) + tuple(total.shape[2:])).permute(0, 2, 1, 3, 4)
-    if bias is not None:
-        out = out + b.reshape(1, O, 1, 1, 1)
-    return out if batched else out.reshape(tuple(out.shape[1:]))
+    out_size = tuple((padded[i] - eff[i]) // s[i] + 1 for i in range(3))
+    ctx = Ctx(k=k, s=s, d=d, pads=tuple(pads), groups=groups, xs5=xs, ys5=(xs[0], O) + out_size,
+              oshape=(xs[0], O) + out_size)
+    inputs = (x if batched else x.unsqueeze(0), w) + ((b,) if bias is not None else ())
+    out = _record(OPS["conv3d"], _conv3d_forward(ctx, *(t._data for t in inputs)), inputs, aux=ctx)
+    return out if batched else out.squeeze(0)  # (torch's unbatched convolution, so its SqueezeBackward1)
 
 
 # -- max pooling ---------------------------------------------------------------------------------------------------
@@ -640,11 +721,15 @@ def _max_pool(nd, input, kernel_size, stride, padding, dilation, ceil_mode):
         raise RuntimeError(f"Given input size: ({shown}). Calculated output size: ({got}). Output size is too small")
     ctx = Ctx(planes=N * C, plane=H * W, xs4=xs4, k=k, s=s, p=p, d=d, out_hw=(oh, ow))
     value, local = _max_pool_planes(ctx, x._data)
-    oshape = (N, C) + ((oh, ow) if nd == 2 else (ow,))
+    oshape = (N, C, oh, ow)
     batched = x.ndim == nd + 2
+    if nd == 1:  # the 2-d row on x.unsqueeze(-2), then squeezed, as torch (its grad_fn: SqueezeBackward1)
+        x = x.unsqueeze(-2)
     value = value.reshape(oshape if batched else oshape[1:])
-    local = local.reshape(value.shape)
-    return _record(OPS["max_pool"], np.ascontiguousarray(value), (x,), aux=ctx), local
+    out = _record(OPS["max_pool"], np.ascontiguousarray(value), (x,), aux=ctx)
+    if nd == 1:
+        out, value = out.squeeze(-2), value.squeeze(-2)
+    return out, local.reshape(value.shape)
 
 
 def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
@@ -683,12 +768,40 @@ def _avg_matrix(size, k, s, p, out, ceil_mode, count_include_pad, override, dt):
     return m.astype(dt)
 
 
-def _separable(x, xs4, mh, mw, oshape):
-    """out = mh @ x @ mw.T on the (H, W) planes: two recorded matmuls with constants."""
+def _separable_forward(ctx, x):
+    out = np.matmul(np.matmul(ctx.mh, x.reshape(ctx.xs4)), ctx.mwT)
+    return out.reshape(ctx.oshape).astype(x.dtype, copy=False)  # (bfloat16: float32 sums, rounded once)
+
+
+def _separable_arrays(ctx, g, inputs, out, wanted):
+    g4 = np.asarray(g).reshape(ctx.xs4[:2] + (ctx.mh.shape[0], ctx.mwT.shape[1]))
+    return (np.matmul(np.matmul(ctx.mh.T, g4), ctx.mwT.T).reshape(inputs[0].shape).astype(g.dtype, copy=False),)
+
+
+def _vjp_separable(ctx, g, inputs, out):
+    """mh^T @ g @ mw: two matmuls with constants."""
     from . import matmul
-    x4 = x.reshape(xs4)
-    out = matmul(matmul(_new(mh), x4), _new(np.ascontiguousarray(mw.T)))
-    return out.reshape(oshape)
+    g4 = g.reshape(ctx.xs4[:2] + (ctx.mh.shape[0], ctx.mwT.shape[1]))
+    gx = matmul(matmul(_new(np.ascontiguousarray(ctx.mh.T)), g4), _new(np.ascontiguousarray(ctx.mwT.T)))
+    return (gx.reshape(tuple(inputs[0].shape)),)
+
+
+registry.python("avg_pool2d", "AvgPool2DBackward0", _separable_forward, _vjp_separable,
+                array_vjp=_separable_arrays)
+registry.python("adaptive_avg_pool2d", "AdaptiveAvgPool2DBackward0", _separable_forward, _vjp_separable,
+                array_vjp=_separable_arrays)
+
+
+def _separable(x, xs4, mh, mw, oshape, name="avg_pool2d"):
+    """out = mh @ x @ mw.T on the (H, W) planes: one row with constant matrices. A 1-d pool is the 2-d row on
+    x.unsqueeze(-2), then squeezed, as torch computes it (so its grad_fn is torch's SqueezeBackward1)."""
+    one_d = name.endswith("1d")
+    if one_d:
+        x = x.unsqueeze(-2)
+        oshape = tuple(oshape[:-1]) + (1, oshape[-1])
+    ctx = Ctx(mh=mh, mwT=np.ascontiguousarray(mw.T), xs4=xs4, oshape=tuple(oshape))
+    out = _record(OPS[name.replace("1d", "2d")], _separable_forward(ctx, x._data), (x,), aux=ctx)
+    return out.squeeze(-2) if one_d else out
 
 
 def _avg_pool(nd, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
@@ -711,7 +824,7 @@ def _avg_pool(nd, input, kernel_size, stride, padding, ceil_mode, count_include_
     if divisor_override is not None:
         mh = mh / dt.type(divisor_override)
     oshape = (N, C) + ((oh, ow) if nd == 2 else (ow,))
-    return _separable(x, xs4, mh, mw, oshape if x.ndim == nd + 2 else oshape[1:])
+    return _separable(x, xs4, mh, mw, oshape if x.ndim == nd + 2 else oshape[1:], f"avg_pool{nd}d")
 
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
@@ -751,7 +864,7 @@ def _adaptive_avg(nd, input, output_size):
     dt = x._data.dtype
     oshape = (N, C) + ((oh, ow) if nd == 2 else (ow,))
     return _separable(x, xs4, _adaptive_matrix(H, oh, dt), _adaptive_matrix(W, ow, dt),
-                      oshape if x.ndim == nd + 2 else oshape[1:])
+                      oshape if x.ndim == nd + 2 else oshape[1:], f"adaptive_avg_pool{nd}d")
 
 
 def adaptive_avg_pool2d(input, output_size):

@@ -1,8 +1,8 @@
 """rms_norm, instance_norm, cosine_similarity, pairwise_distance, bilinear, channel_shuffle and embedding_bag
-(torch.nn.functional's). All but embedding_bag are built from recorded tapegrad ops, so they differentiate to
-any order (instance_norm is batch_norm over (1, N*C, ...), as torch computes it); embedding_bag is one row with
-compiled kernels (tapegrad/kernels/bag.py) whose create_graph rule is in tapegrad ops. What tapegrad.compile
-replays of them: docs/compatibility.md."""
+(torch.nn.functional's), and embedding_renorm_ (max_norm). All but embedding_bag are built from recorded
+tapegrad ops, so they differentiate to any order (instance_norm is batch_norm over (1, N*C, ...), as torch
+computes it); embedding_bag is one row with compiled kernels (tapegrad/kernels/bag.py) whose create_graph rule
+is in tapegrad ops. What tapegrad.compile replays of them: docs/compatibility.md."""
 import math
 import numbers
 import warnings
@@ -13,10 +13,11 @@ from .. import _dtype, kernels, registry
 from ..tensor import _new, tensor_type_name
 from ._common import OPS, _dim, _record, _tensor, _to_dtype, broadcast_shape
 from . import scatter_flat
+from .shape import _gather, _gather_forward, _vjp_gather
 from .conv import batch_norm
 from .sparse import mm as sparse_mm, sparse_coo_tensor
 
-__all__ = []  # torch.nn.functional's only (nn/functional.py binds them)
+__all__ = []  # torch.nn.functional's only (nn/functional.py binds them; tapegrad/__init__ the torch.X ones)
 
 _TORCH_NAMES = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
 
@@ -125,10 +126,8 @@ def bilinear(input1, input2, weight, bias=None):
                            f"expected {out_f}")
     batch = tuple(a.shape[:-1])
     left = a.reshape(-1, in1).matmul(w.permute(1, 0, 2).reshape(in1, out_f * in2)).reshape(-1, out_f, in2)
-    y = (left * c.reshape(-1, 1, in2)).sum(2)
-    if bias is not None:
-        y = y + _tensor(bias)
-    return y.reshape(batch + (out_f,))
+    y = (left * c.reshape(-1, 1, in2)).sum(2).reshape(batch + (out_f,))
+    return y if bias is None else y + _tensor(bias)  # (the bias last: torch's AddBackward0)
 
 
 def channel_shuffle(input, groups):
@@ -141,13 +140,54 @@ def channel_shuffle(input, groups):
     if C % groups:
         raise RuntimeError(f"Number of channels must be divisible by groups. Got {C} channels and {groups} groups.")
     n, rest = x.shape[0], tuple(x.shape[2:])
-    return x.reshape((n, groups, C // groups) + rest).transpose(1, 2).reshape(x.shape)
+    split = (n, groups, C // groups) + rest
+    order = (0, 2, 1) + tuple(range(3, len(split)))
+    index = np.arange(x.numel(), dtype=np.int64).reshape(split).transpose(order).reshape(x.shape)
+    value = np.ascontiguousarray(x._data.reshape(split).transpose(order)).reshape(x.shape)
+    return _gather(x, index, OPS["channel_shuffle"], value)
+
+
+# one gather row, under torch's name
+registry.structural("channel_shuffle", registry.K_GATHER, "ChannelShuffleBackward0", _vjp_gather,
+                    forward=_gather_forward)
 
 
 native_channel_shuffle = channel_shuffle
 
 
 # -- embedding_bag ---------------------------------------------------------------------------------------------------
+def embedding_renorm_(input, indices, max_norm, norm_type):
+    """torch.embedding_renorm_: every row of the weight that indices name whose norm_type-norm exceeds max_norm
+    is scaled in place by max_norm / (norm + 1e-7), unrecorded (torch's max_norm in embedding and embedding_bag).
+    The weight's version moves on as torch's does, changed rows or not."""
+    w, idx = _tensor(input), _tensor(indices)
+    if idx._data.dtype not in (np.int64, np.int32):
+        raise RuntimeError(f"Expected tensor for argument #2 'indices' to have one of the following scalar types: "
+                           f"Long, Int; but got {tensor_type_name(idx._data)} instead (while checking arguments for "
+                           f"embedding_renorm_)")
+    if w.ndim != 2:
+        raise RuntimeError(f"Expected 2-dimensional tensor, but got {w.ndim}-dimensional tensor for argument #1 "
+                           f"'self' (while checking arguments for embedding_renorm_)")
+    V = w.shape[0]
+    rows = np.unique(idx._data.astype(np.int64).reshape(-1))
+    if rows.size and (rows[0] < -V or rows[-1] >= V):
+        bad = rows[0] if rows[0] < -V else rows[rows >= V][0]  # (the first one torch's ascending loop meets)
+        raise IndexError(f"select(): index {bad} out of range for tensor of size {list(w.shape)} at dimension 0")
+    rows = np.unique(rows % V) if V else rows
+    sub = w._data[rows]
+    p = float(norm_type)
+    if p == 0:
+        norms = (sub != 0).sum(1).astype(sub.dtype)
+    else:
+        norms = np.linalg.norm(sub, ord=p, axis=1) if sub.size else np.zeros(0, sub.dtype)
+    big = norms > max_norm
+    if big.any():
+        scale = (max_norm / (norms[big].astype(np.float64) + 1e-7)).astype(sub.dtype)
+        w._data[rows[big]] = sub[big] * scale[:, None]
+    w._bump_version()
+    return w
+
+
 _INDEX_CHECK = ("Expected i < index_size to be true, but got false.  (Could this error message be improved?  If so, "
                 "please report an enhancement request to PyTorch.)")
 
@@ -191,7 +231,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     elif mode not in ("sum", "mean"):
         raise ValueError("mode has to be one of sum, mean or max")
     if max_norm is not None:
-        raise NotImplementedError("tapegrad: embedding_bag with max_norm is not supported")
+        embedding_renorm_(w, x, max_norm, norm_type)
     if psw is not None and mode != "sum":
         raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
                                   f"supported for mode='sum' (got mode='{mode}'). Please open a feature request on "
@@ -205,8 +245,9 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         raise RuntimeError(f"Expected tensor for argument #1 'weight' to have the same type as tensor for argument #1 "
                            f"'per_sample_weights'; but type {tensor_type_name(w._data)} does not equal "
                            f"{tensor_type_name(psw._data)} (while checking arguments for embedding_bag)")
-    if scale_grad_by_freq or sparse:
-        raise NotImplementedError("tapegrad: embedding_bag with scale_grad_by_freq or sparse is not supported")
+    if sparse:
+        raise NotImplementedError("tapegrad: embedding_bag with sparse=True (a sparse gradient of the weight) is not "
+                                  "supported")
     V, D = w.shape
     if padding_idx is not None:
         if not -V <= padding_idx < V:
@@ -231,32 +272,40 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     starts, ends = (starts[:-1], starts[1:]) if include_last_offset else (starts, np.append(starts[1:], n))
     B = starts.shape[0]
     bag = np.repeat(np.arange(B, dtype=np.int64), ends - starts)
+    # scale_grad_by_freq: each entry's gradient divided by its index's count among all the indices, as torch's
+    freq = np.bincount(ix, minlength=V) if scale_grad_by_freq else None
     ix = ix[:bag.size]
     keep = np.ones(ix.size, bool) if padding_idx is None else ix != padding_idx
     kept, bag = ix[keep], bag[keep]
-    return _embedding_bag_row(w, psw, keep, kept, bag, B, mode)
+    return _embedding_bag_row(w, psw, keep, kept, bag, B, mode, None if freq is None else 1.0 / freq[kept])
 
 
 # embedding_bag: one row with compiled forward and adjoints (a composition of gather and sparse matmul was ~10x
 # slower than torch at 100k entries); its create_graph rule, in tapegrad ops, is that composition.
 class _Bags:
-    def __init__(self, mode, index, bag, B, V):
+    def __init__(self, mode, index, bag, B, V, inv_freq=None):
         self.mode, self.index, self.bag, self.B, self.V = mode, index, bag, B, V
         self.counts = np.bincount(bag, minlength=B)
         self.argmax = None
+        self.inv_freq = inv_freq  # (scale_grad_by_freq: 1 / each entry's index count)
 
-    def scale(self, dtype):
-        """Each entry's factor in the weight's gradient (without per-sample weights)."""
-        if self.mode == "mean":
-            return (1.0 / np.maximum(self.counts, 1))[self.bag].astype(dtype)
-        return np.ones(self.bag.size, dtype)
+    def scale(self, dtype, weights=None):
+        """Each entry's factor in the weight's gradient: its per-sample weight (the array, or the Tensor of
+        create_graph) or the mean's 1/count, over its index's count with scale_grad_by_freq."""
+        if weights is None:
+            s = (1.0 / np.maximum(self.counts, 1))[self.bag] if self.mode == "mean" else np.ones(self.bag.size)
+            return (s if self.inv_freq is None else s * self.inv_freq).astype(dtype)
+        if self.inv_freq is None:
+            return weights
+        return weights * (self.inv_freq.astype(dtype) if isinstance(weights, np.ndarray) else _new(
+            self.inv_freq.astype(dtype)))
 
 
-def _embedding_bag_row(w, psw, keep, kept, bag, B, mode):
+def _embedding_bag_row(w, psw, keep, kept, bag, B, mode, inv_freq=None):
     kern = _bag_kernels()
     V, D = w.shape
     dt = w._data.dtype
-    ctx = _Bags(mode, kept, bag, B, V)
+    ctx = _Bags(mode, kept, bag, B, V, inv_freq)
     if dt not in (np.float32, np.float64):  # (float16, which tapegrad does not differentiate: in float32)
         return _new(_embedding_bag_row(_new(w._data.astype(np.float32)), None if psw is None else _new(
             psw._data.astype(np.float32)), keep, kept, bag, B, mode)._data.astype(dt))
@@ -273,47 +322,70 @@ def _embedding_bag_row(w, psw, keep, kept, bag, B, mode):
     kern.bag_sum(wd, kept, bag, scale, out)
     if mode == "mean":
         out /= np.maximum(ctx.counts, 1).astype(dt)[:, None]
-    return _record(OPS["embedding_bag"], out, (w,) if psw is None else (w, psw), aux=ctx)
+    if psw is None:
+        return _record(OPS["embedding_bag"], out, (w,), aux=ctx)
+    return _record(OPS["embedding_bag_weighted"], out, (w, psw), aux=ctx)
+
+
+def _bag_weight_arrays(ctx, g, weights):
+    """The weight's gradient on arrays (weights: the per-sample weights, or None)."""
+    kern = _bag_kernels()
+    gw = np.zeros((ctx.V, g.shape[1]), g.dtype)
+    if ctx.mode == "max":
+        kern.bag_max_adjoint(g, ctx.argmax, gw)
+    else:
+        kern.bag_sum_adjoint(g, ctx.index, ctx.bag, np.ascontiguousarray(ctx.scale(g.dtype, weights)), gw)
+    return gw
+
+
+def _bag_arrays_unweighted(ctx, g, inputs, out, wanted):
+    if g.dtype not in (np.float32, np.float64):
+        return None
+    return (_bag_weight_arrays(ctx, np.ascontiguousarray(g), None) if wanted[0] else None,)
 
 
 def _bag_arrays(ctx, g, inputs, out, wanted):
+    """With per-sample weights: the weight's gradient, and each weight's, its entry's row dotted with its bag's g."""
     if g.dtype not in (np.float32, np.float64):
         return None
-    kern = _bag_kernels()
     g = np.ascontiguousarray(g)
-    w = inputs[0]
-    gw = gs = None
-    if wanted[0]:
-        gw = np.zeros(w.shape, g.dtype)
-        if ctx.mode == "max":
-            kern.bag_max_adjoint(g, ctx.argmax, gw)
-        else:
-            scale = ctx.scale(g.dtype) if len(inputs) == 1 else np.ascontiguousarray(inputs[1], g.dtype)
-            kern.bag_sum_adjoint(g, ctx.index, ctx.bag, scale, gw)
-    if len(inputs) > 1 and wanted[1]:
+    w, psw = inputs
+    gw = _bag_weight_arrays(ctx, g, np.asarray(psw, g.dtype)) if wanted[0] else None
+    gs = None
+    if wanted[1]:
         gs = np.empty(ctx.bag.size, g.dtype)
-        kern.bag_scale_adjoint(g, np.ascontiguousarray(w, g.dtype), ctx.index, ctx.bag, gs)
-    return (gw,) if len(inputs) == 1 else (gw, gs)
+        _bag_kernels().bag_scale_adjoint(g, np.ascontiguousarray(w, g.dtype), ctx.index, ctx.bag, gs)
+    return gw, gs
+
+
+def _bag_weight_graph(ctx, g, weights):
+    """In tapegrad ops: the weight's gradient, a sparse (num_embeddings x bags) matrix times g (max: g to each
+    maximum's row)."""
+    V, D = ctx.V, g.shape[1]
+    if ctx.mode == "max":
+        flat = np.where(ctx.argmax >= 0, ctx.argmax * D + np.arange(D), V * D)  # (an empty bag: a spare slot)
+        return scatter_flat(g, flat, (V * D + 1,))[:V * D].reshape(V, D)
+    values = _new(ctx.scale(g._data.dtype)) if weights is None else ctx.scale(g._data.dtype, weights)
+    return sparse_mm(sparse_coo_tensor(np.stack([ctx.index, ctx.bag]), values, (V, ctx.B)), g)
+
+
+def _vjp_bag_unweighted(ctx, g, inputs, out):
+    return (_bag_weight_graph(ctx, g, None),)
 
 
 def _vjp_bag(ctx, g, inputs, out):
-    """In tapegrad ops: weight's, a sparse (num_embeddings x bags) matrix times g (max: g to each maximum's row).
-    A per-sample weight's gradient is its entry's row dotted with its bag's g."""
-    w = inputs[0]
-    V, D = w.shape
-    if ctx.mode == "max":
-        flat = np.where(ctx.argmax >= 0, ctx.argmax * D + np.arange(D), V * D)  # (an empty bag: a spare slot)
-        return (scatter_flat(g, flat, (V * D + 1,))[:V * D].reshape(V, D),)
-    values = _new(ctx.scale(w._data.dtype)) if len(inputs) == 1 else inputs[1]
-    gw = sparse_mm(sparse_coo_tensor(np.stack([ctx.index, ctx.bag]), values, (V, ctx.B)), g)
-    if len(inputs) == 1:
-        return (gw,)
-    return gw, (g.index_select(0, _new(ctx.bag)) * w.index_select(0, _new(ctx.index))).sum(1)
+    w, psw = inputs
+    return _bag_weight_graph(ctx, g, psw), (g.index_select(0, _new(ctx.bag)) * w.index_select(0, _new(ctx.index))).sum(1)
 
 
-registry.python("embedding_bag", "EmbeddingBagBackward0", None, _vjp_bag, array_vjp=_bag_arrays,
-                unreplayable="its bags are computed from the values of its indices and offsets")
-
+# Without per-sample weights the backward reads no input (the weight's gradient comes from the bags alone, as
+# torch's), so a weight changed in place after the forward (max_norm's renorm in a later call) is no error;
+# with them, the weights' gradient reads the weight's rows. (Two ops, so that each one's saves say so.)
+_BAGS_FROM_VALUES = "its bags are computed from the values of its indices and offsets"
+registry.python("embedding_bag", "EmbeddingBagBackward0", None, _vjp_bag_unweighted,
+                array_vjp=_bag_arrays_unweighted, unreplayable=_BAGS_FROM_VALUES)
+registry.python("embedding_bag_weighted", "EmbeddingBagBackward0", None, _vjp_bag, array_vjp=_bag_arrays,
+                unreplayable=_BAGS_FROM_VALUES)
 
 
 def _bag_kernels():

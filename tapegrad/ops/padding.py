@@ -1,14 +1,18 @@
 """F.pad (constant, reflect, replicate, circular), GroupNorm's function, and the activations a model zoo reaches
-for (prelu, hardswish, mish, glu), built from recorded tapegrad ops: padding is one gather from the input with a
-constant appended (the constant's positions read it), so it is differentiable to any order and replayable."""
+for (prelu, hardswish, mish, glu). Padding is one gather from the input with a constant appended (the constant's
+positions read it), so it is differentiable to any order and replayable; group_norm is layer_norm per group,
+then the affine; each activation is one row under torch's name, with a NumPy backward and a create_graph rule in
+tapegrad ops."""
 import builtins
 import math
 
 import numpy as np
 
+from .. import registry
 from ..tensor import _new
-from ._common import _autocast_lower, _tensor, autocast_state
+from ._common import OPS, _autocast_lower, _record, _tensor, autocast_state
 from .conv import layer_norm
+from .shape import _gather_forward, _vjp_gather
 
 __all__ = []  # torch.nn.functional's only (nn/functional.py binds them)
 
@@ -34,6 +38,26 @@ def _sources(n, lo, hi, mode, dim, shape, pad):
     if lo > n or hi > n:
         raise RuntimeError("Padding value causes wrapping around more than once.")
     return i % n
+
+
+# each mode's gather row under torch's grad_fn name (circular stays a plain gather, IndexBackward0: torch's
+# circular padding is slicing copies, whose CopySlices node the gather is not)
+for _name, _grad_fn in (("constant_pad_nd", "ConstantPadNdBackward0"),
+                        ("reflection_pad1d", "ReflectionPad1DBackward0"),
+                        ("reflection_pad2d", "ReflectionPad2DBackward0"),
+                        ("reflection_pad3d", "ReflectionPad3DBackward0"),
+                        ("replication_pad1d", "ReplicationPad1DBackward0"),
+                        ("replication_pad2d", "ReplicationPad2DBackward0"),
+                        ("replication_pad3d", "ReplicationPad3DBackward0")):
+    registry.structural(_name, registry.K_GATHER, _grad_fn, _vjp_gather, forward=_gather_forward)
+
+
+def _pad_op(mode, k):
+    if mode == "constant":
+        return OPS["constant_pad_nd"]
+    if mode == "circular":
+        return None
+    return OPS[f"{'reflection' if mode == 'reflect' else 'replication'}_pad{k}d"]
 
 
 def pad(input, pad, mode="constant", value=None):
@@ -73,11 +97,12 @@ def pad(input, pad, mode="constant", value=None):
         index += np.maximum(s, 0) * stride
         outside |= s < 0
         stride *= shape[d]
+    op = _pad_op(mode, k)
     if not outside.any():
-        return _gather(x, index)
+        return _gather(x, index, op)
     index[outside] = n  # the appended constant
     fill = _new(np.full(1, 0 if value is None else value, x._data.dtype))
-    return _gather(cat([x.reshape(-1), fill]), index)
+    return _gather(cat([x.reshape(-1), fill]), index, op)
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
@@ -98,8 +123,109 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     return y
 
 
-def prelu(input, weight):
+# prelu, hardswish, mish, glu: one row each under torch's grad_fn name; the plain backward is NumPy, the
+# create_graph rule the same derivative in tapegrad ops (so every order works)
+def _np_sigmoid(a):
+    return 0.5 * (1 + np.tanh(0.5 * a))  # (no overflow warning; keeps float32 float32)
+
+
+def _prelu_view(x_shape, w):
+    return w.reshape((1, -1) + (1,) * (len(x_shape) - 2)) if len(x_shape) >= 2 and w.size != 1 else w.reshape(())
+
+
+def _prelu_forward(ctx, x, w):
+    return np.where(x > 0, x, _prelu_view(x.shape, w) * x)
+
+
+def _prelu_arrays(ctx, g, inputs, out, wanted):
+    x, w = inputs
+    wv = _prelu_view(x.shape, w)
+    gx = np.where(x > 0, g, wv * g) if wanted[0] else None
+    gw = None
+    if wanted[1]:
+        part = np.where(x > 0, 0, x * g)
+        axes = tuple(i for i in range(x.ndim) if not (i == 1 and w.size != 1 and x.ndim >= 2))
+        gw = part.sum(axes).reshape(w.shape).astype(w.dtype, copy=False)
+    return gx, gw
+
+
+def _vjp_prelu(ctx, g, inputs, out):
     from . import where
+    x, w = inputs
+    wv = w.reshape((1, -1) + (1,) * (x.ndim - 2)) if x.ndim >= 2 and w.numel() != 1 else w.reshape(())
+    positive = x > 0
+    gx = where(positive, g, wv * g)
+    part = where(positive, 0.0, x * g)
+    axes = tuple(i for i in range(x.ndim) if not (i == 1 and w.numel() != 1 and x.ndim >= 2))
+    return gx, (part.sum(axes) if axes else part).reshape(tuple(w.shape))
+
+
+def _hardswish_forward(ctx, x):
+    return x * np.clip(x + 3, 0, 6) / 6
+
+
+def _hardswish_arrays(ctx, g, inputs, out, wanted):
+    x = inputs[0]
+    return (g * np.where(x < -3, 0, np.where(x <= 3, x / 3 + 0.5, 1)).astype(g.dtype, copy=False),)
+
+
+def _vjp_hardswish(ctx, g, inputs, out):
+    from . import where
+    x = inputs[0]
+    return (g * where(x < -3, 0.0, where(x <= 3, x / 3 + 0.5, 1.0)),)
+
+
+def _mish_forward(ctx, x):
+    return x * np.tanh(np.logaddexp(0, x)).astype(x.dtype, copy=False)
+
+
+def _mish_arrays(ctx, g, inputs, out, wanted):
+    x = inputs[0]
+    t = np.tanh(np.logaddexp(0, x))
+    return ((g * (t + x * _np_sigmoid(x) * (1 - t * t))).astype(g.dtype, copy=False),)
+
+
+def _vjp_mish(ctx, g, inputs, out):
+    from . import softplus
+    x = inputs[0]
+    t = softplus(x).tanh()
+    return (g * (t + x * x.sigmoid() * (1 - t * t)),)
+
+
+def _glu_halves(ctx, x):
+    n = x.shape[ctx.dim] // 2
+    index = [slice(None)] * x.ndim
+    a = x[tuple(index[:ctx.dim] + [slice(0, n)])]
+    b = x[tuple(index[:ctx.dim] + [slice(n, None)])]
+    return a, b
+
+
+def _glu_forward(ctx, x):
+    a, b = _glu_halves(ctx, x)
+    return a * _np_sigmoid(b)
+
+
+def _glu_arrays(ctx, g, inputs, out, wanted):
+    a, b = _glu_halves(ctx, inputs[0])
+    s = _np_sigmoid(b)
+    return (np.concatenate([g * s, g * a * s * (1 - s)], ctx.dim).astype(g.dtype, copy=False),)
+
+
+def _vjp_glu(ctx, g, inputs, out):
+    from . import cat
+    a, b = _glu_halves(ctx, inputs[0])
+    s = b.sigmoid()
+    return (cat([g * s, g * a * s * (1 - s)], ctx.dim),)
+
+
+registry.python("prelu", "PreluKernelBackward0", _prelu_forward, _vjp_prelu, array_vjp=_prelu_arrays)
+registry.python("hardswish", "HardswishBackward0", _hardswish_forward, _vjp_hardswish,
+                array_vjp=_hardswish_arrays)
+registry.python("mish", "MishBackward0", _mish_forward, _vjp_mish, array_vjp=_mish_arrays)
+registry.python("glu", "GluBackward0", _glu_forward, _vjp_glu, array_vjp=_glu_arrays)
+
+
+def prelu(input, weight):
     x, w = _tensor(input), _tensor(weight)
     if autocast_state.dtype is not None:
         x, w = _autocast_lower(x, w)
@@ -108,20 +234,18 @@ def prelu(input, weight):
         if w.numel() != C:
             raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found parameter numbers = "
                                f"{w.numel()} and channel size = {C}.")
-        w = w.reshape((1, C) + (1,) * (x.ndim - 2)) if x.ndim >= 2 else w
-    return where(x > 0, x, w * x)
+    return _record(OPS["prelu"], _prelu_forward(None, x._data, w._data), (x, w))
 
 
 def hardswish(input, inplace=False):
     x = _tensor(input)
-    out = x * (x + 3).clamp(0, 6) / 6
+    out = _record(OPS["hardswish"], _hardswish_forward(None, x._data), (x,))
     return x.copy_(out) if inplace else out
 
 
 def mish(input, inplace=False):
-    from . import softplus
     x = _tensor(input)
-    out = x * softplus(x).tanh()
+    out = _record(OPS["mish"], _mish_forward(None, x._data), (x,))
     return x.copy_(out) if inplace else out
 
 
@@ -131,5 +255,5 @@ def glu(input, dim=-1):
     d = _dim(dim, x.ndim)
     if x.shape[d] % 2:
         raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size {x.shape[d]}")
-    a, b = x.chunk(2, d)
-    return a * b.sigmoid()
+    ctx = registry.Ctx(dim=d)
+    return _record(OPS["glu"], _glu_forward(ctx, x._data), (x,), aux=ctx)

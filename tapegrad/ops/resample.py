@@ -1,11 +1,12 @@
 """Sliding blocks and resampling: torch.nn.functional's unfold/fold, interpolate (nearest, nearest-exact, linear,
-bilinear, area), pixel_shuffle/pixel_unshuffle, adaptive_max_pool1d/2d and max_unpool1d/2d.
+bilinear, bicubic, trilinear, area; antialias incl. lanczos), pixel_shuffle/pixel_unshuffle, adaptive_max_pool1d/2d and max_unpool1d/2d.
 
 unfold and fold are each other's adjoints: one row each, whose forward and plain backward are the compiled
 im2col/col2im of kernels/conv.py, and whose create_graph rule is the other front-end. Pixel (un)shuffle is a
 permutation: one gather row (the replay scatters back in compiled code). Nearest resampling is one row of two takes,
 whose adjoint sums each run of outputs that read one source (np.add.reduceat). Linear resampling
-is separable: one row of two matmuls with constant (out, in) weight matrices each way. Adaptive max pooling is one
+is separable: one row of two matmuls with constant (out, in) weight matrices each way; bicubic (torch's clamped
+four taps), trilinear and antialiased resampling are the same with their own matrices, one per spatial axis. Adaptive max pooling is one
 compiled pass (kernels/pool.py) that shares max pooling's backward. Every argument check runs before any kernel,
 with torch's message.
 """
@@ -18,8 +19,8 @@ import numpy as np
 from .. import registry
 from ..tensor import _new
 from ._common import OPS, _record, _tensor
-from .conv import (Ctx, _conv_kernels, _max_pool_arrays, _pool_kernels, _vjp_max_pool, adaptive_avg_pool1d,
-                   adaptive_avg_pool2d)
+from .conv import (Ctx, _adaptive_matrix, _conv_kernels, _max_pool_arrays, _pool_kernels, _vjp_max_pool,
+                   adaptive_avg_pool1d, adaptive_avg_pool2d)
 from .linalg import matmul
 from .shape import _gather, _gather_forward, _vjp_gather, scatter_flat
 
@@ -248,6 +249,49 @@ for _name, _grad_fn in (("upsample_nearest1d", "UpsampleNearest1DBackward0"),
                     array_vjp=_nearest_arrays)
 
 
+def _nearest3d_take(ctx, x):
+    x = x.reshape(ctx.xshape)
+    for axis, index in enumerate(ctx.index):
+        x = np.take(x, index, axis=2 + axis)
+    return x
+
+
+def _nearest3d_arrays(ctx, g, inputs, out, wanted):
+    g = np.asarray(g).reshape(ctx.oshape)
+    for axis in (2, 1, 0):
+        g = _nearest_sum(g, ctx.index[axis], ctx.xshape[2 + axis], 2 + axis)
+    return (g.reshape(inputs[0].shape),)
+
+
+def _vjp_nearest3d(ctx, g, inputs, out):
+    """g scattered back to the sources (an index map built here, for create_graph only)."""
+    N, C, D, H, W = ctx.xshape
+    i_d, i_h, i_w = ctx.index
+    index = ((np.arange(N * C, dtype=np.int64).reshape(N, C, 1, 1, 1) * D + i_d.reshape(1, 1, -1, 1, 1)) * H
+             + i_h.reshape(1, 1, 1, -1, 1)) * W + i_w.reshape(1, 1, 1, 1, -1)
+    return (scatter_flat(g.reshape(ctx.oshape), index, inputs[0].shape),)
+
+
+for _name, _grad_fn in (("upsample_nearest3d", "UpsampleNearest3DBackward0"),
+                        ("_upsample_nearest_exact3d", "UpsampleNearestExact3DBackward0")):
+    registry.python(_name, _grad_fn, _nearest3d_take, _vjp_nearest3d, array_vjp=_nearest3d_arrays)
+
+
+def _nearest3d(x, output_size, scale_factors, exact):
+    spatial = tuple(x.shape[2:])
+    if output_size is None:
+        output_size = [int(n * f) for n, f in zip(spatial, scale_factors)]
+    if builtins.min(output_size) <= 0 or builtins.min(spatial) <= 0:
+        ins = ", ".join(f"{n}: {v}" for n, v in zip("DHW", spatial))
+        outs = ", ".join(f"{n}: {v}" for n, v in zip("DHW", output_size))
+        raise RuntimeError(f"Input and output sizes should be greater than 0, but got input ({ins}) output ({outs})")
+    scales = scale_factors or [None] * 3
+    ctx = Ctx(index=[_nearest_index(n, o, s, exact) for n, o, s in zip(spatial, output_size, scales)],
+              xshape=tuple(x.shape), oshape=tuple(x.shape[:2]) + tuple(output_size))
+    name = "_upsample_nearest_exact3d" if exact else "upsample_nearest3d"
+    return _record(OPS[name], _nearest3d_take(ctx, x._data), (x,), aux=ctx)
+
+
 def _scale(in_size, out_size, scale, dt):
     """torch's compute_scales_value, in the kernel's arithmetic type: 1/scale_factor when given, else in/out."""
     if scale is not None and scale > 0:
@@ -316,6 +360,112 @@ registry.python("upsample_linear1d", "UpsampleLinear1DBackward0", _linear_forwar
 registry.python("upsample_bilinear2d", "UpsampleBilinear2DBackward0", _linear_forward, _vjp_linear,
                 array_vjp=_linear_arrays)
 
+
+
+# bicubic, trilinear and antialiased resampling: separable too, one constant (out, in) matrix per spatial axis
+def _cubic_weights(t, A):
+    """torch's get_cubic_upsample_coefficients: the four taps' weights at fraction t (Keys' kernel, A)."""
+    def near(x):  # |x| <= 1
+        return ((A + 2) * x - (A + 3)) * x * x + 1
+
+    def far(x):  # 1 < |x| < 2
+        return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A
+    one = t.dtype.type(1)
+    return [far(t + one), near(t), near(one - t), far(2 * one - t)]
+
+
+def _cubic_matrix(in_size, out_size, scale, align_corners, dt):
+    """torch's bicubic (A = -0.75): the source index without the clamp at 0 that linear has, the four taps
+    floor(src) - 1 .. floor(src) + 2 clamped into the input (so the border pixel repeats)."""
+    i = np.arange(out_size).astype(dt)
+    if align_corners:
+        sc = dt.type(in_size - 1) / dt.type(out_size - 1) if out_size > 1 else dt.type(0)
+        src = sc * i
+    else:
+        src = _scale(in_size, out_size, scale, dt) * (i + dt.type(0.5)) - dt.type(0.5)
+    i0 = np.minimum(np.floor(src).astype(np.int64), in_size - 1)  # torch's guard_index_and_lambda
+    t = np.clip(src - i0.astype(dt), 0, 1).astype(dt)
+    m = np.zeros((out_size, in_size), dt)
+    rows = np.arange(out_size)
+    for k, w in enumerate(_cubic_weights(t, dt.type(-0.75))):
+        np.add.at(m, (rows, np.clip(i0 - 1 + k, 0, in_size - 1)), w.astype(dt))
+    return m
+
+
+def _aa_filter(x, mode):
+    x = np.abs(x)
+    if mode == "bilinear":
+        return np.maximum(0, 1 - x)
+    if mode == "lanczos":  # Lanczos-3: sinc(x) sinc(x / 3) within |x| < 3
+        return np.where(x < 3, np.sinc(x) * np.sinc(x / 3), 0).astype(x.dtype)
+    A = x.dtype.type(-0.5)  # the antialiased bicubic uses Keys' A = -0.5 (PIL's), as torch
+    near = ((A + 2) * x - (A + 3)) * x * x + 1
+    far = ((A * x - 5 * A) * x + 8 * A) * x - 4 * A
+    return np.where(x < 1, near, np.where(x < 2, far, 0)).astype(x.dtype)
+
+
+def _aa_matrix(in_size, out_size, scale, align_corners, dt, mode):
+    """torch's antialiased weights (_compute_indices_min_size_weights_aa): the filter stretched by the scale when
+    downsampling, each row's taps within the input and normalised to sum 1."""
+    if align_corners:
+        sc = dt.type(in_size - 1) / dt.type(out_size - 1) if out_size > 1 else dt.type(0)
+    else:
+        sc = _scale(in_size, out_size, scale, dt)
+    half = dt.type({"bilinear": 1, "bicubic": 2, "lanczos": 3}[mode])  # the filter's support: interp_size / 2
+    support = half * sc if sc >= 1 else half
+    invscale = dt.type(1) / sc if sc >= 1 else dt.type(1)
+    m = np.zeros((out_size, in_size), dt)
+    for i in range(out_size):
+        center = sc * (dt.type(i) + dt.type(0.5))
+        lo = builtins.max(int(center - support + dt.type(0.5)), 0)
+        hi = builtins.min(int(center + support + dt.type(0.5)), in_size)
+        if hi <= lo:
+            continue
+        w = _aa_filter((np.arange(lo, hi).astype(dt) - center + dt.type(0.5)) * invscale, mode).astype(dt)
+        total = w.sum(dtype=dt)
+        m[i, lo:hi] = w / total if total != 0 else w
+    return m
+
+
+def _separable_apply(mats, x, transpose=False, mm=np.matmul, constant=lambda m: m):
+    """x (N, C, *sizes) with each spatial axis k multiplied by mats[k] (out_k, in_k), or, for the adjoint, by
+    mats[k]^T in reverse order. Works on arrays, or on Tensors with mm = matmul and constant = _new."""
+    lead = tuple(x.shape[:2])
+    order = range(len(mats) - 1, -1, -1) if transpose else range(len(mats))
+    for k in order:
+        m = np.ascontiguousarray(mats[k].T) if transpose else mats[k]  # (new, old)
+        sizes = tuple(x.shape[2:])
+        before, after = math.prod(sizes[:k]), math.prod(sizes[k + 1:])
+        if after == 1:  # the last axis: a right product with m^T
+            y = mm(x.reshape(lead + (before, sizes[k])), constant(np.ascontiguousarray(m.T)))
+        else:
+            y = mm(constant(m), x.reshape(lead + (before, sizes[k], after)))
+        x = y.reshape(lead + sizes[:k] + (m.shape[0],) + sizes[k + 1:])
+    return x
+
+
+def _separable_forward(ctx, x):
+    return _separable_apply(ctx.mats, x.reshape(ctx.xshape))
+
+
+def _separable_arrays(ctx, g, inputs, out, wanted):
+    return (_separable_apply(ctx.mats, np.asarray(g).reshape(ctx.oshape), True).reshape(inputs[0].shape),)
+
+
+def _vjp_separable(ctx, g, inputs, out):
+    """The adjoint as matmuls with the constant matrices' transposes (recorded, for create_graph)."""
+    gx = _separable_apply(ctx.mats, g.reshape(ctx.oshape), True, matmul, _new)
+    return (gx.reshape(inputs[0].shape),)
+
+
+for _name, _grad_fn in (("upsample_bicubic2d", "UpsampleBicubic2DBackward0"),
+                        ("upsample_trilinear3d", "UpsampleTrilinear3DBackward0"),
+                        ("_upsample_bilinear2d_aa", "UpsampleBilinear2DAaBackward0"),
+                        ("_upsample_bicubic2d_aa", "UpsampleBicubic2DAaBackward0"),
+                        ("_upsample_lanczos2d_aa", "UpsampleLanczos2DAaBackward0"),
+                        ("adaptive_avg_pool3d", "AdaptiveAvgPool3DBackward0")):
+    registry.python(_name, _grad_fn, _separable_forward, _vjp_separable, array_vjp=_separable_arrays)
+
 _MODES = "nearest | linear | bilinear | bicubic | trilinear | lanczos | area | nearest-exact"
 
 
@@ -379,9 +529,18 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if x.ndim not in (3, 4, 5) or mode not in _MODES.split(" | "):
         raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {x.ndim}D) for the "
                                   f"modes: {_MODES} (got {mode})")
-    if x.ndim == 5 or mode in ("bicubic", "lanczos") or antialias:
-        raise NotImplementedError(f"tapegrad: interpolate of a {x.ndim}D input in mode '{mode}'"
-                                  + (" with antialias=True" if antialias else "") + " is not supported")
+    if mode == "lanczos" and x.ndim == 4:
+        if align_corners:
+            raise ValueError("Lanczos mode does not support align_corners=True")
+        if not antialias:
+            raise ValueError("Lanczos mode requires antialias=True")
+    if mode in ("bicubic", "lanczos") and x.ndim != 4:
+        raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {x.ndim}D) for the "
+                                  f"modes: {_MODES} (got {mode})")
+    if x.ndim == 5 and mode in ("nearest", "nearest-exact"):
+        return _nearest3d(x, output_size, scale_factors, mode == "nearest-exact")
+    if mode in ("bicubic", "trilinear") or antialias or (mode == "area" and x.ndim == 5):
+        return _resample_separable(x, dim, output_size, scale_factors, mode, align_corners, antialias)
     if mode == "area":
         return (adaptive_avg_pool1d if dim == 1 else adaptive_avg_pool2d)(x, output_size)
     return _resample(x, dim, output_size, scale_factors, mode, align_corners)
@@ -419,6 +578,38 @@ def _resample(x, nd, output_size, scale_factors, mode, align_corners):
     ctx = Ctx(nd=nd, mh=mh, mw=mw, oshape4=os4)
     value = _linear_apply(ctx, xd.reshape(xs4).astype(dt, copy=False)).reshape(oshape)
     return _record(OPS["upsample_linear1d" if nd == 1 else "upsample_bilinear2d"], value, (x,), aux=ctx)
+
+
+def _resample_separable(x, nd, output_size, scale_factors, mode, align_corners, antialias):
+    spatial = tuple(x.shape[2:])
+    if output_size is None:
+        output_size = [int(n * f) for n, f in zip(spatial, scale_factors)]
+    scales = scale_factors or [None] * nd
+    if builtins.min(output_size) <= 0 or builtins.min(spatial) <= 0:
+        names = ("H", "W") if nd == 2 else ("D", "H", "W")
+        ins = ", ".join(f"{n}: {v}" for n, v in zip(names, spatial))
+        outs = ", ".join(f"{n}: {v}" for n, v in zip(names, output_size))
+        raise RuntimeError(f"Input and output sizes should be greater than 0, but got input ({ins}) output ({outs})")
+    xd = x._data
+    if xd.dtype not in (np.float32, np.float64):
+        raise NotImplementedError(f"tapegrad: interpolate mode '{mode}' on {xd.dtype} input is not supported (float32 "
+                                  f"and float64 are)")
+    dt = xd.dtype
+    if antialias:
+        mats = [_aa_matrix(n, o, s, align_corners, dt, mode) for n, o, s in zip(spatial, output_size, scales)]
+        name = f"_upsample_{mode}2d_aa"
+    elif mode == "area":  # (5-D: adaptive average pooling, separable as the 2-d one)
+        mats = [_adaptive_matrix(n, o, dt) for n, o in zip(spatial, output_size)]
+        name = "adaptive_avg_pool3d"
+    elif mode == "bicubic":
+        mats = [_cubic_matrix(n, o, s, align_corners, dt) for n, o, s in zip(spatial, output_size, scales)]
+        name = "upsample_bicubic2d"
+    else:
+        mats = [_linear_matrix(n, o, s, align_corners, dt) for n, o, s in zip(spatial, output_size, scales)]
+        name = "upsample_trilinear3d"
+    oshape = tuple(x.shape[:2]) + tuple(output_size)
+    ctx = Ctx(mats=mats, xshape=tuple(x.shape), oshape=oshape)
+    return _record(OPS[name], _separable_apply(mats, xd), (x,), aux=ctx)
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
@@ -473,10 +664,12 @@ def _adaptive_max(nd, input, output_size):
     local = np.empty((N * C, oh, ow), np.int64)
     _pool_kernels().adaptive_max_pool2d_planes(np.ascontiguousarray(_as_float(xd)).reshape(N * C, H, W), value, local)
     ctx.local = local
-    oshape = (N, C) + ((oh, ow) if nd == 2 else (ow,))
-    if x.ndim != nd + 2:
-        oshape = oshape[1:]
+    oshape = (N, C, oh, ow) if x.ndim == nd + 2 else (C, oh, ow)
+    if nd == 1:  # the 2-d row on x.unsqueeze(-2), then squeezed, as torch (its grad_fn: SqueezeBackward1)
+        x = x.unsqueeze(-2)
     out = _record(OPS["adaptive_max_pool"], value.astype(xd.dtype, copy=False).reshape(oshape), (x,), aux=ctx)
+    if nd == 1:
+        return out.squeeze(-2), _new(local.reshape(oshape).squeeze(-2))
     return out, _new(local.reshape(oshape))
 
 
@@ -565,10 +758,13 @@ def _max_unpool(nd, input, indices, kernel_size, stride, padding, output_size):
     flat = flat.reshape(-1)
     out = np.zeros(N * C * plane, x._data.dtype)
     out[flat] = x._data.reshape(-1)
-    oshape = (N, C) + ((oh, ow) if nd == 2 else (oh,))
+    oshape = (N, C) + ((oh, ow) if nd == 2 else (1, oh))
     if not batched:
         oshape = oshape[1:]
-    return _record(OPS["max_unpool"], out.reshape(oshape), (x,), aux=Ctx(flat=flat.reshape(x.shape)))
+    if nd == 1:  # the 2-d row on x.unsqueeze(-2), then squeezed, as torch (its grad_fn: SqueezeBackward1)
+        x = x.unsqueeze(-2)
+    out = _record(OPS["max_unpool"], out.reshape(oshape), (x,), aux=Ctx(flat=flat.reshape(x.shape)))
+    return out.squeeze(-2) if nd == 1 else out
 
 
 def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):

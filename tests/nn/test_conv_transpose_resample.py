@@ -45,14 +45,14 @@ CASES = {
                                      [(1, 2, 3, 3), (2, 3, 2, 2), (3,)], "ConvolutionBackward0"),
     "conv_transpose1d_groups": (lambda F, x, w: F.conv_transpose1d(x, w, groups=3), [(2, 6, 5), (6, 1, 4)],
                                 "ConvolutionBackward0"),
-    # conv3d is composed of conv2d rows (one per depth tap), so its grad_fn is the composition's
-    "conv3d": (lambda F, x, w, b: F.conv3d(x, w, b), [(2, 3, 4, 5, 6), (4, 3, 2, 3, 2), (4,)], None),
+    "conv3d": (lambda F, x, w, b: F.conv3d(x, w, b), [(2, 3, 4, 5, 6), (4, 3, 2, 3, 2), (4,)], "ConvolutionBackward0"),
     "conv3d_stride_pad_dil_groups": (
         lambda F, x, w, b: F.conv3d(x, w, b, stride=(2, 1, 2), padding=(1, 2, 0), dilation=(2, 1, 1), groups=2),
-        [(2, 4, 7, 5, 6), (6, 2, 2, 3, 3), (6,)], None),
+        [(2, 4, 7, 5, 6), (6, 2, 2, 3, 3), (6,)], "ConvolutionBackward0"),
     "conv3d_same_even": (lambda F, x, w: F.conv3d(x, w, padding="same", dilation=(1, 2, 1)),
-                         [(1, 2, 4, 5, 4), (3, 2, 2, 2, 3)], None),
-    "conv3d_unbatched": (lambda F, x, w: F.conv3d(x, w, stride=2, padding=1), [(2, 5, 5, 4), (3, 2, 3, 3, 3)], None),
+                         [(1, 2, 4, 5, 4), (3, 2, 2, 2, 3)], "ConvolutionBackward0"),
+    "conv3d_unbatched": (lambda F, x, w: F.conv3d(x, w, stride=2, padding=1), [(2, 5, 5, 4), (3, 2, 3, 3, 3)],
+                         "SqueezeBackward1"),
     "unfold": (lambda F, x: F.unfold(x, 3), [(2, 3, 5, 6)], "Im2ColBackward0"),
     "unfold_all_args": (lambda F, x: F.unfold(x, (2, 3), dilation=(2, 1), padding=(1, 2), stride=(2, 3)),
                         [(2, 2, 7, 8)], "Im2ColBackward0"),
@@ -91,6 +91,39 @@ CASES = {
                                    [(2, 3, 4, 5)], "UpsampleBilinear2DBackward0"),
     "interpolate_bilinear_down": (lambda F, x: F.interpolate(x, scale_factor=0.5, mode="bilinear"), [(1, 2, 9, 7)],
                                   "UpsampleBilinear2DBackward0"),
+    "interpolate_bicubic": (lambda F, x: F.interpolate(x, size=(7, 9), mode="bicubic"), [(2, 3, 4, 5)],
+                            "UpsampleBicubic2DBackward0"),
+    "interpolate_bicubic_align": (lambda F, x: F.interpolate(x, size=(7, 2), mode="bicubic", align_corners=True),
+                                  [(2, 3, 4, 5)], "UpsampleBicubic2DBackward0"),
+    "interpolate_bicubic_scale": (lambda F, x: F.interpolate(x, scale_factor=(1.7, 0.6), mode="bicubic"),
+                                  [(1, 2, 5, 9)], "UpsampleBicubic2DBackward0"),
+    "interpolate_bicubic_down_align": (lambda F, x: F.interpolate(x, size=(3, 1), mode="bicubic", align_corners=True),
+                                       [(1, 2, 8, 6)], "UpsampleBicubic2DBackward0"),
+    "interpolate_trilinear": (lambda F, x: F.interpolate(x, size=(5, 3, 8), mode="trilinear"), [(2, 2, 3, 4, 5)],
+                              "UpsampleTrilinear3DBackward0"),
+    "interpolate_trilinear_align": (lambda F, x: F.interpolate(x, scale_factor=(1.5, 0.5, 2), mode="trilinear",
+                                                               align_corners=True), [(1, 2, 3, 4, 5)],
+                                    "UpsampleTrilinear3DBackward0"),
+    "interpolate_bilinear_aa": (lambda F, x: F.interpolate(x, size=(4, 5), mode="bilinear", antialias=True),
+                                [(2, 2, 9, 11)], "UpsampleBilinear2DAaBackward0"),
+    "interpolate_bilinear_aa_mixed": (lambda F, x: F.interpolate(x, scale_factor=(0.4, 1.5), mode="bilinear",
+                                                                 antialias=True), [(1, 2, 10, 6)],
+                                      "UpsampleBilinear2DAaBackward0"),
+    "interpolate_bicubic_aa": (lambda F, x: F.interpolate(x, size=(4, 3), mode="bicubic", antialias=True),
+                               [(2, 2, 9, 11)], "UpsampleBicubic2DAaBackward0"),
+    "interpolate_bicubic_aa_align_up": (lambda F, x: F.interpolate(x, size=(7, 9), mode="bicubic", antialias=True,
+                                                                   align_corners=True), [(1, 2, 4, 5)],
+                                        "UpsampleBicubic2DAaBackward0"),
+    "interpolate_lanczos_down": (lambda F, x: F.interpolate(x, size=(4, 5), mode="lanczos", antialias=True),
+                                 [(2, 2, 13, 11)], "UpsampleLanczos2DAaBackward0"),
+    "interpolate_lanczos_up": (lambda F, x: F.interpolate(x, scale_factor=(2.5, 0.5), mode="lanczos", antialias=True),
+                               [(1, 2, 4, 10)], "UpsampleLanczos2DAaBackward0"),
+    "interpolate_nearest3d": (lambda F, x: F.interpolate(x, scale_factor=(1.5, 0.7, 2.3)), [(2, 3, 3, 4, 5)],
+                              "UpsampleNearest3DBackward0"),
+    "interpolate_nearest_exact3d": (lambda F, x: F.interpolate(x, size=(2, 5, 4), mode="nearest-exact"),
+                                    [(1, 2, 3, 4, 5)], "UpsampleNearestExact3DBackward0"),
+    "interpolate_area3d": (lambda F, x: F.interpolate(x, size=(2, 3, 2), mode="area"), [(2, 2, 3, 4, 5)],
+                           "AdaptiveAvgPool3DBackward0"),
     "interpolate_area": (lambda F, x: F.interpolate(x, size=(3, 2), mode="area"), [(2, 3, 7, 5)],
                          None),  # (adaptive_avg_pool2d's rows)
     "pixel_shuffle": (lambda F, x: F.pixel_shuffle(x, 2), [(2, 8, 3, 4)], "PixelShuffleBackward0"),
@@ -140,8 +173,10 @@ def test_values_and_gradients_match_torch(name, dtype, rtol):
         assert ours.grad_fn.name() == grad_fn
 
 
-SECOND_ORDER = ["conv3d_stride_pad_dil_groups", "conv_transpose2d", "conv_transpose2d_groups_dilation", "conv_transpose1d", "unfold_all_args",
+SECOND_ORDER = ["conv3d_stride_pad_dil_groups", "conv3d_same_even", "conv3d_unbatched", "conv_transpose2d", "conv_transpose2d_groups_dilation", "conv_transpose1d", "unfold_all_args",
                 "fold_all_args", "interpolate_nearest_size", "interpolate_bilinear", "interpolate_linear_align",
+                "interpolate_bicubic", "interpolate_trilinear", "interpolate_bilinear_aa", "interpolate_bicubic_aa",
+                "interpolate_lanczos_down", "interpolate_nearest3d", "interpolate_area3d",
                 "pixel_shuffle", "pixel_unshuffle", "adaptive_max_pool2d", "max_unpool2d"]
 
 
@@ -381,6 +416,16 @@ ERRORS = [
     lambda F, T: F.interpolate(T(2, 3, 4, 5), size=(3, 2.0)),
     lambda F, T: F.interpolate(T(2, 3, 4, 5), size=3, recompute_scale_factor=True),
     lambda F, T: F.interpolate(T(2, 3, 4), size=3, antialias=True, mode="linear"),
+    lambda F, T: F.interpolate(T(2, 3, 4), size=3, mode="bicubic"),
+    lambda F, T: F.interpolate(T(1, 2, 3, 4, 5), size=3, mode="bicubic"),
+    lambda F, T: F.interpolate(T(1, 2, 3, 4), size=3, mode="trilinear"),
+    lambda F, T: F.interpolate(T(1, 2, 3, 4, 5), size=(3, 0, 2), mode="trilinear"),
+    lambda F, T: F.interpolate(T(1, 2, 3, 4), size=(0, 2), mode="bicubic"),
+    lambda F, T: F.interpolate(T(1, 2, 3, 4), size=(0, 2), mode="bicubic", antialias=True),
+    lambda F, T: F.interpolate(T(1, 2, 3, 4, 5), size=2, mode="trilinear", antialias=True),
+    lambda F, T: F.interpolate(T(1, 2, 3, 4), size=2, mode="lanczos"),
+    lambda F, T: F.interpolate(T(1, 2, 3, 4), size=2, mode="lanczos", antialias=True, align_corners=True),
+    lambda F, T: F.interpolate(T(1, 2, 3), size=2, mode="lanczos"),
 ]
 
 
@@ -413,11 +458,14 @@ def test_module_errors_match_torch(i):
     assert str(ours.value) == str(theirs.value)
 
 
-@pytest.mark.parametrize("call", [lambda F, x: F.interpolate(x, size=(3, 4), mode="bicubic"),
-                                  lambda F, x: F.interpolate(x.to(torch.uint8 if F is TF else tg.uint8), size=(3, 4),
-                                                             mode="bilinear"),
-                                  lambda F, x: F.interpolate(x, size=(3, 4), mode="bilinear", antialias=True)])
+@pytest.mark.parametrize("call", [
+    lambda F, x: F.interpolate(x.to(torch.uint8 if F is TF else tg.uint8), size=(3, 4), mode="bilinear"),
+    lambda F, x: F.interpolate(x.to(torch.uint8 if F is TF else tg.uint8), size=(3, 4), mode="bicubic"),
+    lambda F, x: F.interpolate(x.to(torch.uint8 if F is TF else tg.uint8), size=(3, 4), mode="bilinear",
+                               antialias=True)])
 def test_modes_tapegrad_lacks_say_so(call):
+    """Integer input to the interpolating modes: torch computes them, tapegrad raises NotImplementedError naming
+    them."""
     call(TF, torch.zeros(1, 1, 2, 2))  # (torch has them)
     with pytest.raises(NotImplementedError, match="tapegrad: interpolate"):
         call(GF, tg.zeros(1, 1, 2, 2))
@@ -449,3 +497,58 @@ def test_conv_transpose_under_compile_replays_and_matches_eager():
             losses.append(loss.item())
         assert losses[0] == pytest.approx(losses[1], rel=1e-6)
     assert len(calls) == 1
+
+
+@pytest.mark.parametrize("mode,kwargs,shape", [("bicubic", {}, (2, 3, 5, 6)), ("trilinear", {}, (1, 2, 3, 4, 5)),
+                                               ("bicubic", {"antialias": True}, (2, 3, 9, 8)),
+                                               ("lanczos", {"antialias": True}, (2, 3, 9, 8))])
+def test_separable_resampling_replays_under_compile(mode, kwargs, shape):
+    """bicubic, trilinear and antialiased resampling are one row each, replayed by tapegrad.compile
+    (fullgraph): new inputs give eager's values and gradients."""
+    size = (4, 6, 3)[:len(shape) - 2]
+
+    def f(x):
+        return (GF.interpolate(x, size=size, mode=mode, **kwargs) ** 2).sum()
+    compiled = tg.compile(f, fullgraph=True)
+    for step in range(3):
+        x = RNG.standard_normal(shape).astype(np.float32)
+        results = []
+        for fn in (f, compiled):
+            xs = tg.tensor(x, requires_grad=True)
+            value = fn(xs)
+            value.backward()
+            results.append((value.item(), xs.grad.numpy()))
+        assert results[0][0] == pytest.approx(results[1][0], rel=1e-6)
+        np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("kwargs,shape", [(dict(scale_factor=2, mode="bicubic", align_corners=True), (1, 2, 3, 4)),
+                                          (dict(size=(3, 5, 2), mode="trilinear"), (1, 2, 2, 3, 4))])
+def test_upsample_module_new_modes(kwargs, shape):
+    ours, theirs = tg.nn.Upsample(**kwargs), torch.nn.Upsample(**kwargs)
+    assert repr(ours) == repr(theirs)
+    x = RNG.standard_normal(shape).astype(np.float64)
+    np.testing.assert_allclose(ours(tg.tensor(x)).numpy(), theirs(torch.tensor(x)).numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_conv3d_is_one_row_replayed_under_compile():
+    """Conv3d is one ConvolutionBackward0 row (with its bias), replayed by tapegrad.compile (fullgraph)."""
+    tg.manual_seed(0)
+    conv = tg.nn.Conv3d(2, 4, (2, 3, 3), stride=(1, 2, 1), padding=1, groups=2)
+
+    def f(x):
+        return conv(x).square().sum()
+    compiled = tg.compile(f, fullgraph=True)
+    for step in range(3):
+        x = RNG.standard_normal((2, 2, 3, 5, 4)).astype(np.float32)
+        results = []
+        for fn in (f, compiled):
+            conv.zero_grad()
+            xs = tg.tensor(x, requires_grad=True)
+            value = fn(xs)
+            value.backward()
+            results.append([value.item(), xs.grad.numpy()] + [p.grad.numpy().copy() for p in conv.parameters()])
+        assert results[0][0] == pytest.approx(results[1][0], rel=1e-6)
+        for a, b in zip(results[0][1:], results[1][1:]):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    assert conv(tg.randn(1, 2, 3, 5, 4)).grad_fn.name() == "ConvolutionBackward0"

@@ -55,6 +55,12 @@ def _once_under_create_graph():
     return tapegrad.autograd.grad(_Once.apply(a), a, grad_outputs=v, create_graph=True)
 
 
+def _ctc_under_create_graph():
+    x = tapegrad.randn(4, 1, 3, requires_grad=True)
+    loss = tapegrad.nn.functional.ctc_loss(x.log_softmax(2), tapegrad.tensor([[1, 2]]), [4], [2])
+    return tapegrad.autograd.grad(loss, x, create_graph=True)
+
+
 def _compiled_call():
     f = tapegrad.compile(lambda a: (a * a).sum())
     f(_leaf2x3())
@@ -79,7 +85,7 @@ MADE_BY_THE_ENGINE = {
     "leaf": lambda: _leaf2x3() * 2, "scatter_flat": _grad_of_gather, "sum_to_shape": _grad_of_broadcast,
     "function": lambda: _Pair.apply(_leaf2x3()), "function_output": lambda: _Pair.apply(_leaf2x3()),
     "delayed_error": _once_under_create_graph, "compiled": _compiled_call,
-    "gather_flat": _sparse_product, "sparse_mm": _sparse_product,
+    "gather_flat": _sparse_product, "sparse_mm": _sparse_product, "ctc_loss_backward": _ctc_under_create_graph,
     "copy_slices": _write_through_views, "copy_slices_view": _write_through_views, "as_strided": _write_through_views,
     "as_strided_view": _write_through_views,
 }
@@ -188,10 +194,11 @@ def test_compile_fullgraph_names_an_ops_reason():
 
 
 # Python rows whose plain backward has no rule on arrays, so it runs the Tensor rule under no_grad (about 3 µs a
-# Tensor op). By design: a custom Function's backward is the user's Python; compile's own rows never run a
-# backward. Open (issue 20: every Python rule on arrays): the rest, which a new op must not join.
+# Tensor op). By design: a custom Function's backward is the user's Python; compile's own rows and CTC's
+# gradient row only raise (no second derivative). Open (issue 20: every Python rule on arrays): the rest,
+# which a new op must not join.
 NO_ARRAY_RULE_BY_DESIGN = {"function", "function_output", "delayed_error", "traced_rule", "traced_compare",
-                           "traced_draw"}
+                           "traced_draw", "ctc_loss_backward"}
 NO_ARRAY_RULE_YET = {"prod", "prod_all", "copy_slices", "scatter_flat", "scatter_add", "einsum",
                      "bce_with_logits_full", "lerp", "lerp_tensor", "clamp_tensor", "clamp_min_tensor",
                      "clamp_max_tensor", "addmm", "linear", "embedding_padded", "diag_embed"}

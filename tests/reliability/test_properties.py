@@ -298,6 +298,36 @@ CASES = {
                                                         mode="sum", per_sample_weights=R.leaf((5,))),
     "embedding_bag_max": lambda L, x, R: F(L).embedding_bag(R.ints((2, 3), 0, x.shape[0]), _distinct(L, x),
                                                             mode="max"),
+    "conv3d": lambda L, x, R: F(L).conv3d(x[None, None, None], R.leaf((2, 1, 1, 1, 2)), R.leaf((2,)),
+                                          padding=(0, 0, 1)),
+    "avg_pool2d": lambda L, x, R: F(L).avg_pool2d(x[None], (1, 2), 1, (0, 1)),
+    "adaptive_avg_pool2d": lambda L, x, R: F(L).adaptive_avg_pool2d(x[None], (2, 2))[0],
+    "adaptive_avg_pool3d": lambda L, x, R: F(L).interpolate(x[None, None, None], size=(1, 2, 2), mode="area"),
+    "upsample_nearest3d": lambda L, x, R: F(L).interpolate(x[None, None, None], scale_factor=2),
+    "_upsample_nearest_exact3d": lambda L, x, R: F(L).interpolate(x[None, None, None], size=(2, 3, 5),
+                                                                  mode="nearest-exact"),
+    "upsample_bicubic2d": lambda L, x, R: F(L).interpolate(x[None, None], size=(3, 5), mode="bicubic")[0, 0],
+    "upsample_trilinear3d": lambda L, x, R: F(L).interpolate(x[None, None, None], size=(2, 3, 5), mode="trilinear"),
+    "_upsample_bilinear2d_aa": lambda L, x, R: F(L).interpolate(x[None, None], size=(2, 3), mode="bilinear",
+                                                                antialias=True),
+    "_upsample_bicubic2d_aa": lambda L, x, R: F(L).interpolate(x[None, None], size=(2, 3), mode="bicubic",
+                                                               antialias=True),
+    "_upsample_lanczos2d_aa": lambda L, x, R: F(L).interpolate(x[None, None], size=(2, 3), mode="lanczos",
+                                                               antialias=True),
+    "channel_shuffle": lambda L, x, R: F(L).channel_shuffle(x.repeat(2, 1)[None], 2)[0],
+    "constant_pad_nd": lambda L, x, R: F(L).pad(x, (1, 2), value=0.5),
+    "reflection_pad1d": lambda L, x, R: F(L).pad(x[None], (min(1, x.shape[1] - 1), 0), mode="reflect")[0],
+    "reflection_pad2d": lambda L, x, R: F(L).pad(x[None], (min(1, x.shape[1] - 1), 0, min(1, x.shape[0] - 1), 0),
+                                                 mode="reflect")[0],
+    "reflection_pad3d": lambda L, x, R: F(L).pad(x[None, None], (min(1, x.shape[1] - 1), 0, 0, min(1, x.shape[0] - 1),
+                                                                 0, 0), mode="reflect")[0, 0],
+    "replication_pad1d": lambda L, x, R: F(L).pad(x[None], (1, 2), mode="replicate")[0],
+    "replication_pad2d": lambda L, x, R: F(L).pad(x[None], (1, 2, 2, 1), mode="replicate")[0],
+    "replication_pad3d": lambda L, x, R: F(L).pad(x[None, None], (1, 2, 2, 1, 1, 0), mode="replicate")[0, 0],
+    "prelu": lambda L, x, R: F(L).prelu(x, R.leaf((x.shape[1],))),
+    "hardswish": lambda L, x, R: F(L).hardswish(x * 4),
+    "mish": lambda L, x, R: F(L).mish(x * 2),
+    "glu": lambda L, x, R: F(L).glu(x.repeat(1, 2), 1),
     # autograd
     "function": lambda L, x, R: _custom_function(L).apply(x)[0],
     "function_output": lambda L, x, R: _custom_function(L).apply(x)[1],
@@ -315,6 +345,8 @@ NOT_RECORDED_BY_CASES = {"leaf", "const", "freed",   # tape rows, not ops
                          # an in-place write through a view: tests/reliability/test_views_inplace.py
                          "copy_slices", "copy_slices_view", "as_strided", "as_strided_view",
                          "traced_compare", "traced_draw",  # its comparisons, draws: tests/test_compile_guards.py
+                         # no second derivative (torch has none): tests/nn/test_ctc_loss.py
+                         "ctc_loss", "ctc_loss_backward",
                          # declared for every binary op, but a commutative op's front-end records c op x
                          # as x op c (the _ts row): these are never recorded
                          "add_st", "mul_st", "maximum_st", "minimum_st"}

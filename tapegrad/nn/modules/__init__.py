@@ -34,3 +34,4 @@ from .activation import Softmax2d  # noqa: F401
 from .sparse import EmbeddingBag  # noqa: F401
 from .loss import (CosineEmbeddingLoss, GaussianNLLLoss, HingeEmbeddingLoss, MarginRankingLoss,  # noqa: F401
                    MultiLabelSoftMarginLoss, PoissonNLLLoss, TripletMarginLoss, TripletMarginWithDistanceLoss)
+from .loss import CTCLoss  # noqa: F401

@@ -3,7 +3,8 @@ _reverse), gate order (LSTM i, f, g, o; GRU r, z, n), init uniform(-1/sqrt(hidde
 reprs, argument checks and error messages, so state_dicts load across.
 
 A step is two linear rows (x W_ih^T + b_ih, h W_hh^T + b_hh) and the fused cell rows of ops/rnn.py; a
-sequence layer projects every step's input in one linear row first.
+sequence layer projects every step's input in one linear row first. A PackedSequence input runs step t on
+the batch_sizes[t] sequences still going; an LSTM with proj_size projects each h by weight_hr (one more row).
 """
 import math
 import numbers
@@ -20,11 +21,13 @@ __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell"
 _GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
 
 
-def _step(mode, gx, h, c, w_hh, b_hh):
-    """One step from the projected input gx: (h', c') (c' None except for an LSTM)."""
+def _step(mode, gx, h, c, w_hh, b_hh, w_hr=None):
+    """One step from the projected input gx: (h', c') (c' None except for an LSTM; an LSTM with proj_size
+    projects h' by w_hr)."""
     gh = F.linear(h, w_hh, b_hh)
     if mode == "LSTM":
-        return lstm_cell_step(gx, gh, c)
+        h, c = lstm_cell_step(gx, gh, c)
+        return (h if w_hr is None else F.linear(h, w_hr)), c
     if mode == "GRU":
         return gru_cell_step(gx, gh, h), None
     a = gx + gh
@@ -68,23 +71,25 @@ class RNNBase(Module):
             raise ValueError("proj_size should be a positive integer or zero to disable projections")
         if proj_size >= hidden_size:
             raise ValueError("proj_size has to be smaller than hidden_size")
-        if proj_size:
-            raise NotImplementedError("tapegrad: LSTM(proj_size > 0) is not implemented")
         if mode not in _GATES:
             raise ValueError(f"Unrecognized RNN mode: {mode}")
         gate_size = _GATES[mode] * hidden_size
         num_directions = 2 if bidirectional else 1
+        real_hidden_size = proj_size if proj_size > 0 else hidden_size
         self._flat_weights_names = []
         self._all_weights = []
         for layer in range(num_layers):
             for direction in range(num_directions):
-                layer_input_size = input_size if layer == 0 else hidden_size * num_directions
+                layer_input_size = input_size if layer == 0 else real_hidden_size * num_directions
                 suffix = "_reverse" if direction == 1 else ""
                 names = [f"weight_ih_l{layer}{suffix}", f"weight_hh_l{layer}{suffix}"]
-                shapes = [(gate_size, layer_input_size), (gate_size, hidden_size)]
+                shapes = [(gate_size, layer_input_size), (gate_size, real_hidden_size)]
                 if bias:
                     names += [f"bias_ih_l{layer}{suffix}", f"bias_hh_l{layer}{suffix}"]
                     shapes += [(gate_size,), (gate_size,)]
+                if proj_size > 0:
+                    names.append(f"weight_hr_l{layer}{suffix}")
+                    shapes.append((proj_size, hidden_size))
                 for name, shape in zip(names, shapes):
                     setattr(self, name, Parameter(creation.empty(shape, dtype=dtype)))
                 self._flat_weights_names.extend(names)
@@ -125,18 +130,27 @@ class RNNBase(Module):
         return s
 
     # -- forward ----------------------------------------------------------------------------------------
-    def _check_input(self, input):
+    def _check_input(self, input, expected_dim=3):
         w = self._flat_weights[0]
         if input.dtype != w.dtype:
             raise ValueError(f"RNN input dtype ({input.dtype}) does not match weight dtype ({w.dtype}). "
                              f"Convert input: input.to({w.dtype}), or convert model: model.to({input.dtype})")
+        if input.ndim != expected_dim:
+            raise RuntimeError(f"input must have {expected_dim} dimensions, got {input.ndim}")
         if self.input_size != input.shape[-1]:
             raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, "
                                f"got {input.shape[-1]}")
 
-    def _expected_hidden(self, input):
-        batch = input.shape[0] if self.batch_first else input.shape[1]
-        return ((2 if self.bidirectional else 1) * self.num_layers, batch, self.hidden_size)
+    def _expected_hidden(self, batch, cell=False):
+        size = self.proj_size if self.proj_size > 0 and not cell else self.hidden_size
+        return ((2 if self.bidirectional else 1) * self.num_layers, batch, size)
+
+    def _weights(self, k):
+        """(w_ih, w_hh, b_ih, b_hh, w_hr) of layer-direction k, None where absent."""
+        names = self._all_weights[k]
+        w = [getattr(self, n) for n in names]
+        b_ih, b_hh = (w[2], w[3]) if self.bias else (None, None)
+        return w[0], w[1], b_ih, b_hh, (w[-1] if self.proj_size > 0 else None)
 
     def _run(self, x, h0, c0):
         """x (T, B, I); h0, c0 (L * D, B, H): (output (T, B, D * H), h_n, c_n or None)."""
@@ -148,14 +162,12 @@ class RNNBase(Module):
             outs = []
             for d in range(D):
                 k = layer * D + d
-                names = self._all_weights[k]
-                w_ih, w_hh = getattr(self, names[0]), getattr(self, names[1])
-                b_ih, b_hh = (getattr(self, names[2]), getattr(self, names[3])) if self.bias else (None, None)
+                w_ih, w_hh, b_ih, b_hh, w_hr = self._weights(k)
                 gx_all = F.linear(layer_input, w_ih, b_ih)  # every step's input projection, one row
                 h, c = h0[k], c0[k] if lstm else None
                 steps = [None] * T
                 for t in (range(T - 1, -1, -1) if d else range(T)):
-                    h, c = _step(self.mode, gx_all[t], h, c, w_hh, b_hh)
+                    h, c = _step(self.mode, gx_all[t], h, c, w_hh, b_hh, w_hr)
                     steps[t] = h
                 outs.append(ops.stack(steps, 0) if T else creation.zeros((0,) + h.shape, dtype=x.dtype))
                 hs.append(h)
@@ -164,6 +176,90 @@ class RNNBase(Module):
             if self.dropout and self.training and layer < self.num_layers - 1:
                 layer_input = F.dropout(layer_input, self.dropout, True)
         return layer_input, ops.stack(hs, 0), (ops.stack(cs, 0) if lstm else None)
+
+    def _run_packed(self, data, batch_sizes, h0, c0):
+        """A packed batch: data (N, I), batch_sizes[t] sequences running at step t (longest first); h0, c0
+        (L * D, B, H). Step t updates only the first batch_sizes[t] rows, so each sequence's final state is
+        the one after its own last step (forward) or after step 0 (reverse, which starts each sequence at
+        its own last step from h0). Returns (output data (N, D * H), h_n, c_n or None)."""
+        lstm, D = self.mode == "LSTM", 2 if self.bidirectional else 1
+        sizes = [int(b) for b in batch_sizes.tolist()]
+        T, starts = len(sizes), [0]
+        for b in sizes:
+            starts.append(starts[-1] + b)
+        hs, cs = [], []
+        layer_input = data
+        for layer in range(self.num_layers):
+            outs = []
+            for d in range(D):
+                k = layer * D + d
+                w_ih, w_hh, b_ih, b_hh, w_hr = self._weights(k)
+                gx_all = F.linear(layer_input, w_ih, b_ih)  # every step's input projection, one row
+                steps = [None] * T
+                if d == 0:
+                    h, c = h0[k], c0[k] if lstm else None
+                    done_h, done_c = [], []  # rows whose sequences ended, last rows first
+                    for t in range(T):
+                        b = sizes[t]
+                        if b < h.shape[0]:
+                            done_h.append(h[b:])
+                            h = h[:b]
+                            if lstm:
+                                done_c.append(c[b:])
+                                c = c[:b]
+                        h, c = _step(self.mode, gx_all[starts[t]:starts[t + 1]], h, c, w_hh, b_hh, w_hr)
+                        steps[t] = h
+                    h = ops.cat([h] + done_h[::-1], 0) if done_h else h
+                    c = ops.cat([c] + done_c[::-1], 0) if done_c else c
+                else:
+                    h = h0[k][:sizes[-1]]
+                    c = c0[k][:sizes[-1]] if lstm else None
+                    for t in range(T - 1, -1, -1):
+                        b, running = sizes[t], h.shape[0]
+                        if b > running:  # sequences whose last step is t start here, from h0
+                            h = ops.cat([h, h0[k][running:b]], 0)
+                            c = ops.cat([c, c0[k][running:b]], 0) if lstm else None
+                        h, c = _step(self.mode, gx_all[starts[t]:starts[t + 1]], h, c, w_hh, b_hh, w_hr)
+                        steps[t] = h
+                outs.append(ops.cat(steps, 0))
+                hs.append(h)
+                cs.append(c)
+            layer_input = outs[0] if D == 1 else ops.cat(outs, -1)
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                layer_input = F.dropout(layer_input, self.dropout, True)
+        return layer_input, ops.stack(hs, 0), (ops.stack(cs, 0) if lstm else None)
+
+    def _forward_packed(self, packed, hx):
+        """torch's PackedSequence path: the initial states are reordered by sorted_indices, the final ones
+        back by unsorted_indices; the output is a PackedSequence with the input's batch_sizes and indices."""
+        data, batch_sizes, sorted_indices, unsorted_indices = packed
+        lstm = self.mode == "LSTM"
+        batch = int(batch_sizes[0])
+        # torch checks RNN's and GRU's input and states here (LSTM's packed path checks none: a wrong state
+        # shape there gives a broadcasting error or a crash; tapegrad gives its unpacked path's messages)
+        self._check_input(data, expected_dim=2)
+        expected = self._expected_hidden(batch)
+        if hx is None:
+            h0 = creation.zeros(expected, dtype=data.dtype)
+            c0 = creation.zeros(self._expected_hidden(batch, cell=True), dtype=data.dtype) if lstm else None
+        else:
+            h0, c0 = hx if lstm else (hx, None)
+            self._check_hidden(h0, expected, "Expected hidden[0] size" if lstm else "Expected hidden size")
+            if lstm:
+                self._check_hidden(c0, self._expected_hidden(batch, cell=True), "Expected hidden[1] size")
+            if sorted_indices is not None:  # each state row belongs to the caller's sequence of that row
+                h0 = h0.index_select(1, sorted_indices)
+                c0 = c0.index_select(1, sorted_indices) if lstm else None
+        out, h_n, c_n = self._run_packed(data, batch_sizes, h0, c0)
+        if unsorted_indices is not None:
+            h_n = h_n.index_select(1, unsorted_indices)
+            c_n = c_n.index_select(1, unsorted_indices) if lstm else None
+        return type(packed)(out, batch_sizes, sorted_indices, unsorted_indices), ((h_n, c_n) if lstm else h_n)
+
+    @staticmethod
+    def _check_hidden(h, expected, what):
+        if tuple(h.shape) != expected:
+            raise RuntimeError(f"{what} {expected}, got {list(h.shape)}")
 
     def _prepare(self, input, hx, name):
         if input.ndim not in (2, 3):
@@ -204,7 +300,7 @@ class RNN(RNNBase):
 
     def _single_state(self, input, hx, name):
         if hasattr(input, "batch_sizes"):
-            raise NotImplementedError("tapegrad: PackedSequence input to RNN/GRU/LSTM is not implemented")
+            return self._forward_packed(input, hx)
         x, batched = self._prepare(input, hx, name)
         if hx is not None:
             if batched and hx.ndim != 3:
@@ -215,11 +311,10 @@ class RNN(RNNBase):
                                        f"tensor")
                 hx = hx.unsqueeze(1)
         self._check_input(x)
-        expected = ((2 if self.bidirectional else 1) * self.num_layers, x.shape[1], self.hidden_size)
+        expected = self._expected_hidden(x.shape[1])
         if hx is None:
             hx = creation.zeros(expected, dtype=x.dtype)
-        elif tuple(hx.shape) != expected:
-            raise RuntimeError(f"Expected hidden size {expected}, got {list(hx.shape)}")
+        self._check_hidden(hx, expected, "Expected hidden size")
         out, h_n, _ = self._run(x, hx, None)
         out = self._finish(out, batched)
         return out, (h_n if batched else h_n.squeeze(1))
@@ -231,7 +326,7 @@ class LSTM(RNNBase):
 
     def forward(self, input, hx=None):
         if hasattr(input, "batch_sizes"):
-            raise NotImplementedError("tapegrad: PackedSequence input to RNN/GRU/LSTM is not implemented")
+            return self._forward_packed(input, hx)
         x, batched = self._prepare(input, hx, "LSTM")
         if hx is not None:
             h0, c0 = hx
@@ -244,14 +339,12 @@ class LSTM(RNNBase):
                                        f"({h0.ndim}-D, {c0.ndim}-D) tensors")
                 h0, c0 = h0.unsqueeze(1), c0.unsqueeze(1)
         self._check_input(x)
-        expected = ((2 if self.bidirectional else 1) * self.num_layers, x.shape[1], self.hidden_size)
+        expected, cell = self._expected_hidden(x.shape[1]), self._expected_hidden(x.shape[1], cell=True)
         if hx is None:
-            h0 = c0 = creation.zeros(expected, dtype=x.dtype)
+            h0, c0 = creation.zeros(expected, dtype=x.dtype), creation.zeros(cell, dtype=x.dtype)
         else:
-            if tuple(h0.shape) != expected:
-                raise RuntimeError(f"Expected hidden[0] size {expected}, got {list(h0.shape)}")
-            if tuple(c0.shape) != expected:
-                raise RuntimeError(f"Expected hidden[1] size {expected}, got {list(c0.shape)}")
+            self._check_hidden(h0, expected, "Expected hidden[0] size")
+            self._check_hidden(c0, cell, "Expected hidden[1] size")
         out, h_n, c_n = self._run(x, h0, c0)
         out = self._finish(out, batched)
         if not batched:

@@ -1,6 +1,6 @@
 """torch.nn.utils.rnn: pad_sequence, and PackedSequence with pack_padded_sequence / pad_packed_sequence /
 pack_sequence. A packed batch's data is one gather of the padded rows (time-major, longest first), so
-gradients flow back through it; RNN/LSTM/GRU do not take a PackedSequence yet (they say so)."""
+gradients flow back through it; RNN/LSTM/GRU take a PackedSequence and return one (nn/modules/rnn.py)."""
 from collections import namedtuple
 
 import numpy as np
