@@ -762,8 +762,64 @@ def adaptive_avg_pool1d(input, output_size):
 
 
 # -- normalization: one fused row each way -------------------------------------------------------------------------
+def _norm_shape(ctx, shape):
+    """The compiled kernels' view of x: rows (R, D) for layer_norm, channels (N, C, S) for batch_norm."""
+    if ctx.layout == "rows":
+        k = len(ctx.axes)
+        return (math.prod(shape[:len(shape) - k]), math.prod(shape[len(shape) - k:]))
+    return (shape[0], shape[1], math.prod(shape[2:]))
+
+
+def _norm_fast(ctx, xd):
+    """Whether the compiled kernels (kernels/norm.py) run this row: training statistics of float32/64."""
+    return (ctx.training and getattr(ctx, "layout", None) is not None and xd.dtype in (np.float32, np.float64)
+            and xd.size > 0 and (ctx.layout == "rows" or xd.ndim >= 2))
+
+
+def _norm_fast_forward(ctx, xd, wd, bd):
+    dt = xd.dtype
+    shape3 = _norm_shape(ctx, xd.shape)
+    x3 = np.ascontiguousarray(xd).reshape(shape3)
+    empty = np.empty(0, dt)
+    w = empty if wd is None else np.ascontiguousarray(wd, dt).reshape(-1)
+    b = empty if bd is None else np.ascontiguousarray(bd, dt).reshape(-1)
+    n = shape3[0] if ctx.layout == "rows" else shape3[1]
+    out, mean, var = np.empty(shape3, dt), np.empty(n, np.float64), np.empty(n, np.float64)
+    k = kernels.module("norm")
+    (k.rows_forward if ctx.layout == "rows" else k.channels_forward)(x3, w, b, ctx.eps, out, mean, var)
+    ctx.fast, ctx.stats = True, (mean, var)
+    if ctx.layout == "channels":  # (batch_norm's running statistics)
+        ctx.mean, ctx.var = mean.astype(dt).reshape(ctx.pshape), var.astype(dt).reshape(ctx.pshape)
+    return out.reshape(xd.shape)
+
+
+def _norm_fast_arrays(ctx, g, inputs, wanted):
+    x = inputs[0]
+    dt = x.dtype
+    shape3 = _norm_shape(ctx, x.shape)
+    x3 = np.ascontiguousarray(x).reshape(shape3)
+    g3 = np.ascontiguousarray(g, dt).reshape(shape3)
+    w = np.ascontiguousarray(inputs[1], dt).reshape(-1) if ctx.has_w else np.empty(0, dt)
+    n = shape3[-1] if ctx.layout == "rows" else shape3[1]
+    none = np.empty(0, np.float64)
+    want_w, want_b = ctx.has_w and wanted[1], ctx.has_b and wanted[-1]
+    gx = np.empty(shape3, dt) if wanted[0] else np.empty(0, dt).reshape((0,) * len(shape3))
+    gw = np.zeros(n, np.float64) if want_w else none
+    gb = np.zeros(n, np.float64) if want_b else none
+    k = kernels.module("norm")
+    (k.rows_backward if ctx.layout == "rows" else k.channels_backward)(g3, x3, w, *ctx.stats, ctx.eps, gx, gw, gb)
+    out = [gx.reshape(x.shape) if wanted[0] else None]
+    if ctx.has_w:
+        out.append(gw.astype(dt).reshape(inputs[1].shape) if want_w else None)
+    if ctx.has_b:
+        out.append(gb.astype(dt).reshape(inputs[-1].shape) if want_b else None)
+    return tuple(out)
+
+
 def _norm_arrays(ctx, g, inputs, wanted):
     """d/dx = invstd * (gh - mean(gh) - xhat * mean(gh * xhat)), gh = g * weight; the affine's sums."""
+    if getattr(ctx, "fast", False):
+        return _norm_fast_arrays(ctx, g, inputs, wanted)
     axes, xhat, invstd = ctx.axes, ctx.xhat, ctx.invstd
     w = inputs[1] if ctx.has_w else None
     gh = g if w is None else g * w.reshape(ctx.pshape)
@@ -810,7 +866,9 @@ def _vjp_norm(ctx, g, inputs, out):
 
 
 def _normalized(ctx, xd, wd, bd):
-    """The forward on arrays; keeps xhat and invstd in ctx for the backward."""
+    """The forward on arrays; keeps xhat and invstd in ctx for the backward (the compiled kernels: the statistics)."""
+    if _norm_fast(ctx, xd):
+        return _norm_fast_forward(ctx, xd, wd, bd)
     if ctx.training:
         mean = xd.mean(axis=ctx.axes, keepdims=True)
         xc = xd - mean
@@ -847,7 +905,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     if training and n <= 1:
         raise ValueError(f"Expected more than 1 value per channel when training, got input size {_size(x)}")
     pshape = (1, C) + (1,) * (x.ndim - 2)
-    ctx = Ctx(axes=axes, paxes=axes, pshape=pshape, eps=float(eps), training=bool(training))
+    ctx = Ctx(axes=axes, paxes=axes, pshape=pshape, eps=float(eps), training=bool(training), layout="channels")
     dt = x._data.dtype
     if not training:
         if running_mean is None or running_var is None:
@@ -887,7 +945,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
                                f"{list(_tensor(t).shape)} and normalized_shape = {list(ns)}")
     axes = tuple(range(x.ndim - k, x.ndim))
     dt = x._data.dtype
-    ctx = Ctx(axes=axes, paxes=tuple(range(x.ndim - k)), pshape=ns, eps=float(eps), training=True)
+    ctx = Ctx(axes=axes, paxes=tuple(range(x.ndim - k)), pshape=ns, eps=float(eps), training=True, layout="rows")
     w = None if weight is None else _to_dtype(_tensor(weight), dt)
     b = None if bias is None else _to_dtype(_tensor(bias), dt)
     return _normalize("layer_norm", x, w, b, ctx)
