@@ -1,8 +1,7 @@
 """Layer norm and batch norm (training statistics) forward and backward, each one compiled pass per row or
 channel instead of about ten NumPy passes and temporaries (mean, centre, square, mean, invstd, scale, shift;
-and the backward's five). Statistics and the backward's sums accumulate in float64, in eight independent
-partial sums (so the loop vectorises without fastmath's reassociation, and the result does not depend on the
-machine's vector width); x-hat is recomputed from x, mean and var instead of being kept. In its own module so
+and the backward's five). Statistics and the backward's sums accumulate in float64 (reassociated: _sum);
+x-hat is recomputed from x, mean and var instead of being kept. In its own module so
 that only normalization compiles it.
 
 Layouts: rows (R, D), normalized over D with an affine per D (layer_norm); channels (N, C, S), normalized
@@ -16,76 +15,29 @@ from numba import njit
 from .memory import JIT
 
 
-@njit(inline="always", **JIT)
+# The two reductions may reassociate their sums (fastmath "reassoc" only, no other flag: NaN and infinity
+# behave as without it), which lets LLVM vectorise them: 5x faster measured (65,536 float32: 33 us -> 6 us).
+# A sum's rounding then depends on the machine's vector width, in float64, far below float32's resolution.
+@njit(fastmath={"reassoc"}, **JIT)
 def _sum(v, m):
-    """(sum of v - m, sum of (v - m)^2) over a 1-d run, float64, in eight partial sums."""
-    n = v.shape[0]
-    a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = 0.0
-    q0 = q1 = q2 = q3 = q4 = q5 = q6 = q7 = 0.0
-    j = 0
-    while j + 8 <= n:
-        d0, d1, d2, d3 = v[j] - m, v[j + 1] - m, v[j + 2] - m, v[j + 3] - m
-        d4, d5, d6, d7 = v[j + 4] - m, v[j + 5] - m, v[j + 6] - m, v[j + 7] - m
-        a0 += d0
-        a1 += d1
-        a2 += d2
-        a3 += d3
-        a4 += d4
-        a5 += d5
-        a6 += d6
-        a7 += d7
-        q0 += d0 * d0
-        q1 += d1 * d1
-        q2 += d2 * d2
-        q3 += d3 * d3
-        q4 += d4 * d4
-        q5 += d5 * d5
-        q6 += d6 * d6
-        q7 += d7 * d7
-        j += 8
-    s = ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7))
-    q = ((q0 + q1) + (q2 + q3)) + ((q4 + q5) + (q6 + q7))
-    while j < n:
+    """(sum of v - m, sum of (v - m)^2) over a 1-d run, float64."""
+    s = 0.0
+    q = 0.0
+    for j in range(v.shape[0]):
         d = v[j] - m
         s += d
         q += d * d
-        j += 1
     return s, q
 
 
-@njit(inline="always", **JIT)
+@njit(fastmath={"reassoc"}, **JIT)
 def _grad_sums(g, v, m):
-    """(sum of g, sum of g (v - m)) over 1-d runs, float64, in eight partial sums."""
-    n = v.shape[0]
-    a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = 0.0
-    q0 = q1 = q2 = q3 = q4 = q5 = q6 = q7 = 0.0
-    j = 0
-    while j + 8 <= n:
-        g0, g1, g2, g3 = 1.0 * g[j], 1.0 * g[j + 1], 1.0 * g[j + 2], 1.0 * g[j + 3]
-        g4, g5, g6, g7 = 1.0 * g[j + 4], 1.0 * g[j + 5], 1.0 * g[j + 6], 1.0 * g[j + 7]
-        a0 += g0
-        a1 += g1
-        a2 += g2
-        a3 += g3
-        a4 += g4
-        a5 += g5
-        a6 += g6
-        a7 += g7
-        q0 += g0 * (v[j] - m)
-        q1 += g1 * (v[j + 1] - m)
-        q2 += g2 * (v[j + 2] - m)
-        q3 += g3 * (v[j + 3] - m)
-        q4 += g4 * (v[j + 4] - m)
-        q5 += g5 * (v[j + 5] - m)
-        q6 += g6 * (v[j + 6] - m)
-        q7 += g7 * (v[j + 7] - m)
-        j += 8
-    s = ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7))
-    q = ((q0 + q1) + (q2 + q3)) + ((q4 + q5) + (q6 + q7))
-    while j < n:
+    """(sum of g, sum of g (v - m)) over 1-d runs, float64."""
+    s = 0.0
+    q = 0.0
+    for j in range(v.shape[0]):
         s += g[j]
         q += g[j] * (v[j] - m)
-        j += 1
     return s, q
 
 
