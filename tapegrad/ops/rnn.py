@@ -14,7 +14,7 @@ from .. import kernels, registry
 from ..registry import Ctx
 from ..tensor import _new
 from ._common import OPS, _record, _tensor
-from .shape import cat
+from .shape import cat, stack
 
 
 def _sigmoid(a):
@@ -225,7 +225,6 @@ def _lstm_layer_c_arrays(ctx, g, inputs, wanted):
 
 def _vjp_lstm_layer_rule(reverse, g_hs, g_c, inputs):
     """The same reverse recurrence in tapegrad ops, the forward recomputed from the inputs (create_graph)."""
-    from .shape import stack
     gx, h, c, w_hh = inputs[:4]
     b = inputs[4] if len(inputs) > 4 else None
     T = gx.shape[0]
