@@ -114,50 +114,95 @@ def _taps(k, s, d, out_hw):
             for i in range(kh) for j in range(kw)]
 
 
+_COLUMN_BYTES = 8 << 20  # im2col columns made at a time: a few samples', reused (not one array for the batch)
+
+
+def _column_chunk(ctx, dt):
+    """Samples whose columns fit in _COLUMN_BYTES (at least one)."""
+    C = ctx.xshape4[1]
+    (kh, kw), (oh, ow) = ctx.k, ctx.out_hw
+    return builtins.max(1, _COLUMN_BYTES // builtins.max(1, C * kh * kw * oh * ow * np.dtype(dt).itemsize))
+
+
 def _conv_forward(ctx, x4, w4, b):
-    """im2col as one strided copy per kernel tap into (N, C, kh, kw, oh, ow), then W (G, Og, Cg*kh*kw) @ columns
-    (G, Cg*kh*kw, oh*ow) per sample: the result is already in torch's (N, O, oh, ow) layout."""
+    """im2col (one compiled pass, padding read as zeros) into (N, C, kh, kw, oh, ow), then W (G, Og, Cg*kh*kw) @
+    columns (G, Cg*kh*kw, oh*ow) per sample: the result is already in torch's (N, O, oh, ow) layout. float32/64
+    make the columns a few samples at a time into one reused buffer and keep none (the backward makes them
+    again from x): a batch's columns are kh*kw times x, and a fresh array of that size each step cost more
+    in page faults than im2col itself (Conv2d 64->64 3x3 on 32x32, batch 32: 75 MB)."""
     N, C = x4.shape[:2]
     O, G = w4.shape[0], ctx.groups
     (kh, kw), (oh, ow) = ctx.k, ctx.out_hw
-    cols = np.empty((N, C, kh, kw, oh, ow), x4.dtype)
+    wg = w4.reshape(G, O // G, -1)
     if x4.dtype in (np.float32, np.float64):
-        _conv_kernels().im2col(np.ascontiguousarray(x4), kh, kw, *ctx.s, *ctx.d, ctx.pads[0], ctx.pads[2], cols)
+        x4 = np.ascontiguousarray(x4)
+        chunk = _column_chunk(ctx, x4.dtype)
+        cols = np.empty((builtins.min(chunk, N), C, kh, kw, oh, ow), x4.dtype)
+        out = np.empty((N, G, O // G, oh * ow), np.result_type(x4.dtype, w4.dtype))
+        for n0 in range(0, N, chunk):
+            n1 = builtins.min(N, n0 + chunk)
+            c = cols[:n1 - n0]
+            _conv_kernels().im2col(x4[n0:n1], kh, kw, *ctx.s, *ctx.d, ctx.pads[0], ctx.pads[2], c)
+            np.matmul(wg, c.reshape(n1 - n0, G, (C // G) * kh * kw, oh * ow), out=out[n0:n1])
+        ctx.cols = None
     else:
+        cols = np.empty((N, C, kh, kw, oh, ow), x4.dtype)
         xp = _padded(x4, ctx.k, ctx.s, ctx.d, ctx.pads, ctx.out_hw)
         for i, j, rows, cs in _taps(ctx.k, ctx.s, ctx.d, ctx.out_hw):
             cols[:, :, i, j] = xp[:, :, rows, cs]
-    cols = cols.reshape(N, G, (C // G) * kh * kw, oh * ow)
-    out = np.matmul(w4.reshape(G, O // G, -1), cols)  # (N, G, Og, L); bfloat16: float32 sums (ml_dtypes)
+        cols = cols.reshape(N, G, (C // G) * kh * kw, oh * ow)
+        out = np.matmul(wg, cols)  # (N, G, Og, L); bfloat16: float32 sums (ml_dtypes)
+        ctx.cols = cols
     if b is not None:
         out += b.reshape(G, O // G, 1)
-    ctx.cols = cols
     return out.reshape(N, O, oh, ow).astype(x4.dtype, copy=False)
 
 
 def _conv_arrays(ctx, g, inputs, wanted):
-    """im2col's adjoint: g against the saved columns (weight), against the weight then col2im (input)."""
+    """im2col's adjoint: g against the columns (weight), against the weight then col2im (input). float32/64 go
+    a few samples at a time, the columns made again from x (see _conv_forward)."""
     if getattr(ctx, "transposed", False):
         return _conv_t_arrays(ctx, g, inputs, wanted)
     x, w = inputs[0], inputs[1]
     N, C, H, W = ctx.xshape4
     O, G = ctx.wshape4[0], ctx.groups
     (kh, kw), (oh, ow) = ctx.k, ctx.out_hw
+    K = (C // G) * kh * kw
     g = np.ascontiguousarray(g)  # (a broadcast adjoint, as sum's, would keep matmul off BLAS)
     g4 = g.reshape(N, G, O // G, oh * ow)
     gx = gw = gb = None
-    if wanted[1]:
-        # per sample (Og, L) @ (L, Cg*kh*kw) on transposed views (BLAS reads them as they are), summed over N
-        gw = np.matmul(g4, ctx.cols.transpose(0, 1, 3, 2)).sum(axis=0)
-        gw = gw.reshape(w.shape)
-    if wanted[0]:
-        gcols = np.matmul(w.reshape(G, O // G, -1).transpose(0, 2, 1), g4)  # (N, G, Cg*kh*kw, L)
-        gcols = gcols.reshape(N, C, kh, kw, oh, ow)
-        if gcols.dtype in (np.float32, np.float64):
-            gx = np.zeros(ctx.xshape4, gcols.dtype)
-            _conv_kernels().col2im(np.ascontiguousarray(gcols), kh, kw, *ctx.s, *ctx.d, ctx.pads[0], ctx.pads[2], gx)
-            gx = gx.reshape(x.shape)
-        else:
+    wt = w.reshape(G, O // G, -1).transpose(0, 2, 1)
+    if ctx.cols is None:  # float32/64: chunks of samples, one buffer each for the columns and their gradient
+        dt = g.dtype
+        x4 = np.ascontiguousarray(x, dt).reshape(ctx.xshape4)
+        chunk = _column_chunk(ctx, dt)
+        m = builtins.min(chunk, N)
+        k = _conv_kernels()
+        cols = np.empty((m, C, kh, kw, oh, ow), dt) if wanted[1] else None
+        gcols = np.empty((m, G, K, oh * ow), dt) if wanted[0] else None
+        gw = np.zeros((G, O // G, K), dt) if wanted[1] else None
+        gx = np.zeros(ctx.xshape4, dt) if wanted[0] else None
+        for n0 in range(0, N, chunk):
+            n1 = builtins.min(N, n0 + chunk)
+            gc = g4[n0:n1]
+            if wanted[1]:
+                c = cols[:n1 - n0]
+                k.im2col(x4[n0:n1], kh, kw, *ctx.s, *ctx.d, ctx.pads[0], ctx.pads[2], c)
+                gw += np.matmul(gc, c.reshape(n1 - n0, G, K, oh * ow).transpose(0, 1, 3, 2)).sum(axis=0)
+            if wanted[0]:
+                gcc = np.matmul(wt, gc, out=gcols[:n1 - n0])
+                k.col2im(gcc.reshape(n1 - n0, C, kh, kw, oh, ow), kh, kw, *ctx.s, *ctx.d, ctx.pads[0], ctx.pads[2],
+                         gx[n0:n1])
+        gw = None if gw is None else gw.reshape(w.shape)
+        gx = None if gx is None else gx.reshape(x.shape)
+    else:
+        if wanted[1]:
+            # per sample (Og, L) @ (L, Cg*kh*kw) on transposed views (BLAS reads them as they are), summed over N
+            gw = np.matmul(g4, ctx.cols.transpose(0, 1, 3, 2)).sum(axis=0)
+            gw = gw.reshape(w.shape)
+        if wanted[0]:
+            gcols = np.matmul(wt, g4)  # (N, G, Cg*kh*kw, L)
+            gcols = gcols.reshape(N, C, kh, kw, oh, ow)
             xs = ctx.xshape4
             Hp, Wp = _padded_size(ctx)
             gxp = np.zeros((N, C, Hp, Wp), gcols.dtype)
@@ -287,8 +332,8 @@ def _conv(nd, input, weight, bias, stride, padding, dilation, groups):
     oshape = (xs4[0], O) + (out_hw if nd == 2 else out_hw[1:])
     value = value.reshape(oshape if batched else oshape[1:])
     inputs = (x, w) if bias is None else (x, w, b)
-    if not w._requires_grad:
-        ctx.cols = None if not any(t._requires_grad for t in inputs) else ctx.cols
+    if not w._requires_grad and ctx.cols is not None and not any(t._requires_grad for t in inputs):
+        ctx.cols = None
     return _record(OPS["conv"], value, inputs, aux=ctx)
 
 
@@ -1015,7 +1060,7 @@ def _norm_replay(ctx, x, *affine):
     return _normalized(ctx, x, w, b)
 
 
-registry.python("conv", "ConvolutionBackward0", _conv_replay, _vjp_conv, saves=2, array_vjp=_conv_arrays)
+registry.python("conv", "ConvolutionBackward0", _conv_replay, _vjp_conv, saves=1 | 2, array_vjp=_conv_arrays)
 registry.python("max_pool", "MaxPool2DWithIndicesBackward0", _max_pool_replay, _vjp_max_pool, saves=0,
                 array_vjp=_max_pool_arrays)
 # (a batch_norm row that updates running statistics says so in its context's `unreplayable`)
