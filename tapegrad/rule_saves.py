@@ -94,6 +94,8 @@ SAVES = {
     'sparse_mm': 3,
     'lstm_cell_c': 7,
     'lstm_cell_h': 7,
+    'lstm_layer': 88,
+    'lstm_layer_c': 88,
     'gru_cell': 7,
     'conv3d': 3,
     'avg_pool2d': 0,

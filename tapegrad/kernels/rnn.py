@@ -36,3 +36,24 @@ def lstm_backward_h(acts, tc, g, d, dcy):
             d[r, 2 * H + j] = 0.0
             d[r, 3 * H + j] = gr * t * o * (1 - o)
             dcy[r, j] = gr * o * (1 - t * t)
+
+
+@njit(**JIT)
+def lstm_layer_step_backward(acts, tc, c_prev, g_h, dh, dc, d):
+    """One step of a whole-sequence LSTM layer's backward: from the step's gate activations acts (B, 4H),
+    tanh(c_t), c_{t-1}, the output's adjoint g_h and the recurrent adjoints dh, dc (B, H) arriving from step
+    t+1, the gate pre-activations' adjoint d (B, 4H); dc becomes dc_{t-1} = dc_t f (dh_{t-1} = d W_hh is the
+    caller's BLAS call)."""
+    b, four = acts.shape
+    H = four // 4
+    for r in range(b):
+        for j in range(H):
+            i, f, gg, o = acts[r, j], acts[r, H + j], acts[r, 2 * H + j], acts[r, 3 * H + j]
+            t = tc[r, j]
+            dhr = dh[r, j] + g_h[r, j]
+            dcr = dc[r, j] + dhr * o * (1 - t * t)
+            d[r, j] = dcr * gg * i * (1 - i)
+            d[r, H + j] = dcr * c_prev[r, j] * f * (1 - f)
+            d[r, 2 * H + j] = dcr * i * (1 - gg * gg)
+            d[r, 3 * H + j] = dhr * t * o * (1 - o)
+            dc[r, j] = dcr * f

@@ -115,50 +115,95 @@ def _taps(k, s, d, out_hw):
             for i in range(kh) for j in range(kw)]
 
 
+_COLUMN_BYTES = 8 << 20  # im2col columns made at a time: a few samples', reused (not one array for the batch)
+
+
+def _column_chunk(ctx, dt):
+    """Samples whose columns fit in _COLUMN_BYTES (at least one)."""
+    C = ctx.xshape4[1]
+    (kh, kw), (oh, ow) = ctx.k, ctx.out_hw
+    return builtins.max(1, _COLUMN_BYTES // builtins.max(1, C * kh * kw * oh * ow * np.dtype(dt).itemsize))
+
+
 def _conv_forward(ctx, x4, w4, b):
-    """im2col as one strided copy per kernel tap into (N, C, kh, kw, oh, ow), then W (G, Og, Cg*kh*kw) @ columns
-    (G, Cg*kh*kw, oh*ow) per sample: the result is already in torch's (N, O, oh, ow) layout."""
+    """im2col (one compiled pass, padding read as zeros) into (N, C, kh, kw, oh, ow), then W (G, Og, Cg*kh*kw) @
+    columns (G, Cg*kh*kw, oh*ow) per sample: the result is already in torch's (N, O, oh, ow) layout. float32/64
+    make the columns a few samples at a time into one reused buffer and keep none (the backward makes them
+    again from x): a batch's columns are kh*kw times x, and a fresh array of that size each step cost more
+    in page faults than im2col itself (Conv2d 64->64 3x3 on 32x32, batch 32: 75 MB)."""
     N, C = x4.shape[:2]
     O, G = w4.shape[0], ctx.groups
     (kh, kw), (oh, ow) = ctx.k, ctx.out_hw
-    cols = np.empty((N, C, kh, kw, oh, ow), x4.dtype)
+    wg = w4.reshape(G, O // G, -1)
     if x4.dtype in (np.float32, np.float64):
-        _conv_kernels().im2col(np.ascontiguousarray(x4), kh, kw, *ctx.s, *ctx.d, ctx.pads[0], ctx.pads[2], cols)
+        x4 = np.ascontiguousarray(x4)
+        chunk = _column_chunk(ctx, x4.dtype)
+        cols = np.empty((builtins.min(chunk, N), C, kh, kw, oh, ow), x4.dtype)
+        out = np.empty((N, G, O // G, oh * ow), np.result_type(x4.dtype, w4.dtype))
+        for n0 in range(0, N, chunk):
+            n1 = builtins.min(N, n0 + chunk)
+            c = cols[:n1 - n0]
+            _conv_kernels().im2col(x4[n0:n1], kh, kw, *ctx.s, *ctx.d, ctx.pads[0], ctx.pads[2], c)
+            np.matmul(wg, c.reshape(n1 - n0, G, (C // G) * kh * kw, oh * ow), out=out[n0:n1])
+        ctx.cols = None
     else:
+        cols = np.empty((N, C, kh, kw, oh, ow), x4.dtype)
         xp = _padded(x4, ctx.k, ctx.s, ctx.d, ctx.pads, ctx.out_hw)
         for i, j, rows, cs in _taps(ctx.k, ctx.s, ctx.d, ctx.out_hw):
             cols[:, :, i, j] = xp[:, :, rows, cs]
-    cols = cols.reshape(N, G, (C // G) * kh * kw, oh * ow)
-    out = np.matmul(w4.reshape(G, O // G, -1), cols)  # (N, G, Og, L); bfloat16: float32 sums (ml_dtypes)
+        cols = cols.reshape(N, G, (C // G) * kh * kw, oh * ow)
+        out = np.matmul(wg, cols)  # (N, G, Og, L); bfloat16: float32 sums (ml_dtypes)
+        ctx.cols = cols
     if b is not None:
         out += b.reshape(G, O // G, 1)
-    ctx.cols = cols
     return out.reshape(N, O, oh, ow).astype(x4.dtype, copy=False)
 
 
 def _conv_arrays(ctx, g, inputs, out, wanted):
-    """im2col's adjoint: g against the saved columns (weight), against the weight then col2im (input)."""
+    """im2col's adjoint: g against the columns (weight), against the weight then col2im (input). float32/64 go
+    a few samples at a time, the columns made again from x (see _conv_forward)."""
     if getattr(ctx, "transposed", False):
         return _conv_t_arrays(ctx, g, inputs, out, wanted)
     x, w = inputs[0], inputs[1]
     N, C, H, W = ctx.xshape4
     O, G = ctx.wshape4[0], ctx.groups
     (kh, kw), (oh, ow) = ctx.k, ctx.out_hw
+    K = (C // G) * kh * kw
     g = np.ascontiguousarray(g)  # (a broadcast adjoint, as sum's, would keep matmul off BLAS)
     g4 = g.reshape(N, G, O // G, oh * ow)
     gx = gw = gb = None
-    if wanted[1]:
-        # per sample (Og, L) @ (L, Cg*kh*kw) on transposed views (BLAS reads them as they are), summed over N
-        gw = np.matmul(g4, ctx.cols.transpose(0, 1, 3, 2)).sum(axis=0)
-        gw = gw.reshape(w.shape)
-    if wanted[0]:
-        gcols = np.matmul(w.reshape(G, O // G, -1).transpose(0, 2, 1), g4)  # (N, G, Cg*kh*kw, L)
-        gcols = gcols.reshape(N, C, kh, kw, oh, ow)
-        if gcols.dtype in (np.float32, np.float64):
-            gx = np.zeros(ctx.xshape4, gcols.dtype)
-            _conv_kernels().col2im(np.ascontiguousarray(gcols), kh, kw, *ctx.s, *ctx.d, ctx.pads[0], ctx.pads[2], gx)
-            gx = gx.reshape(x.shape)
-        else:
+    wt = w.reshape(G, O // G, -1).transpose(0, 2, 1)
+    if ctx.cols is None:  # float32/64: chunks of samples, one buffer each for the columns and their gradient
+        dt = g.dtype
+        x4 = np.ascontiguousarray(x, dt).reshape(ctx.xshape4)
+        chunk = _column_chunk(ctx, dt)
+        m = builtins.min(chunk, N)
+        k = _conv_kernels()
+        cols = np.empty((m, C, kh, kw, oh, ow), dt) if wanted[1] else None
+        gcols = np.empty((m, G, K, oh * ow), dt) if wanted[0] else None
+        gw = np.zeros((G, O // G, K), dt) if wanted[1] else None
+        gx = np.zeros(ctx.xshape4, dt) if wanted[0] else None
+        for n0 in range(0, N, chunk):
+            n1 = builtins.min(N, n0 + chunk)
+            gc = g4[n0:n1]
+            if wanted[1]:
+                c = cols[:n1 - n0]
+                k.im2col(x4[n0:n1], kh, kw, *ctx.s, *ctx.d, ctx.pads[0], ctx.pads[2], c)
+                gw += np.matmul(gc, c.reshape(n1 - n0, G, K, oh * ow).transpose(0, 1, 3, 2)).sum(axis=0)
+            if wanted[0]:
+                gcc = np.matmul(wt, gc, out=gcols[:n1 - n0])
+                k.col2im(gcc.reshape(n1 - n0, C, kh, kw, oh, ow), kh, kw, *ctx.s, *ctx.d, ctx.pads[0], ctx.pads[2],
+                         gx[n0:n1])
+        gw = None if gw is None else gw.reshape(w.shape)
+        gx = None if gx is None else gx.reshape(x.shape)
+    else:
+        if wanted[1]:
+            # per sample (Og, L) @ (L, Cg*kh*kw) on transposed views (BLAS reads them as they are), summed over N
+            gw = np.matmul(g4, ctx.cols.transpose(0, 1, 3, 2)).sum(axis=0)
+            gw = gw.reshape(w.shape)
+        if wanted[0]:
+            gcols = np.matmul(wt, g4)  # (N, G, Cg*kh*kw, L)
+            gcols = gcols.reshape(N, C, kh, kw, oh, ow)
             xs = ctx.xshape4
             Hp, Wp = _padded_size(ctx)
             gxp = np.zeros((N, C, Hp, Wp), gcols.dtype)
@@ -288,8 +333,8 @@ def _conv(nd, input, weight, bias, stride, padding, dilation, groups):
     oshape = (xs4[0], O) + (out_hw if nd == 2 else out_hw[1:])
     value = value.reshape(oshape)
     inputs = (x if batched else x.unsqueeze(0), w) + ((b,) if bias is not None else ())
-    if not w._requires_grad:
-        ctx.cols = None if not any(t._requires_grad for t in inputs) else ctx.cols
+    if not w._requires_grad and ctx.cols is not None and not any(t._requires_grad for t in inputs):
+        ctx.cols = None
     out = _record(OPS["conv"], value, inputs, aux=ctx)
     return out if batched else out.squeeze(0)  # (torch's unbatched convolution, so its SqueezeBackward1)
 
@@ -876,8 +921,64 @@ def adaptive_avg_pool1d(input, output_size):
 
 
 # -- normalization: one fused row each way -------------------------------------------------------------------------
+def _norm_shape(ctx, shape):
+    """The compiled kernels' view of x: rows (R, D) for layer_norm, channels (N, C, S) for batch_norm."""
+    if ctx.layout == "rows":
+        k = len(ctx.axes)
+        return (math.prod(shape[:len(shape) - k]), math.prod(shape[len(shape) - k:]))
+    return (shape[0], shape[1], math.prod(shape[2:]))
+
+
+def _norm_fast(ctx, xd):
+    """Whether the compiled kernels (kernels/norm.py) run this row: training statistics of float32/64."""
+    return (ctx.training and getattr(ctx, "layout", None) is not None and xd.dtype in (np.float32, np.float64)
+            and xd.size > 0 and (ctx.layout == "rows" or xd.ndim >= 2))
+
+
+def _norm_fast_forward(ctx, xd, wd, bd):
+    dt = xd.dtype
+    shape3 = _norm_shape(ctx, xd.shape)
+    x3 = np.ascontiguousarray(xd).reshape(shape3)
+    empty = np.empty(0, dt)
+    w = empty if wd is None else np.ascontiguousarray(wd, dt).reshape(-1)
+    b = empty if bd is None else np.ascontiguousarray(bd, dt).reshape(-1)
+    n = shape3[0] if ctx.layout == "rows" else shape3[1]
+    out, mean, var = np.empty(shape3, dt), np.empty(n, np.float64), np.empty(n, np.float64)
+    k = kernels.module("norm")
+    (k.rows_forward if ctx.layout == "rows" else k.channels_forward)(x3, w, b, ctx.eps, out, mean, var)
+    ctx.fast, ctx.stats = True, (mean, var)
+    if ctx.layout == "channels":  # (batch_norm's running statistics)
+        ctx.mean, ctx.var = mean.astype(dt).reshape(ctx.pshape), var.astype(dt).reshape(ctx.pshape)
+    return out.reshape(xd.shape)
+
+
+def _norm_fast_arrays(ctx, g, inputs, out, wanted):
+    x = inputs[0]
+    dt = x.dtype
+    shape3 = _norm_shape(ctx, x.shape)
+    x3 = np.ascontiguousarray(x).reshape(shape3)
+    g3 = np.ascontiguousarray(g, dt).reshape(shape3)
+    w = np.ascontiguousarray(inputs[1], dt).reshape(-1) if ctx.has_w else np.empty(0, dt)
+    n = shape3[-1] if ctx.layout == "rows" else shape3[1]
+    none = np.empty(0, np.float64)
+    want_w, want_b = ctx.has_w and wanted[1], ctx.has_b and wanted[-1]
+    gx = np.empty(shape3, dt) if wanted[0] else np.empty(0, dt).reshape((0,) * len(shape3))
+    gw = np.zeros(n, np.float64) if want_w else none
+    gb = np.zeros(n, np.float64) if want_b else none
+    k = kernels.module("norm")
+    (k.rows_backward if ctx.layout == "rows" else k.channels_backward)(g3, x3, w, *ctx.stats, ctx.eps, gx, gw, gb)
+    grads = [gx.reshape(x.shape) if wanted[0] else None]
+    if ctx.has_w:
+        grads.append(gw.astype(dt).reshape(inputs[1].shape) if want_w else None)
+    if ctx.has_b:
+        grads.append(gb.astype(dt).reshape(inputs[-1].shape) if want_b else None)
+    return tuple(grads)
+
+
 def _norm_arrays(ctx, g, inputs, out, wanted):
     """d/dx = invstd * (gh - mean(gh) - xhat * mean(gh * xhat)), gh = g * weight; the affine's sums."""
+    if getattr(ctx, "fast", False):
+        return _norm_fast_arrays(ctx, g, inputs, out, wanted)
     axes, xhat, invstd = ctx.axes, ctx.xhat, ctx.invstd
     w = inputs[1] if ctx.has_w else None
     gh = g if w is None else g * w.reshape(ctx.pshape)
@@ -924,7 +1025,9 @@ def _vjp_norm(ctx, g, inputs, out):
 
 
 def _normalized(ctx, xd, wd, bd):
-    """The forward on arrays; keeps xhat and invstd in ctx for the backward."""
+    """The forward on arrays; keeps xhat and invstd in ctx for the backward (the compiled kernels: the statistics)."""
+    if _norm_fast(ctx, xd):
+        return _norm_fast_forward(ctx, xd, wd, bd)
     if ctx.training:
         mean = xd.mean(axis=ctx.axes, keepdims=True)
         xc = xd - mean
@@ -961,7 +1064,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     if training and n <= 1:
         raise ValueError(f"Expected more than 1 value per channel when training, got input size {_size(x)}")
     pshape = (1, C) + (1,) * (x.ndim - 2)
-    ctx = Ctx(axes=axes, paxes=axes, pshape=pshape, eps=float(eps), training=bool(training))
+    ctx = Ctx(axes=axes, paxes=axes, pshape=pshape, eps=float(eps), training=bool(training), layout="channels")
     dt = x._data.dtype
     if not training:
         if running_mean is None or running_var is None:
@@ -1006,7 +1109,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
                                f"{list(_tensor(t).shape)} and normalized_shape = {list(ns)}")
     axes = tuple(range(x.ndim - k, x.ndim))
     dt = x._data.dtype
-    ctx = Ctx(axes=axes, paxes=tuple(range(x.ndim - k)), pshape=ns, eps=float(eps), training=True)
+    ctx = Ctx(axes=axes, paxes=tuple(range(x.ndim - k)), pshape=ns, eps=float(eps), training=True, layout="rows")
     w = None if weight is None else _to_dtype(_tensor(weight), dt)
     b = None if bias is None else _to_dtype(_tensor(bias), dt)
     return _normalize("layer_norm", x, w, b, ctx)

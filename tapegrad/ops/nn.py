@@ -244,6 +244,18 @@ def _vjp_linear(ctx, g, inputs, out):
     return (gx, gw, g) if len(inputs) > 2 else (gx, gw)
 
 
+def _linear_arrays(ctx, g, inputs, out, wanted):
+    """_vjp_linear on arrays (a plain backward): two BLAS calls, no Tensor front-ends (float32/float64 2-d;
+    otherwise None, and the Tensor rule runs)."""
+    x, w = inputs[0], inputs[1]
+    if x.ndim != 2 or g.ndim != 2 or x.dtype not in (np.float32, np.float64) or w.dtype != x.dtype \
+            or g.dtype != x.dtype:
+        return None
+    gx = g @ w if wanted[0] else None
+    gw = g.T @ x if wanted[1] else None
+    return (gx, gw, g) if len(inputs) > 2 else (gx, gw)
+
+
 def _vjp_embedding_padded(ctx, g, inputs, out):
     """Rows looked up at padding_idx get no gradient (ctx: index map, keep mask, weight shape)."""
     index_map, keep, shape = ctx
@@ -255,8 +267,8 @@ registry.python("lerp_tensor", "LerpBackward1", _lerp_tensor_forward, _vjp_lerp_
 registry.python("clamp_tensor", "ClampBackward0", _clamp_tensor_forward, _vjp_clamp_tensor)
 registry.python("clamp_min_tensor", "ClampMinBackward1", _clamp_tensor_forward, _vjp_clamp_tensor)
 registry.python("clamp_max_tensor", "ClampMaxBackward1", _clamp_tensor_forward, _vjp_clamp_tensor)
-registry.python("addmm", "AddmmBackward0", _linear_forward, _vjp_linear)
-registry.python("linear", "MmBackward0", _linear_forward, _vjp_linear)
+registry.python("addmm", "AddmmBackward0", _linear_forward, _vjp_linear, array_vjp=_linear_arrays)
+registry.python("linear", "MmBackward0", _linear_forward, _vjp_linear, array_vjp=_linear_arrays)
 registry.python("embedding_padded", "EmbeddingBackward0", None, _vjp_embedding_padded,
                 unreplayable="its index map is computed from the values of its indices")
 

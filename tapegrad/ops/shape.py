@@ -127,17 +127,33 @@ def _index_map(x):
 
 
 def _view_map(base, v):
-    """The index map of a NumPy view v of the C-contiguous array base: its offset and strides, in elements."""
+    """The index map of a NumPy view v of the C-contiguous array base: its offset and strides, in elements.
+    Maps are read-only and remembered by (offset, shape, strides): a training step takes the same views of
+    same-shaped values every step, and building a map costs a pass over an int64 array of the view's size."""
     item = base.itemsize
-    m = np.zeros(v.shape, np.int64)
-    if v.size == 0:
+    offset = (v.__array_interface__["data"][0] - base.__array_interface__["data"][0]) // item
+    key = (offset, v.shape, tuple(s // item for s in v.strides))
+    m = _VIEW_MAPS.get(key)
+    if m is not None:
         return m
-    m += (v.__array_interface__["data"][0] - base.__array_interface__["data"][0]) // item
-    for d in range(v.ndim):
-        n, s = v.shape[d], v.strides[d] // item
-        if n > 1 and s:
-            m += (np.arange(n, dtype=np.int64) * s).reshape((n,) + (1,) * (v.ndim - d - 1))
+    m = np.zeros(v.shape, np.int64)
+    if v.size:
+        m += offset
+        for d in range(v.ndim):
+            n, s = v.shape[d], v.strides[d] // item
+            if n > 1 and s:
+                m += (np.arange(n, dtype=np.int64) * s).reshape((n,) + (1,) * (v.ndim - d - 1))
+    m.setflags(write=False)
+    global _view_map_bytes
+    if m.nbytes <= _VIEW_MAPS_BYTES // 8:
+        while _VIEW_MAPS and _view_map_bytes + m.nbytes > _VIEW_MAPS_BYTES:  # the oldest go first
+            _view_map_bytes -= _VIEW_MAPS.pop(next(iter(_VIEW_MAPS))).nbytes
+        _VIEW_MAPS[key] = m
+        _view_map_bytes += m.nbytes
     return m
+
+
+_VIEW_MAPS, _VIEW_MAPS_BYTES, _view_map_bytes = {}, 64 << 20, 0
 
 
 def _view_op(x, view, op, output_nr=None):

@@ -294,6 +294,22 @@ def _lstm_step(T, gx, gh, c):
     return h2 * c2
 
 
+def _lstm_sequence(T, gx, h, c, w_hh):
+    """A whole LSTM layer's recurrence (ops/rnn.py's lstm_layer rows) against torch's gate formulas step by step;
+    the output summed over time times c_T reads both rows."""
+    if T is torch:
+        outs = []
+        for t in range(gx.shape[0]):
+            i, f, g, o = (gx[t] + h @ w_hh.T).chunk(4, 1)
+            c = f.sigmoid() * c + i.sigmoid() * g.tanh()
+            h = o.sigmoid() * c.tanh()
+            outs.append(h)
+        return torch.stack(outs).sum(0) * c
+    from tapegrad.ops.rnn import lstm_layer
+    out, c_last = lstm_layer(gx, h, c, w_hh)
+    return out.sum(0) * c_last
+
+
 def _gru_step(T, gi, gh, h):
     if T is torch:
         ir, iz, i_n = gi.chunk(3, 1)
@@ -435,6 +451,8 @@ CASES = [
     _case("lstm_cell", lambda T, gx, gh, c: _lstm_step(T, gx, gh, c), [(2, 8), (2, 8), (2, 2)],
           covers=("lstm_cell_c", "lstm_cell_h")),
     _case("gru_cell", lambda T, gi, gh, h: _gru_step(T, gi, gh, h), [(2, 6), (2, 6), (2, 2)]),
+    _case("lstm_layer", lambda T, gx, h, c, w: _lstm_sequence(T, gx, h, c, w), [(3, 2, 8), (2, 2), (2, 2), (8, 2)],
+          covers=("lstm_layer", "lstm_layer_c")),
     _case("custom_function", lambda T, x, y: sum(o.sum() for o in _cube_pair(T).apply(x, y, 1.5)).reshape(1),
           [(3,), (3,)], covers=("function", "function_output"), eps=1e-4),
     # issue 19's layers (tests/nn/test_conv_pool_norm.py has more)

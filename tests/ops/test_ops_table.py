@@ -408,6 +408,25 @@ def _cell(kind):
     return fn
 
 
+def _lstm(output):
+    """A one-layer LSTM over a sequence with fixed weights (the lstm_layer rows): its output, or c_n."""
+    def fn(L, x, h0, c0):
+        lstm = L.nn.LSTM(3, 2)
+        lstm = lstm.double() if x.dtype == L.float64 else lstm
+        with L.no_grad():
+            for i, p in enumerate(lstm.parameters()):
+                p.copy_(L.tensor(np.linspace(-0.5, 0.5, p.numel()).reshape(tuple(p.shape)) * (i + 1),
+                                 dtype=x.dtype))
+        out, (h, c) = lstm(x, (h0, c0))
+        return out if output == "out" else c
+    return fn
+
+
+# torch's float64 CPU LSTM is composed of ops (its output StackBackward0); its float32 one is MkldnnRnnLayerBackward0
+add(Case("lstm_layer", [A((3, 2, 3)), A((1, 2, 2)), A((1, 2, 2))], fn=_lstm("out"), dtypes=("float32",)),
+    Case("lstm_layer", [A((3, 2, 3)), A((1, 2, 2)), A((1, 2, 2))], fn=_lstm("out"), dtypes=("float64",),
+         grad_fn=False, id="float64"),
+    Case("lstm_layer_c", [A((3, 2, 3)), A((1, 2, 2)), A((1, 2, 2))], fn=_lstm("c_n")))
 add(Case("conv2d", [A((2, 3, 5, 5)), A((4, 3, 3, 3)), A((4,))], paths=F),
     Case("pad", [A((2, 3, 4))], {"pad": (1, 2)}, paths=F, id="constant_pad_nd"),
     Case("pad", [A((2, 3, 4))], {"pad": (2, 1), "mode": "reflect"}, paths=F, id="reflection_pad1d"),

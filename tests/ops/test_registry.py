@@ -201,7 +201,7 @@ NO_ARRAY_RULE_BY_DESIGN = {"function", "function_output", "delayed_error", "trac
                            "traced_draw", "ctc_loss_backward"}
 NO_ARRAY_RULE_YET = {"prod", "prod_all", "copy_slices", "scatter_flat", "scatter_add", "einsum",
                      "bce_with_logits_full", "lerp", "lerp_tensor", "clamp_tensor", "clamp_min_tensor",
-                     "clamp_max_tensor", "addmm", "linear", "embedding_padded", "diag_embed"}
+                     "clamp_max_tensor", "embedding_padded", "diag_embed"}
 
 
 def test_every_python_rule_runs_on_arrays_in_a_plain_backward():

@@ -150,6 +150,22 @@ def _lstm_cell(L, gx, gh, c):
     return h2 * c2
 
 
+def _lstm_layer(L, gx, h, c, w_hh):
+    """A whole LSTM layer's recurrence (the lstm_layer rows) against torch's gate formulas step by step; the output
+    summed over time times c_T reads both rows."""
+    if L is torch:
+        outs = []
+        for t in range(gx.shape[0]):
+            i, f, g, o = (gx[t] + h @ w_hh.T).chunk(4, 1)
+            c = f.sigmoid() * c + i.sigmoid() * g.tanh()
+            h = o.sigmoid() * c.tanh()
+            outs.append(h)
+        return torch.stack(outs).sum(0) * c
+    from tapegrad.ops.rnn import lstm_layer
+    out, c_last = lstm_layer(gx, h, c, w_hh)
+    return out.sum(0) * c_last
+
+
 def _gru_cell(L, gi, gh, h):
     """One GRU step (gates r, z, n as torch's)."""
     if L is torch:
@@ -273,6 +289,9 @@ CASES = {
     # layers (issue 19); the fused cell rows against torch's gate formulas, with x as the input gates
     "lstm_cell": lambda L, x, R: _lstm_cell(L, x.repeat(1, 4), R.leaf((x.shape[0], 4 * x.shape[1])),
                                             R.leaf(tuple(x.shape))),
+    "lstm_layer": lambda L, x, R: _lstm_layer(L, L.stack([x.repeat(1, 4), x.repeat(1, 4) * 0.5]),
+                                              R.leaf(tuple(x.shape)), R.leaf(tuple(x.shape)),
+                                              R.leaf((4 * x.shape[1], x.shape[1]))),
     "gru_cell": lambda L, x, R: _gru_cell(L, x.repeat(1, 3), R.leaf((x.shape[0], 3 * x.shape[1])),
                                           R.leaf(tuple(x.shape))),
     "conv": lambda L, x, R: F(L).conv1d(x.unsqueeze(0), R.leaf((2, x.shape[0], 2)), R.leaf((2,)), padding=1),

@@ -2,16 +2,18 @@
 _reverse), gate order (LSTM i, f, g, o; GRU r, z, n), init uniform(-1/sqrt(hidden), 1/sqrt(hidden)),
 reprs, argument checks and error messages, so state_dicts load across.
 
-A step is two linear rows (x W_ih^T + b_ih, h W_hh^T + b_hh) and the fused cell rows of ops/rnn.py; a
-sequence layer projects every step's input in one linear row first. A PackedSequence input runs step t on
-the batch_sizes[t] sequences still going; an LSTM with proj_size projects each h by weight_hr (one more row).
+A cell step is two linear rows (x W_ih^T + b_ih, h W_hh^T + b_hh) and the fused cell rows of ops/rnn.py; a
+sequence layer projects every step's input in one linear row first; an LSTM layer (float32/float64, without
+proj_size) then runs its whole recurrence as two rows (ops.rnn.lstm_layer: torch's MkldnnRnnLayerBackward0), GRU
+and RNN step by step. A PackedSequence input runs step t on the batch_sizes[t] sequences still going; an LSTM
+with proj_size projects each h by weight_hr (one more row), step by step.
 """
 import math
 import numbers
 import warnings
 
-from ... import creation, ops
-from ...ops.rnn import gru_cell_step, lstm_cell_step
+from ... import _dtype, creation, ops
+from ...ops.rnn import gru_cell_step, lstm_cell_step, lstm_layer
 from .. import functional as F, init
 from ..parameter import Parameter
 from .module import Module
@@ -165,6 +167,13 @@ class RNNBase(Module):
                 w_ih, w_hh, b_ih, b_hh, w_hr = self._weights(k)
                 gx_all = F.linear(layer_input, w_ih, b_ih)  # every step's input projection, one row
                 h, c = h0[k], c0[k] if lstm else None
+                if lstm and T and w_hr is None and gx_all.dtype in (_dtype.float32, _dtype.float64):
+                    # the whole recurrence: two rows (a proj_size LSTM goes step by step)
+                    out, c = lstm_layer(gx_all, h, c, w_hh, b_hh, reverse=bool(d))
+                    outs.append(out)
+                    hs.append(out[0 if d else T - 1])
+                    cs.append(c)
+                    continue
                 steps = [None] * T
                 for t in (range(T - 1, -1, -1) if d else range(T)):
                     h, c = _step(self.mode, gx_all[t], h, c, w_hh, b_hh, w_hr)

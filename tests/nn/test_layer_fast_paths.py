@@ -1,0 +1,86 @@
+"""The whole-sequence LSTM layer rows (ops.rnn.lstm_layer) against torch 2.13: torch's grad_fn name, each output's
+gradient alone (the output sequence, c_n), second order through create_graph, and tapegrad.compile's replay."""
+import numpy as np
+import pytest
+import torch
+
+import tapegrad as tg
+
+
+def _twin(dtype=np.float64, **kwargs):
+    theirs = torch.nn.LSTM(3, 4, **kwargs)
+    ours = tg.nn.LSTM(3, 4, **kwargs)
+    if dtype == np.float64:
+        theirs, ours = theirs.double(), ours.double()
+    for k, v in theirs.state_dict().items():  # fresh Parameters (version 0), as test_recurrent_attention's
+        setattr(ours, k, tg.nn.Parameter(tg.tensor(v.numpy())))
+    return ours, theirs
+
+
+def _data(shape, dtype, seed):
+    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+
+
+def test_output_is_one_row_per_layer_named_as_torch():
+    out, (h, c) = tg.nn.LSTM(3, 4, num_layers=2)(tg.randn(5, 2, 3))
+    assert type(out.grad_fn).__name__ == "MkldnnRnnLayerBackward0"
+    assert type(c.grad_fn).__name__ == "StackBackward0"
+
+
+@pytest.mark.parametrize("which", ["out", "h_n", "c_n"])
+@pytest.mark.parametrize("kwargs", [dict(num_layers=2), dict(bidirectional=True), dict(bias=False)])
+def test_each_output_alone(which, kwargs):
+    ours, theirs = _twin(**kwargs)
+    D = 2 if kwargs.get("bidirectional") else 1
+    L = kwargs.get("num_layers", 1) * D
+    x, h0, c0 = _data((6, 2, 3), np.float64, 0), _data((L, 2, 4), np.float64, 1), _data((L, 2, 4), np.float64, 2)
+    grads = []
+    for lib, mod in ((tg, ours), (torch, theirs)):
+        xs, hs, cs = (lib.tensor(a, requires_grad=True) for a in (x, h0, c0))
+        out, (h, c) = mod(xs, (hs, cs))
+        pick = {"out": out, "h_n": h, "c_n": c}[which]
+        (pick * pick).sum().backward()
+        grads.append([t.grad.numpy() for t in (xs, hs, cs)] + [p.grad.numpy() for p in mod.parameters()])
+    for a, b in zip(*grads):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("kwargs", [dict(num_layers=2), dict(bidirectional=True)])
+def test_second_order(kwargs):
+    """d/d(x, h0, c0, weights) of the squared gradients, through create_graph, float64."""
+    ours, theirs = _twin(**kwargs)
+    L = kwargs.get("num_layers", 1) * (2 if kwargs.get("bidirectional") else 1)
+    x, h0, c0 = _data((4, 2, 3), np.float64, 3), _data((L, 2, 4), np.float64, 4), _data((L, 2, 4), np.float64, 5)
+    results = []
+    for lib, mod in ((tg, ours), (torch, theirs)):
+        xs, hs, cs = (lib.tensor(a, requires_grad=True) for a in (x, h0, c0))
+        out, (h, c) = mod(xs, (hs, cs))
+        ws = list(mod.parameters())
+        grads = lib.autograd.grad((out * out).sum() + (h * c).sum(), ws + [xs], create_graph=True)
+        total = sum((g * g).sum() for g in grads)
+        results.append([g.detach().numpy() for g in lib.autograd.grad(total, [xs, hs, cs] + ws)])
+    for a, b in zip(*results):
+        np.testing.assert_allclose(a, b, rtol=1e-8, atol=1e-11)
+
+
+def test_compile_replays_the_layer_rows():
+    mod = tg.nn.LSTM(3, 4, num_layers=2, bidirectional=True)
+
+    def loss(x, h, c):
+        out, (hn, cn) = mod(x, (h, c))
+        return (out * out).sum() + (hn * cn).sum()
+
+    compiled = tg.compile(loss, fullgraph=True)
+    for seed in range(3):
+        arrays = (_data((5, 2, 3), np.float32, seed), _data((4, 2, 4), np.float32, seed + 10),
+                  _data((4, 2, 4), np.float32, seed + 20))
+        results = []
+        for f in (loss, compiled):
+            ins = [tg.tensor(a, requires_grad=True) for a in arrays]
+            mod.zero_grad()
+            value = f(*ins)
+            value.backward()
+            results.append([value.detach().numpy()] + [t.grad.numpy() for t in ins]
+                           + [p.grad.numpy().copy() for p in mod.parameters()])
+        for a, b in zip(*results):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
