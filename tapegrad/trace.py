@@ -637,6 +637,12 @@ class _TraceTape(Tape):
     def _release_inputs(self, row):
         pass
 
+    def chain_starts(self, top):
+        pass  # (nor cuts a dead chain or tail: a replay recomputes every row, and its guards read them)
+
+    def cut_dead_tail(self):
+        pass
+
     def free_graph(self, need):
         """retain_graph=False: the rows are marked freed, so that a second backward through them raises torch's
         error, and kept (a replay recomputes them; _Program clears the marks)."""

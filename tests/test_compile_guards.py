@@ -278,3 +278,16 @@ def test_reset_forgets_every_trace():
     assert f.traces == 0 and not f._cache
     np.testing.assert_array_equal(f(tg.ones(2)).numpy(), [2.0, 2.0])
     assert f.traces == 1 and f.recompiles == 0
+
+
+
+def test_a_trace_keeps_the_rows_whose_tensors_died_while_it_ran(monkeypatch):
+    """The values a traced function drops (an intermediate read into Python) stay on its private tape: that tape
+    cuts no dead tail or chain, since every replay recomputes and guards those rows (with every value counted
+    large, as the suite's small-thresholds run does, the cut took them and replays gave zeros)."""
+    from tapegrad import tape
+    monkeypatch.setattr(tape, "RELEASE_BYTES", 0)
+    f = tg.compile(lambda x: x * float(x.sum()))
+    for k in range(4):
+        a = np.full(2, float(k), np.float32)
+        np.testing.assert_array_equal(f(tg.tensor(a)).numpy(), a * a.sum())
