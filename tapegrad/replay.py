@@ -18,7 +18,7 @@ from .anomaly import has_nan, row_name, run_named
 from .create_graph import graph_vjp, run_graph
 from .grad_mode import no_grad
 from .tape import F_DEAD, F_STOP, OP_FREED, OP_LEAF, untraceable
-from .ops._common import summed_dims
+from .ops._common import _sum_to_np
 from .tensor import Tensor, _new, tensor_type_name
 
 FREED_MESSAGE = (
@@ -344,7 +344,7 @@ def _python_row(tape, row, need, adjoint, owned, own, check_nan=False):
             raise RuntimeError(anomaly.nan_message(row_name(tape, row), j))
         value = values[a]
         if g.shape != value.shape:
-            g = _sum_to(g, value.shape)
+            g = _sum_to_np(g, value.shape)
         if tape.dtype[a] == 2 and g.dtype != value.dtype:  # (rounded to a float16 / bfloat16 input's dtype)
             g = g.astype(value.dtype)
         # refcount 3 (this list, `g`, the call's argument): the vjp made it, and no tensor, context or
@@ -381,11 +381,5 @@ def _reduced_float_rule(op, tape, row, adjoint, args, wanted):
         if op.vjp is None:
             return graph_vjp(op, tape, row, _new(g), [up(a) for a in args], out=up(row))
         return op.vjp(tape.aux.get(row), _new(g), [up(a) for a in args], up(row))
-
-
-def _sum_to(g, shape):
-    if g.shape == shape:
-        return g
-    return np.sum(g, axis=summed_dims(g.shape, shape), keepdims=True).reshape(shape)
 
 

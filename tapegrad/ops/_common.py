@@ -255,8 +255,8 @@ def to_dtype(x, dtype):
 
 
 def _array_rule_dtype(*arrays):
-    """An array rule (a plain backward on NumPy arrays) runs in float32 and float64; float16 and bfloat16 rows
-    take their Tensor rule, which rounds as torch's kernels do."""
+    """An array rule (a plain backward on NumPy arrays) runs on float32 and float64 arrays (a float16 or
+    bfloat16 row's rule is given them in float32: replay._reduced_float_rule); other dtypes take the Tensor rule."""
     return all(a.dtype == np.float32 or a.dtype == np.float64 for a in arrays)
 
 
