@@ -169,12 +169,15 @@ class Optimizer:
         self._optimizer_step_post_hooks[handle.id] = hook
         return handle
 
-    def _into_views(self):
-        """The update wrote the parameters' arrays in place (NumPy or a compiled pass, past the ops' write
-        path): their live views see the new values, as torch's share its memory."""
-        for group in self.param_groups:
-            for p in group["params"]:
-                _written(p)
+    def _stepped(self, step, args, kwargs):
+        """The subclass's step; it wrote the parameters' arrays in place (NumPy or a compiled pass, past the ops'
+        write path), so their live views are given the new values, as torch's share its memory."""
+        out = step(self, *args, **kwargs)
+        if VIEWS:
+            for group in self.param_groups:
+                for p in group["params"]:
+                    _written(p)
+        return out
 
     def __init_subclass__(cls, **kwargs):
         """Wrap each subclass's step so that step hooks run around it (only when some are registered)."""
@@ -188,19 +191,14 @@ class Optimizer:
                 return _tape_local.tape.defer("step", getattr(self, "step"), args, self._params(), kwargs)
             if not (self._optimizer_step_pre_hooks or self._optimizer_step_post_hooks) or \
                     self.__dict__.get("_in_hooked_step"):  # a subclass's step calling super().step()
-                out = step(self, *args, **kwargs)
-                if VIEWS:
-                    self._into_views()
-                return out
+                return self._stepped(step, args, kwargs)
             self._in_hooked_step = True
             try:
                 for hook in list(self._optimizer_step_pre_hooks.values()):
                     result = hook(self, args, kwargs)
                     if result is not None:
                         args, kwargs = result
-                out = step(self, *args, **kwargs)
-                if VIEWS:
-                    self._into_views()
+                out = self._stepped(step, args, kwargs)
                 for hook in list(self._optimizer_step_post_hooks.values()):
                     hook(self, args, kwargs)
             finally:
