@@ -1,6 +1,6 @@
 """asv suite: issue 19's layers (``layers.py``): forward + backward of LeNet-5, Conv2d, LSTM, a GPT block,
-LayerNorm and BatchNorm2d, and whole training steps of a small CNN, LSTM and GPT, eager and (``*Compiled``)
-under ``tapegrad.compile``.
+LayerNorm and BatchNorm2d, whole training steps of a small CNN, LSTM and GPT, and the training steps of the
+real programs' kinds (S1-S7: their models and update rules), eager and (``*Compiled``) under ``tapegrad.compile``.
 
 The library is $TAPEGRAD_BENCH_LIB (default ``tapegrad``; ``tapegrad,torch`` runs both, so torch's column
 sits beside tapegrad's).  A library that cannot be imported is skipped (n/a), not failed; so is a compiled
@@ -124,6 +124,13 @@ class T2LSTMStepCompiled(T2LSTMStep):
 class T3GPTStepCompiled(T3GPTStep):
     compiled = True
 
+
+
+# The S cases: training steps of the real programs' kinds (layers.py), each eager and compiled.
+for _id in L.SCRIPTS:
+    _name = L.CASE_CLASSES[_id].__name__
+    globals()[_name] = type(_name, (_LayerSuite,), {"case_id": _id, "__doc__": L.DESCRIPTIONS[_id] + "."})
+    globals()[_name + "Compiled"] = type(_name + "Compiled", (globals()[_name],), {"compiled": True})
 
 class _MemSuite(_Suite):
     """Peak memory (max RSS of the process) of one training step, the case made in setup."""

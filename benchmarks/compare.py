@@ -27,7 +27,8 @@ What it does:
    disabled inside a sample and run between samples.
 3. Startup: ``python -c "import X"`` and import + first backward, each in a
    fresh process, median of several (interleaved), after one untimed run
-   (which fills any Numba on-disk cache).
+   (which fills any Numba on-disk cache, and writes the .pyc files a user's
+   first import writes: PYTHONDONTWRITEBYTECODE is dropped for these runs).
 4. Prints one Markdown table, the README's: each library's time, tapegrad/torch,
    compiled/torch, best/numpy (the faster tapegrad variant over the floor), the
    project's target for the row and whether it is met ("yes (compiled)": only
@@ -387,6 +388,7 @@ def measure_startup(args, available):
             cmds[(name, "import")] = f"import {name}"
             cmds[(name, "first_backward")] = STARTUP_FIRST_BACKWARD.format(lib=name)
     env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # (a user's first import writes the .pyc files that later ones read)
     failures = {}
 
     def once(code):
@@ -396,7 +398,7 @@ def measure_startup(args, available):
         dt = time.perf_counter() - t0
         return dt, proc
 
-    for key, code in cmds.items():  # untimed first run: fills Numba's on-disk cache, OS page cache
+    for key, code in cmds.items():  # untimed first run: fills Numba's on-disk cache, .pyc files, OS page cache
         _, proc = once(code)
         if proc.returncode != 0:
             failures[key] = proc.stderr.strip().splitlines()[-1:] or ["failed"]

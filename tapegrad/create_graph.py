@@ -6,6 +6,7 @@ import ast
 import numpy as np
 
 from . import anomaly, ops, registry
+from .derived_rules import RULES as DERIVED_RULES
 from .accumulate import into_leaf, watched, wrap
 from .grad_mode import enable_grad
 from .ops import sum_to_shape
@@ -150,90 +151,11 @@ def _function(name):
 # -- fused derivative rows ---------------------------------------------------------------------------------
 # An elementwise op's derivative expression that reads two tensors (`g * (1 - y * y)`: g and y) is itself an
 # op, declared here for each such expression of the table: a binary elementwise op whose forward is the
-# expression and whose own derivatives are derived from it (reverse-mode differentiation of its syntax tree,
-# below), so the kernels are generated for it like any other's (kernels/elementwise.py). create_graph records
-# one row of it instead of a row per arithmetic op of the expression, and a backward through that row runs in
-# the compiled replay; a third order evaluates the derived op's own expressions (graph_vjp, below).
-class _NotFusable(Exception):
-    pass
-
-
-# d/du of the functions the registry's expressions use, in `u`; sign is piecewise constant (no derivative);
-# where, _select and _with_input are differentiated by their structure
-_CHAIN = {"exp": "exp(u)", "log": "1 / u", "sqrt": "1 / (2 * sqrt(u))", "sin": "cos(u)", "cos": "-sin(u)",
-          "sinh": "cosh(u)", "cosh": "sinh(u)", "sigmoid": "sigmoid(u) * (1 - sigmoid(u))",
-          "erf": "1.1283791670955126 * exp(-(u * u))"}
-_FUNCTIONS = frozenset(_CHAIN) | {"sign", "where", "_select", "_with_input"}
-
-
-def _node(text, **subs):
-    """An expression node from a template, its names replaced by the given nodes."""
-    class Substitute(ast.NodeTransformer):
-        def visit_Name(self, node):
-            return subs.get(node.id, node)
-    return Substitute().visit(ast.parse(text, mode="eval").body)
-
-
-def _vjp_terms(node, var, G):
-    """The terms of G * d(node)/d(var), as expression nodes ([] when node does not depend on var other than
-    through a condition)."""
-    if isinstance(node, ast.Name):
-        return [G] if node.id == var else []
-    if isinstance(node, (ast.Constant, ast.Compare, ast.BoolOp)):
-        return []
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        return _vjp_terms(node.operand, var, _node("-G", G=G) if isinstance(node.op, ast.USub) else G)
-    if isinstance(node, ast.BinOp):
-        u, v, op = node.left, node.right, node.op
-        if isinstance(op, (ast.BitAnd, ast.BitOr)):  # (of comparisons: a condition)
-            return []
-        if isinstance(op, ast.Add):
-            return _vjp_terms(u, var, G) + _vjp_terms(v, var, G)
-        if isinstance(op, ast.Sub):
-            return _vjp_terms(u, var, G) + _vjp_terms(v, var, _node("-G", G=G))
-        if isinstance(op, ast.Mult):
-            return _vjp_terms(u, var, _node("G * v", G=G, v=v)) + _vjp_terms(v, var, _node("G * u", G=G, u=u))
-        if isinstance(op, ast.Div):
-            return (_vjp_terms(u, var, _node("G / v", G=G, v=v))
-                    + _vjp_terms(v, var, _node("-G * u / (v * v)", G=G, u=u, v=v)))
-        if isinstance(op, ast.Pow):
-            return (_vjp_terms(u, var, _node("G * (v * u ** (v - 1))", G=G, u=u, v=v))
-                    + _vjp_terms(v, var, _node("G * u ** v * log(u)", G=G, u=u, v=v)))
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords:
-        name, args = node.func.id, node.args
-        if name in ("where", "_select") and len(args) == 3:
-            cond, p, q = args
-            return (_vjp_terms(p, var, _node(f"{name}(k, G, 0 * G)", k=cond, G=G))
-                    + _vjp_terms(q, var, _node(f"{name}(k, 0 * G, G)", k=cond, G=G)))
-        if name == "_with_input" and len(args) == 2:  # v, with a zero derivative for its input (registry)
-            return _vjp_terms(args[0], var, G) + _vjp_terms(args[1], var, _node("0 * G", G=G))
-        if name == "sign":
-            return []
-        if name in _CHAIN and len(args) == 1:
-            return _vjp_terms(args[0], var, _node(f"G * ({_CHAIN[name]})", G=G, u=args[0]))
-    raise _NotFusable(ast.unparse(node))
-
-
-def _vjp_expression(expr, var):
-    """g * d(expr)/d(var) as an expression string (g: the adjoint), or None where expr reads var only in a
-    condition."""
-    terms = _vjp_terms(ast.parse(expr, mode="eval").body, var, ast.Name("g", ast.Load()))
-    if not terms:
-        return None
-    total = terms[0]
-    for t in terms[1:]:
-        total = ast.BinOp(total, ast.Add(), t)
-    return ast.unparse(total)
-
-
-def _tensor_names(expr):
-    tree = ast.parse(expr, mode="eval")
-    calls = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call)}
-    if calls - _FUNCTIONS:
-        raise _NotFusable(expr)
-    return sorted({n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - calls - {"c", "c2"})
-
-
+# expression and whose own derivatives are derived from it (reverse-mode differentiation of its syntax tree in
+# derivatives.py, stored in the generated derived_rules.py), so the kernels are generated for it like any
+# other's (kernels/elementwise.py). create_graph records one row of it instead of a row per arithmetic op of the
+# expression, and a backward through that row runs in the compiled replay; a third order evaluates the derived
+# op's own expressions (graph_vjp, below).
 def _specialize(node, constants):
     """An expression on arrays for given constants c, c2 (post-order): every part that reads no tensor is
     computed once, by create_graph's scalar rules (a Python number, as op by op: `c - 1`, `c == 0`), a `_select`
@@ -252,7 +174,7 @@ def _specialize(node, constants):
         node = ast.Call(ast.Name(name, ast.Load()), [node.left, node.right], [])
     if isinstance(node, ast.expr) and not isinstance(node, ast.Constant) and _constant(node):
         code = compile(ast.fix_missing_locations(ast.Expression(node)), "<constant>", "eval")
-        value = eval(code, {name: _function(name) for name in _FUNCTIONS | {"_and_", "_or_"}})
+        value = eval(code, {n.id: _function(n.id) for n in ast.walk(node) if isinstance(n, ast.Name)})
         return ast.Constant(value.item() if isinstance(value, np.generic) else value)
     if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "_select"
             and isinstance(node.args[0], ast.Constant)):
@@ -260,15 +182,17 @@ def _specialize(node, constants):
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
         e = node.right.value if isinstance(node.right, ast.Constant) else None
         if type(e) in (int, float) and e in (1, 2, 3):
-            return node.left if e == 1 else _node("u * u" if e == 2 else "u * u * u", u=node.left)
+            u = node.left
+            return u if e == 1 else ast.BinOp(u, ast.Mult(), u) if e == 2 else ast.BinOp(
+                ast.BinOp(u, ast.Mult(), u), ast.Mult(), u)
         return ast.Call(ast.Name("_pow_", ast.Load()), [node.left, node.right], [])
     return node
 
 
 def _constant(node):
-    """Whether an expression reads no tensor (only numbers and functions of them)."""
-    return all(not isinstance(n, ast.Name) or n.id in _FUNCTIONS or n.id in ("_and_", "_or_")
-               for n in ast.walk(node))
+    """Whether an expression reads no tensor (only numbers and functions of them: its other names, once c and c2
+    are numbers)."""
+    return not any(isinstance(n, ast.Name) and n.id in ("a", "b") for n in ast.walk(node))
 
 
 def _on_arrays(name):
@@ -291,7 +215,7 @@ def _on_arrays(name):
     return lambda u: forward(u, 0.0, 0.0)
 
 
-_ON_ARRAYS = {}
+_ON_ARRAYS = {"__name__": __name__}  # name -> its function on arrays (a NumPy warning from one is tapegrad's own: filtered)
 _SPECIALIZED_MAX = 256  # (expression, c, c2) entries kept; a loop over many exponents starts again past it
 
 
@@ -306,9 +230,9 @@ def _array_forward(expr):
                 codes.clear()
             body = ast.Expression(_specialize(ast.parse(expr, mode="eval").body, {"c": c, "c2": c2}))
             code = codes[c, c2] = compile(ast.fix_missing_locations(body), f"<fused {expr}>", "eval")
-        if not _ON_ARRAYS:
-            _ON_ARRAYS.update({name: _on_arrays(name) for name in _FUNCTIONS | {"_pow_", "_and_", "_or_"}},
-                              __name__=__name__)  # (a NumPy warning from it is tapegrad's own: filtered)
+            for name in set(code.co_names) - {"a", "b"}:
+                if name not in _ON_ARRAYS:
+                    _ON_ARRAYS[name] = _on_arrays(name)
         return eval(code, _ON_ARRAYS, {"a": a, "b": b})
     return forward
 
@@ -323,21 +247,20 @@ DERIVED_NAMES = set()  # the derived ops' names
 
 
 def _declare_derived():
-    """A derived binary op for each derivative expression of two tensors whose own derivatives are known."""
+    """A derived binary op for each derivative expression of two tensors whose own derivatives are known (the
+    rules from derived_rules.py, generated; an expression missing there is derived now)."""
     for op in list(registry.OPS):
         if op.kind not in (registry.K_UNARY, registry.K_BINARY) or (op.code, 0) in DERIVED:
             continue
         for j, d in enumerate(op.derivs):
-            try:
-                names = _tensor_names(d)
-                if len(names) != 2:
-                    continue  # (one tensor: the rule is a row already; three: evaluated op by op)
-                expr = registry._subst(d, {names[0]: "a", names[1]: "b"})
-                da, db = _vjp_expression(expr, "a"), _vjp_expression(expr, "b")
-            except _NotFusable:
+            if d in DERIVED_RULES:
+                rule = DERIVED_RULES[d]
+            else:  # an op declared since derived_rules.py was generated: the symbolic work, once, here
+                from .derivatives import derive  # (not at import: the generated table is what a program reads)
+                rule = derive(d)
+            if rule is None:
                 continue
-            if da is None or db is None:
-                continue  # (an input read only in a condition: no gradient, as op by op; not a binary op's)
+            names, expr, da, db = rule
             name = op.name + "_backward" + (str(j) if len(op.derivs) > 1 else "")
             registry.OpDef(name, registry.K_BINARY, _node_name(op.grad_fn), _array_forward(expr), (da, db),
                            saves=registry._saves((da, db), ("a", "b")),

@@ -1,4 +1,4 @@
-"""The generators' command lines (docs/ops.md, kernels/elementwise.py, rule_saves.py): --help and a plain run write
+"""The generators' command lines (docs/ops.md, kernels/elementwise.py, rule_saves.py, derived_rules.py): --help and a plain run write
 nothing, and --write leaves a current file untouched (a rewrite would invalidate Numba's kernel cache)."""
 import os
 import subprocess
@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from tapegrad import docs_ops, rule_reads
+from tapegrad import derivatives, docs_ops, rule_reads
 from tapegrad.kernels import codegen
 
 REPO = Path(__file__).resolve().parents[1]
 GENERATORS = [("tapegrad.docs_ops", docs_ops.TARGET), ("tapegrad.kernels.codegen", codegen.TARGET),
-              ("tapegrad.rule_reads", rule_reads.TARGET)]
+              ("tapegrad.rule_reads", rule_reads.TARGET), ("tapegrad.derivatives", derivatives.TARGET)]
 
 
 def _run(module, *args):

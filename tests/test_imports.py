@@ -17,9 +17,12 @@ LAZY_TARGETS = {
     "tapegrad._torch_alias": "the launcher's `import torch` alias: loaded on first use",
     "tapegrad.rule_reads": "the analysis of a rule's source: only for an op declared since rule_saves.py was "
                            "generated",
+    "tapegrad.derivatives": "the symbolic differentiation of a derivative expression: only for an op declared "
+                            "since derived_rules.py was generated",
 }
 # ...or when the importing module is a command that imports what it runs...
-COMMANDS = {"tapegrad.docs_ops", "tapegrad.kernels.codegen", "tapegrad.rule_reads", "tapegrad.demo",
+COMMANDS = {"tapegrad.docs_ops", "tapegrad.kernels.codegen", "tapegrad.rule_reads", "tapegrad.derivatives",
+            "tapegrad.demo",
             "tapegrad.__main__"}
 # ...or one of these calls up the layering, resolved at call time (each would close a cycle at module level).
 CALLS_UP = {
