@@ -183,11 +183,20 @@ dist.barrier(async_op=True).wait()
 
 # mismatches: every rank raises the same clear error, and the group stays usable
 if n > 1:
+    for _ in range(2):  # the second time each rank's fingerprint comes from its cache
+        try:
+            dist.all_reduce(torch.ones(2 + r))
+            raise AssertionError("a shape mismatch was not detected")
+        except RuntimeError as e:
+            assert "Detected mismatch between collectives on ranks" in str(e) and "TensorShape=[2]" in str(e), e
     try:
-        dist.all_reduce(torch.ones(2 + r))
-        raise AssertionError("a shape mismatch was not detected")
+        dist.all_reduce(torch.ones(2), op=dist.ReduceOp.MAX if r == 0 else dist.ReduceOp.SUM)
+        raise AssertionError("a reduce op mismatch was not detected")
     except RuntimeError as e:
-        assert "Detected mismatch between collectives on ranks" in str(e) and "TensorShape=[2]" in str(e), e
+        assert "ReduceOp=MAX" in str(e) and "ReduceOp=SUM" in str(e), e
+    t = torch.ones(2)
+    dist.all_reduce(t)  # the cached fingerprints of matching calls still match
+    same(t, np.full(2, n, np.float32), "all_reduce after mismatches")
     try:
         dist.broadcast(torch.ones(3, dtype=torch.float64 if r == 0 else torch.float32), src=0)
         raise AssertionError("a dtype mismatch was not detected")
