@@ -229,6 +229,24 @@ def _blocking(pg, what, fn, *args, seq=None):
         wd.call = None
 
 
+_YIELD = os.environ.get("TAPEGRAD_WAIT_YIELD")  # (prototype under measurement: spin µs before sleeping)
+
+
+def _wait_all(requests):
+    """MPI_Waitall, but a wait that outlasts a short spin sleeps between tests instead of spinning: a rank that
+    spins holds its core while the rank it waits for may be the one another process pushed off a core."""
+    MPI = _mpi()
+    if _YIELD is None:
+        return MPI.Request.Waitall(requests)
+    test = MPI.Request.Testall
+    if test(requests):
+        return
+    deadline = time.perf_counter() + float(_YIELD) * 1e-6
+    while not test(requests):
+        if time.perf_counter() > deadline:
+            time.sleep(1e-5)
+
+
 def _abort_on_uncaught(exc_type, exc, tb):
     """sys.excepthook while a process group exists: print as usual, then end every rank (the others would block
     in their next collective until the timeout)."""
