@@ -193,7 +193,6 @@ def _run_compiled(rt, tape, need, owned, offsets, recycle, n32, n64, kinds, root
         stopped = np.flatnonzero(need & (kinds[tape.op[:n]] != registry.K_LEAF) & ((tape.flags[:n] & F_STOP) == 0))
         tape.mark(stopped, F_STOP)
     i, resume = max(roots), False
-    watcher = getattr(tape, "gradient_watcher", None)  # (DistributedDataParallel: rows above i are done)
     try:
         while True:
             # `replay` runs rows from i down and returns the first row Python must handle (not yet run);
@@ -205,8 +204,6 @@ def _run_compiled(rt, tape, need, owned, offsets, recycle, n32, n64, kinds, root
                               tape.dtype, tape.fattr, tape.iattr, offsets, recycle, adj[0], adj[1])
             if i < 0:
                 break
-            if watcher is not None:
-                watcher(i, adjoint)
             if tape.flags[i] & F_STOP and i in tape.watch:
                 watched(tape, i, adjoint(i), graph=False)
             if kinds[tape.op[i]] == registry.K_PYTHON or _half_rule(tape, i, kinds):

@@ -1,6 +1,7 @@
 """Run under mpiexec -n N: every collective against NumPy on every rank (float32/float64/int64, contiguous and
 not), async work, point to point, objects, subgroups, mismatch errors, destroy and re-init. Prints "OK rank r"."""
 import datetime
+import time
 import warnings
 
 import numpy as np
@@ -154,6 +155,22 @@ if n > 1:
     dist.send(torch.full((2,), float(r)), dst=(r - 1) % n, tag=7)
     work.wait(timeout=30)
     same(t, np.full(2, (r + 1) % n, np.float32), "irecv after a timed-out wait")
+
+# a wait that outlasts its spin sleeps between tests (_wait_all): a late rank's data still arrives, and an irecv
+# from any rank still learns its sender
+if n > 1:
+    t = torch.full((3,), float(r + 1))
+    if r == n - 1:
+        time.sleep(0.05)
+    dist.all_reduce(t, async_op=True).wait()
+    same(t, np.full(3, n * (n + 1) / 2, np.float32), "async all_reduce with a late rank")
+    if r == 0:
+        time.sleep(0.05)
+        dist.send(torch.full((2,), 5.0), dst=n - 1, tag=9)
+    elif r == n - 1:
+        t = torch.zeros(2)
+        dist.irecv(t, tag=9).wait()
+        same(t, np.full(2, 5.0, np.float32), "irecv from any rank, sent late")
 
 # objects
 objs = [None] * n

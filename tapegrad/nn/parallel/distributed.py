@@ -10,7 +10,6 @@ the replay, an all-reduce cannot overlap the backward's compute (docs/distribute
 """
 import contextlib
 import functools
-import os
 import zlib
 
 import numpy as np
@@ -20,7 +19,6 @@ from ...tape import F_REQ, OP_LEAF
 from ...tensor import Tensor, _new
 from ..modules.module import Module
 
-_OVERLAP = os.environ.get("TAPEGRAD_DDP_OVERLAP") == "1"  # (prototype under measurement)
 
 UNFINISHED = (
     "Expected to have finished reduction in the prior iteration before starting a new one. This error indicates "
@@ -36,7 +34,7 @@ UNFINISHED = (
 class _Bucket:
     """Parameters reduced together: one dtype, one flat array per synchronized backward (a new one each time, so
     a .grad kept from the last step is not overwritten), `views` its parameter-shaped slots."""
-    __slots__ = ("indices", "dtype", "offsets", "shapes", "size", "flat", "views", "filled")
+    __slots__ = ("indices", "dtype", "offsets", "shapes", "size", "flat", "views")
 
     def __init__(self, indices, params):
         self.indices, self.dtype = indices, params[indices[0]]._data.dtype
@@ -44,7 +42,6 @@ class _Bucket:
         self.offsets = np.concatenate([[0], np.cumsum([params[i]._data.size for i in indices])]).tolist()
         self.size = self.offsets[-1]
         self.flat = self.views = None
-        self.filled = 0
 
     def allocate(self):
         flat = self.flat = np.empty(self.size, self.dtype)
@@ -54,15 +51,11 @@ class _Bucket:
 
 class _Iteration:
     """One synchronized backward's progress: which parameters got their gradient, how many of the expected."""
-    __slots__ = ("ready", "expected", "count", "needed", "early", "pending", "requests", "started", "tape")
+    __slots__ = ("ready", "expected", "count", "needed")
 
-    def __init__(self, n, expected, tape):
+    def __init__(self, n, expected):
         self.ready, self.expected, self.count = [False] * n, expected, 0
         self.needed = n if expected is None else sum(expected)
-        self.early = [False] * n      # handed to its bucket while the replay ran (overlap)
-        self.pending = None           # [(first consumer row, parameter index)], ascending, once the replay starts
-        self.requests, self.started = [], 0  # buckets' all-reduces in flight; buckets started (in bucket order)
-        self.tape = tape
 
 
 def _tensors(obj, out):
@@ -201,7 +194,7 @@ class DistributedDataParallel(Module):
         its all-reduce starts sooner; here nothing starts before the last gradient, and it would cost one more
         collective.)"""
         buckets, current, nbytes = [], {}, {}
-        for i, p in (reversed(list(enumerate(params))) if _OVERLAP else enumerate(params)):
+        for i, p in enumerate(params):
             dt, nb = p._data.dtype, p._data.nbytes
             if dt in current and nbytes[dt] + nb > self.bucket_bytes_cap:
                 buckets.append(_Bucket(current.pop(dt), params))
@@ -230,13 +223,9 @@ class DistributedDataParallel(Module):
             if self.find_unused_parameters or self.static_graph:
                 used = _reachable_leaves(_tensors(out, []))
                 expected = [id(p) in used for p in self._params]
-            tape = next((t._tape for t in _tensors(out, []) if t._tape is not None), None) if _OVERLAP else None
-            self.__dict__["_iteration"] = _Iteration(len(self._params), expected, tape)
-            if tape is not None and self._world > 1:
-                tape.gradient_watcher = self._replayed
+            self.__dict__["_iteration"] = _Iteration(len(self._params), expected)
             for bucket in self._buckets:
                 bucket.flat = bucket.views = None
-                bucket.filled = 0
         else:
             self.__dict__["_iteration"] = None
         return out
@@ -260,13 +249,6 @@ class DistributedDataParallel(Module):
         it = self._iteration
         if it is None:
             return None  # a forward under no_sync or no_grad: accumulate locally
-        if it.early[i]:  # its slot was filled, and its bucket's all-reduce maybe started, during the replay
-            it.early[i] = False
-            b, k = self._bucket_of[i]
-            it.count += 1
-            if it.count == it.needed:
-                self._finish(it)
-            return _new(self._buckets[b].views[k])
         ready = it.ready
         if ready[i]:
             raise RuntimeError(
@@ -275,72 +257,26 @@ class DistributedDataParallel(Module):
                 f"than once in one iteration (retain_graph=True). Parameter at index {i} has been marked as ready "
                 f"twice.")
         ready[i] = True
-        slot = self._fill(i, grad._data)
+        b, k = self._bucket_of[i]
+        bucket = self._buckets[b]
+        if bucket.flat is None:
+            bucket.allocate()
+        slot = bucket.views[k]
+        p = self._params[i]
+        if p._grad is not None:
+            np.add(p._grad._data, grad._data, out=slot)
+            p._grad = None  # (the replay assigns the returned slot)
+            if self._world > 1:
+                slot *= 1 / self._world
+        elif self._world > 1:
+            np.multiply(grad._data, 1 / self._world, out=slot)
+        else:
+            np.copyto(slot, grad._data)
         if it.expected is None or it.expected[i]:
             it.count += 1
             if it.count == it.needed:
                 self._finish(it)
         return _new(slot)
-
-    def _fill(self, i, grad):
-        """Parameter i's whole gradient (with what .grad holds from no_sync steps), divided by the world size,
-        into its bucket slot; returns the slot."""
-        b, k = self._bucket_of[i]
-        bucket = self._buckets[b]
-        if bucket.flat is None:
-            bucket.allocate()
-        bucket.filled += 1
-        slot = bucket.views[k]
-        p = self._params[i]
-        if p._grad is not None:
-            np.add(p._grad._data, grad, out=slot)
-            p._grad = None  # (the replay assigns the returned slot)
-            if self._world > 1:
-                slot *= 1 / self._world
-        elif self._world > 1:
-            np.multiply(grad, 1 / self._world, out=slot)
-        else:
-            np.copyto(slot, grad)
-        return slot
-
-    def _replayed(self, row, adjoint):
-        """The replay's watcher (overlap): every row above `row` has run, so a parameter whose first consumer is
-        above it has its whole gradient. Hand those to their buckets, start the all-reduces of full buckets (in
-        bucket order, as MPI requires of every rank), and let MPI move the data of those in flight."""
-        it = self._iteration
-        if it is None or it.tape is None:
-            return
-        tape = it.tape
-        if it.pending is None:
-            n = tape.n
-            argptr = tape.argptr[: n + 1]
-            owner = np.repeat(np.arange(n), np.diff(argptr))
-            first = np.full(n, n, np.int64)
-            np.minimum.at(first, tape.args[: argptr[-1]], owner)
-            pending = []
-            for i, p in enumerate(self._params):
-                if it.expected is None or it.expected[i]:
-                    r = p._slot if p._tape is tape else -1
-                    if 0 <= r < n and tape.values[r] is p._data:
-                        pending.append((int(first[r]), i, r))
-            pending.sort()
-            it.pending = pending
-        pending, handed = it.pending, False
-        while pending and pending[-1][0] > row:
-            _, i, r = pending.pop()
-            it.ready[i] = it.early[i] = True
-            self._fill(i, adjoint(r))
-            handed = True
-        buckets = self._buckets
-        if handed:
-            c10d = self._c10d
-            MPI = c10d._mpi()
-            comm = self.process_group.comm
-            while it.started < len(buckets) and buckets[it.started].filled == len(buckets[it.started].indices):
-                it.requests.append(comm.Iallreduce(MPI.IN_PLACE, c10d._buffer(buckets[it.started].flat), MPI.SUM))
-                it.started += 1
-        elif it.requests:
-            self._c10d._mpi().Request.Testall(it.requests)  # (MPI progresses a nonblocking collective only in calls)
 
     def _finish(self, it):
         """All expected gradients are in: fill the slots of parameters this rank did not use (their accumulated
@@ -351,8 +287,6 @@ class DistributedDataParallel(Module):
         for all: the ranks meet once, not once per bucket (on a loaded machine each meeting waits for the
         scheduler to run both ranks at once)."""
         self.__dict__["_iteration"] = None
-        if it.tape is not None:
-            it.tape.gradient_watcher = None
         params, ready, buckets = self._params, it.ready, self._buckets
         unused = [] if it.count == len(params) else [i for i in range(len(params)) if not ready[i]]
         for i in unused:
@@ -369,8 +303,7 @@ class DistributedDataParallel(Module):
             return self._point_unused(unused, [params[i]._grad is not None for i in range(len(params))])
         pg, c10d = self.process_group, self._c10d
         MPI = c10d._mpi()
-        requests = it.requests + [pg.comm.Iallreduce(MPI.IN_PLACE, c10d._buffer(bucket.flat), MPI.SUM)
-                                  for bucket in buckets[it.started:]]
+        requests = [pg.comm.Iallreduce(MPI.IN_PLACE, c10d._buffer(bucket.flat), MPI.SUM) for bucket in buckets]
         c10d._blocking(pg, "DistributedDataParallel's gradient all-reduce", c10d._wait_all, requests)
         if self.find_unused_parameters or self.static_graph:
             # which parameters some rank has a gradient for (every rank calls this, whatever it used)
