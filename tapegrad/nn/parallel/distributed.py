@@ -285,7 +285,9 @@ class DistributedDataParallel(Module):
         loop), and MPI (without an asynchronous progress thread, MPICH's default) moves a nonblocking collective's
         data only inside MPI calls, so starting a full bucket's earlier bought nothing. Nonblocking, with one wait
         for all: the ranks meet once, not once per bucket (on a loaded machine each meeting waits for the
-        scheduler to run both ranks at once)."""
+        scheduler to run both ranks at once), and a long wait sleeps instead of holding the core (c10d._wait_all).
+        Overlapping the all-reduces with the replay was built and measured no faster on 2 cores
+        (docs/distributed.md)."""
         self.__dict__["_iteration"] = None
         params, ready, buckets = self._params, it.ready, self._buckets
         unused = [] if it.count == len(params) else [i for i in range(len(params)) if not ready[i]]
