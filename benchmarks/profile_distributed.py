@@ -7,6 +7,8 @@ where it is separate, optimizer step), or a cProfile of rank 0. Run under mpiexe
     OMP_NUM_THREADS=1 mpiexec -n 2 python -m benchmarks.profile_distributed ddp 1024 400 --profile
     OMP_NUM_THREADS=1 mpiexec -n 1 python -m benchmarks.profile_distributed ddp 16 2000 --cpu   # DDP's own CPU
     OMP_NUM_THREADS=1 mpiexec -n 1 python -m benchmarks.profile_distributed independent 16 2000 --cpu
+    OMP_NUM_THREADS=1 mpiexec -n 2 python -m benchmarks.profile_distributed ddp 256 20 \
+        --sizes 64,1024,1024,1024,10 --bucket-mb 2        # a larger MLP, 8.4 MB of gradients in 5 buckets
 
 Modes: `ddp` (DistributedDataParallel), `flat` (no DDP: after backward every gradient is copied into one flat
 array, summed by one MPI Allreduce and copied back divided by the world size: about the least a synchronous step
