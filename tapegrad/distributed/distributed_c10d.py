@@ -236,8 +236,7 @@ def _wait_all(requests, statuses=None):
     """MPI_Waitall, except that a wait longer than SPIN_SECONDS sleeps between tests instead of spinning. MPI spins
     while it waits, holding its core; where ranks share a machine's cores with other work, the rank waited for is
     often the one another process pushed off a core, and a waiter that sleeps gives that rank a core back. (DDP's
-    step under a load average of 11-13: 242-246 steps/s against 159 with MPI's spin, interleaved,
-    docs/distributed.md.) Within the spin nothing changes: a rank that arrives in time sees no sleep."""
+    step under a load average of 11-13: 246 steps/s against 159 with MPI's spin, interleaved, docs/distributed.md.) Within the spin nothing changes: a rank that arrives in time sees no sleep."""
     MPI = _mpi()
     test = MPI.Request.Testall
     if test(requests, statuses):
