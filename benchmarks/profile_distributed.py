@@ -7,6 +7,8 @@ where it is separate, optimizer step), or a cProfile of rank 0. Run under mpiexe
     OMP_NUM_THREADS=1 mpiexec -n 2 python -m benchmarks.profile_distributed ddp 1024 400 --profile
     OMP_NUM_THREADS=1 mpiexec -n 1 python -m benchmarks.profile_distributed ddp 16 2000 --cpu   # DDP's own CPU
     OMP_NUM_THREADS=1 mpiexec -n 1 python -m benchmarks.profile_distributed independent 16 2000 --cpu
+    OMP_NUM_THREADS=1 mpiexec -n 2 python -m benchmarks.profile_distributed ddp 256 20 \
+        --sizes 64,1024,1024,1024,10 --bucket-mb 2        # a larger MLP, 8.4 MB of gradients in 5 buckets
 
 Modes: `ddp` (DistributedDataParallel), `flat` (no DDP: after backward every gradient is copied into one flat
 array, summed by one MPI Allreduce and copied back divided by the world size: about the least a synchronous step
@@ -27,6 +29,8 @@ def main():
     p.add_argument("batch", type=int, help="global batch")
     p.add_argument("steps", type=int)
     p.add_argument("--bucket-mb", type=float, default=None, help="DDP's bucket_cap_mb")
+    p.add_argument("--sizes", default=None, help="the MLP's layer sizes, e.g. 64,1024,1024,1024,10 for a model of "
+                   "several buckets (default W3's: 64,128,128,10)")
     p.add_argument("--profile", action="store_true", help="cProfile rank 0's steps instead of timing them")
     p.add_argument("--cpu", action="store_true", help="CPU time of the rank's thread (time.thread_time), not wall "
                    "time: on one rank, what DDP's own work costs whatever the machine's load")
@@ -39,21 +43,23 @@ def main():
 
     dist.init_process_group("mpi")
     rank, world = dist.get_rank(), dist.get_world_size()
-    d = w3_data(a.batch)
+    sizes = W3_SIZES if a.sizes is None else tuple(int(v) for v in a.sizes.split(","))
+    d = w3_data(a.batch, sizes)
     shard = slice(rank * a.batch // world, (rank + 1) * a.batch // world)
     x, y = torch.tensor(d["x"][shard]), torch.tensor(d["y"][shard])
 
     class MLP(torch.nn.Module):
         def __init__(self):
             super().__init__()
-            for k in range(1, len(W3_SIZES)):
+            for k in range(1, len(sizes)):
                 setattr(self, f"w{k}", torch.nn.Parameter(torch.tensor(d[f"w{k}"])))
                 setattr(self, f"b{k}", torch.nn.Parameter(torch.tensor(d[f"b{k}"])))
 
         def forward(self, x):
-            h1 = torch.tanh(x @ self.w1 + self.b1)
-            h2 = torch.tanh(h1 @ self.w2 + self.b2)
-            return h2 @ self.w3 + self.b3
+            for k in range(1, len(sizes) - 1):
+                x = torch.tanh(x @ getattr(self, f"w{k}") + getattr(self, f"b{k}"))
+            k = len(sizes) - 1
+            return x @ getattr(self, f"w{k}") + getattr(self, f"b{k}")
 
     model = MLP()
     net = model

@@ -1,6 +1,7 @@
 """Run under mpiexec -n N: every collective against NumPy on every rank (float32/float64/int64, contiguous and
 not), async work, point to point, objects, subgroups, mismatch errors, destroy and re-init. Prints "OK rank r"."""
 import datetime
+import time
 import warnings
 
 import numpy as np
@@ -155,6 +156,22 @@ if n > 1:
     work.wait(timeout=30)
     same(t, np.full(2, (r + 1) % n, np.float32), "irecv after a timed-out wait")
 
+# a wait that outlasts its spin sleeps between tests (_wait_all): a late rank's data still arrives, and an irecv
+# from any rank still learns its sender
+if n > 1:
+    t = torch.full((3,), float(r + 1))
+    if r == n - 1:
+        time.sleep(0.05)
+    dist.all_reduce(t, async_op=True).wait()
+    same(t, np.full(3, n * (n + 1) / 2, np.float32), "async all_reduce with a late rank")
+    if r == 0:
+        time.sleep(0.05)
+        dist.send(torch.full((2,), 5.0), dst=n - 1, tag=9)
+    elif r == n - 1:
+        t = torch.zeros(2)
+        dist.irecv(t, tag=9).wait()
+        same(t, np.full(2, 5.0, np.float32), "irecv from any rank, sent late")
+
 # objects
 objs = [None] * n
 dist.all_gather_object(objs, {"rank": r, "tag": "x" * r})
@@ -183,11 +200,20 @@ dist.barrier(async_op=True).wait()
 
 # mismatches: every rank raises the same clear error, and the group stays usable
 if n > 1:
+    for _ in range(2):  # the second time each rank's fingerprint comes from its cache
+        try:
+            dist.all_reduce(torch.ones(2 + r))
+            raise AssertionError("a shape mismatch was not detected")
+        except RuntimeError as e:
+            assert "Detected mismatch between collectives on ranks" in str(e) and "TensorShape=[2]" in str(e), e
     try:
-        dist.all_reduce(torch.ones(2 + r))
-        raise AssertionError("a shape mismatch was not detected")
+        dist.all_reduce(torch.ones(2), op=dist.ReduceOp.MAX if r == 0 else dist.ReduceOp.SUM)
+        raise AssertionError("a reduce op mismatch was not detected")
     except RuntimeError as e:
-        assert "Detected mismatch between collectives on ranks" in str(e) and "TensorShape=[2]" in str(e), e
+        assert "ReduceOp=MAX" in str(e) and "ReduceOp=SUM" in str(e), e
+    t = torch.ones(2)
+    dist.all_reduce(t)  # the cached fingerprints of matching calls still match
+    same(t, np.full(2, n, np.float32), "all_reduce after mismatches")
     try:
         dist.broadcast(torch.ones(3, dtype=torch.float64 if r == 0 else torch.float32), src=0)
         raise AssertionError("a dtype mismatch was not detected")

@@ -285,7 +285,9 @@ class DistributedDataParallel(Module):
         loop), and MPI (without an asynchronous progress thread, MPICH's default) moves a nonblocking collective's
         data only inside MPI calls, so starting a full bucket's earlier bought nothing. Nonblocking, with one wait
         for all: the ranks meet once, not once per bucket (on a loaded machine each meeting waits for the
-        scheduler to run both ranks at once)."""
+        scheduler to run both ranks at once), and a long wait sleeps instead of holding the core (c10d._wait_all).
+        Overlapping the all-reduces with the replay was built and measured no faster on 2 cores
+        (docs/distributed.md)."""
         self.__dict__["_iteration"] = None
         params, ready, buckets = self._params, it.ready, self._buckets
         unused = [] if it.count == len(params) else [i for i in range(len(params)) if not ready[i]]
@@ -304,7 +306,7 @@ class DistributedDataParallel(Module):
         pg, c10d = self.process_group, self._c10d
         MPI = c10d._mpi()
         requests = [pg.comm.Iallreduce(MPI.IN_PLACE, c10d._buffer(bucket.flat), MPI.SUM) for bucket in buckets]
-        c10d._blocking(pg, "DistributedDataParallel's gradient all-reduce", MPI.Request.Waitall, requests)
+        c10d._blocking(pg, "DistributedDataParallel's gradient all-reduce", c10d._wait_all, requests)
         if self.find_unused_parameters or self.static_graph:
             # which parameters some rank has a gradient for (every rank calls this, whatever it used)
             has_grad = np.array([ready[i] or params[i]._grad is not None for i in range(len(params))], np.int32)
