@@ -533,6 +533,26 @@ def _vjp_bce_logits_full(ctx, g, inputs, out):
     return (gz, gt) + (None,) * (len(inputs) - 2)
 
 
+def _bce_logits_full_arrays(ctx, g, inputs, out, wanted):
+    """_vjp_bce_logits_full on arrays, operation for operation."""
+    if not _array_rule_dtype(*inputs):
+        return None
+    z, t = inputs[0], inputs[1]
+    w = inputs[2] if ctx.has_w else None
+    pw = inputs[2 + ctx.has_w] if ctx.has_pw else None
+    if ctx.reduction == "mean":
+        g = g / ctx.n
+    if pw is None:
+        gz, gt = (_sigmoid(z) - t) * g, -z * g
+    else:
+        sp_neg = OPS["softplus"].forward(-z, 1.0, 20.0)   # -log(sigmoid(z)), as softplus(-z)
+        gz = ((pw - 1) * t + 1) * _sigmoid(z) - pw * t
+        gz, gt = gz * g, (-z + (pw - 1) * sp_neg) * g
+    if w is not None:
+        gz, gt = gz * w, gt * w
+    return [gz, gt] + [None] * (len(inputs) - 2)
+
+
 _TARGET = "it reads its target, which is not one of its inputs, and a replay cannot rebind it"
 
 registry.python("bce_with_logits", "BinaryCrossEntropyWithLogitsBackward0", _bce_logits_forward, _vjp_bce_logits,
@@ -550,7 +570,7 @@ registry.python("smooth_l1_loss", "SmoothL1LossBackward0", _smooth_l1_forward, _
                 array_vjp=_smooth_l1_arrays)
 registry.python("binary_cross_entropy", "BinaryCrossEntropyBackward0", _bce_forward, _vjp_bce, array_vjp=_bce_arrays)
 registry.python("bce_with_logits_full", "BinaryCrossEntropyWithLogitsBackward0", _bce_logits_full_forward,
-                _vjp_bce_logits_full)
+                _vjp_bce_logits_full, array_vjp=_bce_logits_full_arrays)
 
 
 __all__ = [n for n, v in list(globals().items()) if callable(v) and getattr(v, "__module__", None) == __name__

@@ -1,12 +1,14 @@
 """Neural-network ops that torch keeps in torch.nn.functional (and some also as torch.X): linear, dropout,
 embedding, one_hot, gelu. nn/functional.py binds them under functional's names and signatures."""
 import builtins
+import math
 
 import numpy as np
 
 from .. import _dtype, random, registry
 from ..grad_mode import is_grad_enabled
 from ..tensor import _new, Tensor, tensor_type_name
+from ._common import _array_rule_dtype  # (the array rules)
 from ._common import OPS, _autocast_lower, _in_float32, _record, _tensor, _to_dtype, autocast_state, broadcast_shape
 from . import elementwise
 from .elementwise import mul, where
@@ -223,6 +225,18 @@ def _vjp_lerp_tensor(ctx, g, inputs, out):
     return g * (1.0 - weight), g * weight, g * (end - start)
 
 
+def _lerp_arrays(ctx, g, inputs, out, wanted):
+    return (g * (1.0 - ctx), g * ctx) if _array_rule_dtype(g) else None
+
+
+def _lerp_tensor_arrays(ctx, g, inputs, out, wanted):
+    start, end, weight = inputs
+    if not _array_rule_dtype(g, start, end, weight):
+        return None
+    return (g * (1.0 - weight) if wanted[0] else None, g * weight if wanted[1] else None,
+            g * (end - start) if wanted[2] else None)
+
+
 def _vjp_clamp_tensor(ctx, g, inputs, out):
     """torch's clamp_backward and clamp_backward_min_max (ctx: which of min, max are given)."""
     x = inputs[0]
@@ -234,6 +248,21 @@ def _vjp_clamp_tensor(ctx, g, inputs, out):
     if lo is not None:
         return where(x >= lo, g, 0.0), where(x < lo, g, 0.0)
     return where(x <= hi, g, 0.0), where(x > hi, g, 0.0)
+
+
+def _clamp_tensor_arrays(ctx, g, inputs, out, wanted):
+    """_vjp_clamp_tensor on arrays."""
+    if not _array_rule_dtype(g, *inputs):
+        return None
+    x = inputs[0]
+    lo = inputs[1] if ctx[0] else None
+    hi = inputs[1 + ctx[0]] if ctx[1] else None
+    if lo is not None and hi is not None:
+        return (np.where((x >= lo) & (x <= hi), g, 0.0), np.where((x < lo) & (lo < hi), g, 0.0),
+                np.where((x > hi) | (hi < lo), g, 0.0))
+    if lo is not None:
+        return np.where(x >= lo, g, 0.0), np.where(x < lo, g, 0.0)
+    return np.where(x <= hi, g, 0.0), np.where(x > hi, g, 0.0)
 
 
 def _vjp_linear(ctx, g, inputs, out):
@@ -262,14 +291,29 @@ def _vjp_embedding_padded(ctx, g, inputs, out):
     return (scatter_flat(g * keep, index_map, shape),)
 
 
-registry.python("lerp", "LerpBackward0", _lerp_forward, _vjp_lerp)
-registry.python("lerp_tensor", "LerpBackward1", _lerp_tensor_forward, _vjp_lerp_tensor)
-registry.python("clamp_tensor", "ClampBackward0", _clamp_tensor_forward, _vjp_clamp_tensor)
-registry.python("clamp_min_tensor", "ClampMinBackward1", _clamp_tensor_forward, _vjp_clamp_tensor)
-registry.python("clamp_max_tensor", "ClampMaxBackward1", _clamp_tensor_forward, _vjp_clamp_tensor)
+def _embedding_padded_arrays(ctx, g, inputs, out, wanted):
+    """_vjp_embedding_padded on arrays: scatter_flat's sum in index order (np.add.at), padding rows zeroed."""
+    index_map, keep, shape = ctx
+    if not _array_rule_dtype(g):
+        return None
+    kept = g * keep._data
+    grad = np.zeros(math.prod(shape), kept.dtype)
+    np.add.at(grad, index_map.reshape(-1), kept.reshape(-1))
+    return (grad.reshape(shape),)
+
+
+registry.python("lerp", "LerpBackward0", _lerp_forward, _vjp_lerp, array_vjp=_lerp_arrays)
+registry.python("lerp_tensor", "LerpBackward1", _lerp_tensor_forward, _vjp_lerp_tensor, array_vjp=_lerp_tensor_arrays)
+registry.python("clamp_tensor", "ClampBackward0", _clamp_tensor_forward, _vjp_clamp_tensor,
+                array_vjp=_clamp_tensor_arrays)
+registry.python("clamp_min_tensor", "ClampMinBackward1", _clamp_tensor_forward, _vjp_clamp_tensor,
+                array_vjp=_clamp_tensor_arrays)
+registry.python("clamp_max_tensor", "ClampMaxBackward1", _clamp_tensor_forward, _vjp_clamp_tensor,
+                array_vjp=_clamp_tensor_arrays)
 registry.python("addmm", "AddmmBackward0", _linear_forward, _vjp_linear, array_vjp=_linear_arrays)
 registry.python("linear", "MmBackward0", _linear_forward, _vjp_linear, array_vjp=_linear_arrays)
 registry.python("embedding_padded", "EmbeddingBackward0", None, _vjp_embedding_padded,
+                array_vjp=_embedding_padded_arrays,
                 unreplayable="its index map is computed from the values of its indices")
 
 

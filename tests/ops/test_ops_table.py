@@ -489,6 +489,25 @@ add(Case("unfold", [A((2, 3, 5, 5))], {"kernel_size": 2}, paths=F),
     Case("max_unpool2d", [A((1, 2, 4, 4))], paths=("fn",), id="of_max_pool",
          fn=lambda L, x: L.nn.functional.max_unpool2d(*L.nn.functional.max_pool2d(x, 2, return_indices=True), 2)))
 
+
+def _written_through_views(L, x, w):
+    y = x * 1.5
+    y[1:, ::2].copy_(w * 3.0)   # (CopySlices rows: the in-place writes through views)
+    y[:2, 1].mul_(w[0])
+    return y
+
+
+def _gather_gradient(L, x):
+    """A gather's gradient with create_graph: a scatter_flat row (duplicate indices), whose own backward gathers."""
+    return L.autograd.grad((x[L.tensor([0, 0, 3, 1, 3])] ** 3).sum(), x, create_graph=True)[0]
+
+
+# the engine's own Python rows (in-place writes, a gather's recorded adjoint): their plain backward too
+add(Case("copy_slices", [A((3, 4)), A((2, 2))], fn=_written_through_views, gg=False),
+    # (no finite differences: the function takes a gradient; torch names this row by the gather it undoes,
+    # IndexPutImplBackward0 here, where scatter_flat serves every gather)
+    Case("scatter_flat", [A((5,))], fn=_gather_gradient, gg=False, fd=False, grad_fn=False))
+
 @pytest.mark.parametrize("case,path,dtype", params(CASES))
 def test_against_torch(case, path, dtype):
     check_case(case, path, dtype)
