@@ -316,6 +316,11 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
 
 
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
+    return _vector_norm(x, ord, dim, keepdim, dtype, "vector_norm")
+
+
+def _vector_norm(x, ord, dim, keepdim, dtype, name):
+    """vector_norm recorded as OPS[name] (its grad_fn: pairwise_distance's is ATen norm's, NormBackward1)."""
     x = _tensor(x)
     if dtype is not None:
         x = _to_dtype(x, _dtype.to_numpy_dtype(dtype))
@@ -338,9 +343,9 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     if p == 2 and dim is None and not keepdim:  # the registry's plain 2-norm
         return _record(OPS["norm"], out, (x,))
     if p == 0:  # torch's norm_backward returns an undefined gradient for p=0: x gets none (not zeros)
-        return _record_undefined_gradient(OPS["vector_norm"], out, (x,), Ctx(
+        return _record_undefined_gradient(OPS[name], out, (x,), Ctx(
             p=p, dims=dims, keep=keep, unreplayable="norm with p=0 (its row has no input: no gradient flows)"))
-    return _record(OPS["vector_norm"], out, (x,), aux=Ctx(p=p, dims=dims, keep=keep))
+    return _record(OPS[name], out, (x,), aux=Ctx(p=p, dims=dims, keep=keep))
 
 
 def _vector_norm_forward(ctx, data, keepdim=True):

@@ -79,6 +79,9 @@ CASES = {
     "glu": (lambda F, L, x: F.glu(x), [A(2, 4, 6)]),
     "cosine_similarity": (lambda F, L, a, b: F.cosine_similarity(a, b), [A(3, 4), A(3, 4)]),
     "pairwise_distance": (lambda F, L, a, b: F.pairwise_distance(a, b), [A(3, 4), A(3, 4)]),
+    "pairwise_distance_p1_module": (lambda F, L, a, b: L.nn.PairwiseDistance(p=1.0, keepdim=True)(a, b),
+                                    [A(3, 4), A(3, 4)]),
+    "norm_dim": (lambda F, L, a: a.norm(dim=1), [A(3, 4)]),
     "bilinear": (lambda F, L, a, b, w: F.bilinear(a, b, w), [A(3, 4), A(3, 2), A(5, 4, 2)]),
     "bilinear_bias": (lambda F, L, a, b, w, c: F.bilinear(a, b, w, c), [A(3, 4), A(3, 2), A(5, 4, 2), A(5)]),
     "channel_shuffle": (lambda F, L, x: F.channel_shuffle(x, 2), [A(2, 4, 5)]),
@@ -89,6 +92,9 @@ CASES = {
     "multihead_attention": (lambda F, L, x: L.nn.MultiheadAttention(4, 2)(x, x, x)[0], [A(3, 2, 4)]),
     "lstm_cell": (lambda F, L, x: L.nn.LSTMCell(4, 3)(x)[0], [A(2, 4)]),
     "gru_cell": (lambda F, L, x: L.nn.GRUCell(4, 3)(x), [A(2, 4)]),
+    "lstm_cell_c": (lambda F, L, x: L.nn.LSTMCell(4, 3)(x)[1], [A(2, 4)]),
+    "lstm_cell_unbatched": (lambda F, L, x: L.nn.LSTMCell(4, 3)(x)[0], [A(4)]),
+    "gru_cell_unbatched": (lambda F, L, x: L.nn.GRUCell(4, 3)(x), [A(4)]),
     "rnn_cell": (lambda F, L, x: L.nn.RNNCell(4, 3)(x), [A(2, 4)]),
     "margin_ranking_loss": (lambda F, L, a, b: F.margin_ranking_loss(a, b, _labels(L)), [A(4), A(4)]),
     "triplet_margin_loss": (lambda F, L, a, b, c: F.triplet_margin_loss(a, b, c), [A(3, 4), A(3, 4), A(3, 4)]),
@@ -100,12 +106,6 @@ DIFFERENT = {
     "group_norm": ("AddBackward0", "NativeGroupNormBackward0",
                    "layer_norm over each group, then the affine: a composition, not torch's fused row"),
     "pad_circular": ("IndexBackward0", "CopySlices", "one gather; torch's circular padding is slicing copies"),
-    "pairwise_distance": ("LinalgVectorNormBackward0", "NormBackward1",
-                          "tapegrad's norm over a dim is linalg.vector_norm's row"),
-    "lstm_cell": ("ThnnFusedLstmCellBackward0", "MulBackward0",
-                  "a fused cell row (torch's CUDA name); torch's CPU cell is composed of ops"),
-    "gru_cell": ("ThnnFusedGruCellBackward0", "AddBackward0",
-                 "a fused cell row (torch's CUDA name); torch's CPU cell is composed of ops"),
 }
 
 

@@ -453,7 +453,7 @@ add(Case("conv2d", [A((2, 3, 5, 5)), A((4, 3, 3, 3)), A((4,))], paths=F),
     Case("batch_norm", [A((5, 3))], fn=lambda L, x: L.nn.functional.batch_norm(x, None, None, training=True)),
     Case("lstm_cell", [A((2, 3)), A((2, 2)), A((2, 2))], fn=_cell("LSTMCell"), gg=False),
     # torch's CPU GRUCell is composed of ops (AddBackward0); tapegrad's is one fused row
-    Case("gru_cell", [A((2, 3)), A((2, 2))], fn=_cell("GRUCell"), gg=False, grad_fn=False),
+    Case("gru_cell", [A((2, 3)), A((2, 2))], fn=_cell("GRUCell"), gg=False),
     Case("clamp_min", [A((3, 4)), A((4,))], fn=lambda L, x, m: x.clamp_min(m), id="tensor"),
     Case("clamp_max", [A((3, 4))], fn=lambda L, x: L.clamp_max(x, 0.2), id="number"))
 add(Case("unfold", [A((2, 3, 5, 5))], {"kernel_size": 2}, paths=F),
@@ -500,6 +500,10 @@ def _written_through_views(L, x, w):
 def _gather_gradient(L, x):
     """A gather's gradient with create_graph: a scatter_flat row (duplicate indices), whose own backward gathers."""
     return L.autograd.grad((x[L.tensor([0, 0, 3, 1, 3])] ** 3).sum(), x, create_graph=True)[0]
+
+
+add(Case("pairwise_distance", [A((3, 4)), A((3, 4))], paths=F),   # (its norm: NormBackward1, as ATen's)
+    Case("pairwise_distance", [A((3, 4)), A((4,))], {"p": 1.0, "keepdim": True}, paths=F, id="p1_broadcast"))
 
 
 # the engine's own Python rows (in-place writes, a gather's recorded adjoint): their plain backward too
