@@ -138,6 +138,7 @@ SAVES = {
     'hardswish': 1,
     'mish': 1,
     'glu': 1,
+    'group_norm': 65,
     'channel_shuffle': 0,
     'embedding_bag': 0,
     'embedding_bag_weighted': 3,

@@ -50,6 +50,8 @@ CASES = {
     "batch_norm": (lambda F, L, x, w, b: F.batch_norm(x, None, None, w, b, training=True), [A(4, 3, 5), A(3), A(3)]),
     "layer_norm": (lambda F, L, x, w, b: F.layer_norm(x, (5,), w, b), [A(4, 3, 5), A(5), A(5)]),
     "group_norm": (lambda F, L, x, w, b: F.group_norm(x, 2, w, b), [A(2, 4, 5), A(4), A(4)]),
+    "group_norm_no_affine": (lambda F, L, x: F.group_norm(x, 4), [A(2, 4, 3, 3)]),
+    "group_norm_module": (lambda F, L, x: L.nn.GroupNorm(2, 4)(x), [A(2, 4, 5)]),
     "instance_norm": (lambda F, L, x: F.instance_norm(x), [A(2, 4, 5)]),
     "rms_norm": (lambda F, L, x, w: F.rms_norm(x, (5,), w), [A(2, 4, 5), A(5)]),
     "pad_constant": (lambda F, L, x: F.pad(x, (1, 2)), [A(2, 4, 5)]),
@@ -103,8 +105,6 @@ CASES = {
 
 # tapegrad's name where it is not torch's, and why (each still checked against both)
 DIFFERENT = {
-    "group_norm": ("AddBackward0", "NativeGroupNormBackward0",
-                   "layer_norm over each group, then the affine: a composition, not torch's fused row"),
     "pad_circular": ("IndexBackward0", "CopySlices", "one gather; torch's circular padding is slicing copies"),
 }
 

@@ -502,6 +502,8 @@ def _gather_gradient(L, x):
     return L.autograd.grad((x[L.tensor([0, 0, 3, 1, 3])] ** 3).sum(), x, create_graph=True)[0]
 
 
+add(Case("group_norm", [A((3, 4, 5, 2)), A((4,)), A((4,))], fn=lambda L, x, w, b: L.nn.functional.group_norm(x, 2, w, b)),
+    Case("group_norm", [A((2, 6))], fn=lambda L, x: L.nn.functional.group_norm(x, 3, eps=1e-3), id="no_affine_2d"))
 add(Case("pairwise_distance", [A((3, 4)), A((3, 4))], paths=F),   # (its norm: NormBackward1, as ATen's)
     Case("pairwise_distance", [A((3, 4)), A((4,))], {"p": 1.0, "keepdim": True}, paths=F, id="p1_broadcast"))
 
