@@ -83,18 +83,24 @@ def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=
                            f"embedding)")
     if w.ndim != 2:
         raise RuntimeError("'weight' must be 2-D")
-    if scale_grad_by_freq or sparse:
-        raise NotImplementedError("tapegrad: embedding with scale_grad_by_freq or sparse is not supported")
+    if sparse:
+        raise NotImplementedError("tapegrad: embedding with sparse=True (a sparse gradient of the weight) is not "
+                                  "supported")
     V, D = w.shape
     ix = idx._data.astype(np.int64, copy=False)
     if ix.size and (ix.min() < 0 or ix.max() >= V):
         raise IndexError("index out of range in self")
     value = w._data[ix]
     index_map = ix[..., None] * D + np.arange(D, dtype=np.int64)
-    if padding_idx is None or padding_idx < 0 or not (w._requires_grad and _grad_on()):
+    padded = padding_idx is not None and padding_idx >= 0
+    if not (padded or scale_grad_by_freq) or not (w._requires_grad and _grad_on()):
         return guard(_gather(w, index_map, OPS["embedding"], value), idx)
-    keep = _new((ix != padding_idx)[..., None].astype(w._data.dtype))
-    return guard(_record(OPS["embedding_padded"], value, (w,), aux=(index_map, keep, w.shape)), idx)
+    keep = (ix != padding_idx) if padded else np.ones(ix.shape, np.bool_)
+    ctx = (index_map, _new(keep[..., None].astype(w._data.dtype)), w.shape)
+    if scale_grad_by_freq:  # each lookup's gradient divided by its index's count in the input, as torch's
+        scaled = keep / np.bincount(ix.reshape(-1), minlength=V)[ix]
+        ctx = (index_map, _new(scaled[..., None].astype(w._data.dtype)), w.shape, ctx[1])
+    return guard(_record(OPS["embedding_padded"], value, (w,), aux=ctx), idx)
 
 
 def _grad_on():
@@ -286,14 +292,21 @@ def _linear_arrays(ctx, g, inputs, out, wanted):
 
 
 def _vjp_embedding_padded(ctx, g, inputs, out):
-    """Rows looked up at padding_idx get no gradient (ctx: index map, keep mask, weight shape)."""
-    index_map, keep, shape = ctx
-    return (scatter_flat(g * keep, index_map, shape),)
+    """Rows looked up at padding_idx get no gradient (ctx: index map, keep mask or scale_grad_by_freq's scales,
+    weight shape[, the padding mask])."""
+    index_map, keep, shape = ctx[:3]
+    grad = scatter_flat(g * keep, index_map, shape)
+    if len(ctx) == 3 or not is_grad_enabled():
+        return (grad,)
+    # scale_grad_by_freq: torch's double backward takes the lookups unscaled (embedding_dense_double_backward);
+    # the scaled value, plus a term that is zero in value and carries that derivative
+    unscaled = scatter_flat(g * ctx[3], index_map, shape)
+    return (grad.detach() + (unscaled - unscaled.detach()),)
 
 
 def _embedding_padded_arrays(ctx, g, inputs, out, wanted):
     """_vjp_embedding_padded on arrays: scatter_flat's sum in index order (np.add.at), padding rows zeroed."""
-    index_map, keep, shape = ctx
+    index_map, keep, shape = ctx[:3]
     if not _array_rule_dtype(g):
         return None
     kept = g * keep._data
