@@ -142,6 +142,7 @@ SAVES = {
     'channel_shuffle': 0,
     'embedding_bag': 0,
     'embedding_bag_weighted': 3,
+    'huber_loss': 3,
     'norm_dim': 129,
     'ctc_loss': 1,
     'ctc_loss_backward': 0,

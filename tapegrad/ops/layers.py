@@ -14,6 +14,7 @@ from ..tensor import _new, tensor_type_name
 from ._common import OPS, _dim, _record, _tensor, _to_dtype, broadcast_shape
 from . import scatter_flat
 from .shape import _gather, _gather_forward, _vjp_gather
+from .loss import _huber_arrays, _huber_forward, _vjp_huber
 from .linalg import _vector_norm, _vector_norm_arrays, _vector_norm_forward, _vjp_vector_norm
 from .conv import batch_norm
 from .sparse import mm as sparse_mm, sparse_coo_tensor
@@ -387,6 +388,8 @@ registry.python("embedding_bag", "EmbeddingBagBackward0", None, _vjp_bag_unweigh
                 array_vjp=_bag_arrays_unweighted, unreplayable=_BAGS_FROM_VALUES)
 registry.python("embedding_bag_weighted", "EmbeddingBagBackward0", None, _vjp_bag, array_vjp=_bag_arrays,
                 unreplayable=_BAGS_FROM_VALUES)
+# huber_loss (its front end in loss.py): declared here, after the elementwise ops, whose codes the kernels' file fixes
+registry.python("huber_loss", "HuberLossBackward0", _huber_forward, _vjp_huber, array_vjp=_huber_arrays)
 # pairwise_distance's norm: vector_norm's row under ATen norm's grad_fn (NormBackward1), as torch's
 registry.python("norm_dim", "NormBackward1", _vector_norm_forward, _vjp_vector_norm, array_vjp=_vector_norm_arrays)
 

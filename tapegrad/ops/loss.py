@@ -103,10 +103,11 @@ def _smooth_l1_forward(ctx, x, t):
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     input, target = _autocast_float32(input, target)  # (torch's CPU autocast: in float32)
     reduction = _reduction(reduction)
-    x, t, _ = _pair(input, target)
+    x, t, shape = _pair(input, target)
     if delta > 0:  # delta * smooth_l1 with beta = delta: its rule gives sign(d) at d = +-inf, as torch (not NaN)
-        if weight is None:
-            return smooth_l1_loss(x, t, reduction=reduction, beta=delta) * float(delta)
+        if weight is None:  # one row, as torch's (HuberLossBackward0; declared in layers.py)
+            ctx = Ctx(reduction=reduction, n=int(np.prod(shape)), delta=float(delta))
+            return _record(OPS["huber_loss"], _huber_forward(ctx, x._data, t._data), (x, t), aux=ctx)
         return _reduce(smooth_l1_loss(x, t, reduction="none", beta=delta) * float(delta) * weight, reduction)
     d = abs(x - t)
     loss = where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta))
@@ -466,6 +467,31 @@ def _smooth_l1_arrays(ctx, g, inputs, out, wanted):
         return None
     d = x - t
     gd = np.where(np.abs(d) < ctx.beta, d / ctx.beta, np.sign(d)) * g
+    if ctx.reduction == "mean":
+        gd = gd / ctx.n
+    return gd, -gd
+
+
+def _huber_forward(ctx, x, t):
+    d, delta = np.abs(x - t), ctx.delta
+    loss = np.where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta)).astype(d.dtype, copy=False)
+    return _reduce_np(loss, ctx.reduction)
+
+
+def _huber_arrays(ctx, g, inputs, out, wanted):
+    """torch's huber_loss_backward: the difference inside [-delta, delta], else +-delta (finite at +-inf)."""
+    x, t = inputs
+    if not _array_rule_dtype(x):
+        return None
+    gd = np.clip(x - t, -ctx.delta, ctx.delta) * g
+    if ctx.reduction == "mean":
+        gd = gd / ctx.n
+    return gd, -gd
+
+
+def _vjp_huber(ctx, g, inputs, out):
+    x, t = inputs
+    gd = (x - t).clamp(-ctx.delta, ctx.delta) * g
     if ctx.reduction == "mean":
         gd = gd / ctx.n
     return gd, -gd

@@ -101,6 +101,9 @@ CASES = {
     "margin_ranking_loss": (lambda F, L, a, b: F.margin_ranking_loss(a, b, _labels(L)), [A(4), A(4)]),
     "triplet_margin_loss": (lambda F, L, a, b, c: F.triplet_margin_loss(a, b, c), [A(3, 4), A(3, 4), A(3, 4)]),
     "poisson_nll_loss": (lambda F, L, a, b: F.poisson_nll_loss(a, b), [A(3, 4), A(3, 4)]),
+    "huber_loss": (lambda F, L, a, b: F.huber_loss(a, b, delta=0.5), [A(3, 4), A(3, 4)]),
+    "huber_loss_none": (lambda F, L, a, b: F.huber_loss(a, b, reduction="none"), [A(3, 4), A(3, 4)]),
+    "huber_loss_module": (lambda F, L, a, b: L.nn.HuberLoss(reduction="sum")(a, b), [A(3, 4), A(3, 4)]),
 }
 
 # tapegrad's name where it is not torch's, and why (each still checked against both)

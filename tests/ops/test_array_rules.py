@@ -84,6 +84,8 @@ CASES = {
                                      lambda m, w: m.nn.functional.embedding(m.tensor([[0, 2, 2], [1, 0, 2]]), w,
                                                                              padding_idx=1, scale_grad_by_freq=True),
                                      lambda r: _arrays(r, [(4, 3)])),
+    "huber_loss": ({"huber_loss"}, lambda m, a, b: m.nn.functional.huber_loss(a, b, delta=0.7),
+                   lambda r: _arrays(r, [(3, 4), (4,)])),
     "diag_embed": ({"diag_embed"}, lambda m, v: m.diag(v, 1), lambda r: _arrays(r, [(4,)])),
     "diag_embed below": ({"diag_embed"}, lambda m, v: m.diag(v, -2), lambda r: _arrays(r, [(3,)])),
     "bce logits weight": ({"bce_with_logits_full"},
