@@ -110,7 +110,12 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     """One row (NativeGroupNormBackward0, as torch's): the statistics of each group of channels (with the spatial
     dims), then the per-channel affine; the norm rows' rules on the input seen as (N, groups, C / groups, rest)."""
     x = _tensor(input)
-    if x.ndim < 2 or x.shape[1] % num_groups:
+    if x.ndim < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {x.ndim}")
+    size = [x.shape[0] * x.shape[1] // num_groups, num_groups] + list(x.shape[2:])  # (torch's _verify_batch_size)
+    if size[0] * math.prod(size[2:]) == 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size {size}")
+    if x.shape[1] % num_groups:
         raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
                            f"shape {list(x.shape)} and num_groups={num_groups}")
     N, C = x.shape[0], x.shape[1]
