@@ -14,6 +14,8 @@ from ..tensor import _new, tensor_type_name
 from ._common import OPS, _dim, _record, _tensor, _to_dtype, broadcast_shape
 from . import scatter_flat
 from .shape import _gather, _gather_forward, _vjp_gather
+from .loss import _huber_arrays, _huber_forward, _vjp_huber
+from .linalg import _vector_norm, _vector_norm_arrays, _vector_norm_forward, _vjp_vector_norm
 from .conv import batch_norm
 from .sparse import mm as sparse_mm, sparse_coo_tensor
 
@@ -100,7 +102,7 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     a, b = _tensor(x1), _tensor(x2)
     innermost = max(a.ndim, b.ndim) - 1
-    return (a - b + eps).norm(p, innermost, keepdim=keepdim)
+    return _vector_norm(a - b + eps, p, innermost, keepdim, None, "norm_dim")  # (ATen's norm: NormBackward1)
 
 
 # -- bilinear, channel shuffle ---------------------------------------------------------------------------------------
@@ -386,6 +388,10 @@ registry.python("embedding_bag", "EmbeddingBagBackward0", None, _vjp_bag_unweigh
                 array_vjp=_bag_arrays_unweighted, unreplayable=_BAGS_FROM_VALUES)
 registry.python("embedding_bag_weighted", "EmbeddingBagBackward0", None, _vjp_bag, array_vjp=_bag_arrays,
                 unreplayable=_BAGS_FROM_VALUES)
+# huber_loss (its front end in loss.py): declared here, after the elementwise ops, whose codes the kernels' file fixes
+registry.python("huber_loss", "HuberLossBackward0", _huber_forward, _vjp_huber, array_vjp=_huber_arrays)
+# pairwise_distance's norm: vector_norm's row under ATen norm's grad_fn (NormBackward1), as torch's
+registry.python("norm_dim", "NormBackward1", _vector_norm_forward, _vjp_vector_norm, array_vjp=_vector_norm_arrays)
 
 
 def _bag_kernels():

@@ -4,7 +4,7 @@ import numpy as np
 from .. import _dtype, registry
 from ..device import check as _check_device
 from ..tensor import Tensor, _new
-from ._common import OPS, _dim, _record, _tensor
+from ._common import OPS, _array_rule_dtype, _dim, _record, _tensor
 from .shape import diagonal as _diagonal, _gather, _gather_forward, _index_map, _vjp_gather
 
 
@@ -71,7 +71,12 @@ def _vjp_diag_embed(ctx, g, inputs, out):
 
 
 registry.structural("roll", registry.K_GATHER, "RollBackward0", _vjp_gather, forward=_gather_forward)
-registry.python("diag_embed", "DiagEmbedBackward0", lambda ctx, x: np.diag(x, ctx), _vjp_diag_embed)
+def _diag_embed_arrays(ctx, g, inputs, out, wanted):
+    return (np.array(np.diagonal(g, ctx), order="C"),) if _array_rule_dtype(g) else None
+
+
+registry.python("diag_embed", "DiagEmbedBackward0", lambda ctx, x: np.diag(x, ctx), _vjp_diag_embed,
+                array_vjp=_diag_embed_arrays)
 
 
 __all__ = ["roll", "diag", "tril_indices", "triu_indices"]

@@ -213,6 +213,19 @@ def _einsum_forward(ctx, *arrays):
     return np.asarray(value, dtype=np.result_type(*arrays), order="C")
 
 
+def _broadcast_letters(shape, target, size):
+    """The gradient's sizes over `target`: a letter of size 1 in one operand broadcasts against the others
+    (the engine sums it back), and one of size 1 in the others is expanded to the operand's."""
+    return [n if n > size[ch] else size[ch] for n, ch in zip(shape, target)]
+
+
+def _kept(uniq, target, full, size=None):
+    """Sizes over the operand's letters: the gradient's where it has the letter, else 1 (size=None) or the
+    operand's own size (letters summed by the forward come back by expand)."""
+    at = dict(zip(target, full))
+    return [at[ch] if ch in at else 1 if size is None else size[ch] for ch in uniq]
+
+
 def _einsum_grads(ctx, g, inputs):
     """The gradient of operand k is einsum of g with the other operands onto k's subscripts. Letters only k
     has were summed by the forward and come back by expand; repeated letters (diagonals) come back through
@@ -226,8 +239,11 @@ def _einsum_grads(ctx, g, inputs):
         size = {ch: n for ch, n in zip(subs[k], x.shape)}
         target = "".join(ch for ch in uniq if ch in have)
         gk = einsum(",".join([out_subs] + [s for s, _ in others]) + "->" + target, g, *[t for _, t in others])
+        full = _broadcast_letters(gk.shape, target, size)
+        if list(gk.shape) != full:
+            gk = gk.expand(full)
         if target != uniq:
-            gk = gk.reshape([size[ch] if ch in have else 1 for ch in uniq]).expand([size[ch] for ch in uniq])
+            gk = gk.reshape(_kept(uniq, target, full)).expand(_kept(uniq, target, full, size))
         if uniq != subs[k]:
             free = iter(c for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
                         if c not in subs[k] and c not in out_subs)
@@ -245,6 +261,48 @@ def _einsum_grads(ctx, g, inputs):
     return tuple(grads)
 
 
+def _einsum_arrays(ctx, g, inputs, out, wanted):
+    """_einsum_grads on arrays, step for step (each einsum as the front end's forward, each expand a copy)."""
+    if not _array_rule_dtype(g, *inputs):
+        return None
+    subs, out_subs = ctx
+
+    def ein(lhs, target, *arrays):
+        return _einsum_forward((lhs, target), *arrays)
+    grads = []
+    for k, x in enumerate(inputs):
+        if not wanted[k]:
+            grads.append(None)
+            continue
+        others = [(s, t) for j, (s, t) in enumerate(zip(subs, inputs)) if j != k]
+        have = set(out_subs).union(*[set(s) for s, _ in others])
+        uniq = "".join(dict.fromkeys(subs[k]))
+        size = {ch: n for ch, n in zip(subs[k], x.shape)}
+        target = "".join(ch for ch in uniq if ch in have)
+        gk = ein([out_subs] + [s for s, _ in others], target, g, *[t for _, t in others])
+        full = _broadcast_letters(gk.shape, target, size)
+        if list(gk.shape) != full:
+            gk = np.array(np.broadcast_to(gk, full), order="C")
+        if target != uniq:
+            gk = np.array(np.broadcast_to(gk.reshape(_kept(uniq, target, full)),
+                                          _kept(uniq, target, full, size)), order="C")
+        if uniq != subs[k]:
+            free = iter(c for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                        if c not in subs[k] and c not in out_subs)
+            renamed, seen, deltas = "", set(), []
+            for ch in subs[k]:
+                if ch in seen:
+                    new = next(free)
+                    deltas.append((ch + new, np.eye(size[ch], dtype=x.dtype)))
+                    renamed += new
+                else:
+                    seen.add(ch)
+                    renamed += ch
+            gk = ein([uniq] + [d for d, _ in deltas], renamed, gk, *[e for _, e in deltas])
+        grads.append(gk)
+    return grads
+
+
 # -- norms ---------------------------------------------------------------------------------------------------------
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     x = _tensor(input)
@@ -258,6 +316,11 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
 
 
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
+    return _vector_norm(x, ord, dim, keepdim, dtype, "vector_norm")
+
+
+def _vector_norm(x, ord, dim, keepdim, dtype, name):
+    """vector_norm recorded as OPS[name] (its grad_fn: pairwise_distance's is ATen norm's, NormBackward1)."""
     x = _tensor(x)
     if dtype is not None:
         x = _to_dtype(x, _dtype.to_numpy_dtype(dtype))
@@ -280,9 +343,9 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     if p == 2 and dim is None and not keepdim:  # the registry's plain 2-norm
         return _record(OPS["norm"], out, (x,))
     if p == 0:  # torch's norm_backward returns an undefined gradient for p=0: x gets none (not zeros)
-        return _record_undefined_gradient(OPS["vector_norm"], out, (x,), Ctx(
+        return _record_undefined_gradient(OPS[name], out, (x,), Ctx(
             p=p, dims=dims, keep=keep, unreplayable="norm with p=0 (its row has no input: no gradient flows)"))
-    return _record(OPS["vector_norm"], out, (x,), aux=Ctx(p=p, dims=dims, keep=keep))
+    return _record(OPS[name], out, (x,), aux=Ctx(p=p, dims=dims, keep=keep))
 
 
 def _vector_norm_forward(ctx, data, keepdim=True):
@@ -419,7 +482,7 @@ registry.python("norm", "LinalgVectorNormBackward0", lambda ctx, x: _vector_norm
                 array_vjp=_norm_arrays)
 registry.python("vector_norm", "LinalgVectorNormBackward0", _vector_norm_forward, _vjp_vector_norm,
                 array_vjp=_vector_norm_arrays)
-registry.python("einsum", "EinsumBackward0", _einsum_forward, _vjp_einsum)
+registry.python("einsum", "EinsumBackward0", _einsum_forward, _vjp_einsum, array_vjp=_einsum_arrays)
 
 
 __all__ = [n for n, v in list(globals().items()) if callable(v) and getattr(v, "__module__", None) == __name__

@@ -103,10 +103,11 @@ def _smooth_l1_forward(ctx, x, t):
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     input, target = _autocast_float32(input, target)  # (torch's CPU autocast: in float32)
     reduction = _reduction(reduction)
-    x, t, _ = _pair(input, target)
+    x, t, shape = _pair(input, target)
     if delta > 0:  # delta * smooth_l1 with beta = delta: its rule gives sign(d) at d = +-inf, as torch (not NaN)
-        if weight is None:
-            return smooth_l1_loss(x, t, reduction=reduction, beta=delta) * float(delta)
+        if weight is None:  # one row, as torch's (HuberLossBackward0; declared in layers.py)
+            ctx = Ctx(reduction=reduction, n=int(np.prod(shape)), delta=float(delta))
+            return _record(OPS["huber_loss"], _huber_forward(ctx, x._data, t._data), (x, t), aux=ctx)
         return _reduce(smooth_l1_loss(x, t, reduction="none", beta=delta) * float(delta) * weight, reduction)
     d = abs(x - t)
     loss = where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta))
@@ -471,6 +472,31 @@ def _smooth_l1_arrays(ctx, g, inputs, out, wanted):
     return gd, -gd
 
 
+def _huber_forward(ctx, x, t):
+    d, delta = np.abs(x - t), ctx.delta
+    loss = np.where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta)).astype(d.dtype, copy=False)
+    return _reduce_np(loss, ctx.reduction)
+
+
+def _huber_arrays(ctx, g, inputs, out, wanted):
+    """torch's huber_loss_backward: the difference inside [-delta, delta], else +-delta (finite at +-inf)."""
+    x, t = inputs
+    if not _array_rule_dtype(x):
+        return None
+    gd = np.clip(x - t, -ctx.delta, ctx.delta) * g
+    if ctx.reduction == "mean":
+        gd = gd / ctx.n
+    return gd, -gd
+
+
+def _vjp_huber(ctx, g, inputs, out):
+    x, t = inputs
+    gd = (x - t).clamp(-ctx.delta, ctx.delta) * g
+    if ctx.reduction == "mean":
+        gd = gd / ctx.n
+    return gd, -gd
+
+
 def _vjp_smooth_l1(ctx, g, inputs, out):
     x, t = inputs
     d = x - t
@@ -533,6 +559,26 @@ def _vjp_bce_logits_full(ctx, g, inputs, out):
     return (gz, gt) + (None,) * (len(inputs) - 2)
 
 
+def _bce_logits_full_arrays(ctx, g, inputs, out, wanted):
+    """_vjp_bce_logits_full on arrays, operation for operation."""
+    if not _array_rule_dtype(*inputs):
+        return None
+    z, t = inputs[0], inputs[1]
+    w = inputs[2] if ctx.has_w else None
+    pw = inputs[2 + ctx.has_w] if ctx.has_pw else None
+    if ctx.reduction == "mean":
+        g = g / ctx.n
+    if pw is None:
+        gz, gt = (_sigmoid(z) - t) * g, -z * g
+    else:
+        sp_neg = OPS["softplus"].forward(-z, 1.0, 20.0)   # -log(sigmoid(z)), as softplus(-z)
+        gz = ((pw - 1) * t + 1) * _sigmoid(z) - pw * t
+        gz, gt = gz * g, (-z + (pw - 1) * sp_neg) * g
+    if w is not None:
+        gz, gt = gz * w, gt * w
+    return [gz, gt] + [None] * (len(inputs) - 2)
+
+
 _TARGET = "it reads its target, which is not one of its inputs, and a replay cannot rebind it"
 
 registry.python("bce_with_logits", "BinaryCrossEntropyWithLogitsBackward0", _bce_logits_forward, _vjp_bce_logits,
@@ -550,7 +596,7 @@ registry.python("smooth_l1_loss", "SmoothL1LossBackward0", _smooth_l1_forward, _
                 array_vjp=_smooth_l1_arrays)
 registry.python("binary_cross_entropy", "BinaryCrossEntropyBackward0", _bce_forward, _vjp_bce, array_vjp=_bce_arrays)
 registry.python("bce_with_logits_full", "BinaryCrossEntropyWithLogitsBackward0", _bce_logits_full_forward,
-                _vjp_bce_logits_full)
+                _vjp_bce_logits_full, array_vjp=_bce_logits_full_arrays)
 
 
 __all__ = [n for n, v in list(globals().items()) if callable(v) and getattr(v, "__module__", None) == __name__

@@ -1,12 +1,14 @@
 """Neural-network ops that torch keeps in torch.nn.functional (and some also as torch.X): linear, dropout,
 embedding, one_hot, gelu. nn/functional.py binds them under functional's names and signatures."""
 import builtins
+import math
 
 import numpy as np
 
 from .. import _dtype, random, registry
 from ..grad_mode import is_grad_enabled
 from ..tensor import _new, Tensor, tensor_type_name
+from ._common import _array_rule_dtype  # (the array rules)
 from ._common import OPS, _autocast_lower, _in_float32, _record, _tensor, _to_dtype, autocast_state, broadcast_shape
 from . import elementwise
 from .elementwise import mul, where
@@ -81,18 +83,24 @@ def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=
                            f"embedding)")
     if w.ndim != 2:
         raise RuntimeError("'weight' must be 2-D")
-    if scale_grad_by_freq or sparse:
-        raise NotImplementedError("tapegrad: embedding with scale_grad_by_freq or sparse is not supported")
+    if sparse:
+        raise NotImplementedError("tapegrad: embedding with sparse=True (a sparse gradient of the weight) is not "
+                                  "supported")
     V, D = w.shape
     ix = idx._data.astype(np.int64, copy=False)
     if ix.size and (ix.min() < 0 or ix.max() >= V):
         raise IndexError("index out of range in self")
     value = w._data[ix]
     index_map = ix[..., None] * D + np.arange(D, dtype=np.int64)
-    if padding_idx is None or padding_idx < 0 or not (w._requires_grad and _grad_on()):
+    padded = padding_idx is not None and padding_idx >= 0
+    if not (padded or scale_grad_by_freq) or not (w._requires_grad and _grad_on()):
         return guard(_gather(w, index_map, OPS["embedding"], value), idx)
-    keep = _new((ix != padding_idx)[..., None].astype(w._data.dtype))
-    return guard(_record(OPS["embedding_padded"], value, (w,), aux=(index_map, keep, w.shape)), idx)
+    keep = (ix != padding_idx) if padded else np.ones(ix.shape, np.bool_)
+    ctx = (index_map, _new(keep[..., None].astype(w._data.dtype)), w.shape)
+    if scale_grad_by_freq:  # each lookup's gradient divided by its index's count in the input, as torch's
+        scaled = keep / np.bincount(ix.reshape(-1), minlength=V)[ix]
+        ctx = (index_map, _new(scaled[..., None].astype(w._data.dtype)), w.shape, ctx[1])
+    return guard(_record(OPS["embedding_padded"], value, (w,), aux=ctx), idx)
 
 
 def _grad_on():
@@ -223,6 +231,18 @@ def _vjp_lerp_tensor(ctx, g, inputs, out):
     return g * (1.0 - weight), g * weight, g * (end - start)
 
 
+def _lerp_arrays(ctx, g, inputs, out, wanted):
+    return (g * (1.0 - ctx), g * ctx) if _array_rule_dtype(g) else None
+
+
+def _lerp_tensor_arrays(ctx, g, inputs, out, wanted):
+    start, end, weight = inputs
+    if not _array_rule_dtype(g, start, end, weight):
+        return None
+    return (g * (1.0 - weight) if wanted[0] else None, g * weight if wanted[1] else None,
+            g * (end - start) if wanted[2] else None)
+
+
 def _vjp_clamp_tensor(ctx, g, inputs, out):
     """torch's clamp_backward and clamp_backward_min_max (ctx: which of min, max are given)."""
     x = inputs[0]
@@ -234,6 +254,21 @@ def _vjp_clamp_tensor(ctx, g, inputs, out):
     if lo is not None:
         return where(x >= lo, g, 0.0), where(x < lo, g, 0.0)
     return where(x <= hi, g, 0.0), where(x > hi, g, 0.0)
+
+
+def _clamp_tensor_arrays(ctx, g, inputs, out, wanted):
+    """_vjp_clamp_tensor on arrays."""
+    if not _array_rule_dtype(g, *inputs):
+        return None
+    x = inputs[0]
+    lo = inputs[1] if ctx[0] else None
+    hi = inputs[1 + ctx[0]] if ctx[1] else None
+    if lo is not None and hi is not None:
+        return (np.where((x >= lo) & (x <= hi), g, 0.0), np.where((x < lo) & (lo < hi), g, 0.0),
+                np.where((x > hi) | (hi < lo), g, 0.0))
+    if lo is not None:
+        return np.where(x >= lo, g, 0.0), np.where(x < lo, g, 0.0)
+    return np.where(x <= hi, g, 0.0), np.where(x > hi, g, 0.0)
 
 
 def _vjp_linear(ctx, g, inputs, out):
@@ -257,19 +292,41 @@ def _linear_arrays(ctx, g, inputs, out, wanted):
 
 
 def _vjp_embedding_padded(ctx, g, inputs, out):
-    """Rows looked up at padding_idx get no gradient (ctx: index map, keep mask, weight shape)."""
-    index_map, keep, shape = ctx
-    return (scatter_flat(g * keep, index_map, shape),)
+    """Rows looked up at padding_idx get no gradient (ctx: index map, keep mask or scale_grad_by_freq's scales,
+    weight shape[, the padding mask])."""
+    index_map, keep, shape = ctx[:3]
+    grad = scatter_flat(g * keep, index_map, shape)
+    if len(ctx) == 3 or not is_grad_enabled():
+        return (grad,)
+    # scale_grad_by_freq: torch's double backward takes the lookups unscaled (embedding_dense_double_backward);
+    # the scaled value, plus a term that is zero in value and carries that derivative
+    unscaled = scatter_flat(g * ctx[3], index_map, shape)
+    return (grad.detach() + (unscaled - unscaled.detach()),)
 
 
-registry.python("lerp", "LerpBackward0", _lerp_forward, _vjp_lerp)
-registry.python("lerp_tensor", "LerpBackward1", _lerp_tensor_forward, _vjp_lerp_tensor)
-registry.python("clamp_tensor", "ClampBackward0", _clamp_tensor_forward, _vjp_clamp_tensor)
-registry.python("clamp_min_tensor", "ClampMinBackward1", _clamp_tensor_forward, _vjp_clamp_tensor)
-registry.python("clamp_max_tensor", "ClampMaxBackward1", _clamp_tensor_forward, _vjp_clamp_tensor)
+def _embedding_padded_arrays(ctx, g, inputs, out, wanted):
+    """_vjp_embedding_padded on arrays: scatter_flat's sum in index order (np.add.at), padding rows zeroed."""
+    index_map, keep, shape = ctx[:3]
+    if not _array_rule_dtype(g):
+        return None
+    kept = g * keep._data
+    grad = np.zeros(math.prod(shape), kept.dtype)
+    np.add.at(grad, index_map.reshape(-1), kept.reshape(-1))
+    return (grad.reshape(shape),)
+
+
+registry.python("lerp", "LerpBackward0", _lerp_forward, _vjp_lerp, array_vjp=_lerp_arrays)
+registry.python("lerp_tensor", "LerpBackward1", _lerp_tensor_forward, _vjp_lerp_tensor, array_vjp=_lerp_tensor_arrays)
+registry.python("clamp_tensor", "ClampBackward0", _clamp_tensor_forward, _vjp_clamp_tensor,
+                array_vjp=_clamp_tensor_arrays)
+registry.python("clamp_min_tensor", "ClampMinBackward1", _clamp_tensor_forward, _vjp_clamp_tensor,
+                array_vjp=_clamp_tensor_arrays)
+registry.python("clamp_max_tensor", "ClampMaxBackward1", _clamp_tensor_forward, _vjp_clamp_tensor,
+                array_vjp=_clamp_tensor_arrays)
 registry.python("addmm", "AddmmBackward0", _linear_forward, _vjp_linear, array_vjp=_linear_arrays)
 registry.python("linear", "MmBackward0", _linear_forward, _vjp_linear, array_vjp=_linear_arrays)
 registry.python("embedding_padded", "EmbeddingBackward0", None, _vjp_embedding_padded,
+                array_vjp=_embedding_padded_arrays,
                 unreplayable="its index map is computed from the values of its indices")
 
 

@@ -10,8 +10,9 @@ import numpy as np
 
 from .. import registry
 from ..tensor import _new
-from ._common import OPS, _autocast_lower, _record, _tensor, autocast_state
-from .conv import layer_norm
+from ._common import OPS, _autocast_lower, _record, _tensor, _to_dtype, autocast_state
+from ..registry import Ctx
+from .conv import _norm_arrays, _normalized, _vjp_norm, layer_norm
 from .shape import _gather_forward, _vjp_gather
 
 __all__ = []  # torch.nn.functional's only (nn/functional.py binds them)
@@ -106,13 +107,38 @@ def pad(input, pad, mode="constant", value=None):
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
-    """layer_norm over each group of channels (with the spatial dims), then the per-channel affine."""
+    """One row (NativeGroupNormBackward0, as torch's): the statistics of each group of channels (with the spatial
+    dims), then the per-channel affine; the norm rows' rules on the input seen as (N, groups, C / groups, rest)."""
     x = _tensor(input)
-    if x.ndim < 2 or x.shape[1] % num_groups:
+    if x.ndim < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {x.ndim}")
+    size = [x.shape[0] * x.shape[1] // num_groups, num_groups] + list(x.shape[2:])  # (torch's _verify_batch_size)
+    if size[0] * math.prod(size[2:]) == 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size {size}")
+    if x.shape[1] % num_groups:
         raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
                            f"shape {list(x.shape)} and num_groups={num_groups}")
     N, C = x.shape[0], x.shape[1]
     rest = math.prod(x.shape[2:])
+    if x.numel() == 0:  # (nothing to normalize: the composition, whose rows handle empty values)
+        return _group_norm_composed(x, num_groups, weight, bias, eps, N, C, rest)
+    G = int(num_groups)
+    dt = x._data.dtype
+    ctx = Ctx(shape4=(N, G, C // G, rest), axes=(2, 3), paxes=(0, 3), pshape=(1, G, C // G, 1), eps=float(eps),
+              training=True, layout=None)
+    affine = [None if t is None else _to_dtype(_tensor(t), dt) for t in (weight, bias)]
+    for name, t in zip(("weight", "bias"), affine):
+        if t is not None and (t.ndim != 1 or t.numel() != C):  # (torch shows the weight's shape for either)
+            shown = list(affine[0].shape) if affine[0] is not None else [0]
+            raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of channels in input, "
+                               f"but got {name} of shape {shown} and input of shape {list(x.shape)}")
+    ctx.has_w, ctx.has_b = affine[0] is not None, affine[1] is not None
+    given = tuple(t for t in affine if t is not None)
+    return _record(OPS["group_norm"], _group_norm_forward(ctx, x._data, *[t._data for t in given]), (x,) + given,
+                   aux=ctx)
+
+
+def _group_norm_composed(x, num_groups, weight, bias, eps, N, C, rest):
     y = layer_norm(x.reshape(N, num_groups, (C // num_groups) * rest), ((C // num_groups) * rest,), eps=eps)
     y = y.reshape(x.shape)
     view = (1, C) + (1,) * (x.ndim - 2)
@@ -121,6 +147,24 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     if bias is not None:
         y = y + _tensor(bias).reshape(view)
     return y
+
+
+def _group_norm_forward(ctx, xd, *affine):
+    w = affine[0] if ctx.has_w else None
+    b = affine[-1] if ctx.has_b else None
+    return _normalized(ctx, xd.reshape(ctx.shape4), w, b).reshape(xd.shape)
+
+
+def _group_norm_arrays(ctx, g, inputs, out, wanted):
+    x = inputs[0]
+    grads = _norm_arrays(ctx, g.reshape(ctx.shape4), [x.reshape(ctx.shape4)] + list(inputs[1:]), out, wanted)
+    return (None if grads[0] is None else grads[0].reshape(x.shape),) + tuple(grads[1:])
+
+
+def _vjp_group_norm(ctx, g, inputs, out):
+    x = inputs[0]
+    grads = _vjp_norm(ctx, g.reshape(ctx.shape4), [x.reshape(ctx.shape4)] + list(inputs[1:]), out)
+    return (grads[0].reshape(x.shape),) + tuple(grads[1:])
 
 
 # prelu, hardswish, mish, glu: one row each under torch's grad_fn name; the plain backward is NumPy, the
@@ -223,6 +267,8 @@ registry.python("hardswish", "HardswishBackward0", _hardswish_forward, _vjp_hard
                 array_vjp=_hardswish_arrays)
 registry.python("mish", "MishBackward0", _mish_forward, _vjp_mish, array_vjp=_mish_arrays)
 registry.python("glu", "GluBackward0", _glu_forward, _vjp_glu, array_vjp=_glu_arrays)
+registry.python("group_norm", "NativeGroupNormBackward0", _group_norm_forward, _vjp_group_norm,
+                array_vjp=_group_norm_arrays)
 
 
 def prelu(input, weight):

@@ -422,6 +422,17 @@ def _vjp_prod(ctx, g, inputs, out):
     return (g * _new(_others_product(xd, ctx.dims)),)
 
 
+def _prod_arrays(ctx, g, inputs, out, wanted):
+    """_vjp_prod on arrays: g * out / x without zeros; with zeros, the product of the other elements."""
+    x, = inputs
+    if not _array_rule_dtype(x):
+        return None
+    g, y = _keep(g, ctx.keep), _keep(out, ctx.keep)
+    if not np.any(x == 0):
+        return (g * y / x,)
+    return (g * _others_product(x, ctx.dims),)
+
+
 def _others_product(xd, dims):
     """For each element, the product of the other elements of its reduction group (exclusive cumprods)."""
     rest = tuple(d for d in range(xd.ndim) if d not in dims)
@@ -551,8 +562,8 @@ def _reduce_forward(np_fn):
     return lambda ctx, x: _np_reduce(np_fn, x, ctx.dims, True)
 
 
-registry.python("prod", "ProdBackward1", _reduce_forward(np.prod), _vjp_prod)
-registry.python("prod_all", "ProdBackward0", _reduce_forward(np.prod), _vjp_prod)
+registry.python("prod", "ProdBackward1", _reduce_forward(np.prod), _vjp_prod, array_vjp=_prod_arrays)
+registry.python("prod_all", "ProdBackward0", _reduce_forward(np.prod), _vjp_prod, array_vjp=_prod_arrays)
 registry.python("var", "VarBackward0", _var_forward, _vjp_var, array_vjp=_var_arrays)
 registry.python("std", "StdBackward0", _var_forward, _vjp_std, array_vjp=_std_arrays)
 registry.python("amax", "AmaxBackward0", _reduce_forward(np.max), _vjp_amax, array_vjp=_amax_arrays)

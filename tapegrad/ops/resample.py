@@ -537,6 +537,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if mode in ("bicubic", "lanczos") and x.ndim != 4:
         raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {x.ndim}D) for the "
                                   f"modes: {_MODES} (got {mode})")
+    if x._data.dtype.kind in "biu":
+        _refuse_integer(x, mode, antialias)
     if x.ndim == 5 and mode in ("nearest", "nearest-exact"):
         return _nearest3d(x, output_size, scale_factors, mode == "nearest-exact")
     if mode in ("bicubic", "trilinear") or antialias or (mode == "area" and x.ndim == 5):
@@ -544,6 +546,36 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if mode == "area":
         return (adaptive_avg_pool1d if dim == 1 else adaptive_avg_pool2d)(x, output_size)
     return _resample(x, dim, output_size, scale_factors, mode, align_corners)
+
+
+_TORCH_DTYPE_WORDS = {"uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int", "int64": "Long",
+                      "bool": "Bool", "uint16": "UInt16", "uint32": "UInt32", "uint64": "UInt64"}
+
+
+def _refuse_integer(x, mode, antialias):
+    """torch resamples integer input only as uint8 (nearest, nearest-exact, bilinear, bicubic); the others get
+    its kernel's error. tapegrad's uint8 resampling is nearest's: torch's uint8 bilinear and bicubic use their
+    own fixed-point kernels, which tapegrad does not reproduce."""
+    uint8 = x._data.dtype == np.uint8
+    if antialias:
+        kernel = None if uint8 else "compute_index_ranges_weights"
+    elif mode in ("nearest", "nearest-exact"):
+        kernel = None if uint8 else ("upsample_nearest2d_channels_last" if x.ndim == 4
+                                     else "compute_indices_weights_nearest")
+    elif mode in ("bilinear", "bicubic"):
+        kernel = None if uint8 else ("upsample_bilinear2d_channels_last" if mode == "bilinear"
+                                     else "compute_indices_weights_cubic")
+    elif mode == "area":
+        kernel = "adaptive_avg_pool3d_cpu" if x.ndim == 5 else "adaptive_avg_pool2d"
+    else:  # linear, trilinear
+        kernel = "compute_indices_weights_linear"
+    if kernel is not None:
+        raise NotImplementedError(f'"{kernel}" not implemented for '
+                                  f"'{_TORCH_DTYPE_WORDS.get(x._data.dtype.name, x._data.dtype.name)}'")
+    if antialias or mode not in ("nearest", "nearest-exact"):
+        raise NotImplementedError(f"tapegrad: interpolate mode '{mode}'{' with antialias' if antialias else ''} on uint8 "
+                                  f"input is not supported (nearest and nearest-exact are; convert to float32 for "
+                                  f"{mode})")
 
 
 def _resample(x, nd, output_size, scale_factors, mode, align_corners):

@@ -317,15 +317,17 @@ def _vjp_gru(ctx, g, inputs, out):
 
 
 # (tapegrad.compile's replay recomputes a row with its forward, refreshing the context its backward reads)
-registry.python("lstm_cell_c", "ThnnFusedLstmCellBackward0", _lstm_c_forward, _vjp_lstm_c,
+# The cells' fused rows show the grad_fn of the last op of torch's CPU cell (composed of ops there):
+# c = f * c + i * g (AddBackward0), h = o * tanh(c) (MulBackward0), GRU's h = n + z * (h - n) (AddBackward0)
+registry.python("lstm_cell_c", "AddBackward0", _lstm_c_forward, _vjp_lstm_c,
                 array_vjp=_lstm_c_arrays)
-registry.python("lstm_cell_h", "ThnnFusedLstmCellBackward0", _lstm_h_forward, _vjp_lstm_h,
+registry.python("lstm_cell_h", "MulBackward0", _lstm_h_forward, _vjp_lstm_h,
                 array_vjp=_lstm_h_arrays)
 registry.python("lstm_layer", "MkldnnRnnLayerBackward0", _lstm_layer_forward, _vjp_lstm_layer,
                 array_vjp=_lstm_layer_arrays)
 registry.python("lstm_layer_c", "MkldnnRnnLayerBackward0", _lstm_layer_c_forward, _vjp_lstm_layer_c,
                 array_vjp=_lstm_layer_c_arrays)
-registry.python("gru_cell", "ThnnFusedGruCellBackward0", _gru_forward, _vjp_gru,
+registry.python("gru_cell", "AddBackward0", _gru_forward, _vjp_gru,
                 array_vjp=_gru_arrays)
 
 __all__ = []  # internal: nn.LSTMCell / GRUCell / LSTM / GRU call lstm_cell_step, lstm_layer and gru_cell_step

@@ -309,6 +309,15 @@ def _vjp_copy_slices(ctx, g, inputs, out):
     return where(_new(mask), 0.0, g), _gather(g, ctx)
 
 
+def _copy_slices_arrays(ctx, g, inputs, out, wanted):
+    if not _array_rule_dtype(g):
+        return None
+    flat = g.reshape(-1)
+    mask = np.zeros(g.shape, np.bool_)
+    mask.reshape(-1)[ctx.reshape(-1)] = True
+    return np.where(mask, 0.0, g) if wanted[0] else None, flat[ctx] if wanted[1] else None
+
+
 # -- permutations ---------------------------------------------------------------------------------------------
 def transpose(input, dim0, dim1):
     x = _tensor(input)
@@ -827,14 +836,18 @@ def _vjp_scatter(ctx, g, inputs, out):
     return (_gather(g, ctx),)  # ctx: the index map
 
 
+def _scatter_arrays(ctx, g, inputs, out, wanted):
+    return (g.reshape(-1)[ctx],) if _array_rule_dtype(g) else None
+
+
 # an in-place write through a view (_written): the base's new history, and the views that read it again; a view
 # as large as its base is the base reshaped (compiled), any other a gather and its CopySlices (Python)
 registry.structural("as_strided", K_GATHER, "AsStridedBackward0", _vjp_gather, forward=_gather_forward)
 registry.structural("as_strided_view", K_RESHAPE, "AsStridedBackward0", _vjp_reshape)
 registry.structural("copy_slices_view", K_RESHAPE, "CopySlices", _vjp_reshape)
-registry.python("copy_slices", "CopySlices", None, _vjp_copy_slices,
+registry.python("copy_slices", "CopySlices", None, _vjp_copy_slices, array_vjp=_copy_slices_arrays,
                 unreplayable="an in-place write through a view (tapegrad.compile stops at in-place ops)")
-registry.python("scatter_flat", "IndexPutBackward0", None, _vjp_scatter,
+registry.python("scatter_flat", "IndexPutBackward0", None, _vjp_scatter, array_vjp=_scatter_arrays,
                 unreplayable="a gather's adjoint: its output's size is not in its saved context")
 
 
@@ -862,6 +875,22 @@ def _vjp_stack(ctx, g, inputs, out):
 def _vjp_scatter_add(ctx, g, inputs, out):
     dim, index = ctx
     return g, gather(g, dim, index)
+
+
+def _scatter_add_arrays(ctx, g, inputs, out, wanted):
+    """_vjp_scatter_add on arrays: g, and g gathered at the index along dim (gather's positions, _along)."""
+    dim, index = ctx
+    if not _array_rule_dtype(g):
+        return None
+    src_grad = None
+    if wanted[1]:
+        idx = index._data.astype(np.int64, copy=False)
+        if g.ndim == 0:
+            src_grad = g.reshape(-1)[np.zeros(idx.reshape(()).shape, np.int64)]
+        else:
+            part = g[tuple(slice(0, idx.shape[k]) if k != dim else slice(None) for k in range(g.ndim))]
+            src_grad = np.take_along_axis(part, idx, dim)
+    return g, src_grad
 
 
 def _vjp_masked_fill(ctx, g, inputs, out):
@@ -920,7 +949,8 @@ def _triu_arrays(ctx, g, inputs, out, wanted):
 registry.python("cat", "CatBackward0", _cat_forward, _vjp_cat, array_vjp=_cat_arrays)
 registry.python("stack", "StackBackward0", lambda ctx, *xs: np.stack(xs, axis=ctx), _vjp_stack,
                 array_vjp=_stack_arrays)
-registry.python("scatter_add", "ScatterAddBackward0", None, _vjp_scatter_add, unreplayable=_READS_CONSTANT)
+registry.python("scatter_add", "ScatterAddBackward0", None, _vjp_scatter_add, array_vjp=_scatter_add_arrays,
+                unreplayable=_READS_CONSTANT)
 registry.python("masked_fill", "MaskedFillBackward0", None, _vjp_masked_fill, array_vjp=_masked_fill_arrays,
                 unreplayable=_READS_CONSTANT)
 registry.python("masked_fill_tensor", "MaskedFillBackward1", None, _vjp_masked_fill, array_vjp=_masked_fill_arrays,

@@ -511,6 +511,11 @@ CASES = [
           torch_fn=lambda T, x, w, b: _norm_composite(x, (-1,), w, b)),
     _case("batch_norm", lambda T, x, w, b: T.nn.functional.batch_norm(x, None, None, w, b, training=True),
           [(4, 3), (3,), (3,)], torch_fn=lambda T, x, w, b: _norm_composite(x, (0,), w, b)),
+    _case("group_norm", lambda T, x, w, b: T.nn.functional.group_norm(x, 2, w, b), [(2, 4, 3), (4,), (4,)],
+          torch_fn=lambda T, x, w, b: _norm_composite(x.reshape(2, 2, 6), (-1,), 1.0, 0.0).reshape(2, 4, 3)
+          * w.reshape(1, 4, 1) + b.reshape(1, 4, 1)),
+    _case("huber_loss", lambda T, x: T.nn.functional.huber_loss(x, x * -0.2, delta=0.5), [(3, 4)]),
+    _case("norm_dim", lambda T, x: T.nn.functional.pairwise_distance(x, x * 0.3 + 1.0), [(3, 4)]),
 ]
 EXEMPT = {"delayed_error": "raises by design: tests/autograd/test_custom_function.py",
           "compiled": "tapegrad.compile's row refuses double backward, as torch.compile: tests/test_trace.py",

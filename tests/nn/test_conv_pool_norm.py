@@ -277,6 +277,12 @@ ERRORS = [
     lambda F, T: F.pad(T(1, 2, 3, 3), (-4, 0)),
     lambda F, T: F.pad(T(1, 2, 3, 3), (1, 1, 1, 1), mode="reflect", value=1.0),
     lambda F, T: F.group_norm(T(2, 4, 3), 3),
+    lambda F, T: F.group_norm(T(4), 2),
+    lambda F, T: F.group_norm(T(1, 4, 1), 4),
+    lambda F, T: F.group_norm(T(1, 3, 1), 2),
+    lambda F, T: F.group_norm(T(2, 4, 3), 2, T(3)),
+    lambda F, T: F.group_norm(T(2, 4, 3), 2, None, T(5)),
+    lambda F, T: F.group_norm(T(2, 4, 3), 2, T(4), T(2, 2)),
     lambda F, T: F.glu(T(2, 3)),
     lambda F, T: F.prelu(T(2, 3), T(2)),
 ]

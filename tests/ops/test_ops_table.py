@@ -373,8 +373,9 @@ add(Case("cross_entropy", [A((5,)), V(3)], paths=F, id="1d"),
     Case("binary_cross_entropy", [V([0.0, 1.0, 0.5]), V([0.0, 1.0, 1.0], grad=False)], paths=F, id="edges",
          fd=False, gg=False),
     Case("smooth_l1_loss", [A((3, 4)), A((3, 4))], {"beta": 0.0}, paths=F, id="beta0"),
-    Case("huber_loss", [A((3, 4)), A((3, 4))], {"delta": 0.5}, paths=F, grad_fn=False),
-    Case("huber_loss", [A((3, 4)), A((3, 4))], {"reduction": "none"}, paths=F, id="none", grad_fn=False),
+    Case("huber_loss", [A((3, 4)), A((3, 4))], {"delta": 0.5}, paths=F),
+    Case("huber_loss", [A((3, 4)), A((3, 4))], {"reduction": "none"}, paths=F, id="none"),
+    Case("huber_loss", [A((3, 4)), A((4,))], {"delta": 2.0, "reduction": "sum"}, paths=F, id="broadcast_sum"),
     Case("kl_div", [A((3, 4)), A((3, 4), "prob")], {"reduction": "batchmean"}, paths=F, grad_fn=False),
     Case("kl_div", [A((3, 4)), A((3, 4))], {"reduction": "sum", "log_target": True}, paths=F, id="log_target",
          grad_fn=False),
@@ -453,7 +454,7 @@ add(Case("conv2d", [A((2, 3, 5, 5)), A((4, 3, 3, 3)), A((4,))], paths=F),
     Case("batch_norm", [A((5, 3))], fn=lambda L, x: L.nn.functional.batch_norm(x, None, None, training=True)),
     Case("lstm_cell", [A((2, 3)), A((2, 2)), A((2, 2))], fn=_cell("LSTMCell"), gg=False),
     # torch's CPU GRUCell is composed of ops (AddBackward0); tapegrad's is one fused row
-    Case("gru_cell", [A((2, 3)), A((2, 2))], fn=_cell("GRUCell"), gg=False, grad_fn=False),
+    Case("gru_cell", [A((2, 3)), A((2, 2))], fn=_cell("GRUCell"), gg=False),
     Case("clamp_min", [A((3, 4)), A((4,))], fn=lambda L, x, m: x.clamp_min(m), id="tensor"),
     Case("clamp_max", [A((3, 4))], fn=lambda L, x: L.clamp_max(x, 0.2), id="number"))
 add(Case("unfold", [A((2, 3, 5, 5))], {"kernel_size": 2}, paths=F),
@@ -488,6 +489,31 @@ add(Case("unfold", [A((2, 3, 5, 5))], {"kernel_size": 2}, paths=F),
                                       per_sample_weights=p))),
     Case("max_unpool2d", [A((1, 2, 4, 4))], paths=("fn",), id="of_max_pool",
          fn=lambda L, x: L.nn.functional.max_unpool2d(*L.nn.functional.max_pool2d(x, 2, return_indices=True), 2)))
+
+
+def _written_through_views(L, x, w):
+    y = x * 1.5
+    y[1:, ::2].copy_(w * 3.0)   # (CopySlices rows: the in-place writes through views)
+    y[:2, 1].mul_(w[0])
+    return y
+
+
+def _gather_gradient(L, x):
+    """A gather's gradient with create_graph: a scatter_flat row (duplicate indices), whose own backward gathers."""
+    return L.autograd.grad((x[L.tensor([0, 0, 3, 1, 3])] ** 3).sum(), x, create_graph=True)[0]
+
+
+add(Case("group_norm", [A((3, 4, 5, 2)), A((4,)), A((4,))], fn=lambda L, x, w, b: L.nn.functional.group_norm(x, 2, w, b)),
+    Case("group_norm", [A((2, 6))], fn=lambda L, x: L.nn.functional.group_norm(x, 3, eps=1e-3), id="no_affine_2d"))
+add(Case("pairwise_distance", [A((3, 4)), A((3, 4))], paths=F),   # (its norm: NormBackward1, as ATen's)
+    Case("pairwise_distance", [A((3, 4)), A((4,))], {"p": 1.0, "keepdim": True}, paths=F, id="p1_broadcast"))
+
+
+# the engine's own Python rows (in-place writes, a gather's recorded adjoint): their plain backward too
+add(Case("copy_slices", [A((3, 4)), A((2, 2))], fn=_written_through_views, gg=False),
+    # (no finite differences: the function takes a gradient; torch names this row by the gather it undoes,
+    # IndexPutImplBackward0 here, where scatter_flat serves every gather)
+    Case("scatter_flat", [A((5,))], fn=_gather_gradient, gg=False, fd=False, grad_fn=False))
 
 @pytest.mark.parametrize("case,path,dtype", params(CASES))
 def test_against_torch(case, path, dtype):

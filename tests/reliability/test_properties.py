@@ -347,6 +347,9 @@ CASES = {
     "hardswish": lambda L, x, R: F(L).hardswish(x * 4),
     "mish": lambda L, x, R: F(L).mish(x * 2),
     "glu": lambda L, x, R: F(L).glu(x.repeat(1, 2), 1),
+    "group_norm": lambda L, x, R: F(L).group_norm(L.cat([x, x * 0.5 + 1])[None], 1, R.leaf((2 * x.shape[0],)),
+                                                  R.leaf((2 * x.shape[0],)))[0],
+    "norm_dim": lambda L, x, R: F(L).pairwise_distance(x, R.const(x.shape)),
     # autograd
     "function": lambda L, x, R: _custom_function(L).apply(x)[0],
     "function_output": lambda L, x, R: _custom_function(L).apply(x)[1],
