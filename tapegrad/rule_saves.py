@@ -85,6 +85,7 @@ SAVES = {
     'clamp_max_tensor': 67,
     'addmm': 3,
     'linear': 3,
+    'gelu_compiled': 1,
     'embedding_padded': 0,
     'sort': 0,
     'sort_stable': 0,
