@@ -139,6 +139,7 @@ SAVES = {
     'hardswish': 1,
     'mish': 1,
     'glu': 1,
+    'sdpa': 7,
     'channel_shuffle': 0,
     'embedding_bag': 0,
     'embedding_bag_weighted': 3,
