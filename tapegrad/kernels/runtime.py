@@ -402,7 +402,7 @@ def _step(i, kind, o, argptr, args, obj, fattr, iattr, need, offsets, adj, dt, n
             gx[k] += g[k]
     elif kind == K_GATHER:
         idx = view(iattr[i], NUM_I64, np.int64)
-        if fattr[i, 0] == 1.0:  # a strided view (ops.shape.StridedView), not an index map
+        if fattr[i, 0] == 1.0:  # a strided view (ops.shape._StridedView), not an index map
             _strided_add(g, gx, idx, n)
         else:
             for k in range(n):

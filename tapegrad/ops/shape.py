@@ -156,7 +156,7 @@ def _view_map(base, v):
 _VIEW_MAPS, _VIEW_MAPS_BYTES, _view_map_bytes = {}, 64 << 20, 0
 
 
-class StridedView(np.ndarray):
+class _StridedView(np.ndarray):
     """A gather row's aux when its gather is a strided view of the input (transpose, permute, slices,
     split, select, diagonal): int64 (offset, ndim, shape..., strides...) in the input's elements, instead of
     an index map of the view's size (8 bytes an element, and a load per element in the adjoint). The row
@@ -183,7 +183,7 @@ class StridedView(np.ndarray):
 
 
 def _strided_view(base, v):
-    """The StridedView of a NumPy view v of the C-contiguous array base, remembered by its values."""
+    """The _StridedView of a NumPy view v of the C-contiguous array base, remembered by its values."""
     item = base.itemsize
     offset = (v.__array_interface__["data"][0] - base.__array_interface__["data"][0]) // item
     key = (offset, v.ndim) + v.shape + tuple(s // item for s in v.strides)
@@ -191,7 +191,7 @@ def _strided_view(base, v):
     if d is None:
         if len(_STRIDED) > 4096:
             _STRIDED.clear()
-        d = _STRIDED[key] = np.array(key, np.int64).view(StridedView)
+        d = _STRIDED[key] = np.array(key, np.int64).view(_StridedView)
         d.setflags(write=False)
     return d
 
@@ -202,7 +202,7 @@ _STRIDED = {}
 def _view_op(x, view, op, output_nr=None):
     """The op whose value is the NumPy view `view(x's data)`, copied (C-contiguous), and torch's view of x:
     its window is the same view of x's window (all but flip, which copies in torch too). Its row is a
-    gather described by the view's strides (StridedView), not by an index map."""
+    gather described by the view's strides (_StridedView), not by an index map."""
     v = view(x._data)
     out = np.array(v, order="C", copy=True)
     if not _recording(x):
@@ -838,13 +838,13 @@ def _vjp_reshape(ctx, g, inputs, out):
 
 
 def _vjp_gather(ctx, g, inputs, out):
-    if isinstance(ctx, StridedView):
+    if isinstance(ctx, _StridedView):
         ctx = ctx.index_map()
     return (scatter_flat(g, ctx, inputs[0].shape),)  # ctx: the index map
 
 
 def _gather_forward(ctx, x):
-    if isinstance(ctx, StridedView):
+    if isinstance(ctx, _StridedView):
         return ctx.view_of(x)
     return x.reshape(-1)[ctx]  # ctx: the index map, which depends on shapes and Python ints only
 
