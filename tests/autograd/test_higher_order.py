@@ -511,7 +511,18 @@ CASES = [
           torch_fn=lambda T, x, w, b: _norm_composite(x, (-1,), w, b)),
     _case("batch_norm", lambda T, x, w, b: T.nn.functional.batch_norm(x, None, None, w, b, training=True),
           [(4, 3), (3,), (3,)], torch_fn=lambda T, x, w, b: _norm_composite(x, (0,), w, b)),
+    # gelu of 512+ elements is its own compiled row; 4-d unmasked attention is one row (torch's flash row has no
+    # double backward: its math composite is the oracle)
+    _case("gelu_compiled", lambda T, x: T.nn.functional.gelu(x), [(8, 64)]),
+    _case("sdpa", lambda T, q, k, v: T.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True),
+          [(1, 2, 3, 4), (1, 2, 5, 4), (1, 2, 5, 4)], torch_fn=lambda T, q, k, v: _attention_composite(q, k, v)),
 ]
+
+
+def _attention_composite(q, k, v):
+    scores = (q @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1])
+    causal = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool).tril()
+    return torch.softmax(scores.masked_fill(~causal, float("-inf")), -1) @ v
 EXEMPT = {"delayed_error": "raises by design: tests/autograd/test_custom_function.py",
           "compiled": "tapegrad.compile's row refuses double backward, as torch.compile: tests/test_trace.py",
           "traced_rule": "only on a trace's private tape, behind a detached gradient: tests/test_trace.py",
