@@ -403,7 +403,7 @@ def binary(op, A, B, Y, G, GA, GB, IA, IB, outer, inner, ao, aj, bo, bj, need_a,
                     GA[ia] += where((a == 0) & (b == 0), 0 * g, g * b / (a * a + b * b))
                 if need_b:
                     GB[ib] += where((a == 0) & (b == 0), 0 * g, -g * a / (a * a + b * b))
-    elif op == 194:  # exp_backward
+    elif op == 195:  # exp_backward
         for o in range(outer):
             for j in range(inner):
                 k = o * inner + j
@@ -416,7 +416,7 @@ def binary(op, A, B, Y, G, GA, GB, IA, IB, outer, inner, ao, aj, bo, bj, need_a,
                     GA[ia] += g * b
                 if need_b:
                     GB[ib] += g * a
-    elif op == 195:  # log_backward
+    elif op == 196:  # log_backward
         for o in range(outer):
             for j in range(inner):
                 k = o * inner + j
@@ -429,7 +429,7 @@ def binary(op, A, B, Y, G, GA, GB, IA, IB, outer, inner, ao, aj, bo, bj, need_a,
                     GA[ia] += g / b
                 if need_b:
                     GB[ib] += -g * a / (b * b)
-    elif op == 196:  # sqrt_backward
+    elif op == 197:  # sqrt_backward
         for o in range(outer):
             for j in range(inner):
                 k = o * inner + j
@@ -442,7 +442,7 @@ def binary(op, A, B, Y, G, GA, GB, IA, IB, outer, inner, ao, aj, bo, bj, need_a,
                     GA[ia] += g / (2 * b)
                 if need_b:
                     GB[ib] += -g * a / (2 * b * (2 * b)) * 2
-    elif op == 197:  # sin_backward
+    elif op == 198:  # sin_backward
         for o in range(outer):
             for j in range(inner):
                 k = o * inner + j
@@ -455,7 +455,7 @@ def binary(op, A, B, Y, G, GA, GB, IA, IB, outer, inner, ao, aj, bo, bj, need_a,
                     GA[ia] += g * cos(b)
                 if need_b:
                     GB[ib] += g * a * -sin(b)
-    elif op == 198:  # cos_backward
+    elif op == 199:  # cos_backward
         for o in range(outer):
             for j in range(inner):
                 k = o * inner + j
@@ -468,7 +468,7 @@ def binary(op, A, B, Y, G, GA, GB, IA, IB, outer, inner, ao, aj, bo, bj, need_a,
                     GA[ia] += -(g * sin(b))
                 if need_b:
                     GB[ib] += g * -a * cos(b)
-    elif op == 199:  # tan_backward
+    elif op == 200:  # tan_backward
         for o in range(outer):
             for j in range(inner):
                 k = o * inner + j
@@ -481,7 +481,7 @@ def binary(op, A, B, Y, G, GA, GB, IA, IB, outer, inner, ao, aj, bo, bj, need_a,
                     GA[ia] += g * (1 + b * b)
                 if need_b:
                     GB[ib] += g * a * b + g * a * b
-    elif op == 200:  # tanh_backward
+    elif op == 201:  # tanh_backward
         for o in range(outer):
             for j in range(inner):
                 k = o * inner + j
@@ -494,7 +494,7 @@ def binary(op, A, B, Y, G, GA, GB, IA, IB, outer, inner, ao, aj, bo, bj, need_a,
                     GA[ia] += g * (1 - b * b)
                 if need_b:
                     GB[ib] += -(g * a) * b + -(g * a) * b
-    elif op == 201:  # sigmoid_backward
+    elif op == 202:  # sigmoid_backward
         for o in range(outer):
             for j in range(inner):
                 k = o * inner + j
@@ -507,7 +507,7 @@ def binary(op, A, B, Y, G, GA, GB, IA, IB, outer, inner, ao, aj, bo, bj, need_a,
                     GA[ia] += g * (1 - b) * b
                 if need_b:
                     GB[ib] += g * (1 - b) * a + -(g * (a * b))
-    elif op == 202:  # relu_backward
+    elif op == 203:  # relu_backward
         for o in range(outer):
             for j in range(inner):
                 k = o * inner + j
@@ -519,7 +519,7 @@ def binary(op, A, B, Y, G, GA, GB, IA, IB, outer, inner, ao, aj, bo, bj, need_a,
                     GA[ia] += where(b <= 0, g, 0 * g) * 0 + where(b <= 0, 0 * g, g)
                 if need_b:
                     GB[ib] += 0 * g
-    elif op == 203:  # reciprocal_backward
+    elif op == 204:  # reciprocal_backward
         for o in range(outer):
             for j in range(inner):
                 k = o * inner + j
@@ -532,7 +532,7 @@ def binary(op, A, B, Y, G, GA, GB, IA, IB, outer, inner, ao, aj, bo, bj, need_a,
                     GA[ia] += -(g * b * b)
                 if need_b:
                     GB[ib] += g * b * -a + g * (-a * b)
-    elif op == 204:  # square_backward
+    elif op == 205:  # square_backward
         for o in range(outer):
             for j in range(inner):
                 k = o * inner + j
@@ -545,7 +545,7 @@ def binary(op, A, B, Y, G, GA, GB, IA, IB, outer, inner, ao, aj, bo, bj, need_a,
                     GA[ia] += g * b * 2
                 if need_b:
                     GB[ib] += g * (2 * a)
-    elif op == 205:  # rsqrt_backward
+    elif op == 206:  # rsqrt_backward
         for o in range(outer):
             for j in range(inner):
                 k = o * inner + j
@@ -558,7 +558,7 @@ def binary(op, A, B, Y, G, GA, GB, IA, IB, outer, inner, ao, aj, bo, bj, need_a,
                     GA[ia] += g * b * b * b * -0.5
                 if need_b:
                     GB[ib] += g * b * b * (-0.5 * a) + g * b * (-0.5 * a * b) + g * (-0.5 * a * b * b)
-    elif op == 206:  # log1p_backward
+    elif op == 207:  # log1p_backward
         for o in range(outer):
             for j in range(inner):
                 k = o * inner + j
@@ -571,7 +571,7 @@ def binary(op, A, B, Y, G, GA, GB, IA, IB, outer, inner, ao, aj, bo, bj, need_a,
                     GA[ia] += g / (1 + b)
                 if need_b:
                     GB[ib] += -g * a / ((1 + b) * (1 + b))
-    elif op == 207:  # expm1_backward
+    elif op == 208:  # expm1_backward
         for o in range(outer):
             for j in range(inner):
                 k = o * inner + j
@@ -584,7 +584,7 @@ def binary(op, A, B, Y, G, GA, GB, IA, IB, outer, inner, ao, aj, bo, bj, need_a,
                     GA[ia] += g * (b + 1)
                 if need_b:
                     GB[ib] += g * a
-    elif op == 208:  # log2_backward
+    elif op == 209:  # log2_backward
         for o in range(outer):
             for j in range(inner):
                 k = o * inner + j
@@ -597,7 +597,7 @@ def binary(op, A, B, Y, G, GA, GB, IA, IB, outer, inner, ao, aj, bo, bj, need_a,
                     GA[ia] += g / (b * 0.6931471805599453)
                 if need_b:
                     GB[ib] += -g * a / (b * 0.6931471805599453 * (b * 0.6931471805599453)) * 0.6931471805599453
-    elif op == 209:  # exp2_backward
+    elif op == 210:  # exp2_backward
         for o in range(outer):
             for j in range(inner):
                 k = o * inner + j
@@ -610,7 +610,7 @@ def binary(op, A, B, Y, G, GA, GB, IA, IB, outer, inner, ao, aj, bo, bj, need_a,
                     GA[ia] += g * 0.6931471805599453 * b
                 if need_b:
                     GB[ib] += g * 0.6931471805599453 * a
-    elif op == 210:  # asin_backward
+    elif op == 211:  # asin_backward
         for o in range(outer):
             for j in range(inner):
                 k = o * inner + j
@@ -623,7 +623,7 @@ def binary(op, A, B, Y, G, GA, GB, IA, IB, outer, inner, ao, aj, bo, bj, need_a,
                     GA[ia] += g / sqrt(1 - b * b)
                 if need_b:
                     GB[ib] += -(-g * a / (sqrt(1 - b * b) * sqrt(1 - b * b)) * (1 / (2 * sqrt(1 - b * b)))) * b + -(-g * a / (sqrt(1 - b * b) * sqrt(1 - b * b)) * (1 / (2 * sqrt(1 - b * b)))) * b
-    elif op == 211:  # acos_backward
+    elif op == 212:  # acos_backward
         for o in range(outer):
             for j in range(inner):
                 k = o * inner + j
@@ -636,7 +636,7 @@ def binary(op, A, B, Y, G, GA, GB, IA, IB, outer, inner, ao, aj, bo, bj, need_a,
                     GA[ia] += -(g / sqrt(1 - b * b))
                 if need_b:
                     GB[ib] += -(-g * -a / (sqrt(1 - b * b) * sqrt(1 - b * b)) * (1 / (2 * sqrt(1 - b * b)))) * b + -(-g * -a / (sqrt(1 - b * b) * sqrt(1 - b * b)) * (1 / (2 * sqrt(1 - b * b)))) * b
-    elif op == 212:  # atan_backward
+    elif op == 213:  # atan_backward
         for o in range(outer):
             for j in range(inner):
                 k = o * inner + j
@@ -649,7 +649,7 @@ def binary(op, A, B, Y, G, GA, GB, IA, IB, outer, inner, ao, aj, bo, bj, need_a,
                     GA[ia] += g / (1 + b * b)
                 if need_b:
                     GB[ib] += -g * a / ((1 + b * b) * (1 + b * b)) * b + -g * a / ((1 + b * b) * (1 + b * b)) * b
-    elif op == 213:  # sinh_backward
+    elif op == 214:  # sinh_backward
         for o in range(outer):
             for j in range(inner):
                 k = o * inner + j
@@ -662,7 +662,7 @@ def binary(op, A, B, Y, G, GA, GB, IA, IB, outer, inner, ao, aj, bo, bj, need_a,
                     GA[ia] += g * cosh(b)
                 if need_b:
                     GB[ib] += g * a * sinh(b)
-    elif op == 214:  # cosh_backward
+    elif op == 215:  # cosh_backward
         for o in range(outer):
             for j in range(inner):
                 k = o * inner + j
@@ -675,7 +675,7 @@ def binary(op, A, B, Y, G, GA, GB, IA, IB, outer, inner, ao, aj, bo, bj, need_a,
                     GA[ia] += g * sinh(b)
                 if need_b:
                     GB[ib] += g * a * cosh(b)
-    elif op == 215:  # erf_backward
+    elif op == 216:  # erf_backward
         for o in range(outer):
             for j in range(inner):
                 k = o * inner + j
@@ -688,7 +688,7 @@ def binary(op, A, B, Y, G, GA, GB, IA, IB, outer, inner, ao, aj, bo, bj, need_a,
                     GA[ia] += g * exp(-b * b) * 1.1283791670955126
                 if need_b:
                     GB[ib] += -(g * (a * 1.1283791670955126) * exp(-b * b) * b) + g * (a * 1.1283791670955126) * exp(-b * b) * -b
-    elif op == 216:  # gelu_backward
+    elif op == 217:  # gelu_backward
         for o in range(outer):
             for j in range(inner):
                 k = o * inner + j
@@ -701,7 +701,7 @@ def binary(op, A, B, Y, G, GA, GB, IA, IB, outer, inner, ao, aj, bo, bj, need_a,
                     GA[ia] += g * (0.5 * (1 + erf(b * 0.7071067811865476)) + b * 0.3989422804014327 * exp(-0.5 * b * b))
                 if need_b:
                     GB[ib] += g * a * 0.5 * (1.1283791670955126 * exp(-(b * 0.7071067811865476 * (b * 0.7071067811865476)))) * 0.7071067811865476 + g * a * exp(-0.5 * b * b) * 0.3989422804014327 + g * a * (b * 0.3989422804014327) * exp(-0.5 * b * b) * b * -0.5 + g * a * (b * 0.3989422804014327) * exp(-0.5 * b * b) * (-0.5 * b)
-    elif op == 217:  # silu_backward
+    elif op == 218:  # silu_backward
         for o in range(outer):
             for j in range(inner):
                 k = o * inner + j
@@ -714,7 +714,7 @@ def binary(op, A, B, Y, G, GA, GB, IA, IB, outer, inner, ao, aj, bo, bj, need_a,
                     GA[ia] += g * (1 + b * (1 - sigmoid(b))) * sigmoid(b)
                 if need_b:
                     GB[ib] += g * (1 + b * (1 - sigmoid(b))) * a * (sigmoid(b) * (1 - sigmoid(b))) + g * (a * sigmoid(b)) * (1 - sigmoid(b)) + -(g * (a * sigmoid(b)) * b) * (sigmoid(b) * (1 - sigmoid(b)))
-    elif op == 218:  # softplus_backward
+    elif op == 219:  # softplus_backward
         for o in range(outer):
             for j in range(inner):
                 k = o * inner + j
@@ -727,7 +727,7 @@ def binary(op, A, B, Y, G, GA, GB, IA, IB, outer, inner, ao, aj, bo, bj, need_a,
                     GA[ia] += where(b * c > c2, g, 0 * g) + where(b * c > c2, 0 * g, g) * sigmoid(c * b)
                 if need_b:
                     GB[ib] += where(b * c > c2, 0 * g, g) * a * (sigmoid(c * b) * (1 - sigmoid(c * b))) * c
-    elif op == 219:  # leaky_relu_backward
+    elif op == 220:  # leaky_relu_backward
         for o in range(outer):
             for j in range(inner):
                 k = o * inner + j
@@ -739,7 +739,7 @@ def binary(op, A, B, Y, G, GA, GB, IA, IB, outer, inner, ao, aj, bo, bj, need_a,
                     GA[ia] += where(b > 0, g, 0 * g) + where(b > 0, 0 * g, g) * c
                 if need_b:
                     GB[ib] += 0 * g
-    elif op == 220:  # hardtanh_backward
+    elif op == 221:  # hardtanh_backward
         for o in range(outer):
             for j in range(inner):
                 k = o * inner + j
@@ -751,7 +751,7 @@ def binary(op, A, B, Y, G, GA, GB, IA, IB, outer, inner, ao, aj, bo, bj, need_a,
                     GA[ia] += where((b <= c) | (b >= c2), g, 0 * g) * 0 + where((b <= c) | (b >= c2), 0 * g, g)
                 if need_b:
                     GB[ib] += where((b <= c) | (b >= c2), 0 * g, g) * 0
-    elif op == 221:  # mul_backward0
+    elif op == 222:  # mul_backward0
         for o in range(outer):
             for j in range(inner):
                 k = o * inner + j
@@ -764,7 +764,7 @@ def binary(op, A, B, Y, G, GA, GB, IA, IB, outer, inner, ao, aj, bo, bj, need_a,
                     GA[ia] += g * b
                 if need_b:
                     GB[ib] += g * a
-    elif op == 222:  # mul_backward1
+    elif op == 223:  # mul_backward1
         for o in range(outer):
             for j in range(inner):
                 k = o * inner + j
@@ -777,7 +777,7 @@ def binary(op, A, B, Y, G, GA, GB, IA, IB, outer, inner, ao, aj, bo, bj, need_a,
                     GA[ia] += g * b
                 if need_b:
                     GB[ib] += g * a
-    elif op == 223:  # div_backward0
+    elif op == 224:  # div_backward0
         for o in range(outer):
             for j in range(inner):
                 k = o * inner + j
@@ -790,7 +790,7 @@ def binary(op, A, B, Y, G, GA, GB, IA, IB, outer, inner, ao, aj, bo, bj, need_a,
                     GA[ia] += -g * b / (a * a)
                 if need_b:
                     GB[ib] += g / a
-    elif op == 224:  # pow_ts_backward
+    elif op == 225:  # pow_ts_backward
         for o in range(outer):
             for j in range(inner):
                 k = o * inner + j
@@ -803,7 +803,7 @@ def binary(op, A, B, Y, G, GA, GB, IA, IB, outer, inner, ao, aj, bo, bj, need_a,
                     GA[ia] += g * _select(c == 0, 0 * c, c * power(b, c - 1))
                 if need_b:
                     GB[ib] += _select(c == 0, 0 * (g * a), (g * a)) * c * ((c - 1) * power(b, c - 1 - 1))
-    elif op == 225:  # atan2_ts_backward
+    elif op == 226:  # atan2_ts_backward
         for o in range(outer):
             for j in range(inner):
                 k = o * inner + j
@@ -816,7 +816,7 @@ def binary(op, A, B, Y, G, GA, GB, IA, IB, outer, inner, ao, aj, bo, bj, need_a,
                     GA[ia] += where((b == 0) & (c == 0), g, 0 * g) * 0 + where((b == 0) & (c == 0), 0 * g, g) / (b * b + c * c) * c
                 if need_b:
                     GB[ib] += -where((b == 0) & (c == 0), 0 * g, g) * (a * c) / ((b * b + c * c) * (b * b + c * c)) * b + -where((b == 0) & (c == 0), 0 * g, g) * (a * c) / ((b * b + c * c) * (b * b + c * c)) * b
-    elif op == 226:  # atan2_st_backward
+    elif op == 227:  # atan2_st_backward
         for o in range(outer):
             for j in range(inner):
                 k = o * inner + j
@@ -829,7 +829,7 @@ def binary(op, A, B, Y, G, GA, GB, IA, IB, outer, inner, ao, aj, bo, bj, need_a,
                     GA[ia] += where((c == 0) & (b == 0), g, 0 * g) * 0 + -(where((c == 0) & (b == 0), 0 * g, g) / (c * c + b * b) * c)
                 if need_b:
                     GB[ib] += -where((c == 0) & (b == 0), 0 * g, g) * (-a * c) / ((c * c + b * b) * (c * c + b * b)) * b + -where((c == 0) & (b == 0), 0 * g, g) * (-a * c) / ((c * c + b * b) * (c * c + b * b)) * b
-    elif op == 227:  # gelu_tanh_backward
+    elif op == 228:  # gelu_tanh_backward
         for o in range(outer):
             for j in range(inner):
                 k = o * inner + j
@@ -842,7 +842,7 @@ def binary(op, A, B, Y, G, GA, GB, IA, IB, outer, inner, ao, aj, bo, bj, need_a,
                     GA[ia] += g * (sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)) * (1 + b * (1 - sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b))) * 1.5957691216057308 * (1 + 0.134145 * b * b)))
                 if need_b:
                     GB[ib] += g * a * (1 + b * (1 - sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b))) * 1.5957691216057308 * (1 + 0.134145 * b * b)) * (sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)) * (1 - sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)))) * 1.5957691216057308 + g * a * (1 + b * (1 - sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b))) * 1.5957691216057308 * (1 + 0.134145 * b * b)) * (sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)) * (1 - sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)))) * 1.5957691216057308 * b * b * 0.044715 + g * a * (1 + b * (1 - sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b))) * 1.5957691216057308 * (1 + 0.134145 * b * b)) * (sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)) * (1 - sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)))) * 1.5957691216057308 * b * (0.044715 * b) + g * a * (1 + b * (1 - sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b))) * 1.5957691216057308 * (1 + 0.134145 * b * b)) * (sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)) * (1 - sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)))) * 1.5957691216057308 * (0.044715 * b * b) + g * a * sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)) * (1 + 0.134145 * b * b) * 1.5957691216057308 * (1 - sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b))) + -(g * a * sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)) * (1 + 0.134145 * b * b) * 1.5957691216057308 * b) * (sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)) * (1 - sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)))) * 1.5957691216057308 + -(g * a * sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)) * (1 + 0.134145 * b * b) * 1.5957691216057308 * b) * (sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)) * (1 - sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)))) * 1.5957691216057308 * b * b * 0.044715 + -(g * a * sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)) * (1 + 0.134145 * b * b) * 1.5957691216057308 * b) * (sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)) * (1 - sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)))) * 1.5957691216057308 * b * (0.044715 * b) + -(g * a * sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)) * (1 + 0.134145 * b * b) * 1.5957691216057308 * b) * (sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)) * (1 - sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)))) * 1.5957691216057308 * (0.044715 * b * b) + g * a * sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)) * (b * (1 - sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b))) * 1.5957691216057308) * b * 0.134145 + g * a * sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)) * (b * (1 - sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b))) * 1.5957691216057308) * (0.134145 * b)
-    elif op == 228:  # log_sigmoid_backward
+    elif op == 229:  # log_sigmoid_backward
         for o in range(outer):
             for j in range(inner):
                 k = o * inner + j
@@ -867,12 +867,12 @@ CODES = {'neg': 4, 'exp': 5, 'log': 6, 'sqrt': 7, 'sin': 8, 'cos': 9, 'tan': 10,
          48, 'mul_st': 49, 'div_ts': 51, 'div_st': 52, 'pow_ts': 54, 'pow_st': 55, 'maximum_ts': 57, 'maximum_st':
          58, 'minimum_ts': 60, 'minimum_st': 61, 'atan2_ts': 63, 'atan2_st': 64, 'gelu_tanh': 65, 'clamp_min': 66,
          'clamp_max': 67, 'round_decimals': 68, 'log_sigmoid': 69, '_div_scalar': 70, '_mul_scalar': 71, 'add': 41,
-         'sub': 44, 'mul': 47, 'div': 50, 'pow': 53, 'maximum': 56, 'minimum': 59, 'atan2': 62, 'exp_backward': 194,
-         'log_backward': 195, 'sqrt_backward': 196, 'sin_backward': 197, 'cos_backward': 198, 'tan_backward': 199,
-         'tanh_backward': 200, 'sigmoid_backward': 201, 'relu_backward': 202, 'reciprocal_backward': 203,
-         'square_backward': 204, 'rsqrt_backward': 205, 'log1p_backward': 206, 'expm1_backward': 207,
-         'log2_backward': 208, 'exp2_backward': 209, 'asin_backward': 210, 'acos_backward': 211, 'atan_backward':
-         212, 'sinh_backward': 213, 'cosh_backward': 214, 'erf_backward': 215, 'gelu_backward': 216,
-         'silu_backward': 217, 'softplus_backward': 218, 'leaky_relu_backward': 219, 'hardtanh_backward': 220,
-         'mul_backward0': 221, 'mul_backward1': 222, 'div_backward0': 223, 'pow_ts_backward': 224,
-         'atan2_ts_backward': 225, 'atan2_st_backward': 226, 'gelu_tanh_backward': 227, 'log_sigmoid_backward': 228}
+         'sub': 44, 'mul': 47, 'div': 50, 'pow': 53, 'maximum': 56, 'minimum': 59, 'atan2': 62, 'exp_backward': 195,
+         'log_backward': 196, 'sqrt_backward': 197, 'sin_backward': 198, 'cos_backward': 199, 'tan_backward': 200,
+         'tanh_backward': 201, 'sigmoid_backward': 202, 'relu_backward': 203, 'reciprocal_backward': 204,
+         'square_backward': 205, 'rsqrt_backward': 206, 'log1p_backward': 207, 'expm1_backward': 208,
+         'log2_backward': 209, 'exp2_backward': 210, 'asin_backward': 211, 'acos_backward': 212, 'atan_backward':
+         213, 'sinh_backward': 214, 'cosh_backward': 215, 'erf_backward': 216, 'gelu_backward': 217,
+         'silu_backward': 218, 'softplus_backward': 219, 'leaky_relu_backward': 220, 'hardtanh_backward': 221,
+         'mul_backward0': 222, 'mul_backward1': 223, 'div_backward0': 224, 'pow_ts_backward': 225,
+         'atan2_ts_backward': 226, 'atan2_st_backward': 227, 'gelu_tanh_backward': 228, 'log_sigmoid_backward': 229}

@@ -402,9 +402,36 @@ def _step(i, kind, o, argptr, args, obj, fattr, iattr, need, offsets, adj, dt, n
             gx[k] += g[k]
     elif kind == K_GATHER:
         idx = view(iattr[i], NUM_I64, np.int64)
-        for k in range(n):
-            if idx[k] >= 0:
-                gx[idx[k]] += g[k]
+        if fattr[i, 0] == 1.0:  # a strided view (ops.shape._StridedView), not an index map
+            _strided_add(g, gx, idx, n)
+        else:
+            for k in range(n):
+                if idx[k] >= 0:
+                    gx[idx[k]] += g[k]
+
+
+@njit(**JIT)
+def _strided_add(g, gx, d, n):
+    """gx[view] += g for the view d = (offset, ndim, shape..., strides...) of gx (in elements): each run
+    along the last dimension at once, its start found from the outer index."""
+    nd = d[1]
+    if n == 0:
+        return
+    if nd == 0:
+        gx[d[0]] += g[0]
+        return
+    inner = d[1 + nd]
+    step = d[1 + 2 * nd]
+    for o in range(n // inner):
+        pos = d[0]
+        rest = o
+        for a in range(nd - 2, -1, -1):
+            m = d[2 + a]
+            pos += (rest % m) * d[2 + nd + a]
+            rest //= m
+        base = o * inner
+        for j in range(inner):
+            gx[pos + j * step] += g[base + j]
 
 
 @njit(**JIT)

@@ -2,13 +2,17 @@
 
 Composed from existing rows (batched matmul, scale, mask add, one fused softmax row, matmul), so its
 backward and create_graph come from theirs; a boolean mask (True: take part) becomes an additive -inf bias
-made once as a constant, never a row of its own.
+made once as a constant, never a row of its own. 4-d float32/float64 query, key and value of one batch shape
+with no attn_mask and no dropout (a transformer's self-attention, causal or not) are one row instead (torch's
+flash-attention row name): the forward on arrays keeps the attention weights, the backward is four batched
+matmuls and one softmax pass on arrays, and create_graph composes the same rule of tapegrad ops.
 """
 import math
 
 import numpy as np
 
-from ._common import _tensor
+from .. import _strides, registry
+from ._common import OPS, _record, _tensor
 from ..tensor import _new
 from .elementwise import add, mul
 from .linalg import matmul
@@ -55,6 +59,11 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         bias = _additive_mask(attn_mask, dt)
         if bias._data.dtype != dt:
             bias = bias.to(q.dtype)
+    if (attn_mask is None and dropout_p == 0.0 and q.ndim == k.ndim == v.ndim == 4 and dt in _ROW_DTYPES
+            and q.shape[:2] == k.shape[:2] == v.shape[:2] and q.shape[3] == k.shape[3] == v.shape[3] > 0
+            and L > 0 and S > 0 and all(_strides.of(t)[3] == 1 for t in (q, k, v))):  # (torch's flash conditions)
+        ctx = registry.Ctx(scale=factor, causal=bool(is_causal))
+        return _record(OPS["sdpa"], _sdpa_forward(ctx, q._data, k._data, v._data), (q, k, v), aux=ctx)
     scores = mul(matmul(q, k.transpose(-2, -1)), factor)
     if bias is not None:
         scores = add(scores, bias)
@@ -63,5 +72,66 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         weights = dropout(weights, dropout_p, True)
     return matmul(weights, v)
 
+
+_ROW_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+_CAUSAL = {}
+
+
+def _causal_bias(L, S, dtype):
+    """0 on and below the diagonal, -inf above (torch's is_causal: tril of ones (L, S)), remembered per shape."""
+    key = (L, S, dtype)
+    bias = _CAUSAL.get(key)
+    if bias is None:
+        if len(_CAUSAL) > 32:
+            _CAUSAL.clear()
+        bias = _CAUSAL[key] = np.where(np.tril(np.ones((L, S), np.bool_)), 0.0, -np.inf).astype(dtype)
+    return bias
+
+
+def _sdpa_forward(ctx, q, k, v):
+    """softmax(q k^T scale + causal bias) v on arrays; the weights stay in ctx for the backward."""
+    w = np.matmul(q, np.swapaxes(k, -1, -2))
+    w *= w.dtype.type(ctx.scale)
+    if ctx.causal:
+        w += _causal_bias(w.shape[-2], w.shape[-1], w.dtype)
+    w -= w.max(axis=-1, keepdims=True)
+    np.exp(w, out=w)
+    w /= w.sum(axis=-1, keepdims=True)
+    ctx.weights = w
+    return np.matmul(w, v)
+
+
+def _sdpa_arrays(ctx, g, inputs, out, wanted):
+    """dv = w^T g; ds = w (g v^T - rowsum(w g v^T)) scale; dq = ds k; dk = ds^T q."""
+    q, k, v = inputs
+    w = ctx.weights
+    if g.dtype != w.dtype or g.shape != out.shape:
+        return None
+    gv = np.matmul(np.swapaxes(w, -1, -2), g) if wanted[2] else None
+    gq = gk = None
+    if wanted[0] or wanted[1]:
+        ds = np.matmul(g, np.swapaxes(v, -1, -2))
+        ds -= np.einsum("...j,...j->...", ds, w)[..., None]
+        ds *= w
+        ds *= ds.dtype.type(ctx.scale)
+        gq = np.matmul(ds, k) if wanted[0] else None
+        gk = np.matmul(np.swapaxes(ds, -1, -2), q) if wanted[1] else None
+    return gq, gk, gv
+
+
+def _vjp_sdpa(ctx, g, inputs, out):
+    """The same rule in tapegrad ops, the weights recomputed from q and k (create_graph: differentiable again)."""
+    q, k, v = inputs
+    scores = mul(matmul(q, k.transpose(-2, -1)), ctx.scale)
+    if ctx.causal:
+        scores = add(scores, _new(_causal_bias(q.shape[-2], k.shape[-2], q._data.dtype)))
+    w = softmax(scores, -1)
+    dw = matmul(g, v.transpose(-2, -1))
+    ds = mul(w * (dw - (dw * w).sum(-1, keepdim=True)), ctx.scale)
+    return matmul(ds, k), matmul(ds.transpose(-2, -1), q), matmul(w.transpose(-2, -1), g)
+
+
+registry.python("sdpa", "ScaledDotProductFlashAttentionForCpuBackward0", _sdpa_forward, _vjp_sdpa,
+                array_vjp=_sdpa_arrays)
 
 __all__ = []  # torch.nn.functional only (nn/functional.py)

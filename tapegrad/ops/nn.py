@@ -127,6 +127,8 @@ def one_hot(tensor, num_classes=-1):
 
 def gelu(input, approximate="none"):
     if approximate == "none":
+        if isinstance(input, Tensor) and input._data.dtype in _GELU_DTYPES and input._data.size >= _GELU_ROW_MIN:
+            return _record(OPS["gelu_compiled"], _gelu_forward(None, input._data), (input,))
         return elementwise.gelu(input)
     if approximate == "tanh":
         return elementwise.gelu_tanh(input)
@@ -291,6 +293,34 @@ def _linear_arrays(ctx, g, inputs, out, wanted):
     return (gx, gw, g) if len(inputs) > 2 else (gx, gw)
 
 
+# GELU of a float32/float64 tensor of at least this many elements is one compiled pass each way
+# (kernels/activation.py), as a Python row; smaller ones stay the elementwise row, which the compiled replay
+# runs without returning to Python.
+_GELU_ROW_MIN = 512
+_GELU_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _gelu_forward(ctx, x):
+    from .. import kernels
+    return kernels.module("activation").gelu_forward(np.ascontiguousarray(x))
+
+
+def _gelu_arrays(ctx, g, inputs, out, wanted):
+    x = inputs[0]
+    if g.dtype != x.dtype or g.shape != x.shape:
+        return None
+    from .. import kernels
+    return (kernels.module("activation").gelu_backward(np.ascontiguousarray(g), np.ascontiguousarray(x)),)
+
+
+def _vjp_gelu(ctx, g, inputs, out):
+    """g * (Phi(x) + x phi(x)) in tapegrad ops (create_graph: differentiable again)."""
+    x = inputs[0]
+    cdf = (elementwise.erf(x * 0.7071067811865476) + 1.0) * 0.5
+    pdf = elementwise.exp(x * x * -0.5) * 0.3989422804014327
+    return (g * (cdf + x * pdf),)
+
+
 def _vjp_embedding_padded(ctx, g, inputs, out):
     """Rows looked up at padding_idx get no gradient (ctx: index map, keep mask or scale_grad_by_freq's scales,
     weight shape[, the padding mask])."""
@@ -325,6 +355,7 @@ registry.python("clamp_max_tensor", "ClampMaxBackward1", _clamp_tensor_forward, 
                 array_vjp=_clamp_tensor_arrays)
 registry.python("addmm", "AddmmBackward0", _linear_forward, _vjp_linear, array_vjp=_linear_arrays)
 registry.python("linear", "MmBackward0", _linear_forward, _vjp_linear, array_vjp=_linear_arrays)
+registry.python("gelu_compiled", "GeluBackward0", _gelu_forward, _vjp_gelu, array_vjp=_gelu_arrays)
 registry.python("embedding_padded", "EmbeddingBackward0", None, _vjp_embedding_padded,
                 array_vjp=_embedding_padded_arrays,
                 unreplayable="its index map is computed from the values of its indices")

@@ -156,15 +156,60 @@ def _view_map(base, v):
 _VIEW_MAPS, _VIEW_MAPS_BYTES, _view_map_bytes = {}, 64 << 20, 0
 
 
+class _StridedView(np.ndarray):
+    """A gather row's aux when its gather is a strided view of the input (transpose, permute, slices,
+    split, select, diagonal): int64 (offset, ndim, shape..., strides...) in the input's elements, instead of
+    an index map of the view's size (8 bytes an element, and a load per element in the adjoint). The row
+    says so with c = 1.0; the compiled replay adds its adjoint through the strides (kernels/runtime.py), a
+    Python rule or a replayed forward makes the view again (as_strided) or its index map (index_map)."""
+
+    def index_map(self):
+        offset, nd = int(self[0]), int(self[1])
+        shape, strides = tuple(int(n) for n in self[2:2 + nd]), tuple(int(s) for s in self[2 + nd:2 + 2 * nd])
+        m = np.full(shape, offset, np.int64)
+        for d in range(nd):
+            m += (np.arange(shape[d], dtype=np.int64) * strides[d]).reshape((shape[d],) + (1,) * (nd - d - 1))
+        return m
+
+    def view_of(self, x):
+        """The same view of x (a C-contiguous array of the gathered input's shape)."""
+        nd = int(self[1])
+        strides = self[2 + nd:2 + 2 * nd]
+        if (strides < 0).any():
+            return x.reshape(-1)[self.index_map()]
+        flat = x.reshape(-1)
+        return np.lib.stride_tricks.as_strided(flat[int(self[0]):], tuple(int(n) for n in self[2:2 + nd]),
+                                               tuple(int(s) * flat.itemsize for s in strides))
+
+
+def _strided_view(base, v):
+    """The _StridedView of a NumPy view v of the C-contiguous array base, remembered by its values."""
+    item = base.itemsize
+    offset = (v.__array_interface__["data"][0] - base.__array_interface__["data"][0]) // item
+    key = (offset, v.ndim) + v.shape + tuple(s // item for s in v.strides)
+    d = _STRIDED.get(key)
+    if d is None:
+        if len(_STRIDED) > 4096:
+            _STRIDED.clear()
+        d = _STRIDED[key] = np.array(key, np.int64).view(_StridedView)
+        d.setflags(write=False)
+    return d
+
+
+_STRIDED = {}
+
+
 def _view_op(x, view, op, output_nr=None):
     """The op whose value is the NumPy view `view(x's data)`, copied (C-contiguous), and torch's view of x:
-    its window is the same view of x's window (all but flip, which copies in torch too)."""
+    its window is the same view of x's window (all but flip, which copies in torch too). Its row is a
+    gather described by the view's strides (_StridedView), not by an index map."""
     v = view(x._data)
     out = np.array(v, order="C", copy=True)
     if not _recording(x):
         t = _new(out)
     else:
-        t = _gather(x, _view_map(x._data, v), op, out)
+        d = _strided_view(x._data, v)
+        t = _record(op, out, (x,), 1.0, 0.0, id(d), d)
     strides = _strides.of_numpy_view(x, v)
     if strides is not None:
         t._strides = strides
@@ -802,10 +847,14 @@ def _vjp_reshape(ctx, g, inputs, out):
 
 
 def _vjp_gather(ctx, g, inputs, out):
+    if isinstance(ctx, _StridedView):
+        ctx = ctx.index_map()
     return (scatter_flat(g, ctx, inputs[0].shape),)  # ctx: the index map
 
 
 def _gather_forward(ctx, x):
+    if isinstance(ctx, _StridedView):
+        return ctx.view_of(x)
     return x.reshape(-1)[ctx]  # ctx: the index map, which depends on shapes and Python ints only
 
 

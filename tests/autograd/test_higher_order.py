@@ -516,7 +516,18 @@ CASES = [
           * w.reshape(1, 4, 1) + b.reshape(1, 4, 1)),
     _case("huber_loss", lambda T, x: T.nn.functional.huber_loss(x, x * -0.2, delta=0.5), [(3, 4)]),
     _case("norm_dim", lambda T, x: T.nn.functional.pairwise_distance(x, x * 0.3 + 1.0), [(3, 4)]),
+    # gelu of 512+ elements is its own compiled row; 4-d unmasked attention is one row (torch's flash row has no
+    # double backward: its math composite is the oracle)
+    _case("gelu_compiled", lambda T, x: T.nn.functional.gelu(x), [(8, 64)]),
+    _case("sdpa", lambda T, q, k, v: T.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True),
+          [(1, 2, 3, 4), (1, 2, 5, 4), (1, 2, 5, 4)], torch_fn=lambda T, q, k, v: _attention_composite(q, k, v)),
 ]
+
+
+def _attention_composite(q, k, v):
+    scores = (q @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1])
+    causal = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool).tril()
+    return torch.softmax(scores.masked_fill(~causal, float("-inf")), -1) @ v
 EXEMPT = {"delayed_error": "raises by design: tests/autograd/test_custom_function.py",
           "compiled": "tapegrad.compile's row refuses double backward, as torch.compile: tests/test_trace.py",
           "traced_rule": "only on a trace's private tape, behind a detached gradient: tests/test_trace.py",

@@ -451,6 +451,12 @@ add(Case("conv2d", [A((2, 3, 5, 5)), A((4, 3, 3, 3)), A((4,))], paths=F),
     Case("conv3d", [A((2, 4, 3, 4, 3)), A((2, 2, 2, 3, 2)), A((2,))], {"padding": 1, "groups": 2}, paths=F),
     Case("max_pool2d", [A((2, 3, 6, 6))], {"kernel_size": 2}, paths=F),
     Case("layer_norm", [A((2, 3, 4))], fn=lambda L, x: L.nn.functional.layer_norm(x, (4,))),
+    # gelu of 512+ float elements is its own compiled row (ops.nn._GELU_ROW_MIN)
+    Case("gelu", [A((8, 64))], paths=F, id="row"),
+    # 4-d, no mask: one row, torch's flash row, which has no double backward (tests/nn/test_sdpa_row.py
+    # checks tapegrad's against torch's math backend)
+    Case("scaled_dot_product_attention", [A((2, 2, 3, 4)), A((2, 2, 5, 4)), A((2, 2, 5, 4))], {"is_causal": True},
+         paths=F, gg=False, id="row"),
     Case("batch_norm", [A((5, 3))], fn=lambda L, x: L.nn.functional.batch_norm(x, None, None, training=True)),
     Case("lstm_cell", [A((2, 3)), A((2, 2)), A((2, 2))], fn=_cell("LSTMCell"), gg=False),
     # torch's CPU GRUCell is composed of ops (AddBackward0); tapegrad's is one fused row

@@ -296,6 +296,10 @@ CASES = {
                                           R.leaf(tuple(x.shape))),
     "conv": lambda L, x, R: F(L).conv1d(x.unsqueeze(0), R.leaf((2, x.shape[0], 2)), R.leaf((2,)), padding=1),
     "max_pool": lambda L, x, R: F(L).max_pool1d(x.unsqueeze(0), 2, 1, 1),
+    # gelu of 512+ elements is its own compiled row; sdpa's 4-d unmasked path is one row
+    "gelu_compiled": lambda L, x, R: F(L).gelu(x.repeat(512, 1))[::512],
+    "sdpa": lambda L, x, R: F(L).scaled_dot_product_attention(x[None, None], R.leaf((1, 1) + tuple(x.shape)),
+                                                              R.leaf((1, 1) + tuple(x.shape)), is_causal=True)[0, 0],
     "layer_norm": lambda L, x, R: F(L).layer_norm(x, (x.shape[1],), R.leaf((x.shape[1],)), R.leaf((x.shape[1],))),
     "batch_norm": lambda L, x, R: F(L).batch_norm(L.cat([x, x * 0.5 + 1]), None, None, R.leaf((x.shape[1],)),
                                                   R.leaf((x.shape[1],)), training=True),
