@@ -240,7 +240,7 @@ def _run_compiled(rt, tape, need, owned, offsets, recycle, adj, kinds, roots, se
             else:
                 value = values[r]
                 d = dtypes[r]
-                if value.ndim == 0 and d != 2:  # (a 0-d leaf: its element, not a slice, reshape and copy)
+                if value.ndim == 0 and d != 2 and not owned[r]:  # (its element: no slice, reshape and copy)
                     g._data = np.array(adj[d][offsets[r]])
                 else:
                     g._data = adjoint(r).copy()
