@@ -139,8 +139,7 @@ def _run(tape, roots, seeds, retain_graph, create_graph, targets, accumulate, tr
         return result
 
 
-_NO_ROWS = np.empty(0, np.int64)
-_NO_ROWS.flags.writeable = False
+_NO_ROWS = np.empty(0, np.int64)  # (writeable: a read-only array is another type to Numba, compiled again)
 
 
 def _plan(rt, tape, n, roots, target_rows, kinds, saves):
