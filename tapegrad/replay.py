@@ -17,7 +17,7 @@ from .accumulate import add_grad, run_hooks, watched, wrap
 from .anomaly import has_nan, row_name, run_named
 from .create_graph import graph_vjp, run_graph
 from .grad_mode import no_grad
-from .tape import F_DEAD, F_STOP, OP_FREED, OP_LEAF, untraceable
+from .tape import F_DEAD, F_STOP, OP_FREED, OP_LEAF, Tape, untraceable
 from .ops._common import _sum_to_np
 from .tensor import Tensor, _new, tensor_type_name
 
@@ -70,8 +70,9 @@ def run_planned(tape, roots, seeds, targets, plans):
             entry = plans[key] = (p, _handover(tape, targets, p))
         p, handover = entry
         need, own, offsets, recycle, n32, n64, _, _ = p  # (no error: nothing is freed or checked)
-        adjoint, adj = _run_compiled(rt, tape, need, own, offsets, recycle, n32, n64, kinds, roots, seeds, targets,
-                                     False)
+        adj = (np.zeros(n32, np.float32), np.zeros(n64, np.float64))
+        tape.note_adjoint_bytes(4 * n32 + 8 * n64)
+        adjoint = _run_compiled(rt, tape, need, own, offsets, recycle, adj, kinds, roots, seeds, targets, False)
         return _copies(handover, adjoint, adj)
 
 
@@ -80,18 +81,31 @@ def _run(tape, roots, seeds, retain_graph, create_graph, targets, accumulate, tr
         rt = kernels.load()
         kinds, saves = registry.tables()
         n = tape.n
-        target_rows = np.asarray(targets if targets is not None else [], np.int64)
+        target_rows = np.asarray(targets, np.int64) if targets else _NO_ROWS
+        flags = tape.flags
         for r in roots:  # an output whose history was freed (a root's DEAD row is not in any plan path)
-            if tape.flags[r] & F_DEAD and r not in target_rows:
+            if flags[r] & F_DEAD and r not in target_rows:
                 raise RuntimeError(FREED_MESSAGE)
         # a target is only read, never run: one whose history was freed is fine (grad(y.sum(), y) after y's
         # graph was used), so its row is not reported dead to the plan
         revived = None
         if targets:
-            revived = target_rows[(tape.op[target_rows] == OP_FREED) & ((tape.flags[target_rows] & F_DEAD) != 0)]
+            revived = target_rows[(tape.op[target_rows] == OP_FREED) & ((flags[target_rows] & F_DEAD) != 0)]
             tape.unmark(revived, F_DEAD)
+        # the usual backward (one root of one element, no guard to check first, no anomaly mode, the eager
+        # tape) plans, seeds and replays in one compiled call (_run_compiled then only takes over at the rows
+        # Python runs), and frees with the cut in another
+        seed = seeds[0] if len(roots) == 1 else None
+        fast = not (traced or create_graph or tape.guards or seed is None or type(seed) is not np.ndarray
+                    or seed.size != 1 or type(tape) is not Tape or anomaly.is_anomaly_enabled())
         try:
-            need, own, offsets, recycle, n32, n64, bad, arg = _plan(rt, tape, n, roots, target_rows, kinds, saves)
+            if fast:
+                need, own, offsets, recycle, adj32, adj64, leaves, bad, arg, start, first = rt.run_pass(
+                    n, np.asarray(roots, np.int64), target_rows, float(seed.item()), flags, tape.op, kinds,
+                    saves, tape.argptr, tape.args, tape.argver, tape.obj, tape.vaddr, tape.outver, tape.dtype,
+                    tape.fattr, tape.iattr, REUSE_MIN)
+            else:
+                need, own, offsets, recycle, n32, n64, bad, arg = _plan(rt, tape, n, roots, target_rows, kinds, saves)
         finally:
             if revived is not None:
                 tape.mark(revived, F_DEAD)
@@ -104,14 +118,28 @@ def _run(tape, roots, seeds, retain_graph, create_graph, targets, accumulate, tr
         elif create_graph:
             result = run_graph(tape, need, roots, seeds, targets, accumulate)
         else:
-            adjoint, _ = _run_compiled(rt, tape, need, own, offsets, recycle, n32, n64, kinds, roots, seeds, targets,
-                                       accumulate)
+            if fast:
+                adj = (adj32, adj64)
+                tape.note_adjoint_bytes(4 * adj32.size + 8 * adj64.size)
+                adjoint = _run_compiled(rt, tape, need, own, offsets, recycle, adj, kinds, roots, None, targets,
+                                        accumulate, start, leaves)
+            else:
+                adj = (np.zeros(n32, np.float32), np.zeros(n64, np.float64))
+                tape.note_adjoint_bytes(4 * n32 + 8 * n64)  # tape.stats(): last and peak adjoint buffer sizes
+                adjoint = _run_compiled(rt, tape, need, own, offsets, recycle, adj, kinds, roots, seeds, targets,
+                                        accumulate)
             # (a copy in the value's dtype: a float16 / bfloat16 row's float64 adjoint rounded to it)
             result = None if targets is None else [_new(adjoint(r).astype(tape.values[r].dtype)) if need[r] else None
                                                    for r in targets]
         if not retain_graph:
-            tape.free_graph(need)
+            if fast:
+                tape.free_graph(need, first)
+            else:
+                tape.free_graph(need)
         return result
+
+
+_NO_ROWS = np.empty(0, np.int64)  # (writeable: a read-only array is another type to Numba, compiled again)
 
 
 def _plan(rt, tape, n, roots, target_rows, kinds, saves):
@@ -166,38 +194,84 @@ def _raise_plan_error(tape, row, arg):
 
 
 # -- the compiled path --------------------------------------------------------------------------------
-def _run_compiled(rt, tape, need, owned, offsets, recycle, n32, n64, kinds, roots, seeds, targets, accumulate):
-    adj = (np.zeros(n32, np.float32), np.zeros(n64, np.float64))
-    tape.note_adjoint_bytes(4 * n32 + 8 * n64)  # tape.stats(): last and peak adjoint buffer sizes
+def _run_compiled(rt, tape, need, owned, offsets, recycle, adj, kinds, roots, seeds, targets, accumulate,
+                  start=None, leaves=None):
+    """Add the seeds, replay, and hand the leaves their gradients (when `accumulate`); returns `adjoint`, a row's
+    adjoint as an array. From run_pass (seeds None), the replay has run down to `start` (the first row Python
+    runs, or -1) and `leaves` are the needed leaf rows."""
     own = {}  # the adjoints of `owned` rows (plan gave them no slot): arrays of their own, see _python_row
+    values, dtypes = tape.values, tape.dtype
 
     def adjoint(row):
         a = own.get(row)
         if a is not None:
             return a
-        value = tape.values[row]
+        value = values[row]
         if owned[row]:
             a = own[row] = np.zeros(value.shape, value.dtype)
             return a
         o = offsets[row]  # (float16 rows' adjoints are float64 elements of adj[1])
-        return adj[int(tape.dtype[row] != 0)][o: o + value.size].reshape(value.shape)
+        return adj[int(dtypes[row] != 0)][o: o + value.size].reshape(value.shape)
 
-    for r, s in zip(roots, seeds):
-        if need[r]:
-            a = adjoint(r)
-            a += s
+    if seeds is not None:
+        for r, s in zip(roots, seeds):
+            if need[r]:
+                a = adjoint(r)
+                a += s
+        start = max(roots)
+    elif start >= 0:
+        _drive(rt, tape, start, need, owned, own, offsets, recycle, adj, kinds, adjoint, True)
+    if seeds is not None:
+        _drive(rt, tape, start, need, owned, own, offsets, recycle, adj, kinds, adjoint, False)
+    if accumulate:
+        if leaves is None:
+            leaves = np.flatnonzero(need & (tape.op[:len(need)] == OP_LEAF))
+        aux = tape.aux
+        for r in leaves.tolist():
+            ref = aux.get(r)
+            t = ref() if ref is not None else None
+            if t is None:
+                continue
+            g = Tensor.__new__(Tensor)  # (_new, written out)
+            a = own.get(r)
+            if a is not None:
+                g._data = a
+            else:
+                value = values[r]
+                d = dtypes[r]
+                if value.ndim == 0 and d != 2 and not owned[r]:  # (its element: no slice, reshape and copy)
+                    g._data = np.array(adj[d][offsets[r]])
+                else:
+                    g._data = adjoint(r).copy()
+                    if d == 2:  # a float16 / bfloat16 leaf: its grad in its dtype (the buffer is float64)
+                        g._data = g._data.astype(value.dtype)
+            if t._hooks:
+                g = run_hooks(t, g, False)
+            if targets is None and t._requires_grad:  # (requires_grad_(False) since recorded: torch skips it)
+                if t._grad is None:  # (add_grad's first case, written out: a model may have thousands of leaves)
+                    t._grad = g
+                else:
+                    add_grad(t, g, False)
+    return adjoint
+
+
+def _drive(rt, tape, i, need, owned, own, offsets, recycle, adj, kinds, adjoint, at_python_row):
+    """The replay loop from row i down: the compiled replay, returning to Python at the rows it must run.
+    `at_python_row`: the replay already ran down to row i, which Python must handle first."""
     traced = anomaly.is_anomaly_enabled()
     stopped = None
     if traced:  # stop at every row, so that each row's gradients are checked and a failure is named
         n = len(need)
         stopped = np.flatnonzero(need & (kinds[tape.op[:n]] != registry.K_LEAF) & ((tape.flags[:n] & F_STOP) == 0))
         tape.mark(stopped, F_STOP)
-    i, resume = max(roots), False
+    resume = False
     try:
         while True:
             # `replay` runs rows from i down and returns the first row Python must handle (not yet run);
             # with resume, it runs row i itself first (Python has run its hooks).
-            if traced and resume:
+            if at_python_row:
+                at_python_row = False
+            elif traced and resume:
                 i = _traced_step(rt, tape, i, need, kinds, offsets, recycle, adj, adjoint)
             else:
                 i = rt.replay(i, resume, need, tape.flags, tape.op, kinds, tape.argptr, tape.args, tape.obj,
@@ -209,7 +283,7 @@ def _run_compiled(rt, tape, need, owned, offsets, recycle, n32, n64, kinds, root
             if kinds[tape.op[i]] == registry.K_PYTHON or _half_rule(tape, i, kinds):
                 if traced:
                     run_named(tape, i, _python_row, tape, i, need, adjoint, owned, own,
-                           anomaly.is_anomaly_check_nan_enabled())
+                              anomaly.is_anomaly_check_nan_enabled())
                 else:
                     _python_row(tape, i, need, adjoint, owned, own)
                 if recycle[i]:  # (a float16 row's block, which a later row takes over: as the replay does)
@@ -220,26 +294,6 @@ def _run_compiled(rt, tape, need, owned, offsets, recycle, n32, n64, kinds, root
     finally:
         if stopped is not None:
             tape.unmark(stopped, F_STOP)
-    if accumulate:
-        aux = tape.aux
-        for r in np.flatnonzero(need & (tape.op[:len(need)] == OP_LEAF)).tolist():
-            ref = aux.get(r)
-            t = ref() if ref is not None else None
-            if t is None:
-                continue
-            g = Tensor.__new__(Tensor)  # (_new, written out)
-            a = own.get(r)
-            g._data = adjoint(r).copy() if a is None else a
-            if tape.dtype[r] == 2:  # a float16 / bfloat16 leaf: its grad in its dtype (the buffer is float64)
-                g._data = g._data.astype(tape.values[r].dtype)
-            if t._hooks:
-                g = run_hooks(t, g, False)
-            if targets is None and t._requires_grad:  # (requires_grad_(False) since recorded: torch skips it)
-                if t._grad is None:  # (add_grad's first case, written out: a model may have thousands of leaves)
-                    t._grad = g
-                else:
-                    add_grad(t, g, False)
-    return adjoint, adj
 
 
 def _handover(tape, targets, plan):

@@ -76,6 +76,44 @@ def cut(n, end, k, nargs, ids, ghost, obj, op, flags, dtypes, vaddr, outver, iat
 
 
 @njit(**JIT)
+def free_cut(need, n, floor, nargs, ghost, obj, op, flags, dtypes, vaddr, outver, iattr, fattr, args, argver,
+             argptr):
+    """free_graph, then the tail cut at max(end, floor) (cut's, each cut row's value id read from obj: the
+    caller has no released value) in one call. Returns the freed rows below the cut, whose version cells it
+    let go of and whose values Python drops, the cut row (-1: nothing was freed) and its first argument entry."""
+    rows, end = free_graph(need, n, op, flags)
+    if rows.size == 0:
+        return rows, -1, 0
+    tail = max(end, floor)
+    k = 0
+    while k < rows.size and rows[k] < tail:
+        vaddr[rows[k]] = 0
+        k += 1
+    stranded = rows[:k]
+    if tail >= n:
+        return stranded, tail, argptr[n]
+    first_arg = argptr[tail]
+    for r in range(tail, n):
+        for h in range(ghost.shape[0] - 1, 0, -1):
+            ghost[h, r] = ghost[h - 1, r]
+        ghost[0, r] = obj[r]
+        obj[r] = 0
+        op[r] = 0
+        flags[r] = 0
+        dtypes[r] = 0
+        vaddr[r] = 0
+        outver[r] = 0
+        iattr[r] = 0
+        fattr[r, 0] = 0.0
+        fattr[r, 1] = 0.0
+        argptr[r + 1] = 0
+    for j in range(first_arg, nargs):
+        args[j] = 0
+        argver[j] = 0
+    return stranded, tail, first_arg
+
+
+@njit(**JIT)
 def plan(n, roots, targets, flags, op, kinds, saves, argptr, args, argver, obj, vaddr, outver, dtypes, reuse_min):
     """Mark the rows this backward needs and lay out their adjoints.
 
@@ -485,3 +523,39 @@ def replay(start, resume, need, flags, op, kinds, argptr, args, obj, dtypes, fat
             else:
                 adj64[offsets[i]: offsets[i] + m] = 0
     return -1
+
+
+@njit(**JIT)
+def run_pass(n, roots, targets, seed, flags, op, kinds, saves, argptr, args, argver, obj, vaddr, outver, dtypes,
+             fattr, iattr, reuse_min):
+    """A backward's usual start in one call (a compiled call's dispatch costs about as much as a tiny graph's
+    arithmetic): plan, the adjoint buffers, `seed` added at the one root (a single element), and replay from it.
+    Returns plan's results with the buffers, the needed leaves, replay's row (-1: done; also when plan reports
+    an error, which replay then never ran) and the lowest row free_graph frees (-1: none)."""
+    need, own, offsets, recycle, n32, n64, bad, arg = plan(n, roots, targets, flags, op, kinds, saves, argptr, args,
+                                                          argver, obj, vaddr, outver, dtypes, reuse_min)
+    adj32 = np.zeros(n32, np.float32)
+    adj64 = np.zeros(n64, np.float64)
+    count = 0
+    first = -1  # the lowest row free_graph would free (Tape.free_graph looks up the constants it registered)
+    for i in range(n):
+        if need[i] and op[i] == OP_LEAF:
+            count += 1
+        elif need[i] and op[i] != OP_CONST and first < 0:
+            first = i
+    leaves = np.empty(count, np.int64)
+    count = 0
+    for i in range(n):
+        if need[i] and op[i] == OP_LEAF:
+            leaves[count] = i
+            count += 1
+    r = roots[0]
+    nxt = -1
+    if bad < 0 and need[r]:
+        if dtypes[r] == 0:
+            _block(adj32, offsets[r], 1, np.float32)[0] += seed
+        else:
+            _block(adj64, offsets[r], 1, np.float64)[0] += seed
+        nxt = replay(r, False, need, flags, op, kinds, argptr, args, obj, dtypes, fattr, iattr, offsets, recycle,
+                     adj32, adj64)
+    return need, own, offsets, recycle, adj32, adj64, leaves, bad, arg, nxt, first

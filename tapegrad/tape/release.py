@@ -50,13 +50,24 @@ class Release:
         self.values[row], self.obj[row] = value, id(value)
         self.flags[row] |= T.F_READ
 
-    def free_graph(self, need):
+    def free_graph(self, need, first=-1):
         """Free the op rows a backward ran (`need`: its plan's rows), as free does, in one compiled pass.
 
         The tail it cuts also takes the constants first registered while the graph was recorded
         (per-iteration data: a constant whose row is cut registers again when used). Leaves keep their
-        rows, so parameters are registered once."""
+        rows, so parameters are registered once. `first`, the lowest row it frees when the caller knows it
+        (replay's run_pass), lets freeing and the cut be one compiled call when no value is released."""
         # (all n rows: a hook under enable_grad may have recorded some while the backward ran)
+        if first >= 0 and not self.released:
+            stranded, tail, k = kernels.load().free_cut(
+                need, self.n, self.registered.get(first, first), self.nargs, self.ghost, self.obj, self.op,
+                self.flags, self.dtype, self.vaddr, self.outver, self.iattr, self.fattr, self.args, self.argver,
+                self.argptr)
+            if len(stranded):
+                self._drop_values(stranded)
+            if 0 <= tail < self.n:
+                self._cut_rows(tail, int(k))
+            return
         rows, end = kernels.load().free_graph(need, self.n, self.op, self.flags)
         if len(rows):
             first = int(rows[0])
@@ -69,9 +80,14 @@ class Release:
 
     def _release(self, rows, tail):
         """Drop the values of dead rows below `tail`, then cut the tape at `tail`."""
-        values, aux = self.values, self.aux
         stranded = rows[rows < tail]  # rows below a live row: interleaved graphs, or the sweep's
         self.vaddr[stranded] = 0      # their version cells are released below
+        self._drop_values(stranded)
+        self._truncate(tail)
+
+    def _drop_values(self, stranded):
+        """The values and row-keyed entries of freed rows that stay on the tape (below its cut)."""
+        values, aux = self.values, self.aux
         obj, released = self.obj, self.released
         for r in stranded.tolist():
             v = values[r]
@@ -86,7 +102,6 @@ class Release:
             self.guards.pop(r, None)
             self.watch.pop(r, None)
             self.cells.pop(r, None)
-        self._truncate(tail)
 
     def _live_end(self):
         n = self.n
@@ -102,6 +117,10 @@ class Release:
         kernels.load().cut(n, self.n, k, self.nargs, self._ids(n, self.n), self.ghost, self.obj, self.op,
                            self.flags, self.dtype, self.vaddr, self.outver, self.iattr, self.fattr, self.args,
                            self.argver, self.argptr)
+        self._cut_rows(n, k)
+
+    def _cut_rows(self, n, k):
+        """_truncate's Python half, once the compiled cut has cleared rows n.. and argument entries k..."""
         del self.values[n:]
         if self._chain_top >= n:  # (row numbers that no longer name their rows: see chain_starts)
             self._chain_top = self._chain_low = -1
