@@ -520,14 +520,16 @@ def test_import_compiles_nothing_and_does_not_import_numba():
 
 def test_cache_directory_falls_back_when_the_package_is_read_only(tmp_path, monkeypatch):
     from tapegrad import kernels
-    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    # a copy of the environment for the test (_choose_cache_dir sets variables that monkeypatch.delenv of an
+    # unset one would not restore: they leaked NUMBA_DISABLE_CACHING into later tests' subprocesses)
+    monkeypatch.setattr(kernels.os, "environ", {k: v for k, v in kernels.os.environ.items()
+                                                if k not in ("NUMBA_CACHE_DIR", "NUMBA_DISABLE_CACHING")})
     monkeypatch.setattr(kernels, "_writable", lambda p: str(p).startswith(str(tmp_path)))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    kernels.os.environ["XDG_CACHE_HOME"] = str(tmp_path)
     kernels._choose_cache_dir()
     assert kernels.os.environ["NUMBA_CACHE_DIR"].startswith(str(tmp_path))
-    monkeypatch.delenv("NUMBA_CACHE_DIR")
+    del kernels.os.environ["NUMBA_CACHE_DIR"]
     monkeypatch.setattr(kernels, "_writable", lambda p: False)
-    monkeypatch.delenv("NUMBA_DISABLE_CACHING", raising=False)
     kernels._choose_cache_dir()
     assert kernels.os.environ["NUMBA_DISABLE_CACHING"] == "1"
 
