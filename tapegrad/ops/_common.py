@@ -154,6 +154,16 @@ def _float(x):
 
 # -- shape errors in torch's words -------------------------------------------------------------------
 def broadcast_shape(a, b):
+    if a == b:  # the common case, without NumPy's broadcast_shapes (about 2 us)
+        return tuple(a)
+    if len(a) == len(b):
+        out = []
+        for da, db in zip(a, b):
+            if da != db and da != 1 and db != 1:
+                break
+            out.append(db if da == 1 else da)
+        else:
+            return tuple(out)
     try:
         return np.broadcast_shapes(a, b)
     except ValueError:
