@@ -316,9 +316,12 @@ class Tensor:
     def item(self):
         if _tape_local.tracing is not None and self._data.size == 1:  # (tapegrad.compile: a guarded value)
             return _tape_local.tape.read_value(self, "item")
-        if self._data.size != 1:
-            raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
-        return self._data.reshape(-1)[0].item()
+        data = self._data
+        if data.size != 1:
+            raise RuntimeError(f"a Tensor with {data.size} elements cannot be converted to Scalar")
+        if data.dtype.kind in "fiub":  # (NumPy's own dtypes; bfloat16's item() would keep its scalar type)
+            return data.item()
+        return data.reshape(-1)[0].item()
 
     def tolist(self):
         if _tape_local.tracing is not None:  # (tapegrad.compile: guarded values)
