@@ -77,14 +77,16 @@ def view(input, *shape):
 
 def flatten(input, start_dim=0, end_dim=-1):
     x = _tensor(input)
-    if x.ndim == 0:
+    shape = x._data.shape
+    ndim = len(shape)
+    if ndim == 0:
         return _reshape(x, (1,), OPS["view"])
-    s, e = _dim(start_dim, x.ndim), _dim(end_dim, x.ndim)
+    s, e = _dim(start_dim, ndim), _dim(end_dim, ndim)
     if s > e:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     if s == e:
         return x
-    return _reshape(x, x.shape[:s] + (math.prod(x.shape[s:e + 1]),) + x.shape[e + 1:], OPS["view"])
+    return _reshape(x, shape[:s] + (math.prod(shape[s:e + 1]),) + shape[e + 1:], OPS["view"])
 
 
 def unflatten(input, dim, sizes):
