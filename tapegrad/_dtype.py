@@ -145,6 +145,10 @@ def _scalar_category(s):
 def result_type(*operands):
     """torch's promotion: the highest category (bool < int < float) wins; within it, dimensioned tensors
     decide over 0-d tensors, which decide over Python scalars (which give the default dtype)."""
+    if len(operands) == 2:  # the common case: two arrays of one dtype
+        a, b = operands
+        if type(a) is np.ndarray and type(b) is np.ndarray and a.dtype == b.dtype:
+            return a.dtype
     dims = [a.dtype for a in operands if isinstance(a, np.ndarray) and a.ndim > 0]
     zero = [a.dtype for a in operands if isinstance(a, np.ndarray) and a.ndim == 0]
     scalars = [_scalar_category(s) for s in operands if not isinstance(s, np.ndarray)]

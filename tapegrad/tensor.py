@@ -10,7 +10,7 @@ import numpy as np
 
 from . import _dtype, _format, _strides
 from .grad_mode import is_grad_enabled
-from .tape import F_STOP, _local as _tape_local, NOT_A_SLOT, untraceable, Watch
+from .tape import F_STOP, _local as _tape_local, NOT_A_SLOT, new_version_cell, untraceable, Watch
 from .device import check, CPU
 
 
@@ -257,7 +257,7 @@ class Tensor:
             row = tape.locate(self) if tape is not None else -1  # (locate: the row may have moved, Tape.compact)
             cell = tape.cells.get(row) if row >= 0 else None
             if cell is None:
-                cell = np.zeros(1, np.int64)
+                cell = new_version_cell()
                 if row >= 0:
                     tape.set_cell(row, cell)
             self._vc = cell
@@ -316,9 +316,12 @@ class Tensor:
     def item(self):
         if _tape_local.tracing is not None and self._data.size == 1:  # (tapegrad.compile: a guarded value)
             return _tape_local.tape.read_value(self, "item")
-        if self._data.size != 1:
-            raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
-        return self._data.reshape(-1)[0].item()
+        data = self._data
+        if data.size != 1:
+            raise RuntimeError(f"a Tensor with {data.size} elements cannot be converted to Scalar")
+        if data.dtype.kind in "fiub":  # (NumPy's own dtypes; bfloat16's item() would keep its scalar type)
+            return data.item()
+        return data.reshape(-1)[0].item()
 
     def tolist(self):
         if _tape_local.tracing is not None:  # (tapegrad.compile: guarded values)

@@ -9,6 +9,7 @@ from ..grad_mode import _state as _grad_mode
 from ..tensor import Tensor, _new, as_array, register_view, storage_of
 
 OPS = registry.BY_NAME
+_tape_local = tape_mod._local
 
 
 # -- recording ---------------------------------------------------------------------------------------
@@ -21,7 +22,7 @@ def _record(op, out, inputs, c=0.0, c2=0.0, iattr=0, aux=None):
     if _grad_mode.enabled:
         for x in inputs:
             if x._requires_grad:
-                tape = tape_mod.current()
+                tape = _tape_local.tape or tape_mod.current()
                 t._slot = tape.record(op.code, out, inputs, c, c2, iattr, aux)
                 t._tape, t._requires_grad, t._is_leaf, t._op = tape, True, False, op.code
                 return t
@@ -154,6 +155,16 @@ def _float(x):
 
 # -- shape errors in torch's words -------------------------------------------------------------------
 def broadcast_shape(a, b):
+    if a == b:  # the common case, without NumPy's broadcast_shapes (about 2 us)
+        return tuple(a)
+    if len(a) == len(b):
+        out = []
+        for da, db in zip(a, b):
+            if da != db and da != 1 and db != 1:
+                break
+            out.append(db if da == 1 else da)
+        else:
+            return tuple(out)
     try:
         return np.broadcast_shapes(a, b)
     except ValueError:

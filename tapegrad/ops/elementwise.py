@@ -196,7 +196,24 @@ def _power(a, b):
         return a * a * a
     if type(b) in (int, float) and b == -0.5 and a.dtype.kind == "f":
         return 1 / np.sqrt(a)  # torch's rsqrt: -inf at -0.0 (pow gives +inf), so x ** 0.5's gradient there too
+    if type(b) in (int, float) and b != 2 and a.dtype.kind == "f" and -2.0 ** 53 < b < 2.0 ** 53 and b == int(b):
+        return _integer_power(a, b)
     return np.power(a, b)
+
+
+def _integer_power(a, n):
+    """a ** n for an integer n, as +-|a| ** n: libm's pow takes a slow path for every negative base (x ** 4 of
+    2,000 float32 in [-pi, pi]: 190 us against 2.3 for |x| ** 4). pow(x, n) is that sign times pow(|x|, n);
+    float32 and float16 are raised in float64 and rounded once, as accurate as libm's (0.5 ulp), where NumPy's
+    vectorised float32 pow of a positive base is off by up to 1 ulp."""
+    if n == 1:
+        return a.copy()
+    out = np.power(np.abs(a) if a.itemsize == 8 else np.abs(a).astype(np.float64), n)
+    if out.dtype != a.dtype:
+        out = out.astype(a.dtype)
+    if n % 2:
+        np.copysign(out, a, out=out)
+    return out
 
 
 registry.binary("add", np.add, "g", "g")

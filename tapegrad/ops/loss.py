@@ -3,6 +3,7 @@
 cross_entropy with class indices is one fused op (log_softmax + nll_loss, grad_fn NllLossBackward0): its
 backward is one multiply by the gradient computed in the forward, softmax(x) - onehot, scaled.
 """
+import math
 import warnings
 
 import numpy as np
@@ -46,11 +47,11 @@ def _reduce_np(a, reduction):
 
 def _pair(input, target, check_shape=None):
     x, t = _tensor(input), _tensor(target)
-    if t.shape != x.shape:
+    if t._data.shape != x._data.shape:
         warnings.warn(f"Using a target size ({t.shape}) that is different to the input size ({x.shape}). This will "
                       f"likely lead to incorrect results due to broadcasting. Please ensure they have the same size.",
                       stacklevel=3)
-    shape = broadcast_shape(x.shape, t.shape)
+    shape = broadcast_shape(x._data.shape, t._data.shape)
     dt = _dtype.result_type(x._data, t._data)
     if not _dtype.is_float(dt):
         dt = np.dtype(np.float32)
@@ -63,7 +64,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     x, t, shape = _pair(input, target)
     if weight is not None:
         return _reduce((x - t) * (x - t) * weight, reduction)
-    ctx = Ctx(reduction=reduction, n=int(np.prod(shape)))
+    ctx = Ctx(reduction=reduction, n=math.prod(shape))
     return _record(OPS["mse_loss"], _mse_forward(ctx, x._data, t._data), (x, t), aux=ctx)
 
 
@@ -90,7 +91,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     if beta == 0:
         return l1_loss(input, target, reduction=reduction)
     x, t, shape = _pair(input, target)
-    ctx = Ctx(reduction=reduction, n=int(np.prod(shape)), beta=float(beta))
+    ctx = Ctx(reduction=reduction, n=math.prod(shape), beta=float(beta))
     return _record(OPS["smooth_l1_loss"], _smooth_l1_forward(ctx, x._data, t._data), (x, t), aux=ctx)
 
 
@@ -314,7 +315,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     input, target = _autocast_float32(input, target)  # (torch's CPU autocast: in float32)
     reduction = _reduction(reduction, size_average, reduce)
     x, t = _tensor(input), _tensor(target)
-    if t.shape != x.shape:
+    if t._data.shape != x._data.shape:
         raise ValueError(f"Using a target size ({t.shape}) that is different to the input size ({x.shape}) is "
                          f"deprecated. Please ensure they have the same size.")
     if t._data.dtype != x._data.dtype:

@@ -17,8 +17,25 @@ from ..tape import guard
 from .linalg import matmul
 
 
+# torch's names of the dtypes in its matmul family's errors
+_SCALAR_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16"}
+_C10_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16"}
+
+
 def linear(input, weight, bias=None):
     """input @ weight.T + bias, one op for 2-D input (AddmmBackward0 / MmBackward0, as torch)."""
+    if type(input) is Tensor and type(weight) is Tensor and autocast_state.dtype is None:
+        xd, wd = input._data, weight._data  # the common case first: 2-D input, one floating dtype, no autocast
+        if xd.ndim == 2 and wd.ndim == 2 and xd.shape[1] == wd.shape[1] and xd.dtype == wd.dtype \
+                and xd.dtype.char in "fd":
+            if bias is None:
+                return _record(OPS["linear"], xd @ wd.T, (input, weight))
+            if type(bias) is Tensor:
+                bd = bias._data
+                if bd.dtype == xd.dtype and (bd.shape == (wd.shape[0],) or bd.shape == (xd.shape[0], wd.shape[0])):
+                    value = xd @ wd.T
+                    value += bd
+                    return _record(OPS["addmm"], value, (input, weight, bias))
     x, w = _tensor(input), _tensor(weight)
     if autocast_state.dtype is not None:
         x, w, bias = _autocast_lower(x, w, None if bias is None else _tensor(bias))
@@ -35,12 +52,19 @@ def linear(input, weight, bias=None):
         lead = x.shape[:-1]
         out = linear(_reshape(x, (-1, x.shape[-1]) if x.numel() else (0, x.shape[-1]), OPS["view"]), w, bias)
         return _reshape(out, lead + (w.shape[0],), OPS["view"])
+    if bias is not None:  # (torch's addmm, whose `self` is the bias, checks dtypes before shapes)
+        if isinstance(bias, Tensor) and bias._data.dtype != w._data.dtype:
+            raise RuntimeError(f"self and mat2 must have the same dtype, but got "
+                               f"{_SCALAR_NAMES.get(bias._data.dtype.name)} and {_SCALAR_NAMES.get(w._data.dtype.name)}")
+        if x._data.dtype != w._data.dtype:
+            raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got "
+                               f"{_SCALAR_NAMES.get(x._data.dtype.name)} and {_SCALAR_NAMES.get(w._data.dtype.name)}")
     if x.shape[1] != w.shape[1]:
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({x.shape[0]}x{x.shape[1]} and "
                            f"{w.shape[1]}x{w.shape[0]})")
-    if x._data.dtype != w._data.dtype:
-        raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got {x.dtype} and {w.dtype}"
-                           .replace("torch.float32", "Float").replace("torch.float64", "Double"))
+    if bias is None and x._data.dtype != w._data.dtype:  # (torch's mm)
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_C10_NAMES.get(x._data.dtype.name)} "
+                           f"!= {_C10_NAMES.get(w._data.dtype.name)}")
     if bias is None:
         return _record(OPS["linear"], _linear_forward(None, x._data, w._data), (x, w))
     b = _to_dtype(_tensor(bias), x._data.dtype)

@@ -25,7 +25,8 @@ def _reduce(name_all, name_dim, np_fn, input, dim, keepdim, dtype, scale_of):
                            f"or complex dtype. Got: {_dtype_word(x._data)}")
     elif x._data.dtype.kind in "biu":  # torch sums bool and every integer type in int64
         x = _int_to_long(x)
-    dims = _dims(dim, x.ndim) if x.ndim else ()
+    ndim = x._data.ndim
+    dims = (tuple(range(ndim)) if dim is None else _dims(dim, ndim)) if ndim else ()
     data = x._data.astype(np.float32) if _dtype.is_reduced_float(x._data.dtype) else x._data  # (float32 sums)
     out = np.asarray(np_fn(data, axis=dims, keepdims=keepdim))
     if out.dtype != x._data.dtype:
@@ -35,8 +36,12 @@ def _reduce(name_all, name_dim, np_fn, input, dim, keepdim, dtype, scale_of):
     return _record(op, out, (x,), scale_of(n), 0.0, _mask(dims))
 
 
+def _one(n):
+    return 1.0
+
+
 def sum(input, dim=None, keepdim=False, dtype=None):
-    return _reduce("sum_all", "sum", np.sum, input, dim, keepdim, dtype, lambda n: 1.0)
+    return _reduce("sum_all", "sum", np.add.reduce, input, dim, keepdim, dtype, _one)  # (np.sum's wrapper: 2 us)
 
 
 def mean(input, dim=None, keepdim=False, dtype=None):

@@ -77,14 +77,16 @@ def view(input, *shape):
 
 def flatten(input, start_dim=0, end_dim=-1):
     x = _tensor(input)
-    if x.ndim == 0:
+    shape = x._data.shape
+    ndim = len(shape)
+    if ndim == 0:
         return _reshape(x, (1,), OPS["view"])
-    s, e = _dim(start_dim, x.ndim), _dim(end_dim, x.ndim)
+    s, e = _dim(start_dim, ndim), _dim(end_dim, ndim)
     if s > e:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     if s == e:
         return x
-    return _reshape(x, x.shape[:s] + (math.prod(x.shape[s:e + 1]),) + x.shape[e + 1:], OPS["view"])
+    return _reshape(x, shape[:s] + (math.prod(shape[s:e + 1]),) + shape[e + 1:], OPS["view"])
 
 
 def unflatten(input, dim, sizes):
@@ -548,6 +550,9 @@ def unbind(input, dim=0):
 
 
 def _promote_all(tensors):
+    dt = tensors[0]._data.dtype
+    if builtins.all(t._data.dtype == dt for t in tensors):  # the common case: nothing to promote
+        return tensors, dt
     dt = _dtype.result_type(*[t._data for t in tensors])
     return [_to_dtype(t, dt) for t in tensors], dt
 
@@ -555,27 +560,33 @@ def _promote_all(tensors):
 def cat(tensors, dim=0, *, out=None):
     if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
         raise TypeError("cat() received an invalid combination of arguments - expected a tuple of Tensors")
+    fast = _cat_same(tensors, dim)
+    if fast is not None:
+        return fast
     tensors = [_tensor(t) for t in tensors]
     if not tensors:
         raise ValueError("torch.cat(): expected a non-empty list of Tensors")
-    for i, t_ in enumerate(tensors):
-        if t_.ndim == 0:
+    shapes = [t_._data.shape for t_ in tensors]  # (array shapes: a Tensor's .shape makes a Size at each read)
+    for i, sh in enumerate(shapes):
+        if not sh:
             raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
-    parts = [t_ for t_ in tensors if not (t_.ndim == 1 and t_.shape[0] == 0)]  # torch skips legacy empty 1-D
+    legacy_empty = [sh == (0,) for sh in shapes]  # torch skips legacy empty 1-D tensors
+    parts = [t_ for t_, e in zip(tensors, legacy_empty) if not e]
     if not parts:
         parts = tensors[:1]
-    ref = parts[0]
-    d = _dim(dim, ref.ndim)
-    for i, t_ in enumerate(tensors):
-        if t_.ndim == 1 and t_.shape[0] == 0 and ref.ndim != 1:
+    ref_shape = parts[0]._data.shape
+    ndim = len(ref_shape)
+    d = _dim(dim, ndim)
+    for i, sh in enumerate(shapes):
+        if legacy_empty[i] and ndim != 1:
             continue
-        if t_.ndim != ref.ndim:
-            raise RuntimeError(f"Tensors must have same number of dimensions: got {ref.ndim} and {t_.ndim}")
-        for k in range(ref.ndim):
-            if k != d and t_.shape[k] != ref.shape[k]:
+        if len(sh) != ndim:
+            raise RuntimeError(f"Tensors must have same number of dimensions: got {ndim} and {len(sh)}")
+        for k in range(ndim):
+            if k != d and sh[k] != ref_shape[k]:
                 raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. Expected size "
-                                   f"{ref.shape[k]} but got size {t_.shape[k]} for tensor number {i} in the list.")
-    skipped = [t_.ndim == 1 and t_.shape[0] == 0 and ref.ndim != 1 for t_ in tensors]
+                                   f"{ref_shape[k]} but got size {sh[k]} for tensor number {i} in the list.")
+    skipped = [e and ndim != 1 for e in legacy_empty]
     if parts is tensors[:1] or not builtins.any(skipped):
         skipped = [False] * len(tensors)
     every, dt = _promote_all(tensors)
@@ -583,8 +594,37 @@ def cat(tensors, dim=0, *, out=None):
     value = np.concatenate([p._data for p in parts], axis=d)
     if dt.kind != "f" or not _recording(*every):
         return _new(value)
-    sizes = [None if s else p.shape[d] for p, s in zip(every, skipped)]
+    sizes = [None if s else p._data.shape[d] for p, s in zip(every, skipped)]
     return _record(OPS["cat"], value, tuple(every), aux=(d, sizes))
+
+
+def _cat_same(tensors, dim):
+    """cat's common case in one pass: Tensors of one dtype and rank whose sizes match off `dim`. None for
+    anything else (the general path promotes, skips legacy empty tensors, and raises torch's errors)."""
+    if not tensors or type(dim) is not int:
+        return None
+    first = tensors[0]
+    if type(first) is not Tensor:
+        return None
+    shape0, dt = first._data.shape, first._data.dtype
+    ndim = len(shape0)
+    if not -ndim <= dim < ndim:
+        return None
+    d = dim % ndim
+    datas, requires = [], False
+    for t_ in tensors:
+        if type(t_) is not Tensor:
+            return None
+        a = t_._data
+        sh = a.shape
+        if a.dtype != dt or len(sh) != ndim or sh[:d] != shape0[:d] or sh[d + 1:] != shape0[d + 1:]:
+            return None
+        datas.append(a)
+        requires = requires or t_._requires_grad
+    value = np.concatenate(datas, axis=d)
+    if dt.kind != "f" or not is_grad_enabled() or not (requires or _tape_local.tracing is not None):
+        return _new(value)
+    return _record(OPS["cat"], value, tuple(tensors), aux=(d, [a.shape[d] for a in datas]))
 
 
 concat = concatenate = cat

@@ -1,0 +1,159 @@
+"""The front ends' fast paths (issue 20: per-op cost) give torch's answers and errors, as the general paths do:
+integer powers of negative bases, cat of one dtype and rank, F.linear's 2-D case, sum, item, broadcasting."""
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import tapegrad
+
+
+def _both(fn, *arrays, requires_grad=False):
+    """fn on torch tensors and on tapegrad tensors made from the same arrays; returns both results and inputs."""
+    ts = [torch.tensor(a, requires_grad=requires_grad) for a in arrays]
+    gs = [tapegrad.tensor(a, requires_grad=requires_grad) for a in arrays]
+    return fn(torch, *ts), fn(tapegrad, *gs), ts, gs
+
+
+SPECIAL = np.array([-0.0, 0.0, -np.inf, np.inf, np.nan, -1.0, 1.0, -1e-30, 1e30, -3.5, 2.25], np.float32)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [0, 1, 4, 5, 7, -1, -2, -3, 4.0, 5.0, -5.0, 12])
+def test_integer_power_of_negative_bases_matches_torch(dtype, n):
+    x = np.concatenate([np.linspace(-math.pi, math.pi, 2001), SPECIAL]).astype(dtype)
+    t, g, _, _ = _both(lambda lib, a: a ** n, x)
+    expect, got = t.numpy(), g.detach().numpy()
+    assert got.dtype == expect.dtype
+    finite = np.isfinite(expect) & (np.abs(expect) > np.finfo(dtype).tiny)
+    np.testing.assert_allclose(got[finite], expect[finite], rtol=4 * np.finfo(dtype).eps, atol=0)
+    rest = ~finite  # zeros (signed), infinities, NaN and underflow exactly as torch's
+    np.testing.assert_array_equal(got[rest], expect[rest])
+    assert np.array_equal(np.signbit(got[rest]), np.signbit(expect[rest]))
+
+
+def test_integer_power_is_correctly_rounded_for_float32():
+    x = np.linspace(-4, -0.01, 4001).astype(np.float32)
+    for n in (4, 5, 7, -3):
+        got = (tapegrad.tensor(x) ** n).numpy().astype(np.float64)
+        exact = x.astype(np.float64) ** n  # exact enough: float64 rounding is far below a float32 ulp
+        assert (np.abs(got - exact) / np.spacing(np.abs(got).astype(np.float32))).max() <= 0.5 + 1e-6
+
+
+@pytest.mark.parametrize("n", [4, 5, -3, 6.0])
+def test_integer_power_gradient_matches_torch(n):
+    x = np.linspace(-2, 2, 101).astype(np.float32)
+    x = x[x != 0]
+    t, g, ts, gs = _both(lambda lib, a: (a ** n).sum(), x, requires_grad=True)
+    t.backward(), g.backward()
+    np.testing.assert_allclose(gs[0].grad.numpy(), ts[0].grad.numpy(), rtol=1e-5)
+
+
+def test_non_integer_and_tensor_exponents_unchanged():
+    x = np.array([-2.0, -0.5, 0.0, 0.5, 3.0], np.float32)
+    for e in (2.5, -0.5, 0.5, 1e300):
+        t, g, _, _ = _both(lambda lib, a: a ** e, x)
+        np.testing.assert_allclose(g.numpy(), t.numpy(), rtol=1e-6, equal_nan=True)
+    t, g, _, _ = _both(lambda lib, a, b: a ** b, x, np.array([4.0, 3, 2, 1, 5], np.float32))
+    np.testing.assert_allclose(g.numpy(), t.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1, -2])
+def test_cat_same_dtype_values_and_gradients(dim):
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal((3, 2)).astype(np.float32) for _ in range(3)]
+    if dim in (1, -1):
+        arrays[1] = rng.standard_normal((3, 4)).astype(np.float32)
+    else:
+        arrays[1] = rng.standard_normal((5, 2)).astype(np.float32)
+    t, g, ts, gs = _both(lambda lib, *a: lib.cat(list(a), dim), *arrays, requires_grad=True)
+    np.testing.assert_array_equal(g.detach().numpy(), t.detach().numpy())
+    assert g.grad_fn.name() == t.grad_fn.name()
+    w = rng.standard_normal(t.shape).astype(np.float32)
+    (t * torch.tensor(w)).sum().backward()
+    (g * tapegrad.tensor(w)).sum().backward()
+    for a, b in zip(gs, ts):
+        np.testing.assert_array_equal(a.grad.numpy(), b.grad.numpy())
+
+
+def test_cat_general_cases_still_promote_skip_and_raise():
+    f32, i64 = np.ones((2, 2), np.float32), np.arange(4).reshape(2, 2)
+    t, g, _, _ = _both(lambda lib, a, b: lib.cat([a, b], 1), f32, i64)
+    assert str(g.dtype) == str(t.dtype) and np.array_equal(g.numpy(), t.numpy())
+    t, g, _, _ = _both(lambda lib, a, b: lib.cat([a, b]), f32, np.zeros(0, np.float32))  # legacy empty 1-D
+    assert tuple(g.shape) == tuple(t.shape)
+    for bad in ([np.ones((2, 3), np.float32), np.ones((3, 3), np.float32)], [np.ones((2, 2), np.float32),
+                                                                            np.ones(2, np.float32)]):
+        with pytest.raises(RuntimeError) as te:
+            torch.cat([torch.tensor(a) for a in bad], 1)
+        with pytest.raises(RuntimeError) as ge:
+            tapegrad.cat([tapegrad.tensor(a) for a in bad], 1)
+        assert str(ge.value) == str(te.value)
+    with pytest.raises(IndexError):
+        tapegrad.cat([tapegrad.ones(2, 2)], 2)
+
+
+@pytest.mark.parametrize("bias_shape", [(4,), (5, 4), (1,), (), None])
+def test_linear_fast_path_matches_torch(bias_shape):
+    rng = np.random.default_rng(1)
+    x, w = rng.standard_normal((5, 3)).astype(np.float32), rng.standard_normal((4, 3)).astype(np.float32)
+    arrays = [x, w] + ([] if bias_shape is None else [rng.standard_normal(bias_shape).astype(np.float32)])
+    t, g, ts, gs = _both(lambda lib, *a: lib.nn.functional.linear(*a), *arrays, requires_grad=True)
+    np.testing.assert_allclose(g.detach().numpy(), t.detach().numpy(), rtol=1e-6)
+    assert g.grad_fn.name() == t.grad_fn.name()
+    t.sum().backward(), g.sum().backward()
+    for a, b in zip(gs, ts):
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtypes", [("float32", "float32", None), ("float32", "float64", None),
+                                    ("float64", "float32", None), ("float16", "float32", None),
+                                    ("float64", "float32", "float32"), ("float32", "float64", "float64"),
+                                    ("float64", "float32", "float64"), ("float32", "float32", "float64")])
+@pytest.mark.parametrize("shapes", [((2, 3), (4, 3)), ((2, 3), (4, 2))])
+def test_linear_errors_match_torch(dtypes, shapes):
+    """torch's mm error without a bias, addmm's (the bias is `self`: dtypes checked before shapes) with one."""
+    xd, wd, bd = dtypes
+    if shapes[1] == (4, 3) and xd == wd and bd in (None, xd):
+        return  # no error to compare
+    for lib in (torch, tapegrad):
+        args = [lib.ones(shapes[0], dtype=getattr(lib, xd)), lib.ones(shapes[1], dtype=getattr(lib, wd))]
+        if bd is not None:
+            args.append(lib.ones(4, dtype=getattr(lib, bd)))
+        with pytest.raises(RuntimeError) as e:
+            lib.nn.functional.linear(*args)
+        if lib is torch:
+            expected = str(e.value)
+    assert str(e.value) == expected
+
+
+@pytest.mark.parametrize("value,dtype", [(1.5, "float32"), (2.5, "float64"), (3, "float16"), (7, "int64"),
+                                         (True, "bool"), (200, "uint8"), (-3, "int8")])
+def test_item_matches_torch(value, dtype):
+    t = torch.tensor([[value]], dtype=getattr(torch, dtype)).item()
+    g = tapegrad.tensor([[value]], dtype=getattr(tapegrad, dtype)).item()
+    assert type(g) is type(t) and g == t
+    with pytest.raises(RuntimeError, match="a Tensor with 2 elements cannot be converted to Scalar"):
+        tapegrad.ones(2).item()
+
+
+@pytest.mark.parametrize("dim,keepdim", [(None, False), (0, False), (1, True), ((0, 1), False), (-1, False)])
+def test_sum_matches_torch(dim, keepdim):
+    a = np.random.default_rng(2).standard_normal((3, 4)).astype(np.float32)
+    for arr in (a, a.astype(np.float64), (a > 0), (a * 10).astype(np.int32)):
+        kw = {} if dim is None else {"dim": dim, "keepdim": keepdim}
+        t, g, _, _ = _both(lambda lib, x: x.sum(**kw), arr)
+        assert str(g.dtype) == str(t.dtype)
+        np.testing.assert_allclose(g.numpy(), t.numpy(), rtol=1e-6)
+    assert tapegrad.tensor(2.5).sum().item() == 2.5
+
+
+def test_broadcast_errors_unchanged():
+    for a, b in (((2, 3), (3, 3)), ((2, 1, 3), (4, 2)), ((5,), (4,))):
+        with pytest.raises(RuntimeError) as te:
+            torch.ones(a) + torch.ones(b)
+        with pytest.raises(RuntimeError) as ge:
+            tapegrad.ones(a) + tapegrad.ones(b)
+        assert str(ge.value) == str(te.value)
+    assert tuple((tapegrad.ones(2, 1, 3) * tapegrad.ones(2, 4, 1)).shape) == (2, 4, 3)
