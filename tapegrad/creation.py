@@ -24,6 +24,8 @@ def _shape(size):
     """Sizes as torch takes them: zeros(2, 3), zeros((2, 3)), zeros([2, 3]) or zeros(size=(2, 3))."""
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
+    if len(size) < 3 and all(type(s) is int and 0 <= s < 2 ** 31 for s in size):  # (their product fits int64)
+        return tuple(size)
     for s in size:
         if not isinstance(s, (int, np.integer)) or isinstance(s, bool):
             raise TypeError(f"empty(): argument 'size' must be tuple of ints, but found element of type "

@@ -300,7 +300,7 @@ def _gen(generator):
 
 
 def _numel(shape):
-    return int(np.prod(shape, dtype=np.int64))
+    return int(math.prod(shape))  # (np.prod's Python wrapper costs about 5 µs a draw)
 
 
 def _g(x):
