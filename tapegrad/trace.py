@@ -480,6 +480,20 @@ class _TraceTape(Tape):
         self.step_at = None      # rows from here on are recorded after an optimizer.step()
         self.generators = {}     # id -> (a generator a draw used, its state before the trace)
         self.grad_guarded = {}   # id -> a tensor whose .grad, as it was before the trace, a precondition guards
+        # rows whose context was derived from tensors' values (tape.guard): row -> [(remap, those tensors' rows)];
+        # a row that read values with no remap cannot be replayed
+        self.remaps = {}
+        self.frozen_values = set()
+        self.remapped = set()  # id() of the arrays remaps rewrite (a scatter_flat with one may add into a place twice)
+
+    def note_values_read(self, out, saved, remap):
+        """tape.guard while tracing: out's row derived its context from the values of `saved`."""
+        if remap is None:
+            self.frozen_values.add(out._slot)
+            return
+        rows = [self.slot(t) for t in saved]
+        self.remaps.setdefault(out._slot, []).append((remap, rows))
+        self.remapped.update(id(a) for a in getattr(remap, "writes", ()))
 
     def note_made(self, t):
         self.made[id(t._data)] = t._data
@@ -757,7 +771,7 @@ class _Program:
                 raise Unreplayable("a hook or retain_grad")
             if o > OP_CONST:
                 args = private.row_args(r)
-                if fixed and args and all(a in fixed for a in args):
+                if fixed and args and all(a in fixed for a in args) and r not in private.remaps:
                     fixed.add(r)  # computed from constants made in the trace only: its recorded value, always
                 continue
             j = row_arg.get(r)
@@ -874,6 +888,8 @@ class _Program:
             plan.extend(guards.get(r - 1, ()))
             if r in bound:
                 continue
+            for remap, rows in tape.remaps.get(r, ()):  # (its index map, from the index's values now)
+                plan.append(lambda remap=remap, rows=rows: remap(*[V[k] for k in rows]))
             src = tape.aliases.get(r)
             if src is not None:  # (consecutive ones, a gradient's, are one step)
                 if not plan or type(plan[-1]) is not _Aliases:
@@ -881,6 +897,10 @@ class _Program:
                 plan[-1].rows.append((r, src))
                 continue
             op = OPS[int(tape.op[r])]
+            if r in tape.frozen_values and r not in tape.remaps:
+                raise Unreplayable(f"{op.name} has no replay rule: " + (
+                    op.unreplayable or "its context was computed from the values of a tensor (an index, a mask or "
+                    "a target) that its front end does not recompute"))
             entry = fwd and _loop_entry(fwd, op, recorded, r, tape, consts)
             if entry is not None:
                 V[r] = np.empty_like(recorded[r])  # written in place by every call: its id never changes
@@ -1120,13 +1140,24 @@ def _forward_rule(op, V, r, tape, B, arg_of):
     elif kind == registry.K_CAST:
         def step():
             V[r] = V[x].astype(dtype)
-    elif name == "cross_entropy":  # its target is not an input row: bound here when it is an argument
-        j = arg_of.get(id(getattr(ctx, "target", None)))
-        if j is None or out.ndim:
-            return "cross_entropy's target is not an argument of the function"
+    elif name == "cross_entropy":  # its target is not an input row: its remap (tape.guard) keeps it in ctx
+        if r not in tape.remaps:
+            return "cross_entropy's target is not a tensor its replay can read"
 
         def step():
-            V[r] = f(ctx, V[x], B[j])
+            V[r] = f(ctx, V[x], ctx.replay_target).reshape(shape)
+    elif name == "scatter_flat":  # a gather's adjoint: zeros of the output's shape, g added at the index map
+        size, zero = out.size, dtype.type(0)
+        flat_map = ctx.reshape(-1)
+        unique = id(ctx) not in tape.remapped and np.unique(flat_map).size == flat_map.size
+
+        def step():
+            v = np.zeros(size, dtype)
+            if unique:  # (as np.add.at into zeros: 0 + g, which makes -0.0 0.0)
+                v[flat_map] = V[x].reshape(-1) + zero
+            else:
+                np.add.at(v, flat_map, V[x].reshape(-1))
+            V[r] = v.reshape(shape)
     elif f is None:
         return op.unreplayable or f"{name} declares no forward"
     elif getattr(ctx, "unreplayable", None):

@@ -202,8 +202,40 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     coef = np.zeros(xl.shape, x._data.dtype)
     coef[rows, tt] = -scale
     op = OPS["nll_loss2d" if x.ndim >= 3 else "nll_loss"]
-    return _view_nd(x, reduction, guard(_record(op, out, (x,), aux=Ctx(coef=_to_layout(coef, x, cdim),
-                                                                         reduction=reduction, cdim=cdim)), t))
+    ctx = Ctx(coef=_to_layout(coef, x, cdim), reduction=reduction, cdim=cdim, ignore_index=ignore_index,
+              weight=None if weight is None else _tensor(weight)._data)
+    return _view_nd(x, reduction, guard(_record(op, out, (x,), aux=ctx), t, remap=_target_remap(ctx)))
+
+
+def _target_remap(ctx):
+    """tapegrad.compile: a traced loss reads the class targets a replay binds (its forward: _nll_replay,
+    _cross_entropy_replay)."""
+    def remap(target):
+        ctx.replay_target = target
+    return remap
+
+
+def _nll_replay(ctx, x):
+    """A traced nll_loss recomputed on new log-probabilities and targets (ctx.replay_target), as nll_loss computes
+    it; its gradient's coefficients (ctx.coef, which the array rule reads) are rewritten in place."""
+    cdim, C = ctx.cdim, x.shape[ctx.cdim]
+    moved = np.moveaxis(x, cdim, -1)
+    xl = x if x.ndim == 2 else moved.reshape(-1, C)
+    tl = ctx.replay_target.reshape(-1).astype(np.int64, copy=False)
+    valid = tl != ctx.ignore_index
+    tt = np.where(valid, tl, 0)
+    bad = (tt < 0) | (tt >= C)
+    if bad.any():
+        raise IndexError(f"Target {int(tl[np.argmax(bad)])} is out of bounds.")
+    w = ((ctx.weight.astype(x.dtype)[tt] if ctx.weight is not None else np.ones(len(tt), x.dtype)) * valid
+         ).astype(x.dtype, copy=False)
+    rows = np.arange(len(tt))
+    per = -w * xl[rows, tt]
+    out = _finish(per, w, ctx.reduction, ctx.replay_target.shape, x.dtype)
+    coef = np.zeros(xl.shape, x.dtype)
+    coef[rows, tt] = -_per_sample_scale(w, ctx.reduction, x.dtype)
+    ctx.coef[...] = coef if x.ndim == 2 else np.moveaxis(coef.reshape(moved.shape), -1, cdim)
+    return out
 
 
 def _view_nd(x, reduction, out):
@@ -234,7 +266,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     out = per.reshape(t.shape) if reduction == "none" else loss
     ctx.dx = _to_layout(dx, x, cdim)
     op = OPS["cross_entropy2d" if x.ndim >= 3 else "cross_entropy"]
-    return _view_nd(x, reduction, guard(_record(op, out, (x,), aux=ctx), t))
+    return _view_nd(x, reduction, guard(_record(op, out, (x,), aux=ctx), t, remap=_target_remap(ctx)))
 
 
 def _cross_entropy_rows(ctx, xl, tl, dt):
@@ -537,10 +569,9 @@ _TARGET = "it reads its target, which is not one of its inputs, and a replay can
 
 registry.python("bce_with_logits", "BinaryCrossEntropyWithLogitsBackward0", _bce_logits_forward, _vjp_bce_logits,
                 array_vjp=_bce_logits_arrays)
-registry.python("nll_loss", "NllLossBackward0", None, _vjp_nll, array_vjp=_nll_arrays, unreplayable=_TARGET)
-registry.python("nll_loss2d", "NllLoss2DBackward0", None, _vjp_nll, array_vjp=_nll_arrays,
-                unreplayable=_TARGET)
-# trace.py binds a 2-D cross_entropy's target when it is an argument of the traced function
+# (tapegrad.compile: the target a replay binds reaches the forward through the front end's remap, tape.guard)
+registry.python("nll_loss", "NllLossBackward0", _nll_replay, _vjp_nll, array_vjp=_nll_arrays)
+registry.python("nll_loss2d", "NllLoss2DBackward0", _nll_replay, _vjp_nll, array_vjp=_nll_arrays)
 registry.python("cross_entropy", "NllLossBackward0", _cross_entropy_replay, _vjp_cross_entropy,
                 array_vjp=_cross_entropy_arrays)
 registry.python("cross_entropy2d", "NllLoss2DBackward0", None, _vjp_cross_entropy,

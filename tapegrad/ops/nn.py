@@ -11,7 +11,7 @@ from ._common import OPS, _autocast_lower, _in_float32, _record, _tensor, _to_dt
 from . import elementwise
 from .elementwise import mul, where
 from .shape import _gather, _reshape, scatter_flat
-from ..tape import guard
+from ..tape import guard, made_in_trace
 from .linalg import matmul
 
 
@@ -90,9 +90,28 @@ def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=
     value = w._data[ix]
     index_map = ix[..., None] * D + np.arange(D, dtype=np.int64)
     if padding_idx is None or padding_idx < 0 or not (w._requires_grad and _grad_on()):
-        return guard(_gather(w, index_map, OPS["embedding"], value), idx)
-    keep = _new((ix != padding_idx)[..., None].astype(w._data.dtype))
-    return guard(_record(OPS["embedding_padded"], value, (w,), aux=(index_map, keep, w.shape)), idx)
+        return guard(_gather(w, index_map, OPS["embedding"], value), idx, remap=_embedding_remap(index_map, V, D))
+    keep = made_in_trace(_new((ix != padding_idx)[..., None].astype(w._data.dtype)))
+    return guard(_record(OPS["embedding_padded"], value, (w,), aux=(index_map, keep, w.shape)), idx,
+                 remap=_embedding_remap(index_map, V, D, keep._data, padding_idx))
+
+
+def _embedding_remap(index_map, V, D, keep=None, padding_idx=None):
+    """tapegrad.compile: the index map (and padding mask) of a traced embedding rewritten from new indices."""
+    def remap(indices):
+        ix = indices.astype(np.int64, copy=False)
+        if ix.size and (ix.min() < 0 or ix.max() >= V):
+            raise IndexError("index out of range in self")
+        np.multiply(ix[..., None], D, out=index_map)
+        np.add(index_map, np.arange(D, dtype=np.int64), out=index_map)
+        if keep is not None:
+            keep[...] = (ix != padding_idx)[..., None]
+    remap.writes = (index_map,) if keep is None else (index_map, keep)
+    return remap
+
+
+def _embedding_forward(ctx, w):
+    return w.reshape(-1)[ctx[0] if type(ctx) is tuple else ctx]
 
 
 def _grad_on():
@@ -269,8 +288,7 @@ registry.python("clamp_min_tensor", "ClampMinBackward1", _clamp_tensor_forward, 
 registry.python("clamp_max_tensor", "ClampMaxBackward1", _clamp_tensor_forward, _vjp_clamp_tensor)
 registry.python("addmm", "AddmmBackward0", _linear_forward, _vjp_linear, array_vjp=_linear_arrays)
 registry.python("linear", "MmBackward0", _linear_forward, _vjp_linear, array_vjp=_linear_arrays)
-registry.python("embedding_padded", "EmbeddingBackward0", None, _vjp_embedding_padded,
-                unreplayable="its index map is computed from the values of its indices")
+registry.python("embedding_padded", "EmbeddingBackward0", _embedding_forward, _vjp_embedding_padded)
 
 
 __all__ = [n for n, v in list(globals().items()) if callable(v) and getattr(v, "__module__", None) == __name__

@@ -814,8 +814,10 @@ for _name, _grad_fn in (("transpose", "TransposeBackward0"), ("t", "TBackward0")
     registry.structural(_name, K_GATHER, _grad_fn, _vjp_gather, forward=_gather_forward)
 for _name, _grad_fn in (("index", "IndexBackward0"), ("gather", "GatherBackward0"),
                         ("index_select", "IndexSelectBackward0"), ("max_dim", "MaxBackward0"),
-                        ("min_dim", "MinBackward0"), ("embedding", "EmbeddingBackward0")):
+                        ("min_dim", "MinBackward0")):
     registry.structural(_name, K_GATHER, _grad_fn, _vjp_gather, unreplayable=_INDEXED)
+# (its front end rewrites its index map from the indices a replay binds: tape.guard's remap)
+registry.structural("embedding", K_GATHER, "EmbeddingBackward0", _vjp_gather, forward=_gather_forward)
 for _name, _grad_fn in (("view", "ViewBackward0"),
                         ("squeeze", "SqueezeBackward0"), ("squeeze_dim", "SqueezeBackward1"),
                         ("squeeze_dims", "SqueezeBackward2"), ("unsqueeze", "UnsqueezeBackward0"),
@@ -834,8 +836,8 @@ registry.structural("as_strided_view", K_RESHAPE, "AsStridedBackward0", _vjp_res
 registry.structural("copy_slices_view", K_RESHAPE, "CopySlices", _vjp_reshape)
 registry.python("copy_slices", "CopySlices", None, _vjp_copy_slices,
                 unreplayable="an in-place write through a view (tapegrad.compile stops at in-place ops)")
-registry.python("scatter_flat", "IndexPutBackward0", None, _vjp_scatter,
-                unreplayable="a gather's adjoint: its output's size is not in its saved context")
+# (tapegrad.compile replays it with its output's shape: trace._forward_rule)
+registry.python("scatter_flat", "IndexPutBackward0", None, _vjp_scatter)
 
 
 def _vjp_cat(ctx, g, inputs, out):

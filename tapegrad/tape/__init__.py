@@ -447,10 +447,16 @@ class Tape(Release, Sweep, Inspection):
             self.peak_adjoint_bytes = nbytes
 
 
-def guard(out, *saved):
+def guard(out, *saved, remap=None):
     """Note the versions of the tensors that out's row's backward depends on but does not differentiate (an
     index, a mask, a class target), as torch saves them: a backward after one of them was modified in place
-    raises torch's error instead of using the old or the new values. Returns out."""
+    raises torch's error instead of using the old or the new values. Returns out.
+
+    While tapegrad.compile traces, out's row depends on those tensors' values: `remap(*their arrays)` rewrites
+    in place what the row's context derived from them (an index map, a mask), so that a replay recomputes it
+    from the tensors it binds then; without one, the row cannot be replayed."""
+    if _local.tracing is not None and out._tape is _local.tape:
+        _local.tape.note_values_read(out, saved, remap)
     tape = out._tape
     if out._requires_grad and tape is not None and not out._is_leaf:
         entries = tape.guards.setdefault(out._slot, [])
