@@ -11,7 +11,7 @@ from ._common import OPS, _autocast_lower, _in_float32, _record, _tensor, _to_dt
 from . import elementwise
 from .elementwise import mul, where
 from .shape import _gather, _reshape, scatter_flat
-from ..tape import guard, made_in_trace
+from ..tape import _local as _tape_local, guard, made_in_trace
 from .linalg import matmul
 
 
@@ -65,11 +65,18 @@ def dropout(input, p=0.5, train=True, inplace=False):
     dt = x._data.dtype if x._data.dtype.kind == "f" else np.dtype(np.float32)
     if p == 1:
         mask = np.zeros(x.shape, dt)
-    else:  # torch: noise = bernoulli_(1 - p) of the input's shape, noise / (1 - p), input * noise
-        mask = random.dropout_mask(tuple(x.shape), p, None, dt) / dt.type(1.0 - p)
+    elif _tape_local.tracing is not None and not inplace:  # tapegrad.compile: a mask each replay draws again
+        return mul(x, _tape_local.tape.record_draw(_dropout_draw, (tuple(x.shape), p, dt), False))
+    else:
+        mask = _dropout_draw(tuple(x.shape), p, dt)
     if inplace:
         return x.mul_(_new(mask))
     return mul(x, _new(mask))
+
+
+def _dropout_draw(shape, p, dt):
+    """torch: noise = bernoulli_(1 - p) of the input's shape, noise / (1 - p) (input * noise is the op)."""
+    return random.dropout_mask(shape, p, None, dt) / dt.type(1.0 - p)
 
 
 def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
