@@ -1078,17 +1078,22 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         ctx.var = _tensor(running_var)._data.astype(dt).reshape(pshape)
     w = None if weight is None else _to_dtype(_tensor(weight), dt)
     b = None if bias is None else _to_dtype(_tensor(bias), dt)
-    ctx.unreplayable = ("batch_norm in training mode updates its running statistics, which a replay would not"
-                        if training and running_mean is not None else None)
     out = _normalize("batch_norm", x, w, b, ctx)
     if training and running_mean is not None:
-        rm, rv = _tensor(running_mean), _tensor(running_var)
-        m = float(momentum)
-        mean, var = ctx.mean.reshape(-1), ctx.var.reshape(-1) * (n / (n - 1))
-        rm._data[...] = (1 - m) * rm._data + m * mean.astype(rm._data.dtype)
-        rv._data[...] = (1 - m) * rv._data + m * var.astype(rv._data.dtype)
-        rm._bump_version(), rv._bump_version()
+        args = (ctx, _tensor(running_mean), _tensor(running_var), float(momentum), n)
+        if _tape_local.tracing is not None:  # tapegrad.compile: each replay updates them after its rows
+            _tape_local.tape.defer("call", _update_running_stats, args, [])
+        else:
+            _update_running_stats(*args)
     return out
+
+
+def _update_running_stats(ctx, rm, rv, m, n):
+    """batch_norm in training mode: the running statistics moved toward the batch's (ctx.mean, ctx.var)."""
+    mean, var = ctx.mean.reshape(-1), ctx.var.reshape(-1) * (n / (n - 1))
+    rm._data[...] = (1 - m) * rm._data + m * mean.astype(rm._data.dtype)
+    rv._data[...] = (1 - m) * rv._data + m * var.astype(rv._data.dtype)
+    rm._bump_version(), rv._bump_version()
 
 
 def _size(x):
@@ -1182,6 +1187,6 @@ def _norm_replay(ctx, x, *affine):
 registry.python("conv", "ConvolutionBackward0", _conv_replay, _vjp_conv, array_vjp=_conv_arrays)
 registry.python("max_pool", "MaxPool2DWithIndicesBackward0", _max_pool_replay, _vjp_max_pool,
                 array_vjp=_max_pool_arrays)
-# (a batch_norm row that updates running statistics says so in its context's `unreplayable`)
+# (in training mode, tapegrad.compile replays its running statistics' update as an effect after the rows)
 registry.python("batch_norm", "NativeBatchNormBackward0", _norm_replay, _vjp_norm, array_vjp=_norm_arrays)
 registry.python("layer_norm", "NativeLayerNormBackward0", _norm_replay, _vjp_norm, array_vjp=_norm_arrays)

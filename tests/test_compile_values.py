@@ -1,0 +1,198 @@
+"""tapegrad.compile replays ops whose context depends on tensor values (issue 19/20): embedding (padding_idx),
+nll_loss / cross_entropy targets (class indices, ignore_index, weight, 2-D and N-D), a gather's adjoint
+(split/chunk), BatchNorm's running statistics in training mode, dropout's mask. Each: the compiled function
+equals eager and torch (values and gradients, float32/float64) over calls with new index values, wherever the
+index comes from (an argument, a closure read afresh, computed inside), and traces again when a shape changes."""
+import numpy as np
+import pytest
+import torch
+
+import tapegrad as tg
+
+DTYPES = [np.float32, np.float64]
+
+
+def _close(a, b, dtype):
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(np.asarray(a, np.float64), np.asarray(b, np.float64), rtol=tol, atol=tol)
+
+
+def _grads(lib, fn, params, *args):
+    out = fn(*args)
+    return [out] + list(lib.autograd.grad(out, params))
+
+
+def _check(make, calls, dtype, retraces=1):
+    """make(lib) -> (fn(*args) -> scalar loss, params, to_args(lib, arrays) -> args); calls: the arrays per call.
+    The compiled fn, the eager fn and torch's agree at each call (the loss and its gradients)."""
+    fn_t, params_t, args_t = make(torch)
+    fn_e, params_e, args_e = make(tg)
+    compiled = tg.compile(lambda *a: _grads(tg, fn_e, params_e, *a), fullgraph=True)
+    for arrays in calls:
+        want = _grads(torch, fn_t, params_t, *args_t(torch, arrays))
+        eager = _grads(tg, fn_e, params_e, *args_e(tg, arrays))
+        got = compiled(*args_e(tg, arrays))
+        for g, e, w in zip(got, eager, want):
+            np.testing.assert_array_equal(g.detach().numpy(), e.detach().numpy())  # compiled: the eager values
+            _close(g.detach().numpy(), w.detach().numpy(), dtype)
+    assert compiled.traces == retraces
+    return compiled
+
+
+def _weight(lib, shape, dtype, seed=0):
+    return lib.tensor(np.random.default_rng(seed).standard_normal(shape).astype(dtype), requires_grad=True)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("padding_idx", [None, 2])
+def test_embedding_indices_are_read_at_each_call(dtype, padding_idx):
+    def make(lib):
+        w = _weight(lib, (7, 3), dtype)
+        return (lambda idx: (lib.nn.functional.embedding(idx, w, padding_idx=padding_idx) ** 2).sum(), [w],
+                lambda lib, a: [lib.tensor(a)])
+    r = np.random.default_rng(1)
+    calls = [r.integers(0, 7, (4, 5)) for _ in range(3)] + [np.full((4, 5), 2), r.integers(0, 7, (2, 3))]
+    _check(make, calls, dtype, retraces=2)  # (a new shape: a second trace)
+
+
+def test_embedding_index_out_of_range_at_replay_raises_torchs_error():
+    w = tg.randn(5, 2, requires_grad=True)
+    f = tg.compile(lambda idx: tg.autograd.grad(tg.nn.functional.embedding(idx, w).sum(), [w]), fullgraph=True)
+    f(tg.tensor([1, 2]))
+    f(tg.tensor([3, 4]))
+    with pytest.raises(IndexError, match="index out of range in self"):
+        f(tg.tensor([0, 5]))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("kw", [{}, {"ignore_index": 1}, {"reduction": "sum"}, {"reduction": "none"},
+                                {"weight": True}])
+@pytest.mark.parametrize("loss", ["nll_loss", "cross_entropy"])
+def test_class_targets_are_read_at_each_call(dtype, kw, loss):
+    def make(lib):
+        x = _weight(lib, (6, 4), dtype)
+        args = dict(kw)
+        if args.pop("weight", False):
+            args["weight"] = lib.tensor(np.array([0.5, 1.0, 2.0, 1.5], dtype))
+        F = lib.nn.functional
+
+        def fn(t):
+            inp = F.log_softmax(x, 1) if loss == "nll_loss" else x
+            return getattr(F, loss)(inp * 1.5, t, **args).sum()
+        return fn, [x], lambda lib, a: [lib.tensor(a)]
+    r = np.random.default_rng(2)
+    _check(make, [r.integers(0, 4, 6) for _ in range(3)] + [np.full(6, 2)], dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_nll_loss_nd_targets(dtype):
+    def make(lib):
+        x = _weight(lib, (2, 3, 4, 5), dtype)
+        return (lambda t: lib.nn.functional.nll_loss(lib.nn.functional.log_softmax(x, 1), t, ignore_index=0),
+                [x], lambda lib, a: [lib.tensor(a)])
+    r = np.random.default_rng(3)
+    _check(make, [r.integers(0, 3, (2, 4, 5)) for _ in range(3)], dtype)
+
+
+def test_targets_from_a_closure_and_computed_inside():
+    """A target read from the compiled function's closure (a new tensor there is read at each call) and one
+    sliced from an argument inside the function."""
+    F = tg.nn.functional
+    w = _weight(tg, (10, 4), np.float64)
+    wt = _weight(torch, (10, 4), np.float64)
+    target = None
+
+    def step(tokens):
+        emb = F.embedding(tokens[:-1], w)  # the inputs: all but the last token
+        loss = F.cross_entropy(emb, tokens[1:]) + F.nll_loss(F.log_softmax(emb, 1), target)
+        return loss, *tg.autograd.grad(loss, [w])
+    compiled = tg.compile(step, fullgraph=True)
+    r = np.random.default_rng(4)
+    for _ in range(3):
+        a = r.integers(0, 4, 9)
+        target = tg.tensor(r.integers(0, 4, 8))
+        got = compiled(tg.tensor(a))
+        want = step(tg.tensor(a))
+        t, tt = torch.tensor(a), torch.tensor(target.numpy())
+        e = torch.nn.functional.embedding(t[:-1], wt)
+        loss = torch.nn.functional.cross_entropy(e, t[1:]) + torch.nn.functional.nll_loss(
+            torch.log_softmax(e, 1), tt)
+        for g, e_, o in zip(got, want, [loss, *torch.autograd.grad(loss, [wt])]):
+            np.testing.assert_array_equal(g.detach().numpy(), e_.detach().numpy())
+            _close(g.detach().numpy(), o.detach().numpy(), np.float64)
+    assert compiled.traces == 1
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_split_and_chunk_adjoints_replay(dtype):
+    def make(lib):
+        w = _weight(lib, (5, 6), dtype)
+
+        def fn(x):
+            q, k, v = (x @ w).split(2, dim=1)
+            a, b = (x @ w).chunk(2, dim=0)
+            return (q * k.tanh() + v).sum() + (a * 2).sum() - b.sum()
+        return fn, [w], lambda lib, a: [lib.tensor(a)]
+    r = np.random.default_rng(5)
+    _check(make, [r.standard_normal((4, 5)).astype(dtype) for _ in range(3)], dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_batchnorm_training_updates_running_statistics_at_each_replay(dtype):
+    r = np.random.default_rng(6)
+    mods = [lib.nn.BatchNorm2d(3, momentum=0.2).to(getattr(lib, "float64" if dtype == np.float64 else "float32"))
+            for lib in (tg, tg, torch)]
+    opts = [lib.optim.SGD(m.parameters(), lr=0.1) for lib, m in zip((tg, tg, torch), mods)]
+
+    def step(m, opt):
+        def f(x):
+            opt.zero_grad()
+            loss = (m(x) ** 3).mean()
+            loss.backward()
+            opt.step()
+            return loss
+        return f
+    compiled = tg.compile(step(mods[0], opts[0]), fullgraph=True)
+    steps = [compiled, step(mods[1], opts[1]), step(mods[2], opts[2])]
+    for _ in range(4):
+        x = r.standard_normal((4, 3, 2, 2)).astype(dtype)
+        losses = [f(lib.tensor(x)).item() for f, lib in zip(steps, (tg, tg, torch))]
+        _close(losses[0], losses[1], dtype)  # (the traced gradient's rows round as eagerly within an ulp)
+        _close(losses[0], losses[2], dtype)
+        for name in ("running_mean", "running_var", "num_batches_tracked", "weight", "bias"):
+            a, b, c = (getattr(m, name).detach().numpy() for m in mods)
+            _close(a, b, dtype)
+            _close(a, c, dtype)
+    assert compiled.traces == 1
+    mods[0].eval(), mods[1].eval()  # eval mode: a guard, and the statistics are read
+    x = tg.tensor(r.standard_normal((4, 3, 2, 2)).astype(dtype))
+    _close(compiled(x).item(), steps[1](x).item(), dtype)
+    assert compiled.traces == 2
+
+
+def test_batchnorm_with_cumulative_average_is_a_named_break():
+    m = tg.nn.BatchNorm1d(3, momentum=None)
+    f = tg.compile(lambda x: m(x).sum(), fullgraph=True)
+    with pytest.raises(RuntimeError, match="momentum=None"):
+        f(tg.randn(4, 3))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_dropout_mask_is_drawn_at_each_replay_as_eagerly(dtype):
+    w = tg.tensor(np.linspace(-1, 1, 12).reshape(3, 4).astype(dtype), requires_grad=True)
+
+    def fn(x):
+        y = tg.nn.functional.dropout(x @ w, 0.4, training=True)
+        return y.sum(), *tg.autograd.grad((y * y).sum(), [w])
+    compiled = tg.compile(fn, fullgraph=True)
+    x = tg.tensor(np.ones((5, 3), dtype))
+    for seed in range(4):
+        tg.manual_seed(seed)
+        got = compiled(x)
+        after = tg.rand(1).item()  # (the generator advanced as eagerly)
+        tg.manual_seed(seed)
+        want = fn(x)
+        assert tg.rand(1).item() == after
+        for a, b in zip(got, want):
+            np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
+    assert compiled.traces == 1
