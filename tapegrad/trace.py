@@ -1148,8 +1148,8 @@ def _forward_rule(op, V, r, tape, B, arg_of):
             V[r] = f(ctx, V[x], ctx.replay_target).reshape(shape)
     elif name == "scatter_flat":  # a gather's adjoint: zeros of the output's shape, g added at the index map
         size, zero = out.size, dtype.type(0)
-        flat_map = ctx.reshape(-1)
-        unique = id(ctx) not in tape.remapped and np.unique(flat_map).size == flat_map.size
+        flat_map = ctx[0].reshape(-1)
+        unique = id(ctx[0]) not in tape.remapped and np.unique(flat_map).size == flat_map.size
 
         def step():
             v = np.zeros(size, dtype)

@@ -18,6 +18,7 @@ from ..tensor import _new
 from ..tape import _local as _tape_local
 from ._common import OPS, _autocast_lower, _record, _tensor, _to_dtype, autocast_state
 from .elementwise import mul
+from .nn import _dropout_draw
 
 # torch.X has these with these signatures; the rest are torch.nn.functional's only (nn/functional.py)
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "max_pool1d", "max_pool2d",
@@ -1132,8 +1133,10 @@ def _feature_dropout(input, p, training, inplace, batched):
     dt = x._data.dtype if x._data.dtype.kind == "f" else np.dtype(np.float32)
     if p == 1:
         mask = np.zeros(shape, dt)
+    elif _tape_local.tracing is not None and not inplace:  # tapegrad.compile: a mask each replay draws again
+        return mul(x, _tape_local.tape.record_draw(_dropout_draw, (shape, p, dt), False))
     else:  # torch's _dropout_impl(feature): bernoulli_(1 - p) of (N, C, 1, ...), / (1 - p)
-        mask = random.dropout_mask(shape, p, None, dt) / dt.type(1.0 - p)
+        mask = _dropout_draw(shape, p, dt)
     if inplace:
         return x.mul_(_new(mask))
     return mul(x, _new(mask))

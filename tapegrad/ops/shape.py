@@ -182,7 +182,14 @@ def scatter_flat(g, index_map, shape):
     g = _tensor(g)
     out = np.zeros(math.prod(shape), g._data.dtype)
     np.add.at(out, index_map.reshape(-1), g._data.reshape(-1))
-    return _record(OPS["scatter_flat"], out.reshape(shape), (g,), aux=index_map)
+    return _record(OPS["scatter_flat"], out.reshape(shape), (g,), aux=(index_map, tuple(shape)))
+
+
+def _scatter_forward(ctx, g):
+    index_map, shape = ctx
+    out = np.zeros(math.prod(shape), g.dtype)
+    np.add.at(out, index_map.reshape(-1), g.reshape(-1))
+    return out.reshape(shape)
 
 
 # -- writes through views: torch's shared memory and CopySlices ------------------------------------------------
@@ -826,7 +833,7 @@ for _name, _grad_fn in (("view", "ViewBackward0"),
 
 
 def _vjp_scatter(ctx, g, inputs, out):
-    return (_gather(g, ctx),)  # ctx: the index map
+    return (_gather(g, ctx[0]),)  # ctx: the index map, the output's shape
 
 
 # an in-place write through a view (_written): the base's new history, and the views that read it again; a view
@@ -836,8 +843,7 @@ registry.structural("as_strided_view", K_RESHAPE, "AsStridedBackward0", _vjp_res
 registry.structural("copy_slices_view", K_RESHAPE, "CopySlices", _vjp_reshape)
 registry.python("copy_slices", "CopySlices", None, _vjp_copy_slices,
                 unreplayable="an in-place write through a view (tapegrad.compile stops at in-place ops)")
-# (tapegrad.compile replays it with its output's shape: trace._forward_rule)
-registry.python("scatter_flat", "IndexPutBackward0", None, _vjp_scatter)
+registry.python("scatter_flat", "IndexPutBackward0", _scatter_forward, _vjp_scatter)
 
 
 def _vjp_cat(ctx, g, inputs, out):
