@@ -100,6 +100,16 @@ registry.python("traced_compare", "TracedCompareBackward", _compare_forward, _vj
 COMPILED = registry.BY_NAME["compiled"]
 COMPARE = registry.BY_NAME["traced_compare"]
 registry.python("traced_draw", "TracedDrawBackward", _draw_forward, _vjp_traced_draw)
+
+
+def _vjp_traced_value(ctx, g, inputs, out):
+    """A result computed from values with no gradient (argmax, indices), recorded while tapegrad.compile traces so
+    that a replay recomputes it; no gradient flows through it, so this never runs."""
+    raise RuntimeError("tapegrad.compile: an index computed from values is not differentiable")
+
+
+registry.python("traced_value", "TracedValueBackward", lambda ctx, *arrays: ctx(*arrays), _vjp_traced_value)
+VALUE = registry.BY_NAME["traced_value"]
 DRAW = registry.BY_NAME["traced_draw"]
 TRACED_RULE = registry.BY_NAME["traced_rule"]
 
@@ -641,6 +651,10 @@ class _TraceTape(Tape):
         """Every generator a draw used, back at its state before the trace."""
         for gen, state in self.generators.values():
             gen.set_state(state)
+
+    def record_value(self, fn, t, inputs):
+        """tape.traced_value: a result with no gradient computed from values (argmax, sort's indices), as a row."""
+        self.record_constant(VALUE.code, t, inputs, aux=fn)
 
     def record_compare(self, np_fn, input, other, a, b, out):
         """A comparison (`err > tol`): a bool row that a branch on it (bool(), item()) guards."""

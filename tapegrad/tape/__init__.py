@@ -466,6 +466,25 @@ def guard(out, *saved, remap=None):
     return out
 
 
+def traced_value(t, fn, *inputs):
+    """t: a result with no gradient that an op computed from its inputs' values (argmax, sort's indices); while
+    tapegrad.compile traces, recorded as a row that a replay recomputes as fn(*their arrays). Returns t."""
+    if _local.tracing is not None:
+        _local.tape.record_value(fn, t, inputs)
+    return t
+
+
+def follow_indices(values, indices, flat, flat_of):
+    """values, a gather of its input at the index map `flat`, took the positions that `indices` (a traced_value)
+    names: while tapegrad.compile traces, a replay rewrites flat = flat_of(indices' array) in place. Returns values."""
+    if _local.tracing is not None and values._tape is _local.tape:
+        def remap(idx):
+            flat[...] = flat_of(idx)
+        remap.writes = (flat,)
+        _local.tape.note_values_read(values, [indices], remap)
+    return values
+
+
 class _Local(threading.local):
     tape = None
     tracing = None  # while tapegrad.compile traces in this thread: the list of what a replay cannot repeat
