@@ -272,3 +272,22 @@ def test_shapes_that_depend_on_values_stay_named_breaks(fn, reason):
     f = tg.compile(fn, fullgraph=True)
     with pytest.raises(RuntimeError, match=reason):
         f(tg.randn(4, requires_grad=True), tg.tensor([True, False, True, True]))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_max_pool_indices_are_replayed_rows(dtype):
+    """max_pool1d/2d and adaptive_max_pool1d/2d with return_indices: the indices (and values weighted by them)
+    for new inputs, against eager and torch."""
+    def make(lib):
+        w = _weight(lib, (3, 3), dtype)
+        F = lib.nn.functional
+
+        def fn(x):
+            y = (x @ w).view(1, 2, 4, 3)
+            pools = [F.max_pool2d(y, 2, return_indices=True), F.adaptive_max_pool2d(y, (2, 2), return_indices=True),
+                     F.max_pool1d(y.view(2, 4, 3), 2, return_indices=True),
+                     F.adaptive_max_pool1d(y.view(2, 4, 3), 2, return_indices=True)]
+            return builtins_sum((v * i.to(v.dtype)).sum() for v, i in pools)
+        return fn, [w], lambda lib, a: [lib.tensor(a)]
+    r = np.random.default_rng(9)
+    _check(make, [r.standard_normal((8, 3)).astype(dtype) for _ in range(3)], dtype)

@@ -15,7 +15,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from .. import _dtype, kernels, random, registry
 from ..tensor import _new
-from ..tape import _local as _tape_local
+from ..tape import _local as _tape_local, traced_value
 from ._common import OPS, _autocast_lower, _record, _tensor, _to_dtype, autocast_state
 from .elementwise import mul
 from .nn import _dropout_draw
@@ -772,32 +772,41 @@ def _max_pool(nd, input, kernel_size, stride, padding, dilation, ceil_mode):
     if nd == 1:  # the 2-d row on x.unsqueeze(-2), then squeezed, as torch (its grad_fn: SqueezeBackward1)
         x = x.unsqueeze(-2)
     value = value.reshape(oshape if batched else oshape[1:])
-    out = _record(OPS["max_pool"], np.ascontiguousarray(value), (x,), aux=ctx)
+    row = out = _record(OPS["max_pool"], np.ascontiguousarray(value), (x,), aux=ctx)
     if nd == 1:
-        out, value = out.squeeze(-2), value.squeeze(-2)
-    return out, local.reshape(value.shape)
+        out = out.squeeze(-2)
+    return out, (local, ctx, row)
+
+
+def _pool_indices(out, pooled):
+    """max_pool's indices (return_indices); while tapegrad.compile traces, a row that a replay reads from the
+    pooling row's context (its kernel wrote them)."""
+    local, ctx, row = pooled
+    shape = out.shape
+    return traced_value(_new(local.reshape(shape).astype(np.int64)),
+                        lambda _: ctx.local.reshape(shape).astype(np.int64), row)
 
 
 def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                             return_indices=False):
-    out, idx = _max_pool(2, input, kernel_size, stride, padding, dilation, ceil_mode)
-    return out, _new(idx.astype(np.int64))
+    out, pooled = _max_pool(2, input, kernel_size, stride, padding, dilation, ceil_mode)
+    return out, _pool_indices(out, pooled)
 
 
 def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                             return_indices=False):
-    out, idx = _max_pool(1, input, kernel_size, stride, padding, dilation, ceil_mode)
-    return out, _new(idx.astype(np.int64))
+    out, pooled = _max_pool(1, input, kernel_size, stride, padding, dilation, ceil_mode)
+    return out, _pool_indices(out, pooled)
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
-    out, idx = _max_pool(2, input, kernel_size, stride, padding, dilation, ceil_mode)
-    return (out, _new(idx.astype(np.int64))) if return_indices else out
+    out, pooled = _max_pool(2, input, kernel_size, stride, padding, dilation, ceil_mode)
+    return (out, _pool_indices(out, pooled)) if return_indices else out
 
 
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
-    out, idx = _max_pool(1, input, kernel_size, stride, padding, dilation, ceil_mode)
-    return (out, _new(idx.astype(np.int64))) if return_indices else out
+    out, pooled = _max_pool(1, input, kernel_size, stride, padding, dilation, ceil_mode)
+    return (out, _pool_indices(out, pooled)) if return_indices else out
 
 
 # -- average pooling: separable, so two matmuls with constant (out, in) matrices -----------------------------------
