@@ -291,3 +291,32 @@ def test_max_pool_indices_are_replayed_rows(dtype):
         return fn, [w], lambda lib, a: [lib.tensor(a)]
     r = np.random.default_rng(9)
     _check(make, [r.standard_normal((8, 3)).astype(dtype) for _ in range(3)], dtype)
+
+
+@pytest.mark.parametrize("enforce_sorted", [True, False])
+def test_packed_sequences_guard_their_lengths(enforce_sorted):
+    """pack_padded_sequence reads its lengths as values: each is a guard, so new lengths trace again (the packed
+    layout depends on them), and equal ones replay. Against eager and torch."""
+    def make(lib):
+        lib.manual_seed(0)
+        lstm = lib.nn.LSTM(3, 4, 2)
+        if lib is tg:
+            with tg.no_grad():
+                for p, q in zip(lstm.parameters(), make.torch_lstm.parameters()):
+                    p.copy_(tg.tensor(q.detach().numpy()))
+        else:
+            make.torch_lstm = lstm
+        rnn = lib.nn.utils.rnn
+
+        def fn(x, lengths):
+            out, _ = lstm(rnn.pack_padded_sequence(x, lengths, enforce_sorted=enforce_sorted))
+            y, _ = rnn.pad_packed_sequence(out)
+            return (y * y).sum()
+        return fn, list(lstm.parameters()), lambda lib, a: [lib.tensor(a[0]), lib.tensor(a[1])]
+    r = np.random.default_rng(10)
+    lengths = [np.array([5, 3, 2]), np.array([5, 3, 2]), np.array([4, 4, 1])]
+    if not enforce_sorted:
+        lengths = [a[::-1].copy() for a in lengths]
+    compiled = _check(make, [(r.standard_normal((5, 3, 3)).astype(np.float32), n) for n in lengths], np.float32,
+                      retraces=2)
+    assert "changed" in compiled.guard_failures[-1]
