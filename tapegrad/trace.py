@@ -58,11 +58,13 @@ def _vjp_traced_rule(ctx, g, inputs, out):
 
 
 def _traced_rule_forward(ctx, *arrays):
-    """ctx: (the op, its context, the input's index, the one-hot `wanted` its replay passes to the rule); the
-    arrays: the op's inputs, its output, then the gradient (a cross_entropy's rule reads the gradient its
-    forward computed)."""
-    op, rule_ctx, j, wanted = ctx
-    return op.array_vjp(rule_ctx, arrays[-1], list(arrays[:-2]), arrays[-2], wanted)[j]
+    """ctx: (the op, its context, the input's index, the `wanted` its replay passes to the rule, the gradients the
+    rule gave at this replay, whether this row calls it: the first of the op's rows); the arrays: the op's inputs,
+    its output, then the gradient (a cross_entropy's rule reads the gradient its forward computed)."""
+    op, rule_ctx, j, wanted, given, first = ctx
+    if first:
+        given[:] = [op.array_vjp(rule_ctx, arrays[-1], list(arrays[:-2]), arrays[-2], wanted)]
+    return given[0][j]
 
 
 def _draw_forward(ctx):
@@ -714,10 +716,13 @@ def _rule_rows(op, tape, row, g, inputs, need, graph_vjp):
     got = op.array_vjp(ctx, g._data, [x._data for x in inputs], out._data, wanted)
     if got is None:  # (no array rule for these shapes)
         return graph_vjp(op, tape, row, g, inputs)
-    only = [tuple(k == j for k in range(len(wanted))) for j in range(len(wanted))]  # (each row's replay: its own)
-    return [None if v is None or not w else
-            _record(TRACED_RULE, np.asarray(v), (*inputs, out, g), aux=(op, ctx, j, only[j]))
-            for j, (v, w) in enumerate(zip(got, wanted))]
+    kept = [j for j, (v, w) in enumerate(zip(got, wanted)) if v is not None and w]
+    # one call of the rule per replay (an LSTM layer's reverse recurrence gives every input's gradient at once):
+    # the first row calls it, the others take their gradient from what it gave
+    given = []
+    return [None if j not in kept else
+            _record(TRACED_RULE, np.asarray(got[j]), (*inputs, out, g), aux=(op, ctx, j, wanted, given, j == kept[0]))
+            for j in range(len(got))]
 
 
 def _trace(fn, args, kwargs):
