@@ -857,12 +857,11 @@ class _Program:
         # The private plan must not check versions: the caller's row checks them, on the real tensors.
         private.vaddr[: private.n] = 0
         private.cells.clear()
-        arg_of = {id(targs[i]): j for j, i in enumerate(self.tensor_args)}  # (cross_entropy's target)
         recorded = list(private.values)
         # NumPy's loops called directly must give what the ufunc call gave; where they do not (a NumPy whose
         # ufuncs pick another loop), every row falls back to its NumPy call
         for loops in (True, False):
-            self.steps = self._steps(recorded, arg_of, loops)
+            self.steps = self._steps(recorded, loops)
             private.restore_generators()  # (a draw gives what it gave when traced)
             try:
                 self._forward(self.B)
@@ -893,7 +892,7 @@ class _Program:
                            _accumulate(call_args[where] if type(where) is int else where(), V[row], copy))
         return effects
 
-    def _steps(self, recorded, arg_of, loops):
+    def _steps(self, recorded, loops):
         """The forward as a list of calls: one per run of elementwise rows (`loops`), one per other row."""
         tape, V, bound = self.tape, self.tape.values, set(self.bind_rows.tolist()) | self.fixed
         fwd = _loop_kernels() if loops else None
@@ -930,7 +929,7 @@ class _Program:
                 plan[-1].append(len(entries))
                 entries.append(entry)
                 continue
-            step = _forward_rule(op, V, r, tape, self.B, arg_of)
+            step = _forward_rule(op, V, r, tape)
             if isinstance(step, str):
                 raise Unreplayable(f"{op.name} has no replay rule: {step}")
             plan.append(step)
@@ -1104,10 +1103,9 @@ class _Aliases:
 
 
 # -- forward rules: each op row recomputed from its inputs' values -------------------------------------------
-def _forward_rule(op, V, r, tape, B, arg_of):
+def _forward_rule(op, V, r, tape):
     """A function that recomputes row r into V[r] by its op's declared forward (registry.py), or the reason it
-    cannot. B holds the bound arrays (arguments, then parameters); arg_of maps a traced argument's id to its
-    index in B."""
+    cannot (a row whose context came from values reads them through its remap, run before it: _steps)."""
     ins = tape.row_args(r)
     out = V[r]
     shape, dtype = out.shape, out.dtype
