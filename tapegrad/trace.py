@@ -1157,12 +1157,6 @@ def _forward_rule(op, V, r, tape):
     elif kind == registry.K_CAST:
         def step():
             V[r] = V[x].astype(dtype)
-    elif name == "cross_entropy":  # its target is not an input row: its remap (tape.guard) keeps it in ctx
-        if r not in tape.remaps:
-            return "cross_entropy's target is not a tensor its replay can read"
-
-        def step():
-            V[r] = f(ctx, V[x], ctx.replay_target).reshape(shape)
     elif name == "scatter_flat":  # a gather's adjoint: zeros of the output's shape, g added at the index map
         size, zero = out.size, dtype.type(0)
         flat_map = ctx[0].reshape(-1)

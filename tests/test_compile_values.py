@@ -87,11 +87,17 @@ def test_class_targets_are_read_at_each_call(dtype, kw, loss):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_nll_loss_nd_targets(dtype):
+@pytest.mark.parametrize("reduction", ["mean", "none"])
+@pytest.mark.parametrize("loss", ["nll_loss", "cross_entropy"])
+def test_nd_class_targets(dtype, reduction, loss):
     def make(lib):
         x = _weight(lib, (2, 3, 4, 5), dtype)
-        return (lambda t: lib.nn.functional.nll_loss(lib.nn.functional.log_softmax(x, 1), t, ignore_index=0),
-                [x], lambda lib, a: [lib.tensor(a)])
+        F = lib.nn.functional
+
+        def fn(t):
+            inp = F.log_softmax(x, 1) if loss == "nll_loss" else x
+            return (getattr(F, loss)(inp, t, ignore_index=0, reduction=reduction) ** 2).sum()
+        return fn, [x], lambda lib, a: [lib.tensor(a)]
     r = np.random.default_rng(3)
     _check(make, [r.integers(0, 3, (2, 4, 5)) for _ in range(3)], dtype)
 
@@ -253,6 +259,7 @@ def test_sort_and_max_follow_new_input_values():
     (lambda w, i: w.gather(0, i.view(-1, 1)).sum(), RuntimeError, "index 9 is out of bounds for dimension 0"),
     (lambda w, i: tg.nn.functional.cross_entropy(w, i), IndexError, "Target 9 is out of bounds"),
     (lambda w, i: tg.nn.functional.nll_loss(w, i), IndexError, "Target 9 is out of bounds"),
+    (lambda w, i: tg.nn.functional.cross_entropy(w.view(1, 3, 3), i.view(1, 3)), IndexError, "out of bounds"),
 ])
 def test_an_index_out_of_range_at_replay_raises_torchs_error(fn, error, message):
     w = tg.randn(3, 3, requires_grad=True)

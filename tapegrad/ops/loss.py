@@ -285,11 +285,15 @@ def _cross_entropy_rows(ctx, xl, tl, dt):
     return per.astype(dt, copy=False), np.asarray(loss, dt), dx.astype(dt, copy=False)
 
 
-def _cross_entropy_replay(ctx, x, target):
-    """A traced 2-D cross_entropy (class indices) recomputed on new logits and targets (tapegrad.compile: its
-    guard keeps both shapes as traced; the kernel checks the targets' values)."""
-    per, loss, ctx.dx = _cross_entropy_rows(ctx, x, target.astype(np.int64, copy=False), x.dtype)
-    return per if ctx.reduction == "none" else loss
+def _cross_entropy_replay(ctx, x):
+    """A traced cross_entropy (class indices, any layout) recomputed on new logits and the targets its remap read
+    (ctx.replay_target: tapegrad.compile keeps both shapes as traced; the kernel checks the targets' values)."""
+    target = ctx.replay_target
+    moved = np.moveaxis(x, ctx.cdim, -1)
+    per, loss, dx = _cross_entropy_rows(ctx, moved.reshape(-1, x.shape[ctx.cdim]),
+                                        target.reshape(-1).astype(np.int64, copy=False), x.dtype)
+    ctx.dx = np.asarray(np.moveaxis(dx.reshape(moved.shape), -1, ctx.cdim), order="C")
+    return per.reshape(target.shape) if ctx.reduction == "none" else loss
 
 
 
@@ -565,8 +569,6 @@ def _vjp_bce_logits_full(ctx, g, inputs, out):
     return (gz, gt) + (None,) * (len(inputs) - 2)
 
 
-_TARGET = "it reads its target, which is not one of its inputs, and a replay cannot rebind it"
-
 registry.python("bce_with_logits", "BinaryCrossEntropyWithLogitsBackward0", _bce_logits_forward, _vjp_bce_logits,
                 array_vjp=_bce_logits_arrays)
 # (tapegrad.compile: the target a replay binds reaches the forward through the front end's remap, tape.guard)
@@ -574,8 +576,8 @@ registry.python("nll_loss", "NllLossBackward0", _nll_replay, _vjp_nll, array_vjp
 registry.python("nll_loss2d", "NllLoss2DBackward0", _nll_replay, _vjp_nll, array_vjp=_nll_arrays)
 registry.python("cross_entropy", "NllLossBackward0", _cross_entropy_replay, _vjp_cross_entropy,
                 array_vjp=_cross_entropy_arrays)
-registry.python("cross_entropy2d", "NllLoss2DBackward0", None, _vjp_cross_entropy,
-                array_vjp=_cross_entropy_arrays, unreplayable=_TARGET)
+registry.python("cross_entropy2d", "NllLoss2DBackward0", _cross_entropy_replay, _vjp_cross_entropy,
+                array_vjp=_cross_entropy_arrays)
 registry.python("mse_loss", "MseLossBackward0", _mse_forward, _vjp_mse, array_vjp=_mse_arrays)
 registry.python("smooth_l1_loss", "SmoothL1LossBackward0", _smooth_l1_forward, _vjp_smooth_l1,
                 array_vjp=_smooth_l1_arrays)
