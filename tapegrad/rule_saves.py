@@ -151,4 +151,5 @@ SAVES = {
     'traced_rule': 0,
     'traced_compare': 0,
     'traced_draw': 0,
+    'traced_value': 0,
 }

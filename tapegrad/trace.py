@@ -58,11 +58,13 @@ def _vjp_traced_rule(ctx, g, inputs, out):
 
 
 def _traced_rule_forward(ctx, *arrays):
-    """ctx: (the op, its context, the input's index, the one-hot `wanted` its replay passes to the rule); the
-    arrays: the op's inputs, its output, then the gradient (a cross_entropy's rule reads the gradient its
-    forward computed)."""
-    op, rule_ctx, j, wanted = ctx
-    return op.array_vjp(rule_ctx, arrays[-1], list(arrays[:-2]), arrays[-2], wanted)[j]
+    """ctx: (the op, its context, the input's index, the `wanted` its replay passes to the rule, the gradients the
+    rule gave at this replay, whether this row calls it: the first of the op's rows); the arrays: the op's inputs,
+    its output, then the gradient (a cross_entropy's rule reads the gradient its forward computed)."""
+    op, rule_ctx, j, wanted, given, first = ctx
+    if first:
+        given[:] = [op.array_vjp(rule_ctx, arrays[-1], list(arrays[:-2]), arrays[-2], wanted)]
+    return given[0][j]
 
 
 def _draw_forward(ctx):
@@ -100,6 +102,16 @@ registry.python("traced_compare", "TracedCompareBackward", _compare_forward, _vj
 COMPILED = registry.BY_NAME["compiled"]
 COMPARE = registry.BY_NAME["traced_compare"]
 registry.python("traced_draw", "TracedDrawBackward", _draw_forward, _vjp_traced_draw)
+
+
+def _vjp_traced_value(ctx, g, inputs, out):
+    """A result computed from values with no gradient (argmax, indices), recorded while tapegrad.compile traces so
+    that a replay recomputes it; no gradient flows through it, so this never runs."""
+    raise RuntimeError("tapegrad.compile: an index computed from values is not differentiable")
+
+
+registry.python("traced_value", "TracedValueBackward", lambda ctx, *arrays: ctx(*arrays), _vjp_traced_value)
+VALUE = registry.BY_NAME["traced_value"]
 DRAW = registry.BY_NAME["traced_draw"]
 TRACED_RULE = registry.BY_NAME["traced_rule"]
 
@@ -480,6 +492,20 @@ class _TraceTape(Tape):
         self.step_at = None      # rows from here on are recorded after an optimizer.step()
         self.generators = {}     # id -> (a generator a draw used, its state before the trace)
         self.grad_guarded = {}   # id -> a tensor whose .grad, as it was before the trace, a precondition guards
+        # rows whose context was derived from tensors' values (tape.guard): row -> [(remap, those tensors' rows)];
+        # a row that read values with no remap cannot be replayed
+        self.remaps = {}
+        self.frozen_values = set()
+        self.remapped = set()  # id() of the arrays remaps rewrite (a scatter_flat with one may add into a place twice)
+
+    def note_values_read(self, out, saved, remap):
+        """tape.guard while tracing: out's row derived its context from the values of `saved`."""
+        if remap is None:
+            self.frozen_values.add(out._slot)
+            return
+        rows = [self.slot(t) for t in saved]
+        self.remaps.setdefault(out._slot, []).append((remap, rows))
+        self.remapped.update(id(a) for a in getattr(remap, "writes", ()))
 
     def note_made(self, t):
         self.made[id(t._data)] = t._data
@@ -628,6 +654,10 @@ class _TraceTape(Tape):
         for gen, state in self.generators.values():
             gen.set_state(state)
 
+    def record_value(self, fn, t, inputs):
+        """tape.traced_value: a result with no gradient computed from values (argmax, sort's indices), as a row."""
+        self.record_constant(VALUE.code, t, inputs, aux=fn)
+
     def record_compare(self, np_fn, input, other, a, b, out):
         """A comparison (`err > tol`): a bool row that a branch on it (bool(), item()) guards."""
         ins = [x for x in (input, other) if isinstance(x, Tensor)]
@@ -686,10 +716,13 @@ def _rule_rows(op, tape, row, g, inputs, need, graph_vjp):
     got = op.array_vjp(ctx, g._data, [x._data for x in inputs], out._data, wanted)
     if got is None:  # (no array rule for these shapes)
         return graph_vjp(op, tape, row, g, inputs)
-    only = [tuple(k == j for k in range(len(wanted))) for j in range(len(wanted))]  # (each row's replay: its own)
-    return [None if v is None or not w else
-            _record(TRACED_RULE, np.asarray(v), (*inputs, out, g), aux=(op, ctx, j, only[j]))
-            for j, (v, w) in enumerate(zip(got, wanted))]
+    kept = [j for j, (v, w) in enumerate(zip(got, wanted)) if v is not None and w]
+    # one call of the rule per replay (an LSTM layer's reverse recurrence gives every input's gradient at once):
+    # the first row calls it, the others take their gradient from what it gave
+    given = []
+    return [None if j not in kept else
+            _record(TRACED_RULE, np.asarray(got[j]), (*inputs, out, g), aux=(op, ctx, j, wanted, given, j == kept[0]))
+            for j in range(len(got))]
 
 
 def _trace(fn, args, kwargs):
@@ -757,7 +790,7 @@ class _Program:
                 raise Unreplayable("a hook or retain_grad")
             if o > OP_CONST:
                 args = private.row_args(r)
-                if fixed and args and all(a in fixed for a in args):
+                if fixed and args and all(a in fixed for a in args) and r not in private.remaps:
                     fixed.add(r)  # computed from constants made in the trace only: its recorded value, always
                 continue
             j = row_arg.get(r)
@@ -824,12 +857,11 @@ class _Program:
         # The private plan must not check versions: the caller's row checks them, on the real tensors.
         private.vaddr[: private.n] = 0
         private.cells.clear()
-        arg_of = {id(targs[i]): j for j, i in enumerate(self.tensor_args)}  # (cross_entropy's target)
         recorded = list(private.values)
         # NumPy's loops called directly must give what the ufunc call gave; where they do not (a NumPy whose
         # ufuncs pick another loop), every row falls back to its NumPy call
         for loops in (True, False):
-            self.steps = self._steps(recorded, arg_of, loops)
+            self.steps = self._steps(recorded, loops)
             private.restore_generators()  # (a draw gives what it gave when traced)
             try:
                 self._forward(self.B)
@@ -860,7 +892,7 @@ class _Program:
                            _accumulate(call_args[where] if type(where) is int else where(), V[row], copy))
         return effects
 
-    def _steps(self, recorded, arg_of, loops):
+    def _steps(self, recorded, loops):
         """The forward as a list of calls: one per run of elementwise rows (`loops`), one per other row."""
         tape, V, bound = self.tape, self.tape.values, set(self.bind_rows.tolist()) | self.fixed
         fwd = _loop_kernels() if loops else None
@@ -874,6 +906,8 @@ class _Program:
             plan.extend(guards.get(r - 1, ()))
             if r in bound:
                 continue
+            for remap, rows in tape.remaps.get(r, ()):  # (its index map, from the index's values now)
+                plan.append(lambda remap=remap, rows=rows: remap(*[V[k] for k in rows]))
             src = tape.aliases.get(r)
             if src is not None:  # (consecutive ones, a gradient's, are one step)
                 if not plan or type(plan[-1]) is not _Aliases:
@@ -881,6 +915,10 @@ class _Program:
                 plan[-1].rows.append((r, src))
                 continue
             op = OPS[int(tape.op[r])]
+            if r in tape.frozen_values and r not in tape.remaps:
+                raise Unreplayable(f"{op.name} has no replay rule: " + (
+                    op.unreplayable or "its context was computed from the values of a tensor (an index, a mask or "
+                    "a target) that its front end does not recompute"))
             entry = fwd and _loop_entry(fwd, op, recorded, r, tape, consts)
             if entry is not None:
                 V[r] = np.empty_like(recorded[r])  # written in place by every call: its id never changes
@@ -891,7 +929,7 @@ class _Program:
                 plan[-1].append(len(entries))
                 entries.append(entry)
                 continue
-            step = _forward_rule(op, V, r, tape, self.B, arg_of)
+            step = _forward_rule(op, V, r, tape)
             if isinstance(step, str):
                 raise Unreplayable(f"{op.name} has no replay rule: {step}")
             plan.append(step)
@@ -1065,10 +1103,9 @@ class _Aliases:
 
 
 # -- forward rules: each op row recomputed from its inputs' values -------------------------------------------
-def _forward_rule(op, V, r, tape, B, arg_of):
+def _forward_rule(op, V, r, tape):
     """A function that recomputes row r into V[r] by its op's declared forward (registry.py), or the reason it
-    cannot. B holds the bound arrays (arguments, then parameters); arg_of maps a traced argument's id to its
-    index in B."""
+    cannot (a row whose context came from values reads them through its remap, run before it: _steps)."""
     ins = tape.row_args(r)
     out = V[r]
     shape, dtype = out.shape, out.dtype
@@ -1120,13 +1157,18 @@ def _forward_rule(op, V, r, tape, B, arg_of):
     elif kind == registry.K_CAST:
         def step():
             V[r] = V[x].astype(dtype)
-    elif name == "cross_entropy":  # its target is not an input row: bound here when it is an argument
-        j = arg_of.get(id(getattr(ctx, "target", None)))
-        if j is None or out.ndim:
-            return "cross_entropy's target is not an argument of the function"
+    elif name == "scatter_flat":  # a gather's adjoint: zeros of the output's shape, g added at the index map
+        size, zero = out.size, dtype.type(0)
+        flat_map = ctx[0].reshape(-1)
+        unique = id(ctx[0]) not in tape.remapped and np.unique(flat_map).size == flat_map.size
 
         def step():
-            V[r] = f(ctx, V[x], B[j])
+            v = np.zeros(size, dtype)
+            if unique:  # (as np.add.at into zeros: 0 + g, which makes -0.0 0.0)
+                v[flat_map] = V[x].reshape(-1) + zero
+            else:
+                np.add.at(v, flat_map, V[x].reshape(-1))
+            V[r] = v.reshape(shape)
     elif f is None:
         return op.unreplayable or f"{name} declares no forward"
     elif getattr(ctx, "unreplayable", None):

@@ -2,6 +2,7 @@
 closures, globals and modules (guarded: read afresh, or traced again), branches on values as guards that each
 replay checks, and recompilation made visible (a counter, a log switch, error_on_recompile). Every result is
 compared with the eager call and with torch."""
+import copy
 import logging
 
 import numpy as np
@@ -112,18 +113,32 @@ def test_random_draws_advance_the_generator_as_eager_calls_do(generator):
 
 
 def test_a_random_draw_inside_an_op_is_refused_with_its_reason():
-    m = tg.nn.Dropout(0.5)
+    def f(x):
+        return x * tg.multinomial(x.softmax(0), 3, replacement=True)
     with pytest.raises(RuntimeError, match="a random draw"):
-        tg.compile(lambda x: m(x), fullgraph=True)(tg.tensor(_arr(3)))
+        tg.compile(f, fullgraph=True)(tg.tensor(_arr(3)))
     tg.manual_seed(3)
-    got = tg.compile(lambda x: m(x))(tg.tensor(np.ones(8, np.float32)))  # eagerly: the same stream
+    got = tg.compile(f)(tg.tensor(np.ones(3, np.float32)))  # eagerly: the same stream
     tg.manual_seed(3)
-    np.testing.assert_array_equal(got.numpy(), m(tg.tensor(np.ones(8, np.float32))).numpy())
+    np.testing.assert_array_equal(got.numpy(), f(tg.tensor(np.ones(3, np.float32))).numpy())
+
+
+@pytest.mark.parametrize("module", ["Dropout", "Dropout1d", "Dropout2d"])
+def test_dropout_in_train_mode_draws_its_mask_at_each_replay(module):
+    m = getattr(tg.nn, module)(0.5)
+    f = tg.compile(lambda x: m(x), fullgraph=True)
+    x = tg.tensor(np.ones((2, 3, 4), np.float32))
+    for seed in range(3):
+        tg.manual_seed(seed)
+        got = f(x)
+        tg.manual_seed(seed)
+        np.testing.assert_array_equal(got.numpy(), m(x).numpy())
+    assert f.traces == 1
 
 
 def test_an_unrecorded_op_is_refused_not_frozen():
     with pytest.raises(RuntimeError, match="does not record"):
-        tg.compile(lambda x: x * x.argmax(), fullgraph=True)(tg.tensor(_arr(3), requires_grad=True))
+        tg.compile(lambda x: x * tg.unique(x)[0], fullgraph=True)(tg.tensor(_arr(3), requires_grad=True))
 
 
 # -- tensors read from closures, globals and modules -----------------------------------------------------------
@@ -177,10 +192,18 @@ def test_a_module_buffer_and_train_eval_mode_are_guarded():
         np.testing.assert_allclose(f(tg.tensor(a)).detach().numpy(), m_t(torch.tensor(a)).detach().numpy(),
                                    rtol=1e-5, atol=1e-6)
     assert f.recompiles == 0
-    m_tg.train()                  # train mode: a new signature; its BatchNorm updates buffers in place (a break)
-    with pytest.raises(RuntimeError, match="an in-place op"):
-        f(tg.tensor(_arr(5, 3)))
+    m_tg.train()  # train mode: a new signature; its BatchNorm's running statistics are updated by each replay
+    twin = copy.deepcopy(m_tg)
+    for seed in range(2):
+        a = _arr(5, 3)
+        tg.manual_seed(seed)
+        got = f(tg.tensor(a)).detach().numpy()
+        tg.manual_seed(seed)
+        np.testing.assert_array_equal(got, twin(tg.tensor(a)).detach().numpy())
+        for a, b in zip(m_tg.buffers(), twin.buffers()):
+            np.testing.assert_array_equal(a.numpy(), b.numpy())
     assert "train/eval mode changed" in f.guard_failures[-1]
+    assert f.traces == 2
 
 
 # -- value guards -----------------------------------------------------------------------------------------------

@@ -358,13 +358,13 @@ def test_a_parameter_that_changes_shape_or_requires_grad_is_traced_again():
 
 BREAKS = {
     "a value read into Python (numpy)": lambda x: x * float(x.detach().numpy().sum()),
-    "a random draw": lambda x: tg.nn.functional.dropout(x * 2.0, 0.5),
+    "a random draw": lambda x: x * tg.multinomial((x * 2.0).softmax(0), 3, replacement=True),
     "an in-place op": lambda x: x.exp().mul_(2.0),
     "under no_grad": lambda x: _under_no_grad(x),
-    "does not record": lambda x: x * x.argmax(),
+    "does not record": lambda x: x * tg.unique(x)[0],
     "a hook or retain_grad": lambda x: _hooked(x),
     "it must return a tensor": lambda x: [x.exp(), 1.0],
-    "has no replay rule": lambda x: x.index_select(0, tg.tensor([2, 0, 1])),  # (an op that declares why not)
+    "has no replay rule": lambda x: x.scatter_add(0, tg.tensor([2, 0, 1]), x),  # (an op that declares why not)
     "a backward": lambda x: _backward_inside(x),
 }
 

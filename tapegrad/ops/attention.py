@@ -13,8 +13,9 @@ import numpy as np
 
 from .. import _strides, registry
 from ._common import OPS, _record, _tensor
-from ..tensor import _new
-from .elementwise import add, mul
+from ..tape import _local as _tape_local, made_in_trace
+from ..tensor import Tensor, _new
+from .elementwise import add, mul, where
 from .linalg import matmul
 from .nn import dropout
 from .reduce import softmax
@@ -24,7 +25,9 @@ def _additive_mask(mask, dtype, name="attn_mask"):
     """A boolean mask (True: attend) as a constant float bias of 0 / -inf; a float mask as it is."""
     m = _tensor(mask)
     if m._data.dtype == np.bool_:
-        return _new(np.where(m._data, 0.0, -np.inf).astype(dtype))
+        if _tape_local.tracing is not None and isinstance(mask, Tensor):  # (compile: recomputed from the mask)
+            return where(m, made_in_trace(_new(np.zeros((), dtype))), made_in_trace(_new(np.full((), -np.inf, dtype))))
+        return made_in_trace(_new(np.where(m._data, 0.0, -np.inf).astype(dtype)))
     if m._data.dtype.kind != "f":
         raise RuntimeError(f"Expected {name} dtype to be bool or float or to match query dtype, but got "
                            f"{name}.dtype: {m.dtype}")

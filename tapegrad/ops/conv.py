@@ -15,9 +15,10 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from .. import _dtype, kernels, random, registry
 from ..tensor import _new
-from ..tape import _local as _tape_local
+from ..tape import _local as _tape_local, traced_value
 from ._common import OPS, _autocast_lower, _record, _tensor, _to_dtype, autocast_state
 from .elementwise import mul
+from .nn import _dropout_draw
 
 # torch.X has these with these signatures; the rest are torch.nn.functional's only (nn/functional.py)
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "max_pool1d", "max_pool2d",
@@ -774,32 +775,41 @@ def _max_pool(nd, input, kernel_size, stride, padding, dilation, ceil_mode):
     if nd == 1:  # the 2-d row on x.unsqueeze(-2), then squeezed, as torch (its grad_fn: SqueezeBackward1)
         x = x.unsqueeze(-2)
     value = value.reshape(oshape if batched else oshape[1:])
-    out = _record(OPS["max_pool"], np.ascontiguousarray(value), (x,), aux=ctx)
+    row = out = _record(OPS["max_pool"], np.ascontiguousarray(value), (x,), aux=ctx)
     if nd == 1:
-        out, value = out.squeeze(-2), value.squeeze(-2)
-    return out, local.reshape(value.shape)
+        out = out.squeeze(-2)
+    return out, (local, ctx, row)
+
+
+def _pool_indices(out, pooled):
+    """max_pool's indices (return_indices); while tapegrad.compile traces, a row that a replay reads from the
+    pooling row's context (its kernel wrote them)."""
+    local, ctx, row = pooled
+    shape = out.shape
+    return traced_value(_new(local.reshape(shape).astype(np.int64)),
+                        lambda _: ctx.local.reshape(shape).astype(np.int64), row)
 
 
 def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                             return_indices=False):
-    out, idx = _max_pool(2, input, kernel_size, stride, padding, dilation, ceil_mode)
-    return out, _new(idx.astype(np.int64))
+    out, pooled = _max_pool(2, input, kernel_size, stride, padding, dilation, ceil_mode)
+    return out, _pool_indices(out, pooled)
 
 
 def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                             return_indices=False):
-    out, idx = _max_pool(1, input, kernel_size, stride, padding, dilation, ceil_mode)
-    return out, _new(idx.astype(np.int64))
+    out, pooled = _max_pool(1, input, kernel_size, stride, padding, dilation, ceil_mode)
+    return out, _pool_indices(out, pooled)
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
-    out, idx = _max_pool(2, input, kernel_size, stride, padding, dilation, ceil_mode)
-    return (out, _new(idx.astype(np.int64))) if return_indices else out
+    out, pooled = _max_pool(2, input, kernel_size, stride, padding, dilation, ceil_mode)
+    return (out, _pool_indices(out, pooled)) if return_indices else out
 
 
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
-    out, idx = _max_pool(1, input, kernel_size, stride, padding, dilation, ceil_mode)
-    return (out, _new(idx.astype(np.int64))) if return_indices else out
+    out, pooled = _max_pool(1, input, kernel_size, stride, padding, dilation, ceil_mode)
+    return (out, _pool_indices(out, pooled)) if return_indices else out
 
 
 # -- average pooling: separable, so two matmuls with constant (out, in) matrices -----------------------------------
@@ -1081,17 +1091,22 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         ctx.var = _tensor(running_var)._data.astype(dt).reshape(pshape)
     w = None if weight is None else _to_dtype(_tensor(weight), dt)
     b = None if bias is None else _to_dtype(_tensor(bias), dt)
-    ctx.unreplayable = ("batch_norm in training mode updates its running statistics, which a replay would not"
-                        if training and running_mean is not None else None)
     out = _normalize("batch_norm", x, w, b, ctx)
     if training and running_mean is not None:
-        rm, rv = _tensor(running_mean), _tensor(running_var)
-        m = float(momentum)
-        mean, var = ctx.mean.reshape(-1), ctx.var.reshape(-1) * (n / (n - 1))
-        rm._data[...] = (1 - m) * rm._data + m * mean.astype(rm._data.dtype)
-        rv._data[...] = (1 - m) * rv._data + m * var.astype(rv._data.dtype)
-        rm._bump_version(), rv._bump_version()
+        args = (ctx, _tensor(running_mean), _tensor(running_var), float(momentum), n)
+        if _tape_local.tracing is not None:  # tapegrad.compile: each replay updates them after its rows
+            _tape_local.tape.defer("call", _update_running_stats, args, [])
+        else:
+            _update_running_stats(*args)
     return out
+
+
+def _update_running_stats(ctx, rm, rv, m, n):
+    """batch_norm in training mode: the running statistics moved toward the batch's (ctx.mean, ctx.var)."""
+    mean, var = ctx.mean.reshape(-1), ctx.var.reshape(-1) * (n / (n - 1))
+    rm._data[...] = (1 - m) * rm._data + m * mean.astype(rm._data.dtype)
+    rv._data[...] = (1 - m) * rv._data + m * var.astype(rv._data.dtype)
+    rm._bump_version(), rv._bump_version()
 
 
 def _size(x):
@@ -1130,8 +1145,10 @@ def _feature_dropout(input, p, training, inplace, batched):
     dt = x._data.dtype if x._data.dtype.kind == "f" else np.dtype(np.float32)
     if p == 1:
         mask = np.zeros(shape, dt)
+    elif _tape_local.tracing is not None and not inplace:  # tapegrad.compile: a mask each replay draws again
+        return mul(x, _tape_local.tape.record_draw(_dropout_draw, (shape, p, dt), False))
     else:  # torch's _dropout_impl(feature): bernoulli_(1 - p) of (N, C, 1, ...), / (1 - p)
-        mask = random.dropout_mask(shape, p, None, dt) / dt.type(1.0 - p)
+        mask = _dropout_draw(shape, p, dt)
     if inplace:
         return x.mul_(_new(mask))
     return mul(x, _new(mask))
@@ -1185,6 +1202,6 @@ def _norm_replay(ctx, x, *affine):
 registry.python("conv", "ConvolutionBackward0", _conv_replay, _vjp_conv, array_vjp=_conv_arrays)
 registry.python("max_pool", "MaxPool2DWithIndicesBackward0", _max_pool_replay, _vjp_max_pool,
                 array_vjp=_max_pool_arrays)
-# (a batch_norm row that updates running statistics says so in its context's `unreplayable`)
+# (in training mode, tapegrad.compile replays its running statistics' update as an effect after the rows)
 registry.python("batch_norm", "NativeBatchNormBackward0", _norm_replay, _vjp_norm, array_vjp=_norm_arrays)
 registry.python("layer_norm", "NativeLayerNormBackward0", _norm_replay, _vjp_norm, array_vjp=_norm_arrays)

@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import _dtype, _strides
 from ..tensor import Tensor, _new, as_array
-from ..tape import _local as _tape_local
+from ..tape import _local as _tape_local, made_in_trace
 from ._common import (OPS, _array_rule_dtype, _float, _in_float32, _integer, _is_scalar, _record, _tensor,
                       _tensor_tensor, _to_dtype, broadcast_shape)
 from .. import registry
@@ -376,7 +376,7 @@ def _with_input(v, x):
         return v
     v = _tensor(v, like=x)
     shape = broadcast_shape(v.shape, x.shape)
-    return where(_new(np.ones(shape, np.bool_)), v, x)
+    return where(made_in_trace(_new(np.ones(shape, np.bool_))), v, x)  # (a constant of a compiled trace)
 
 
 def clone(input):

@@ -204,8 +204,40 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     coef = np.zeros(xl.shape, x._data.dtype)
     coef[rows, tt] = -scale
     op = OPS["nll_loss2d" if x.ndim >= 3 else "nll_loss"]
-    return _view_nd(x, reduction, guard(_record(op, out, (x,), aux=Ctx(coef=_to_layout(coef, x, cdim),
-                                                                         reduction=reduction, cdim=cdim)), t))
+    ctx = Ctx(coef=_to_layout(coef, x, cdim), reduction=reduction, cdim=cdim, ignore_index=ignore_index,
+              weight=None if weight is None else _tensor(weight)._data)
+    return _view_nd(x, reduction, guard(_record(op, out, (x,), aux=ctx), t, remap=_target_remap(ctx)))
+
+
+def _target_remap(ctx):
+    """tapegrad.compile: a traced loss reads the class targets a replay binds (its forward: _nll_replay,
+    _cross_entropy_replay)."""
+    def remap(target):
+        ctx.replay_target = target
+    return remap
+
+
+def _nll_replay(ctx, x):
+    """A traced nll_loss recomputed on new log-probabilities and targets (ctx.replay_target), as nll_loss computes
+    it; its gradient's coefficients (ctx.coef, which the array rule reads) are rewritten in place."""
+    cdim, C = ctx.cdim, x.shape[ctx.cdim]
+    moved = np.moveaxis(x, cdim, -1)
+    xl = x if x.ndim == 2 else moved.reshape(-1, C)
+    tl = ctx.replay_target.reshape(-1).astype(np.int64, copy=False)
+    valid = tl != ctx.ignore_index
+    tt = np.where(valid, tl, 0)
+    bad = (tt < 0) | (tt >= C)
+    if bad.any():
+        raise IndexError(f"Target {int(tl[np.argmax(bad)])} is out of bounds.")
+    w = ((ctx.weight.astype(x.dtype)[tt] if ctx.weight is not None else np.ones(len(tt), x.dtype)) * valid
+         ).astype(x.dtype, copy=False)
+    rows = np.arange(len(tt))
+    per = -w * xl[rows, tt]
+    out = _finish(per, w, ctx.reduction, ctx.replay_target.shape, x.dtype)
+    coef = np.zeros(xl.shape, x.dtype)
+    coef[rows, tt] = -_per_sample_scale(w, ctx.reduction, x.dtype)
+    ctx.coef[...] = coef if x.ndim == 2 else np.moveaxis(coef.reshape(moved.shape), -1, cdim)
+    return out
 
 
 def _view_nd(x, reduction, out):
@@ -236,7 +268,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     out = per.reshape(t.shape) if reduction == "none" else loss
     ctx.dx = _to_layout(dx, x, cdim)
     op = OPS["cross_entropy2d" if x.ndim >= 3 else "cross_entropy"]
-    return _view_nd(x, reduction, guard(_record(op, out, (x,), aux=ctx), t))
+    return _view_nd(x, reduction, guard(_record(op, out, (x,), aux=ctx), t, remap=_target_remap(ctx)))
 
 
 def _cross_entropy_rows(ctx, xl, tl, dt):
@@ -255,11 +287,15 @@ def _cross_entropy_rows(ctx, xl, tl, dt):
     return per.astype(dt, copy=False), np.asarray(loss, dt), dx.astype(dt, copy=False)
 
 
-def _cross_entropy_replay(ctx, x, target):
-    """A traced 2-D cross_entropy (class indices) recomputed on new logits and targets (tapegrad.compile: its
-    guard keeps both shapes as traced; the kernel checks the targets' values)."""
-    per, loss, ctx.dx = _cross_entropy_rows(ctx, x, target.astype(np.int64, copy=False), x.dtype)
-    return per if ctx.reduction == "none" else loss
+def _cross_entropy_replay(ctx, x):
+    """A traced cross_entropy (class indices, any layout) recomputed on new logits and the targets its remap read
+    (ctx.replay_target: tapegrad.compile keeps both shapes as traced; the kernel checks the targets' values)."""
+    target = ctx.replay_target
+    moved = np.moveaxis(x, ctx.cdim, -1)
+    per, loss, dx = _cross_entropy_rows(ctx, moved.reshape(-1, x.shape[ctx.cdim]),
+                                        target.reshape(-1).astype(np.int64, copy=False), x.dtype)
+    ctx.dx = np.asarray(np.moveaxis(dx.reshape(moved.shape), -1, ctx.cdim), order="C")
+    return per.reshape(target.shape) if ctx.reduction == "none" else loss
 
 
 
@@ -580,18 +616,15 @@ def _bce_logits_full_arrays(ctx, g, inputs, out, wanted):
     return [gz, gt] + [None] * (len(inputs) - 2)
 
 
-_TARGET = "it reads its target, which is not one of its inputs, and a replay cannot rebind it"
-
 registry.python("bce_with_logits", "BinaryCrossEntropyWithLogitsBackward0", _bce_logits_forward, _vjp_bce_logits,
                 array_vjp=_bce_logits_arrays)
-registry.python("nll_loss", "NllLossBackward0", None, _vjp_nll, array_vjp=_nll_arrays, unreplayable=_TARGET)
-registry.python("nll_loss2d", "NllLoss2DBackward0", None, _vjp_nll, array_vjp=_nll_arrays,
-                unreplayable=_TARGET)
-# trace.py binds a 2-D cross_entropy's target when it is an argument of the traced function
+# (tapegrad.compile: the target a replay binds reaches the forward through the front end's remap, tape.guard)
+registry.python("nll_loss", "NllLossBackward0", _nll_replay, _vjp_nll, array_vjp=_nll_arrays)
+registry.python("nll_loss2d", "NllLoss2DBackward0", _nll_replay, _vjp_nll, array_vjp=_nll_arrays)
 registry.python("cross_entropy", "NllLossBackward0", _cross_entropy_replay, _vjp_cross_entropy,
                 array_vjp=_cross_entropy_arrays)
-registry.python("cross_entropy2d", "NllLoss2DBackward0", None, _vjp_cross_entropy,
-                array_vjp=_cross_entropy_arrays, unreplayable=_TARGET)
+registry.python("cross_entropy2d", "NllLoss2DBackward0", _cross_entropy_replay, _vjp_cross_entropy,
+                array_vjp=_cross_entropy_arrays)
 registry.python("mse_loss", "MseLossBackward0", _mse_forward, _vjp_mse, array_vjp=_mse_arrays)
 registry.python("smooth_l1_loss", "SmoothL1LossBackward0", _smooth_l1_forward, _vjp_smooth_l1,
                 array_vjp=_smooth_l1_arrays)

@@ -13,7 +13,7 @@ from ._common import OPS, _autocast_lower, _in_float32, _record, _tensor, _to_dt
 from . import elementwise
 from .elementwise import mul, where
 from .shape import _gather, _reshape, scatter_flat
-from ..tape import guard
+from ..tape import _local as _tape_local, guard, made_in_trace
 from .linalg import matmul
 
 
@@ -91,11 +91,18 @@ def dropout(input, p=0.5, train=True, inplace=False):
     dt = x._data.dtype if x._data.dtype.kind == "f" else np.dtype(np.float32)
     if p == 1:
         mask = np.zeros(x.shape, dt)
-    else:  # torch: noise = bernoulli_(1 - p) of the input's shape, noise / (1 - p), input * noise
-        mask = random.dropout_mask(tuple(x.shape), p, None, dt) / dt.type(1.0 - p)
+    elif _tape_local.tracing is not None and not inplace:  # tapegrad.compile: a mask each replay draws again
+        return mul(x, _tape_local.tape.record_draw(_dropout_draw, (tuple(x.shape), p, dt), False))
+    else:
+        mask = _dropout_draw(tuple(x.shape), p, dt)
     if inplace:
         return x.mul_(_new(mask))
     return mul(x, _new(mask))
+
+
+def _dropout_draw(shape, p, dt):
+    """torch: noise = bernoulli_(1 - p) of the input's shape, noise / (1 - p) (input * noise is the op)."""
+    return random.dropout_mask(shape, p, None, dt) / dt.type(1.0 - p)
 
 
 def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
@@ -118,13 +125,39 @@ def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=
     index_map = ix[..., None] * D + np.arange(D, dtype=np.int64)
     padded = padding_idx is not None and padding_idx >= 0
     if not (padded or scale_grad_by_freq) or not (w._requires_grad and _grad_on()):
-        return guard(_gather(w, index_map, OPS["embedding"], value), idx)
+        return guard(_gather(w, index_map, OPS["embedding"], value), idx, remap=_embedding_remap(index_map, V, D))
     keep = (ix != padding_idx) if padded else np.ones(ix.shape, np.bool_)
-    ctx = (index_map, _new(keep[..., None].astype(w._data.dtype)), w.shape)
+    mask = made_in_trace(_new(keep[..., None].astype(w._data.dtype)))
+    ctx, scales = (index_map, mask, w.shape), None
     if scale_grad_by_freq:  # each lookup's gradient divided by its index's count in the input, as torch's
         scaled = keep / np.bincount(ix.reshape(-1), minlength=V)[ix]
-        ctx = (index_map, _new(scaled[..., None].astype(w._data.dtype)), w.shape, ctx[1])
-    return guard(_record(OPS["embedding_padded"], value, (w,), aux=ctx), idx)
+        scales = made_in_trace(_new(scaled[..., None].astype(w._data.dtype)))
+        ctx = (index_map, scales, w.shape, mask)
+    remap = _embedding_remap(index_map, V, D, mask._data, padding_idx if padded else None,
+                             None if scales is None else scales._data)
+    return guard(_record(OPS["embedding_padded"], value, (w,), aux=ctx), idx, remap=remap)
+
+
+def _embedding_remap(index_map, V, D, mask=None, padding_idx=None, scales=None):
+    """tapegrad.compile: the index map (and padding mask, scale_grad_by_freq's scales) of a traced embedding
+    rewritten from new indices."""
+    def remap(indices):
+        ix = indices.astype(np.int64, copy=False)
+        if ix.size and (ix.min() < 0 or ix.max() >= V):
+            raise IndexError("index out of range in self")
+        np.multiply(ix[..., None], D, out=index_map)
+        np.add(index_map, np.arange(D, dtype=np.int64), out=index_map)
+        if mask is not None:
+            keep = (ix != padding_idx) if padding_idx is not None else np.ones(ix.shape, np.bool_)
+            mask[...] = keep[..., None]
+            if scales is not None:
+                scales[...] = (keep / np.bincount(ix.reshape(-1), minlength=V)[ix])[..., None]
+    remap.writes = tuple(a for a in (index_map, mask, scales) if a is not None)
+    return remap
+
+
+def _embedding_forward(ctx, w):
+    return w.reshape(-1)[ctx[0] if type(ctx) is tuple else ctx]
 
 
 def _grad_on():
@@ -380,9 +413,8 @@ registry.python("clamp_max_tensor", "ClampMaxBackward1", _clamp_tensor_forward, 
 registry.python("addmm", "AddmmBackward0", _linear_forward, _vjp_linear, array_vjp=_linear_arrays)
 registry.python("linear", "MmBackward0", _linear_forward, _vjp_linear, array_vjp=_linear_arrays)
 registry.python("gelu_compiled", "GeluBackward0", _gelu_forward, _vjp_gelu, array_vjp=_gelu_arrays)
-registry.python("embedding_padded", "EmbeddingBackward0", None, _vjp_embedding_padded,
-                array_vjp=_embedding_padded_arrays,
-                unreplayable="its index map is computed from the values of its indices")
+registry.python("embedding_padded", "EmbeddingBackward0", _embedding_forward, _vjp_embedding_padded,
+                array_vjp=_embedding_padded_arrays)
 
 
 __all__ = [n for n, v in list(globals().items()) if callable(v) and getattr(v, "__module__", None) == __name__

@@ -10,6 +10,7 @@ from .. import _dtype, _strides, registry
 from ..grad_mode import is_grad_enabled
 from ..registry import Ctx, K_EXPAND, K_SUM
 from ..tensor import Tensor, _new
+from ..tape import follow_indices, traced_value
 from . import elementwise
 from .elementwise import where
 from ._common import (OPS, _array_rule_dtype, _as_view, _autocast_float32, _dim, _dims, _float, _in_float32, _mask,
@@ -235,12 +236,20 @@ def _max_min(name, input, dim, keepdim, other):
         values = _index_values(OPS[name + "_dim"], x, np.zeros((), np.int64))
         return getattr(return_types, name)(values, _new(idx))
     _check_nonempty(name, x, (d,), True)
-    idx = (np.argmax if name == "max" else np.argmin)(x._data, axis=d, keepdims=True)
-    flat = np.take_along_axis(np.arange(x._data.size, dtype=np.int64).reshape(x.shape), idx, d)
-    if not keepdim:
-        idx, flat = np.squeeze(idx, d), np.squeeze(flat, d)
+    arg = np.argmax if name == "max" else np.argmin
+    positions = np.arange(x._data.size, dtype=np.int64).reshape(x.shape)
+
+    def indices(a):
+        idx = arg(a, axis=d, keepdims=True)
+        return np.asarray(idx if keepdim else np.squeeze(idx, d), dtype=np.int64, order="C")
+
+    def flat_of(idx):
+        flat = np.take_along_axis(positions, idx if keepdim else np.expand_dims(idx, d), d)
+        return np.ascontiguousarray(flat if keepdim else np.squeeze(flat, d))
+    idx = traced_value(_new(indices(x._data)), indices, x)  # (recorded first: the values' replay reads it)
+    flat = flat_of(idx._data)
     values = _index_values(OPS[name + "_dim"], x, flat)
-    return getattr(return_types, name)(values, _new(np.asarray(idx, dtype=np.int64, order="C")))
+    return getattr(return_types, name)(follow_indices(values, idx, flat, flat_of), idx)
 
 
 def _index_values(op, x, flat):
@@ -263,14 +272,20 @@ def _arg(name, np_fn, input, dim, keepdim):
     if dim is None:
         if x._data.size == 0:
             raise IndexError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0.")
-        out = np.asarray(np_fn(x._data.reshape(-1)), dtype=np.int64)
-        return _new(out.reshape((1,) * x.ndim) if keepdim else out)
+
+        def indices(a):
+            out = np.asarray(np_fn(a.reshape(-1)), dtype=np.int64)
+            return out.reshape((1,) * a.ndim) if keepdim else out
+        return traced_value(_new(indices(x._data)), indices, x)
     d = _dim(dim, x.ndim)
     if x.ndim == 0:
         return _new(np.zeros((), np.int64))
     if x.shape[d] == 0:
         raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
-    return _new(np.asarray(np_fn(x._data, axis=d, keepdims=keepdim), dtype=np.int64, order="C"))
+
+    def indices(a):
+        return np.asarray(np_fn(a, axis=d, keepdims=keepdim), dtype=np.int64, order="C")
+    return traced_value(_new(indices(x._data)), indices, x)
 
 
 def argmax(input, dim=None, keepdim=False):

@@ -18,6 +18,7 @@ import numpy as np
 
 from .. import registry
 from ..tensor import _new
+from ..tape import traced_value
 from ._common import OPS, _record, _tensor
 from .conv import (Ctx, _adaptive_matrix, _conv_kernels, _max_pool_arrays, _pool_kernels, _vjp_max_pool,
                    adaptive_avg_pool1d, adaptive_avg_pool2d)
@@ -657,9 +658,20 @@ def upsample_bilinear(input, size=None, scale_factor=None):
 
 
 # -- adaptive max pooling: max pooling's backward, windows of torch's adaptive bounds --------------------------------
-registry.python("adaptive_max_pool", "AdaptiveMaxPool2DBackward0", None, _vjp_max_pool,
-                array_vjp=_max_pool_arrays,
-                unreplayable="its indices, a second output, are not a row that a replay recomputes")
+def _adaptive_max_planes(ctx, xd):
+    """The pooled values (N * C, oh, ow) and their flat positions in each plane (ctx.local, which the backward and
+    the indices read)."""
+    (H, W), (oh, ow) = ctx.hw, ctx.out_hw
+    value = np.empty((ctx.planes, oh, ow), _as_float(xd[:0]).dtype)
+    local = np.empty((ctx.planes, oh, ow), np.int64)
+    _pool_kernels().adaptive_max_pool2d_planes(np.ascontiguousarray(_as_float(xd)).reshape(ctx.planes, H, W), value,
+                                               local)
+    ctx.local = local
+    return value.astype(xd.dtype, copy=False)
+
+
+registry.python("adaptive_max_pool", "AdaptiveMaxPool2DBackward0", _adaptive_max_planes, _vjp_max_pool,
+                array_vjp=_max_pool_arrays)
 
 
 def _adaptive_max(nd, input, output_size):
@@ -690,19 +702,18 @@ def _adaptive_max(nd, input, output_size):
     if oh < 0 or ow < 0:
         raise RuntimeError(f"{name}(): elements of output_size must be greater than or equal to 0 but received "
                            f"{{{oh}, {ow}}}" if nd == 2 else f"{name}(): output_size must be non-negative")
-    ctx = Ctx(planes=N * C, plane=H * W, out_hw=(oh, ow))
-    xd = x._data
-    value = np.empty((N * C, oh, ow), _as_float(xd[:0]).dtype)
-    local = np.empty((N * C, oh, ow), np.int64)
-    _pool_kernels().adaptive_max_pool2d_planes(np.ascontiguousarray(_as_float(xd)).reshape(N * C, H, W), value, local)
-    ctx.local = local
+    ctx = Ctx(planes=N * C, plane=H * W, out_hw=(oh, ow), hw=(H, W))
+    value = _adaptive_max_planes(ctx, x._data)
     oshape = (N, C, oh, ow) if x.ndim == nd + 2 else (C, oh, ow)
     if nd == 1:  # the 2-d row on x.unsqueeze(-2), then squeezed, as torch (its grad_fn: SqueezeBackward1)
         x = x.unsqueeze(-2)
-    out = _record(OPS["adaptive_max_pool"], value.astype(xd.dtype, copy=False).reshape(oshape), (x,), aux=ctx)
-    if nd == 1:
-        return out.squeeze(-2), _new(local.reshape(oshape).squeeze(-2))
-    return out, _new(local.reshape(oshape))
+    row = _record(OPS["adaptive_max_pool"], value.reshape(oshape), (x,), aux=ctx)
+
+    def indices(_):  # (tapegrad.compile: a row that a replay reads from the pooling row's context)
+        local = ctx.local.reshape(oshape)
+        return local.squeeze(-2) if nd == 1 else local
+    out = row.squeeze(-2) if nd == 1 else row
+    return out, traced_value(_new(indices(None)), indices, row)
 
 
 def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):

@@ -17,7 +17,7 @@ from ..tensor import Tensor, _new, VIEWS
 from .elementwise import where
 from ._common import (broadcast_shape, _array_rule_dtype, _as_view, _dim, _dims, OPS, _record, _sizes, _tensor,
                       _to_dtype, storage_of)
-from ..tape import _local as _tape_local, guard
+from ..tape import _local as _tape_local, guard, made_in_trace
 from .reduce import expand
 
 
@@ -229,7 +229,14 @@ def scatter_flat(g, index_map, shape):
     g = _tensor(g)
     out = np.zeros(math.prod(shape), g._data.dtype)
     np.add.at(out, index_map.reshape(-1), g._data.reshape(-1))
-    return _record(OPS["scatter_flat"], out.reshape(shape), (g,), aux=index_map)
+    return _record(OPS["scatter_flat"], out.reshape(shape), (g,), aux=(index_map, tuple(shape)))
+
+
+def _scatter_forward(ctx, g):
+    index_map, shape = ctx
+    out = np.zeros(math.prod(shape), g.dtype)
+    np.add.at(out, index_map.reshape(-1), g.reshape(-1))
+    return out.reshape(shape)
 
 
 # -- writes through views: torch's shared memory and CopySlices ------------------------------------------------
@@ -679,8 +686,17 @@ def gather(input, dim, index, *, sparse_grad=False):
                 raise RuntimeError(f"Size does not match at dimension {k} expected index {list(ishape)} to be no "
                                    f"larger than self {list(xs)} apart from dimension {d}")
     _bounds(idx, x.shape[d] if x.ndim else 1, d)
-    flat = _along(x, d, idx)
-    return guard(_gather(x, flat, OPS["gather"]), index)
+    flat = np.ascontiguousarray(_along(x, d, idx), np.int64)
+    n = x.shape[d] if x.ndim else 1
+    base = _index_map(x)[tuple(slice(0, idx.shape[k]) if k != d else slice(None) for k in range(x.ndim))]
+
+    def remap(i):  # (tapegrad.compile: the index map from the index a replay binds)
+        i = i.astype(np.int64, copy=False)
+        _bounds(i, n, d)
+        if x.ndim:
+            flat[...] = np.take_along_axis(base, i, d)
+    remap.writes = (flat,)
+    return guard(_gather(x, flat, OPS["gather"]), index, remap=remap)
 
 
 def _along(x, d, idx):
@@ -730,10 +746,21 @@ def index_select(input, dim, index):
     n = x.shape[d] if x.ndim else 1
     if idx.size and (idx.min() < 0 or idx.max() >= n):
         raise IndexError("index out of range in self")
+    positions = _index_map(x)
+
+    def remap(i):  # (tapegrad.compile: the index map from the index a replay binds)
+        i = i.reshape(-1).astype(np.int64, copy=False)
+        if i.size and (i.min() < 0 or i.max() >= n):
+            raise IndexError("index out of range in self")
+        if x.ndim:
+            flat[...] = np.take(positions, i, axis=d)
     if x.ndim == 0:
-        return guard(_gather(x, np.zeros(idx.shape if index.ndim else (), np.int64), OPS["index_select"]), index)
-    flat = np.take(_index_map(x), idx, axis=d)
-    return guard(_gather(x, flat, OPS["index_select"], np.take(x._data, idx, axis=d)), index)
+        flat = np.zeros(idx.shape if index.ndim else (), np.int64)
+        remap.writes = (flat,)
+        return guard(_gather(x, flat, OPS["index_select"]), index, remap=remap)
+    flat = np.take(positions, idx, axis=d)
+    remap.writes = (flat,)
+    return guard(_gather(x, flat, OPS["index_select"], np.take(x._data, idx, axis=d)), index, remap=remap)
 
 
 def take_along_dim(input, indices, dim):
@@ -755,6 +782,9 @@ def masked_fill(input, mask, value):
     inputs = (x,) + ((_to_dtype(value, x._data.dtype),) if tensor_value and value._requires_grad else ())
     if x._data.dtype.kind != "f":
         return _new(out)
+    if _tape_local.tracing is not None:  # tapegrad.compile: as where(), whose mask is a row a replay reads
+        fill = _to_dtype(value, x._data.dtype) if tensor_value else made_in_trace(_new(np.asarray(v, x._data.dtype)))
+        return where(mask, fill, x)
     return guard(_record(OPS["masked_fill_tensor" if tensor_value else "masked_fill"], out, inputs, aux=mask), mask)
 
 
@@ -792,9 +822,9 @@ def _index_key(key, x):
         elif isinstance(k, (numbers.Integral, np.integer)):
             out.append(int(k))
             last = "select"
-        elif isinstance(k, Tensor) and k.ndim == 0 and k._data.dtype.kind in "iu":
+        elif isinstance(k, Tensor) and k.ndim == 0 and k._data.dtype.kind in "iu" and _tape_local.tracing is None:
             out.append(int(k._data))
-            last = "select"
+            last = "select"  # (while tapegrad.compile traces, an index array below: a replay reads its value)
         elif isinstance(k, (Tensor, list, np.ndarray, range, tuple)):
             a = k._data if isinstance(k, Tensor) else np.asarray(k if type(k) is not range else list(k))
             if type(k) is range and a.size == 0:
@@ -860,8 +890,24 @@ def _check_key(key, x):
         d += 1
 
 
+def _index_remap(key, x, flat):
+    """tapegrad.compile: x[key]'s index map rewritten from the index tensors a replay binds (in key's order)."""
+    positions = _index_map(x)
+
+    def sub(k, arrays):
+        return _new(next(arrays)) if isinstance(k, Tensor) else k
+
+    def remap(*arrays):
+        it = iter(arrays)
+        k = tuple(sub(v, it) for v in key) if isinstance(key, tuple) else sub(key, it)
+        flat[...] = positions[_index_key(k, x)[0]]
+    remap.writes = (flat,)
+    return remap
+
+
 def getitem(x, key):
     x = _tensor(x)
+    original = key
     index_tensors = [k for k in (key if isinstance(key, tuple) else (key,)) if isinstance(k, Tensor)]
     key, advanced, op = _index_key(key, x)
     if advanced:
@@ -871,7 +917,13 @@ def getitem(x, key):
             raise IndexError(str(e).replace("arrays", "tensors")) from None
         if not _recording(x):
             return _new(out)
-        return guard(_gather(x, _index_map(x)[key], OPS[op], out), *index_tensors)
+        flat = np.ascontiguousarray(_index_map(x)[key], np.int64)
+        remap = None
+        if _tape_local.tracing is not None and not builtins.any(k._data.dtype == np.bool_ for k in index_tensors) \
+                and not (isinstance(original, list) and builtins.any(isinstance(k, Tensor) for k in original)):
+            # (a boolean mask's result has a shape that values decide; a list of index tensors is not rebound)
+            remap = _index_remap(original, x, flat)
+        return guard(_gather(x, flat, OPS[op], out), *index_tensors, remap=remap)
     key = key if Ellipsis in key else key + (Ellipsis,)
     if op in ("unsqueeze", "alias"):
         shape = x._data[key].shape
@@ -910,10 +962,12 @@ for _name, _grad_fn in (("transpose", "TransposeBackward0"), ("t", "TBackward0")
                         ("split_with_sizes", "SplitWithSizesBackward0"), ("unbind", "UnbindBackward0"),
                         ("diagonal", "DiagonalBackward0"), ("unsqueeze_gather", "UnsqueezeBackward0")):
     registry.structural(_name, K_GATHER, _grad_fn, _vjp_gather, forward=_gather_forward)
+# Gathers whose index map comes from values: each front end rewrites the map from the index a replay binds
+# (tape.guard's remap, tape.follow_indices), so tapegrad.compile replays them with the gather's forward
 for _name, _grad_fn in (("index", "IndexBackward0"), ("gather", "GatherBackward0"),
                         ("index_select", "IndexSelectBackward0"), ("max_dim", "MaxBackward0"),
                         ("min_dim", "MinBackward0"), ("embedding", "EmbeddingBackward0")):
-    registry.structural(_name, K_GATHER, _grad_fn, _vjp_gather, unreplayable=_INDEXED)
+    registry.structural(_name, K_GATHER, _grad_fn, _vjp_gather, forward=_gather_forward)
 for _name, _grad_fn in (("view", "ViewBackward0"),
                         ("squeeze", "SqueezeBackward0"), ("squeeze_dim", "SqueezeBackward1"),
                         ("squeeze_dims", "SqueezeBackward2"), ("unsqueeze", "UnsqueezeBackward0"),
@@ -922,11 +976,11 @@ for _name, _grad_fn in (("view", "ViewBackward0"),
 
 
 def _vjp_scatter(ctx, g, inputs, out):
-    return (_gather(g, ctx),)  # ctx: the index map
+    return (_gather(g, ctx[0]),)  # ctx: the index map, the output's shape
 
 
 def _scatter_arrays(ctx, g, inputs, out, wanted):
-    return (g.reshape(-1)[ctx],) if _array_rule_dtype(g) else None
+    return (g.reshape(-1)[ctx[0]],) if _array_rule_dtype(g) else None
 
 
 # an in-place write through a view (_written): the base's new history, and the views that read it again; a view
@@ -936,8 +990,7 @@ registry.structural("as_strided_view", K_RESHAPE, "AsStridedBackward0", _vjp_res
 registry.structural("copy_slices_view", K_RESHAPE, "CopySlices", _vjp_reshape)
 registry.python("copy_slices", "CopySlices", None, _vjp_copy_slices, array_vjp=_copy_slices_arrays,
                 unreplayable="an in-place write through a view (tapegrad.compile stops at in-place ops)")
-registry.python("scatter_flat", "IndexPutBackward0", None, _vjp_scatter, array_vjp=_scatter_arrays,
-                unreplayable="a gather's adjoint: its output's size is not in its saved context")
+registry.python("scatter_flat", "IndexPutBackward0", _scatter_forward, _vjp_scatter, array_vjp=_scatter_arrays)
 
 
 def _vjp_cat(ctx, g, inputs, out):
@@ -1040,10 +1093,11 @@ registry.python("stack", "StackBackward0", lambda ctx, *xs: np.stack(xs, axis=ct
                 array_vjp=_stack_arrays)
 registry.python("scatter_add", "ScatterAddBackward0", None, _vjp_scatter_add, array_vjp=_scatter_add_arrays,
                 unreplayable=_READS_CONSTANT)
+_TRACED_AS_WHERE = "it reads its mask, which is not one of its inputs (tapegrad.compile records it as where(mask, ...))"
 registry.python("masked_fill", "MaskedFillBackward0", None, _vjp_masked_fill, array_vjp=_masked_fill_arrays,
-                unreplayable=_READS_CONSTANT)
+                unreplayable=_TRACED_AS_WHERE)
 registry.python("masked_fill_tensor", "MaskedFillBackward1", None, _vjp_masked_fill, array_vjp=_masked_fill_arrays,
-                unreplayable=_READS_CONSTANT)
+                unreplayable=_TRACED_AS_WHERE)
 registry.python("tril", "TrilBackward0", lambda ctx, x: np.tril(x, ctx), _vjp_tril, array_vjp=_tril_arrays)
 registry.python("triu", "TriuBackward0", lambda ctx, x: np.triu(x, ctx), _vjp_triu, array_vjp=_triu_arrays)
 

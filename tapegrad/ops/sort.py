@@ -1,7 +1,8 @@
 """Ordering ops: sort, argsort, topk, unique, multinomial (which samples through topk, as torch's does).
 
 The values of sort and topk are gathers (index map forward, compiled scatter-add adjoint); their index maps
-depend on the data, so tapegrad.compile falls back for them. Orders are stable: ties keep their input order,
+depend on the data: while tapegrad.compile traces, the indices are a row that a replay recomputes and the values'
+index map follows them (_sorted). Orders are stable: ties keep their input order,
 and NaN sorts above every number, as torch's CPU sort.
 """
 import math
@@ -12,7 +13,8 @@ from .. import random, registry
 from ..tensor import Tensor, _new
 from ._common import OPS, _dim, _tensor
 from .reduce import return_types
-from .shape import _INDEXED, _gather, _index_map, _vjp_gather
+from .shape import _gather, _gather_forward, _index_map, _vjp_gather
+from ..tape import follow_indices, traced_value
 
 
 def _stable_order(a, axis, descending):
@@ -34,14 +36,27 @@ def _values_at(x, op, d, idx):
     return _gather(x, flat, op, np.take_along_axis(x._data, idx, d))
 
 
+def _sorted(x, op, d, indices):
+    """(values, indices) of x along d for the order indices(array) gives; while tapegrad.compile traces, the
+    indices are a row a replay recomputes from x, and the values' index map follows them."""
+    idx = traced_value(_new(indices(x._data)), indices, x)  # (recorded first: the values' replay reads it)
+    positions = _index_map(x)
+
+    def flat_of(i):
+        return np.take_along_axis(positions, i, d)
+    flat = flat_of(idx._data)
+    values = _gather(x, flat, op, np.take_along_axis(x._data, idx._data, d))
+    return follow_indices(values, idx, flat, flat_of), idx
+
+
 def sort(input, dim=-1, descending=False, stable=False):
     x = _tensor(input)
     d = _dim(dim, x.ndim)
     op = OPS["sort_stable" if stable else "sort"]  # (torch's two overloads: SortBackward1 and SortBackward0)
     if x.ndim == 0:
         return return_types.sort(_values_at(x, op, 0, None), _new(np.zeros((), np.int64)))
-    idx = _stable_order(x._data, d, bool(descending))
-    return return_types.sort(_values_at(x, op, d, idx), _new(np.ascontiguousarray(idx, dtype=np.int64)))
+    return return_types.sort(*_sorted(x, op, d, lambda a: np.ascontiguousarray(
+        _stable_order(a, d, bool(descending)), dtype=np.int64)))
 
 
 def argsort(input, dim=-1, descending=False, stable=False):
@@ -49,7 +64,9 @@ def argsort(input, dim=-1, descending=False, stable=False):
     d = _dim(dim, x.ndim)
     if x.ndim == 0:
         return _new(np.zeros((), np.int64))
-    return _new(np.ascontiguousarray(_stable_order(x._data, d, bool(descending)), dtype=np.int64))
+    def indices(a):
+        return np.ascontiguousarray(_stable_order(a, d, bool(descending)), dtype=np.int64)
+    return traced_value(_new(indices(x._data)), indices, x)
 
 
 def msort(input):
@@ -65,8 +82,8 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
         raise RuntimeError("selected index k out of range")
     if x.ndim == 0:
         return return_types.topk(_values_at(x, OPS["topk"], 0, None), _new(np.zeros((), np.int64)))
-    idx = np.take(_stable_order(x._data, d, bool(largest)), np.arange(k), axis=d)
-    return return_types.topk(_values_at(x, OPS["topk"], d, idx), _new(np.ascontiguousarray(idx, dtype=np.int64)))
+    return return_types.topk(*_sorted(x, OPS["topk"], d, lambda a: np.ascontiguousarray(
+        np.take(_stable_order(a, d, bool(largest)), np.arange(k), axis=d), dtype=np.int64)))
 
 
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
@@ -159,7 +176,7 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
 
 # == Declarations ===========================================================================================
 for _name, _grad_fn in (("sort", "SortBackward0"), ("sort_stable", "SortBackward1"), ("topk", "TopkBackward0")):
-    registry.structural(_name, registry.K_GATHER, _grad_fn, _vjp_gather, unreplayable=_INDEXED)
+    registry.structural(_name, registry.K_GATHER, _grad_fn, _vjp_gather, forward=_gather_forward)  # (_sorted)
 
 
 __all__ = ["sort", "argsort", "msort", "topk", "unique", "unique_consecutive", "multinomial"]

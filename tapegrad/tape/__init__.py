@@ -461,10 +461,16 @@ def new_version_cell():
     return cell
 
 
-def guard(out, *saved):
+def guard(out, *saved, remap=None):
     """Note the versions of the tensors that out's row's backward depends on but does not differentiate (an
     index, a mask, a class target), as torch saves them: a backward after one of them was modified in place
-    raises torch's error instead of using the old or the new values. Returns out."""
+    raises torch's error instead of using the old or the new values. Returns out.
+
+    While tapegrad.compile traces, out's row depends on those tensors' values: `remap(*their arrays)` rewrites
+    in place what the row's context derived from them (an index map, a mask), so that a replay recomputes it
+    from the tensors it binds then; without one, the row cannot be replayed."""
+    if _local.tracing is not None and out._tape is _local.tape:
+        _local.tape.note_values_read(out, saved, remap)
     tape = out._tape
     if out._requires_grad and tape is not None and not out._is_leaf:
         entries = tape.guards.setdefault(out._slot, [])
@@ -472,6 +478,25 @@ def guard(out, *saved):
             cell = t._ensure_vc()
             entries.append((cell, int(cell[0]), t._data.dtype, t._data.shape))
     return out
+
+
+def traced_value(t, fn, *inputs):
+    """t: a result with no gradient that an op computed from its inputs' values (argmax, sort's indices); while
+    tapegrad.compile traces, recorded as a row that a replay recomputes as fn(*their arrays). Returns t."""
+    if _local.tracing is not None:
+        _local.tape.record_value(fn, t, inputs)
+    return t
+
+
+def follow_indices(values, indices, flat, flat_of):
+    """values, a gather of its input at the index map `flat`, took the positions that `indices` (a traced_value)
+    names: while tapegrad.compile traces, a replay rewrites flat = flat_of(indices' array) in place. Returns values."""
+    if _local.tracing is not None and values._tape is _local.tape:
+        def remap(idx):
+            flat[...] = flat_of(idx)
+        remap.writes = (flat,)
+        _local.tape.note_values_read(values, [indices], remap)
+    return values
 
 
 class _Local(threading.local):

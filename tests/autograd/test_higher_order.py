@@ -533,6 +533,8 @@ EXEMPT = {"delayed_error": "raises by design: tests/autograd/test_custom_functio
           "traced_rule": "only on a trace's private tape, behind a detached gradient: tests/test_trace.py",
           "traced_compare": "a comparison on a trace's private tape, bool: no gradient: tests/test_compile_guards.py",
           "traced_draw": "a random draw on a trace's private tape, no inputs: tests/test_compile_guards.py",
+          "traced_value": "an index computed from values on a trace's private tape, no gradient: "
+                          "tests/test_compile_values.py",
           "ctc_loss": "torch has no double backward for it; tapegrad's create_graph rule raises torch's error: "
                       "tests/nn/test_ctc_loss.py",
           "ctc_loss_backward": "the row that raises that error: tests/nn/test_ctc_loss.py"}

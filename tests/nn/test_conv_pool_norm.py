@@ -343,7 +343,8 @@ def test_an_empty_batch_gives_an_empty_result(fn):
 
 def test_compile_replays_the_layers_and_matches_eager():
     """conv, max_pool, layer_norm and an eval-mode batch_norm are replayed (fullgraph: no fallback), with their
-    backward, over steps that change the weights; a training batch_norm (running statistics) runs eagerly."""
+    backward, over steps that change the weights; a training batch_norm's running statistics are updated by each
+    replay as eagerly."""
     def net():
         tg.manual_seed(0)
         bn = tg.nn.BatchNorm2d(4).eval()
@@ -372,7 +373,11 @@ def test_compile_replays_the_layers_and_matches_eager():
     for a, b in zip(traced.parameters(), eager.parameters()):
         np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-5, atol=1e-6)
     assert len(calls) == 1
-    train_bn = tg.compile(lambda x: tg.nn.functional.batch_norm(x, tg.zeros(2), tg.ones(2), training=True).sum(),
-                          fullgraph=True)
-    with pytest.raises(Exception, match="batch_norm has no replay rule"):
-        train_bn(tg.randn(3, 2, requires_grad=True))
+    stats = [[tg.zeros(2), tg.ones(2)] for _ in range(2)]  # a training batch_norm: each replay updates them
+    train_bn = tg.compile(lambda x: tg.nn.functional.batch_norm(x, *stats[0], training=True).sum(), fullgraph=True)
+    for _ in range(3):
+        x = tg.tensor(RNG.standard_normal((3, 2)).astype(np.float32), requires_grad=True)
+        train_bn(x), tg.nn.functional.batch_norm(x, *stats[1], training=True)
+        for a, b in zip(*stats):
+            np.testing.assert_array_equal(a.numpy(), b.numpy())
+    assert train_bn.traces == 1

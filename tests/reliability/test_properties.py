@@ -370,7 +370,7 @@ NOT_RECORDED_BY_CASES = {"leaf", "const", "freed",   # tape rows, not ops
                          "compiled", "traced_rule",  # tapegrad.compile's rows: tests/test_trace.py
                          # an in-place write through a view: tests/reliability/test_views_inplace.py
                          "copy_slices", "copy_slices_view", "as_strided", "as_strided_view",
-                         "traced_compare", "traced_draw",  # its comparisons, draws: tests/test_compile_guards.py
+                         "traced_compare", "traced_draw", "traced_value",  # its comparisons, draws: tests/test_compile_guards.py
                          # no second derivative (torch has none): tests/nn/test_ctc_loss.py
                          "ctc_loss", "ctc_loss_backward",
                          # declared for every binary op, but a commutative op's front-end records c op x

@@ -5,6 +5,7 @@ import numbers
 import numpy as np
 
 from ... import creation
+from ...tape import _local as _tape_local, untraceable
 from .. import functional as F, init
 from ..parameter import Parameter
 from .module import Module
@@ -64,7 +65,12 @@ class _BatchNorm(_NormBase):
         self._check_input_dim(input)
         factor = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:
-            self.num_batches_tracked.add_(1)
+            if _tape_local.tracing is None:
+                self.num_batches_tracked.add_(1)
+            elif self.momentum is None:  # (its factor, 1 / num_batches_tracked, changes at every call)
+                untraceable("BatchNorm with momentum=None in training mode (a cumulative average)")
+            else:  # tapegrad.compile: each replay counts the batch after its rows
+                _tape_local.tape.defer("call", self.num_batches_tracked.add_, (1,), [])
             factor = 1.0 / float(self.num_batches_tracked) if self.momentum is None else self.momentum
         use_batch = self.training or (self.running_mean is None and self.running_var is None)
         tracked = not self.training or self.track_running_stats

@@ -6,6 +6,7 @@ from collections import namedtuple
 import numpy as np
 
 from ... import creation, ops
+from ...tape import _local as _tape_local
 from ...tensor import Tensor
 
 __all__ = ["PackedSequence", "pad_sequence", "pack_padded_sequence", "pad_packed_sequence", "pack_sequence"]
@@ -44,15 +45,23 @@ class PackedSequence(namedtuple("PackedSequence", ["data", "batch_sizes", "sorte
         return super().__new__(cls, data, batch_sizes, sorted_indices, unsorted_indices)
 
 
+def _values(t):
+    """An index tensor's values; while tapegrad.compile traces, each read is a guard (a replay whose lengths or
+    order differ traces again: the packed layout depends on them)."""
+    if _tape_local.tracing is not None:
+        return np.asarray([int(v) for v in t.reshape(-1).tolist()], np.int64).reshape(t.shape)
+    return t.numpy()
+
+
 def _invert(perm):
-    p = perm.numpy() if isinstance(perm, Tensor) else np.asarray(perm)
+    p = _values(perm) if isinstance(perm, Tensor) else np.asarray(perm)
     out = np.empty_like(p)
     out[p] = np.arange(len(p))
     return creation.tensor(out)
 
 
 def _lengths(lengths):
-    a = lengths.numpy() if isinstance(lengths, Tensor) else np.asarray(lengths)
+    a = _values(lengths) if isinstance(lengths, Tensor) else np.asarray(lengths)
     return a.astype(np.int64).reshape(-1)
 
 
