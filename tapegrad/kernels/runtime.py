@@ -93,23 +93,8 @@ def free_cut(need, n, floor, nargs, ghost, obj, op, flags, dtypes, vaddr, outver
     if tail >= n:
         return stranded, tail, argptr[n]
     first_arg = argptr[tail]
-    for r in range(tail, n):
-        for h in range(ghost.shape[0] - 1, 0, -1):
-            ghost[h, r] = ghost[h - 1, r]
-        ghost[0, r] = obj[r]
-        obj[r] = 0
-        op[r] = 0
-        flags[r] = 0
-        dtypes[r] = 0
-        vaddr[r] = 0
-        outver[r] = 0
-        iattr[r] = 0
-        fattr[r, 0] = 0.0
-        fattr[r, 1] = 0.0
-        argptr[r + 1] = 0
-    for j in range(first_arg, nargs):
-        args[j] = 0
-        argver[j] = 0
+    cut(tail, n, first_arg, nargs, obj[tail:n], ghost, obj, op, flags, dtypes, vaddr, outver, iattr, fattr, args,
+        argver, argptr)  # (each row's id is read before cut clears that row)
     return stranded, tail, first_arg
 
 
