@@ -245,20 +245,27 @@ def _einsum_grads(ctx, g, inputs):
         if target != uniq:
             gk = gk.reshape(_kept(uniq, target, full)).expand(_kept(uniq, target, full, size))
         if uniq != subs[k]:
-            free = iter(c for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                        if c not in subs[k] and c not in out_subs)
-            renamed, seen, deltas = "", set(), []
-            for ch in subs[k]:
-                if ch in seen:
-                    new = next(free)
-                    deltas.append((ch + new, _new(np.eye(size[ch], dtype=x._data.dtype))))
-                    renamed += new
-                else:
-                    seen.add(ch)
-                    renamed += ch
+            renamed, repeats = _renamed_repeats(subs[k], out_subs)
+            deltas = [(spec, _new(np.eye(size[spec[0]], dtype=x._data.dtype))) for spec in repeats]
             gk = einsum(",".join([uniq] + [d for d, _ in deltas]) + "->" + renamed, gk, *[e for _, e in deltas])
         grads.append(gk)
     return tuple(grads)
+
+
+def _renamed_repeats(sub, out_subs):
+    """An operand's letters with each repeat renamed to a free letter, and the (letter, new letter) pairs: the
+    gradient of a repeated letter (a diagonal) is the unrepeated one times identity matrices over those pairs."""
+    free = iter(c for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ" if c not in sub and c not in out_subs)
+    renamed, seen, repeats = "", set(), []
+    for ch in sub:
+        if ch in seen:
+            new = next(free)
+            repeats.append(ch + new)
+            renamed += new
+        else:
+            seen.add(ch)
+            renamed += ch
+    return renamed, repeats
 
 
 def _einsum_arrays(ctx, g, inputs, out, wanted):
@@ -287,17 +294,8 @@ def _einsum_arrays(ctx, g, inputs, out, wanted):
             gk = np.array(np.broadcast_to(gk.reshape(_kept(uniq, target, full)),
                                           _kept(uniq, target, full, size)), order="C")
         if uniq != subs[k]:
-            free = iter(c for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                        if c not in subs[k] and c not in out_subs)
-            renamed, seen, deltas = "", set(), []
-            for ch in subs[k]:
-                if ch in seen:
-                    new = next(free)
-                    deltas.append((ch + new, np.eye(size[ch], dtype=x.dtype)))
-                    renamed += new
-                else:
-                    seen.add(ch)
-                    renamed += ch
+            renamed, repeats = _renamed_repeats(subs[k], out_subs)
+            deltas = [(spec, np.eye(size[spec[0]], dtype=x.dtype)) for spec in repeats]
             gk = ein([uniq] + [d for d, _ in deltas], renamed, gk, *[e for _, e in deltas])
         grads.append(gk)
     return grads
