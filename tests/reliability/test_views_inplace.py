@@ -312,8 +312,11 @@ def test_an_optimizer_step_reaches_the_views_of_its_parameters(optimizer, foreac
         return [w.detach(), row.detach(), col.detach(), wt.detach()]
     got, want = outcome(run, tapegrad), outcome(run, torch)
     assert got[0] == want[0] == "ok", (got, want)
-    for g, t in zip(got[1], want[1]):
-        np.testing.assert_allclose(g, t, rtol=1e-6)
+    w, row, col, wt = got[1]
+    # the views read exactly the parameter's new values; the update itself agrees with torch's to float32
+    # rounding (absolute: Adam's 0.1 - 0.1 * 1 is 0 in torch's vectorised kernel and 7e-9 in a scalar one)
+    assert np.array_equal(row, w[1]) and np.array_equal(col, w[:, 2]) and np.array_equal(wt, w.T)
+    np.testing.assert_allclose(w, want[1][0], rtol=1e-6, atol=2e-7)
 
 
 @pytest.mark.parametrize("shape", [(3,), (2, 3), (2, 0)])
