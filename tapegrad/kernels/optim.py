@@ -9,7 +9,7 @@ to the parameter's dtype after each, so float32 stays float32. Results differ fr
 vectorised loops fuse a multiply-add. Hyper-parameters arrive as Python floats and are cast to the
 parameter's dtype where torch casts them (a Scalar argument of a tensor op); bias corrections are computed
 in float64 from each parameter's own step, as torch computes them in Python. Version cells (0: none) are
-bumped here too, as torch's in-place updates bump a parameter's version.
+bumped here too, once per in-place operation torch's single-tensor update applies to the parameter.
 
 In its own module so that only a compiled optimizer step imports and compiles it.
 """

@@ -74,8 +74,7 @@ class NAdam(Optimizer):
                 _lerp_(exp_avg, grad, 1 - beta1)
                 exp_avg_sq *= beta2
                 _addcmul_(exp_avg_sq, grad, grad, 1 - beta2)
-                denom = exp_avg_sq / bias_correction2
-                np.sqrt(denom, out=denom)
+                denom = np.sqrt(exp_avg_sq / bias_correction2)  # (a NumPy scalar for a 0-d parameter: no out=)
                 mu_product_value = float(mu_product)
                 mu_product_next = mu_product_value * mu_next
                 denom += eps

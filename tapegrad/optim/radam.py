@@ -73,7 +73,8 @@ class RAdam(Optimizer):
                 if rho_t > 5.0:
                     adaptive = np.sqrt(exp_avg_sq)
                     adaptive += eps
-                    np.reciprocal(adaptive, out=adaptive)  # torch's scalar / tensor is reciprocal() * scalar
+                    # torch's scalar / tensor is reciprocal() * scalar (a NumPy scalar for a 0-d parameter: no out=)
+                    adaptive = np.reciprocal(adaptive)
                     adaptive *= bias_correction2 ** 0.5
                     update *= adaptive
                     update *= ((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5

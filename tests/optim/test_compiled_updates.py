@@ -105,6 +105,23 @@ def test_compiled_pass_matches_torch_single_tensor(name, dtype, kernel_calls):
         _assert_same_state(oa, ob, dtype)
 
 
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_zero_dim_parameters(name, kernel_calls):
+    """0-d parameters (a curve fit's): the compiled pass, the loop (whose arithmetic on a 0-d array gives NumPy
+    scalars, not arrays) and torch agree."""
+    def params(lib):
+        rng = np.random.default_rng(2)
+        return [lib.nn.Parameter(lib.tensor(rng.standard_normal(s).astype(np.float32))) for s in ((), (), (3,))]
+    pa, pb, pc = params(tg), params(tg), params(torch)
+    _steps(tg, _make(tg, name, pa, foreach=True), pa, 8)
+    assert len(kernel_calls) == 8
+    _steps(tg, _make(tg, name, pb, foreach=False), pb, 8)
+    _steps(torch, _make(torch, name, pc, foreach=False), pc, 8)
+    for a, b, c in zip(pa, pb, pc):
+        assert a.shape == c.shape
+        np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy(), err_msg=name)
+        _assert_close(a, c, "float32", name)
+
 def _assert_same_state(oa, ob, dtype):
     """The same state keys and values (the groups differ in foreach / fused only)."""
     sa, sb = oa.state_dict(), ob.state_dict()
