@@ -40,6 +40,13 @@ OPTIMIZERS = {
     "adam": ("Adam", {"lr": 1e-3}),
     "adamw-amsgrad": ("AdamW", {"lr": 1e-3, "amsgrad": True}),
     "rmsprop": ("RMSprop", {"lr": 1e-3}),
+    "adagrad": ("Adagrad", {"lr": 1e-2}),
+    "adamax": ("Adamax", {"lr": 2e-3}),
+    "nadam": ("NAdam", {"lr": 2e-3}),
+    "radam": ("RAdam", {"lr": 1e-3}),
+    "adadelta": ("Adadelta", {"lr": 1.0}),
+    "rprop": ("Rprop", {"lr": 1e-2}),
+    "asgd": ("ASGD", {"lr": 1e-2}),
 }
 IMPLS = ["tapegrad", "tapegrad-loop", "torch", "torch-foreach", "numpy"]
 
@@ -58,10 +65,23 @@ class _NumpyLoop:
         self.v = [np.zeros_like(p) for p in params]
         self.vmax = [np.zeros_like(p) for p in params]
         self.tmp = [np.empty_like(p) for p in params]
+        self.tmp2 = [np.empty_like(p) for p in params]
+        if name == "Rprop":  # v: the step sizes
+            for v in self.v:
+                v.fill(kw["lr"])
+        self.eta, self.mu, self.mu_product = kw["lr"], 1.0, 1.0  # ASGD's and NAdam's scalars
 
     def step(self):
         kw, self.t = self.kw, self.t + 1
         lr = kw["lr"]
+        other = getattr(self, "_" + self.name.lower(), None)
+        if other is not None:
+            for arrays in zip(self.params, self.grads, self.m, self.v, self.tmp, self.tmp2):
+                other(lr, *arrays)
+            if self.name == "ASGD":
+                self.eta = lr / (1 + 1e-4 * lr * self.t) ** 0.75
+                self.mu = 1 / max(1, self.t - 1e6)
+            return
         if self.name == "SGD":
             mom, wd = kw.get("momentum", 0), kw.get("weight_decay", 0)
             for p, g, b, tmp, tmp2 in zip(self.params, self.grads, self.m, self.tmp, self.v):
@@ -109,6 +129,110 @@ class _NumpyLoop:
             np.divide(m, tmp, out=tmp)
             tmp *= lr / (1 - b1 ** self.t)
             p -= tmp
+
+    # Each of these: one parameter, torch's defaults; m and v its two state arrays, tmp and tmp2 scratch.
+    def _adagrad(self, lr, p, g, m, v, tmp, tmp2):
+        np.multiply(g, g, out=tmp)
+        v += tmp
+        np.sqrt(v, out=tmp)
+        tmp += 1e-10
+        np.divide(g, tmp, out=tmp)
+        tmp *= lr
+        p -= tmp
+
+    def _adamax(self, lr, p, g, m, v, tmp, tmp2):
+        m *= 0.9
+        np.multiply(g, 0.1, out=tmp)
+        m += tmp
+        v *= 0.999
+        np.abs(g, out=tmp)
+        tmp += 1e-8
+        np.maximum(v, tmp, out=v)
+        np.divide(m, v, out=tmp)
+        tmp *= lr / (1 - 0.9 ** self.t)
+        p -= tmp
+
+    def _moments(self, g, m, v, tmp):
+        m *= 0.9
+        np.multiply(g, 0.1, out=tmp)
+        m += tmp
+        v *= 0.999
+        np.multiply(g, g, out=tmp)
+        tmp *= 0.001
+        v += tmp
+
+    def _nadam(self, lr, p, g, m, v, tmp, tmp2):
+        self._moments(g, m, v, tmp)
+        t = self.t
+        mu, mu_next = (0.9 * (1 - 0.5 * 0.96 ** (k * 4e-3)) for k in (t, t + 1))
+        if p is self.params[0]:
+            self.mu_product *= mu
+        np.divide(v, 1 - 0.999 ** t, out=tmp)
+        np.sqrt(tmp, out=tmp)
+        tmp += 1e-8
+        np.divide(g, tmp, out=tmp2)
+        tmp2 *= lr * (1 - mu) / (1 - self.mu_product)
+        p -= tmp2
+        np.divide(m, tmp, out=tmp2)
+        tmp2 *= lr * mu_next / (1 - self.mu_product * mu_next)
+        p -= tmp2
+
+    def _radam(self, lr, p, g, m, v, tmp, tmp2):
+        self._moments(g, m, v, tmp)
+        t, rho_inf = self.t, 2 / 0.001 - 1
+        bc1, bc2 = 1 - 0.9 ** t, 1 - 0.999 ** t
+        rho_t = rho_inf - 2 * t * 0.999 ** t / bc2
+        if rho_t > 5:
+            rect = ((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
+            np.sqrt(v, out=tmp)
+            tmp += 1e-8
+            np.divide(m, tmp, out=tmp)
+            tmp *= lr * rect * bc2 ** 0.5 / bc1
+        else:
+            np.multiply(m, lr / bc1, out=tmp)
+        p -= tmp
+
+    def _adadelta(self, lr, p, g, m, v, tmp, tmp2):  # m: acc_delta, v: square_avg
+        v *= 0.9
+        np.multiply(g, g, out=tmp)
+        tmp *= 0.1
+        v += tmp
+        np.add(v, 1e-6, out=tmp)
+        np.sqrt(tmp, out=tmp)
+        np.add(m, 1e-6, out=tmp2)
+        np.sqrt(tmp2, out=tmp2)
+        tmp2 /= tmp
+        tmp2 *= g
+        m *= 0.9
+        np.multiply(tmp2, tmp2, out=tmp)
+        tmp *= 0.1
+        m += tmp
+        tmp2 *= lr
+        p -= tmp2
+
+    def _rprop(self, lr, p, g, m, v, tmp, tmp2):  # m: prev, v: step sizes
+        np.multiply(g, m, out=tmp)
+        tmp2.fill(1.0)
+        np.copyto(tmp2, 1.2, where=tmp > 0)
+        np.copyto(tmp2, 0.5, where=tmp < 0)
+        v *= tmp2
+        np.clip(v, 1e-6, 50, out=v)
+        np.copyto(m, g)
+        np.copyto(m, 0, where=tmp < 0)
+        np.sign(m, out=tmp)
+        tmp *= v
+        p -= tmp
+
+    def _asgd(self, lr, p, g, m, v, tmp, tmp2):  # m: ax
+        p *= 1 - 1e-4 * self.eta
+        np.multiply(g, self.eta, out=tmp)
+        p -= tmp
+        if self.mu != 1:
+            np.subtract(p, m, out=tmp)
+            tmp *= self.mu
+            m += tmp
+        else:
+            np.copyto(m, p)
 
 
 def make(impl, opt, shapes):

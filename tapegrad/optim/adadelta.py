@@ -3,8 +3,8 @@ import numpy as np
 
 from ..tensor import _new
 from .optimizer import (Optimizer, _add_scaled_, _addcmul_, _bump, _check_capturable, _check_differentiable,
-                        _check_hyperparameters, _grads_of, _group_defaults, _scalar, _step_tensor, _steps_to_tensors,
-                        _with_weight_decay)
+                        _check_hyperparameters, _compiled_batch, _compiled_update, _grads_of, _group_defaults, _scalar,
+                        _step_tensor, _steps_to_tensors, _with_weight_decay)
 
 __all__ = ["Adadelta"]
 
@@ -38,6 +38,11 @@ class Adadelta(Optimizer):
                     state["acc_delta"] = _new(np.zeros_like(p._data))
             if items:
                 _check_capturable(group, supports_xla=False)
+            batch = _compiled_batch(group)
+            if batch is not None and _compiled_update(self.state, batch, "adadelta", ("square_avg", "acc_delta"),
+                                                      ("step",), float(lr), float(rho), float(eps),
+                                                      float(weight_decay), bool(maximize)):
+                continue
             for p, grad in items:
                 d = p._data
                 state = self.state[p]

@@ -3,8 +3,8 @@ import numpy as np
 
 from ..tensor import _new
 from .optimizer import (Optimizer, _addcdiv_, _addcmul_, _bump, _check_differentiable, _check_fused_options,
-                        _check_fused_params, _check_hyperparameters, _group_defaults, _scalar, _step_tensor,
-                        _steps_to_tensors, _with_weight_decay)
+                        _check_fused_params, _check_hyperparameters, _compiled_batch, _compiled_update, _group_defaults,
+                        _scalar, _step_tensor, _steps_to_tensors, _with_weight_decay)
 
 __all__ = ["Adagrad"]
 
@@ -39,14 +39,21 @@ class Adagrad(Optimizer):
             lr, lr_decay, eps = _scalar(group["lr"]), group["lr_decay"], group["eps"]
             weight_decay, maximize = group["weight_decay"], group["maximize"]
             for p in group["params"]:
+                state = self.state[p]
+                if p._grad is not None and len(state) == 0:  # a parameter of a group added after construction
+                    state["step"] = _step_tensor(fused=group["fused"])
+                    state["sum"] = _new(np.full_like(p._data, self.defaults["initial_accumulator_value"]))
+            batch = _compiled_batch(group)
+            if batch is not None and _compiled_update(self.state, batch, "adagrad", ("sum",), ("step",), float(lr),
+                                                      float(lr_decay), float(eps), float(weight_decay),
+                                                      bool(maximize)):
+                continue
+            for p in group["params"]:
                 g = p._grad
                 if g is None:
                     continue
                 d = p._data
                 state = self.state[p]
-                if len(state) == 0:  # a parameter of a group added after construction
-                    state["step"] = _step_tensor(fused=group["fused"])
-                    state["sum"] = _new(np.full_like(d, self.defaults["initial_accumulator_value"]))
                 step_t = state["step"]._data
                 step_t += 1
                 step = float(step_t)

@@ -2,9 +2,8 @@
 import numpy as np
 
 from ..tensor import Tensor, _new
-from .optimizer import (Optimizer, _bump, _cell, _check_capturable, _check_differentiable, _check_fused_options,
-                        _check_hyperparameters, _compiled_batch, _dtype_args, _fits, _group_defaults, _optim_kernels,
-                        _scalar, _step_fits)
+from .optimizer import (Optimizer, _bump, _check_capturable, _check_differentiable, _check_fused_options,
+                        _check_hyperparameters, _compiled_batch, _compiled_update, _group_defaults, _scalar)
 
 __all__ = ["Adam"]
 
@@ -100,7 +99,7 @@ class Adam(Optimizer):
                 upd = m * -step_size
                 upd /= denom
                 d += upd
-                _bump(p)
+                _bump(p, 2 if decoupled and weight_decay != 0 else 1)  # param.mul_, then addcdiv_
         return loss
 
     def _state_of(self, p, amsgrad):
@@ -117,17 +116,9 @@ class Adam(Optimizer):
     def _compiled_step(self, batch, lr, beta1, beta2, eps, weight_decay, amsgrad, maximize, decoupled):
         """The group's update in one compiled pass (foreach / fused); False, having changed nothing, where a
         state tensor is not one the kernel can take (a loaded one of another dtype, shape or layout)."""
-        params, grads = batch
-        rows, first = [], None
-        for p, g in zip(params, grads):
-            state, d = self._state_of(p, amsgrad), p._data
-            m, v, step = state["exp_avg"]._data, state["exp_avg_sq"]._data, state["step"]._data
-            vmax = state["max_exp_avg_sq"]._data if amsgrad else v
-            first = step if first is None else first
-            if not (_fits(m, d) and _fits(v, d) and _fits(vmax, d) and _step_fits(step, first)):
-                return False
-            rows.append((id(d), id(g), id(m), id(v), id(vmax), id(step), _cell(p)))
-        _optim_kernels().adam(np.array(rows, np.int64), *_dtype_args(params[0]._data), *_dtype_args(first), float(lr),
-                              float(beta1), float(beta2), float(eps), float(weight_decay), bool(amsgrad),
-                              bool(maximize), bool(decoupled))
-        return True
+        for p in batch[0]:
+            self._state_of(p, amsgrad)
+        vmax = "max_exp_avg_sq" if amsgrad else "exp_avg_sq"  # (unread without amsgrad)
+        return _compiled_update(self.state, batch, "adam", ("exp_avg", "exp_avg_sq", vmax), ("step",), float(lr),
+                                float(beta1), float(beta2), float(eps), float(weight_decay), bool(amsgrad),
+                                bool(maximize), bool(decoupled))

@@ -3,8 +3,8 @@ import numpy as np
 
 from ..tensor import _new
 from .optimizer import (Optimizer, _addcdiv_, _bump, _check_capturable, _check_differentiable, _check_hyperparameters,
-                        _grads_of, _group_defaults, _lerp_, _scalar, _step_tensor, _steps_to_tensors,
-                        _with_weight_decay)
+                        _compiled_batch, _compiled_update, _grads_of, _group_defaults, _lerp_, _scalar, _step_tensor,
+                        _steps_to_tensors, _with_weight_decay)
 
 __all__ = ["Adamax"]
 
@@ -37,8 +37,14 @@ class Adamax(Optimizer):
                     state["step"] = _step_tensor()
                     state["exp_avg"] = _new(np.zeros_like(p._data))
                     state["exp_inf"] = _new(np.zeros_like(p._data))
-            for p, grad in items:
+            if items:
                 _check_capturable(group)
+            batch = _compiled_batch(group)
+            if batch is not None and _compiled_update(self.state, batch, "adamax", ("exp_avg", "exp_inf"), ("step",),
+                                                      float(lr), float(beta1), float(beta2), float(eps),
+                                                      float(weight_decay), bool(maximize)):
+                continue
+            for p, grad in items:
                 d = p._data
                 state = self.state[p]
                 if maximize:

@@ -3,8 +3,8 @@ import numpy as np
 
 from ..tensor import _new
 from .optimizer import (Optimizer, _add_scaled_, _bump, _check_capturable, _check_differentiable,
-                        _check_hyperparameters, _grads_of, _group_defaults, _scalar, _step_tensor, _steps_to_tensors,
-                        _with_weight_decay)
+                        _check_hyperparameters, _compiled_batch, _compiled_update, _grads_of, _group_defaults, _scalar,
+                        _step_tensor, _steps_to_tensors, _with_weight_decay)
 
 __all__ = ["ASGD"]
 
@@ -38,9 +38,14 @@ class ASGD(Optimizer):
                     state["eta"] = _step_tensor(lr)
                     state["mu"] = _step_tensor(1.0)
                     state["ax"] = _new(np.zeros_like(p._data))
+            if items and group["capturable"]:
+                _check_capturable(group, "params, mus, etas, and state_steps")
+            batch = _compiled_batch(group)
+            if batch is not None and _compiled_update(self.state, batch, "asgd", ("ax",), ("step", "eta", "mu"),
+                                                      float(lr), float(lambd), float(alpha), float(t0),
+                                                      float(weight_decay), bool(maximize)):
+                continue
             for p, grad in items:
-                if group["capturable"]:
-                    _check_capturable(group, "params, mus, etas, and state_steps")
                 d = p._data
                 state = self.state[p]
                 if maximize:
@@ -61,5 +66,5 @@ class ASGD(Optimizer):
                 step = float(step_t)
                 eta[...] = lr / ((1 + lambd * lr * step) ** alpha)
                 mu[...] = 1 / max(1, step - t0)
-                _bump(p)
+                _bump(p, 2)  # param.mul_, param.add_
         return loss

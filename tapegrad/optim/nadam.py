@@ -3,8 +3,8 @@ import numpy as np
 
 from ..tensor import _new
 from .optimizer import (Optimizer, _addcdiv_, _addcmul_, _bump, _check_capturable, _check_differentiable,
-                        _check_hyperparameters, _grads_of, _group_defaults, _lerp_, _scalar, _step_tensor,
-                        _steps_to_tensors, _with_weight_decay)
+                        _check_hyperparameters, _compiled_batch, _compiled_update, _grads_of, _group_defaults, _lerp_,
+                        _scalar, _step_tensor, _steps_to_tensors, _with_weight_decay)
 
 __all__ = ["NAdam"]
 
@@ -44,9 +44,15 @@ class NAdam(Optimizer):
                     state["mu_product"] = _step_tensor(1.0)
                     state["exp_avg"] = _new(np.zeros_like(p._data))
                     state["exp_avg_sq"] = _new(np.zeros_like(p._data))
+            if items and group["capturable"]:
+                _check_capturable(group, "params, mu_products and state_steps")
+            batch = _compiled_batch(group)
+            if batch is not None and _compiled_update(self.state, batch, "nadam", ("exp_avg", "exp_avg_sq"),
+                                                      ("step", "mu_product"), float(lr), float(beta1), float(beta2),
+                                                      float(eps), float(weight_decay), float(momentum_decay),
+                                                      bool(maximize), bool(decoupled)):
+                continue
             for p, grad in items:
-                if group["capturable"]:
-                    _check_capturable(group, "params, mu_products and state_steps")
                 d = p._data
                 state = self.state[p]
                 if maximize:
@@ -68,12 +74,11 @@ class NAdam(Optimizer):
                 _lerp_(exp_avg, grad, 1 - beta1)
                 exp_avg_sq *= beta2
                 _addcmul_(exp_avg_sq, grad, grad, 1 - beta2)
-                denom = exp_avg_sq / bias_correction2
-                np.sqrt(denom, out=denom)
+                denom = np.sqrt(exp_avg_sq / bias_correction2)  # (a NumPy scalar for a 0-d parameter: no out=)
                 mu_product_value = float(mu_product)
                 mu_product_next = mu_product_value * mu_next
                 denom += eps
                 _addcdiv_(d, grad, denom, -lr * (1.0 - mu) / (1.0 - mu_product_value))
                 _addcdiv_(d, exp_avg, denom, (-lr * mu_next) / (1.0 - mu_product_next))
-                _bump(p)
+                _bump(p, 3 if decoupled and weight_decay != 0 else 2)  # [param.mul_], two addcdiv_
         return loss

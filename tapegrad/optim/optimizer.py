@@ -38,10 +38,11 @@ def _scalar(v):
     return v.item() if isinstance(v, Tensor) else v
 
 
-def _bump(p):
+def _bump(p, times=1):
+    """times: the in-place operations torch's single-tensor update applies to the parameter."""
     vc = p._vc
     if vc is not None:
-        vc[0] += 1
+        vc[0] += times
 
 
 class Optimizer:
@@ -446,12 +447,14 @@ def _compiled_batch(group):
         g = p._grad
         if g is None:
             continue
+        if getattr(g, "is_sparse", False):  # (before its _data: a sparse gradient's holds no dense array)
+            return None
         d, gd = p._data, g._data
         if dtype is None:
             dtype = d.dtype
             if dtype not in _FLOATS:
                 return None
-        if getattr(g, "is_sparse", False) or d.dtype != dtype or gd.dtype != dtype or gd.shape != d.shape \
+        if d.dtype != dtype or gd.dtype != dtype or gd.shape != d.shape \
                 or not (d.flags.c_contiguous and d.flags.writeable and gd.flags.c_contiguous):
             return None
         params.append(p)
@@ -479,3 +482,31 @@ def _dtype_args(array):
 def _step_fits(step, first):
     """A 0-d step tensor's array the kernels may increment: a float, of the dtype of the group's first."""
     return step.dtype in _FLOATS and step.size == 1 and step.flags.writeable and step.dtype == first.dtype
+
+
+def _compiled_update(state, batch, kernel, arrays, scalars, *hyper):
+    """The batch's update by kernels/optim.py's `kernel`, whose table has per parameter: param, grad, the state
+    arrays named in `arrays`, the 0-d states named in `scalars` (all of one float dtype), version cell. False,
+    having changed nothing, where a state tensor is not one the kernel can take (a loaded one of another dtype,
+    shape or layout): the NumPy loop runs then."""
+    params, grads = batch
+    rows, first = [], None
+    for p, g in zip(params, grads):
+        s, d = state[p], p._data
+        row = [id(d), id(g)]
+        for key in arrays:
+            a = s[key]._data
+            if not _fits(a, d):
+                return False
+            row.append(id(a))
+        for key in scalars:
+            a = s[key]._data
+            first = a if first is None else first
+            if not _step_fits(a, first):
+                return False
+            row.append(id(a))
+        row.append(_cell(p))
+        rows.append(row)
+    getattr(_optim_kernels(), kernel)(np.array(rows, np.int64), *_dtype_args(params[0]._data), *_dtype_args(first),
+                                      *hyper)
+    return True

@@ -3,8 +3,8 @@ import numpy as np
 
 from ..tensor import _new
 from .optimizer import (Optimizer, _addcmul_, _bump, _check_capturable, _check_differentiable, _check_hyperparameters,
-                        _grads_of, _group_defaults, _lerp_, _scalar, _step_tensor, _steps_to_tensors,
-                        _with_weight_decay)
+                        _compiled_batch, _compiled_update, _grads_of, _group_defaults, _lerp_, _scalar, _step_tensor,
+                        _steps_to_tensors, _with_weight_decay)
 
 __all__ = ["RAdam"]
 
@@ -40,8 +40,14 @@ class RAdam(Optimizer):
                     state["step"] = _step_tensor()
                     state["exp_avg"] = _new(np.zeros_like(p._data))
                     state["exp_avg_sq"] = _new(np.zeros_like(p._data))
-            for p, grad in items:
+            if items:
                 _check_capturable(group)
+            batch = _compiled_batch(group)
+            if batch is not None and _compiled_update(self.state, batch, "radam", ("exp_avg", "exp_avg_sq"), ("step",),
+                                                      float(lr), float(beta1), float(beta2), float(eps),
+                                                      float(weight_decay), bool(maximize), bool(decoupled)):
+                continue
+            for p, grad in items:
                 d = p._data
                 state = self.state[p]
                 if maximize:
@@ -67,10 +73,11 @@ class RAdam(Optimizer):
                 if rho_t > 5.0:
                     adaptive = np.sqrt(exp_avg_sq)
                     adaptive += eps
-                    np.reciprocal(adaptive, out=adaptive)  # torch's scalar / tensor is reciprocal() * scalar
+                    # torch's scalar / tensor is reciprocal() * scalar (a NumPy scalar for a 0-d parameter: no out=)
+                    adaptive = np.reciprocal(adaptive)
                     adaptive *= bias_correction2 ** 0.5
                     update *= adaptive
                     update *= ((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
                 d -= update
-                _bump(p)
+                _bump(p, 2 if decoupled and weight_decay != 0 else 1)
         return loss

@@ -2,10 +2,9 @@
 import numpy as np
 
 from ..tensor import _new
-from .optimizer import (Optimizer, _add_scaled_, _addcdiv_, _addcmul_, _bump, _cell, _check_capturable,
-                        _check_differentiable, _check_hyperparameters, _compiled_batch, _dtype_args, _fits, _grads_of,
-                        _group_defaults, _lerp_, _optim_kernels, _scalar, _step_fits, _step_tensor, _steps_to_tensors,
-                        _with_weight_decay)
+from .optimizer import (Optimizer, _add_scaled_, _addcdiv_, _addcmul_, _bump, _check_capturable, _check_differentiable,
+                        _check_hyperparameters, _compiled_batch, _compiled_update, _grads_of, _group_defaults, _lerp_,
+                        _scalar, _step_tensor, _steps_to_tensors, _with_weight_decay)
 
 __all__ = ["RMSprop"]
 
@@ -82,18 +81,7 @@ class RMSprop(Optimizer):
     def _compiled_step(self, batch, lr, alpha, eps, weight_decay, momentum, centered, maximize):
         """The group's update in one compiled pass (foreach); False, having changed nothing, where a state
         tensor is not one the kernel can take (a loaded one of another dtype, shape or layout)."""
-        params, grads = batch
-        rows, first = [], None
-        for p, g in zip(params, grads):
-            state, d = self.state[p], p._data
-            sq, step = state["square_avg"]._data, state["step"]._data
-            ga = state["grad_avg"]._data if centered else sq
-            buf = state["momentum_buffer"]._data if momentum > 0 else sq
-            first = step if first is None else first
-            if not (_fits(sq, d) and _fits(ga, d) and _fits(buf, d) and _step_fits(step, first)):
-                return False
-            rows.append((id(d), id(g), id(sq), id(ga), id(buf), id(step), _cell(p)))
-        _optim_kernels().rmsprop(np.array(rows, np.int64), *_dtype_args(params[0]._data), *_dtype_args(first),
-                                 float(lr), float(alpha), float(eps), float(weight_decay), float(momentum),
-                                 bool(centered), bool(maximize))
-        return True
+        columns = ("square_avg", "grad_avg" if centered else "square_avg",  # (those a flag leaves out: unread)
+                   "momentum_buffer" if momentum > 0 else "square_avg")
+        return _compiled_update(self.state, batch, "rmsprop", columns, ("step",), float(lr), float(alpha), float(eps),
+                                float(weight_decay), float(momentum), bool(centered), bool(maximize))

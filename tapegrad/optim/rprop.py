@@ -2,8 +2,9 @@
 import numpy as np
 
 from ..tensor import _new
-from .optimizer import (Optimizer, _bump, _check_capturable, _check_differentiable, _check_hyperparameters, _grads_of,
-                        _group_defaults, _scalar, _step_tensor, _steps_to_tensors)
+from .optimizer import (Optimizer, _bump, _check_capturable, _check_differentiable, _check_hyperparameters,
+                        _compiled_batch, _compiled_update, _grads_of, _group_defaults, _scalar, _step_tensor,
+                        _steps_to_tensors)
 
 __all__ = ["Rprop"]
 
@@ -38,8 +39,14 @@ class Rprop(Optimizer):
                     state["step"] = _step_tensor()
                     state["prev"] = _new(np.zeros_like(p._data))
                     state["step_size"] = _new(np.full_like(grad, _scalar(group["lr"])))
-            for p, grad in items:
+            if items:
                 _check_capturable(group)
+            batch = _compiled_batch(group)
+            if batch is not None and _compiled_update(self.state, batch, "rprop", ("prev", "step_size"), ("step",),
+                                                      float(etaminus), float(etaplus), float(step_size_min),
+                                                      float(step_size_max), bool(maximize)):
+                continue
+            for p, grad in items:
                 d = p._data
                 state = self.state[p]
                 if maximize:
