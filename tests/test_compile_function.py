@@ -501,3 +501,43 @@ def test_mark_dirty_breaks_the_graph():
         return Dirty.apply(x.clone() * 2)
     with pytest.raises(RuntimeError, match="mark_dirty"):
         tg.compile(f, fullgraph=True)(tg.tensor([1.0, 2.0], requires_grad=True))
+
+
+def test_the_tutorial_relu_replays_its_forward_and_breaks_where_its_backward_writes_in_place():
+    """pytorch's two_layer_net_custom_function's MyReLU: its backward writes into a clone (`grad_input[input < 0]
+    = 0`). Taken outside the compiled call, it runs eagerly on each call's values; taken inside, the in-place op
+    breaks the graph."""
+    results = {}
+    r = np.random.default_rng(6)
+    xs = [r.standard_normal((4, 3)) for _ in range(3)]
+    for lib in (tg, torch):
+        class MyReLU(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, input):
+                ctx.save_for_backward(input)
+                return input.clamp(min=0)
+
+            @staticmethod
+            def backward(ctx, grad_output):
+                input, = ctx.saved_tensors
+                grad_input = grad_output.clone()
+                grad_input[input < 0] = 0
+                return grad_input
+        w = lib.tensor([0.5, -1.0, 2.0], dtype=lib.float64, requires_grad=True)
+
+        def f(x):
+            return MyReLU.apply(x * w)
+        f = tg.compile(f, fullgraph=True) if lib is tg else f
+        got = []
+        for x in xs:
+            w.grad = None
+            out = f(lib.tensor(x))
+            out.sum().backward()
+            got += [out.detach().numpy(), w.grad.numpy().copy()]
+        results[lib] = got
+        if lib is tg:
+            assert f.traces == 1
+            with pytest.raises(RuntimeError, match="an in-place op"):
+                tg.compile(lambda x: tg.autograd.grad(MyReLU.apply(x * w).sum(), w)[0], fullgraph=True)(tg.tensor(x))
+    for a, b in zip(results[tg], results[torch]):
+        _close(a, b, "float64")

@@ -9,6 +9,13 @@ recorded and differentiable again.
 A row holds one value, so a Function with several differentiable outputs records its first one on the
 "function" row and each further output on a "function_output" row that reads it: those rows hand their
 gradient to the ctx, and the user's backward is called once, at the "function" row, with all of them.
+
+While tapegrad.compile traces (as torch.compile traces through a Function), the forward runs with grad mode on, so
+that its ops are recorded on the trace's tape and each replay recomputes them from that call's inputs; those rows
+then carry no gradient (as under no_grad), and each output's row is an alias of the row of its value
+(trace.py's `_TraceTape`: requires_grad_now, no_gradient, source_row, refresh). The backward is the user's:
+recorded as ops when the traced function takes a gradient, or run in Python on a call's values by a plain
+backward of that call.
 """
 import inspect
 import threading
@@ -124,8 +131,8 @@ class BackwardCFunction(Node, FunctionCtx):
         if self.materialize_grads:
             grads = [_zeros(meta) if gj is None and meta is not None else gj
                      for gj, meta in zip(grads, self._output_meta)]
-        if self._traced:  # (a plain backward of a compiled call: the values of that call)
-            self._tape.refresh(_ctx_tensors(self))
+        if self._traced and self._tape is not tape_mod._local.tape:  # (a plain backward of a compiled call, not
+            self._tape.refresh(_ctx_tensors(self))                     # its trace: the values of that call)
         result = _user_backward(self._forward_cls)(self, *grads)
         return self._check_grads(result)
 
@@ -427,6 +434,7 @@ def _vjp_delayed_error(ctx, g, inputs, out):
 
 
 if "function" not in registry.BY_NAME:
+    # (never reached by a trace: tapegrad.compile records the forward's ops and makes these rows aliases of them)
     _PYTHON = "its forward is the Function's own Python code"
     registry.python("function", "BackwardCFunction", None, _vjp_function,
                     doc="a custom autograd.Function (its grad_fn is named by the Function)", unreplayable=_PYTHON)
