@@ -557,6 +557,14 @@ class _TraceTape(Tape):
             if t._tape is self and first <= t._slot < self.n and self.op[t._slot] > OP_CONST:
                 t._requires_grad, t._is_leaf, t._grad_fn = False, True, None
 
+    def kept_value_replays(self, t):
+        """Whether a replay recomputes (or keeps, or reads afresh) the value of t, which a Function's ctx keeps: a row's
+        value (an op's, a tensor its forward read, a detached one), or a constant made from Python values."""
+        if t._tape is self and self.holds(t._slot, t._data):
+            return True
+        s = self.slot(t)  # (a detached tensor stands for the row whose array it shares)
+        return s in self.aliases or self.made.get(id(t._data)) is t._data
+
     def source_row(self, original, out):
         """The row of a Function's output's value (`out`: `original` as apply returns it): a row of its forward, an
         input's, or a constant's (a tensor its forward made from Python values)."""

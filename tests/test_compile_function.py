@@ -541,3 +541,36 @@ def test_the_tutorial_relu_replays_its_forward_and_breaks_where_its_backward_wri
                 tg.compile(lambda x: tg.autograd.grad(MyReLU.apply(x * w).sum(), w)[0], fullgraph=True)(tg.tensor(x))
     for a, b in zip(results[tg], results[torch]):
         _close(a, b, "float64")
+
+
+def test_a_ctx_that_keeps_a_value_no_recorded_op_computed_breaks_the_graph():
+    """unique has no gradient and is not recorded: kept on ctx, its traced value would be reused by every replay.
+    A detached input, a constant made in forward and a tensor the forward reads are recomputed, kept or read."""
+    outside = tg.tensor([1.0, 2.0, 3.0])
+
+    class Keeps(tg.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, kind):
+            ctx.kept = {"unique": lambda: tg.unique(x.detach()), "detached": lambda: x.detach(),
+                        "made": lambda: tg.ones(3), "read": lambda: outside}[kind]()
+            return x * 2 + outside
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2 + ctx.kept.sum() * 0, None
+
+    def f(x, kind):
+        return Keeps.apply(x, kind)
+    x = tg.tensor([1.0, 0.0, 3.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="Keeps's ctx keeps a tensor that no recorded op computed"):
+        tg.compile(f, fullgraph=True)(x, "unique")
+    compiled = tg.compile(f, fullgraph=True)
+    for kind in ("detached", "made", "read"):
+        for k in range(2):
+            xk = tg.tensor([1.0, 0.0, 3.0]) * (k + 1)
+            xk.requires_grad = True
+            out = compiled(xk, kind)
+            out.sum().backward()
+            np.testing.assert_array_equal(out.detach().numpy(), (xk * 2 + outside).detach().numpy())
+            np.testing.assert_array_equal(xk.grad.numpy(), [2.0, 2.0, 2.0])
+    assert compiled.traces == 3
