@@ -499,6 +499,7 @@ class _TraceTape(Tape):
         self.remapped = set()  # id() of the arrays remaps rewrite (a scatter_flat with one may add into a place twice)
         self.create_graph = False  # while a gradient with create_graph=True is traced
         self.in_function_forward = 0  # while a custom Function's forward is traced (its depth)
+        self.arg_ids = set()  # id() of the tensors that stand for the arguments
         self._grad_now = []  # per row: whether it requires grad in the calls the trace stands for (requires_grad_now)
 
     def note_values_read(self, out, saved, remap):
@@ -562,8 +563,8 @@ class _TraceTape(Tape):
         value (an op's, a tensor its forward read, a detached one), or a constant made from Python values."""
         if t._tape is self and self.holds(t._slot, t._data):
             return True
-        s = self.slot(t)  # (a detached tensor stands for the row whose array it shares)
-        return s in self.aliases or self.made.get(id(t._data)) is t._data
+        s = self.slot(t)  # (a detached tensor stands for the row whose array it shares; an argument is bound)
+        return s in self.aliases or id(t) in self.arg_ids or self.made.get(id(t._data)) is t._data
 
     def source_row(self, original, out):
         """The row of a Function's output's value (`out`: `original` as apply returns it): a row of its forward, an
@@ -582,7 +583,7 @@ class _TraceTape(Tape):
         V, n = self.values, self.n
         for t in tensors:
             s = t._slot
-            if t._tape is self and 0 <= s < n and (self.op[s] > OP_CONST or s in self.arg_leaves or s in self.aliases):
+            if t._tape is self and 0 <= s < n and (self.op[s] > OP_CONST or id(t) in self.arg_ids or s in self.aliases):
                 t._data = V[s]
 
     # -- a training step: backward into .grad, zero_grad, clip_grad_norm_, optimizer.step ---------------------
@@ -797,6 +798,7 @@ def _trace(fn, args, kwargs):
     for a in args:
         if isinstance(a, Tensor):
             t = _new(a._data)
+            private.arg_ids.add(id(t))
             if a._data.dtype.kind == "f" and a._data.dtype.itemsize >= 4:
                 t.requires_grad = True
                 private.arg_leaves[private.slot(t)] = (sum(isinstance(b, Tensor) for b in targs), a._requires_grad)

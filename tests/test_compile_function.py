@@ -574,3 +574,34 @@ def test_a_ctx_that_keeps_a_value_no_recorded_op_computed_breaks_the_graph():
             np.testing.assert_array_equal(out.detach().numpy(), (xk * 2 + outside).detach().numpy())
             np.testing.assert_array_equal(xk.grad.numpy(), [2.0, 2.0, 2.0])
     assert compiled.traces == 3
+
+
+def test_an_integer_argument_kept_on_ctx_is_each_calls():
+    """An index passed as an argument and saved without the forward reading it: bound at each call; the same index
+    computed by an op that is not recorded breaks the graph."""
+    class Pick(tg.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, idx):
+            ctx.save_for_backward(idx)
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            idx, = ctx.saved_tensors
+            return g * 2 * (idx.to(g.dtype) + 1), None
+
+    compiled = tg.compile(lambda x, idx: Pick.apply(x, idx), fullgraph=True)
+    for k in range(3):
+        x = tg.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        idx = tg.tensor([k, 0, 2 * k])
+        compiled(x, idx).sum().backward()
+        np.testing.assert_array_equal(x.grad.numpy(), 2.0 * (idx.numpy() + 1))
+    assert compiled.traces == 1
+    w = tg.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    inside = tg.compile(lambda x, idx: tg.autograd.grad(Pick.apply(x * w, idx).sum(), w)[0], fullgraph=True)
+    for k in range(3):
+        x, idx = tg.tensor([1.0, 2.0, 3.0]) * k, tg.tensor([k, 0, 2 * k])
+        np.testing.assert_array_equal(inside(x, idx).numpy(), 2.0 * (idx.numpy() + 1) * x.numpy())
+    assert inside.traces == 1
+    with pytest.raises(RuntimeError, match="Pick's ctx keeps a tensor that no recorded op computed"):
+        tg.compile(lambda x, y: Pick.apply(x, tg.unique(y)), fullgraph=True)(x, tg.tensor([2, 1, 2]))

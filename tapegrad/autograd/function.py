@@ -252,9 +252,8 @@ def _traced_forward(cls, ctx, setup, tape, args, kwargs):
     if ctx.dirty_tensors:
         tape_mod.untraceable(f"{cls.__name__}'s forward marks an input dirty (mark_dirty: it writes into it)")
     tape.no_gradient(first, _ctx_tensors(ctx, output if isinstance(output, tuple) else (output,)))
-    inputs = {id(a) for a in args if isinstance(a, Tensor)}
     for t in _ctx_tensors(ctx):
-        if not t._requires_grad and id(t) not in inputs and not tape.kept_value_replays(t):
+        if not t._requires_grad and not tape.kept_value_replays(t):
             tape_mod.untraceable(f"{cls.__name__}'s ctx keeps a tensor that no recorded op computed or read (one "
                                  f"computed by an op with no gradient such as unique, or one from outside that its "
                                  f"forward does not read): its value would be frozen")
