@@ -558,6 +558,15 @@ class _TraceTape(Tape):
             if t._tape is self and first <= t._slot < self.n and self.op[t._slot] > OP_CONST:
                 t._requires_grad, t._is_leaf, t._grad_fn = False, True, None
 
+    def pin_kept(self, values):
+        """Numbers read from tensors (TracedScalars, also in lists, tuples and dicts) that a Function's ctx keeps: its
+        backward may use them outside the trace (a backward of the call), where no guard would follow: guarded now."""
+        for v in values:
+            if isinstance(v, TracedScalar):
+                v._pin()
+            elif isinstance(v, (list, tuple, dict)):
+                self.pin_kept(v.values() if isinstance(v, dict) else v)
+
     def kept_value_replays(self, t):
         """Whether a replay recomputes (or keeps, or reads afresh) the value of t, which a Function's ctx keeps: a row's
         value (an op's, a tensor its forward read, a detached one), or a constant made from Python values."""

@@ -605,3 +605,24 @@ def test_an_integer_argument_kept_on_ctx_is_each_calls():
     assert inside.traces == 1
     with pytest.raises(RuntimeError, match="Pick's ctx keeps a tensor that no recorded op computed"):
         tg.compile(lambda x, y: Pick.apply(x, tg.unique(y)), fullgraph=True)(x, tg.tensor([2, 1, 2]))
+
+
+def test_a_number_read_in_forward_and_kept_on_ctx_is_guarded():
+    """ctx.top = x.max().item() used by the backward only, which runs outside the call: its value is guarded, so a
+    call where it differs traces again instead of reusing the traced number."""
+    class Scaled(tg.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.top = x.detach().max().item()
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * ctx.top
+
+    compiled = tg.compile(lambda x: Scaled.apply(x), fullgraph=True)
+    for top, traces in ((3.0, 1), (3.0, 1), (5.0, 2), (3.0, 2)):
+        x = tg.tensor([1.0, top, 2.0], requires_grad=True)
+        compiled(x).sum().backward()
+        np.testing.assert_array_equal(x.grad.numpy(), [top] * 3)
+        assert compiled.traces == traces

@@ -252,6 +252,7 @@ def _traced_forward(cls, ctx, setup, tape, args, kwargs):
     if ctx.dirty_tensors:
         tape_mod.untraceable(f"{cls.__name__}'s forward marks an input dirty (mark_dirty: it writes into it)")
     tape.no_gradient(first, _ctx_tensors(ctx, output if isinstance(output, tuple) else (output,)))
+    tape.pin_kept(vars(ctx).values())
     for t in _ctx_tensors(ctx):
         if not t._requires_grad and not tape.kept_value_replays(t):
             tape_mod.untraceable(f"{cls.__name__}'s ctx keeps a tensor that no recorded op computed or read (one "
