@@ -380,7 +380,7 @@ def test_a_closure_tensor_read_in_forward_is_read_at_each_call(dtype):
         f = tg.compile(f, fullgraph=True) if lib is tg else f
         got = []
         for k in range(3):
-            shift.mul_(2) if lib is torch else shift._data.__imul__(2)
+            shift.mul_(2)  # (in place, between calls: read afresh by each)
             x = lib.tensor(np.full(3, float(k), dtype), requires_grad=True)
             out = f(x)
             out.sum().backward()
