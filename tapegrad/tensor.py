@@ -329,12 +329,14 @@ class Tensor:
         return self._data.tolist()
 
     def numpy(self, force=False):
+        # (tapegrad.compile, first: a trace's tensors require grad where the call's may not, every float argument
+        # being a leaf of the trace, and a custom Function's grad_output)
+        untraceable("a value read into Python (numpy)")
         if self._requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
                                "instead.")
         if _dtype.is_bfloat16(self._data.dtype):  # (NumPy has no bfloat16 of its own: torch refuses too)
             raise TypeError("Got unsupported ScalarType BFloat16")
-        untraceable("a value read into Python (numpy)")
         return self._data
 
     def __array__(self, dtype=None, copy=None):

@@ -497,6 +497,10 @@ class _TraceTape(Tape):
         self.remaps = {}
         self.frozen_values = set()
         self.remapped = set()  # id() of the arrays remaps rewrite (a scatter_flat with one may add into a place twice)
+        self.create_graph = False  # while a gradient with create_graph=True is traced
+        self.in_function_forward = 0  # while a custom Function's forward is traced (its depth)
+        self.arg_ids = set()  # id() of the tensors that stand for the arguments
+        self._grad_now = []  # per row: whether it requires grad in the calls the trace stands for (requires_grad_now)
 
     def note_values_read(self, out, saved, remap):
         """tape.guard while tracing: out's row derived its context from the values of `saved`."""
@@ -523,6 +527,73 @@ class _TraceTape(Tape):
             else:
                 self.consts[s] = weakref.ref(t)
         return s
+
+    # -- a custom autograd.Function (autograd/function.py): its forward's rows, its outputs' rows -------------
+    def requires_grad_now(self, t):
+        """Whether t requires grad in the calls this trace stands for: every float argument is a leaf of the trace,
+        whether the caller's tensor requires grad or not (the signature says which do; a parameter must)."""
+        if not t._requires_grad:
+            return False
+        if t._tape is not self or not self.holds(t._slot, t._data):
+            return True  # (a parameter that no op has read yet)
+        known, flags, op = self._grad_now, self.flags, self.op
+        for r in range(len(known), self.n):
+            if op[r] == OP_LEAF:
+                known.append(self.arg_leaves[r][1] if r in self.arg_leaves else
+                             bool(flags[r] & F_REQ) and r not in self.held and r not in self.aliases)
+            else:
+                args = self.row_args(r)
+                known.append(op[r] > OP_CONST and bool(flags[r] & F_REQ) and (not args or any(known[a] for a in args)))
+        return known[t._slot]
+
+    def no_gradient(self, first, tensors):
+        """A Function's forward has recorded rows first..n: none carries a gradient (an eager forward runs under
+        no_grad; the Function's backward gives the gradient), nor do the `tensors` it made (its outputs, what its
+        ctx keeps)."""
+        rows = np.arange(first, self.n)
+        rows = rows[self.op[rows] > OP_CONST]
+        self.flags[rows] &= np.uint8(~F_REQ & 0xFF)
+        del self._grad_now[first:]
+        for t in tensors:
+            if t._tape is self and first <= t._slot < self.n and self.op[t._slot] > OP_CONST:
+                t._requires_grad, t._is_leaf, t._grad_fn = False, True, None
+
+    def pin_kept(self, values):
+        """Numbers read from tensors (TracedScalars, also in lists, tuples and dicts) that a Function's ctx keeps: its
+        backward may use them outside the trace (a backward of the call), where no guard would follow: guarded now."""
+        for v in values:
+            if isinstance(v, TracedScalar):
+                v._pin()
+            elif isinstance(v, (list, tuple, dict)):
+                self.pin_kept(v.values() if isinstance(v, dict) else v)
+
+    def kept_value_replays(self, t):
+        """Whether a replay recomputes (or keeps, or reads afresh) the value of t, which a Function's ctx keeps: a row's
+        value (an op's, a tensor its forward read, a detached one), or a constant made from Python values."""
+        if t._tape is self and self.holds(t._slot, t._data):
+            return True
+        s = self.slot(t)  # (a detached tensor stands for the row whose array it shares; an argument is bound)
+        return s in self.aliases or id(t) in self.arg_ids or self.made.get(id(t._data)) is t._data
+
+    def source_row(self, original, out):
+        """The row of a Function's output's value (`out`: `original` as apply returns it): a row of its forward, an
+        input's, or a constant's (a tensor its forward made from Python values)."""
+        if not (original._tape is self and self.holds(original._slot, original._data)):
+            original = _new(original._data)  # (made in the trace: a constant; else a value no row computes)
+        s = self.slot(original)
+        if self.values[s] is not out._data:  # (made contiguous by apply)
+            tape_mod.untraceable("a custom Function's output that is not a contiguous array")
+        return s
+
+    def refresh(self, tensors):
+        """A traced Function's backward run by a plain backward of a compiled call (not traced): the tensors its ctx
+        holds that the trace made (an argument's stand-in, an op's result, a detached one) take that call's values,
+        which the replay recomputed. A parameter, or a tensor from outside, is its own."""
+        V, n = self.values, self.n
+        for t in tensors:
+            s = t._slot
+            if t._tape is self and 0 <= s < n and (self.op[s] > OP_CONST or id(t) in self.arg_ids or s in self.aliases):
+                t._data = V[s]
 
     # -- a training step: backward into .grad, zero_grad, clip_grad_norm_, optimizer.step ---------------------
     def read_grad(self, t):
@@ -685,7 +756,11 @@ class _TraceTape(Tape):
         each gradient is handed out detached, as a leaf that stands for its row."""
         seeds = [self._seed(s, self.values[r].dtype) for r, s in zip(roots, seeds)]
         if create_graph:
-            return run_graph(self, need, roots, seeds, targets, False)
+            saved, self.create_graph = self.create_graph, True
+            try:
+                return run_graph(self, need, roots, seeds, targets, False)
+            finally:
+                self.create_graph = saved
         got = run_graph(self, need, roots, seeds, targets, False,
                          lambda op, tape, row, g, inputs: _rule_rows(op, tape, row, g, inputs, need, graph_vjp))
         return [None if g is None else self._leaf(g._data, self.aliases, g._slot) for g in got]
@@ -732,6 +807,7 @@ def _trace(fn, args, kwargs):
     for a in args:
         if isinstance(a, Tensor):
             t = _new(a._data)
+            private.arg_ids.add(id(t))
             if a._data.dtype.kind == "f" and a._data.dtype.itemsize >= 4:
                 t.requires_grad = True
                 private.arg_leaves[private.slot(t)] = (sum(isinstance(b, Tensor) for b in targs), a._requires_grad)

@@ -9,6 +9,13 @@ recorded and differentiable again.
 A row holds one value, so a Function with several differentiable outputs records its first one on the
 "function" row and each further output on a "function_output" row that reads it: those rows hand their
 gradient to the ctx, and the user's backward is called once, at the "function" row, with all of them.
+
+While tapegrad.compile traces (as torch.compile traces through a Function), the forward runs with grad mode on, so
+that its ops are recorded on the trace's tape and each replay recomputes them from that call's inputs; those rows
+then carry no gradient (as under no_grad), and each output's row is an alias of the row of its value
+(trace.py's `_TraceTape`: requires_grad_now, no_gradient, source_row, refresh). The backward is the user's:
+recorded as ops when the traced function takes a gradient, or run in Python on a call's values by a plain
+backward of that call.
 """
 import inspect
 import threading
@@ -73,6 +80,7 @@ class BackwardCFunction(Node, FunctionCtx):
     dirty_tensors = ()
     non_differentiable = ()
     _saved = None
+    _traced = False  # recorded by tapegrad.compile's trace: its tape's values are each replay's
 
     def __init__(self):
         pass  # Node's fields are set when the row is recorded
@@ -95,7 +103,7 @@ class BackwardCFunction(Node, FunctionCtx):
     def saved_tensors(self):
         if self._saved is None:  # inside forward, before the row exists
             return tuple(self.to_save)
-        if getattr(self, "_tape", None) is not None and not self._alive():
+        if getattr(self, "_tape", None) is not None and not self._traced and not self._alive():
             raise RuntimeError(FREED_MESSAGE)
         return tuple(_unpack(self, entry) for entry in self._saved)
 
@@ -123,6 +131,8 @@ class BackwardCFunction(Node, FunctionCtx):
         if self.materialize_grads:
             grads = [_zeros(meta) if gj is None and meta is not None else gj
                      for gj, meta in zip(grads, self._output_meta)]
+        if self._traced and self._tape is not tape_mod._local.tape:  # (a plain backward of a compiled call, not
+            self._tape.refresh(_ctx_tensors(self))                     # its trace: the values of that call)
         result = _user_backward(self._forward_cls)(self, *grads)
         return self._check_grads(result)
 
@@ -207,15 +217,60 @@ class Function(FunctionCtx, metaclass=FunctionMeta):
             args, kwargs = bound.args, bound.kwargs
         ctx = cls._backward_cls()
         tensors = [a for a in args if isinstance(a, Tensor)]
-        recording = is_grad_enabled() and any(t._requires_grad for t in tensors)
-        ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
-        with no_grad():
-            output = cls.forward(*args, **kwargs) if setup else cls.forward(ctx, *args, **kwargs)
-            if setup:
-                cls.setup_context(ctx, args, output)
+        tape = tape_mod._local.tape if tape_mod._local.tracing is not None and is_grad_enabled() else None
+        if tape is not None:  # tapegrad.compile traces through it (_traced_forward)
+            output = _traced_forward(cls, ctx, setup, tape, args, kwargs)
+            recording = any(ctx.needs_input_grad) and not tape.in_function_forward
+        else:
+            recording = is_grad_enabled() and any(t._requires_grad for t in tensors)
+            ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
+            with no_grad():
+                output = cls.forward(*args, **kwargs) if setup else cls.forward(ctx, *args, **kwargs)
+                if setup:
+                    cls.setup_context(ctx, args, output)
         is_tuple = isinstance(output, tuple)
-        outputs = _finish(ctx, args, tensors, output if is_tuple else (output,), recording)
+        outputs = _finish(ctx, args, tensors, output if is_tuple else (output,), recording, tape)
         return outputs if is_tuple else outputs[0]
+
+
+def _traced_forward(cls, ctx, setup, tape, args, kwargs):
+    """forward while tapegrad.compile traces (as torch.compile traces through a Function): run with grad mode on, so
+    that each of its ops is recorded and a replay recomputes it from that call's inputs, then its rows made to carry
+    no gradient (as no_grad would): the gradient is the user's backward, at the Function's row (_finish)."""
+    # which inputs require grad in the calls this trace stands for (the signature fixes it: every float argument
+    # of a trace is a leaf that requires grad, whether the caller's tensor does or not)
+    nested = tape.in_function_forward  # (a Function inside a forward: its eager forward runs under no_grad)
+    ctx.needs_input_grad = tuple(isinstance(a, Tensor) and not nested and tape.requires_grad_now(a) for a in args)
+    first = tape.n
+    tape.in_function_forward += 1
+    try:
+        output = cls.forward(*args, **kwargs) if setup else cls.forward(ctx, *args, **kwargs)
+        if setup:
+            cls.setup_context(ctx, args, output)
+    finally:
+        tape.in_function_forward -= 1
+    if ctx.dirty_tensors:
+        tape_mod.untraceable(f"{cls.__name__}'s forward marks an input dirty (mark_dirty: it writes into it)")
+    tape.no_gradient(first, _ctx_tensors(ctx, output if isinstance(output, tuple) else (output,)))
+    tape.pin_kept(vars(ctx).values())
+    for t in _ctx_tensors(ctx):
+        if not t._requires_grad and not tape.kept_value_replays(t):
+            tape_mod.untraceable(f"{cls.__name__}'s ctx keeps a tensor that no recorded op computed or read (one "
+                                 f"computed by an op with no gradient such as unique, or one from outside that its "
+                                 f"forward does not read): its value would be frozen")
+    return output
+
+
+def _ctx_tensors(ctx, more=()):
+    """The tensors a ctx holds (saved, or as attributes, also in a list, tuple or dict), and `more`."""
+    found = [t for t in more if isinstance(t, Tensor)]
+    saved = ctx.to_save if ctx._saved is None else [e[1] for e in ctx._saved if e is not None]
+    for v in (*saved, *vars(ctx).values()):
+        if isinstance(v, Tensor):
+            found.append(v)
+        elif isinstance(v, (list, tuple, dict)):
+            found.extend(x for x in (v.values() if isinstance(v, dict) else v) if isinstance(x, Tensor))
+    return found
 
 
 class InplaceFunction(Function):
@@ -238,13 +293,14 @@ def _torch_dtype(np_dtype):
 
 def _zeros(meta):
     shape, dtype = meta
-    return _new(np.zeros(shape, dtype))
+    return tape_mod.made_in_trace(_new(np.zeros(shape, dtype)))  # (tapegrad.compile: a constant of the trace)
 
 
 # -- recording -------------------------------------------------------------------------------------------------
-def _finish(ctx, args, tensors, outputs, recording):
+def _finish(ctx, args, tensors, outputs, recording, traced=None):
     """The outputs as returned by apply: dirty inputs rebased, aliases of inputs made new tensors, and the
-    differentiable ones recorded (one row, plus one per further differentiable output)."""
+    differentiable ones recorded (one row, plus one per further differentiable output). traced: the tape of
+    tapegrad.compile's trace, where each output's row stands for the row of the value its forward computed."""
     dirty = {id(t) for t in ctx.dirty_tensors}
     non_diff = {id(t) for t in ctx.non_differentiable}
     inputs = {id(a) for a in tensors}
@@ -269,9 +325,11 @@ def _finish(ctx, args, tensors, outputs, recording):
             recorded[len(results) - 1] = (o, original)
     if not recorded:
         return tuple(results)
-    tape = tape_mod.current()
+    tape = traced or tape_mod.current()
     primary = min(recorded)
     first = recorded[primary][0]
+    # (traced: the row of each output's value, which a replay recomputes; the Function's rows take it as theirs)
+    sources = {j: tape.source_row(original, o) for j, (o, original) in recorded.items()} if traced else None
     row = tape.record(_FUNCTION.code, first._data, tensors, aux=ctx)
     ctx._tape, ctx._row, ctx._value = tape, row, weakref.ref(first._data)
     ctx._primary, ctx._output_meta, ctx._output_of_row = primary, meta, {}
@@ -282,15 +340,21 @@ def _finish(ctx, args, tensors, outputs, recording):
             ctx._output_of_row[r] = j
         else:
             r = row
+        if traced:
+            tape.aliases[r] = sources[j]
         rows[id(o)] = (r, o._data)
         if original is not o and id(original) not in inputs:
             rows[id(original)] = rows[id(o)]
         _attach(o, tape, r, _FUNCTION.code if j == primary else _OUTPUT.code, ctx)
         if o._vc is not None:
             tape.set_cell(r, o._vc, current=True)
-    ctx._input_meta = tuple((a._data.shape, a._data.dtype, a._requires_grad) if isinstance(a, Tensor) else None
-                            for a in args)
-    ctx._saved = tuple(_pack(t, rows, tape) for t in ctx.to_save)
+    ctx._input_meta = tuple((a._data.shape, a._data.dtype, needs) if isinstance(a, Tensor) else None
+                            for a, needs in zip(args, ctx.needs_input_grad))
+    if traced:  # a replay recomputes every row: what backward reads is the tensor as it is then (_TraceTape.refresh)
+        ctx._traced = True
+        ctx._saved = tuple(None if t is None else ("traced", t) for t in ctx.to_save)
+    else:
+        ctx._saved = tuple(_pack(t, rows, tape) for t in ctx.to_save)
     ctx.to_save = ()  # the packed form holds outputs by row, so that a forward nobody uses can be swept
     return tuple(results)
 
@@ -318,6 +382,8 @@ def _cell_version(tape, row):
 def _unpack(ctx, entry):
     if entry is None:
         return None
+    if entry[0] == "traced":  # (the caller's row checks versions, on the real tensors)
+        return entry[1]
     if entry[0] == "row":
         _, row, ref, expected = entry
         tape = ctx._tape
@@ -364,7 +430,8 @@ def _vjp_output(ctx, g, inputs, out):
     """Hands this output's gradient to the Function's row (zeros flow on, so that row runs)."""
     ctx._stash(out._slot, g)
     first, = inputs
-    return (_new(np.zeros(first._data.shape, first._data.dtype)),)  # the Function's row must run
+    # the Function's row must run (tapegrad.compile: a constant of the trace)
+    return (tape_mod.made_in_trace(_new(np.zeros(first._data.shape, first._data.dtype))),)
 
 
 def _vjp_delayed_error(ctx, g, inputs, out):
@@ -373,6 +440,7 @@ def _vjp_delayed_error(ctx, g, inputs, out):
 
 
 if "function" not in registry.BY_NAME:
+    # (never reached by a trace: tapegrad.compile records the forward's ops and makes these rows aliases of them)
     _PYTHON = "its forward is the Function's own Python code"
     registry.python("function", "BackwardCFunction", None, _vjp_function,
                     doc="a custom autograd.Function (its grad_fn is named by the Function)", unreplayable=_PYTHON)
@@ -391,6 +459,12 @@ def once_differentiable(fn):
 
     @functools.wraps(fn)
     def wrapper(ctx, *args):
+        tracing = tape_mod._local.tracing is not None and is_grad_enabled()
+        if tracing and tape_mod._local.tape.create_graph:
+            tape_mod.untraceable("a @once_differentiable backward under create_graph=True (its results must raise "
+                                 "when differentiated)")
+        if tracing:  # tapegrad.compile: recorded, so that a replay recomputes it; its results are detached
+            return fn(ctx, *args)
         with no_grad():
             outputs = fn(ctx, *args)
         if not (is_grad_enabled() and any(isinstance(a, Tensor) and a._requires_grad for a in args)):
