@@ -400,8 +400,14 @@ def run_program(lib, x0, steps):
 
 
 def compare(steps, x0, rtol=1e-9, atol=1e-11):
+    try:
+        th_out, th_leaves = run_program(torch, x0, steps)
+    except Exception as e:  # a program torch refuses (a view of an expanded tensor): tapegrad's error must be torch's
+        with pytest.raises(type(e)) as refused:
+            run_program(tapegrad, x0, steps)
+        assert str(refused.value) == str(e), steps
+        return
     tg_out, tg_leaves = run_program(tapegrad, x0, steps)
-    th_out, th_leaves = run_program(torch, x0, steps)
     np.testing.assert_allclose(tg_out.detach().numpy(), th_out.detach().numpy(), rtol=rtol, atol=atol,
                                equal_nan=True, err_msg=f"values of {steps}")
     if not th_out.requires_grad:
