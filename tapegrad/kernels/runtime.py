@@ -6,6 +6,7 @@ rows of kind PYTHON (and rows flagged STOP) make `replay` return, so Python can 
 import numba
 import numpy as np
 from numba import njit
+from numpy import uint64 as u64
 
 from .memory import JIT, _voidptr, dim, load_i64, ndim, size, typenum, view
 from . import elementwise
@@ -405,7 +406,8 @@ def _step(i, kind, o, argptr, args, obj, fattr, iattr, need, offsets, adj, dt, n
                 ix = reduce_offsets(x, iattr[i])
                 for k in range(m):
                     gx[k] += g[ix[k]] * c
-            else:
+            else:  # (unsigned positions, as the elementwise kernels': LLVM then vectorizes the loop)
+                outer, inner, go, gj = u64(outer), u64(inner), u64(go), u64(gj)
                 for o in range(outer):
                     for j in range(inner):
                         gx[o * inner + j] += g[o * go + j * gj] * c
@@ -417,6 +419,7 @@ def _step(i, kind, o, argptr, args, obj, fattr, iattr, need, offsets, adj, dt, n
             for k in range(n):
                 gx[iy[k]] += g[k]
         else:
+            outer, inner, xo, xj = u64(outer), u64(inner), u64(xo), u64(xj)
             for o in range(outer):
                 for j in range(inner):
                     gx[o * xo + j * xj] += g[o * inner + j]
