@@ -21,7 +21,7 @@ import numpy as np
 INSTALL_HINT = 'pip install "tapegrad[demo]"'
 # Outside any working tree: a run from a clone leaves nothing for git to see.
 DEFAULT_PLOT = os.path.join(tempfile.gettempdir(), "tapegrad-demo-loss.png")
-COMPILE_NOTICE = ("compiling tapegrad's kernels (the first run in a new environment does this once: about 1-2 minutes; "
+COMPILE_NOTICE = ("compiling tapegrad's kernels (the first run in a new environment does this once: about 2-3 minutes; "
                   "later runs load them from Numba's cache)")
 NOTICE_AFTER_S = 2.0  # loading cached kernels takes well under this; compiling takes far longer
 

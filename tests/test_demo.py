@@ -54,7 +54,7 @@ def test_compilation_is_announced_once_on_stderr_when_not_a_terminal(monkeypatch
     with demo._notice_if_slow(bar):
         tapegrad.warmup()
     assert stream.getvalue() == demo.COMPILE_NOTICE + "\n"
-    assert "about 1-2 minutes" in demo.COMPILE_NOTICE
+    assert "about 2-3 minutes" in demo.COMPILE_NOTICE
     fast = io.StringIO()
     bar = demo.ProgressBar(4, stream=fast)
     monkeypatch.setattr(demo, "NOTICE_AFTER_S", 5.0)
