@@ -1,8 +1,9 @@
-"""The real programs' training steps (PyTorch's polynomial tutorials and dynamic_net, from issue 20's realworld corpus), rebuilt
+"""The real programs' training steps (PyTorch's polynomial tutorials, dynamic_net and time_sequence_prediction's LSTM,
+from issue 20's realworld corpus), rebuilt
 here and split into phases, timed in CPU time of this thread (time.thread_time: a loaded machine's other processes
 do not count), tapegrad and torch in one process, one thread.
 
-    python -m benchmarks.realworld_phases [autograd custom nn optim module dynamic]
+    python -m benchmarks.realworld_phases [autograd custom nn optim module dynamic sequence]
 
 Prints per program the median µs of forward / zero_grad / backward / optimizer update, their sum, and tapegrad's
 sum over torch's. The programs themselves, timed end to end, are run by the corpus's run.sh.
@@ -69,7 +70,32 @@ def build(T, name):
         o = T.optim.SGD(model.parameters(), lr=1e-8, momentum=0.9 if name=='dynamic' else 0)
         def fwd(): return crit(model(x), y)
         return fwd, o.zero_grad, o.step
+    if name == 'sequence':  # time_sequence_prediction: two LSTMCells and a Linear unrolled 999 steps, float64
+        class Sequence(T.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lstm1 = T.nn.LSTMCell(1, 51); self.lstm2 = T.nn.LSTMCell(51, 51); self.linear = T.nn.Linear(51, 1)
+            def forward(self, input):
+                outputs = []
+                h_t, c_t, h_t2, c_t2 = (T.zeros(input.size(0), 51, dtype=T.double) for _ in range(4))
+                for input_t in input.split(1, dim=1):
+                    h_t, c_t = self.lstm1(input_t, (h_t, c_t))
+                    h_t2, c_t2 = self.lstm2(h_t, (h_t2, c_t2))
+                    outputs += [self.linear(h_t2)]
+                return T.cat(outputs, dim=1)
+        T.manual_seed(0)
+        waves = math.pi * 2 * (T.arange(1000, dtype=T.double) / 20 + T.arange(97, dtype=T.double).unsqueeze(1) / 7)
+        data = T.sin(waves)
+        inp, target = data[:, :-1], data[:, 1:]
+        seq = Sequence().double(); crit = T.nn.MSELoss()
+        o = T.optim.SGD(seq.parameters(), lr=0.01)  # (the script's LBFGS calls this closure: forward, backward)
+        def fwd(): return crit(seq(inp), target)
+        return fwd, o.zero_grad, o.step
+STEPS = {'sequence': 9}  # (a second a step: the others take 300)
+
+
 def run(T, name, n=300):
+    n = STEPS.get(name, n)
     fwd, zg, opt = build(T, name)
     tf=[];tz=[];tb=[];to=[]
     pc = time.thread_time
@@ -78,12 +104,12 @@ def run(T, name, n=300):
         t0=pc(); loss=fwd(); t1=pc(); zg(); t2=pc(); loss.backward(); t3=pc(); opt(); t4=pc()
         if i % 100 == 99: loss.item()
         tf.append(t1-t0); tz.append(t2-t1); tb.append(t3-t2); to.append(t4-t3)
-    m=lambda v: statistics.median(v[20:])*1e6
+    m=lambda v: statistics.median(v[min(20, n // 3):])*1e6
     return m(tf), m(tz), m(tb), m(to)
 if __name__ == '__main__':
     import torch, tapegrad
     torch.set_num_threads(1)
-    names = sys.argv[1:] or ['autograd','custom','nn','optim','module','dynamic']
+    names = sys.argv[1:] or ['autograd','custom','nn','optim','module','dynamic','sequence']
     for name in names:
         rt = run(torch, name); rg = run(tapegrad, name)
         print(f"{name:9s} torch f/z/b/o {rt[0]:6.1f} {rt[1]:5.1f} {rt[2]:6.1f} {rt[3]:5.1f} sum {sum(rt):6.1f} | tg {rg[0]:6.1f} {rg[1]:5.1f} {rg[2]:6.1f} {rg[3]:5.1f} sum {sum(rg):6.1f} ratio {sum(rg)/sum(rt):.2f}")

@@ -35,11 +35,15 @@ K_LEAF, K_UNARY, K_BINARY, K_SUM, K_EXPAND, K_RESHAPE, K_GATHER, K_CAST, K_PYTHO
 # An op's `saves` byte: bit j < 6, its backward reads input j; SAVES_ALL, every input, however many (a compiled
 # call's); SAVES_OUT, its output. `plan` checks the versions of exactly these (kernels/runtime.py).
 SAVES_ALL, SAVES_OUT = 64, 128
+# A bit of tables()'s saves only (past the byte): a Python row whose rule may hold its grad_output past the call
+# (a user's backward, a gradient handed on to another row), so the replay never gives its adjoint block to
+# another row. The library's own rules use their grad_output within the call.
+HOLDS_GRAD = 256
 
 
 class OpDef:
     __slots__ = ("code", "name", "kind", "grad_fn", "forward", "derivs", "vjp", "declared_saves", "_saves", "doc",
-                 "array_vjp", "ufunc", "unreplayable")
+                 "array_vjp", "ufunc", "unreplayable", "holds_grad")
 
     def __init__(self, name, kind, grad_fn, forward=None, derivs=(), vjp=None, saves=0, doc="", array_vjp=None,
                  unreplayable=None):
@@ -51,6 +55,7 @@ class OpDef:
         self.derivs, self.vjp, self.doc = tuple(derivs), vjp, doc
         self.declared_saves = self._saves = saves
         self.array_vjp, self.unreplayable = array_vjp, unreplayable
+        self.holds_grad = False
         OPS.append(self)
         BY_NAME[name] = self
 
@@ -111,12 +116,13 @@ def structural(name, kind, grad_fn, vjp, saves=None, doc="", forward=None, unrep
     OpDef(name, kind, grad_fn, forward, (), vjp, saves, doc, unreplayable=unreplayable)
 
 
-def python(name, grad_fn, forward, vjp, saves=None, doc="", array_vjp=None, unreplayable=None):
+def python(name, grad_fn, forward, vjp, saves=None, doc="", array_vjp=None, unreplayable=None, holds_grad=False):
     """An op whose adjoint runs in Python between compiled segments (BLAS, fused losses, layers).
     forward: `(ctx, *inputs) -> value` on arrays, what `tapegrad.compile` reruns; or None, with the reason
     it cannot be replayed in `unreplayable`. saves: given only where the rule reads its inputs through
-    its context, which the derivation cannot see."""
-    OpDef(name, K_PYTHON, grad_fn, forward, (), vjp, saves, doc, array_vjp, unreplayable)
+    its context, which the derivation cannot see. holds_grad: the rule may keep its grad_output (a view of
+    the row's adjoint block) past the call (see HOLDS_GRAD)."""
+    OpDef(name, K_PYTHON, grad_fn, forward, (), vjp, saves, doc, array_vjp, unreplayable).holds_grad = holds_grad
 
 
 def _torch_name(name):
@@ -141,7 +147,8 @@ def tables():
     """The kind and saves of every opcode, as arrays for the compiled replay (ops may be added later)."""
     global _tables
     if _tables is None or len(_tables[0]) != len(OPS):
-        _tables = (np.array([op.kind for op in OPS], np.int8), np.array([op.saves for op in OPS], np.uint8))
+        _tables = (np.array([op.kind for op in OPS], np.int8),
+                   np.array([op.saves | (HOLDS_GRAD if op.holds_grad else 0) for op in OPS], np.uint16))
     return _tables
 
 

@@ -88,8 +88,8 @@ def _compare_forward(ctx, *arrays):
 
 # SAVES_ALL: the backward reads the arrays of the call, so the plan checks that none was changed in place since
 registry.python("compiled", "CompiledFunctionBackward", None, _vjp_compiled, saves=registry.SAVES_ALL,
-                array_vjp=_compiled_arrays, unreplayable="it is a call of another compiled function")
-registry.python("traced_rule", "TracedRuleBackward", _traced_rule_forward, _vjp_traced_rule)
+                array_vjp=_compiled_arrays, unreplayable="it is a call of another compiled function", holds_grad=True)
+registry.python("traced_rule", "TracedRuleBackward", _traced_rule_forward, _vjp_traced_rule, holds_grad=True)
 
 
 def _vjp_traced_compare(ctx, g, inputs, out):
@@ -98,10 +98,10 @@ def _vjp_traced_compare(ctx, g, inputs, out):
     raise RuntimeError("tapegrad.compile: a comparison is not differentiable")
 
 
-registry.python("traced_compare", "TracedCompareBackward", _compare_forward, _vjp_traced_compare)
+registry.python("traced_compare", "TracedCompareBackward", _compare_forward, _vjp_traced_compare, holds_grad=True)
 COMPILED = registry.BY_NAME["compiled"]
 COMPARE = registry.BY_NAME["traced_compare"]
-registry.python("traced_draw", "TracedDrawBackward", _draw_forward, _vjp_traced_draw)
+registry.python("traced_draw", "TracedDrawBackward", _draw_forward, _vjp_traced_draw, holds_grad=True)
 
 
 def _vjp_traced_value(ctx, g, inputs, out):
@@ -110,7 +110,7 @@ def _vjp_traced_value(ctx, g, inputs, out):
     raise RuntimeError("tapegrad.compile: an index computed from values is not differentiable")
 
 
-registry.python("traced_value", "TracedValueBackward", lambda ctx, *arrays: ctx(*arrays), _vjp_traced_value)
+registry.python("traced_value", "TracedValueBackward", lambda ctx, *arrays: ctx(*arrays), _vjp_traced_value, holds_grad=True)
 VALUE = registry.BY_NAME["traced_value"]
 DRAW = registry.BY_NAME["traced_draw"]
 TRACED_RULE = registry.BY_NAME["traced_rule"]

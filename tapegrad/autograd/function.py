@@ -443,9 +443,11 @@ if "function" not in registry.BY_NAME:
     # (never reached by a trace: tapegrad.compile records the forward's ops and makes these rows aliases of them)
     _PYTHON = "its forward is the Function's own Python code"
     registry.python("function", "BackwardCFunction", None, _vjp_function,
-                    doc="a custom autograd.Function (its grad_fn is named by the Function)", unreplayable=_PYTHON)
+                    doc="a custom autograd.Function (its grad_fn is named by the Function)", unreplayable=_PYTHON,
+                    holds_grad=True)  # (the user's backward may keep its grad_output)
     registry.python("function_output", "BackwardCFunction", None, _vjp_output,
-                    doc="a further output of a custom autograd.Function", unreplayable=_PYTHON)
+                    doc="a further output of a custom autograd.Function", unreplayable=_PYTHON,
+                    holds_grad=True)  # (its gradient waits, stashed, for the Function's row)
     registry.python("delayed_error", "DelayedError", None, _vjp_delayed_error,
                     doc="the result of a @once_differentiable backward under create_graph",
                     unreplayable="it stands for a gradient that must not be differentiated")

@@ -19,6 +19,7 @@ OP_CONST = 1  # the tape's opcode of a constant row
 NUM_F32, NUM_F64, NUM_I64 = np.dtype(np.float32).num, np.dtype(np.float64).num, np.dtype(np.int64).num
 SAVES_OUT = 128  # bit of the saves table: the op's backward reads its own output
 SAVES_ALL = 64  # bit of the saves table: the op's backward reads every input, however many (a compiled call)
+HOLDS_GRAD = 256  # bit of the saves table: a Python row's rule may keep its grad_output (registry.HOLDS_GRAD)
 
 
 @njit(**JIT)
@@ -173,22 +174,22 @@ def plan(n, roots, targets, flags, op, kinds, saves, argptr, args, argver, obj, 
             offsets[i] = n64
             n64 += m
     if shared:
-        n32, n64 = _layout(n, roots, targets, need, own, op, kinds, argptr, args, obj, dtypes, reuse_min,
+        n32, n64 = _layout(n, roots, targets, need, own, op, kinds, saves, argptr, args, obj, dtypes, reuse_min,
                            offsets, recycle)
     return need, own, offsets, recycle, n32, n64, -1, 0
 
 
 @njit(**JIT)
-def _layout(n, roots, targets, need, own, op, kinds, argptr, args, obj, dtypes, reuse_min, offsets, recycle):
+def _layout(n, roots, targets, need, own, op, kinds, saves, argptr, args, obj, dtypes, reuse_min, offsets, recycle):
     """Offsets of the needed rows' adjoints in the two buffers (float32, float64); returns their lengths.
 
     In replay order (from the top root down), a row's block is taken when its first consumer runs and
     given back once the row itself has run: rows whose adjoints are never alive together share memory,
     as torch frees each gradient once it is used. Only blocks of at least reuse_min elements are shared
     (a small one costs more to track than it holds), and only between rows of one size and dtype; leaves
-    and targets keep theirs to the end, and so do PYTHON rows, whose vjp gets a view of the block and may
-    keep it (a custom Function's backward may store its grad_output). A reused block is zeroed by the
-    replay when its row has run.
+    and targets keep theirs to the end, and so do the PYTHON rows whose rule gets a view of the block and may
+    keep it (HOLDS_GRAD: a custom Function's backward may store its grad_output). A reused block is zeroed by
+    the replay (or, for a PYTHON row, by replay._drive) when its row has run.
     """
     sizes = np.full(n, -1, np.int64)  # -1: not placed yet
     keep = np.zeros(n, np.bool_)
@@ -223,7 +224,8 @@ def _layout(n, roots, targets, need, own, op, kinds, argptr, args, obj, dtypes, 
                     continue
             _new_block(a, m, dtypes[a], offsets, used)
         m = sizes[i]
-        if m >= reuse_min and not own[i] and not keep[i] and kinds[op[i]] != K_PYTHON:
+        holds = kinds[op[i]] == K_PYTHON and saves[op[i]] & HOLDS_GRAD
+        if m >= reuse_min and not own[i] and not keep[i] and not holds:
             f = used[2]
             free[f, 0], free[f, 1], free[f, 2] = offsets[i], m if dtypes[i] == 0 else -m, i
             used[2] = f + 1

@@ -58,6 +58,7 @@ class Release:
         rows, so parameters are registered once. `first`, the lowest row it frees when the caller knows it
         (replay's run_pass), lets freeing and the cut be one compiled call when no value is released."""
         # (all n rows: a hook under enable_grad may have recorded some while the backward ran)
+        self._small_tail = None
         if first >= 0 and not self.released:
             stranded, tail, k = kernels.load().free_cut(
                 need, self.n, self.registered.get(first, first), self.nargs, self.ghost, self.obj, self.op,
@@ -80,6 +81,7 @@ class Release:
 
     def _release(self, rows, tail):
         """Drop the values of dead rows below `tail`, then cut the tape at `tail`."""
+        self._small_tail = None
         stranded = rows[rows < tail]  # rows below a live row: interleaved graphs, or the sweep's
         self.vaddr[stranded] = 0      # their version cells are released below
         self._drop_values(stranded)
@@ -121,6 +123,7 @@ class Release:
 
     def _cut_rows(self, n, k):
         """_truncate's Python half, once the compiled cut has cleared rows n.. and argument entries k..."""
+        self._small_tail = None  # (rows it names may be gone)
         del self.values[n:]
         if self._chain_top >= n:  # (row numbers that no longer name their rows: see chain_starts)
             self._chain_top = self._chain_low = -1
@@ -158,7 +161,8 @@ class Release:
 
     def _dead_rows(self, top, low):
         """The rows from `top` down to `low` (excluded) that nothing holds, stopping at the first held op row
-        (held leaf and constant rows have no inputs: they are stepped over and stay), and their bytes."""
+        (held leaf and constant rows have no inputs: they are stepped over and stay), their bytes, and the
+        row the walk stopped at (`low` when it went all the way)."""
         flags, op, values = self.flags, self.op, self.values
         dead, nbytes = [], 0
         for r in range(top, low, -1):
@@ -167,10 +171,10 @@ class Release:
             if self._row_held(r):
                 if op[r] == T.OP_LEAF or op[r] == T.OP_CONST:
                     continue
-                break
+                return dead, nbytes, r
             dead.append(r)
             nbytes += getattr(values[r], "nbytes", 0)
-        return dead, nbytes
+        return dead, nbytes, low
 
     def cut_dead_chain(self, top, low):
         """Free the rows from `top` down (to `low`, excluded) that nothing holds, as cut_dead_tail does at the
@@ -178,7 +182,7 @@ class Release:
         rows stay, marked dead, until a sweep compacts the tape; their values go now. O(rows walked)."""
         if self.owner is not threading.current_thread():
             return
-        dead, nbytes = self._dead_rows(top, low)
+        dead, nbytes, _ = self._dead_rows(top, low)
         if not dead or nbytes < T.RELEASE_BYTES:
             return
         rows = np.array(dead[::-1], np.int64)
@@ -198,13 +202,31 @@ class Release:
         the sweep. O(rows walked)."""
         if self.owner is not threading.current_thread():
             return
-        dead, nbytes = self._dead_rows(self.n - 1, -1)
+        n = self.n
+        known = self._small_tail
+        if known is not None and known[0] < n:
+            # The walk a call before this one left to the sweep (too few bytes to cut): only the rows
+            # recorded since are walked, so that small ops on a kept tensor (a loss evaluated again and
+            # again without backward) cost O(1) each instead of a walk over every dead row before them.
+            top, chunks, nbytes, stop = known
+            dead, more, stop_new = self._dead_rows(n - 1, top)
+            if stop_new == top:  # all dead down to the known tail: it continues below them
+                below, b, stop = self._dead_rows(stop, -1) if stop >= 0 else ([], 0, stop)
+                chunks.extend(c for c in (dead, below) if c)
+                nbytes += more + b
+            else:
+                chunks, nbytes, stop = [dead], more, stop_new
+        else:
+            dead, nbytes, stop = self._dead_rows(n - 1, -1)
+            chunks = [dead]
         # A small dead tail waits for the sweep: a cut costs about 15 us, which a step of small ops (a compiled
         # second derivative of 1,000 elements: 35 us) would pay at each call; memory is what the cut is for.
-        if dead and nbytes >= T.RELEASE_BYTES:
-            self.swept += len(dead)
-            self.free(np.array(dead[::-1], np.int64))
+        if nbytes >= T.RELEASE_BYTES and any(chunks):
+            self.swept += sum(map(len, chunks))
+            self.free(np.sort(np.concatenate([np.asarray(c, np.int64) for c in chunks])))
             self._swept_n = min(self._swept_n, self.n)
+        else:
+            self._small_tail = (n - 1, chunks, nbytes, stop)
 
 
 _NANS = {}

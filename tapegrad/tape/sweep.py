@@ -212,6 +212,7 @@ class Sweep:
                 table.update(moved)
         self.registered.clear()  # (its values are row numbers)
         self._chain_top = self._chain_low = -1
+        self._small_tail = None
         self.n, self.nargs = size, k
         self.compactions += 1
         return True
