@@ -11,6 +11,7 @@ Options: --epochs N (default 30), --seed S, --batch-size B, --lr LR, --plot PATH
 """
 import argparse
 import os
+import statistics
 import sys
 import tempfile
 import threading
@@ -126,7 +127,7 @@ def train(epochs=30, seed=0, batch_size=64, lr=3e-3, quiet=False):
     with _notice_if_slow(bar):
         torch.warmup()
     warmup_s = time.perf_counter() - t0
-    losses, step_time = [], 0.0
+    losses, step_times = [], []
     for epoch in range(1, epochs + 1):
         model.train()
         running = 0.0
@@ -136,7 +137,7 @@ def train(epochs=30, seed=0, batch_size=64, lr=3e-3, quiet=False):
             loss = loss_fn(model(xb), yb)
             loss.backward()
             optimizer.step()
-            step_time += time.perf_counter() - t
+            step_times.append(time.perf_counter() - t)
             value = loss.item()
             losses.append(value)
             running += (value - running) / i
@@ -151,8 +152,8 @@ def train(epochs=30, seed=0, batch_size=64, lr=3e-3, quiet=False):
         predictions = model(torch.tensor(x_test)).argmax(dim=1)
         accuracy = (predictions == torch.tensor(y_test)).float().mean().item()
     return {"losses": losses, "accuracy": accuracy, "n_test": len(y_test), "n_train": len(y_train),
-            "steps": len(losses), "step_ms": 1e3 * step_time / max(len(losses), 1), "train_s": step_time,
-            "warmup_s": warmup_s, "steps_per_epoch": len(loader), "model": model}
+            "steps": len(losses), "step_ms": 1e3 * statistics.median(step_times), "first_step_s": step_times[0],
+            "train_s": sum(step_times), "warmup_s": warmup_s, "steps_per_epoch": len(loader), "model": model}
 
 
 class _notice_if_slow:
@@ -211,8 +212,10 @@ def main(argv=None):
     print(f"training loss, mean over the last epoch: {sum(last_epoch) / len(last_epoch):.6f} "
           f"(its last batch: {r['losses'][-1]:.6f})")
     print(f"held-out accuracy: {100 * r['accuracy']:.2f}% ({round(r['accuracy'] * r['n_test'])}/{r['n_test']})")
-    print(f"time per training step: {r['step_ms']:.3f} ms (forward + backward + Adam; {r['train_s']:.2f} s in all; "
-          f"kernel loading {r['warmup_s']:.2f} s)")
+    # The median: the first steps also load (or, in a new environment, compile) the kernels of the rows and the
+    # optimizer pass that warmup() does not run, which a mean would spread over every step.
+    print(f"time per training step: {r['step_ms']:.3f} ms (median; forward + backward + Adam; {r['train_s']:.2f} s "
+          f"in all, the first step {r['first_step_s']:.2f} s; kernel loading {r['warmup_s']:.2f} s)")
     if args.no_plot:
         return r
     path = save_loss_plot(r["losses"], r["steps_per_epoch"], args.plot)
