@@ -5,6 +5,7 @@ import numpy as np
 
 from .grad_mode import enable_grad, no_grad
 from .ops import clone
+from .ops.sparse import SparseTensor, accumulate_, add_into_dense
 from .tape import F_REQ, OP_LEAF
 from .tensor import Tensor, _new, tensor_type_name
 
@@ -65,6 +66,8 @@ def into_leaf(tape, row, g, targets, graph):
 def add_grad(t, g, graph):
     """Accumulate into .grad as torch's AccumulateGrad: out of place under create_graph (the sum is
     recorded), in place otherwise (even into a .grad that has a history: its version is bumped)."""
+    if type(g) is SparseTensor or type(t._grad) is SparseTensor:
+        return _add_sparse_grad(t, g, graph)
     if t._grad is None:
         if graph:  # never alias a seed, another row's value or the user's grad_outputs
             g = clone(g) if g._requires_grad else _new(g._data.copy())
@@ -75,6 +78,27 @@ def add_grad(t, g, graph):
         t._grad._data += g._data
         if t._grad._requires_grad or t._grad._vc is not None:
             t._grad._bump_version()
+
+
+def _add_sparse_grad(t, g, graph):
+    """AccumulateGrad with a sparse COO gradient (embedding(sparse=True)) on either side: sparse into sparse is
+    torch's in-place merge (the .grad object kept), sparse into dense adds into it in place, dense into sparse
+    replaces .grad by the dense sum; under create_graph each is the recorded sum (dense + sparse first)."""
+    old = t._grad
+    if old is None:
+        t._grad = g.clone() if graph and type(g) is SparseTensor else g
+    elif graph:
+        t._grad = g + old if type(old) is SparseTensor and type(g) is not SparseTensor else old + g
+    elif type(old) is SparseTensor:
+        if type(g) is SparseTensor:
+            accumulate_(old, g)
+        else:
+            t._grad = _new(g._data.copy())
+            add_into_dense(t._grad._data, old)
+    else:
+        add_into_dense(old._data, g)
+        if old._requires_grad or old._vc is not None:
+            old._bump_version()
 
 
 def wrap(tape, row):

@@ -11,7 +11,8 @@ from .accumulate import into_leaf, watched, wrap
 from .grad_mode import enable_grad
 from .ops import sum_to_shape
 from .ops._common import _record
-from .tape import F_STOP, _local as _tape_local
+from .ops.sparse import SparseTensor
+from .tape import F_STOP, OP_LEAF, _local as _tape_local
 from .tensor import Tensor, _new
 
 
@@ -51,8 +52,16 @@ def run_graph(tape, need, roots, seeds, targets, accumulate, vjp=None):
             for a, ga in zip(args, out):
                 if ga is None or not need[a]:
                     continue
-                ga = sum_to_shape(ga, tape.values[a].shape)
-                grads[a] = grads[a] + ga if a in grads else ga
+                if type(ga) is SparseTensor:  # embedding(sparse=True): sparse into a leaf, dense into any other row
+                    if tape.op[a] != OP_LEAF:
+                        ga = ga.to_dense()
+                else:
+                    ga = sum_to_shape(ga, tape.values[a].shape)
+                if a not in grads:
+                    grads[a] = ga
+                else:  # (dense + sparse, never sparse + dense: torch's CPU add refuses that order)
+                    grads[a] = ga + grads[a] if type(grads[a]) is SparseTensor and type(ga) is not SparseTensor \
+                        else grads[a] + ga
     if targets is not None:
         return [grads.get(r) for r in targets]
 

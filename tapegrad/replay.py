@@ -19,6 +19,7 @@ from .create_graph import graph_vjp, run_graph
 from .grad_mode import no_grad
 from .tape import F_DEAD, F_STOP, OP_FREED, OP_LEAF, Tape, untraceable
 from .ops._common import _sum_to_np
+from .ops.sparse import SparseTensor, add_into_dense, merged_add
 from .tensor import Tensor, _new, tensor_type_name
 
 FREED_MESSAGE = (
@@ -129,8 +130,10 @@ def _run(tape, roots, seeds, retain_graph, create_graph, targets, accumulate, tr
                 adjoint = _run_compiled(rt, tape, need, own, offsets, recycle, adj, kinds, roots, seeds, targets,
                                         accumulate)
             # (a copy in the value's dtype: a float16 / bfloat16 row's float64 adjoint rounded to it)
-            result = None if targets is None else [_new(adjoint(r).astype(tape.values[r].dtype)) if need[r] else None
-                                                   for r in targets]
+            sparse = adjoint.own.sparse
+            result = None if targets is None else [
+                (_sparse_leaf(tape, r, need, own, adjoint, sparse[r]) if sparse and r in sparse else
+                 _new(adjoint(r).astype(tape.values[r].dtype))) if need[r] else None for r in targets]
         if not retain_graph:
             if fast:
                 tape.free_graph(need, first)
@@ -199,7 +202,8 @@ def _run_compiled(rt, tape, need, owned, offsets, recycle, adj, kinds, roots, se
     """Add the seeds, replay, and hand the leaves their gradients (when `accumulate`); returns `adjoint`, a row's
     adjoint as an array. From run_pass (seeds None), the replay has run down to `start` (the first row Python
     runs, or -1) and `leaves` are the needed leaf rows."""
-    own = {}  # the adjoints of `owned` rows (plan gave them no slot): arrays of their own, see _python_row
+    own = _Own()  # the adjoints of `owned` rows (plan gave them no slot): arrays of their own, see _python_row
+    own.sparse = sparse = {}
     values, dtypes = tape.values, tape.dtype
 
     def adjoint(row):
@@ -234,7 +238,9 @@ def _run_compiled(rt, tape, need, owned, offsets, recycle, adj, kinds, roots, se
                 continue
             g = Tensor.__new__(Tensor)  # (_new, written out)
             a = own.get(r)
-            if a is not None:
+            if sparse and r in sparse:
+                g = _sparse_leaf(tape, r, need, owned, adjoint, sparse[r])
+            elif a is not None:
                 g._data = a
             else:
                 value = values[r]
@@ -252,7 +258,38 @@ def _run_compiled(rt, tape, need, owned, offsets, recycle, adj, kinds, roots, se
                     t._grad = g
                 else:
                     add_grad(t, g, False)
+    adjoint.own = own
     return adjoint
+
+
+class _Own(dict):
+    """Row -> its adjoint array, for owned rows; `sparse`: leaf row -> the sparse gradients embedding(sparse=True)
+    rows gave it in this backward (replay order), kept out of the dense buffer."""
+    __slots__ = ("sparse",)
+
+
+def _sparse_leaf(tape, row, need, owned, adjoint, parts):
+    """A leaf's gradient when embedding(sparse=True) rows gave it sparse ones: their sum (torch's InputBuffer adds
+    sparse to sparse), sparse when those rows are all this backward's uses of the leaf, else dense (torch's
+    dense + sparse is dense)."""
+    g = parts[0]
+    for p in parts[1:]:
+        g = merged_add(g, p)
+    if not owned[row] and len(parts) < _uses(tape, row, need):
+        dense = adjoint(row).copy()
+        for p in parts:
+            add_into_dense(dense, p)
+        return _new(dense)
+    return g
+
+
+def _uses(tape, row, need):
+    """How many of this backward's rows take `row` as an input."""
+    n = len(need)
+    end = int(tape.argptr[n])
+    at = np.flatnonzero(tape.args[:end] == row)
+    users = np.searchsorted(tape.argptr[:n + 1], at, side="right") - 1
+    return int(np.count_nonzero(need[users]))
 
 
 def _drive(rt, tape, i, need, owned, own, offsets, recycle, adj, kinds, adjoint, at_python_row):
@@ -387,12 +424,18 @@ def _python_row(tape, row, need, adjoint, owned, own, check_nan=False):
     if grads is None:
         with no_grad():
             grads = op.vjp(tape.aux.get(row), _new(g), [wrap(tape, a) for a in args], wrap(tape, row))
-    grads = [g if g is None or type(g) is np.ndarray else g._data if isinstance(g, Tensor) else np.asarray(g)
-             for g in grads]
+    grads = [g if g is None or type(g) is np.ndarray or type(g) is SparseTensor else g._data if isinstance(g, Tensor)
+             else np.asarray(g) for g in grads]
     values, mine = tape.values, owned[args].tolist()
     for j, a in enumerate(args):
         g = grads[j]
         if g is None or not wanted[j]:
+            continue
+        if type(g) is SparseTensor:  # embedding(sparse=True): kept for a leaf, added densely into any other row
+            if tape.op[a] == OP_LEAF:
+                own.sparse.setdefault(a, []).append(g)
+            else:
+                add_into_dense(adjoint(a), g)
             continue
         if check_nan and has_nan(g):
             raise RuntimeError(anomaly.nan_message(row_name(tape, row), j))

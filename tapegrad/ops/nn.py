@@ -12,8 +12,9 @@ from ._common import _array_rule_dtype  # (the array rules)
 from ._common import OPS, _autocast_lower, _in_float32, _record, _tensor, _to_dtype, autocast_state, broadcast_shape
 from . import elementwise
 from .elementwise import mul, where
-from .shape import _gather, _reshape, scatter_flat
-from ..tape import _local as _tape_local, guard, made_in_trace
+from .shape import _gather, _reshape, index_select, scatter_flat
+from .sparse import sparse_rows
+from ..tape import _local as _tape_local, guard, made_in_trace, untraceable
 from .linalg import matmul
 
 
@@ -114,14 +115,15 @@ def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=
                            f"embedding)")
     if w.ndim != 2:
         raise RuntimeError("'weight' must be 2-D")
-    if sparse:
-        raise NotImplementedError("tapegrad: embedding with sparse=True (a sparse gradient of the weight) is not "
-                                  "supported")
     V, D = w.shape
     ix = idx._data.astype(np.int64, copy=False)
     if ix.size and (ix.min() < 0 or ix.max() >= V):
         raise IndexError("index out of range in self")
     value = w._data[ix]
+    if sparse and w._requires_grad and _grad_on():  # the weight's gradient: a sparse COO tensor (embedding_sparse)
+        untraceable(_SPARSE_UNTRACEABLE)
+        ctx = (ix, padding_idx if padding_idx is not None and padding_idx >= 0 else None, (V, D), scale_grad_by_freq)
+        return guard(_record(OPS["embedding_sparse"], value, (w,), aux=ctx), idx)
     index_map = ix[..., None] * D + np.arange(D, dtype=np.int64)
     padded = padding_idx is not None and padding_idx >= 0
     if not (padded or scale_grad_by_freq) or not (w._requires_grad and _grad_on()):
@@ -136,6 +138,10 @@ def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=
     remap = _embedding_remap(index_map, V, D, mask._data, padding_idx if padded else None,
                              None if scales is None else scales._data)
     return guard(_record(OPS["embedding_padded"], value, (w,), aux=ctx), idx, remap=remap)
+
+
+_SPARSE_UNTRACEABLE = ("embedding with sparse=True (its weight's gradient is a sparse COO tensor, which a compiled "
+                       "function's backward, dense arrays, cannot hand out)")
 
 
 def _embedding_remap(index_map, V, D, mask=None, padding_idx=None, scales=None):
@@ -402,6 +408,41 @@ def _embedding_padded_arrays(ctx, g, inputs, out, wanted):
     return (grad.reshape(shape),)
 
 
+_SCALE_SPARSE = "embedding_backward: scale_grad_by_freq not supported with sparse gradients"
+
+
+def _vjp_embedding_sparse(ctx, g, inputs, out):
+    """torch's embedding_sparse_backward: the weight's gradient as a (V, D) COO tensor whose indices are the looked-up
+    rows (padding_idx's left out) and whose values are g's rows there, recorded under create_graph (differentiable
+    in g). replay.py and create_graph.py keep it sparse for a leaf and add it densely into any other input."""
+    ix, padding_idx, shape, scale = ctx
+    if scale:
+        raise RuntimeError(_SCALE_SPARSE)
+    rows = ix.reshape(-1)
+    vals = g.reshape(-1, shape[1])
+    if padding_idx is not None:
+        kept = np.flatnonzero(rows != padding_idx)
+        rows, vals = rows[kept], index_select(vals, 0, _new(kept))
+    return (sparse_rows(rows, vals, shape),)
+
+
+def _embedding_sparse_arrays(ctx, g, inputs, out, wanted):
+    """_vjp_embedding_sparse on arrays (the values a copy: g is a block of the adjoint buffer)."""
+    ix, padding_idx, shape, scale = ctx
+    if scale:
+        raise RuntimeError(_SCALE_SPARSE)
+    if not _array_rule_dtype(g):
+        return None
+    rows = ix.reshape(-1)
+    vals = g.reshape(-1, shape[1])
+    if padding_idx is not None:
+        kept = np.flatnonzero(rows != padding_idx)
+        rows, vals = rows[kept], vals[kept]
+    else:
+        vals = vals.copy()
+    return (sparse_rows(rows, vals, shape),)
+
+
 registry.python("lerp", "LerpBackward0", _lerp_forward, _vjp_lerp, array_vjp=_lerp_arrays)
 registry.python("lerp_tensor", "LerpBackward1", _lerp_tensor_forward, _vjp_lerp_tensor, array_vjp=_lerp_tensor_arrays)
 registry.python("clamp_tensor", "ClampBackward0", _clamp_tensor_forward, _vjp_clamp_tensor,
@@ -415,6 +456,8 @@ registry.python("linear", "MmBackward0", _linear_forward, _vjp_linear, array_vjp
 registry.python("gelu_compiled", "GeluBackward0", _gelu_forward, _vjp_gelu, array_vjp=_gelu_arrays)
 registry.python("embedding_padded", "EmbeddingBackward0", _embedding_forward, _vjp_embedding_padded,
                 array_vjp=_embedding_padded_arrays)
+registry.python("embedding_sparse", "EmbeddingBackward0", None, _vjp_embedding_sparse,
+                array_vjp=_embedding_sparse_arrays, unreplayable=_SPARSE_UNTRACEABLE)
 
 
 __all__ = [n for n, v in list(globals().items()) if callable(v) and getattr(v, "__module__", None) == __name__

@@ -1,11 +1,14 @@
 """Sparse COO tensors, as far as graph networks use them: build (sparse_coo_tensor, Tensor.to_sparse), read
 (indices, values, to_dense, coalesce), and multiply with a dense matrix (mm, spmm, matmul, @, torch.sparse.mm)
-from either side, with gradients with respect to the dense operand and the values.
+from either side, with gradients with respect to the dense operand and the values; and the gradient that
+embedding(sparse=True) gives its weight (`sparse_rows`), with its accumulation into `.grad` (`accumulate_`:
+torch's merge of two entry lists) and `zero_`.
 
 A SparseTensor holds its indices (an int64 array, sparse_dim x nnz), its values (a Tensor, which may carry a
 history: the gradient with respect to the values flows through it) and its size. It has no dense storage:
 every other op raises torch's NotImplementedError for the SparseCPU backend, never a silent densification.
-Hybrid tensors (values with dense dims) and sparse tensors that require grad themselves are not supported.
+Hybrid tensors (values with dense dims) are made only by embedding's sparse gradient (read, coalesce, to_dense,
+add, scalar mul/div, neg; the rest raises); sparse tensors that require grad themselves are not supported.
 """
 import math
 
@@ -143,22 +146,27 @@ class SparseTensor(Tensor):
         return self._ind.shape[1]
 
     def sparse_dim(self):
-        return len(self._size)
+        return self._ind.shape[0]
 
     def dense_dim(self):
-        return 0
+        return len(self._size) - self._ind.shape[0]
 
     def is_coalesced(self):
         return self._coalesced
+
+    def zero_(self):
+        return zero_sparse_(self)
 
     def coalesce(self):
         """Duplicates summed, indices sorted in row-major order (differentiable in the values)."""
         if self._coalesced:
             return self
-        flat = np.ravel_multi_index(tuple(self._ind), self._size) if self._ind.size else np.zeros(0, np.int64)
+        sparse_size, dense_size = self._size[:self.sparse_dim()], self._size[self.sparse_dim():]
+        flat = np.ravel_multi_index(tuple(self._ind), sparse_size) if self._ind.size else np.zeros(0, np.int64)
         unique, inverse = np.unique(flat, return_inverse=True)
-        ind = np.stack(np.unravel_index(unique, self._size)).astype(np.int64).reshape(len(self._size), -1)
-        vals = scatter_flat(self._vals, inverse.reshape(-1).astype(np.int64), (unique.size,))
+        ind = np.stack(np.unravel_index(unique, sparse_size)).astype(np.int64).reshape(len(sparse_size), -1)
+        vals = scatter_flat(self._vals, _elements(inverse.reshape(-1).astype(np.int64), dense_size),
+                            (unique.size,) + dense_size)
         return _make(ind, vals, self._size, True)
 
     def to_dense(self, dtype=None, *, masked_grad=None):
@@ -169,10 +177,11 @@ class SparseTensor(Tensor):
         return scatter_flat(self._vals, self._flat_index(), self._size)
 
     def _flat_index(self):
-        """Each value's position in the row-major dense tensor."""
+        """Each value's position in the row-major dense tensor (of a hybrid tensor: each value's element's)."""
+        k = self.sparse_dim()
         if not self._ind.size:
-            return np.zeros(0, np.int64)
-        return np.ravel_multi_index(tuple(self._ind), self._size).astype(np.int64)
+            return np.zeros((0,) + self._size[k:], np.int64)
+        return _elements(np.ravel_multi_index(tuple(self._ind), self._size[:k]).astype(np.int64), self._size[k:])
 
     def to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None):
         if sparse_dim is not None and sparse_dim != self.sparse_dim():
@@ -245,6 +254,8 @@ class SparseTensor(Tensor):
         return self.transpose(0, 1)
 
     def transpose(self, dim0, dim1):
+        if self.dense_dim():
+            raise _unsupported("transpose (a hybrid tensor)")
         d0, d1 = _dim(dim0, self.ndim), _dim(dim1, self.ndim)
         order = list(range(self.ndim))
         order[d0], order[d1] = d1, d0
@@ -338,8 +349,8 @@ def _dense_plus(dense, sparse, negate):
     vals = _to_dtype(sparse._vals, dt)
     if negate:
         vals = -vals
-    flat = _new(sparse._flat_index())
-    return scatter_add(_to_dtype(dense, dt).reshape(-1), 0, flat, vals).reshape(sparse._size)
+    flat = _new(sparse._flat_index().reshape(-1))
+    return scatter_add(_to_dtype(dense, dt).reshape(-1), 0, flat, vals.reshape(-1)).reshape(sparse._size)
 
 
 def _make(ind, vals, size, coalesced):
@@ -368,6 +379,94 @@ def _refusal(name):
         raise _unsupported(name)
     method.__name__ = name
     return method
+
+
+def _elements(positions, dense_size):
+    """Each value's elements' positions in the dense tensor, from the values' positions among its sparse dims."""
+    if not dense_size:
+        return positions
+    block = math.prod(dense_size)
+    return (positions.reshape((-1,) + (1,) * len(dense_size)) * block
+            + np.arange(block, dtype=np.int64).reshape(dense_size))
+
+
+# -- embedding(sparse=True)'s gradient, and its accumulation into .grad (accumulate.py) ---------------------------
+def sparse_rows(rows, values, size):
+    """torch's embedding_sparse_backward result: a (V, D) hybrid COO tensor, indices `rows` (1 x nnz, as
+    looked up: uncoalesced), values (nnz, D) rows of the output gradient; coalesced when nnz <= 1, as torch's."""
+    rows = np.ascontiguousarray(rows, dtype=np.int64).reshape(1, -1)
+    vals = values if isinstance(values, Tensor) else _new(values)
+    return _make(rows, vals, size, rows.shape[1] <= 1)
+
+
+def _merged(t_ind, t_vals, s_ind, s_vals, alpha=1):
+    """torch's add_out_sparse_contiguous on arrays: t + alpha * s by one pass over both entry lists as if each
+    were sorted (an equal index adds into one entry, the smaller is taken first), so its order is torch's."""
+    t_keys = list(map(tuple, t_ind.T.tolist())) if t_ind.shape[0] != 1 else t_ind[0].tolist()
+    s_keys = list(map(tuple, s_ind.T.tolist())) if s_ind.shape[0] != 1 else s_ind[0].tolist()
+    nt, ns = len(t_keys), len(s_keys)
+    t_at, s_at, r_from_t, r_from_s = [], [], [], []
+    i = j = r = 0
+    while i < nt or j < ns:
+        if i >= nt:
+            take_t, take_s = False, True
+        elif j >= ns:
+            take_t, take_s = True, False
+        else:
+            a, b = t_keys[i], s_keys[j]
+            take_t, take_s = a <= b, b <= a
+        if take_t:
+            t_at.append(r)
+            r_from_t.append(i)
+            i += 1
+        if take_s:
+            s_at.append(r)
+            r_from_s.append(j)
+            j += 1
+        r += 1
+    t_at, s_at = np.asarray(t_at, np.int64), np.asarray(s_at, np.int64)
+    r_from_t, r_from_s = np.asarray(r_from_t, np.int64), np.asarray(r_from_s, np.int64)
+    ind = np.empty((t_ind.shape[0], r), np.int64)
+    ind[:, s_at] = s_ind[:, r_from_s]
+    ind[:, t_at] = t_ind[:, r_from_t]
+    vals = np.zeros((r,) + t_vals.shape[1:], np.result_type(t_vals.dtype, s_vals.dtype))
+    vals[t_at] += t_vals[r_from_t]  # (positions unique within each: a plain fancy-index add)
+    scaled = s_vals[r_from_s]
+    vals[s_at] += scaled if alpha == 1 else scaled * alpha
+    return ind, vals
+
+
+def merged_add(t, s, alpha=1):
+    """t + alpha * s of two sparse tensors, unrecorded, with torch's entry order (see _merged)."""
+    if s._size != t._size:
+        raise RuntimeError(f"add: expected 'self' and 'other' to have same size, but self has size {list(t._size)} "
+                           f"while other has size {list(s._size)} (FYI: op2-sparse addition does not currently "
+                           f"support broadcasting)")
+    ind, vals = _merged(t._ind, t._vals._data, s._ind, s._vals._data, alpha)
+    return _make(ind, _new(vals), t._size, t._coalesced and s._coalesced)
+
+
+def accumulate_(t, s, alpha=1):
+    """t += alpha * s in place (torch's AccumulateGrad of a sparse gradient into a sparse .grad, a sparse momentum
+    buffer's add_): t keeps its identity."""
+    out = merged_add(t, s, alpha)
+    t.__dict__.update(_ind=out._ind, _vals=out._vals, _coalesced=out._coalesced)
+    t.__dict__.pop("_structure", None)
+
+
+def add_into_dense(dense, s, alpha=1):
+    """dense += alpha * s in place on arrays (torch's add_out_dense_sparse: each value added in turn)."""
+    vals = s._vals._data
+    np.add.at(dense.reshape(-1), s._flat_index().reshape(-1), (vals if alpha == 1 else vals * alpha).reshape(-1))
+
+
+def zero_sparse_(t):
+    """Tensor.zero_ of a sparse tensor: no entries left (torch resizes it to nnz 0, coalesced)."""
+    k = t.sparse_dim()
+    t.__dict__.update(_ind=np.zeros((k, 0), np.int64), _coalesced=True,
+                      _vals=_new(np.zeros((0,) + t._size[k:], t._vals._data.dtype)))
+    t.__dict__.pop("_structure", None)
+    return t
 
 
 # -- constructors ---------------------------------------------------------------------------------------------------
@@ -491,6 +590,8 @@ def mm(input, mat2):
         if a.ndim != 2:
             raise RuntimeError("self must be a matrix")
         return mm(mat2.t(), a.t()).t()   # (its checks and messages are torch's, which also transposes)
+    if input.dense_dim():
+        raise _unsupported("mm (a hybrid sparse tensor)")
     b = _tensor(mat2)
     _check_mm(input.shape, b.shape, input.ndim, b.ndim)
     structure = input.__dict__.get("_structure")
@@ -545,6 +646,8 @@ def sparse_sum(input, dim=None, dtype=None):
     vals = input._vals if dtype is None else input._vals.to(dtype)
     if dim is None:
         return vals.sum()
+    if input.dense_dim():
+        raise _unsupported("sum.dim_IntList (a hybrid tensor)")
     dims = sorted({_dim(d, input.ndim) for d in (dim if isinstance(dim, (tuple, list)) else (dim,))})
     keep = [d for d in range(input.ndim) if d not in dims]
     if not keep:

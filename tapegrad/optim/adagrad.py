@@ -43,6 +43,8 @@ class Adagrad(Optimizer):
                 if p._grad is not None and len(state) == 0:  # a parameter of a group added after construction
                     state["step"] = _step_tensor(fused=group["fused"])
                     state["sum"] = _new(np.full_like(p._data, self.defaults["initial_accumulator_value"]))
+            if group["fused"] and any(p._grad is not None and p._grad.is_sparse for p in group["params"]):
+                raise RuntimeError("`fused` does not support sparse grad or complex param")
             batch = _compiled_batch(group)
             if batch is not None and _compiled_update(self.state, batch, "adagrad", ("sum",), ("step",), float(lr),
                                                       float(lr_decay), float(eps), float(weight_decay),

@@ -45,6 +45,8 @@ class Adam(Optimizer):
             amsgrad = group["amsgrad"]
             maximize = group["maximize"]
             decoupled = group["decoupled_weight_decay"]
+            if any(p._grad is not None and p._grad.is_sparse for p in group["params"]):
+                raise RuntimeError("Adam does not support sparse gradients, please consider SparseAdam instead")
             batch = _compiled_batch(group)
             if batch is not None and self._compiled_step(batch, lr, beta1, beta2, eps, weight_decay, amsgrad,
                                                          maximize, decoupled):

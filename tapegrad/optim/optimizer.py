@@ -140,6 +140,8 @@ class Optimizer:
                     continue
                 if set_to_none:
                     p._grad = None
+                elif g.is_sparse:  # (torch: zero_() leaves no entries)
+                    g.zero_()
                 else:
                     if g.grad_fn is not None:
                         g.detach_()
@@ -243,6 +245,9 @@ class Optimizer:
                           chain.from_iterable(g["params"] for g in groups)))
 
         def cast(param, value, key=None):
+            if isinstance(value, Tensor) and value.is_sparse:  # (SGD's momentum buffer of a sparse gradient)
+                dtype = param.dtype if param._data.dtype.kind == "f" and value.dtype.is_floating_point else None
+                return (value if dtype is None else value.to(dtype)).clone()
             if isinstance(value, Tensor):
                 data = value._data
                 if key != "step" and param._data.dtype.kind == "f" and data.dtype.kind == "f":

@@ -1,6 +1,7 @@
 """torch.optim.SGD: momentum, dampening, Nesterov, weight decay, maximize; torch's update order."""
 import numpy as np
 
+from ..ops.sparse import accumulate_, add_into_dense, merged_add
 from ..tensor import _new
 from .optimizer import (Optimizer, _bump, _cell, _check_differentiable, _check_fused_options, _check_hyperparameters,
                         _compiled_batch, _dtype_args, _fits, _group_defaults, _optim_kernels, _scalar)
@@ -40,10 +41,15 @@ class SGD(Optimizer):
             if batch is not None and self._compiled_step(batch, lr, momentum, dampening, weight_decay, nesterov,
                                                          maximize):
                 continue
+            if group["fused"] and any(p._grad is not None and p._grad.is_sparse for p in group["params"]):
+                raise RuntimeError("`_fused_sgd` does not support sparse gradients")
             if momentum == 0 and weight_decay == 0 and not maximize:
                 for p in group["params"]:  # the plain step, kept tight: it runs on every benchmarked step
                     g = p._grad
                     if g is not None:
+                        if g.is_sparse:
+                            self._sparse_step(p, g, lr, momentum, dampening, weight_decay, nesterov, maximize)
+                            continue
                         d = p._data
                         d -= lr * g._data
                         vc = p._vc
@@ -53,6 +59,9 @@ class SGD(Optimizer):
             for p in group["params"]:
                 g = p._grad
                 if g is None:
+                    continue
+                if g.is_sparse:
+                    self._sparse_step(p, g, lr, momentum, dampening, weight_decay, nesterov, maximize)
                     continue
                 d = p._data
                 grad = g._data
@@ -77,6 +86,39 @@ class SGD(Optimizer):
                 d -= lr * grad
                 _bump(p)
         return loss
+
+    def _sparse_step(self, p, g, lr, momentum, dampening, weight_decay, nesterov, maximize):
+        """torch's single-tensor SGD on a sparse COO gradient (embedding(sparse=True)): the momentum buffer is
+        sparse too (its entries merged as torch's sparse add_ merges them), the parameter gets each entry added in
+        turn (torch's dense add_ of a sparse tensor); weight decay raises torch's error (sparse.add(dense))."""
+        if maximize:
+            g = -g
+        if weight_decay != 0:
+            raise RuntimeError("add(sparse, dense) is not supported. Use add(dense, sparse) instead.")
+        if momentum != 0:
+            state = self.state[p]
+            buf = state.get("momentum_buffer")
+            if buf is None:
+                buf = state["momentum_buffer"] = g.clone()
+            elif buf.is_sparse:  # buf.mul_(momentum).add_(grad, alpha=1 - dampening)
+                buf._vals._data *= momentum
+                accumulate_(buf, g, 1 - dampening)
+            else:
+                b = buf._data
+                b *= momentum
+                add_into_dense(b, g, 1 - dampening)
+                buf._bump_version()
+            if nesterov:
+                if not buf.is_sparse:
+                    raise RuntimeError("add(sparse, dense) is not supported. Use add(dense, sparse) instead.")
+                g = merged_add(g, buf, momentum)
+            else:
+                g = buf
+        if g.is_sparse:
+            add_into_dense(p._data, g, -lr)
+        else:  # (a dense momentum buffer, loaded from a state dict)
+            p._data -= lr * g._data
+        _bump(p)
 
     def _compiled_step(self, batch, lr, momentum, dampening, weight_decay, nesterov, maximize):
         """The group's update in one compiled pass (foreach / fused); False, having changed nothing, where a

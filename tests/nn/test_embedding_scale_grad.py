@@ -1,5 +1,5 @@
 """F.embedding / nn.Embedding with scale_grad_by_freq, as torch 2.13: each lookup's gradient divided by its index's
-count in the input (padding_idx's row still gets none); sparse=True is refused with a NotImplementedError naming it."""
+count in the input (padding_idx's row still gets none). With sparse=True: tests/test_embedding_sparse.py."""
 import numpy as np
 import pytest
 import torch
@@ -50,12 +50,3 @@ def test_module_scale_grad_by_freq_and_second_order():
     expected = torch.zeros(6, 3, dtype=w.dtype).index_add(0, flat, scaled)
     (expected * expected).sum().backward()
     np.testing.assert_allclose(m.weight.grad.numpy(), w.grad.numpy(), rtol=1e-12, atol=1e-14)
-
-
-@pytest.mark.parametrize("make", [
-    lambda lib: lib.nn.functional.embedding(lib.tensor([0, 1]), lib.ones(3, 2, requires_grad=True), sparse=True),
-    lambda lib: lib.nn.Embedding(3, 2, sparse=True)(lib.tensor([0, 1]))])
-def test_sparse_gradient_is_refused_by_name(make):
-    make(torch)  # (torch gives a sparse COO gradient)
-    with pytest.raises(NotImplementedError, match="tapegrad: embedding with sparse=True"):
-        make(tg)

@@ -71,6 +71,11 @@ def _sparse_product():
     return tapegrad.sparse.mm(_leaf2x3().to_sparse(), tapegrad.ones(3, 2))
 
 
+def _sparse_embedding():  # (its gradient is sparse, which the op table's dense comparison does not take: the torch
+    # comparisons are tests/test_embedding_sparse.py)
+    return tapegrad.nn.functional.embedding(tapegrad.tensor([0, 1]), _leaf2x3(), sparse=True)
+
+
 def _write_through_views():
     """An in-place op through a view gives the base CopySlices; the other views read the base again
     (tests/reliability/test_views_inplace.py)."""
@@ -87,7 +92,7 @@ MADE_BY_THE_ENGINE = {
     "delayed_error": _once_under_create_graph, "compiled": _compiled_call,
     "gather_flat": _sparse_product, "sparse_mm": _sparse_product, "ctc_loss_backward": _ctc_under_create_graph,
     "copy_slices": _write_through_views, "copy_slices_view": _write_through_views, "as_strided": _write_through_views,
-    "as_strided_view": _write_through_views,
+    "as_strided_view": _write_through_views, "embedding_sparse": _sparse_embedding,
 }
 # recorded on tapegrad.compile's private tape when it traces autograd.grad without create_graph (tests/test_trace.py::
 # test_autograd_grad_inside_is_traced_and_replayed_with_each_calls_targets); a comparison recorded there

@@ -245,7 +245,22 @@ def test_state_the_kernels_do_not_take_runs_the_loop_bit_for_bit(name, change, k
 
 
 @pytest.mark.filterwarnings("ignore:Sparse invariant checks")
-@pytest.mark.parametrize("mode", [{"foreach": True}, {}, {"fused": True}])
+def test_fused_adagrad_refuses_sparse_gradients_as_torch():
+    messages = []
+    for lib in (torch, tg):
+        p = lib.nn.Parameter(lib.ones(6, 3))
+        p.grad = lib.sparse_coo_tensor(lib.tensor([[0, 2], [1, 1]]), lib.tensor([1.0, 2.0]), (6, 3)) \
+            if lib is torch else None
+        if lib is tg:
+            p._grad = tg.sparse_coo_tensor(tg.tensor([[0, 2], [1, 1]]), tg.tensor([1.0, 2.0]), (6, 3))
+        with pytest.raises(RuntimeError) as err:
+            lib.optim.Adagrad([p], lr=0.1, fused=True).step()
+        messages.append(str(err.value))
+    assert messages[0] == messages[1] == "`fused` does not support sparse grad or complex param"
+
+
+@pytest.mark.filterwarnings("ignore:Sparse invariant checks")
+@pytest.mark.parametrize("mode", [{"foreach": True}, {}])
 def test_adagrad_sparse_gradients_run_the_loop(mode, kernel_calls):
     """A sparse gradient (tapegrad's COO tensor, whose dense _data refuses to be read) takes the loop's sparse
     update, as torch's single-tensor loop does; a dense one the compiled pass again."""

@@ -4,6 +4,7 @@ import warnings
 
 import numpy as np
 
+from ...ops.sparse import _unsupported
 from ...tape import _local as _tape_local
 from ...tensor import Tensor, _new
 
@@ -39,6 +40,8 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
     norm_type = float(norm_type)
     if len(tensors) == 0:
         return _new(np.asarray(0.0, np.float32))
+    if any(t.is_sparse for t in tensors):  # (torch's vector_norm has no sparse kernel: embedding(sparse=True))
+        raise _unsupported("linalg_vector_norm")
     dtype = tensors[0]._data.dtype
     norms = np.array([_vector_norm(t._data, norm_type) for t in tensors], dtype=dtype)
     total = np.asarray(_vector_norm(norms, norm_type), dtype=dtype)
@@ -84,6 +87,9 @@ def clip_grad_value_(parameters, clip_value, foreach=None):
         params = [parameters] if isinstance(parameters, Tensor) else list(parameters)
         return _tape_local.tape.defer("clip_value", clip_grad_value_, (params, clip_value, foreach), params)
     clip_value = float(clip_value)
-    for g in _grads(parameters):
+    grads = _grads(parameters)
+    if any(g.is_sparse for g in grads):
+        raise _unsupported("clamp_min_")
+    for g in grads:
         np.clip(g._data, -clip_value, clip_value, out=g._data)
         g._bump_version()
