@@ -4,6 +4,7 @@ Where behaviour is PyTorch's, the same program runs on both libraries (`lib` fix
 """
 import gc
 import importlib
+import pathlib
 import re
 import subprocess
 import sys
@@ -532,6 +533,42 @@ def test_cache_directory_falls_back_when_the_package_is_read_only(tmp_path, monk
     monkeypatch.setattr(kernels, "_writable", lambda p: False)
     kernels._choose_cache_dir()
     assert kernels.os.environ["NUMBA_DISABLE_CACHING"] == "1"
+
+
+def test_a_change_to_any_kernel_source_clears_every_cached_kernel(tmp_path):
+    """Numba checks only a cached function's own file: a change in a kernel it calls from another file
+    (elementwise.py's opcodes, renumbered when an op is added) left runtime.py's cached replay running the old
+    codes (a wrong jvp, found by the suite after such a merge). The stamp covers every kernel file."""
+    from tapegrad import kernels
+    sources = tmp_path / "kernels"
+    sources.mkdir()
+    (sources / "runtime.py").write_text("def replay(): pass\n")
+    (sources / "elementwise.py").write_text("CODES = {'tanh': 3}\n")
+    stamp = kernels.sources_stamp(sources)
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    cached = [cache / "runtime.replay-470.py311.nbi", cache / "runtime.replay-470.py311.1.nbc",
+              cache / "elementwise.tanh-9.py311.nbi"]
+    for path in cached:
+        path.write_bytes(b"compiled")
+    (cache / "runtime.cpython-311.pyc").write_bytes(b"python's")
+    kernels._clear_stale_cache(cache, stamp)  # no stamp recorded yet (a cache from before stamps): cleared
+    assert not any(p.exists() for p in cached) and (cache / "runtime.cpython-311.pyc").exists()
+    for path in cached:
+        path.write_bytes(b"compiled")
+    kernels._clear_stale_cache(cache, kernels.sources_stamp(sources))  # the same sources: kept
+    assert all(p.exists() for p in cached)
+    (sources / "elementwise.py").write_text("CODES = {'tanh': 4}\n")  # runtime.py itself unchanged
+    assert kernels.sources_stamp(sources) != stamp
+    kernels._clear_stale_cache(cache, kernels.sources_stamp(sources))
+    assert not any(p.exists() for p in cached)
+    assert (cache / "tapegrad-kernels.stamp").read_text() == kernels.sources_stamp(sources)
+
+
+def test_the_kernel_cache_in_use_is_stamped_with_these_sources():
+    from tapegrad import kernels
+    folder = pathlib.Path(kernels.load().plan._cache._cache_path)
+    assert (folder / "tapegrad-kernels.stamp").read_text() == kernels.sources_stamp()
 
 
 def test_generated_kernels_are_up_to_date():

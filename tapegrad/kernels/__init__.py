@@ -2,7 +2,10 @@
 
 `load()` picks a writable cache directory before Numba is imported: the package's own __pycache__ when
 it is writable, else NUMBA_CACHE_DIR if set, else a per-user cache directory; if none can be written,
-caching is off and kernels compile in memory.
+caching is off and kernels compile in memory. Numba invalidates a cached function only when its own file
+changes, not when a kernel it calls from another file does (adding an op renumbers elementwise.py's
+opcodes, which runtime.py's cached replay has compiled in): `load()` clears every cached kernel of this
+folder when any of its files has changed since they were cached (`_clear_stale_cache`).
 """
 import os
 import pathlib
@@ -42,12 +45,48 @@ def _check_codes(codes):
                            "`python -m tapegrad.kernels.codegen --write`")
 
 
+def sources_stamp(folder=pathlib.Path(__file__).parent):
+    """A digest of the kernel sources: the names and contents of the folder's .py files (they import nothing
+    compiled from outside it)."""
+    import hashlib
+    digest = hashlib.sha256()
+    for path in sorted(folder.glob("*.py")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def _clear_stale_cache(cache_dir, stamp):
+    """Delete the cached kernels (.nbi indexes, .nbc code) in cache_dir unless they were cached from the sources
+    whose stamp is `stamp`; then record it. Processes starting together (mpiexec) take turns under a lock."""
+    try:
+        import fcntl
+    except ImportError:  # (not POSIX: no lock)
+        fcntl = None
+    cache_dir = pathlib.Path(cache_dir)
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        with open(cache_dir / "tapegrad-kernels.lock", "a") as lock:
+            if fcntl is not None:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+            recorded = cache_dir / "tapegrad-kernels.stamp"
+            if recorded.exists() and recorded.read_text() == stamp:
+                return
+            for path in list(cache_dir.glob("*.nbi")) + list(cache_dir.glob("*.nbc")):
+                path.unlink(missing_ok=True)
+            recorded.write_text(stamp)
+    except OSError:  # (a cache Numba cannot write either: it compiles in memory)
+        pass
+
+
 def load():
     """The compiled runtime module (imports Numba and loads or compiles the kernels on first call)."""
     global _runtime
     if _runtime is None:
         _choose_cache_dir()
         from . import elementwise, memory, runtime
+        cache_dir = getattr(runtime.plan._cache, "_cache_path", None)  # (None: caching is off)
+        if cache_dir is not None:
+            _clear_stale_cache(cache_dir, sources_stamp())
         memory.check_layout()
         _check_codes(elementwise.CODES)
         _runtime = runtime
