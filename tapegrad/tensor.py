@@ -224,7 +224,8 @@ class Tensor:
                                 f"{type(value).__name__}")
             if value.shape != self.shape:
                 raise RuntimeError("assigned grad has data of a different size")
-            if value._data.dtype != self._data.dtype:
+            if (value._values() if value.is_sparse else value)._data.dtype != self._data.dtype:  # (a sparse COO
+                # gradient, as embedding(sparse=True)'s, is assigned as torch's)
                 raise RuntimeError("assigned grad has data of a different type")
         if _tape_local.tracing is not None:  # (untraceable's test, first: zero_grad sets a thousand of these)
             untraceable("an assignment to .grad")

@@ -17,7 +17,9 @@ from .shape import _gather, _gather_forward, _vjp_gather
 from .loss import _huber_arrays, _huber_forward, _vjp_huber
 from .linalg import _vector_norm, _vector_norm_arrays, _vector_norm_forward, _vjp_vector_norm
 from .conv import batch_norm
-from .sparse import mm as sparse_mm, sparse_coo_tensor
+from .sparse import mm as sparse_mm, sparse_coo_tensor, sparse_rows
+from ..grad_mode import is_grad_enabled
+from ..tape import untraceable
 
 __all__ = []  # torch.nn.functional's only (nn/functional.py binds them; tapegrad/__init__ the torch.X ones)
 
@@ -247,9 +249,6 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         raise RuntimeError(f"Expected tensor for argument #1 'weight' to have the same type as tensor for argument #1 "
                            f"'per_sample_weights'; but type {tensor_type_name(w._data)} does not equal "
                            f"{tensor_type_name(psw._data)} (while checking arguments for embedding_bag)")
-    if sparse:
-        raise NotImplementedError("tapegrad: embedding_bag with sparse=True (a sparse gradient of the weight) is not "
-                                  "supported")
     V, D = w.shape
     if padding_idx is not None:
         if not -V <= padding_idx < V:
@@ -279,14 +278,23 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     ix = ix[:bag.size]
     keep = np.ones(ix.size, bool) if padding_idx is None else ix != padding_idx
     kept, bag = ix[keep], bag[keep]
-    return _embedding_bag_row(w, psw, keep, kept, bag, B, mode, None if freq is None else 1.0 / freq[kept])
+    sparse = bool(sparse) and w._requires_grad and is_grad_enabled()
+    if sparse:  # the weight's gradient: a sparse COO tensor (the rules below), which a compiled function cannot give
+        untraceable(_SPARSE_UNTRACEABLE)
+    return _embedding_bag_row(w, psw, keep, kept, bag, B, mode, None if freq is None else 1.0 / freq[kept], sparse)
+
+
+_SPARSE_UNTRACEABLE = ("embedding_bag with sparse=True (its weight's gradient is a sparse COO tensor, which a "
+                       "compiled function's backward, dense arrays, cannot hand out)")
+_SCALE_SPARSE = "embedding_backward: scale_grad_by_freq not supported with sparse gradients"
 
 
 # embedding_bag: one row with compiled forward and adjoints (a composition of gather and sparse matmul was ~10x
 # slower than torch at 100k entries); its create_graph rule, in tapegrad ops, is that composition.
 class _Bags:
-    def __init__(self, mode, index, bag, B, V, inv_freq=None):
+    def __init__(self, mode, index, bag, B, V, inv_freq=None, sparse=False):
         self.mode, self.index, self.bag, self.B, self.V = mode, index, bag, B, V
+        self.sparse = sparse  # (sparse=True: the weight's gradient is torch's _embedding_bag_sparse_backward's)
         self.counts = np.bincount(bag, minlength=B)
         self.argmax = None
         self.inv_freq = inv_freq  # (scale_grad_by_freq: 1 / each entry's index count)
@@ -303,11 +311,11 @@ class _Bags:
             self.inv_freq.astype(dtype)))
 
 
-def _embedding_bag_row(w, psw, keep, kept, bag, B, mode, inv_freq=None):
+def _embedding_bag_row(w, psw, keep, kept, bag, B, mode, inv_freq=None, sparse=False):
     kern = _bag_kernels()
     V, D = w.shape
     dt = w._data.dtype
-    ctx = _Bags(mode, kept, bag, B, V, inv_freq)
+    ctx = _Bags(mode, kept, bag, B, V, inv_freq, sparse)
     if dt not in (np.float32, np.float64):  # (float16, which tapegrad does not differentiate: in float32)
         return _new(_embedding_bag_row(_new(w._data.astype(np.float32)), None if psw is None else _new(
             psw._data.astype(np.float32)), keep, kept, bag, B, mode)._data.astype(dt))
@@ -331,6 +339,8 @@ def _embedding_bag_row(w, psw, keep, kept, bag, B, mode, inv_freq=None):
 
 def _bag_weight_arrays(ctx, g, weights):
     """The weight's gradient on arrays (weights: the per-sample weights, or None)."""
+    if ctx.sparse:
+        return _bag_sparse(ctx, g, weights)
     kern = _bag_kernels()
     gw = np.zeros((ctx.V, g.shape[1]), g.dtype)
     if ctx.mode == "max":
@@ -360,9 +370,30 @@ def _bag_arrays(ctx, g, inputs, out, wanted):
     return gw, gs
 
 
+def _bag_sparse(ctx, g, weights):
+    """sparse=True: torch's _embedding_bag_sparse_backward, a (V, D) hybrid COO tensor whose indices are the bags'
+    entries in input order (padding_idx's left out) and whose values are their bags' rows of g (a copy: g may be a
+    block of the adjoint buffer; a Tensor under create_graph), times the mean's 1 / count (the reciprocal taken in
+    g's dtype, as torch's) or the per-sample weight; torch's embedding_sparse_backward then (uncoalesced, coalesced
+    when nnz <= 1; scale_grad_by_freq is its RuntimeError)."""
+    if ctx.inv_freq is not None:
+        raise RuntimeError(_SCALE_SPARSE)
+    arrays = isinstance(g, np.ndarray)
+    dt = g.dtype if arrays else g._data.dtype
+    vals = g[ctx.bag] if arrays else g.index_select(0, _new(ctx.bag))
+    if ctx.mode == "mean":
+        inv = (dt.type(1) / np.maximum(ctx.counts, 1).astype(dt))[ctx.bag][:, None]
+        vals = vals * (inv if arrays else _new(inv))
+    elif weights is not None:
+        vals = vals * (np.asarray(weights, dt)[:, None] if arrays else weights.reshape(-1, 1))
+    return sparse_rows(ctx.index, vals, (ctx.V, g.shape[1]))
+
+
 def _bag_weight_graph(ctx, g, weights):
     """In tapegrad ops: the weight's gradient, a sparse (num_embeddings x bags) matrix times g (max: g to each
     maximum's row)."""
+    if ctx.sparse:
+        return _bag_sparse(ctx, g, weights)
     V, D = ctx.V, g.shape[1]
     if ctx.mode == "max":
         flat = np.where(ctx.argmax >= 0, ctx.argmax * D + np.arange(D), V * D)  # (an empty bag: a spare slot)

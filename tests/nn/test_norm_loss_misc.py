@@ -565,12 +565,6 @@ def test_instance_norm_warns_when_channels_differ_without_affine():
             nn.InstanceNorm1d(3)(_T(nn)(2, 4, 5))
 
 
-def test_unsupported_embedding_bag_options_say_so():
-    w, i, o = tg.randn(10, 3), tg.tensor([1, 2, 3]), tg.tensor([0])
-    with pytest.raises(NotImplementedError, match="tapegrad: embedding_bag with sparse=True"):
-        GF.embedding_bag(i, w, o, sparse=True)
-
-
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("mode", ["sum", "mean", "max"])
 @pytest.mark.parametrize("norm_type", [2.0, 1.0, 3.5, float("inf")])
