@@ -130,6 +130,28 @@ def to_numpy_dtype(d):
     return from_numpy_dtype(d).np
 
 
+# A dtype as torch's C++ messages name it: its ScalarType ("Float", "Long") and its C++ type ("float", "long int")
+_SCALAR_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16", "int64": "Long",
+                      "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool",
+                      "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
+_CPP_TYPE_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+                   "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
+                   "uint8": "unsigned char", "bool": "bool", "complex64": "c10::complex<float>",
+                   "complex128": "c10::complex<double>"}
+
+
+def scalar_type_name(d):
+    """torch's ScalarType name of a NumPy or tapegrad dtype: Float, Double, Long, ..."""
+    name = (d.np if isinstance(d, dtype) else np.dtype(d)).name
+    return _SCALAR_TYPE_NAMES.get(name, name)
+
+
+def cpp_type_name(d):
+    """The C++ type torch's messages name for a NumPy or tapegrad dtype: float, double, long int, c10::Half, ..."""
+    name = (d.np if isinstance(d, dtype) else np.dtype(d)).name
+    return _CPP_TYPE_NAMES.get(name, name)
+
+
 def _category(np_dtype):
     return 2 if is_float(np_dtype) else (1 if np_dtype.kind in "iu" else 0)
 

@@ -31,8 +31,8 @@ def _inplace(self, result):
     if value.dtype != self._data.dtype:
         if value.dtype.kind == "f" and self._data.dtype.kind != "f" or value.dtype.kind in "iu" and \
                 self._data.dtype.kind == "b":
-            raise RuntimeError(f"result type {_type_word(value)} can't be cast to the desired output type "
-                               f"{_type_word(self._data)}")
+            raise RuntimeError(f"result type {_dtype.scalar_type_name(value.dtype)} can't be cast to the desired output type "
+                               f"{_dtype.scalar_type_name(self._data.dtype)}")
         if result._requires_grad:  # the row taking self's storage must record self's dtype: a cast row
             result = ops.to_dtype(result, self.dtype)
         value = result._data if result._requires_grad else value.astype(self._data.dtype)
@@ -89,10 +89,6 @@ def _snapshot_if_saved(self, result):
             tape.set_value(old, snapshot)
             tape.drop_cell(old)
             return
-
-
-def _type_word(a):
-    return {"f": "Float", "i": "Long", "u": "Byte", "b": "Bool"}[a.dtype.kind]
 
 
 def _make_inplace(fn, ufunc=None):

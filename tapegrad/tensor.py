@@ -223,10 +223,17 @@ class Tensor:
                 raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
                                 f"{type(value).__name__}")
             if value.shape != self.shape:
-                raise RuntimeError("assigned grad has data of a different size")
-            if (value._values() if value.is_sparse else value)._data.dtype != self._data.dtype:  # (a sparse COO
-                # gradient, as embedding(sparse=True)'s, is assigned as torch's)
-                raise RuntimeError("assigned grad has data of a different type")
+                raise RuntimeError(f"attempting to assign a gradient of size '{list(value.shape)}' to a tensor of "
+                                   f"size '{list(self.shape)}'. Please ensure that the gradient and the tensor are the "
+                                   f"same size")
+            dt = (value._values() if value.is_sparse else value)._data.dtype  # (a sparse COO gradient, as
+            if dt != self._data.dtype:                                        # embedding(sparse=True)'s)
+                raise RuntimeError(
+                    f"attempting to assign a gradient with dtype '{_dtype.cpp_type_name(dt)}' to a tensor with "
+                    f"grad_dtype '{_dtype.scalar_type_name(self._data.dtype)}'. The gradient must match the tensor's "
+                    f"grad_dtype (defaults to the tensor's dtype). You can set the tensor's grad_dtype attribute with a "
+                    f"specific dtype, or None to allow any dtype. Set grad_dtype with caution. Diverging the dtypes of "
+                    f"a tensor and its gradient may break downstream systems that assume they match.")
         if _tape_local.tracing is not None:  # (untraceable's test, first: zero_grad sets a thousand of these)
             untraceable("an assignment to .grad")
         self._grad = value

@@ -321,9 +321,10 @@ def _conv(nd, input, weight, bias, stride, padding, dilation, groups):
     dt = x._data.dtype if _dtype.is_float(x._data.dtype) else np.dtype(np.float32)
     if w._data.dtype != dt or (bias is not None and b._data.dtype != dt):
         if w._data.dtype != dt:
-            raise RuntimeError(f"expected scalar type {_scalar_name(dt)} but found {_scalar_name(w._data.dtype)}")
-        raise RuntimeError(f"Input type ({dt}) and bias type ({b._data.dtype}) should be the same".replace(
-            "float32", "float").replace("float64", "double").replace("float16", "c10::Half"))
+            raise RuntimeError(f"expected scalar type {_dtype.scalar_type_name(dt)} but found "
+                               f"{_dtype.scalar_type_name(w._data.dtype)}")
+        raise RuntimeError(f"Input type ({_dtype.cpp_type_name(dt)}) and bias type ({_dtype.cpp_type_name(b._data.dtype)}) "
+                           f"should be the same")
     if nd == 1:
         pads, k, s, d = [(0, 0)] + pads, (1,) + k, (1,) + s, (1,) + d
         xs4 = xs[:2] + (1,) + xs[2:]
@@ -341,10 +342,6 @@ def _conv(nd, input, weight, bias, stride, padding, dilation, groups):
         ctx.cols = None
     out = _record(OPS["conv"], value, inputs, aux=ctx)
     return out if batched else out.squeeze(0)  # (torch's unbatched convolution, so its SqueezeBackward1)
-
-
-def _scalar_name(dt):
-    return {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16"}.get(str(dt), str(dt))
 
 
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
@@ -495,7 +492,8 @@ def _conv_transpose(nd, input, weight, bias, stride, padding, output_padding, gr
                            f"({out_hw[0]} x {out_hw[1]}). Output size is too small")
     dt = x._data.dtype
     if w._data.dtype != dt:
-        raise RuntimeError(f"expected scalar type {_scalar_name(dt)} but found {_scalar_name(w._data.dtype)}")
+        raise RuntimeError(f"expected scalar type {_dtype.scalar_type_name(dt)} but found "
+                           f"{_dtype.scalar_type_name(w._data.dtype)}")
     if bias is not None and b._data.dtype != dt:
         b = _to_dtype(b, dt)  # (torch's transposed convolution takes a bias of another float type, cast)
     ctx = Ctx(transposed=True, k=k, s=s, d=d, pads=(p[0], p[0], p[1], p[1]), groups=groups, xshape4=xs4,

@@ -146,7 +146,7 @@ def _class_layout(x, t, weight):
     elif x.ndim > 2 and t.shape != x.shape[:1] + x.shape[2:]:
         raise RuntimeError(f"Expected target size {list(x.shape[:1] + x.shape[2:])}, got {list(t.shape)}")
     if t._data.dtype not in (np.int64, np.uint8):
-        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {_scalar_name(t._data)}")
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {_dtype.scalar_type_name(t._data.dtype)}")
     cdim = 0 if x.ndim == 1 else 1
     C = x.shape[cdim]
     if weight is not None:
@@ -160,11 +160,6 @@ def _class_layout(x, t, weight):
     xl = x._data if x.ndim == 2 else np.moveaxis(x._data, cdim, -1).reshape(-1, C)
     tl = t._data.reshape(-1).astype(np.int64, copy=False)
     return xl, tl, weight, cdim
-
-
-def _scalar_name(a):
-    return {"float32": "Float", "float64": "Double", "int32": "Int", "int16": "Short", "int8": "Char",
-            "bool": "Bool", "float16": "Half"}.get(a.dtype.name, a.dtype.name)
 
 
 def _per_sample_scale(w, reduction, dtype):
@@ -355,7 +350,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
         raise ValueError(f"Using a target size ({t.shape}) that is different to the input size ({x.shape}) is "
                          f"deprecated. Please ensure they have the same size.")
     if t._data.dtype != x._data.dtype:
-        raise RuntimeError(f"Found dtype {_scalar_name(t._data)} but expected {_scalar_name(x._data)}")
+        raise RuntimeError(f"Found dtype {_dtype.scalar_type_name(t._data.dtype)} but expected {_dtype.scalar_type_name(x._data.dtype)}")
     xd, td = x._data, t._data
     if np.any((xd < 0) | (xd > 1)):
         raise RuntimeError("all elements of input should be between 0 and 1")

@@ -19,8 +19,6 @@ from .linalg import matmul
 
 
 # torch's names of the dtypes in its matmul family's errors
-_SCALAR_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16"}
-_C10_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16"}
 
 
 def linear(input, weight, bias=None):
@@ -56,16 +54,16 @@ def linear(input, weight, bias=None):
     if bias is not None:  # (torch's addmm, whose `self` is the bias, checks dtypes before shapes)
         if isinstance(bias, Tensor) and bias._data.dtype != w._data.dtype:
             raise RuntimeError(f"self and mat2 must have the same dtype, but got "
-                               f"{_SCALAR_NAMES.get(bias._data.dtype.name)} and {_SCALAR_NAMES.get(w._data.dtype.name)}")
+                               f"{_dtype.scalar_type_name(bias._data.dtype)} and {_dtype.scalar_type_name(w._data.dtype)}")
         if x._data.dtype != w._data.dtype:
             raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got "
-                               f"{_SCALAR_NAMES.get(x._data.dtype.name)} and {_SCALAR_NAMES.get(w._data.dtype.name)}")
+                               f"{_dtype.scalar_type_name(x._data.dtype)} and {_dtype.scalar_type_name(w._data.dtype)}")
     if x.shape[1] != w.shape[1]:
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({x.shape[0]}x{x.shape[1]} and "
                            f"{w.shape[1]}x{w.shape[0]})")
     if bias is None and x._data.dtype != w._data.dtype:  # (torch's mm)
-        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_C10_NAMES.get(x._data.dtype.name)} "
-                           f"!= {_C10_NAMES.get(w._data.dtype.name)}")
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_dtype.cpp_type_name(x._data.dtype)} "
+                           f"!= {_dtype.cpp_type_name(w._data.dtype)}")
     if bias is None:
         return _record(OPS["linear"], _linear_forward(None, x._data, w._data), (x, w))
     b = _to_dtype(_tensor(bias), x._data.dtype)

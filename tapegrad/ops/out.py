@@ -11,23 +11,12 @@ import warnings
 
 import numpy as np
 
-from .. import creation
+from .. import _dtype, creation
 from ..grad_mode import is_grad_enabled, no_grad
 from ..tensor import Tensor, VIEWS
 from .shape import _check_writable, _written
 from . import sparse as _sparse
 
-_KIND_WORD = {"f": "Float", "i": "Long", "u": "Byte", "b": "Bool"}
-
-
-def _type_word(a):
-    if a.dtype == np.float64:
-        return "Double"
-    if a.dtype == np.float16:
-        return "Half"
-    if a.dtype == np.int32:
-        return "Int"
-    return _KIND_WORD[a.dtype.kind]
 
 
 def write_out(out, result, name):
@@ -40,8 +29,8 @@ def write_out(out, result, name):
         rank = "bifc".index
         if rank(value.dtype.kind if value.dtype.kind != "u" else "i") > rank(
                 target.dtype.kind if target.dtype.kind != "u" else "i"):
-            raise RuntimeError(f"result type {_type_word(value)} can't be cast to the desired output type "
-                               f"{_type_word(target)}")
+            raise RuntimeError(f"result type {_dtype.scalar_type_name(value.dtype)} can't be cast to the desired "
+                               f"output type {_dtype.scalar_type_name(target.dtype)}")
     if target.shape != value.shape:
         if target.size:
             warnings.warn(f"An output with one or more elements was resized since it had shape "

@@ -23,7 +23,7 @@ def _reduce(name_all, name_dim, np_fn, input, dim, keepdim, dtype, scale_of):
         x = _to_dtype(x, _dtype.to_numpy_dtype(dtype))
     elif x._data.dtype.kind in "biu" and name_all == "mean_all":
         raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a floating point "
-                           f"or complex dtype. Got: {_dtype_word(x._data)}")
+                           f"or complex dtype. Got: {_dtype.scalar_type_name(x._data.dtype)}")
     elif x._data.dtype.kind in "biu":  # torch sums bool and every integer type in int64
         x = _int_to_long(x)
     ndim = x._data.ndim
@@ -99,12 +99,6 @@ def _np_reduce(fn, data, dims, keepdim, **kw):
     if data.ndim == 0:
         return np.asarray(fn(data, **kw))
     return np.asarray(fn(data, axis=dims, keepdims=keepdim, **kw))
-
-
-def _dtype_word(a):
-    """A dtype as torch's C++ messages name it (Float, Double, Long, ...)."""
-    return {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
-            "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}[a.dtype.name]
 
 
 def _cast_arg(x, dtype):
@@ -326,7 +320,7 @@ def _softmax_dim(ndim):
 def _softmax_input(name, input, dim, dtype):
     x = _cast_arg(_tensor(input), dtype)
     if not _dtype.is_float(x._data.dtype):
-        raise NotImplementedError(f'"{name}_lastdim_kernel_impl" not implemented for \'{_dtype_word(x._data)}\'')
+        raise NotImplementedError(f'"{name}_lastdim_kernel_impl" not implemented for \'{_dtype.scalar_type_name(x._data.dtype)}\'')
     if dim is None:
         dim = _softmax_dim(x.ndim)
     if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):

@@ -16,7 +16,7 @@ import numbers
 
 import numpy as np
 
-from .. import registry
+from .. import _dtype, registry
 from ..tensor import _new
 from ..tape import traced_value
 from ._common import OPS, _record, _tensor
@@ -779,10 +779,8 @@ def _max_unpool(nd, input, indices, kernel_size, stride, padding, output_size):
         raise RuntimeError(f"Input to max_unpooling2d should be a 3d or 4d Tensor, but got a tensor with "
                            f"{x.ndim + (nd == 1)} dimensions.")
     if idx._data.dtype != np.int64:
-        names = {"int32": "Int", "float32": "Float", "float64": "Double", "int16": "Short", "int8": "Char",
-                 "uint8": "Byte", "bool": "Bool"}
         raise RuntimeError(f"elements in indices should be type int64 but got: "
-                           f"{names.get(str(idx._data.dtype), str(idx._data.dtype))}")
+                           f"{_dtype.scalar_type_name(idx._data.dtype)}")
     if tuple(idx.shape) != tuple(x.shape):
         shown = (lambda t: list(t.shape) + [1]) if nd == 1 else (lambda t: list(t.shape))
         raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor ({shown(x)}) but got "

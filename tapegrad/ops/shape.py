@@ -771,7 +771,7 @@ def masked_fill(input, mask, value):
     x, mask = _tensor(input), _tensor(mask)
     if mask._data.dtype != np.bool_:
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
-                           f"{_C_NAMES.get(mask._data.dtype.name, mask._data.dtype.name)}")
+                           f"{_dtype.cpp_type_name(mask._data.dtype)}")
     if isinstance(value, Tensor) and value.ndim:
         raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
                            f"{value.ndim} dimension(s).")
@@ -786,9 +786,6 @@ def masked_fill(input, mask, value):
         fill = _to_dtype(value, x._data.dtype) if tensor_value else made_in_trace(_new(np.asarray(v, x._data.dtype)))
         return where(mask, fill, x)
     return guard(_record(OPS["masked_fill_tensor" if tensor_value else "masked_fill"], out, inputs, aux=mask), mask)
-
-
-_C_NAMES = {"float32": "float", "float64": "double", "int64": "long int", "int32": "int", "uint8": "unsigned char"}
 
 
 # -- indexing ----------------------------------------------------------------------------------------------------

@@ -599,13 +599,9 @@ def mm(input, mat2):
         structure = input.__dict__["_structure"] = _Product(input._ind[0], input._ind[1], *input._size)
     vals = input._vals
     if vals.dtype != b.dtype:
-        raise RuntimeError(f"expected scalar type {_word(vals.dtype)} but found {_word(b.dtype)}")
+        raise RuntimeError(f"expected scalar type {_dtype.scalar_type_name(vals.dtype)} but found "
+                           f"{_dtype.scalar_type_name(b.dtype)}")
     return _sparse_mm(structure, vals, b)
-
-
-def _word(dtype):
-    return {"float32": "Float", "float64": "Double", "int64": "Long", "int32": "Int", "bool": "Bool",
-            "float16": "Half", "uint8": "Byte", "int16": "Short", "int8": "Char"}[dtype.name]
 
 
 def _check_mm(sa, sb, na, nb):

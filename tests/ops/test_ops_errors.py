@@ -176,6 +176,24 @@ ERRORS = {
     "one_hot_bounds": (lambda L: F(L).one_hot(ix(L, 5), 3), None),
     "one_hot_negative": (lambda L: F(L).one_hot(ix(L, -1), 3), None),
     "one_hot_float": (lambda L: F(L).one_hot(L.tensor([1.0]), 3), None),
+    # a result's dtype that an in-place op or out= cannot take, named as torch's ScalarTypes
+    "inplace_int_float_scalar": (lambda L: L.zeros(3, dtype=L.int32).add_(1.5), None),
+    "inplace_int_double": (lambda L: L.zeros(3, dtype=L.int32).add_(L.ones(3, dtype=L.float64)), None),
+    "inplace_short_float": (lambda L: L.zeros(3, dtype=L.int16).mul_(L.ones(3)), None),
+    "inplace_bool_long": (lambda L: L.zeros(3, dtype=L.bool).add_(L.ones(3, dtype=L.int64)), None),
+    "inplace_byte_float": (lambda L: L.zeros(3, dtype=L.uint8).add_(2.5), None),
+    "out_short_float": (lambda L: L.add(L.ones(3), L.ones(3), out=L.zeros(3, dtype=L.int16)), None),
+    "out_int_double": (lambda L: L.add(L.ones(3, dtype=L.float64), 1, out=L.zeros(3, dtype=L.int32)), None),
+    # .grad assignments
+    "grad_assign_size": (lambda L: setattr(L.zeros(2, 3, requires_grad=True), "grad", L.zeros(3, 2)), None),
+    "grad_assign_0d": (lambda L: setattr(L.zeros((), requires_grad=True), "grad", L.zeros(1)), None),
+    "grad_assign_double": (lambda L: setattr(L.zeros(3, requires_grad=True), "grad", L.zeros(3, dtype=L.float64)),
+                           None),
+    "grad_assign_long": (lambda L: setattr(L.zeros(3, dtype=L.float64, requires_grad=True), "grad",
+                                           L.zeros(3, dtype=L.int64)), None),
+    "grad_assign_half": (lambda L: setattr(L.zeros(3, requires_grad=True), "grad", L.zeros(3, dtype=L.float16)),
+                         None),
+    "grad_assign_list": (lambda L: setattr(L.zeros(3, requires_grad=True), "grad", [0.0, 0.0, 0.0]), None),
 }
 
 
