@@ -373,6 +373,8 @@ NOT_RECORDED_BY_CASES = {"leaf", "const", "freed",   # tape rows, not ops
                          "traced_compare", "traced_draw", "traced_value",  # its comparisons, draws: tests/test_compile_guards.py
                          # no second derivative (torch has none): tests/nn/test_ctc_loss.py
                          "ctc_loss", "ctc_loss_backward",
+                         # its weight's gradient is a sparse COO tensor: tests/test_embedding_sparse.py
+                         "embedding_sparse",
                          # declared for every binary op, but a commutative op's front-end records c op x
                          # as x op c (the _ts row): these are never recorded
                          "add_st", "mul_st", "maximum_st", "minimum_st"}
