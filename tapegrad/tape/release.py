@@ -8,7 +8,7 @@ import weakref
 import numpy as np
 
 from .. import kernels
-from ..registry import SAVES_OUT, reads_input, tables
+from ..registry import OPS, SAVES_OUT, reads_input, tables
 from .. import tape as T  # (the package: its tunable thresholds are read at call time, as tests change them)
 
 
@@ -25,8 +25,8 @@ class Release:
                 continue  # this row's rule reads it
             v = self.values[s]
             o = int(self.op[s])
-            if (o <= T.OP_FREED or v is None or self.flags[s] & (T.F_READ | T.F_DEAD) or s in self.aux
-                    or s in self.released or self.vaddr[s] or v.base is not None or v.nbytes < T.RELEASE_BYTES
+            if (o <= T.OP_FREED or v is None or self.flags[s] & (T.F_READ | T.F_DEAD) or s in self.released
+                    or self.vaddr[s] or (OPS[o].holds_grad and s in self.aux) or v.nbytes < T.RELEASE_BYTES
                     or v.dtype.kind != "f" or saves[o] & SAVES_OUT or s in traces):
                 continue
             # rows recorded after s (this one included): does one of their rules read s?

@@ -200,6 +200,25 @@ def test_a_value_no_rule_reads_dies_with_its_tensor_before_backward(tape):
     np.testing.assert_allclose(b.grad.numpy(), tb.grad.numpy(), rtol=1e-4, atol=1e-4)
 
 
+def test_a_library_ops_output_no_rule_reads_is_released_though_it_has_a_context(tape):
+    """A convolution's row has a context (its sizes, its columns) and its output is a view of the GEMM's buffer;
+    the ReLU that takes it reads its own output, not its input: the convolution's value dies with its tensor, as
+    torch's does, and the gradients are torch's."""
+    g = np.random.default_rng(3)
+    x0, w0 = g.standard_normal((16, 1, 28, 28)), g.standard_normal((6, 1, 5, 5)) / 5
+    grads = []
+    for L in (tapegrad, torch):
+        x, w = L.tensor(x0, requires_grad=True), L.tensor(w0, requires_grad=True)
+        y = L.nn.functional.relu(L.nn.functional.conv2d(x, w))
+        if L is tapegrad:
+            conv = [r for r in range(tape.n) if tapegrad.registry.OPS[tape.op[r]].name == "conv"]
+            assert len(conv) == 1 and conv[0] in tape.released
+        y.square().sum().backward()
+        grads.append((x.grad.numpy(), w.grad.numpy()))
+    for mine, theirs in zip(*grads):
+        np.testing.assert_allclose(mine, theirs, rtol=1e-10, atol=1e-12)
+
+
 def test_a_released_value_is_taken_back_when_a_later_rule_reads_it(tape):
     import weakref
     grads = []
