@@ -2,11 +2,9 @@
 normals, bit for bit as ATen computes them.
 
 torch's float32 AVX2 normal kernel and its `a * b + c` (compiled with FMA contraction) need a fused
-multiply-add. Numba has no fma intrinsic and Python 3.11 no math.fma, so they are computed exactly:
-`fma32` from a float64 product (exact for float32 operands) and one float64 sum, corrected where rounding
-that sum to float32 would round twice (a float64 sum on a float32 midpoint); `fma64` by Boldo and
-Melquiond's exact product and a sum rounded to odd. No fastmath anywhere: contraction or reassociation
-would change the results.
+multiply-add: LLVM's `llvm.fma` intrinsic, which is correctly rounded by definition (one FMA instruction on
+any x86-64 CPU since Haswell; elsewhere libm's fmaf / fma, also exact). No fastmath anywhere: contraction or
+reassociation would change the results.
 """
 import math
 
@@ -29,56 +27,34 @@ def _bitcast(src, dst, width):
     return cast
 
 
-_f64_bits = _bitcast(types.float64, types.int64, 64)
-_bits_f64 = _bitcast(types.int64, types.float64, 64)
 _f32_bits = _bitcast(types.float32, types.int32, 32)
 _bits_f32 = _bitcast(types.int32, types.float32, 32)
 
 
-@njit(inline="always", **JIT)
-def _toward(s, err):
-    """The float64 next to s (nonzero, finite) in the direction of the sign of err."""
-    bits = _f64_bits(s)
-    return _bits_f64(bits + 1 if (err > 0.0) == (s > 0.0) else bits - 1)
+def _fused_multiply_add(fty, irty):
+    @intrinsic
+    def fma(typingctx, a, b, c):
+        def codegen(context, builder, signature, args):
+            fn = builder.module.declare_intrinsic("llvm.fma", [irty], ir.FunctionType(irty, [irty] * 3))
+            return builder.call(fn, args)
+        return fty(fty, fty, fty), codegen
+    return fma
 
 
-@njit(inline="always", **JIT)
-def _two_sum_err(a, b, s):
-    bb = s - a
-    return (a - (s - bb)) + (b - bb)
+_fma_f32 = _fused_multiply_add(types.float32, ir.FloatType())
+_fma_f64 = _fused_multiply_add(types.float64, ir.DoubleType())
 
 
 @njit(inline="always", **JIT)
 def fma32(a, b, c):
-    """float32 fma(a, b, c)."""
-    p = np.float64(a) * np.float64(b)
-    cc = np.float64(c)
-    s = p + cc
-    if (_f64_bits(s) & 0x1FFFFFFF) == 0x10000000:   # on a float32 midpoint: round the exact sum once
-        err = _two_sum_err(p, cc, s)
-        if err != 0.0:
-            return np.float32(_toward(s, err))
-    return np.float32(s)
+    """float32 fma(a, b, c), rounded once."""
+    return _fma_f32(np.float32(a), np.float32(b), np.float32(c))
 
 
 @njit(inline="always", **JIT)
 def fma64(a, b, c):
-    """float64 fma(a, b, c)."""
-    uh = a * b
-    t = 134217729.0 * a
-    ah = t - (t - a)
-    al = a - ah
-    t = 134217729.0 * b
-    bh = t - (t - b)
-    bl = b - bh
-    ul = ((ah * bh - uh) + ah * bl + al * bh) + al * bl
-    th = c + uh
-    tl = _two_sum_err(c, uh, th)
-    v = tl + ul
-    e = _two_sum_err(tl, ul, v)
-    if e != 0.0 and (_f64_bits(v) & 1) == 0:   # round to odd (v != 0 here: v == 0 has no error)
-        v = _toward(v, e)
-    return th + v
+    """float64 fma(a, b, c), rounded once."""
+    return _fma_f64(np.float64(a), np.float64(b), np.float64(c))
 
 
 @njit(inline="always", **JIT)
