@@ -148,6 +148,31 @@ def test_every_broadcast_pattern_gives_torchs_gradients(shapes):
         np.testing.assert_allclose(mine, theirs, rtol=1e-12)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shapes", [((203,), ()), ((4, 37), (4, 1)), ((3, 5, 16), (3, 5, 1)), ((2, 40), (1, 1)),
+                                    ((7, 24), (24,)), ((16,), (1,))],
+                         ids=["scalar", "column", "last-axis", "both-ends", "bias (not summed)", "exactly 16"])
+def test_an_input_broadcast_along_the_inner_part_is_summed_as_torch(shapes, dtype):
+    """An input broadcast along the whole inner part of the split (a 0-d parameter, a column) gets each outer
+    index's terms added by runtime.lane_sum, with a tail past the last eight: against torch, both inputs needing
+    gradients and one, and expand's adjoint of the same pattern."""
+    rng = np.random.default_rng(11)
+    a0, b0 = rng.uniform(0.5, 1.5, shapes[0]).astype(dtype), rng.uniform(0.5, 1.5, shapes[1]).astype(dtype)
+    rtol = 1e-5 if dtype == "float32" else 1e-12
+    for need_a in (True, False):
+        grads = []
+        for L in (tapegrad, torch):
+            a, b = L.tensor(a0, requires_grad=need_a), L.tensor(b0, requires_grad=True)
+            ((a * b - a / b) ** 2 + (b - a) + b.expand(a.shape) * 0.5).sum().backward()
+            grads.append((grad_of(a), grad_of(b)))
+        for mine, theirs in zip(*grads):
+            if theirs is None:
+                assert mine is None
+            else:
+                assert mine.dtype == theirs.dtype
+                np.testing.assert_allclose(mine, theirs, rtol=rtol)
+
+
 @pytest.mark.parametrize("case", [((4, 5), (0,)), ((4, 5), (1,)), ((2, 3, 4), (0, 1)), ((2, 3, 4), (2,)),
                                   ((2, 3, 4), (1,)), ((2, 3, 4), (0, 2)), ((2, 1, 4), (0,))],
                          ids=["rows", "columns", "outer", "inner", "middle (map)", "ends (map)", "size-1 axis"])

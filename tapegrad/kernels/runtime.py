@@ -389,6 +389,9 @@ def _step(i, kind, o, argptr, args, obj, fattr, iattr, need, offsets, adj, dt, n
             elementwise.binary(o, view(x, num, dt), view(z, num, dt), view(y, num, dt), g, gx, gz,
                                broadcast_offsets(y, x), broadcast_offsets(y, z), 1, n, 0, 0, 0, 0, need[a0], need[a1],
                                fattr[i, 0], fattr[i, 1])
+        elif split[1] >= 16 and ((need[a0] and split[3] == 0) or (need[a1] and split[5] == 0)):
+            _binary_summed(o, view(x, num, dt), view(z, num, dt), view(y, num, dt), g, gx, gz, split, need[a0],
+                           need[a1], fattr[i, 0], fattr[i, 1])
         else:
             elementwise.binary(o, view(x, num, dt), view(z, num, dt), view(y, num, dt), g, gx, gz, _NO_MAP, _NO_MAP,
                                split[0], split[1], split[2], split[3], split[4], split[5], need[a0], need[a1],
@@ -422,9 +425,13 @@ def _step(i, kind, o, argptr, args, obj, fattr, iattr, need, offsets, adj, dt, n
                 gx[iy[k]] += g[k]
         else:
             outer, inner, xo, xj = u64(outer), u64(inner), u64(xo), u64(xj)
-            for o in range(outer):
-                for j in range(inner):
-                    gx[o * xo + j * xj] += g[o * inner + j]
+            if xj == 0 and inner >= 16:  # x broadcast along the inner part: each o's adjoints summed at once
+                for o in range(outer):
+                    gx[o * xo] += lane_sum(g, o * inner, inner)
+            else:
+                for o in range(outer):
+                    for j in range(inner):
+                        gx[o * xo + j * xj] += g[o * inner + j]
     elif kind == K_RESHAPE:
         for k in range(n):
             gx[k] += g[k]
@@ -436,6 +443,62 @@ def _step(i, kind, o, argptr, args, obj, fattr, iattr, need, offsets, adj, dt, n
             for k in range(n):
                 if idx[k] >= 0:
                     gx[idx[k]] += g[k]
+
+
+@njit(**JIT)
+def _binary_summed(o, X, Z, Y, g, gx, gz, split, need_x, need_z, c, c2):
+    """A binary row with an input broadcast along the whole inner part of the split (a 0-d parameter times a
+    vector, a column): that input spread whole, its adjoint made whole in a scratch block by the elementwise
+    kernel, and each outer index's terms added by lane_sum. Added in place one by one, they were a dependent
+    add, store and reload an element (the adjoint block may alias the terms): 3 ns an element."""
+    outer, inner, xo, xj, zo, zj = split
+    sum_x, sum_z = need_x and xj == 0, need_z and zj == 0
+    X2, GX, xo2, xj2 = (_spread(X, outer, inner, xo), np.zeros(outer * inner, gx.dtype), inner, 1) if sum_x \
+        else (X, gx, xo, xj)
+    Z2, GZ, zo2, zj2 = (_spread(Z, outer, inner, zo), np.zeros(outer * inner, gz.dtype), inner, 1) if sum_z \
+        else (Z, gz, zo, zj)
+    elementwise.binary(o, X2, Z2, Y, g, GX, GZ, _NO_MAP, _NO_MAP, outer, inner, xo2, xj2, zo2, zj2, need_x, need_z,
+                       c, c2)
+    for k in range(outer):
+        if sum_x:
+            gx[k * xo] += lane_sum(GX, k * inner, inner)
+        if sum_z:
+            gz[k * zo] += lane_sum(GZ, k * inner, inner)
+
+
+@njit(**JIT)
+def _spread(x, outer, inner, xo):
+    """x broadcast along the inner part (x[o * xo] for every j), whole."""
+    out = np.empty(outer * inner, x.dtype)
+    for o in range(outer):
+        v = x[o * xo]
+        for j in range(inner):
+            out[o * inner + j] = v
+    return out
+
+
+@njit(**JIT)
+def lane_sum(t, lo, n):
+    """t[lo] + ... + t[lo + n - 1] (n >= 8) as eight interleaved partial sums, which LLVM vectorizes without
+    reassociating anything (one running sum is one dependent add an element)."""
+    lo, n, w = u64(lo), u64(n), u64(8)  # (unsigned positions: no wraparound select per access)
+    s0, s1, s2, s3, s4, s5, s6, s7 = t[lo], t[lo + 1], t[lo + 2], t[lo + 3], t[lo + 4], t[lo + 5], t[lo + 6], t[lo + 7]
+    j, end = lo + w, lo + n
+    while j + w <= end:
+        s0 += t[j]
+        s1 += t[j + u64(1)]
+        s2 += t[j + u64(2)]
+        s3 += t[j + u64(3)]
+        s4 += t[j + u64(4)]
+        s5 += t[j + u64(5)]
+        s6 += t[j + u64(6)]
+        s7 += t[j + u64(7)]
+        j += w
+    s = ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
+    while j < end:
+        s += t[j]
+        j += u64(1)
+    return s
 
 
 @njit(**JIT)
