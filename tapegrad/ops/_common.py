@@ -268,9 +268,15 @@ def to_dtype(x, dtype):
 def _array_rule_dtype(*arrays):
     """An array rule (a plain backward on NumPy arrays) runs on float32 and float64 arrays (a float16 or
     bfloat16 row's rule is given them in float32: replay._reduced_float_rule); other dtypes take the Tensor rule."""
-    return all(a.dtype == np.float32 or a.dtype == np.float64 for a in arrays)
+    for a in arrays:
+        if a.dtype.char not in "fd":  # (a compare with np.float32 costs a conversion: 0.3 us)
+            return False
+    return True
 
 
 def _sum_to_np(a, shape):
     """a summed down to `shape` (the adjoint of broadcasting), on arrays."""
-    return a if a.shape == shape else np.sum(a, axis=summed_dims(a.shape, shape), keepdims=True).reshape(shape)
+    if a.shape == shape:
+        return a
+    # (np.add.reduce: np.sum's Python wrapper costs about 2 us; the same pairwise sums)
+    return np.add.reduce(a, axis=summed_dims(a.shape, shape), keepdims=True).reshape(shape)

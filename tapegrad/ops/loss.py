@@ -490,7 +490,7 @@ def _mse_arrays(ctx, g, inputs, out, wanted):
     d = (x - t) * (2.0 * g)
     if ctx.reduction == "mean":
         d = d / ctx.n
-    return d, -d
+    return d, (-d if wanted[1] else None)
 
 
 def _smooth_l1_arrays(ctx, g, inputs, out, wanted):
@@ -501,7 +501,7 @@ def _smooth_l1_arrays(ctx, g, inputs, out, wanted):
     gd = np.where(np.abs(d) < ctx.beta, d / ctx.beta, np.sign(d)) * g
     if ctx.reduction == "mean":
         gd = gd / ctx.n
-    return gd, -gd
+    return gd, (-gd if wanted[1] else None)
 
 
 def _huber_forward(ctx, x, t):
@@ -518,7 +518,7 @@ def _huber_arrays(ctx, g, inputs, out, wanted):
     gd = np.clip(x - t, -ctx.delta, ctx.delta) * g
     if ctx.reduction == "mean":
         gd = gd / ctx.n
-    return gd, -gd
+    return gd, (-gd if wanted[1] else None)
 
 
 def _vjp_huber(ctx, g, inputs, out):

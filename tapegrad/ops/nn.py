@@ -346,8 +346,7 @@ def _linear_arrays(ctx, g, inputs, out, wanted):
     """_vjp_linear on arrays (a plain backward): two BLAS calls, no Tensor front-ends (float32/float64 2-d;
     otherwise None, and the Tensor rule runs)."""
     x, w = inputs[0], inputs[1]
-    if x.ndim != 2 or g.ndim != 2 or x.dtype not in (np.float32, np.float64) or w.dtype != x.dtype \
-            or g.dtype != x.dtype:
+    if x.ndim != 2 or g.ndim != 2 or x.dtype.char not in "fd" or w.dtype != x.dtype or g.dtype != x.dtype:
         return None
     gx = g @ w if wanted[0] else None
     gw = g.T @ x if wanted[1] else None
