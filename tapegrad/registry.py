@@ -39,11 +39,15 @@ SAVES_ALL, SAVES_OUT = 64, 128
 # (a user's backward, a gradient handed on to another row), so the replay never gives its adjoint block to
 # another row. The library's own rules use their grad_output within the call.
 HOLDS_GRAD = 256
+# A kind of tables()'s kinds only: a Python row `x @ w.T (+ b)` (linear, addmm) whose rule the compiled replay
+# runs itself when its arrays are small (kernels/runtime.py, _linear_here): returning to Python for it cost more
+# than its arithmetic. A large one returns to Python (BLAS) as any PYTHON row.
+K_LINEAR = 9
 
 
 class OpDef:
     __slots__ = ("code", "name", "kind", "grad_fn", "forward", "derivs", "vjp", "declared_saves", "_saves", "doc",
-                 "array_vjp", "ufunc", "unreplayable", "holds_grad")
+                 "array_vjp", "ufunc", "unreplayable", "holds_grad", "linear_rule")
 
     def __init__(self, name, kind, grad_fn, forward=None, derivs=(), vjp=None, saves=0, doc="", array_vjp=None,
                  unreplayable=None):
@@ -55,7 +59,7 @@ class OpDef:
         self.derivs, self.vjp, self.doc = tuple(derivs), vjp, doc
         self.declared_saves = self._saves = saves
         self.array_vjp, self.unreplayable = array_vjp, unreplayable
-        self.holds_grad = False
+        self.holds_grad = self.linear_rule = False
         OPS.append(self)
         BY_NAME[name] = self
 
@@ -116,13 +120,16 @@ def structural(name, kind, grad_fn, vjp, saves=None, doc="", forward=None, unrep
     OpDef(name, kind, grad_fn, forward, (), vjp, saves, doc, unreplayable=unreplayable)
 
 
-def python(name, grad_fn, forward, vjp, saves=None, doc="", array_vjp=None, unreplayable=None, holds_grad=False):
+def python(name, grad_fn, forward, vjp, saves=None, doc="", array_vjp=None, unreplayable=None, holds_grad=False,
+           linear_rule=False):
     """An op whose adjoint runs in Python between compiled segments (BLAS, fused losses, layers).
     forward: `(ctx, *inputs) -> value` on arrays, what `tapegrad.compile` reruns; or None, with the reason
     it cannot be replayed in `unreplayable`. saves: given only where the rule reads its inputs through
     its context, which the derivation cannot see. holds_grad: the rule may keep its grad_output (a view of
-    the row's adjoint block) past the call (see HOLDS_GRAD)."""
-    OpDef(name, K_PYTHON, grad_fn, forward, (), vjp, saves, doc, array_vjp, unreplayable).holds_grad = holds_grad
+    the row's adjoint block) past the call (see HOLDS_GRAD). linear_rule: the op is `x @ w.T (+ b)` on inputs
+    (x, w[, b]), whose rule the compiled replay runs itself when small (see K_LINEAR)."""
+    op = OpDef(name, K_PYTHON, grad_fn, forward, (), vjp, saves, doc, array_vjp, unreplayable)
+    op.holds_grad, op.linear_rule = holds_grad, linear_rule
 
 
 def _torch_name(name):
@@ -147,7 +154,7 @@ def tables():
     """The kind and saves of every opcode, as arrays for the compiled replay (ops may be added later)."""
     global _tables
     if _tables is None or len(_tables[0]) != len(OPS):
-        _tables = (np.array([op.kind for op in OPS], np.int8),
+        _tables = (np.array([K_LINEAR if op.linear_rule else op.kind for op in OPS], np.int8),
                    np.array([op.saves | (HOLDS_GRAD if op.holds_grad else 0) for op in OPS], np.uint16))
     return _tables
 

@@ -317,7 +317,7 @@ def _drive(rt, tape, i, need, owned, own, offsets, recycle, adj, kinds, adjoint,
                 break
             if tape.flags[i] & F_STOP and i in tape.watch:
                 watched(tape, i, adjoint(i), graph=False)
-            if kinds[tape.op[i]] == registry.K_PYTHON or _half_rule(tape, i, kinds):
+            if kinds[tape.op[i]] >= registry.K_PYTHON or _half_rule(tape, i, kinds):  # (K_LINEAR too)
                 if traced:
                     run_named(tape, i, _python_row, tape, i, need, adjoint, owned, own,
                               anomaly.is_anomaly_check_nan_enabled())

@@ -173,6 +173,51 @@ def test_an_input_broadcast_along_the_inner_part_is_summed_as_torch(shapes, dtyp
                 np.testing.assert_allclose(mine, theirs, rtol=rtol)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("sizes", [(37, 5, 3), (1, 4, 128), (2000, 3, 1), (32, 32, 32), (64, 64, 16)],
+                         ids=["small", "one-row", "tall", "at-the-limit", "blas"])
+@pytest.mark.parametrize("inputs", ["x-w-b", "w-b", "x-w", "w-twice"])
+def test_a_small_linear_rows_rule_runs_in_the_replay_as_torchs(sizes, dtype, inputs, monkeypatch):
+    """linear/addmm rows of at most runtime.LINEAR_HERE_MAX multiply-adds are differentiated by the compiled replay
+    (K_LINEAR), larger ones by Python's BLAS rule: both against torch, and which one ran."""
+    from tapegrad import replay
+    from tapegrad.kernels import runtime
+    n, k, m = sizes
+    rng = np.random.default_rng(12)
+    x0, w0, b0, c0 = (rng.standard_normal(s).astype(dtype) for s in ((n, k), (m, k), (m,), (n, m)))
+    ran = []
+    python_row = replay._python_row
+    monkeypatch.setattr(replay, "_python_row", lambda tape, row, *a: ran.append(
+        tapegrad.registry.OPS[tape.op[row]].name) or python_row(tape, row, *a))
+    grads = []
+    for L in (tapegrad, torch):
+        x = L.tensor(x0, requires_grad=inputs != "w-b")
+        w, b = L.tensor(w0, requires_grad=True), L.tensor(b0, requires_grad=True)
+        F = L.nn.functional
+        y = F.linear(x, w) if inputs == "x-w" else F.linear(x, w, b)
+        if inputs == "w-twice":  # (the weight's adjoint from two rows: never handed over as one row's array)
+            y = y + F.linear(x * 0.5, w)
+        (y.tanh() * L.tensor(c0)).sum().backward()
+        grads.append([None if t.grad is None else t.grad.numpy() for t in (x, w, b)])
+    here = n * k * m <= runtime.LINEAR_HERE_MAX
+    assert ("addmm" in ran or "linear" in ran) == (not here)
+    rtol = 2e-5 if dtype == "float32" else 1e-12
+    for mine, theirs in zip(*grads):
+        assert (mine is None) == (theirs is None)
+        if theirs is not None:
+            assert mine.dtype == theirs.dtype
+            np.testing.assert_allclose(mine, theirs, rtol=rtol, atol=rtol)
+
+
+def test_a_small_linear_row_under_anomaly_mode_names_its_nan():
+    """Anomaly mode runs every row by itself: a NaN from a small linear row is reported as torch names it."""
+    w = tapegrad.tensor([[1.0, float("nan")]], requires_grad=True)
+    x = tapegrad.ones(3, 2, requires_grad=True)
+    with pytest.warns(UserWarning, match="Error detected in MmBackward0"), tapegrad.autograd.detect_anomaly():
+        with pytest.raises(RuntimeError, match="^Function 'MmBackward0' returned nan values in its 0th output.$"):
+            tapegrad.nn.functional.linear(x, w).sum().backward()
+
+
 @pytest.mark.parametrize("case", [((4, 5), (0,)), ((4, 5), (1,)), ((2, 3, 4), (0, 1)), ((2, 3, 4), (2,)),
                                   ((2, 3, 4), (1,)), ((2, 3, 4), (0, 2)), ((2, 1, 4), (0,))],
                          ids=["rows", "columns", "outer", "inner", "middle (map)", "ends (map)", "size-1 axis"])

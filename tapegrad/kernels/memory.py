@@ -16,7 +16,7 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-_DATA, _NDIM, _DIMS, _DESCR = 16, 24, 32, 56  # byte offsets in PyArrayObject on 64-bit CPython
+_DATA, _NDIM, _DIMS, _DESCR, _FLAGS = 16, 24, 32, 56, 64  # byte offsets in PyArrayObject on 64-bit CPython
 _TYPE_NUM = 28  # byte offset of type_num in PyArray_Descr
 JIT = dict(cache=True, error_model="numpy", nogil=True)
 
@@ -57,6 +57,11 @@ def typenum(obj):
 
 
 @njit(inline="always", **JIT)
+def c_contiguous(obj):
+    return (numba.carray(_voidptr(obj + _FLAGS), 1, np.int32)[0] & 1) != 0  # NPY_ARRAY_C_CONTIGUOUS
+
+
+@njit(inline="always", **JIT)
 def view(obj, num, dt):
     """The C-contiguous data of the array whose id is obj, as a flat array of all its elements, which
     must be of dtype dt (NumPy type number num)."""
@@ -70,15 +75,16 @@ def _probe(obj):
     shape = np.empty(ndim(obj), np.int64)
     for d in range(shape.size):
         shape[d] = dim(obj, d)
-    return load_i64(obj + _DATA), shape, typenum(obj)
+    return load_i64(obj + _DATA), shape, typenum(obj), c_contiguous(obj)
 
 
 def check_layout():
     ok = True
     for dt in (np.float32, np.float64, np.int64, np.float16):
         a = np.zeros((3, 5, 7), dt)
-        data, shape, num = _probe(id(a))
-        ok = ok and data == a.ctypes.data and tuple(shape) == a.shape and num == a.dtype.num
+        data, shape, num, contiguous = _probe(id(a))
+        ok = ok and data == a.ctypes.data and tuple(shape) == a.shape and num == a.dtype.num and contiguous
+        ok = ok and not _probe(id(a.transpose(1, 0, 2)))[3]
     if not ok:
         raise RuntimeError(f"tapegrad: NumPy {np.__version__} lays out its array struct differently than "
                            "tapegrad expects; please report this with your NumPy version.")

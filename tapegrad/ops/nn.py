@@ -348,6 +348,15 @@ def _linear_arrays(ctx, g, inputs, out, wanted):
     x, w = inputs[0], inputs[1]
     if x.ndim != 2 or g.ndim != 2 or x.dtype.char not in "fd" or w.dtype != x.dtype or g.dtype != x.dtype:
         return None
+    from .. import kernels
+    rt = kernels.load()
+    has_b = len(inputs) > 2
+    if 0 < x.size * w.shape[0] <= rt.LINEAR_HERE_MAX and (not has_b or inputs[2].shape == (w.shape[0],)):
+        # the sums the compiled replay adds for this row (runtime._linear_rule), so that every path gives its bits
+        want_b = has_b and wanted[2]
+        gx, gw, gb = rt.linear_grads(np.ascontiguousarray(g), np.ascontiguousarray(x), np.ascontiguousarray(w),
+                                     wanted[0], wanted[1], want_b)
+        return (gx if wanted[0] else None, gw if wanted[1] else None, gb if want_b else None)[:len(inputs)]
     gx = g @ w if wanted[0] else None
     gw = g.T @ x if wanted[1] else None
     return (gx, gw, g) if len(inputs) > 2 else (gx, gw)
@@ -448,8 +457,8 @@ registry.python("clamp_min_tensor", "ClampMinBackward1", _clamp_tensor_forward, 
                 array_vjp=_clamp_tensor_arrays)
 registry.python("clamp_max_tensor", "ClampMaxBackward1", _clamp_tensor_forward, _vjp_clamp_tensor,
                 array_vjp=_clamp_tensor_arrays)
-registry.python("addmm", "AddmmBackward0", _linear_forward, _vjp_linear, array_vjp=_linear_arrays)
-registry.python("linear", "MmBackward0", _linear_forward, _vjp_linear, array_vjp=_linear_arrays)
+registry.python("addmm", "AddmmBackward0", _linear_forward, _vjp_linear, array_vjp=_linear_arrays, linear_rule=True)
+registry.python("linear", "MmBackward0", _linear_forward, _vjp_linear, array_vjp=_linear_arrays, linear_rule=True)
 registry.python("gelu_compiled", "GeluBackward0", _gelu_forward, _vjp_gelu, array_vjp=_gelu_arrays)
 registry.python("embedding_padded", "EmbeddingBackward0", _embedding_forward, _vjp_embedding_padded,
                 array_vjp=_embedding_padded_arrays)
