@@ -343,8 +343,9 @@ def _vjp_linear(ctx, g, inputs, out):
 
 
 def _linear_arrays(ctx, g, inputs, out, wanted):
-    """_vjp_linear on arrays (a plain backward): two BLAS calls, no Tensor front-ends (float32/float64 2-d;
-    otherwise None, and the Tensor rule runs)."""
+    """_vjp_linear on arrays (a plain backward): two BLAS calls, or for a row small enough for the compiled replay
+    to run itself, its very sums; no Tensor front-ends (float32/float64 2-d; otherwise None, and the Tensor rule
+    runs)."""
     x, w = inputs[0], inputs[1]
     if x.ndim != 2 or g.ndim != 2 or x.dtype.char not in "fd" or w.dtype != x.dtype or g.dtype != x.dtype:
         return None
