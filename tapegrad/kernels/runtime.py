@@ -515,37 +515,32 @@ def _linear_sums(G, X, W, n, k, m, gx, gw, gb, want_x, want_w, want_b):
             for c in range(k):
                 gw[o * k + c] += _dot(G, o, m, X, c, k, n)
     if want_b:
+        one = np.ones(1, G.dtype)  # (a column's sum as its dot with ones, stride 0: each term times 1 is exact)
         for o in range(m):
-            gb[o] += _dot(G, o, m, G, o, 0, n, True)
+            gb[o] += _dot(G, o, m, one, 0, 0, n)
 
 
 @njit(inline="always", **JIT)
-def _dot(a, ia, sa, b, ib, sb, n, only_a=False):
-    """The sum over t < n (n >= 1) of a[ia + t sa] * b[ib + t sb] (of a[ia + t sa] alone with only_a), in four
-    interleaved partial sums: one running sum is a dependent add a term."""
-    s0 = a[ia] if only_a else a[ia] * b[ib]
+def _dot(a, ia, sa, b, ib, sb, n):
+    """The sum over t < n (n >= 1) of a[ia + t sa] * b[ib + t sb], in four interleaved partial sums: one running
+    sum is a dependent add a term."""
+    s0 = a[ia] * b[ib]
     if n < 4:
         for t in range(1, n):
-            s0 += a[ia + t * sa] if only_a else a[ia + t * sa] * b[ib + t * sb]
+            s0 += a[ia + t * sa] * b[ib + t * sb]
         return s0
-    s1 = a[ia + sa] if only_a else a[ia + sa] * b[ib + sb]
-    s2 = a[ia + 2 * sa] if only_a else a[ia + 2 * sa] * b[ib + 2 * sb]
-    s3 = a[ia + 3 * sa] if only_a else a[ia + 3 * sa] * b[ib + 3 * sb]
+    s1 = a[ia + sa] * b[ib + sb]
+    s2 = a[ia + 2 * sa] * b[ib + 2 * sb]
+    s3 = a[ia + 3 * sa] * b[ib + 3 * sb]
     t = 4
     while t + 4 <= n:
-        if only_a:
-            s0 += a[ia + t * sa]
-            s1 += a[ia + (t + 1) * sa]
-            s2 += a[ia + (t + 2) * sa]
-            s3 += a[ia + (t + 3) * sa]
-        else:
-            s0 += a[ia + t * sa] * b[ib + t * sb]
-            s1 += a[ia + (t + 1) * sa] * b[ib + (t + 1) * sb]
-            s2 += a[ia + (t + 2) * sa] * b[ib + (t + 2) * sb]
-            s3 += a[ia + (t + 3) * sa] * b[ib + (t + 3) * sb]
+        s0 += a[ia + t * sa] * b[ib + t * sb]
+        s1 += a[ia + (t + 1) * sa] * b[ib + (t + 1) * sb]
+        s2 += a[ia + (t + 2) * sa] * b[ib + (t + 2) * sb]
+        s3 += a[ia + (t + 3) * sa] * b[ib + (t + 3) * sb]
         t += 4
     while t < n:
-        s0 += a[ia + t * sa] if only_a else a[ia + t * sa] * b[ib + t * sb]
+        s0 += a[ia + t * sa] * b[ib + t * sb]
         t += 1
     return (s0 + s1) + (s2 + s3)
 
