@@ -39,15 +39,17 @@ SAVES_ALL, SAVES_OUT = 64, 128
 # (a user's backward, a gradient handed on to another row), so the replay never gives its adjoint block to
 # another row. The library's own rules use their grad_output within the call.
 HOLDS_GRAD = 256
-# A kind of tables()'s kinds only: a Python row `x @ w.T (+ b)` (linear, addmm) whose rule the compiled replay
-# runs itself when its arrays are small (kernels/runtime.py, _linear_here): returning to Python for it cost more
-# than its arithmetic. A large one returns to Python (BLAS) as any PYTHON row.
-K_LINEAR = 9
+# Kinds of tables()'s kinds only, K_RULE + j for the op whose compiled_rule is COMPILED_RULES[j]: a Python row whose
+# rule the compiled replay also has and runs itself when the row's arrays suit it (kernels/runtime.py, _rule_here):
+# small `x @ w.T (+ b)` rows, pointwise losses of one shape. Returning to Python for them cost more than their
+# arithmetic (about 10 us a row). Any other row of the op returns to Python, as any PYTHON row.
+K_RULE = 9
+COMPILED_RULES = ("linear", "mse", "smooth_l1", "huber")
 
 
 class OpDef:
     __slots__ = ("code", "name", "kind", "grad_fn", "forward", "derivs", "vjp", "declared_saves", "_saves", "doc",
-                 "array_vjp", "ufunc", "unreplayable", "holds_grad", "linear_rule")
+                 "array_vjp", "ufunc", "unreplayable", "holds_grad", "compiled_rule")
 
     def __init__(self, name, kind, grad_fn, forward=None, derivs=(), vjp=None, saves=0, doc="", array_vjp=None,
                  unreplayable=None):
@@ -59,7 +61,7 @@ class OpDef:
         self.derivs, self.vjp, self.doc = tuple(derivs), vjp, doc
         self.declared_saves = self._saves = saves
         self.array_vjp, self.unreplayable = array_vjp, unreplayable
-        self.holds_grad = self.linear_rule = False
+        self.holds_grad, self.compiled_rule = False, None
         OPS.append(self)
         BY_NAME[name] = self
 
@@ -121,15 +123,17 @@ def structural(name, kind, grad_fn, vjp, saves=None, doc="", forward=None, unrep
 
 
 def python(name, grad_fn, forward, vjp, saves=None, doc="", array_vjp=None, unreplayable=None, holds_grad=False,
-           linear_rule=False):
+           compiled_rule=None):
     """An op whose adjoint runs in Python between compiled segments (BLAS, fused losses, layers).
     forward: `(ctx, *inputs) -> value` on arrays, what `tapegrad.compile` reruns; or None, with the reason
     it cannot be replayed in `unreplayable`. saves: given only where the rule reads its inputs through
     its context, which the derivation cannot see. holds_grad: the rule may keep its grad_output (a view of
-    the row's adjoint block) past the call (see HOLDS_GRAD). linear_rule: the op is `x @ w.T (+ b)` on inputs
-    (x, w[, b]), whose rule the compiled replay runs itself when small (see K_LINEAR)."""
+    the row's adjoint block) past the call (see HOLDS_GRAD). compiled_rule: the name in COMPILED_RULES of the
+    replay's own copy of the rule (see K_RULE), which gives the array rule's bits."""
     op = OpDef(name, K_PYTHON, grad_fn, forward, (), vjp, saves, doc, array_vjp, unreplayable)
-    op.holds_grad, op.linear_rule = holds_grad, linear_rule
+    op.holds_grad, op.compiled_rule = holds_grad, compiled_rule
+    if compiled_rule is not None and compiled_rule not in COMPILED_RULES:
+        raise ValueError(f"op {name!r}: no compiled rule {compiled_rule!r}")
 
 
 def _torch_name(name):
@@ -154,7 +158,8 @@ def tables():
     """The kind and saves of every opcode, as arrays for the compiled replay (ops may be added later)."""
     global _tables
     if _tables is None or len(_tables[0]) != len(OPS):
-        _tables = (np.array([K_LINEAR if op.linear_rule else op.kind for op in OPS], np.int8),
+        _tables = (np.array([op.kind if op.compiled_rule is None else K_RULE + COMPILED_RULES.index(op.compiled_rule)
+                             for op in OPS], np.int8),
                    np.array([op.saves | (HOLDS_GRAD if op.holds_grad else 0) for op in OPS], np.uint16))
     return _tables
 

@@ -149,7 +149,7 @@ def _plan(rt, tape, n, roots, target_rows, kinds, saves):
     # anomaly mode reads a row's adjoint after the row has run (_raise_nan): no block is reused
     reuse_min = NO_REUSE if anomaly.is_anomaly_enabled() else REUSE_MIN
     return rt.plan(n, np.asarray(roots, np.int64), target_rows, tape.flags, tape.op, kinds, saves, tape.argptr,
-                   tape.args, tape.argver, tape.obj, tape.vaddr, tape.outver, tape.dtype, reuse_min)
+                   tape.args, tape.argver, tape.obj, tape.vaddr, tape.outver, tape.dtype, tape.iattr, reuse_min)
 
 
 def _check_guards(tape, need):
@@ -317,7 +317,7 @@ def _drive(rt, tape, i, need, owned, own, offsets, recycle, adj, kinds, adjoint,
                 break
             if tape.flags[i] & F_STOP and i in tape.watch:
                 watched(tape, i, adjoint(i), graph=False)
-            if kinds[tape.op[i]] >= registry.K_PYTHON or _half_rule(tape, i, kinds):  # (K_LINEAR too)
+            if kinds[tape.op[i]] >= registry.K_PYTHON or _half_rule(tape, i, kinds):  # (K_RULE's too)
                 if traced:
                     run_named(tape, i, _python_row, tape, i, need, adjoint, owned, own,
                               anomaly.is_anomaly_check_nan_enabled())

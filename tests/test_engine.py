@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 import threading
+import warnings
 
 import numpy as np
 import pytest
@@ -207,6 +208,90 @@ def test_a_small_linear_rows_rule_runs_in_the_replay_as_torchs(sizes, dtype, inp
         if theirs is not None:
             assert mine.dtype == theirs.dtype
             np.testing.assert_allclose(mine, theirs, rtol=rtol, atol=rtol)
+
+
+_POINTWISE_LOSSES = [("mse_loss", {}), ("smooth_l1_loss", {"beta": 0.7}), ("huber_loss", {"delta": 0.6})]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+@pytest.mark.parametrize("wanted", ["input", "target", "both"])
+@pytest.mark.parametrize("loss", _POINTWISE_LOSSES, ids=[name for name, _ in _POINTWISE_LOSSES])
+def test_a_pointwise_loss_rows_rule_runs_in_the_replay_with_the_array_rules_bits(loss, reduction, wanted, dtype,
+                                                                                  monkeypatch):
+    """mse/smooth_l1/huber rows of one shape are differentiated by the compiled replay (kinds from K_RULE up):
+    against torch, and bit for bit against the op's array rule (anomaly mode runs each row's rule in Python).
+    Terms on both sides of beta/delta, a NaN and a zero difference included."""
+    from tapegrad import replay
+    name, kw = loss
+    rng = np.random.default_rng(7)
+    x0, t0, g0 = (rng.standard_normal((6, 9)).astype(dtype) for _ in range(3))
+    x0[0, :3] = t0[0, :3] + np.array([np.nan, 0.0, 0.6], dtype)  # (NaN; zero; beta/delta's rounding)
+    ran = []
+    python_row = replay._python_row
+    monkeypatch.setattr(replay, "_python_row", lambda tape, row, *a: ran.append(row) or python_row(tape, row, *a))
+    results = []
+    for L, anomaly in ((tapegrad, False), (tapegrad, True), (torch, False)):
+        x = L.tensor(x0, requires_grad=wanted != "target")
+        t = L.tensor(t0, requires_grad=wanted != "input")
+        ran.clear()
+        out = getattr(L.nn.functional, name)(x, t, reduction=reduction, **kw)
+        out = (out * L.tensor(g0)).sum() if reduction == "none" else out * 3.0
+        if anomaly:
+            with tapegrad.autograd.set_detect_anomaly(True, check_nan=False):
+                out.backward()
+        else:
+            out.backward()
+        results.append(([grad_of(x), grad_of(t)], bool(ran)))
+    (replayed, python_ran), (by_rule, rule_ran), (theirs, _) = results
+    assert not python_ran and rule_ran
+    rtol = 2e-6 if dtype == "float32" else 1e-13
+    for mine, rule, ref in zip(replayed, by_rule, theirs):
+        assert (mine is None) == (ref is None) == (rule is None)
+        if ref is not None:
+            assert mine.dtype == ref.dtype
+            nan = np.isnan(rule)  # (equal bits but for a NaN's sign, which LLVM need not keep: `0 - NaN`)
+            np.testing.assert_array_equal(np.isnan(mine), nan)
+            np.testing.assert_array_equal(mine[~nan].view(f"u{mine.itemsize}"), rule[~nan].view(f"u{rule.itemsize}"))
+            np.testing.assert_allclose(mine, ref, rtol=rtol, atol=rtol)
+
+
+@pytest.mark.parametrize("case", ["broadcast target", "float16"])
+def test_a_pointwise_loss_row_the_replay_cannot_pair_runs_its_array_rule(case, monkeypatch):
+    """Shapes that differ or a dtype the replay lacks: Python runs the rule."""
+    from tapegrad import replay
+    rng = np.random.default_rng(8)
+    x0, t0 = rng.standard_normal((4, 5)), rng.standard_normal((4, 5) if case != "broadcast target" else (5,))
+    dt = "float16" if case == "float16" else "float64"
+    ran = []
+    python_row = replay._python_row
+    monkeypatch.setattr(replay, "_python_row", lambda tape, row, *a: ran.append(
+        tapegrad.registry.OPS[tape.op[row]].name) or python_row(tape, row, *a))
+    grads = []
+    for L in (tapegrad, torch):
+        x = L.tensor(x0, dtype=getattr(L, dt), requires_grad=True)
+        t = L.tensor(t0, dtype=getattr(L, dt))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # (torch's broadcast warning)
+            L.nn.functional.mse_loss(x, t).backward()
+        grads.append(grad_of(x).astype(np.float64))
+    assert "mse_loss" in ran
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-3 if dt == "float16" else 1e-12)
+
+
+def test_the_replays_rule_kinds_and_reductions_follow_the_registry_and_the_losses():
+    """runtime's K_LINEAR.. and R_NONE.. are the registry's COMPILED_RULES and ops/loss.py's reductions, in order."""
+    from tapegrad import registry
+    from tapegrad.kernels import runtime
+    from tapegrad.ops import loss
+    kinds = [runtime.K_LINEAR, runtime.K_MSE, runtime.K_SMOOTH_L1, runtime.K_HUBER]
+    assert kinds == [registry.K_RULE + j for j in range(len(registry.COMPILED_RULES))] and runtime.K_RULE == kinds[0]
+    assert registry.COMPILED_RULES == ("linear", "mse", "smooth_l1", "huber")
+    assert [loss._code(r) for r in ("none", "mean", "sum")] == [runtime.R_NONE, runtime.R_MEAN, runtime.R_SUM]
+    table = registry.tables()[0]
+    for name, rule in (("linear", "linear"), ("addmm", "linear"), ("mse_loss", "mse"),
+                       ("smooth_l1_loss", "smooth_l1"), ("huber_loss", "huber")):
+        assert table[registry.BY_NAME[name].code] == registry.K_RULE + registry.COMPILED_RULES.index(rule)
 
 
 def test_a_small_linear_row_under_anomaly_mode_names_its_nan():

@@ -12,10 +12,16 @@ from .memory import JIT, _voidptr, c_contiguous, dim, load_i64, ndim, size, type
 from . import elementwise
 
 # Kinds of row, as declared in the registry.
-K_LEAF, K_UNARY, K_BINARY, K_SUM, K_EXPAND, K_RESHAPE, K_GATHER, K_CAST, K_PYTHON, K_LINEAR = range(10)
-# A K_LINEAR row (x @ w.T + b, registry.K_LINEAR) runs here when it has at most this many multiply-adds a product:
-# its three loops then cost less than returning to Python for BLAS (about 10 us a row).
+K_LEAF, K_UNARY, K_BINARY, K_SUM, K_EXPAND, K_RESHAPE, K_GATHER, K_CAST, K_PYTHON = range(9)
+# From K_RULE up: a PYTHON row whose rule this module also has, in registry.COMPILED_RULES' order (registry.K_RULE),
+# run here when _rule_here says the row's arrays suit it.
+K_LINEAR, K_MSE, K_SMOOTH_L1, K_HUBER = range(9, 13)
+K_RULE = K_LINEAR
+# A K_LINEAR row (x @ w.T + b) runs here when it has at most this many multiply-adds a product: its three loops
+# then cost less than returning to Python for BLAS (about 10 us a row).
 LINEAR_HERE_MAX = 1 << 15
+# A pointwise loss row's reduction, in its iattr (ops/loss.py; 0, a row that recorded none, is none of them).
+R_NONE, R_MEAN, R_SUM = 1, 2, 3
 F_REQ, F_DEAD, F_STOP = 1, 2, 4
 OP_LEAF = 0  # the tape's opcode of a leaf row (a tensor that requires grad and has no history)
 OP_CONST = 1  # the tape's opcode of a constant row
@@ -104,7 +110,8 @@ def free_cut(need, n, floor, nargs, ghost, obj, op, flags, dtypes, vaddr, outver
 
 
 @njit(**JIT)
-def plan(n, roots, targets, flags, op, kinds, saves, argptr, args, argver, obj, vaddr, outver, dtypes, reuse_min):
+def plan(n, roots, targets, flags, op, kinds, saves, argptr, args, argver, obj, vaddr, outver, dtypes, iattr,
+         reuse_min):
     """Mark the rows this backward needs and lay out their adjoints.
 
     need: rows reached from the roots that require grad (and, when targets are given, lie on a path to
@@ -131,7 +138,7 @@ def plan(n, roots, targets, flags, op, kinds, saves, argptr, args, argver, obj, 
                     need[a] = True
                     uses[a] += 1
                     own[a] = op[a] == OP_LEAF and (kinds[op[i]] == K_PYTHON or (
-                        kinds[op[i]] == K_LINEAR and not _linear_here(i, argptr, args, obj, dtypes)))
+                        kinds[op[i]] >= K_RULE and not _rule_here(kinds[op[i]], i, argptr, args, obj, dtypes, iattr)))
     if targets.size:
         leads = np.zeros(n, np.bool_)
         for t in targets:
@@ -450,6 +457,23 @@ def _step(i, kind, o, argptr, args, obj, fattr, iattr, need, offsets, adj, dt, n
 
 
 @njit(**JIT)
+def _rule_here(kind, i, argptr, args, obj, dtypes, iattr):
+    """Whether the replay runs row i, of a kind from K_RULE up, itself (else Python runs the op's rule)."""
+    if kind == K_LINEAR:
+        return _linear_here(i, argptr, args, obj, dtypes)
+    return _loss_here(i, argptr, args, obj, dtypes, iattr)
+
+
+@njit(**JIT)
+def _rule(kind, i, argptr, args, obj, fattr, iattr, need, offsets, adj, dt, num):
+    """Row i's adjoints (_rule_here), added into their blocks of adj (dtype dt, NumPy type number num)."""
+    if kind == K_LINEAR:
+        _linear_rule(i, argptr, args, obj, need, offsets, adj, dt, num)
+    else:
+        _loss_rule(kind, i, argptr, args, obj, fattr, iattr, need, offsets, adj, dt, num)
+
+
+@njit(**JIT)
 def _linear_here(i, argptr, args, obj, dtypes):
     """Whether the replay runs K_LINEAR row i itself: y = x @ w.T (+ b), x (N, K), w (M, K), b (M,), all of the
     row's dtype (float32 or float64) and C-contiguous, with at most LINEAR_HERE_MAX multiply-adds."""
@@ -543,6 +567,66 @@ def _dot(a, ia, sa, b, ib, sb, n):
         s0 += a[ia + t * sa] * b[ib + t * sb]
         t += 1
     return (s0 + s1) + (s2 + s3)
+
+
+@njit(**JIT)
+def _loss_here(i, argptr, args, obj, dtypes, iattr):
+    """Whether the replay runs pointwise loss row i, (input, target) -> loss: input and target of one shape, the
+    row's dtype (float32 or float64) and C-contiguous, and a reduction it knows (R_NONE, R_MEAN, R_SUM)."""
+    lo = argptr[i]
+    r = iattr[i]
+    if dtypes[i] == 2 or argptr[i + 1] - lo != 2 or r < R_NONE or r > R_SUM:
+        return False
+    y, x, t = obj[i], obj[args[lo]], obj[args[lo + 1]]
+    num = typenum(y)
+    if typenum(x) != num or typenum(t) != num or ndim(x) != ndim(t) or not (c_contiguous(x) and c_contiguous(t)):
+        return False
+    for d in range(ndim(x)):
+        if dim(x, d) != dim(t, d):
+            return False
+    return size(y) == (size(x) if r == R_NONE else 1)
+
+
+@njit(**JIT)
+def _loss_rule(kind, i, argptr, args, obj, fattr, iattr, need, offsets, adj, dt, num):
+    """The adjoints of pointwise loss row i (_loss_here), added into their blocks by loss_terms."""
+    lo = argptr[i]
+    a0, a1 = args[lo], args[lo + 1]
+    x, t = view(obj[a0], num, dt), view(obj[a1], num, dt)
+    n = x.size
+    g = _block(adj, offsets[i], size(obj[i]), dt)  # (also the unused stand-in for an adjoint not wanted)
+    loss_terms(kind, g, x, t, iattr[i], fattr[i, 0], _block(adj, offsets[a0], n, dt) if need[a0] else g,
+               _block(adj, offsets[a1], n, dt) if need[a1] else g, need[a0], need[a1], dt)
+
+
+@njit(**JIT)
+def loss_terms(kind, g, x, t, reduction, c, gx, gt, want_x, want_t, dt):
+    """Add a pointwise loss's adjoints into gx (the input's) and subtract them from gt (the target's): x, t, gx, gt
+    flat of n elements of dtype dt, g of n (R_NONE) or one; c the loss's beta or delta. Each term is rounded as
+    ops/loss.py's array rule rounds it, so Python and the replay give the same bits: (x - t) * (2 g) (mse),
+    (d / beta if |d| < beta else sign(d)) * g (smooth_l1), clip(d, -delta, delta) * g (huber); over n for R_MEAN."""
+    n = x.size
+    each = reduction == R_NONE
+    mean = reduction == R_MEAN
+    count, one, two, c = dt(n), dt(1.0), dt(2.0), dt(c)  # (NumPy rounds a Python number to the array's dtype)
+    for k in range(n):
+        d = x[k] - t[k]
+        gk = g[k] if each else g[0]
+        if kind == K_MSE:
+            v = d * (two * gk)
+        elif kind == K_SMOOTH_L1:
+            if abs(d) < c:
+                v = d / c * gk
+            else:  # sign(d), NaN for NaN (np.sign's)
+                v = (one if d > 0 else (-one if d < 0 else d)) * gk
+        else:  # K_HUBER (np.clip keeps a NaN)
+            v = (-c if d < -c else (c if d > c else d)) * gk
+        if mean:
+            v = v / count
+        if want_x:
+            gx[k] += v
+        if want_t:
+            gt[k] -= v
 
 
 @njit(**JIT)
@@ -649,13 +733,13 @@ def replay(start, resume, need, flags, op, kinds, argptr, args, obj, dtypes, fat
             return i
         if kind == K_CAST and dtypes[i] == 2:  # to float16 / bfloat16: Python rounds the gradient to it
             return i
-        if kind == K_LINEAR:
-            if not _linear_here(i, argptr, args, obj, dtypes):
+        if kind >= K_RULE:
+            if not _rule_here(kind, i, argptr, args, obj, dtypes, iattr):
                 return i
             if dtypes[i] == 0:
-                _linear_rule(i, argptr, args, obj, need, offsets, adj32, np.float32, NUM_F32)
+                _rule(kind, i, argptr, args, obj, fattr, iattr, need, offsets, adj32, np.float32, NUM_F32)
             else:
-                _linear_rule(i, argptr, args, obj, need, offsets, adj64, np.float64, NUM_F64)
+                _rule(kind, i, argptr, args, obj, fattr, iattr, need, offsets, adj64, np.float64, NUM_F64)
         elif kind == K_CAST:  # adjoints of float32 rows are in adj32; of float64 and float16 rows, in adj64
             a = args[argptr[i]]
             if need[a]:
@@ -693,7 +777,7 @@ def run_pass(n, roots, targets, seed, flags, op, kinds, saves, argptr, args, arg
     Returns plan's results with the buffers, the needed leaves, replay's row (-1: done; also when plan reports
     an error, which replay then never ran) and the lowest row free_graph frees (-1: none)."""
     need, own, offsets, recycle, n32, n64, bad, arg = plan(n, roots, targets, flags, op, kinds, saves, argptr, args,
-                                                          argver, obj, vaddr, outver, dtypes, reuse_min)
+                                                          argver, obj, vaddr, outver, dtypes, iattr, reuse_min)
     adj32 = np.zeros(n32, np.float32)
     adj64 = np.zeros(n64, np.float64)
     count = 0

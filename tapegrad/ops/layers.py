@@ -420,7 +420,8 @@ registry.python("embedding_bag", "EmbeddingBagBackward0", None, _vjp_bag_unweigh
 registry.python("embedding_bag_weighted", "EmbeddingBagBackward0", None, _vjp_bag, array_vjp=_bag_arrays,
                 unreplayable=_BAGS_FROM_VALUES)
 # huber_loss (its front end in loss.py): declared here, after the elementwise ops, whose codes the kernels' file fixes
-registry.python("huber_loss", "HuberLossBackward0", _huber_forward, _vjp_huber, array_vjp=_huber_arrays)
+registry.python("huber_loss", "HuberLossBackward0", _huber_forward, _vjp_huber, array_vjp=_huber_arrays,
+                compiled_rule="huber")
 # pairwise_distance's norm: vector_norm's row under ATen norm's grad_fn (NormBackward1), as torch's
 registry.python("norm_dim", "NormBackward1", _vector_norm_forward, _vjp_vector_norm, array_vjp=_vector_norm_arrays)
 

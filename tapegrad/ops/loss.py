@@ -18,7 +18,8 @@ from .reduce import log_softmax, mean, softmax, sum
 from ..tape import guard
 from .shape import _reshape
 
-_REDUCTIONS = ("none", "mean", "sum")
+_REDUCTIONS = ("none", "mean", "sum")  # (a pointwise loss row records its reduction as its place here, from 1: the
+#                                         compiled replay's R_NONE, R_MEAN, R_SUM, which run its rule there)
 
 
 def _reduction(reduction, size_average=None, reduce=None):
@@ -30,6 +31,10 @@ def _reduction(reduction, size_average=None, reduce=None):
     if reduction not in _REDUCTIONS:
         raise ValueError(f"{reduction} is not a valid value for reduction")
     return reduction
+
+
+def _code(reduction):
+    return _REDUCTIONS.index(reduction) + 1
 
 
 def _reduce(loss, reduction):
@@ -65,7 +70,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     if weight is not None:
         return _reduce((x - t) * (x - t) * weight, reduction)
     ctx = Ctx(reduction=reduction, n=math.prod(shape))
-    return _record(OPS["mse_loss"], _mse_forward(ctx, x._data, t._data), (x, t), aux=ctx)
+    return _record(OPS["mse_loss"], _mse_forward(ctx, x._data, t._data), (x, t), iattr=_code(reduction), aux=ctx)
 
 
 def _mse_forward(ctx, x, t):
@@ -92,7 +97,8 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
         return l1_loss(input, target, reduction=reduction)
     x, t, shape = _pair(input, target)
     ctx = Ctx(reduction=reduction, n=math.prod(shape), beta=float(beta))
-    return _record(OPS["smooth_l1_loss"], _smooth_l1_forward(ctx, x._data, t._data), (x, t), aux=ctx)
+    return _record(OPS["smooth_l1_loss"], _smooth_l1_forward(ctx, x._data, t._data), (x, t), ctx.beta, 0.0,
+                   _code(reduction), ctx)
 
 
 def _smooth_l1_forward(ctx, x, t):
@@ -108,7 +114,8 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     if delta > 0:  # delta * smooth_l1 with beta = delta: its rule gives sign(d) at d = +-inf, as torch (not NaN)
         if weight is None:  # one row, as torch's (HuberLossBackward0; declared in layers.py)
             ctx = Ctx(reduction=reduction, n=int(np.prod(shape)), delta=float(delta))
-            return _record(OPS["huber_loss"], _huber_forward(ctx, x._data, t._data), (x, t), aux=ctx)
+            return _record(OPS["huber_loss"], _huber_forward(ctx, x._data, t._data), (x, t), ctx.delta, 0.0,
+                           _code(reduction), ctx)
         return _reduce(smooth_l1_loss(x, t, reduction="none", beta=delta) * float(delta) * weight, reduction)
     d = abs(x - t)
     loss = where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta))
@@ -620,9 +627,9 @@ registry.python("cross_entropy", "NllLossBackward0", _cross_entropy_replay, _vjp
                 array_vjp=_cross_entropy_arrays)
 registry.python("cross_entropy2d", "NllLoss2DBackward0", _cross_entropy_replay, _vjp_cross_entropy,
                 array_vjp=_cross_entropy_arrays)
-registry.python("mse_loss", "MseLossBackward0", _mse_forward, _vjp_mse, array_vjp=_mse_arrays)
+registry.python("mse_loss", "MseLossBackward0", _mse_forward, _vjp_mse, array_vjp=_mse_arrays, compiled_rule="mse")
 registry.python("smooth_l1_loss", "SmoothL1LossBackward0", _smooth_l1_forward, _vjp_smooth_l1,
-                array_vjp=_smooth_l1_arrays)
+                array_vjp=_smooth_l1_arrays, compiled_rule="smooth_l1")
 registry.python("binary_cross_entropy", "BinaryCrossEntropyBackward0", _bce_forward, _vjp_bce, array_vjp=_bce_arrays)
 registry.python("bce_with_logits_full", "BinaryCrossEntropyWithLogitsBackward0", _bce_logits_full_forward,
                 _vjp_bce_logits_full, array_vjp=_bce_logits_full_arrays)

@@ -458,8 +458,10 @@ registry.python("clamp_min_tensor", "ClampMinBackward1", _clamp_tensor_forward, 
                 array_vjp=_clamp_tensor_arrays)
 registry.python("clamp_max_tensor", "ClampMaxBackward1", _clamp_tensor_forward, _vjp_clamp_tensor,
                 array_vjp=_clamp_tensor_arrays)
-registry.python("addmm", "AddmmBackward0", _linear_forward, _vjp_linear, array_vjp=_linear_arrays, linear_rule=True)
-registry.python("linear", "MmBackward0", _linear_forward, _vjp_linear, array_vjp=_linear_arrays, linear_rule=True)
+registry.python("addmm", "AddmmBackward0", _linear_forward, _vjp_linear, array_vjp=_linear_arrays,
+                compiled_rule="linear")
+registry.python("linear", "MmBackward0", _linear_forward, _vjp_linear, array_vjp=_linear_arrays,
+                compiled_rule="linear")
 registry.python("gelu_compiled", "GeluBackward0", _gelu_forward, _vjp_gelu, array_vjp=_gelu_arrays)
 registry.python("embedding_padded", "EmbeddingBackward0", _embedding_forward, _vjp_embedding_padded,
                 array_vjp=_embedding_padded_arrays)

@@ -163,7 +163,7 @@ def test_the_plan_marks_only_path_rows():
     rows = np.array([tape.slot(t) for t in (a, b, c, unrelated)])
     need = kernels.load().plan(tape.n, np.array([tape.slot(c)]), np.array([tape.slot(x)]), tape.flags, tape.op,
                                kinds, saves, tape.argptr, tape.args, tape.argver, tape.obj, tape.vaddr, tape.outver,
-                               tape.dtype, 1)[0]
+                               tape.dtype, tape.iattr, 1)[0]
     assert need[rows].tolist() == [True, False, True, False]
     assert need[tape.slot(x)] and not need[tape.slot(z)]
     del unrelated
