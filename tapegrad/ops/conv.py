@@ -973,12 +973,14 @@ def _norm_fast_arrays(ctx, g, inputs, out, wanted):
     n = shape3[-1] if ctx.layout == "rows" else shape3[1]
     none = np.empty(0, np.float64)
     want_w, want_b = ctx.has_w and wanted[1], ctx.has_b and wanted[-1]
-    gx = np.empty(shape3, dt) if wanted[0] else np.empty(0, dt).reshape((0,) * len(shape3))
+    # (x's own shape: an array that is no view becomes a leaf's .grad as it is, with no copy; replay._python_row)
+    gx = np.empty(x.shape, dt) if wanted[0] else np.empty(0, dt)
     gw = np.zeros(n, np.float64) if want_w else none
     gb = np.zeros(n, np.float64) if want_b else none
     k = kernels.module("norm")
-    (k.rows_backward if ctx.layout == "rows" else k.channels_backward)(g3, x3, w, *ctx.stats, ctx.eps, gx, gw, gb)
-    grads = [gx.reshape(x.shape) if wanted[0] else None]
+    (k.rows_backward if ctx.layout == "rows" else k.channels_backward)(
+        g3, x3, w, *ctx.stats, ctx.eps, gx.reshape(shape3 if wanted[0] else (0,) * len(shape3)), gw, gb)
+    grads = [gx if wanted[0] else None]
     if ctx.has_w:
         grads.append(gw.astype(dt).reshape(inputs[1].shape) if want_w else None)
     if ctx.has_b:
