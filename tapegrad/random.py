@@ -359,10 +359,11 @@ def normal(shape, generator=None, dtype=np.float32, mean=0.0, std=1.0):
         vals = np.array([gen._normal_double() for _ in range(n)], np.float64)
         out = _madd(vals, std, mean, np.dtype(np.float64)).astype(dtype)
     elif dtype == np.float64:
-        out = _normal_fill(gen, n, np.float64, lambda d: _rng().box_muller16_f64(d, float(mean), float(std)))
+        out = _rng().normal_f64(gen._u32(2 * _normal_draws(n)), n, float(mean), float(std))
+    elif dtype == np.float32 and _KERNEL == "avx2":
+        out = _rng().normal_avx2(gen._u32(_normal_draws(n)), n, _f32(mean), _f32(std))
     elif dtype == np.float32:
-        fill = _rng().box_muller16_avx2 if _KERNEL == "avx2" else _box_muller16_f32
-        out = _normal_fill(gen, n, _f32, lambda d: fill(d, _f32(mean), _f32(std)))
+        out = _normal_fill(gen, n, lambda d: _box_muller16_f32(d, _f32(mean), _f32(std)))
     elif dtype == np.float16 or dtype.name == "bfloat16":
         # torch 2.13 draws ceil(n / 16) * 16 uniforms, transforms them in float32, and keeps all but the
         # elements just before the last 16.
@@ -374,16 +375,20 @@ def normal(shape, generator=None, dtype=np.float32, mean=0.0, std=1.0):
     return np.ascontiguousarray(out, dtype).reshape(shape)
 
 
-def _normal_fill(gen, n, dtype, box_muller16):
-    """normal_fill: n uniforms, transformed 16 at a time (8 pairs: j and j + 8); when n % 16 != 0 the last
-    16 elements are redrawn and transformed again."""
-    draw = gen._u53 if dtype == np.float64 else gen._u24
-    data = draw(n)
+def _normal_draws(n):
+    """How many elements' draws normal_fill takes for n >= 16: n, and 16 more when n % 16 (see _normal_fill)."""
+    return n + 16 if n % 16 else n
+
+
+def _normal_fill(gen, n, box_muller16):
+    """normal_fill of n >= 16 float32 without AVX2: n uniforms, transformed 16 at a time (8 pairs: j and j + 8);
+    when n % 16 != 0 the last 16 elements are redrawn and transformed again."""
+    data = gen._u24(n)
     full = n // 16 * 16
-    out = np.empty(n, dtype)
+    out = np.empty(n, _f32)
     out[:full] = box_muller16(data[:full].reshape(-1, 16)).reshape(-1)
     if n % 16:
-        out[n - 16:] = box_muller16(draw(16).reshape(1, 16)).reshape(-1)
+        out[n - 16:] = box_muller16(gen._u24(16).reshape(1, 16)).reshape(-1)
     return out
 
 
