@@ -132,13 +132,15 @@ def plan(n, roots, targets, flags, op, kinds, saves, argptr, args, argver, obj, 
         uses[r] = 2  # seeded: never owned
     for i in range(n - 1, -1, -1):
         if need[i]:
+            kind = kinds[op[i]]
+            in_python = kind == K_PYTHON or (kind >= K_RULE and not _rule_here(kind, i, argptr, args, obj, dtypes,
+                                                                                iattr))
             for k in range(argptr[i], argptr[i + 1]):
                 a = args[k]
                 if flags[a] & F_REQ:
                     need[a] = True
                     uses[a] += 1
-                    own[a] = op[a] == OP_LEAF and (kinds[op[i]] == K_PYTHON or (
-                        kinds[op[i]] >= K_RULE and not _rule_here(kinds[op[i]], i, argptr, args, obj, dtypes, iattr)))
+                    own[a] = op[a] == OP_LEAF and in_python
     if targets.size:
         leads = np.zeros(n, np.bool_)
         for t in targets:
@@ -589,18 +591,18 @@ def _loss_here(i, argptr, args, obj, dtypes, iattr):
 
 @njit(**JIT)
 def _loss_rule(kind, i, argptr, args, obj, fattr, iattr, need, offsets, adj, dt, num):
-    """The adjoints of pointwise loss row i (_loss_here), added into their blocks by loss_terms."""
+    """The adjoints of pointwise loss row i (_loss_here), added into their blocks by _loss_terms."""
     lo = argptr[i]
     a0, a1 = args[lo], args[lo + 1]
     x, t = view(obj[a0], num, dt), view(obj[a1], num, dt)
     n = x.size
     g = _block(adj, offsets[i], size(obj[i]), dt)  # (also the unused stand-in for an adjoint not wanted)
-    loss_terms(kind, g, x, t, iattr[i], fattr[i, 0], _block(adj, offsets[a0], n, dt) if need[a0] else g,
+    _loss_terms(kind, g, x, t, iattr[i], fattr[i, 0], _block(adj, offsets[a0], n, dt) if need[a0] else g,
                _block(adj, offsets[a1], n, dt) if need[a1] else g, need[a0], need[a1], dt)
 
 
 @njit(**JIT)
-def loss_terms(kind, g, x, t, reduction, c, gx, gt, want_x, want_t, dt):
+def _loss_terms(kind, g, x, t, reduction, c, gx, gt, want_x, want_t, dt):
     """Add a pointwise loss's adjoints into gx (the input's) and subtract them from gt (the target's): x, t, gx, gt
     flat of n elements of dtype dt, g of n (R_NONE) or one; c the loss's beta or delta. Each term is rounded as
     ops/loss.py's array rule rounds it, so Python and the replay give the same bits: (x - t) * (2 g) (mse),

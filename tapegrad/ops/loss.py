@@ -18,8 +18,9 @@ from .reduce import log_softmax, mean, softmax, sum
 from ..tape import guard
 from .shape import _reshape
 
-_REDUCTIONS = ("none", "mean", "sum")  # (a pointwise loss row records its reduction as its place here, from 1: the
-#                                         compiled replay's R_NONE, R_MEAN, R_SUM, which run its rule there)
+# A pointwise loss row records its reduction as its place here, from 1 (_code), in its iattr: the compiled replay's
+# R_NONE, R_MEAN, R_SUM (kernels/runtime.py), with which it runs the row's rule itself.
+_REDUCTIONS = ("none", "mean", "sum")
 
 
 def _reduction(reduction, size_average=None, reduce=None):
@@ -42,12 +43,13 @@ def _reduce(loss, reduction):
 
 
 def _reduce_np(a, reduction):
+    if reduction == "none":
+        return a
     with np.errstate(all="ignore"):
-        if reduction == "mean":
-            return np.asarray(a.mean() if a.size else np.nan, a.dtype)
-        if reduction == "sum":
-            return np.asarray(a.sum(), a.dtype)
-    return a
+        if a.dtype.char not in "fd":  # (float16: NumPy's mean sums in float32)
+            return np.asarray((a.mean() if a.size else np.nan) if reduction == "mean" else a.sum(), a.dtype)
+        total = np.add.reduce(a, axis=None)  # (ndarray.mean's Python wrapper cost 2 us; the same sum and division)
+        return np.asarray((total / a.size if a.size else np.nan) if reduction == "mean" else total, a.dtype)
 
 
 def _pair(input, target, check_shape=None):
