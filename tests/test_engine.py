@@ -28,6 +28,18 @@ def grad_of(t):
     return None if t.grad is None else t.grad.detach().numpy().copy()
 
 
+@pytest.fixture
+def python_rows(monkeypatch):
+    """The names of the ops whose rows Python ran in backward (replay._python_row), in order: which side of a
+    compiled rule's limits (runtime._rule_here) a row fell on."""
+    from tapegrad import replay
+    ran = []
+    python_row = replay._python_row
+    monkeypatch.setattr(replay, "_python_row", lambda tape, row, *a: ran.append(
+        tapegrad.registry.OPS[tape.op[row]].name) or python_row(tape, row, *a))
+    return ran
+
+
 def raises_like_torch(fn_tg, fn_torch):
     """Both raise the same exception type with the same message."""
     with pytest.raises(Exception) as torch_err:
@@ -178,18 +190,13 @@ def test_an_input_broadcast_along_the_inner_part_is_summed_as_torch(shapes, dtyp
 @pytest.mark.parametrize("sizes", [(37, 5, 3), (1, 4, 128), (2000, 3, 1), (32, 32, 32), (64, 64, 16)],
                          ids=["small", "one-row", "tall", "at-the-limit", "blas"])
 @pytest.mark.parametrize("inputs", ["x-w-b", "w-b", "x-w", "w-twice"])
-def test_a_small_linear_rows_rule_runs_in_the_replay_as_torchs(sizes, dtype, inputs, monkeypatch):
+def test_a_small_linear_rows_rule_runs_in_the_replay_as_torchs(sizes, dtype, inputs, python_rows):
     """linear/addmm rows of at most runtime.LINEAR_HERE_MAX multiply-adds are differentiated by the compiled replay
     (K_LINEAR), larger ones by Python's BLAS rule: both against torch, and which one ran."""
-    from tapegrad import replay
     from tapegrad.kernels import runtime
     n, k, m = sizes
     rng = np.random.default_rng(12)
     x0, w0, b0, c0 = (rng.standard_normal(s).astype(dtype) for s in ((n, k), (m, k), (m,), (n, m)))
-    ran = []
-    python_row = replay._python_row
-    monkeypatch.setattr(replay, "_python_row", lambda tape, row, *a: ran.append(
-        tapegrad.registry.OPS[tape.op[row]].name) or python_row(tape, row, *a))
     grads = []
     for L in (tapegrad, torch):
         x = L.tensor(x0, requires_grad=inputs != "w-b")
@@ -201,7 +208,7 @@ def test_a_small_linear_rows_rule_runs_in_the_replay_as_torchs(sizes, dtype, inp
         (y.tanh() * L.tensor(c0)).sum().backward()
         grads.append([None if t.grad is None else t.grad.numpy() for t in (x, w, b)])
     here = n * k * m <= runtime.LINEAR_HERE_MAX
-    assert ("addmm" in ran or "linear" in ran) == (not here)
+    assert ("addmm" in python_rows or "linear" in python_rows) == (not here)
     rtol = 2e-5 if dtype == "float32" else 1e-12
     for mine, theirs in zip(*grads):
         assert (mine is None) == (theirs is None)
@@ -218,23 +225,19 @@ _POINTWISE_LOSSES = [("mse_loss", {}), ("smooth_l1_loss", {"beta": 0.7}), ("hube
 @pytest.mark.parametrize("wanted", ["input", "target", "both"])
 @pytest.mark.parametrize("loss", _POINTWISE_LOSSES, ids=[name for name, _ in _POINTWISE_LOSSES])
 def test_a_pointwise_loss_rows_rule_runs_in_the_replay_with_the_array_rules_bits(loss, reduction, wanted, dtype,
-                                                                                  monkeypatch):
+                                                                                  python_rows):
     """mse/smooth_l1/huber rows of one shape are differentiated by the compiled replay (kinds from K_RULE up):
     against torch, and bit for bit against the op's array rule (anomaly mode runs each row's rule in Python).
     Terms on both sides of beta/delta, a NaN and a zero difference included."""
-    from tapegrad import replay
     name, kw = loss
     rng = np.random.default_rng(7)
     x0, t0, g0 = (rng.standard_normal((6, 9)).astype(dtype) for _ in range(3))
     x0[0, :3] = t0[0, :3] + np.array([np.nan, 0.0, 0.6], dtype)  # (NaN; zero; beta/delta's rounding)
-    ran = []
-    python_row = replay._python_row
-    monkeypatch.setattr(replay, "_python_row", lambda tape, row, *a: ran.append(row) or python_row(tape, row, *a))
     results = []
     for L, anomaly in ((tapegrad, False), (tapegrad, True), (torch, False)):
         x = L.tensor(x0, requires_grad=wanted != "target")
         t = L.tensor(t0, requires_grad=wanted != "input")
-        ran.clear()
+        python_rows.clear()
         out = getattr(L.nn.functional, name)(x, t, reduction=reduction, **kw)
         out = (out * L.tensor(g0)).sum() if reduction == "none" else out * 3.0
         if anomaly:
@@ -242,7 +245,7 @@ def test_a_pointwise_loss_rows_rule_runs_in_the_replay_with_the_array_rules_bits
                 out.backward()
         else:
             out.backward()
-        results.append(([grad_of(x), grad_of(t)], bool(ran)))
+        results.append(([grad_of(x), grad_of(t)], bool(python_rows)))
     (replayed, python_ran), (by_rule, rule_ran), (theirs, _) = results
     assert not python_ran and rule_ran
     rtol = 2e-6 if dtype == "float32" else 1e-13
@@ -257,16 +260,11 @@ def test_a_pointwise_loss_rows_rule_runs_in_the_replay_with_the_array_rules_bits
 
 
 @pytest.mark.parametrize("case", ["broadcast target", "float16"])
-def test_a_pointwise_loss_row_the_replay_cannot_pair_runs_its_array_rule(case, monkeypatch):
+def test_a_pointwise_loss_row_the_replay_cannot_pair_runs_its_array_rule(case, python_rows):
     """Shapes that differ or a dtype the replay lacks: Python runs the rule."""
-    from tapegrad import replay
     rng = np.random.default_rng(8)
     x0, t0 = rng.standard_normal((4, 5)), rng.standard_normal((4, 5) if case != "broadcast target" else (5,))
     dt = "float16" if case == "float16" else "float64"
-    ran = []
-    python_row = replay._python_row
-    monkeypatch.setattr(replay, "_python_row", lambda tape, row, *a: ran.append(
-        tapegrad.registry.OPS[tape.op[row]].name) or python_row(tape, row, *a))
     grads = []
     for L in (tapegrad, torch):
         x = L.tensor(x0, dtype=getattr(L, dt), requires_grad=True)
@@ -275,7 +273,7 @@ def test_a_pointwise_loss_row_the_replay_cannot_pair_runs_its_array_rule(case, m
             warnings.simplefilter("ignore", UserWarning)  # (torch's broadcast warning)
             L.nn.functional.mse_loss(x, t).backward()
         grads.append(grad_of(x).astype(np.float64))
-    assert "mse_loss" in ran
+    assert "mse_loss" in python_rows
     np.testing.assert_allclose(grads[0], grads[1], rtol=1e-3 if dt == "float16" else 1e-12)
 
 
