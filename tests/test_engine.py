@@ -441,6 +441,25 @@ def test_in_place_op_on_a_non_leaf_is_differentiated(lib):
     assert y._version == 1 if lib is tapegrad else True
 
 
+def test_version_cells_cut_from_blocks_are_zeroed_distinct_and_know_their_address():
+    """new_version_cell cuts cells from shared blocks: across block boundaries and from two threads at once, every
+    cell starts at 0, has an address of its own (the one the compiled backward reads), and a bump moves only it."""
+    taken = []
+    def take(n):
+        taken.extend(tape_mod.new_version_cell() for _ in range(n))
+    threads = [threading.Thread(target=take, args=(700,)) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    take(3 * tape_mod._CellBlock.SIZE)
+    assert len({c._address[1] for c in taken}) == len(taken)
+    for c in taken:
+        assert c.shape == (1,) and c[0] == 0 and c._address == (id(c), c.ctypes.data)
+    taken[5][0] += 1
+    assert [c[0] for c in taken[4:7]] == [0, 1, 0]
+
+
 def test_in_place_on_a_leaf_that_requires_grad_raises():
     def program(lib):
         x = lib.tensor([1.0], requires_grad=True)

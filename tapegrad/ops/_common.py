@@ -187,6 +187,8 @@ def summed_dims(shape, target):
 
 def _dim(d, ndim):
     """Normalise a dim argument; torch's IndexError when it is out of range."""
+    if type(d) is int and -ndim <= d < ndim:  # (the common case first)
+        return d % ndim
     if not isinstance(d, (int, np.integer)) or isinstance(d, bool):
         raise TypeError(f"dim must be an int, got {type(d).__name__}")
     lo, hi = (-1, 0) if ndim == 0 else (-ndim, ndim - 1)
@@ -215,6 +217,8 @@ def _mask(dims):
 def _sizes(sizes):
     if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
         sizes = tuple(sizes[0])
+    if all(type(s) is int for s in sizes):  # (the common case first)
+        return tuple(sizes)
     for s in sizes:
         if not isinstance(s, (int, np.integer)) or isinstance(s, bool):
             raise TypeError(f"expected a sequence of integers, got {type(s).__name__}")

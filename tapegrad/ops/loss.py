@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import _dtype, kernels, registry
 from ..registry import Ctx
-from ..tensor import _new
+from ..tensor import Tensor, _new
 from ._common import (OPS, _array_rule_dtype, _autocast_float32, _in_float32, _record, _tensor, _to_dtype,
                       broadcast_shape)
 from .elementwise import _div_scalar, _mul_scalar, _sigmoid, abs, clamp_min, exp, log, log1p, softplus, where
@@ -52,7 +52,11 @@ def _reduce_np(a, reduction):
         return np.asarray((total / a.size if a.size else np.nan) if reduction == "mean" else total, a.dtype)
 
 
-def _pair(input, target, check_shape=None):
+def _pair(input, target):
+    if isinstance(input, Tensor) and isinstance(target, Tensor):  # (the common case first: one shape, one dtype)
+        xd, td = input._data, target._data
+        if xd.shape == td.shape and xd.dtype == td.dtype and xd.dtype.kind == "f":
+            return input, target, xd.shape
     x, t = _tensor(input), _tensor(target)
     if t._data.shape != x._data.shape:
         warnings.warn(f"Using a target size ({t.shape}) that is different to the input size ({x.shape}). This will "

@@ -23,13 +23,13 @@ from .linalg import matmul
 
 def linear(input, weight, bias=None):
     """input @ weight.T + bias, one op for 2-D input (AddmmBackward0 / MmBackward0, as torch)."""
-    if type(input) is Tensor and type(weight) is Tensor and autocast_state.dtype is None:
+    if isinstance(input, Tensor) and isinstance(weight, Tensor) and autocast_state.dtype is None:
         xd, wd = input._data, weight._data  # the common case first: 2-D input, one floating dtype, no autocast
         if xd.ndim == 2 and wd.ndim == 2 and xd.shape[1] == wd.shape[1] and xd.dtype == wd.dtype \
                 and xd.dtype.char in "fd":
             if bias is None:
                 return _record(OPS["linear"], xd @ wd.T, (input, weight))
-            if type(bias) is Tensor:
+            if isinstance(bias, Tensor):  # (nn.Linear's weight and bias are Parameters)
                 bd = bias._data
                 if bd.dtype == xd.dtype and (bd.shape == (wd.shape[0],) or bd.shape == (xd.shape[0], wd.shape[0])):
                     value = xd @ wd.T

@@ -46,17 +46,18 @@ def _reshape(x, shape, op):
 
 
 def _infer_shape(x, shape):
-    if shape.count(-1) > 1:
-        raise RuntimeError("only one dimension can be inferred")
-    known = math.prod(s for s in shape if s != -1)
+    numel = x._data.size
     if -1 in shape:
-        if known == 0 or x.numel() % known:
-            raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {x.numel()}")
-        shape = tuple(x.numel() // known if s == -1 else s for s in shape)
-    if builtins.any(s < 0 for s in shape):
+        if shape.count(-1) > 1:
+            raise RuntimeError("only one dimension can be inferred")
+        known = -math.prod(shape)  # (the product of the other sizes)
+        if known == 0 or numel % known:
+            raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+        shape = tuple(numel // known if s == -1 else s for s in shape)
+    if shape and builtins.min(shape) < 0:
         raise RuntimeError(f"invalid shape dimension {builtins.min(shape)}")
-    if math.prod(shape) != x.numel():
-        raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {x.numel()}")
+    if math.prod(shape) != numel:
+        raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
     return shape
 
 
@@ -212,7 +213,9 @@ def _view_op(x, view, op, output_nr=None):
     else:
         d = _strided_view(x._data, v)
         t = _record(op, out, (x,), 1.0, 0.0, id(d), d)
-    strides = _strides.of_numpy_view(x, v)
+    # (a view NumPy laid out as its C-contiguous copy has torch's contiguous strides too, where no size is 0)
+    strides = None if x._strides is None and v.strides == out.strides and 0 not in v.shape else \
+        _strides.of_numpy_view(x, v)
     if strides is not None:
         t._strides = strides
     if op is OPS["flip"]:  # (torch's flip copies)
@@ -848,6 +851,13 @@ def _sequence_as_tuple(key):
         isinstance(k, (Tensor, list, tuple, range, slice, np.ndarray)) or k is Ellipsis or k is None for k in key)
 
 
+def _plain_slice(k):
+    """Whether slice k is one NumPy takes as torch does: int or absent bounds, a positive step or none."""
+    start, stop, step = k.start, k.stop, k.step
+    return (start is None or type(start) is int) and (stop is None or type(stop) is int) and \
+        (step is None or type(step) is int and step > 0)
+
+
 def _slice_int(v):
     if isinstance(v, Tensor):
         return int(v._data)
@@ -903,6 +913,13 @@ def _index_remap(key, x, flat):
 
 
 def getitem(x, key):
+    tk = type(key)
+    if (tk is int or tk is slice and _plain_slice(key)) and isinstance(x, Tensor) and x._data.ndim:
+        if tk is slice:  # (the common cases first: x[i], x[a:b])
+            return _view_op(x, lambda a: a[key, ...], OPS["slice"])
+        n = x._data.shape[0]
+        if -n <= key < n:
+            return _view_op(x, lambda a: a[key, ...], OPS["select"])
     x = _tensor(x)
     original = key
     index_tensors = [k for k in (key if isinstance(key, tuple) else (key,)) if isinstance(k, Tensor)]
