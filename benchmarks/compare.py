@@ -729,6 +729,8 @@ def main(argv=None):
 
     print(f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} cpus; "
           + ", ".join(f"{k} {v}" for k, v in versions.items()))
+    from benchmarks.workloads import blas_kernels
+    print(blas_kernels())
     print(f"threads={args.threads} processes={args.processes} repeats={args.repeats} "
           f"target={args.target}s startup_runs={args.startup_runs}")
 

@@ -769,6 +769,8 @@ def main(argv=None):
         return 2
     print(f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} cpus; "
           + ", ".join(f"{k} {v}" for k, v in versions.items()))
+    from benchmarks.workloads import blas_kernels
+    print(blas_kernels())
     print(f"threads={'default' if args.threads is None else args.threads} processes={args.processes} "
           f"repeats={args.repeats} target={args.target}s; load average {os.getloadavg()[0]:.2f} at start")
 

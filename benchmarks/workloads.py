@@ -73,6 +73,21 @@ _BLAS_SETTERS = ("openblas_set_num_threads", "scipy_openblas_set_num_threads64_"
                  "MKL_Set_Num_Threads", "bli_thread_set_num_threads")
 
 
+def blas_kernels():
+    """NumPy's BLAS and the kernels it runs. OpenBLAS picks them from the CPU when NumPy loads, unless
+    OPENBLAS_CORETYPE names a family: some machines set it (and OPENBLAS_L2_SIZE) for older OpenBLAS builds, which
+    fail on their CPUs, and a current NumPy then runs older, slower kernels than a user's would (on this Zen 5:
+    Haswell's AVX2 ones instead of SkylakeX's AVX-512). Benchmarks name both, so a table says what it measured."""
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return "BLAS: unknown (threadpoolctl not installed)"
+    found = [f"{i['internal_api']} {i['version']} ({i.get('architecture', '?')} kernels)" for i in threadpool_info()
+             if i["user_api"] == "blas"]
+    forced = [f"{v}={os.environ[v]}" for v in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE") if v in os.environ]
+    return "BLAS: " + (", ".join(found) or "none found") + ("; " + ", ".join(forced) if forced else "")
+
+
 def pin_blas_threads(n=1):
     """Limit the BLAS thread pools already loaded in this process to ``n`` threads.
 

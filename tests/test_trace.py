@@ -212,7 +212,38 @@ def test_autograd_grad_inside_is_traced_and_replayed_with_each_calls_targets():
             np.testing.assert_array_equal(c, g.numpy())
     (program,), = f._cache.values()
     names = [tg.registry.OPS[o].name for o in program.tape.op[: program.tape.n]]
-    assert names.count("traced_rule") == 4  # the loss's and three weights' products (x's is not wanted)
+    # the loss's, three weights' products (x's is not wanted) and tanh's, by the plain backward's own loop
+    assert names.count("traced_rule") == 5
+    assert "where" not in names and "mul" not in names
+
+
+_UNARY_CASES = {"relu": lambda m, x: m.relu(x), "tanh": lambda m, x: m.tanh(x), "exp": lambda m, x: m.exp(x),
+                "leaky_relu": lambda m, x: m.nn.functional.leaky_relu(x, 0.2),
+                "clamp": lambda m, x: x.clamp(-0.5, 0.5), "pow": lambda m, x: x ** 3, "rdiv": lambda m, x: 2.0 / x}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", sorted(_UNARY_CASES))
+def test_a_unary_ops_traced_gradient_is_one_row_with_the_plain_backwards_bits(name, dtype):
+    """Traced, a unary elementwise row's gradient is one row running the plain backward's loop, with its constants
+    (a slope, bounds, an exponent), not its derivative expression recorded op by op."""
+    op = _UNARY_CASES[name]
+    x = rng.standard_normal((3, 7)).astype(dtype)
+    x[0, :3] = (0.0 if name != "rdiv" else 0.25, 0.5, -0.5)  # (relu's and clamp's edges)
+    seed = rng.standard_normal((3, 7)).astype(dtype)
+
+    def grad(m, xt):
+        return m.autograd.grad((op(m, xt) * m.tensor(seed)).sum(), xt)[0]
+    f = tg.compile(lambda xt: grad(tg, xt), fullgraph=True)
+    for _ in range(2):  # (the trace, then a replay)
+        got = f(tg.tensor(x, requires_grad=True))
+    eager = grad(tg, tg.tensor(x, requires_grad=True))
+    want = grad(torch, torch.tensor(x, requires_grad=True))
+    np.testing.assert_array_equal(got.numpy(), eager.numpy())
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+    (program,), = f._cache.values()
+    names = [tg.registry.OPS[o].name for o in program.tape.op[: program.tape.n]]
+    assert names.count("traced_rule") == 1 and "where" not in names
 
 
 def test_a_gradient_a_later_call_writes_in_place_is_handed_out_as_a_copy():
