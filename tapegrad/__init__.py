@@ -10,6 +10,9 @@ import warnings as _warnings
 # from tapegrad's own op code (a filter costs nothing until a warning fires; np.errstate costs 1 us/op).
 _warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"tapegrad\.")
 
+from ._allocator import keep_freed_memory as _keep_freed_memory
+_keep_freed_memory()  # (a training step's freed blocks reused, not faulted in again: _allocator.py)
+
 from ._dtype import (bool, double, dtype, float, float16, float32, float64, half, int, int8, int16,  # noqa: F401
                      int32, int64, long, uint8)
 from ._dtype import bfloat16  # noqa: F401,E402  (its tensors need the optional ml_dtypes, imported lazily)
