@@ -229,8 +229,8 @@ def _nll_replay(ctx, x):
     """A traced nll_loss recomputed on new log-probabilities and targets (ctx.replay_target), as nll_loss computes
     it; its gradient's coefficients (ctx.coef, which the array rule reads) are rewritten in place."""
     cdim, C = ctx.cdim, x.shape[ctx.cdim]
-    moved = np.moveaxis(x, cdim, -1)
-    xl = x if x.ndim == 2 else moved.reshape(-1, C)
+    moved = x if x.ndim == 2 else np.moveaxis(x, cdim, -1)
+    xl = moved.reshape(-1, C)
     tl = ctx.replay_target.reshape(-1).astype(np.int64, copy=False)
     valid = tl != ctx.ignore_index
     tt = np.where(valid, tl, 0)
@@ -299,10 +299,11 @@ def _cross_entropy_replay(ctx, x):
     """A traced cross_entropy (class indices, any layout) recomputed on new logits and the targets its remap read
     (ctx.replay_target: tapegrad.compile keeps both shapes as traced; the kernel checks the targets' values)."""
     target = ctx.replay_target
-    moved = np.moveaxis(x, ctx.cdim, -1)
+    last = ctx.cdim == x.ndim - 1  # ((N, C) logits, the usual case: no axis to move, 5 us of NumPy's moveaxis)
+    moved = x if last else np.moveaxis(x, ctx.cdim, -1)
     per, loss, dx = _cross_entropy_rows(ctx, moved.reshape(-1, x.shape[ctx.cdim]),
                                         target.reshape(-1).astype(np.int64, copy=False), x.dtype)
-    ctx.dx = np.asarray(np.moveaxis(dx.reshape(moved.shape), -1, ctx.cdim), order="C")
+    ctx.dx = dx.reshape(x.shape) if last else np.asarray(np.moveaxis(dx.reshape(moved.shape), -1, ctx.cdim), order="C")
     return per.reshape(target.shape) if ctx.reduction == "none" else loss
 
 
