@@ -146,7 +146,8 @@ class LBFGS(Optimizer):
 
     def _gather_flat_grad(self):
         return np.concatenate([np.zeros(p._data.size, p._data.dtype) if p._grad is None else
-                               (p._grad.to_dense() if p._grad.is_sparse else p._grad)._data.reshape(-1) for p in self._params])
+                               (p._grad.to_dense() if p._grad.is_sparse else p._grad)._data.reshape(-1)
+                               for p in self._params])
 
     def _add_grad(self, step_size, update):
         offset = 0
