@@ -58,9 +58,9 @@ def _vjp_traced_rule(ctx, g, inputs, out):
 
 
 def _traced_rule_forward(ctx, *arrays):
-    """ctx: (the op's array rule, its context, the input's index, the `wanted` its replay passes to the rule, the gradients the
-    rule gave at this replay, whether this row calls it: the first of the op's rows); the arrays: the op's inputs,
-    its output, then the gradient (a cross_entropy's rule reads the gradient its forward computed)."""
+    """ctx: (the op's array rule, its context, the input's index, the `wanted` its replay passes to the rule, the
+    gradients the rule gave at this replay, whether this row calls it: the first of the op's rows); the arrays: the
+    op's inputs, its output, then the gradient (a cross_entropy's rule reads the gradient its forward computed)."""
     rule, rule_ctx, j, wanted, given, first = ctx
     if first:
         given[:] = [rule(rule_ctx, arrays[-1], list(arrays[:-2]), arrays[-2], wanted)]
