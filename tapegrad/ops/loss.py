@@ -52,6 +52,16 @@ def _reduce_np(a, reduction):
         return np.asarray((total / a.size if a.size else np.nan) if reduction == "mean" else total, a.dtype)
 
 
+def _pointwise_total(kind, ctx, x, t, c=0.0):
+    """A reduced pointwise loss of one-shape float32 arrays by one compiled pass (kernels/loss.py), its terms rounded
+    as NumPy's and summed in float64; None for any other case (NumPy's path)."""
+    if ctx.reduction == "none" or not (x.dtype == t.dtype == np.float32 and x.shape == t.shape and x.size
+                                       and x.flags.c_contiguous and t.flags.c_contiguous):
+        return None
+    total = kernels.module("loss").pointwise_total32(kind, x.reshape(-1), t.reshape(-1), c)
+    return np.asarray(total / x.size if ctx.reduction == "mean" else total, np.float32)
+
+
 def _pair(input, target):
     if isinstance(input, Tensor) and isinstance(target, Tensor):  # (the common case first: one shape, one dtype)
         xd, td = input._data, target._data
@@ -82,6 +92,9 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
 def _mse_forward(ctx, x, t):
     if _dtype.is_reduced_float(x.dtype):  # (float16, bfloat16: in float32, rounded once, as torch's)
         return _in_float32(lambda a, b: _mse_forward(ctx, a, b), x, t)
+    total = _pointwise_total(0, ctx, x, t)
+    if total is not None:
+        return total
     d = x - t
     return _reduce_np(d * d, ctx.reduction)
 
@@ -108,6 +121,9 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 
 
 def _smooth_l1_forward(ctx, x, t):
+    total = _pointwise_total(1, ctx, x, t, ctx.beta)
+    if total is not None:
+        return total
     d, beta = np.abs(x - t), ctx.beta
     loss = np.where(d < beta, 0.5 * d * d / beta, d - 0.5 * beta).astype(d.dtype, copy=False)
     return _reduce_np(loss, ctx.reduction)
@@ -519,6 +535,9 @@ def _smooth_l1_arrays(ctx, g, inputs, out, wanted):
 
 
 def _huber_forward(ctx, x, t):
+    total = _pointwise_total(2, ctx, x, t, ctx.delta)
+    if total is not None:
+        return total
     d, delta = np.abs(x - t), ctx.delta
     loss = np.where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta)).astype(d.dtype, copy=False)
     return _reduce_np(loss, ctx.reduction)
