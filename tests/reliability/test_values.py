@@ -312,3 +312,30 @@ def test_numpys_errors_become_torchs(case):
     with pytest.raises(type(want.value)) as got:
         eval(case, {"L": tg})  # noqa: S307
     assert str(got.value) == str(want.value)
+
+
+@pytest.mark.parametrize("name, kw", [("mse_loss", {}), ("smooth_l1_loss", {"beta": 0.7}),
+                                      ("huber_loss", {"delta": 0.3})])
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+@pytest.mark.parametrize("n", [1, 33, 100_000])
+def test_a_float32_pointwise_loss_is_as_close_to_exact_as_torchs(name, kw, reduction, n):
+    """A reduced pointwise loss of one-shape float32 arrays is one compiled pass (kernels/loss.py, its sum in float64):
+    at least as close to the float64 value as torch's float32 one; a NaN or an infinity propagates."""
+    from tapegrad.ops import loss as L
+    from tapegrad.registry import Ctx
+    rng = np.random.default_rng(n)
+    x, t = (rng.standard_normal(n).astype(np.float32) * 3 for _ in range(2))
+    ours = getattr(tg.nn.functional, name)(tg.tensor(x), tg.tensor(t), reduction=reduction, **kw)
+    theirs = getattr(torch.nn.functional, name)(torch.tensor(x), torch.tensor(t), reduction=reduction, **kw).item()
+    exact = getattr(torch.nn.functional, name)(torch.tensor(x).double(), torch.tensor(t).double(),
+                                               reduction=reduction, **kw).item()
+    ctx = Ctx(reduction=reduction, beta=kw.get("beta"), delta=kw.get("delta"))
+    kind = ("mse_loss", "smooth_l1_loss", "huber_loss").index(name)
+    assert L._pointwise_total(kind, ctx, x, t, kw.get("beta", kw.get("delta", 0.0))) == ours.item()  # (the kernel's)
+    assert ours.dtype == tg.float32
+    assert abs(ours.item() - exact) <= abs(theirs - exact) + 1e-7 * abs(exact)
+    for bad in (np.nan, np.inf):
+        x[n // 2] = bad
+        got = getattr(tg.nn.functional, name)(tg.tensor(x), tg.tensor(t), reduction=reduction, **kw)
+        want = getattr(torch.nn.functional, name)(torch.tensor(x), torch.tensor(t), reduction=reduction, **kw)
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
