@@ -52,13 +52,16 @@ def _reduce_np(a, reduction):
         return np.asarray((total / a.size if a.size else np.nan) if reduction == "mean" else total, a.dtype)
 
 
-def _pointwise_total(kind, ctx, x, t, c=0.0):
+_POINTWISE = ("mse", "smooth_l1", "huber")  # kernels/loss.py pointwise_total32's kinds, in its order
+
+
+def _pointwise_total(name, ctx, x, t, c=0.0):
     """A reduced pointwise loss of one-shape float32 arrays by one compiled pass (kernels/loss.py), its terms rounded
     as NumPy's and summed in float64; None for any other case (NumPy's path)."""
     if ctx.reduction == "none" or not (x.dtype == t.dtype == np.float32 and x.shape == t.shape and x.size
                                        and x.flags.c_contiguous and t.flags.c_contiguous):
         return None
-    total = kernels.module("loss").pointwise_total32(kind, x.reshape(-1), t.reshape(-1), c)
+    total = kernels.module("loss").pointwise_total32(_POINTWISE.index(name), x.reshape(-1), t.reshape(-1), c)
     return np.asarray(total / x.size if ctx.reduction == "mean" else total, np.float32)
 
 
@@ -92,7 +95,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
 def _mse_forward(ctx, x, t):
     if _dtype.is_reduced_float(x.dtype):  # (float16, bfloat16: in float32, rounded once, as torch's)
         return _in_float32(lambda a, b: _mse_forward(ctx, a, b), x, t)
-    total = _pointwise_total(0, ctx, x, t)
+    total = _pointwise_total("mse", ctx, x, t)
     if total is not None:
         return total
     d = x - t
@@ -121,7 +124,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 
 
 def _smooth_l1_forward(ctx, x, t):
-    total = _pointwise_total(1, ctx, x, t, ctx.beta)
+    total = _pointwise_total("smooth_l1", ctx, x, t, ctx.beta)
     if total is not None:
         return total
     d, beta = np.abs(x - t), ctx.beta
@@ -535,7 +538,7 @@ def _smooth_l1_arrays(ctx, g, inputs, out, wanted):
 
 
 def _huber_forward(ctx, x, t):
-    total = _pointwise_total(2, ctx, x, t, ctx.delta)
+    total = _pointwise_total("huber", ctx, x, t, ctx.delta)
     if total is not None:
         return total
     d, delta = np.abs(x - t), ctx.delta
