@@ -187,22 +187,27 @@ def plan(n, roots, targets, flags, op, kinds, saves, argptr, args, argver, obj, 
             offsets[i] = n64
             n64 += m
     if shared:
-        n32, n64 = _layout(n, roots, targets, need, own, op, kinds, saves, argptr, args, obj, dtypes, reuse_min,
-                           offsets, recycle)
+        n32, n64 = _layout(n, roots, targets, need, own, uses, op, kinds, saves, argptr, args, obj, dtypes,
+                           reuse_min, offsets, recycle)
     return need, own, offsets, recycle, n32, n64, -1, 0
 
 
 @njit(**JIT)
-def _layout(n, roots, targets, need, own, op, kinds, saves, argptr, args, obj, dtypes, reuse_min, offsets, recycle):
+def _layout(n, roots, targets, need, own, uses, op, kinds, saves, argptr, args, obj, dtypes, reuse_min, offsets,
+            recycle):
     """Offsets of the needed rows' adjoints in the two buffers (float32, float64); returns their lengths.
 
     In replay order (from the top root down), a row's block is taken when its first consumer runs and
     given back once the row itself has run: rows whose adjoints are never alive together share memory,
     as torch frees each gradient once it is used. Only blocks of at least reuse_min elements are shared
-    (a small one costs more to track than it holds), and only between rows of one size and dtype; leaves
+    (a small one costs more to track than it holds), and only between rows of one dtype: a row takes the
+    smallest given-back block that holds it, and what it leaves of a larger one stays free (a transformer's
+    logits' blocks then hold the blocks of the layers below them); leaves
     and targets keep theirs to the end, and so do the PYTHON rows whose rule gets a view of the block and may
     keep it (HOLDS_GRAD: a custom Function's backward may store its grad_output). A reused block is zeroed by
-    the replay (or, for a PYTHON row, by replay._drive) when its row has run.
+    the replay (or, for a PYTHON row, by replay._drive) when its row has run. A reshape whose input it is
+    the only consumer of (`x @ w` viewed back to three dimensions, the logits flattened for a loss) hands
+    its block on to that input: one adjoint, no copy, and the replay skips the row (_step).
     """
     sizes = np.full(n, -1, np.int64)  # -1: not placed yet
     keep = np.zeros(n, np.bool_)
@@ -218,34 +223,70 @@ def _layout(n, roots, targets, need, own, op, kinds, saves, argptr, args, obj, d
     for i in range(top, -1, -1):
         if not need[i] or kinds[op[i]] == K_LEAF:
             continue
+        handed_on = False
+        if kinds[op[i]] == K_RESHAPE and not keep[i]:
+            a = args[argptr[i]]
+            if (need[a] and uses[a] == 1 and not own[a] and not keep[a] and sizes[a] < 0 and op[a] != OP_LEAF
+                    and dtypes[a] == dtypes[i]):
+                offsets[a], sizes[a], handed_on = offsets[i], sizes[i], True
         for k in range(argptr[i], argptr[i + 1]):
             a = args[k]
             if not need[a] or own[a] or sizes[a] >= 0:
                 continue
             m = sizes[a] = size(obj[a])
             if m >= reuse_min and op[a] != OP_LEAF and not keep[a]:
-                key = m if dtypes[a] == 0 else -m
+                sign = 1 if dtypes[a] == 0 else -1
                 last = used[2] - 1
-                f = last
-                while f > last - 32 and f >= 0 and free[f, 1] != key:  # the most recently given back first
-                    f -= 1
-                if f > last - 32 and f >= 0:
-                    offsets[a] = free[f, 0]
-                    recycle[free[f, 2]] = True
-                    free[f, 0], free[f, 1], free[f, 2] = free[last, 0], free[last, 1], free[last, 2]
-                    used[2] = last
+                best = -1
+                for f in range(last, max(last - 64, -1), -1):  # the best fit among the most recently given back
+                    if free[f, 1] * sign >= m and (best < 0 or free[f, 1] * sign < free[best, 1] * sign):
+                        best = f
+                        if free[f, 1] * sign == m:
+                            break
+                if best >= 0:
+                    offsets[a] = free[best, 0]
+                    recycle[free[best, 2]] = True  # (that row's whole block is zeroed once it has run)
+                    rest = free[best, 1] * sign - m
+                    if rest >= reuse_min:  # the rest of a larger block stays free, for a smaller adjoint
+                        free[best, 0] += m
+                        free[best, 1] = rest * sign
+                    else:
+                        free[best, 0], free[best, 1], free[best, 2] = free[last, 0], free[last, 1], free[last, 2]
+                        used[2] = last
                     continue
             _new_block(a, m, dtypes[a], offsets, used)
         m = sizes[i]
         holds = kinds[op[i]] == K_PYTHON and saves[op[i]] & HOLDS_GRAD
-        if m >= reuse_min and not own[i] and not keep[i] and not holds:
-            f = used[2]
-            free[f, 0], free[f, 1], free[f, 2] = offsets[i], m if dtypes[i] == 0 else -m, i
-            used[2] = f + 1
+        if m >= reuse_min and not own[i] and not keep[i] and not holds and not handed_on:
+            _give_back(free, used, offsets[i], m, 1 if dtypes[i] == 0 else -1, i, recycle)
     for i in range(n):  # (a needed row that no consumer reaches in replay order: none expected)
         if need[i] and not own[i] and sizes[i] < 0:
             sizes[i] = _new_block(i, size(obj[i]), dtypes[i], offsets, used)
     return used[0], used[1]
+
+
+@njit(**JIT)
+def _give_back(free, used, o, m, sign, row, recycle):
+    """Add row's block (offset o, m elements, dtype sign) to the free list, merged with a given-back block
+    it adjoins: both rows' blocks are then zeroed once they have run, whichever row takes the merged one."""
+    merged = True
+    while merged:
+        merged = False
+        last = used[2] - 1
+        for f in range(last, max(last - 64, -1), -1):
+            fm = free[f, 1] * sign
+            if fm > 0 and (free[f, 0] + fm == o or o + m == free[f, 0]):
+                o = min(o, free[f, 0])
+                m += fm
+                recycle[free[f, 2]] = True
+                recycle[row] = True
+                free[f, 0], free[f, 1], free[f, 2] = free[last, 0], free[last, 1], free[last, 2]
+                used[2] = last
+                merged = True
+                break
+    f = used[2]
+    free[f, 0], free[f, 1], free[f, 2] = o, m * sign, row
+    used[2] = f + 1
 
 
 @njit(inline="always", **JIT)
@@ -446,8 +487,9 @@ def _step(i, kind, o, argptr, args, obj, fattr, iattr, need, offsets, adj, dt, n
                     for j in range(inner):
                         gx[o * xo + j * xj] += g[o * inner + j]
     elif kind == K_RESHAPE:
-        for k in range(n):
-            gx[k] += g[k]
+        if offsets[a0] != offsets[i]:  # (equal: the input's adjoint is this block, see _layout)
+            for k in range(n):
+                gx[k] += g[k]
     elif kind == K_GATHER:
         idx = view(iattr[i], NUM_I64, np.int64)
         if fattr[i, 0] == 1.0:  # a strided view (ops.shape._StridedView), not an index map

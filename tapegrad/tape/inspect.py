@@ -17,7 +17,8 @@ class Inspection:
         flags = self.flags[:n]
         alive = (flags & T.F_DEAD) == 0
         values = self.values
-        value_bytes = _distinct_bytes(v for v in values if v is not None)
+        released = self.released  # (a released row's value is a placeholder: the tape holds no memory for it)
+        value_bytes = _distinct_bytes(v for r, v in enumerate(values) if v is not None and r not in released)
         saved = np.zeros(n, np.bool_)
         kinds, saves = registry.tables()
         owners = self._owner_rows()

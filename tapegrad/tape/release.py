@@ -26,7 +26,7 @@ class Release:
             v = self.values[s]
             o = int(self.op[s])
             if (o <= T.OP_FREED or v is None or self.flags[s] & (T.F_READ | T.F_DEAD) or s in self.released
-                    or self.vaddr[s] or (OPS[o].holds_grad and s in self.aux) or v.nbytes < T.RELEASE_BYTES
+                    or (OPS[o].holds_grad and s in self.aux) or v.nbytes < T.RELEASE_BYTES
                     or v.dtype.kind != "f" or saves[o] & SAVES_OUT or s in traces):
                 continue
             # rows recorded after s (this one included): does one of their rules read s?

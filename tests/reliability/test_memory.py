@@ -254,6 +254,98 @@ def test_adjoint_blocks_are_shared_by_rows_whose_adjoints_are_never_alive_togeth
     assert tape.stats()["last_adjoint_bytes"] == 3 * 8192 * 8 + 8  # x, two shared blocks, the sum's
 
 
+def test_a_smaller_adjoint_takes_part_of_a_larger_given_back_block(tape):
+    """A transformer's logits are larger than any adjoint below them: once their rows have run, their blocks
+    hold the smaller rows' (four 8,192 blocks in one 32,768 block), instead of the buffer growing by the
+    smaller rows' own blocks."""
+    x0 = np.random.default_rng(0).standard_normal(8192)
+    grads = []
+    for L in (tapegrad, torch):
+        x = L.tensor(x0, requires_grad=True)
+        y = x.tanh()
+        z = L.cat([y * 1.5, y.sin(), y.cos(), y * y]).sin()  # 32,768: the cos's and sin's blocks
+        z.cos().sum().backward()
+        grads.append(x.grad.numpy())
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-12)
+    # x's block, the cos's and the sin's (32,768 each), the sum's; cat's four inputs and y lie in the cos's
+    assert tape.stats()["last_adjoint_bytes"] == (8192 + 2 * 32768) * 8 + 8
+
+
+def test_a_reshape_hands_its_block_to_an_input_it_is_the_only_consumer_of(tape):
+    """`h.view(...)` of a row nothing else reads: one block for both, no copy; where the input has other
+    consumers, or hooks read the view's gradient, the gradients are still torch's."""
+    x0 = np.random.default_rng(1).standard_normal((64, 128))
+    grads = []
+    for L in (tapegrad, torch):
+        x = L.tensor(x0, requires_grad=True)
+        h = x.tanh()
+        v = h.view(128, 64).view(8192)  # a chain of reshapes: the three share the sum's input block
+        v.sum().backward()
+        grads.append(x.grad.numpy())
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-12)
+    assert tape.stats()["last_adjoint_bytes"] == 2 * 8192 * 8 + 8  # x's, the reshapes' and tanh's, the sum's
+    seen, got = {}, []
+    for L in (tapegrad, torch):
+        x = L.tensor(x0, requires_grad=True)
+        h = x.tanh()
+        v = h.view(8192)
+        v.register_hook(lambda g, L=L: g * 3)  # the hook's result is what the shared block hands down
+        r = h.reshape(128, 64)
+        r.retain_grad()
+        w = h.exp().view(8192)  # h has three consumers: no reshape takes its block
+        loss = ((v.sin() + w) * 2).sum() + (r * r).sum()
+        loss.backward(retain_graph=True)
+        loss.backward()  # (a second pass through the same rows)
+        seen[L] = r.grad.numpy()
+        got.append(x.grad.numpy())
+    np.testing.assert_allclose(got[0], got[1], rtol=1e-12)
+    np.testing.assert_allclose(seen[tapegrad], seen[torch], rtol=1e-12)
+
+
+def test_views_and_splits_no_rule_reads_die_with_their_tensors(tape):
+    """nanoGPT's attention: `q, k, v = qkv.split(C, 2)` then `q.view(...).transpose(1, 2)`. The split's and
+    the view's values (tapegrad's splits are copies) are read by no rule: they die with the user's tensors, as
+    torch's do, though they share a version cell with qkv; the gradients, and the in-place checks, are
+    torch's."""
+    import weakref
+    g = np.random.default_rng(2)
+    x0 = g.standard_normal((16, 64, 64)).astype(np.float32)  # q, k, v: 256 KiB each (above tape.RELEASE_BYTES)
+    w0 = (g.standard_normal((64, 192)) / 8).astype(np.float32)
+    grads = []
+    for L in (tapegrad, torch):
+        x, w = L.tensor(x0, requires_grad=True), L.tensor(w0, requires_grad=True)
+        qkv = x @ w
+        q, k, v = qkv.split(64, dim=2)
+        refs = [weakref.ref(t._data) for t in (q, k)] if L is tapegrad else []
+        q = q.view(16, 64, 4, 16).transpose(1, 2)
+        k = k.view(16, 64, 4, 16).transpose(1, 2)
+        y = L.nn.functional.scaled_dot_product_attention(q, k, v.view(16, 64, 4, 16).transpose(1, 2))
+        del qkv, q, k, v
+        gc.collect()
+        assert all(r() is None for r in refs)
+        y.square().sum().backward()
+        grads.append((x.grad.numpy(), w.grad.numpy()))
+    for mine, theirs in zip(*grads):
+        np.testing.assert_allclose(mine, theirs, rtol=1e-4, atol=1e-5)
+    errors = []
+    for L in (tapegrad, torch):  # a released view's tensor written in place: torch's version error is kept
+        x = L.tensor(x0.astype(np.float64), requires_grad=True)
+        h = x @ L.tensor(w0.astype(np.float64))
+        a, b = h[:, :, :96], h[:, :, 96:]
+        y = a.view(16, 64, 6, 16).transpose(1, 2).exp()  # exp reads its output; a's and its view's rows are free
+        a.mul_(2)  # (the exp did not save a: no version error, in torch either)
+        b.add_(1)
+        try:
+            (y.sum() + b.square().sum()).backward()
+            errors.append(None)
+        except RuntimeError as e:
+            errors.append(type(e))
+        errors.append(x.grad.numpy() if x.grad is not None else None)
+    assert errors[0] == errors[2]
+    if errors[1] is not None:
+        np.testing.assert_allclose(errors[1], errors[3], rtol=1e-10, atol=1e-12)
+
+
 def test_a_gradient_a_custom_backward_keeps_is_never_overwritten(tape):
     """A Python row's vjp gets a view of its adjoint block; a custom Function's backward may keep its
     grad_output (as torch allows), so such blocks are never handed on to another row."""
