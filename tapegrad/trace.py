@@ -35,6 +35,7 @@ from .accumulate import wrap
 from .create_graph import graph_vjp, run_graph
 from .nn.modules.module import Module
 from .ops import stack
+from .ops.reduce import _mean_values, _sum_values
 from .replay import run_planned
 
 DOUBLE_BACKWARD = "torch.compile with aot_autograd does not currently support double backward"
@@ -1230,17 +1231,12 @@ def _forward_rule(op, V, r, tape):
             V[r] = f(V[x], V[y])
     elif kind == registry.K_SUM:
         axes = tuple(d for d in range(V[x].ndim) if int(tape.iattr[r]) >> d & 1)
-        if name.startswith("mean"):
+        if name.startswith("mean"):  # (the eager op's own sums: the same bits)
             def step():
-                V[r] = np.asarray(np.mean(V[x], axis=axes, keepdims=True)).reshape(shape).astype(dtype, copy=False)
-        elif V[x].dtype == dtype:
-            add = np.add.reduce  # (np.sum's own: a bias's gradient, without its Python wrapper)
-
-            def step():
-                V[r] = add(V[x], axes, None, None, True).reshape(shape)
+                V[r] = _mean_values(V[x], axes, True).reshape(shape).astype(dtype, copy=False)
         else:
             def step():
-                V[r] = np.sum(V[x], axis=axes, keepdims=True).reshape(shape).astype(dtype, copy=False)
+                V[r] = _sum_values(V[x], axes, True).reshape(shape).astype(dtype, copy=False)
     elif kind == registry.K_EXPAND:
         def step():
             V[r] = np.array(np.broadcast_to(V[x], shape), order="C")

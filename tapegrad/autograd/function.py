@@ -26,7 +26,7 @@ import numpy as np
 from .. import registry
 from ..tensor import _new, Tensor, tensor_type_name
 from .graph import FUNCTION_MODULE, Node
-from ..grad_mode import is_grad_enabled, no_grad
+from ..grad_mode import is_grad_enabled, no_grad, _state as _grad_state
 from ..ops._common import _record
 from ..accumulate import wrap
 from ..anomaly import row_name
@@ -222,12 +222,15 @@ class Function(FunctionCtx, metaclass=FunctionMeta):
             output = _traced_forward(cls, ctx, setup, tape, args, kwargs)
             recording = any(ctx.needs_input_grad) and not tape.in_function_forward
         else:
-            recording = is_grad_enabled() and any(t._requires_grad for t in tensors)
-            ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
-            with no_grad():
+            ctx.needs_input_grad = needs = tuple([isinstance(a, Tensor) and a._requires_grad for a in args])
+            recording = _grad_state.enabled and any(needs)
+            prev, _grad_state.enabled = _grad_state.enabled, False  # no_grad(), without its context manager's calls
+            try:
                 output = cls.forward(*args, **kwargs) if setup else cls.forward(ctx, *args, **kwargs)
                 if setup:
                     cls.setup_context(ctx, args, output)
+            finally:
+                _grad_state.enabled = prev
         is_tuple = isinstance(output, tuple)
         outputs = _finish(ctx, args, tensors, output if is_tuple else (output,), recording, tape)
         return outputs if is_tuple else outputs[0]

@@ -298,6 +298,9 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     return _view_nd(x, reduction, guard(_record(op, out, (x,), aux=ctx), t, remap=_target_remap(ctx)))
 
 
+_WIDE_LOGITS = 4096  # logits from this many elements: NumPy's three calls cost less than the compiled expf calls
+
+
 def _cross_entropy_rows(ctx, xl, tl, dt):
     """The compiled pass over (M, C) logits and (M,) targets: per-sample losses, the reduced loss and the
     gradient for g = 1 (sets ctx.tt, ctx.scale for the create_graph rule)."""
@@ -305,9 +308,16 @@ def _cross_entropy_rows(ctx, xl, tl, dt):
     work = np.float32 if dt == np.float16 or _dtype.is_bfloat16(dt) else dt
     m = len(tl)
     per, dx, picked, share = np.empty(m, work), np.empty(xl.shape, work), np.empty(m, np.int64), np.empty(m, work)
-    bad, loss = _cross_entropy_kernel()(
-        np.ascontiguousarray(xl, work), np.ascontiguousarray(tl), ctx.weight, ctx.ignore_index,
-        ctx.reduction == "mean", per, dx, picked, share)
+    xl, tl = np.ascontiguousarray(xl, work), np.ascontiguousarray(tl)
+    if xl.size >= _WIDE_LOGITS and xl.shape[1]:  # NumPy's SIMD exp, then the rest compiled
+        top = xl.max(axis=1)
+        with np.errstate(invalid="ignore"):  # (inf - inf in a row holding inf: NaN, as torch gives, silently)
+            np.exp(np.subtract(xl, top[:, None], out=dx), out=dx)
+        bad, loss = kernels.module("loss").cross_entropy_exp_rows(
+            xl, top, tl, ctx.weight, ctx.ignore_index, ctx.reduction == "mean", per, dx, picked, share)
+    else:
+        bad, loss = _cross_entropy_kernel()(
+            xl, tl, ctx.weight, ctx.ignore_index, ctx.reduction == "mean", per, dx, picked, share)
     if bad >= 0:
         raise IndexError(f"Target {int(tl[bad])} is out of bounds.")
     ctx.tt, ctx.scale = picked, share.astype(dt, copy=False)

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from .. import _dtype, _strides, registry
+from .. import _dtype, _strides, kernels, registry
 from ..grad_mode import is_grad_enabled
 from ..registry import Ctx, K_EXPAND, K_SUM
 from ..tensor import Tensor, _new
@@ -29,7 +29,7 @@ def _reduce(name_all, name_dim, np_fn, input, dim, keepdim, dtype, scale_of):
     ndim = x._data.ndim
     dims = (tuple(range(ndim)) if dim is None else _dims(dim, ndim)) if ndim else ()
     data = x._data.astype(np.float32) if _dtype.is_reduced_float(x._data.dtype) else x._data  # (float32 sums)
-    out = np.asarray(np_fn(data, axis=dims, keepdims=keepdim))
+    out = np_fn(data, dims, keepdim)
     if out.dtype != x._data.dtype:
         out = out.astype(x._data.dtype)
     n = math.prod(x._data.shape[d] for d in dims)
@@ -42,11 +42,31 @@ def _one(n):
 
 
 def sum(input, dim=None, keepdim=False, dtype=None):
-    return _reduce("sum_all", "sum", np.add.reduce, input, dim, keepdim, dtype, _one)  # (np.sum's wrapper: 2 us)
+    return _reduce("sum_all", "sum", _sum_values, input, dim, keepdim, dtype, _one)
 
 
 def mean(input, dim=None, keepdim=False, dtype=None):
-    return _reduce("mean_all", "mean", np.mean, input, dim, keepdim, dtype, lambda n: 1.0 / n if n else math.nan)
+    return _reduce("mean_all", "mean", _mean_values, input, dim, keepdim, dtype, lambda n: 1.0 / n if n else math.nan)
+
+
+_COMPILED_SUM = 1024  # float32 elements from which a whole-array sum is compiled (kernels/reduce.py)
+
+
+def _sum_values(data, axes, keepdims):
+    """sum's value (and tapegrad.compile's replay of it): np.add.reduce (np.sum's own, without its 2 us Python
+    wrapper), except a float32 array summed whole, which kernels/reduce.py sums in float64 lanes."""
+    if len(axes) == data.ndim and data.dtype == np.float32 and data.size >= _COMPILED_SUM and data.flags.c_contiguous:
+        total = np.float32(kernels.module("reduce").sum32(data.reshape(-1)))
+        return np.full((1,) * data.ndim, total) if keepdims else np.asarray(total)
+    return np.asarray(np.add.reduce(data, axes, None, None, keepdims))
+
+
+def _mean_values(data, axes, keepdims):
+    """mean's value, as _sum_values computes sums (a float32 mean over the whole array: the float64 sum over n)."""
+    if len(axes) == data.ndim and data.dtype == np.float32 and data.size >= _COMPILED_SUM and data.flags.c_contiguous:
+        total = np.float32(kernels.module("reduce").sum32(data.reshape(-1)) / data.size)
+        return np.full((1,) * data.ndim, total) if keepdims else np.asarray(total)
+    return np.asarray(np.mean(data, axis=axes, keepdims=keepdims))
 
 
 def sum_to_shape(x, shape):

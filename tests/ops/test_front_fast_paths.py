@@ -149,6 +149,35 @@ def test_sum_matches_torch(dim, keepdim):
     assert tapegrad.tensor(2.5).sum().item() == 2.5
 
 
+@pytest.mark.parametrize("n", [1023, 1024, 2000, 131073])
+@pytest.mark.parametrize("op", ["sum", "mean"])
+def test_a_float32_arrays_whole_sum_is_compiled_in_float64_and_replayed_the_same(op, n):
+    """A float32 array summed whole, from ops/reduce.py's _COMPILED_SUM elements, is summed in float64 lanes
+    (kernels/reduce.py): within one float32 rounding of the exact value (math.fsum), NumPy's pairwise float32 sum
+    is not always; NaN and infinities as torch's; keepdim; tapegrad.compile's replay gives the same bits."""
+    g = np.random.default_rng(n)
+    x0 = (g.standard_normal(n) * 100 + 3).astype(np.float32).reshape(-1, 1) if n % 2 else \
+        (g.standard_normal(n) * 100 + 3).astype(np.float32).reshape(2, -1)
+    exact = math.fsum(x0.astype(np.float64).ravel()) / (n if op == "mean" else 1)
+    got = getattr(tapegrad.tensor(x0), op)().item()
+    if n >= 1024:  # (NumPy's sums of these arrays are 2.4 to 2.8 float32 roundings off at 1,024 and 2,000)
+        assert abs(got - exact) <= np.spacing(np.float32(abs(exact))), (got, exact)
+    kept = getattr(tapegrad.tensor(x0), op)(dim=(0, 1), keepdim=True)
+    assert tuple(kept.shape) == (1, 1) and kept.item() == got
+    f = tapegrad.compile(lambda t: getattr(t * 1.0, op)(), fullgraph=True)
+    for _ in range(2):
+        assert f(tapegrad.tensor(x0)).item() == got
+    for special in (np.nan, np.inf, -np.inf):
+        y0 = x0.copy()
+        y0.flat[n // 2] = special
+        want = getattr(torch.tensor(y0), op)().item()
+        assert np.isnan(want) and np.isnan(getattr(tapegrad.tensor(y0), op)().item()) or \
+            getattr(tapegrad.tensor(y0), op)().item() == want
+    y0 = x0.copy()
+    y0.flat[1], y0.flat[2] = np.inf, -np.inf
+    assert np.isnan(getattr(tapegrad.tensor(y0), op)().item())
+
+
 def test_broadcast_errors_unchanged():
     for a, b in (((2, 3), (3, 3)), ((2, 1, 3), (4, 2)), ((5,), (4,))):
         with pytest.raises(RuntimeError) as te:

@@ -201,6 +201,51 @@ def test_cross_entropy_with_class_indices_is_one_tape_row():
     np.testing.assert_allclose(to_np(x.grad), tx.grad.numpy(), rtol=1e-5, atol=1e-7)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_cross_entropy_of_wide_logits_takes_numpys_exp_and_agrees_with_the_kernel_and_torch(dtype, reduction,
+                                                                                          weighted):
+    """From ops/loss.py's _WIDE_LOGITS elements, the exponentials come from NumPy (compiled code calls expf per
+    element, ten times slower): the losses and gradients are the narrow path's and float64 torch's, with ignored
+    samples, a NaN row, a row with +inf and one with -inf, and 3-D logits (the class dimension moved)."""
+    import tapegrad.ops.loss as loss_mod
+    g = np.random.default_rng(5)
+    x0 = (g.standard_normal((96, 130)) * 4).astype(dtype)
+    x0[3, 7], x0[5, 2], x0[6, :] = np.nan, np.inf, -np.inf
+    t0 = g.integers(0, 130, 96)
+    t0[[1, 8]] = -100
+    w0 = g.uniform(0.5, 2, 130).astype(dtype)
+    results = []
+    for wide in (1 << 62, 4096):
+        loss_mod._WIDE_LOGITS, saved = wide, loss_mod._WIDE_LOGITS
+        try:
+            got = []
+            for logits in (x0, np.moveaxis(x0.reshape(12, 8, 130), 2, 1)):  # (N, C) and (N, C, d)
+                x = tapegrad.tensor(np.ascontiguousarray(logits), requires_grad=True)
+                out = tapegrad.nn.functional.cross_entropy(
+                    x, tapegrad.tensor(t0.reshape(logits.shape[0], -1).squeeze()),
+                    weight=tapegrad.tensor(w0) if weighted else None, reduction=reduction)
+                out.sum().backward()
+                got.append((out.detach().numpy(), x.grad.numpy()))
+            results.append(got)
+        finally:
+            loss_mod._WIDE_LOGITS = saved
+    want = []
+    for logits in (x0, np.moveaxis(x0.reshape(12, 8, 130), 2, 1)):
+        x = torch.tensor(np.ascontiguousarray(logits), dtype=torch.float64, requires_grad=True)
+        out = torch.nn.functional.cross_entropy(
+            x, torch.tensor(t0.reshape(logits.shape[0], -1).squeeze()),
+            weight=torch.tensor(w0, dtype=torch.float64) if weighted else None, reduction=reduction)
+        out.sum().backward()
+        want.append((out.detach().numpy(), x.grad.numpy()))
+    tol = dict(rtol=2e-5, atol=1e-6) if dtype == "float32" else dict(rtol=1e-11, atol=1e-13)
+    for narrow, wide, oracle in zip(*results, want):
+        for a, b, c in zip(narrow, wide, oracle):
+            np.testing.assert_allclose(a, c, **tol)
+            np.testing.assert_allclose(b, c, **tol)
+
+
 def test_linear_2d_is_one_tape_row():
     from tapegrad import tape as tape_mod
     x = tapegrad.tensor(RNG.standard_normal((8, 5)), requires_grad=True)

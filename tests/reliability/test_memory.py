@@ -300,6 +300,18 @@ def test_a_reshape_hands_its_block_to_an_input_it_is_the_only_consumer_of(tape):
         got.append(x.grad.numpy())
     np.testing.assert_allclose(got[0], got[1], rtol=1e-12)
     np.testing.assert_allclose(seen[tapegrad], seen[torch], rtol=1e-12)
+    got = []
+    for L in (tapegrad, torch):  # the view's gradient, retained, then the input's hook changes the shared block
+        x = L.tensor(x0, requires_grad=True)
+        h = x.tanh()
+        v = h.view(8192)
+        v.retain_grad()
+        h.register_hook(lambda g: g * 3)
+        h.retain_grad()
+        (v * v).sum().backward()
+        got.append([t.grad.numpy().copy() for t in (v, h, x)])
+    for mine, theirs in zip(*got):
+        np.testing.assert_allclose(mine, theirs, rtol=1e-12)
 
 
 def test_views_and_splits_no_rule_reads_die_with_their_tensors(tape):
