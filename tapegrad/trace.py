@@ -35,7 +35,7 @@ from .accumulate import wrap
 from .create_graph import graph_vjp, run_graph
 from .nn.modules.module import Module
 from .ops import stack
-from .ops.reduce import _mean_values, _sum_values
+from .ops.reduce import _mean_values, _sum_values, _whole_float32
 from .replay import run_planned
 
 DOUBLE_BACKWARD = "torch.compile with aot_autograd does not currently support double backward"
@@ -1231,12 +1231,15 @@ def _forward_rule(op, V, r, tape):
             V[r] = f(V[x], V[y])
     elif kind == registry.K_SUM:
         axes = tuple(d for d in range(V[x].ndim) if int(tape.iattr[r]) >> d & 1)
-        if name.startswith("mean"):  # (the eager op's own sums: the same bits)
+        summed = _mean_values if name.startswith("mean") else _sum_values  # (the eager op's own: the same bits)
+        if summed is _sum_values and V[x].dtype == dtype and not _whole_float32(V[x], axes):
+            add = np.add.reduce  # (what _sum_values calls for it, without its tests each replay: a bias's gradient)
+
             def step():
-                V[r] = _mean_values(V[x], axes, True).reshape(shape).astype(dtype, copy=False)
+                V[r] = add(V[x], axes, None, None, True).reshape(shape)
         else:
             def step():
-                V[r] = _sum_values(V[x], axes, True).reshape(shape).astype(dtype, copy=False)
+                V[r] = summed(V[x], axes, True).reshape(shape).astype(dtype, copy=False)
     elif kind == registry.K_EXPAND:
         def step():
             V[r] = np.array(np.broadcast_to(V[x], shape), order="C")

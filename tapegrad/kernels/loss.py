@@ -9,6 +9,7 @@ import numpy as np
 from numba import njit
 
 from .memory import JIT
+from .reduce import float64_sum
 
 
 @njit(**JIT)
@@ -50,7 +51,7 @@ def cross_entropy_exp_rows(x, top, targets, class_weight, ignore_index, mean, pe
         return bad, 0.0
     loss = 0.0
     for i in range(m):
-        loss += _finish_row(x, i, targets[i], top[i], _sum64(dx[i]), class_weight, ignore_index, mean, total, per,
+        loss += _finish_row(x, i, targets[i], top[i], float64_sum(dx[i]), class_weight, ignore_index, mean, total, per,
                             dx, picked, share)
     return -1, loss / total if mean else loss
 
@@ -85,17 +86,6 @@ def _finish_row(x, i, t, top, s, class_weight, ignore_index, mean, total, per, d
         dx[i, j] = dx[i, j] / s * scale
     dx[i, t] -= scale
     return per[i]
-
-
-# (fastmath "reassoc" only, as kernels/norm.py's sums: LLVM vectorises the sum, NaN and infinity behave as without
-# it; an inlined function would take its caller's flags)
-@njit(fastmath={"reassoc"}, **JIT)
-def _sum64(e):
-    """The float64 sum of a row of e."""
-    s = 0.0
-    for j in range(e.size):
-        s += e[j]
-    return s
 
 
 @njit(**JIT)
