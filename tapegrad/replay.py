@@ -93,11 +93,12 @@ def _run(tape, roots, seeds, retain_graph, create_graph, targets, accumulate, tr
         if targets:
             revived = target_rows[(tape.op[target_rows] == OP_FREED) & ((flags[target_rows] & F_DEAD) != 0)]
             tape.unmark(revived, F_DEAD)
-        # the usual backward (one root of one element, no guard to check first, no anomaly mode, the eager
-        # tape) plans, seeds and replays in one compiled call (_run_compiled then only takes over at the rows
-        # Python runs), and frees with the cut in another
+        # the usual backward (one root of one element, no anomaly mode, the eager tape) plans, seeds and replays
+        # in one compiled call (_run_compiled then only takes over at the rows Python runs), and frees with the
+        # cut in another. The guards are checked after that call: it ran compiled rows only, into its own
+        # buffers (an index map is the row's private copy), so an error then leaves nothing changed, as before it
         seed = seeds[0] if len(roots) == 1 else None
-        fast = not (traced or create_graph or tape.guards or seed is None or type(seed) is not np.ndarray
+        fast = not (traced or create_graph or seed is None or type(seed) is not np.ndarray
                     or seed.size != 1 or type(tape) is not Tape or anomaly.is_anomaly_enabled())
         try:
             if fast:
