@@ -309,15 +309,13 @@ def _cross_entropy_rows(ctx, xl, tl, dt):
     m = len(tl)
     per, dx, picked, share = np.empty(m, work), np.empty(xl.shape, work), np.empty(m, np.int64), np.empty(m, work)
     xl, tl = np.ascontiguousarray(xl, work), np.ascontiguousarray(tl)
+    top = np.empty(0, work)  # (none: the kernel computes the rows' maxima and exponentials itself)
     if xl.size >= _WIDE_LOGITS and xl.shape[1]:  # NumPy's SIMD exp, then the rest compiled
         top = xl.max(axis=1)
         with np.errstate(invalid="ignore"):  # (inf - inf in a row holding inf: NaN, as torch gives, silently)
             np.exp(np.subtract(xl, top[:, None], out=dx), out=dx)
-        bad, loss = kernels.module("loss").cross_entropy_exp_rows(
-            xl, top, tl, ctx.weight, ctx.ignore_index, ctx.reduction == "mean", per, dx, picked, share)
-    else:
-        bad, loss = _cross_entropy_kernel()(
-            xl, tl, ctx.weight, ctx.ignore_index, ctx.reduction == "mean", per, dx, picked, share)
+    bad, loss = kernels.module("loss").cross_entropy_rows(
+        xl, top, tl, ctx.weight, ctx.ignore_index, ctx.reduction == "mean", per, dx, picked, share)
     if bad >= 0:
         raise IndexError(f"Target {int(tl[bad])} is out of bounds.")
     ctx.tt, ctx.scale = picked, share.astype(dt, copy=False)
@@ -334,12 +332,6 @@ def _cross_entropy_replay(ctx, x):
                                         target.reshape(-1).astype(np.int64, copy=False), x.dtype)
     ctx.dx = dx.reshape(x.shape) if last else np.asarray(np.moveaxis(dx.reshape(moved.shape), -1, ctx.cdim), order="C")
     return per.reshape(target.shape) if ctx.reduction == "none" else loss
-
-
-
-
-def _cross_entropy_kernel():
-    return kernels.module("loss").cross_entropy_rows
 
 
 def _class_view(weight, x, cdim):

@@ -56,22 +56,26 @@ _COMPILED_SUM = 8192
 
 def _whole_float32(data, axes):
     """Whether kernels/reduce.py sums this sum or mean: a float32 array of at least _COMPILED_SUM elements, whole."""
-    return len(axes) == data.ndim and data.dtype == np.float32 and data.size >= _COMPILED_SUM and data.flags.c_contiguous
+    return data.size >= _COMPILED_SUM and len(axes) == data.ndim and data.dtype == np.float32 and data.flags.c_contiguous
+
+
+def _compiled_total(data, keepdims, n=1):
+    """kernels/reduce.py's float64 sum of a whole float32 array, over n, rounded to float32 once."""
+    return np.array(np.float32(kernels.module("reduce").float64_sum(data.reshape(-1)) / n), ndmin=data.ndim * keepdims)
 
 
 def _sum_values(data, axes, keepdims):
     """sum's value (and tapegrad.compile's replay of it): np.add.reduce (np.sum's own, without its 2 us Python
     wrapper), except a float32 array summed whole, which kernels/reduce.py sums in float64 lanes."""
     if _whole_float32(data, axes):
-        return np.array(np.float32(kernels.module("reduce").float64_sum(data.reshape(-1))), ndmin=data.ndim * keepdims)
+        return _compiled_total(data, keepdims)
     return np.asarray(np.add.reduce(data, axes, None, None, keepdims))
 
 
 def _mean_values(data, axes, keepdims):
     """mean's value, as _sum_values computes sums (a float32 mean over the whole array: the float64 sum over n)."""
     if _whole_float32(data, axes):
-        return np.array(np.float32(kernels.module("reduce").float64_sum(data.reshape(-1)) / data.size),
-                        ndmin=data.ndim * keepdims)
+        return _compiled_total(data, keepdims, data.size)
     return np.asarray(np.mean(data, axis=axes, keepdims=keepdims))
 
 
