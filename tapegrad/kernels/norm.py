@@ -77,41 +77,48 @@ def _normalized_row(v, m, rs, w, b, out):
         out[j] = (v[j] - m) * rs * w[j] + b[j]
 
 
+# Rows a block of which add their gw, gb terms in x's dtype before the float64 totals take them: per-element
+# float64 accumulation kept the row loop from vectorising (57 -> 34 us for 1,024 rows of 128 float32), and a
+# block of 16 float32 terms rounds far below what a float64 total of thousands of rows then adds.
+_BLOCK = 16
+
+
 @njit(fastmath={"reassoc"}, **JIT)
-def _weighted_sums(g, v, w, m):
-    """(sum of g w, sum of g w (v - m)) over 1-d runs, float64."""
-    s = 0.0
-    q = 0.0
-    for j in range(v.shape[0]):
-        gh = g[j] * np.float64(w[j])
-        s += gh
-        q += gh * (v[j] - m)
-    return s, q
-
-
-@njit(**JIT)
 def rows_backward(g, x, w, mean, var, eps, gx, gw, gb):
-    """gx = rstd (gh - mean(gh) - xhat mean(gh xhat)), gh = g w; gw += g xhat, gb += g (float64 sums)."""
+    """gx = rstd (gh - mean(gh) - xhat mean(gh xhat)), gh = g w; gw += g xhat, gb += g (float64 totals). One
+    pass per row for the sums (float64) and the row's gw, gb terms, one for gx, both in x's dtype."""
     R, D = x.shape
     wv = w if w.size else np.ones(D, x.dtype)
+    bw, bb = np.zeros(D, x.dtype), np.zeros(D, x.dtype)  # the block's gw, gb terms
+    # (gx not wanted: its rows go to a scratch row; a branch on it in the loop cost 4 us of 35)
+    out = gx if gx.size else np.empty((1, D), x.dtype)
+    last = out.shape[0] - 1
+    one = x.dtype.type
     for r in range(R):
-        m = mean[r]
         rs = 1.0 / math.sqrt(var[r] + eps)
+        m, a = one(mean[r]), one(rs)
         gr, xr = g[r], x[r]
-        if gw.size:
+        s = 0.0
+        q = 0.0
+        for j in range(D):
+            xh = (xr[j] - m) * a
+            bw[j] += gr[j] * xh
+            bb[j] += gr[j]
+            gh = np.float64(gr[j] * wv[j])
+            s += gh
+            q += gh * np.float64(xh)
+        c1, c2 = one(s / D), one(q / D)
+        o = out[min(r, last)]
+        for j in range(D):
+            o[j] = a * (gr[j] * wv[j] - c1 - (xr[j] - m) * a * c2)
+        if r % _BLOCK == _BLOCK - 1 or r == R - 1:
             for j in range(D):
-                gw[j] += gr[j] * ((xr[j] - m) * rs)
-        if gb.size:
-            for j in range(D):
-                gb[j] += gr[j]
-        if gx.size:
-            s1, s2 = _weighted_sums(gr, xr, wv, m)
-            s1 /= D
-            s2 *= rs * rs / D
-            c0 = s1 - m * s2
-            o = gx[r]
-            for j in range(D):
-                o[j] = rs * (gr[j] * np.float64(wv[j]) - c0 - xr[j] * s2)
+                if gw.size:
+                    gw[j] += bw[j]
+                if gb.size:
+                    gb[j] += bb[j]
+                bw[j] = 0
+                bb[j] = 0
 
 
 @njit(**JIT)

@@ -37,7 +37,8 @@ NOT_A_SLOT = 1 << 62  # a tensor's slot before it has one: fails the `slot < n` 
 SWEEP_ROWS = 4096       # a sweep when the tape reaches this length (or twice its length after the last one),
 SWEEP_BYTES = 64 << 20  # or sooner when the rows recorded since then hold values of about this many bytes,
 SWEEP_CHECK = 256       # estimated (from a sample) every this many rows,
-SWEEP_GAP_MIN = 16      # or as often as this when the estimate nears SWEEP_BYTES
+SWEEP_GAP_MIN = 16      # or as often as this when the estimate nears SWEEP_BYTES,
+SWEEP_WALKED = 1024     # or when walks for dead rows went over this many rows more than the tape holds
 GROWTH_MIN = 1024       # live rows below this never count as growth (a sweep that finds the live part 25%
 GROWTH_SWEEPS = 2       # larger than the last one does): so many such sweeps in a row before the warning,
 GROWTH_NO_FREED = 16384  # and one more and this many live rows when backward has freed none of it
@@ -163,6 +164,7 @@ class Tape(Release, Sweep, Inspection):
         self._last_live = 0
         self._growth = 0
         self._chain_top = self._chain_low = -1  # see cut_dead_chain
+        self._walked = 0                         # rows cut_dead_chain walked in vain since the last sweep
         self._small_tail = None                  # see cut_dead_tail
         self.cap = 0
         self.acap = 0

@@ -182,8 +182,9 @@ class Release:
         rows stay, marked dead, until a sweep compacts the tape; their values go now. O(rows walked)."""
         if self.owner is not threading.current_thread():
             return
-        dead, nbytes, _ = self._dead_rows(top, low)
+        dead, nbytes, stop = self._dead_rows(top, low)
         if not dead or nbytes < T.RELEASE_BYTES:
+            self._left_to_sweep(top - stop)
             return
         rows = np.array(dead[::-1], np.int64)
         k = int(self.argptr[top + 1])
@@ -210,6 +211,7 @@ class Release:
             # again without backward) cost O(1) each instead of a walk over every dead row before them.
             top, chunks, nbytes, stop = known
             dead, more, stop_new = self._dead_rows(n - 1, top)
+            walked = 0  # (rows no walk saw before)
             if stop_new == top:  # all dead down to the known tail: it continues below them
                 below, b, stop = self._dead_rows(stop, -1) if stop >= 0 else ([], 0, stop)
                 chunks.extend(c for c in (dead, below) if c)
@@ -218,7 +220,7 @@ class Release:
                 chunks, nbytes, stop = [dead], more, stop_new
         else:
             dead, nbytes, stop = self._dead_rows(n - 1, -1)
-            chunks = [dead]
+            chunks, walked = [dead], n - 1 - stop
         # A small dead tail waits for the sweep: a cut costs about 15 us, which a step of small ops (a compiled
         # second derivative of 1,000 elements: 35 us) would pay at each call; memory is what the cut is for.
         if nbytes >= T.RELEASE_BYTES and any(chunks):
@@ -227,6 +229,17 @@ class Release:
             self._swept_n = min(self._swept_n, self.n)
         else:
             self._small_tail = (n - 1, chunks, nbytes, stop)
+            self._left_to_sweep(walked)
+
+    def _left_to_sweep(self, walked):
+        """A walk found only a few bytes of dead rows, and left them to the sweep. A training loop whose tape
+        stays short never reaches the sweep's length, and its every step would walk again the dead rows that
+        passes without backward left below it (585 rows: 150 us a step): once walks that may have seen their
+        rows before (`walked` of them) have covered the tape's length and SWEEP_WALKED rows more, the next
+        record sweeps (the sweep is O(rows) too, after a fixed cost of about as many rows walked)."""
+        self._walked += walked
+        if self._walked > self.n + T.SWEEP_WALKED:
+            self._sweep_rows = self.sweep_at = 0
 
 
 _NANS = {}

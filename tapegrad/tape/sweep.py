@@ -89,6 +89,7 @@ class Sweep:
         if self.lock.depth:
             return  # a backward is using row numbers; the next record after it sweeps
         self.sweeps += 1
+        self._walked = 0
         n = self.n
         owners = self._owner_rows()
         reach = self._reachable(self._held(), owners)

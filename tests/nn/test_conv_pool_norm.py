@@ -86,6 +86,25 @@ def test_values_and_gradients_match_torch(name, dtype, rtol):
         np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=rtol, atol=atol, err_msg=f"input {i}")
 
 
+
+@pytest.mark.parametrize("wanted", ["x", "w", "b", "xwb"])
+def test_layer_norm_gradients_of_many_rows_against_float64(wanted):
+    """The backward adds its weight and bias terms in blocks of rows in float32 before float64 totals take them,
+    and skips the input's gradient when it is not wanted: 3,001 rows (a partial last block) against float64 torch."""
+    x, w, b, proj = (RNG.standard_normal(s).astype(np.float32) for s in ((3001, 96), (96,), (96,), (3001, 96)))
+    x += 3.0  # (an offset, as activations have: the centred terms must not lose it)
+    exact = [torch.tensor(a.astype(np.float64), requires_grad=True) for a in (x, w, b)]
+    (TF.layer_norm(exact[0], (96,), exact[1], exact[2]) * torch.tensor(proj.astype(np.float64))).sum().backward()
+    ours = [tg.tensor(a, requires_grad=name in wanted) for a, name in zip((x, w, b), "xwb")]
+    (GF.layer_norm(ours[0], (96,), ours[1], ours[2]) * tg.tensor(proj)).sum().backward()
+    for t, e, name in zip(ours, exact, "xwb"):
+        if name not in wanted:
+            assert t.grad is None
+            continue
+        want = e.grad.numpy()
+        assert t.grad.dtype == tg.float32
+        np.testing.assert_allclose(t.grad.numpy(), want, rtol=0, atol=2e-6 * np.abs(want).max(), err_msg=name)
+
 SECOND_ORDER = ["conv2d", "conv2d_groups", "conv1d", "max_pool2d_overlap", "avg_pool2d_pad", "layer_norm",
                 "batch_norm_train", "pad_reflect", "group_norm", "mish", "glu"]
 
