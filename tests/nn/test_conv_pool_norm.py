@@ -145,6 +145,25 @@ def test_max_pool_indices_match_torch():
     np.testing.assert_array_equal(m(tg.tensor(x[0]))[1].numpy(), n(torch.tensor(x[0]))[1].numpy())
 
 
+@pytest.mark.parametrize("kw", [dict(kernel_size=2), dict(kernel_size=3, stride=1, padding=1),
+                                dict(kernel_size=(3, 2), stride=2, dilation=(2, 1), padding=1, ceil_mode=True)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_max_pool_nan_inf_and_ties_match_torch(kw, dtype):
+    """Windows inside the plane take a pass without branches that leaves NaN out and runs a window that has one
+    again (torch: a NaN wins, the last one when there are several); ties go to the first tap; -inf and inf."""
+    x = RNG.standard_normal((2, 3, 10, 9)).astype(dtype)
+    flat = x.reshape(-1)
+    flat[RNG.integers(0, flat.size, 12)] = np.nan
+    flat[RNG.integers(0, flat.size, 12)] = np.inf
+    flat[RNG.integers(0, flat.size, 12)] = -np.inf
+    x[1, 2, :4, :4] = 0.5  # ties
+    x[0, 1, 2:4, 2:4] = np.nan  # windows of several NaN
+    a, ia = GF.max_pool2d(tg.tensor(x), return_indices=True, **kw)
+    b, ib = TF.max_pool2d(torch.tensor(x), return_indices=True, **kw)
+    np.testing.assert_array_equal(a.numpy(), b.numpy())  # (NaN where torch has NaN)
+    np.testing.assert_array_equal(ia.numpy(), ib.numpy())
+
+
 # -- modules ---------------------------------------------------------------------------------------------------------
 MODULES = [
     ("Conv2d", (1, 6, 5), {}),
