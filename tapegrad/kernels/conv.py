@@ -30,6 +30,35 @@ def im2col(x, kh, kw, sh, sw, dh, dw, pt, pl, cols):
 
 
 @njit(**JIT)
+def im2row(x, kh, kw, sh, sw, dh, dw, pt, pl, xhwc, rows):
+    """rows (N, oh, ow, kh, kw, C)[n, y, z, i, j, c] = x[n, c, y*sh - pt + i*dh, z*sw - pl + j*dw], 0 outside x:
+    im2col's columns as rows, each a run of channels copied from x laid out channels-last first (into xhwc,
+    (N, H, W, C)). BLAS multiplies these rows by the weight faster than it does the weight by columns."""
+    N, C, H, W = x.shape
+    oh, ow = rows.shape[1], rows.shape[2]
+    for n in range(N):
+        for h in range(H):
+            for c in range(C):
+                src = x[n, c, h]
+                for q in range(W):
+                    xhwc[n, h, q, c] = src[q]
+        for y in range(oh):
+            for z in range(ow):
+                for i in range(kh):
+                    r = y * sh - pt + i * dh
+                    for j in range(kw):
+                        q = z * sw - pl + j * dw
+                        out = rows[n, y, z, i, j]
+                        if 0 <= r < H and 0 <= q < W:
+                            src = xhwc[n, r, q]
+                            for c in range(C):
+                                out[c] = src[c]
+                        else:
+                            for c in range(C):
+                                out[c] = 0
+
+
+@njit(**JIT)
 def col2im(cols, kh, kw, sh, sw, dh, dw, pt, pl, gx):
     """The adjoint of im2col: gx (N, C, H, W) += each column entry at the element it was read from."""
     N, C, H, W = gx.shape

@@ -129,6 +129,18 @@ def _column_chunk(ctx, dt):
     return builtins.max(1, _COLUMN_BYTES // builtins.max(1, C * kh * kw * oh * ow * np.dtype(dt).itemsize))
 
 
+# From this many input channels (and one group) the columns are made as rows, (oh*ow, kh*kw*C) per sample
+# (kernels.conv.im2row): OpenBLAS multiplies rows (1,024 x 576) by the weight's transpose in 350 us where it
+# took 490 for the weight (64 x 576) by columns, and the weight's gradient g @ rows in 360 where g @ columns'
+# transpose took 520 (Conv2d 64->64 3x3 on 32x32, one sample, one thread). A run of fewer channels is too short
+# a copy.
+_ROW_CHANNELS = 16
+
+
+def _as_rows(ctx, dt):
+    return ctx.groups == 1 and ctx.xshape4[1] >= _ROW_CHANNELS and dt in (np.float32, np.float64)
+
+
 def _conv_forward(ctx, x4, w4, b):
     """im2col (one compiled pass, padding read as zeros) into (N, C, kh, kw, oh, ow), then W (G, Og, Cg*kh*kw) @
     columns (G, Cg*kh*kw, oh*ow) per sample: the result is already in torch's (N, O, oh, ow) layout. float32/64
@@ -139,7 +151,21 @@ def _conv_forward(ctx, x4, w4, b):
     O, G = w4.shape[0], ctx.groups
     (kh, kw), (oh, ow) = ctx.k, ctx.out_hw
     wg = w4.reshape(G, O // G, -1)
-    if x4.dtype in (np.float32, np.float64):
+    if _as_rows(ctx, x4.dtype) and w4.dtype == x4.dtype:
+        x4 = np.ascontiguousarray(x4)
+        H, W = x4.shape[2:]
+        chunk = _column_chunk(ctx, x4.dtype)
+        m = builtins.min(chunk, N)
+        rows, xhwc = np.empty((m, oh, ow, kh, kw, C), x4.dtype), np.empty((m, H, W, C), x4.dtype)
+        wk = np.ascontiguousarray(w4.transpose(0, 2, 3, 1)).reshape(O, kh * kw * C)  # (the rows' order)
+        out = np.empty((N, O, oh * ow), x4.dtype)
+        for n0 in range(0, N, chunk):
+            n1 = builtins.min(N, n0 + chunk)
+            r = rows[:n1 - n0]
+            _conv_kernels().im2row(x4[n0:n1], kh, kw, *ctx.s, *ctx.d, ctx.pads[0], ctx.pads[2], xhwc[:n1 - n0], r)
+            out[n0:n1] = np.matmul(r.reshape(n1 - n0, oh * ow, kh * kw * C), wk.T).transpose(0, 2, 1)
+        ctx.cols = None
+    elif x4.dtype in (np.float32, np.float64):
         x4 = np.ascontiguousarray(x4)
         chunk = _column_chunk(ctx, x4.dtype)
         cols = np.empty((builtins.min(chunk, N), C, kh, kw, oh, ow), x4.dtype)
@@ -183,14 +209,23 @@ def _conv_arrays(ctx, g, inputs, out, wanted):
         chunk = _column_chunk(ctx, dt)
         m = builtins.min(chunk, N)
         k = _conv_kernels()
-        cols = np.empty((m, C, kh, kw, oh, ow), dt) if wanted[1] else None
+        rows = _as_rows(ctx, dt)
+        if wanted[1] and rows:
+            cols = np.empty((m, oh, ow, kh, kw, C), dt)
+            xhwc = np.empty((m, H, W, C), dt)
+        else:
+            cols = np.empty((m, C, kh, kw, oh, ow), dt) if wanted[1] else None
         gcols = np.empty((m, G, K, oh * ow), dt) if wanted[0] else None
         gw = np.zeros((G, O // G, K), dt) if wanted[1] else None
         gx = np.zeros(ctx.xshape4, dt) if wanted[0] else None
         for n0 in range(0, N, chunk):
             n1 = builtins.min(N, n0 + chunk)
             gc = g4[n0:n1]
-            if wanted[1]:
+            if wanted[1] and rows:  # (kh, kw, C) order: permuted to the weight's after the loop
+                c = cols[:n1 - n0]
+                k.im2row(x4[n0:n1], kh, kw, *ctx.s, *ctx.d, ctx.pads[0], ctx.pads[2], xhwc[:n1 - n0], c)
+                gw += np.matmul(gc, c.reshape(n1 - n0, 1, oh * ow, K)).sum(axis=0)
+            elif wanted[1]:
                 c = cols[:n1 - n0]
                 k.im2col(x4[n0:n1], kh, kw, *ctx.s, *ctx.d, ctx.pads[0], ctx.pads[2], c)
                 gw += np.matmul(gc, c.reshape(n1 - n0, G, K, oh * ow).transpose(0, 1, 3, 2)).sum(axis=0)
@@ -198,6 +233,8 @@ def _conv_arrays(ctx, g, inputs, out, wanted):
                 gcc = np.matmul(wt, gc, out=gcols[:n1 - n0])
                 k.col2im(gcc.reshape(n1 - n0, C, kh, kw, oh, ow), kh, kw, *ctx.s, *ctx.d, ctx.pads[0], ctx.pads[2],
                          gx[n0:n1])
+        if gw is not None and rows:
+            gw = np.ascontiguousarray(gw.reshape(O, kh, kw, C).transpose(0, 3, 1, 2))
         gw = None if gw is None else gw.reshape(w.shape)
         gx = None if gx is None else gx.reshape(x.shape)
     else:

@@ -23,6 +23,13 @@ CASES = {
                          [(2, 2, 6, 7), (3, 2, 4, 2), (3,)]),
     "conv2d_valid": (lambda F, x, w: F.conv2d(x, w, padding="valid"), [(1, 2, 5, 5), (2, 2, 5, 5)]),
     "conv2d_unbatched": (lambda F, x, w, b: F.conv2d(x, w, b, padding=1), [(3, 6, 5), (2, 3, 3, 3), (2,)]),
+    # 16 channels or more: im2col's columns made as rows (ops.conv._ROW_CHANNELS); the last case's samples take
+    # two chunks of rows
+    "conv2d_rows": (lambda F, x, w, b: F.conv2d(x, w, b, stride=(2, 1), padding=(1, 2), dilation=(1, 2)),
+                    [(2, 16, 9, 8), (5, 16, 3, 2), (5,)]),
+    "conv2d_rows_nobias": (lambda F, x, w: F.conv2d(x, w, padding=1), [(3, 20, 6, 7), (4, 20, 3, 3)]),
+    "conv2d_rows_chunks": (lambda F, x, w, b: F.conv2d(x, w, b, padding=1), [(2, 256, 11, 11), (2, 256, 3, 3), (2,)]),
+    "conv1d_rows": (lambda F, x, w, b: F.conv1d(x, w, b, padding=2), [(2, 16, 11), (3, 16, 5), (3,)]),
     "conv1d": (lambda F, x, w, b: F.conv1d(x, w, b, stride=2, padding=2, dilation=2), [(2, 3, 11), (4, 3, 3), (4,)]),
     "conv1d_same_groups": (lambda F, x, w: F.conv1d(x, w, padding="same", groups=2), [(2, 4, 9), (4, 2, 4)]),
     "conv1d_unbatched": (lambda F, x, w: F.conv1d(x, w), [(3, 9), (2, 3, 3)]),
