@@ -101,6 +101,45 @@ def test_shared_parameters_are_listed_once():
         assert list(m.state_dict()) == ["0.weight", "0.bias", "1.weight", "1.bias"]
 
 
+def test_parameters_walks_as_named_parameters_does():
+    """parameters() walks the modules without building names: the same parameters in the same order as torch's,
+    with a module shared twice, a parameter shared across modules, None entries, nesting and recurse=False; a
+    subclass's own named_parameters still decides."""
+    def build(lib):
+        nn = lib.nn
+        shared = nn.Linear(3, 3)
+        inner = nn.Sequential(nn.Linear(3, 4), shared, nn.Sequential(nn.Linear(4, 2), shared))
+        m = nn.Sequential(inner, nn.ReLU(), nn.Linear(2, 5, bias=False), shared)
+        inner[2][0].bias = None
+        m.register_parameter("extra", nn.Parameter(lib.ones(2)))
+        m.register_parameter("absent", None)
+        m.add_module("nothing", None)
+        inner[0].weight2 = inner[0].weight  # the same Parameter under a second name
+        return m
+
+    def positions(lib, params):
+        named = {}
+        for n, p in build_cache[lib].named_parameters(remove_duplicate=False):
+            named.setdefault(id(p), n)
+        return [named[id(p)] for p in params]
+
+    build_cache = {lib: build(lib) for lib in LIBS}
+    for lib in LIBS:
+        m = build_cache[lib]
+        names = [n for n, _ in m.named_parameters()]
+        assert positions(lib, m.parameters()) == names
+        assert [id(p) for p in m.parameters()] == [id(p) for _, p in m.named_parameters()]
+        assert [id(p) for p in m.parameters(recurse=False)] == [id(p) for _, p in m.named_parameters(recurse=False)]
+        assert [id(p) for p in m[0].parameters()] == [id(p) for _, p in m[0].named_parameters()]
+    assert [n for n, _ in build_cache[tg].named_parameters()] == [n for n, _ in build_cache[torch].named_parameters()]
+
+    class OnlyWeights(tg.nn.Linear):
+        def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
+            yield "weight", self.weight
+    only = OnlyWeights(2, 2)
+    assert [id(p) for p in only.parameters()] == [id(only.weight)]
+
+
 def test_state_dict_values_alias_the_parameters():
     m = tg.nn.Linear(2, 2)
     sd = m.state_dict()
