@@ -94,6 +94,24 @@ def test_values_and_gradients_match_torch(name, dtype, rtol):
 
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_layer_norm_statistics_of_offset_rows_against_float64(dtype):
+    """The forward's statistics are one float64 pass shifted by each row's first element: rows far from zero
+    (float64: an offset of 1e4, a spread of 1e-2; float32, whose affine is computed in float32 as torch's is:
+    300 and 1), an outlier first, a constant row, against float64 torch on the same values."""
+    offset, spread = (1e4, 1e-2) if dtype == np.float64 else (300.0, 1.0)
+    x = (offset + spread * RNG.standard_normal((64, 96))).astype(dtype)
+    x[1, 0] = offset + 5000 * spread  # an outlier first
+    x[2] = x[2, 0]                    # a constant row: variance 0
+    x[3, :10] = -3 * offset
+    w, b = RNG.standard_normal(96).astype(dtype), RNG.standard_normal(96).astype(dtype)
+    tx, tw, tb = (torch.tensor(a.astype(np.float64)) for a in (x, w, b))
+    want = TF.layer_norm(tx, (96,), tw, tb).numpy()
+    got = GF.layer_norm(tg.tensor(x), (96,), tg.tensor(w), tg.tensor(b)).numpy()
+    tol = 1e-4 if dtype == np.float32 else 1e-9
+    np.testing.assert_allclose(got, want, rtol=0, atol=tol * np.abs(want).max())
+
+
 @pytest.mark.parametrize("wanted", ["x", "w", "b", "xwb"])
 def test_layer_norm_gradients_of_many_rows_against_float64(wanted):
     """The backward adds its weight and bias terms in blocks of rows in float32 before float64 totals take them,
