@@ -1,4 +1,5 @@
-"""im2col and its adjoint for convolution, padding read as zeros in place (no padded copy).
+"""im2col (as columns, or as rows for many channels) and its adjoint for convolution, padding read as zeros in
+place (no padded copy).
 
 NumPy does each as one strided copy per kernel tap, whose inner runs are an output row (10 elements in LeNet's
 second layer): 1.4 ms and 2.9 ms there, against one pass here. In its own module so that only convolution
