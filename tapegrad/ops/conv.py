@@ -209,8 +209,8 @@ def _conv_arrays(ctx, g, inputs, out, wanted):
         chunk = _column_chunk(ctx, dt)
         m = builtins.min(chunk, N)
         k = _conv_kernels()
-        rows = _as_rows(ctx, dt)
-        if wanted[1] and rows:
+        as_rows = _as_rows(ctx, dt)
+        if wanted[1] and as_rows:
             cols = np.empty((m, oh, ow, kh, kw, C), dt)
             xhwc = np.empty((m, H, W, C), dt)
         else:
@@ -221,7 +221,7 @@ def _conv_arrays(ctx, g, inputs, out, wanted):
         for n0 in range(0, N, chunk):
             n1 = builtins.min(N, n0 + chunk)
             gc = g4[n0:n1]
-            if wanted[1] and rows:  # (kh, kw, C) order: permuted to the weight's after the loop
+            if wanted[1] and as_rows:  # (kh, kw, C) order: permuted to the weight's after the loop
                 c = cols[:n1 - n0]
                 k.im2row(x4[n0:n1], kh, kw, *ctx.s, *ctx.d, ctx.pads[0], ctx.pads[2], xhwc[:n1 - n0], c)
                 gw += np.matmul(gc, c.reshape(n1 - n0, 1, oh * ow, K)).sum(axis=0)
@@ -233,7 +233,7 @@ def _conv_arrays(ctx, g, inputs, out, wanted):
                 gcc = np.matmul(wt, gc, out=gcols[:n1 - n0])
                 k.col2im(gcc.reshape(n1 - n0, C, kh, kw, oh, ow), kh, kw, *ctx.s, *ctx.d, ctx.pads[0], ctx.pads[2],
                          gx[n0:n1])
-        if gw is not None and rows:
+        if gw is not None and as_rows:
             gw = np.ascontiguousarray(gw.reshape(O, kh, kw, C).transpose(0, 3, 1, 2))
         gw = None if gw is None else gw.reshape(w.shape)
         gx = None if gx is None else gx.reshape(x.shape)

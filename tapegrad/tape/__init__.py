@@ -164,7 +164,7 @@ class Tape(Release, Sweep, Inspection):
         self._last_live = 0
         self._growth = 0
         self._chain_top = self._chain_low = -1  # see cut_dead_chain
-        self._walked = 0                         # rows cut_dead_chain walked in vain since the last sweep
+        self._walked = 0                         # rows walked for dead rows in vain since the last sweep
         self._small_tail = None                  # see cut_dead_tail
         self.cap = 0
         self.acap = 0
