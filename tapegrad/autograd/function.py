@@ -29,7 +29,6 @@ from .graph import FUNCTION_MODULE, Node
 from ..grad_mode import is_grad_enabled, no_grad, _state as _grad_state
 from ..ops._common import _record
 from ..accumulate import wrap
-from ..anomaly import row_name
 from ..replay import current_pass, FREED_MESSAGE
 from .. import _dtype
 from .. import tape as tape_mod
@@ -157,7 +156,7 @@ class BackwardCFunction(Node, FunctionCtx):
                 continue
             if not isinstance(r, Tensor):
                 raise TypeError(f"expected Variable or None (got {type(r).__name__})")
-            if r.shape != shape:
+            if r._data.shape != shape:  # (a tuple: r.shape makes a Size)
                 try:
                     ok = np.broadcast_shapes(shape, r.shape) == tuple(r.shape)
                 except ValueError:
@@ -304,8 +303,8 @@ def _finish(ctx, args, tensors, outputs, recording, traced=None):
     """The outputs as returned by apply: dirty inputs rebased, aliases of inputs made new tensors, and the
     differentiable ones recorded (one row, plus one per further differentiable output). traced: the tape of
     tapegrad.compile's trace, where each output's row stands for the row of the value its forward computed."""
-    dirty = {id(t) for t in ctx.dirty_tensors}
-    non_diff = {id(t) for t in ctx.non_differentiable}
+    dirty = {id(t) for t in ctx.dirty_tensors} if ctx.dirty_tensors else ()
+    non_diff = {id(t) for t in ctx.non_differentiable} if ctx.non_differentiable else ()
     inputs = {id(a) for a in tensors}
     for t in ctx.dirty_tensors:
         if t._requires_grad and t._is_leaf and recording:
@@ -351,8 +350,8 @@ def _finish(ctx, args, tensors, outputs, recording, traced=None):
         _attach(o, tape, r, _FUNCTION.code if j == primary else _OUTPUT.code, ctx)
         if o._vc is not None:
             tape.set_cell(r, o._vc, current=True)
-    ctx._input_meta = tuple((a._data.shape, a._data.dtype, needs) if isinstance(a, Tensor) else None
-                            for a, needs in zip(args, ctx.needs_input_grad))
+    ctx._input_meta = tuple([(a._data.shape, a._data.dtype, needs) if isinstance(a, Tensor) else None
+                             for a, needs in zip(args, ctx.needs_input_grad)])
     if traced:  # a replay recomputes every row: what backward reads is the tensor as it is then (_TraceTape.refresh)
         ctx._traced = True
         ctx._saved = tuple(None if t is None else ("traced", t) for t in ctx.to_save)
@@ -394,28 +393,21 @@ def _unpack(ctx, entry):
             raise RuntimeError(FREED_MESSAGE)
         t = wrap(tape, row)
         current = _cell_version(tape, row)
-        producer = _producer_name(tape, row)
-    else:
-        _, t, expected = entry
-        current = t._version
-        producer = None if t.grad_fn is None else type(t.grad_fn).__name__
-    if current != expected:
-        _raise_modified(t, current, expected, producer)
+        if current != expected:  # (torch names the Function and the output, whatever wrote it since)
+            _raise_modified(t, current, expected, type(ctx).__name__, ctx._output_of_row.get(row, ctx._primary))
+        return t
+    _, t, expected = entry
+    current = t._version
+    if current != expected:  # (the producer's name only for the message: a grad_fn costs 2 us to make)
+        _raise_modified(t, current, expected, None if t.grad_fn is None else type(t.grad_fn).__name__)
     return t
 
 
-def _producer_name(tape, row):
-    """The grad_fn of whatever last wrote this row's storage (an in-place op, or the Function itself)."""
-    cell = int(tape.vaddr[row])
-    owner = int(np.flatnonzero(tape.vaddr[:tape.n] == cell)[-1]) if cell else row
-    return row_name(tape, owner)
-
-
-def _raise_modified(t, current, expected, producer):
+def _raise_modified(t, current, expected, producer, output_nr=0):
     import re
     what = f"[{tensor_type_name(t._data)} {list(t._data.shape)}]"
     if producer is not None:
-        what += ", which is output 0 of " + re.sub(r"Backward\d*$", "", producer) + ","
+        what += f", which is output {output_nr} of " + re.sub(r"Backward\d*$", "", producer) + ","
     raise RuntimeError(
         f"one of the variables needed for gradient computation has been modified by an inplace operation: "
         f"{what} is at version {current}; expected version {expected} instead. Hint: enable anomaly detection "

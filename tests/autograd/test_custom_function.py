@@ -533,3 +533,31 @@ def test_float32_stays_float32(lib):
     MyExp.apply(x).sum().backward()
     assert x.grad.dtype == lib.float32
     np.testing.assert_allclose(values(x.grad), np.exp([0.5, 1.0]), rtol=1e-6)
+
+
+@pytest.mark.parametrize("which,op", [("input", "add_"), ("output 0", "mul_"), ("output 1", "add_")])
+def test_a_saved_tensor_written_in_place_raises_torchs_message(which, op):
+    """A Function's saved input names its current producer; a saved output names the Function and which of its
+    outputs it is, whatever wrote it since (torch's SavedVariable); the version check itself stays as it was."""
+    def message(L):
+        class Pair(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                y, z = x * 3, x * 4
+                ctx.save_for_backward(x, y, z)
+                return y, z
+
+            @staticmethod
+            def backward(ctx, g, h):
+                x, y, z = ctx.saved_tensors
+                return g * y / x + h * z / x
+        a = L.tensor([1.0, 2.0, 4.0], requires_grad=True)
+        x = a * 2
+        y, z = Pair.apply(x)
+        getattr({"input": x, "output 0": y, "output 1": z}[which], op)(2)
+        with pytest.raises(RuntimeError) as err:
+            (y.sum() + z.sum()).backward()
+        return str(err.value)
+    ours = message(tapegrad)
+    assert ours == message(torch)
+    assert ("Add," if which == "input" else f"{which} of Pair,") in ours
