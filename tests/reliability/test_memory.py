@@ -840,11 +840,13 @@ def test_an_evaluation_loop_that_keeps_its_output_frees_each_graph_one_pass_late
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
 
 
-def test_a_training_loop_after_passes_without_backward_does_not_keep_their_dead_rows(tape):
+def test_a_training_loop_after_passes_without_backward_does_not_keep_their_dead_rows(tape, monkeypatch):
     """Small passes whose outputs die without backward leave dead rows the tape cuts at the sweep (too few bytes
     to cut at once). A training loop after them keeps the tape short, so it never reaches the sweep's length,
     and each step's walks for dead rows went over them again (S3's loop: 230 us a step against torch's 60):
-    once such walks have covered the tape, it sweeps. The gradients stay torch's."""
+    once such walks have covered the tape, it sweeps. The gradients stay torch's. (The default RELEASE_BYTES:
+    the suite's small-thresholds run would cut these rows at once.)"""
+    monkeypatch.setattr(tape_mod, "RELEASE_BYTES", 64 << 10)
     w = tapegrad.tensor(np.linspace(-1, 1, 4, dtype=np.float32).reshape(4, 1), requires_grad=True)
     x = tapegrad.tensor(np.linspace(0, 1, 32 * 4, dtype=np.float32).reshape(32, 4))
     for _ in range(2000):
