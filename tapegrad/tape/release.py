@@ -183,7 +183,9 @@ class Release:
         if self.owner is not threading.current_thread():
             return
         dead, nbytes, stop = self._dead_rows(top, low)
-        if not dead or nbytes < T.RELEASE_BYTES:
+        if not dead:
+            return
+        if nbytes < T.RELEASE_BYTES:
             self._left_to_sweep(top - stop)
             return
         rows = np.array(dead[::-1], np.int64)
@@ -229,7 +231,8 @@ class Release:
             self._swept_n = min(self._swept_n, self.n)
         else:
             self._small_tail = (n - 1, chunks, nbytes, stop)
-            self._left_to_sweep(walked)
+            if any(chunks):  # (a walk that found no dead row leaves nothing to the sweep)
+                self._left_to_sweep(walked)
 
     def _left_to_sweep(self, walked):
         """A walk found only a few bytes of dead rows, and left them to the sweep. A training loop whose tape
