@@ -66,11 +66,11 @@ def free_graph(need, n, op, flags):
 @njit(**JIT)
 def cut(n, end, k, nargs, ids, ghost, obj, op, flags, dtypes, vaddr, outver, iattr, fattr, args, argver, argptr):
     """Tape._truncate's arrays: rows n..end and argument entries k..nargs cleared, and each cut row's value
-    id (`ids`, Tape._ids) pushed onto its index's ghost ids."""
+    id (`ids`, Tape._ids) pushed onto its index's ghost ids, negated for a constant's row (Tape.slot)."""
     for r in range(n, end):
         for h in range(ghost.shape[0] - 1, 0, -1):
             ghost[h, r] = ghost[h - 1, r]
-        ghost[0, r] = ids[r - n]
+        ghost[0, r] = -ids[r - n] if op[r] == OP_CONST else ids[r - n]
         obj[r] = 0
         op[r] = 0
         flags[r] = 0
@@ -211,6 +211,10 @@ def _layout(n, roots, targets, need, own, uses, op, kinds, saves, argptr, args, 
     """
     sizes = np.full(n, -1, np.int64)  # -1: not placed yet
     keep = np.zeros(n, np.bool_)
+    # a given-back block that merged its neighbours is several rows' blocks: a chain from the row free[f, 2]
+    # names through `link`, marked recycled only when a row takes the block (one nobody takes is not zeroed)
+    link = np.full(n, -1, np.int64)
+    tail = np.arange(n)
     for t in targets:
         keep[t] = True
     free = np.empty((n, 3), np.int64)  # the given-back blocks: offset, size (with the dtype as sign), row
@@ -245,7 +249,10 @@ def _layout(n, roots, targets, need, own, uses, op, kinds, saves, argptr, args, 
                             break
                 if best >= 0:
                     offsets[a] = free[best, 0]
-                    recycle[free[best, 2]] = True  # (that row's whole block is zeroed once it has run)
+                    r = free[best, 2]  # (those rows' whole blocks are zeroed once they have run)
+                    while r >= 0:
+                        recycle[r] = True
+                        r = link[r]
                     rest = free[best, 1] * sign - m
                     if rest >= reuse_min:  # the rest of a larger block stays free, for a smaller adjoint
                         free[best, 0] += m
@@ -258,7 +265,7 @@ def _layout(n, roots, targets, need, own, uses, op, kinds, saves, argptr, args, 
         m = sizes[i]
         holds = kinds[op[i]] == K_PYTHON and saves[op[i]] & HOLDS_GRAD
         if m >= reuse_min and not own[i] and not keep[i] and not holds and not handed_on:
-            _give_back(free, used, offsets[i], m, 1 if dtypes[i] == 0 else -1, i, recycle)
+            _give_back(free, used, offsets[i], m, 1 if dtypes[i] == 0 else -1, i, link, tail)
     for i in range(n):  # (a needed row that no consumer reaches in replay order: none expected)
         if need[i] and not own[i] and sizes[i] < 0:
             sizes[i] = _new_block(i, size(obj[i]), dtypes[i], offsets, used)
@@ -266,9 +273,9 @@ def _layout(n, roots, targets, need, own, uses, op, kinds, saves, argptr, args, 
 
 
 @njit(**JIT)
-def _give_back(free, used, o, m, sign, row, recycle):
+def _give_back(free, used, o, m, sign, row, link, tail):
     """Add row's block (offset o, m elements, dtype sign) to the free list, merged with a given-back block
-    it adjoins: both rows' blocks are then zeroed once they have run, whichever row takes the merged one."""
+    it adjoins: the merged block's rows are chained (link, tail), and all are zeroed if a row takes it."""
     merged = True
     while merged:
         merged = False
@@ -278,8 +285,9 @@ def _give_back(free, used, o, m, sign, row, recycle):
             if fm > 0 and (free[f, 0] + fm == o or o + m == free[f, 0]):
                 o = min(o, free[f, 0])
                 m += fm
-                recycle[free[f, 2]] = True
-                recycle[row] = True
+                other = free[f, 2]
+                link[tail[row]] = other
+                tail[row] = tail[other]
                 free[f, 0], free[f, 1], free[f, 2] = free[last, 0], free[last, 1], free[last, 2]
                 used[2] = last
                 merged = True

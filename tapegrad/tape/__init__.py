@@ -227,9 +227,8 @@ class Tape(Release, Sweep, Inspection):
             # Its history was freed (backward without retain_graph): a backward through it must say so.
             s = self._append(OP_FREED, t._data, F_REQ | F_DEAD)
         else:
-            if sys.getrefcount(t._data) > 2 and id(t._data) in self.ghost[:, self.n].tolist():  # (4 ids: a list
-                # test costs a fifth of NumPy's compare-and-any)
-                self._pad_past(t._data)  # t shares an array object (t = y.detach()) with a cut row here
+            if sys.getrefcount(t._data) > 2 and self._collides(t._data, t._requires_grad):
+                self._pad_past(t._data, t._requires_grad)  # t shares an array (t = y.detach()) with a cut row here
             if t._requires_grad:
                 if t._tape is not None and t._tape is not self:  # t's link moves here: each tape remembers
                     ref = weakref.ref(t)                         # that it may hold rows t no longer names
@@ -264,11 +263,19 @@ class Tape(Release, Sweep, Inspection):
                 return r
         return NOT_A_SLOT
 
-    def _pad_past(self, data):
-        """Pad while the next index is one where a cut row held `data`: the tensor that row was (y,
-        whose graph backward freed) still names that index, and would take a row holding its array
-        (t = y.detach()) for its own."""
-        while id(data) in self.ghost[:, self.n].tolist():
+    def _collides(self, data, leaf):
+        """Whether a row cut at the next index held `data`, so that the tensor that row was (y, whose graph
+        backward freed) still names that index and would take a new row holding its array (t = y.detach())
+        for its own. A constant's cut row (its id negated) collides only with a leaf's: a constant named
+        by it reads the same array from a new constant's row (a script's data, registered again at the
+        same index every step, is not padded past), but would take a leaf's row for its own."""
+        ghosts = self.ghost[:, self.n].tolist()  # (4 ids: a list test costs a fifth of NumPy's compare-and-any)
+        i = id(data)
+        return i in ghosts or (leaf and -i in ghosts)
+
+    def _pad_past(self, data, leaf):
+        """Pad while the next index is one `data` collides at (_collides)."""
+        while self._collides(data, leaf):
             n = self.n
             if n + 2 >= self.cap:
                 self._grow(2 * self.cap)

@@ -147,7 +147,7 @@ class Sweep:
         uniq, counts = np.unique(ids[ids != 0], return_counts=True)
         where = {}
         gk, gi = np.nonzero(self.ghost[:, :n])  # cut rows (see _truncate) count as rows that held their values
-        gids = self.ghost[gk, gi]
+        gids = np.abs(self.ghost[gk, gi])  # (a constant's row's id is negated: Tape.slot)
         mine = np.isin(gids, ids[rows])
         for i, g in zip(gi[mine].tolist(), gids[mine].tolist()):
             where.setdefault(g, set()).add(i)

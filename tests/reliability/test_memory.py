@@ -271,6 +271,38 @@ def test_a_smaller_adjoint_takes_part_of_a_larger_given_back_block(tape):
     assert tape.stats()["last_adjoint_bytes"] == (8192 + 2 * 32768) * 8 + 8
 
 
+def _recycled_rows(tape, root):
+    """The rows whose adjoint blocks the replay of a backward from `root` zeroes once they have run."""
+    from tapegrad import kernels, registry, replay
+    plan = replay._plan(kernels.load(), tape, tape.n, [root], replay._NO_ROWS, *registry.tables())
+    return np.flatnonzero(plan[3]).tolist()
+
+
+def test_given_back_blocks_are_zeroed_only_when_a_row_takes_them(tape):
+    """Blocks given back side by side merge into one free block; its rows are zeroed once they have run only
+    if a later row takes it: here none does (the rows below are a leaf's, which keeps its own), and
+    where one does (the tanh's input, twice as large, takes the sin's and the slice's merged blocks), every
+    row of the merged block is zeroed, or the gradient would carry the sin's adjoint."""
+    x0 = np.random.default_rng(2).standard_normal(8192)
+    x = tapegrad.tensor(x0, requires_grad=True)
+    loss = (x.tanh() * 3.0).sum()
+    assert _recycled_rows(tape, loss._slot) == []
+    loss.backward()
+    np.testing.assert_allclose(x.grad.numpy(), 3 / np.cosh(x0) ** 2, rtol=1e-12)
+    grads = []
+    for L in (tapegrad, torch):
+        x = L.tensor(x0, requires_grad=True)
+        s = L.cat([x, x * 2]).tanh()  # 16,384
+        loss = s[:8192].sin().cos().sum()
+        if L is tapegrad and tapegrad.replay.REUSE_MIN > 1:  # (the suite's small-thresholds run lays out all)
+            # the cos's block, taken by the sin's input; the slice's and the sin's, by the tanh's; the
+            # tanh's, by the product's (cat's input beside the leaf)
+            assert len(_recycled_rows(tape, loss._slot)) == 4
+        loss.backward()
+        grads.append(x.grad.numpy())
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-12)
+
+
 def test_a_reshape_hands_its_block_to_an_input_it_is_the_only_consumer_of(tape):
     """`h.view(...)` of a row nothing else reads: one block for both, no copy; where the input has other
     consumers, or hooks read the view's gradient, the gradients are still torch's."""
@@ -725,6 +757,37 @@ def test_a_leaf_given_a_freed_results_array_object_never_takes_its_row(tape):
         (y * 4.0).sum().backward()
     w.backward()
     np.testing.assert_allclose(z.grad.numpy(), [5.0, 5.0])
+
+
+def test_a_constant_registered_again_each_step_takes_its_old_index(tape):
+    """A script's data (a constant) is registered again after each backward cuts its row, at the index its
+    cut row had: a tensor naming that row reads the same array from the new constant row, so the tape
+    does not pad past it (it padded one more row every step)."""
+    p = tapegrad.tensor([1.0, 2.0], requires_grad=True)
+    c = tapegrad.tensor([3.0, 4.0])
+    rows = []
+    for _ in range(4):
+        loss = (p * c).sum()
+        rows.append(tape.op[:tape.n].tolist())
+        loss.backward()
+    assert rows == rows[:1] * 4 and len(rows[0]) == 4  # the leaf, the constant, mul, sum
+    np.testing.assert_allclose(p.grad.numpy(), [12.0, 16.0])
+
+
+def test_a_leaf_sharing_a_cut_constants_array_never_takes_its_row():
+    """c's constant row is cut; d = c.detach().requires_grad_() shares c's array and is registered at that
+    index next: c, which still names it, would read d's leaf row as its own and send d a gradient for c.
+    The tape pads past the index for a leaf (not for another constant)."""
+    def program(lib):
+        p = lib.tensor([1.0, 2.0], requires_grad=True)
+        c = lib.tensor([3.0, 4.0])
+        (p * c).sum().backward()
+        d = c.detach().requires_grad_()
+        (d * 2 * c).sum().backward()
+        return d.grad.numpy(), p.grad.numpy()
+
+    for a, b in zip(program(tapegrad), program(torch)):
+        np.testing.assert_allclose(a, b)
 
 
 def test_reads_input_is_one_rule_for_numbers_and_arrays():
