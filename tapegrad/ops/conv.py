@@ -141,9 +141,32 @@ def _as_rows(ctx, dt):
     return ctx.groups == 1 and ctx.xshape4[1] >= _ROW_CHANNELS and dt in (np.float32, np.float64)
 
 
+def _column_maker(ctx, x4, m, as_rows):
+    """One buffer for m samples' columns, and the function that fills it from samples n0:n1 of x4 (C-contiguous)
+    and returns it: im2row's rows (n, oh, ow, kh, kw, C) or im2col's columns (n, C, kh, kw, oh, ow)."""
+    N, C, H, W = x4.shape
+    (kh, kw), (oh, ow) = ctx.k, ctx.out_hw
+    k = _conv_kernels()
+    geometry = (kh, kw, *ctx.s, *ctx.d, ctx.pads[0], ctx.pads[2])
+    if as_rows:
+        cols, xhwc = np.empty((m, oh, ow, kh, kw, C), x4.dtype), np.empty((m, H, W, C), x4.dtype)
+
+        def make(n0, n1):
+            k.im2row(x4[n0:n1], *geometry, xhwc[:n1 - n0], cols[:n1 - n0])
+            return cols[:n1 - n0]
+    else:
+        cols = np.empty((m, C, kh, kw, oh, ow), x4.dtype)
+
+        def make(n0, n1):
+            k.im2col(x4[n0:n1], *geometry, cols[:n1 - n0])
+            return cols[:n1 - n0]
+    return make
+
+
 def _conv_forward(ctx, x4, w4, b):
     """im2col (one compiled pass, padding read as zeros) into (N, C, kh, kw, oh, ow), then W (G, Og, Cg*kh*kw) @
-    columns (G, Cg*kh*kw, oh*ow) per sample: the result is already in torch's (N, O, oh, ow) layout. float32/64
+    columns (G, Cg*kh*kw, oh*ow) per sample: the result is already in torch's (N, O, oh, ow) layout; or, as rows
+    (_as_rows), rows (oh*ow, kh*kw*C) @ the weight's transpose, transposed back. float32/64
     make the columns a few samples at a time into one reused buffer and keep none (the backward makes them
     again from x): a batch's columns are kh*kw times x, and a fresh array of that size each step cost more
     in page faults than im2col itself (Conv2d 64->64 3x3 on 32x32, batch 32: 75 MB)."""
@@ -151,30 +174,23 @@ def _conv_forward(ctx, x4, w4, b):
     O, G = w4.shape[0], ctx.groups
     (kh, kw), (oh, ow) = ctx.k, ctx.out_hw
     wg = w4.reshape(G, O // G, -1)
-    if _as_rows(ctx, x4.dtype) and w4.dtype == x4.dtype:
-        x4 = np.ascontiguousarray(x4)
-        H, W = x4.shape[2:]
-        chunk = _column_chunk(ctx, x4.dtype)
-        m = builtins.min(chunk, N)
-        rows, xhwc = np.empty((m, oh, ow, kh, kw, C), x4.dtype), np.empty((m, H, W, C), x4.dtype)
-        wk = np.ascontiguousarray(w4.transpose(0, 2, 3, 1)).reshape(O, kh * kw * C)  # (the rows' order)
-        out = np.empty((N, O, oh * ow), x4.dtype)
-        for n0 in range(0, N, chunk):
-            n1 = builtins.min(N, n0 + chunk)
-            r = rows[:n1 - n0]
-            _conv_kernels().im2row(x4[n0:n1], kh, kw, *ctx.s, *ctx.d, ctx.pads[0], ctx.pads[2], xhwc[:n1 - n0], r)
-            out[n0:n1] = np.matmul(r.reshape(n1 - n0, oh * ow, kh * kw * C), wk.T).transpose(0, 2, 1)
-        ctx.cols = None
-    elif x4.dtype in (np.float32, np.float64):
+    if x4.dtype in (np.float32, np.float64):
         x4 = np.ascontiguousarray(x4)
         chunk = _column_chunk(ctx, x4.dtype)
-        cols = np.empty((builtins.min(chunk, N), C, kh, kw, oh, ow), x4.dtype)
-        out = np.empty((N, G, O // G, oh * ow), np.result_type(x4.dtype, w4.dtype))
+        as_rows = _as_rows(ctx, x4.dtype) and w4.dtype == x4.dtype
+        make = _column_maker(ctx, x4, builtins.min(chunk, N), as_rows)
+        if as_rows:
+            wk = np.ascontiguousarray(w4.transpose(0, 2, 3, 1)).reshape(O, kh * kw * C)  # (the rows' order)
+            out = np.empty((N, O, oh * ow), x4.dtype)
+        else:
+            out = np.empty((N, G, O // G, oh * ow), np.result_type(x4.dtype, w4.dtype))
         for n0 in range(0, N, chunk):
             n1 = builtins.min(N, n0 + chunk)
-            c = cols[:n1 - n0]
-            _conv_kernels().im2col(x4[n0:n1], kh, kw, *ctx.s, *ctx.d, ctx.pads[0], ctx.pads[2], c)
-            np.matmul(wg, c.reshape(n1 - n0, G, (C // G) * kh * kw, oh * ow), out=out[n0:n1])
+            c = make(n0, n1)
+            if as_rows:
+                out[n0:n1] = np.matmul(c.reshape(n1 - n0, oh * ow, kh * kw * C), wk.T).transpose(0, 2, 1)
+            else:
+                np.matmul(wg, c.reshape(n1 - n0, G, (C // G) * kh * kw, oh * ow), out=out[n0:n1])
         ctx.cols = None
     else:
         cols = np.empty((N, C, kh, kw, oh, ow), x4.dtype)
@@ -210,25 +226,19 @@ def _conv_arrays(ctx, g, inputs, out, wanted):
         m = builtins.min(chunk, N)
         k = _conv_kernels()
         as_rows = _as_rows(ctx, dt)
-        if wanted[1] and as_rows:
-            cols = np.empty((m, oh, ow, kh, kw, C), dt)
-            xhwc = np.empty((m, H, W, C), dt)
-        else:
-            cols = np.empty((m, C, kh, kw, oh, ow), dt) if wanted[1] else None
+        make = _column_maker(ctx, x4, m, as_rows) if wanted[1] else None
         gcols = np.empty((m, G, K, oh * ow), dt) if wanted[0] else None
         gw = np.zeros((G, O // G, K), dt) if wanted[1] else None
         gx = np.zeros(ctx.xshape4, dt) if wanted[0] else None
         for n0 in range(0, N, chunk):
             n1 = builtins.min(N, n0 + chunk)
             gc = g4[n0:n1]
-            if wanted[1] and as_rows:  # (kh, kw, C) order: permuted to the weight's after the loop
-                c = cols[:n1 - n0]
-                k.im2row(x4[n0:n1], kh, kw, *ctx.s, *ctx.d, ctx.pads[0], ctx.pads[2], xhwc[:n1 - n0], c)
-                gw += np.matmul(gc, c.reshape(n1 - n0, 1, oh * ow, K)).sum(axis=0)
-            elif wanted[1]:
-                c = cols[:n1 - n0]
-                k.im2col(x4[n0:n1], kh, kw, *ctx.s, *ctx.d, ctx.pads[0], ctx.pads[2], c)
-                gw += np.matmul(gc, c.reshape(n1 - n0, G, K, oh * ow).transpose(0, 1, 3, 2)).sum(axis=0)
+            if wanted[1]:
+                c = make(n0, n1)
+                if as_rows:  # (kh, kw, C) order: permuted to the weight's after the loop
+                    gw += np.matmul(gc, c.reshape(n1 - n0, 1, oh * ow, K)).sum(axis=0)
+                else:
+                    gw += np.matmul(gc, c.reshape(n1 - n0, G, K, oh * ow).transpose(0, 1, 3, 2)).sum(axis=0)
             if wanted[0]:
                 gcc = np.matmul(wt, gc, out=gcols[:n1 - n0])
                 k.col2im(gcc.reshape(n1 - n0, C, kh, kw, oh, ow), kh, kw, *ctx.s, *ctx.d, ctx.pads[0], ctx.pads[2],
