@@ -1027,11 +1027,11 @@ def _norm_fast_arrays(ctx, g, inputs, out, wanted):
     k = kernels.module("norm")
     (k.rows_backward if ctx.layout == "rows" else k.channels_backward)(
         g3, x3, w, *ctx.stats, ctx.eps, gx.reshape(shape3 if wanted[0] else (0,) * len(shape3)), gw, gb)
-    grads = [gx if wanted[0] else None]
+    grads = [gx if wanted[0] else None]  # (reshaped, then cast: arrays that are no views, handed to the leaves)
     if ctx.has_w:
-        grads.append(gw.astype(dt).reshape(inputs[1].shape) if want_w else None)
+        grads.append(gw.reshape(inputs[1].shape).astype(dt) if want_w else None)
     if ctx.has_b:
-        grads.append(gb.astype(dt).reshape(inputs[-1].shape) if want_b else None)
+        grads.append(gb.reshape(inputs[-1].shape).astype(dt) if want_b else None)
     return tuple(grads)
 
 

@@ -18,6 +18,11 @@ from ._common import (OPS, _array_rule_dtype, _as_view, _autocast_float32, _dim,
 
 
 def _reduce(name_all, name_dim, np_fn, input, dim, keepdim, dtype, scale_of):
+    if dim is None and dtype is None and type(input) is Tensor and input._data.dtype.char in "fd":
+        data = input._data  # (the common case first: a float tensor reduced whole)
+        ndim = data.ndim
+        return _record(OPS[name_dim if keepdim else name_all], np_fn(data, _AXES[ndim], keepdim), (input,),
+                       scale_of(data.size), 0.0, (1 << ndim) - 1)
     x = _tensor(input)
     if dtype is not None:
         x = _to_dtype(x, _dtype.to_numpy_dtype(dtype))
@@ -35,6 +40,9 @@ def _reduce(name_all, name_dim, np_fn, input, dim, keepdim, dtype, scale_of):
     n = math.prod(x._data.shape[d] for d in dims)
     op = OPS[name_all if dim is None and not keepdim else name_dim]
     return _record(op, out, (x,), scale_of(n), 0.0, _mask(dims))
+
+
+_AXES = [tuple(range(ndim)) for ndim in range(65)]  # (every axis, by rank: torch's limit is 64 dimensions)
 
 
 def _one(n):
@@ -76,6 +84,9 @@ def _mean_values(data, axes, keepdims):
     """mean's value, as _sum_values computes sums (a float32 mean over the whole array: the float64 sum over n)."""
     if _whole_float32(data, axes):
         return _compiled_total(data, keepdims, data.size)
+    n = math.prod([data.shape[a] for a in axes])
+    if n and data.dtype.kind == "f":  # (np.mean's own sum and division, without its 2 us of Python)
+        return np.asarray(np.add.reduce(data, axes, None, None, keepdims) / n)
     return np.asarray(np.mean(data, axis=axes, keepdims=keepdims))
 
 
