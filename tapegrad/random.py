@@ -315,6 +315,26 @@ def uniform(shape, generator=None, dtype=np.float32, low=0.0, high=1.0):
     """torch.rand(shape) / torch.empty(shape).uniform_(low, high): one draw per float32 or float16 element
     (24 bits), two per float64 element (53 bits); x * (high - low) + low."""
     dtype = np.dtype(dtype)
+    default = low == 0.0 and high == 1.0 and dtype.char in "fd"  # (rand's: no bounds to check, none reached)
+    if not default:
+        _check_uniform(dtype, low, high)
+    gen = _gen(generator)
+    n = _numel(shape)
+    if dtype == np.float64:
+        return _rng().uniform_f64(gen._u32(2 * n), float(low), float(high), _FUSED).reshape(shape)
+    elif dtype in (np.float32, np.float16) or dtype.name == "bfloat16":  # (computed in float32, then rounded)
+        out = _rng().uniform_f32(gen._u32(n), _f32(low), _f32(high), _FUSED).astype(dtype, copy=False)
+    else:
+        raise TypeError(f"uniform: unsupported dtype {dtype}")
+    if default:  # (24 bits over 2 ** 24: below 1)
+        return out.reshape(shape)
+    # torch keeps [from, to): a value that rounded up to `to` (in the tensor's dtype) becomes `from`.
+    out = np.where(out >= dtype.type(high), dtype.type(low), out)
+    return np.ascontiguousarray(out, dtype).reshape(shape)
+
+
+def _check_uniform(dtype, low, high):
+    """torch's errors for uniform_'s bounds in this dtype."""
     bf16 = dtype.name == "bfloat16"  # (ml_dtypes'): drawn as float16 is, in float32 then rounded
     if bf16:
         limit, name = 3.3895313892515355e+38, "c10::BFloat16"
@@ -330,17 +350,6 @@ def uniform(shape, generator=None, dtype=np.float32, low=0.0, high=1.0):
         name = "BFloat16" if bf16 else {2: "Half", 4: "Float", 8: "Double"}[dtype.itemsize]
         raise RuntimeError(f"uniform_ expects to-from <= std::numeric_limits<{name}>::max(), but found "
                            f"to={_g(high)} and from={_g(low)} which result in to-from to exceed the limit")
-    gen = _gen(generator)
-    n = _numel(shape)
-    if dtype == np.float64:
-        return _rng().uniform_f64(gen._u32(2 * n), float(low), float(high), _FUSED).reshape(shape)
-    elif dtype in (np.float32, np.float16) or bf16:   # float16 is computed in float32, then rounded
-        out = _rng().uniform_f32(gen._u32(n), _f32(low), _f32(high), _FUSED).astype(dtype, copy=False)
-    else:
-        raise TypeError(f"uniform: unsupported dtype {dtype}")
-    # torch keeps [from, to): a value that rounded up to `to` (in the tensor's dtype) becomes `from`.
-    out = np.where(out >= dtype.type(high), dtype.type(low), out)
-    return np.ascontiguousarray(out, dtype).reshape(shape)
 
 
 # ---------------------------------------------------------------------------------------------- normal

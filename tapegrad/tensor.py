@@ -277,10 +277,13 @@ class Tensor:
         return Size(self._data.shape)
 
     def size(self, dim=None):
+        shape = self._data.shape
         if dim is None:
-            return Size(self._data.shape)
+            return Size(shape)
+        if type(dim) is int and -len(shape) <= dim < len(shape):  # (the common case: no import, no checks)
+            return shape[dim]
         from .ops import _dim
-        return self._data.shape[_dim(dim, self._data.ndim)]
+        return shape[_dim(dim, len(shape))]
 
     @property
     def dtype(self):

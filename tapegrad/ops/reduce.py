@@ -370,10 +370,9 @@ def _softmax_input(name, input, dim, dtype):
 
 
 def _shifted(data, d):
-    """data - max along d (0 where the max is infinite), and exp of it: the stable softmax pieces."""
-    m = np.max(data, axis=d, keepdims=True)
-    z = data - m
-    return z, np.exp(z)
+    """data - max along d: the stable softmax's exponent (ufuncs called as such: np.max's and np.sum's Python
+    wrappers cost about 1 us each, of a 10 us softmax of 32 x 64)."""
+    return np.subtract(data, np.maximum.reduce(data, d, None, None, True))
 
 
 def softmax(input, dim=None, dtype=None, _stacklevel=3):
@@ -386,8 +385,10 @@ def _softmax_forward(d, data):
         return _in_float32(lambda a: _softmax_forward(d, a), data)
     if data.ndim == 0 or data.size == 0:
         return np.exp(data - data) if data.ndim == 0 else data.copy()
-    _, e = _shifted(data, d)
-    return e / np.sum(e, axis=d, keepdims=True)
+    e = _shifted(data, d)
+    np.exp(e, out=e)
+    e /= np.add.reduce(e, d, None, None, True)
+    return e
 
 
 def log_softmax(input, dim=None, dtype=None, _stacklevel=3):
@@ -400,9 +401,11 @@ def _log_softmax_forward(d, data):
         return _in_float32(lambda a: _log_softmax_forward(d, a), data)
     if data.ndim == 0 or data.size == 0:
         return data - data if data.ndim == 0 else data.copy()
-    z, e = _shifted(data, d)
+    z = _shifted(data, d)
+    total = np.add.reduce(np.exp(z), d, None, None, True)
     with np.errstate(divide="ignore"):
-        return z - np.log(np.sum(e, axis=d, keepdims=True))
+        z -= np.log(total)
+    return z
 
 
 def cumsum(input, dim, dtype=None):

@@ -912,14 +912,40 @@ def _index_remap(key, x, flat):
     return remap
 
 
+def _basic_key_op(key, shape):
+    """The op of x[key] for a tuple of ints in bounds and plain slices, no longer than x's rank (x[:, :8],
+    x[:, -1]): torch's last indexing step, "select" or "slice"; None for any other key (and for only full
+    slices, an alias), which the general path takes."""
+    op = None
+    if len(key) > len(shape):
+        return None
+    for d, k in enumerate(key):
+        tk = type(k)
+        if tk is int:
+            if not -shape[d] <= k < shape[d]:
+                return None
+            op = "select"
+        elif tk is slice and _plain_slice(k):
+            if k.start is not None or k.stop is not None or (k.step is not None and k.step != 1):
+                op = "slice"
+        else:
+            return None
+    return op
+
+
 def getitem(x, key):
     tk = type(key)
     if (tk is int or tk is slice and _plain_slice(key)) and isinstance(x, Tensor) and x._data.ndim:
-        if tk is slice:  # (the common cases first: x[i], x[a:b])
+        if tk is slice:  # (the common cases first: x[i], x[a:b], x[:, a:b])
             return _view_op(x, lambda a: a[key, ...], OPS["slice"])
         n = x._data.shape[0]
         if -n <= key < n:
             return _view_op(x, lambda a: a[key, ...], OPS["select"])
+    elif tk is tuple and isinstance(x, Tensor):
+        op = _basic_key_op(key, x._data.shape)
+        if op is not None:
+            key = key + (Ellipsis,)
+            return _view_op(x, lambda a: a[key], OPS[op])
     x = _tensor(x)
     original = key
     index_tensors = [k for k in (key if isinstance(key, tuple) else (key,)) if isinstance(k, Tensor)]

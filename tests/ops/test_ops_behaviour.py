@@ -185,8 +185,9 @@ def test_dropout_eval_p0_p1_and_inplace():
 
 
 # -- the fused loss --------------------------------------------------------------------------------------------------
-def test_cross_entropy_with_class_indices_is_one_tape_row():
+def test_cross_entropy_with_class_indices_is_one_tape_row(monkeypatch):
     from tapegrad import tape as tape_mod
+    monkeypatch.setattr(tape_mod._local, "tape", tape_mod.Tape())  # (a sweep of an earlier test's rows moves rows)
     x = tapegrad.tensor(RNG.standard_normal((64, 10)).astype(np.float32), requires_grad=True)
     logits = x * 1.0
     target = tapegrad.tensor(RNG.integers(0, 10, 64))
@@ -246,8 +247,9 @@ def test_cross_entropy_of_wide_logits_takes_numpys_exp_and_agrees_with_the_kerne
             np.testing.assert_allclose(b, c, **tol)
 
 
-def test_linear_2d_is_one_tape_row():
+def test_linear_2d_is_one_tape_row(monkeypatch):
     from tapegrad import tape as tape_mod
+    monkeypatch.setattr(tape_mod._local, "tape", tape_mod.Tape())
     x = tapegrad.tensor(RNG.standard_normal((8, 5)), requires_grad=True)
     w = tapegrad.tensor(RNG.standard_normal((3, 5)), requires_grad=True)
     b = tapegrad.tensor(RNG.standard_normal(3), requires_grad=True)
@@ -267,6 +269,27 @@ def test_getitem_result_does_not_alias_but_carries_the_gradient():
     expected = np.zeros_like(X)
     expected[1] = 2
     np.testing.assert_array_equal(to_np(x.grad), expected)
+
+
+@pytest.mark.parametrize("key", [
+    (slice(None), slice(None, 2)), (slice(None), -1), (1, slice(1, 3)), (0, slice(None)), (slice(None), slice(None)),
+    (2, 1), (slice(1, 100), -4), (slice(None, None, 2), slice(1, None, 2)), (-3,), (slice(None), 1, slice(None)),
+    (slice(2, 2), 0), (slice(None), 4), (3, -5), (slice(None), slice(None, 2), 0)])
+def test_a_tuple_of_ints_and_slices_indexes_as_torch(key):
+    """x[:, :2], x[:, -1] and the like (the front end's first case): value, grad_fn, strides, gradient, and
+    torch's error for an index out of bounds or too many."""
+    results = []
+    for L in (tapegrad, torch):
+        x = L.tensor(np.arange(12.0).reshape(3, 4), requires_grad=True)
+        try:
+            y = x[key]
+        except IndexError as e:
+            results.append(("IndexError", str(e)))
+            continue
+        (y * L.tensor(np.arange(1.0, 1.0 + y.numel()).reshape(tuple(y.shape)))).sum().backward()
+        results.append((y.detach().numpy().tolist(), y.grad_fn.name(), y.stride(), y.is_contiguous(),
+                        x.grad.numpy().tolist()))
+    assert results[0] == results[1]
 
 
 # -- pow by a Python 3 -----------------------------------------------------------------------------------------------
