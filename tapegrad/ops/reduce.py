@@ -271,16 +271,17 @@ def _max_min(name, input, dim, keepdim, other):
         values = _index_values(OPS[name + "_dim"], x, np.zeros((), np.int64))
         return getattr(return_types, name)(values, _new(idx))
     _check_nonempty(name, x, (d,), True)
-    arg = np.argmax if name == "max" else np.argmin
-    positions = np.arange(x._data.size, dtype=np.int64).reshape(x.shape)
+    shape = x._data.shape
+    outer, n, inner = math.prod(shape[:d]), shape[d], math.prod(shape[d + 1:])
+    # each result's position in x (C order) with its index along d at 0
+    base = (np.arange(outer, dtype=np.int64) * (n * inner))[:, None] + np.arange(inner, dtype=np.int64)
 
     def indices(a):
-        idx = arg(a, axis=d, keepdims=True)
-        return np.asarray(idx if keepdim else np.squeeze(idx, d), dtype=np.int64, order="C")
+        idx = a.argmax(axis=d, keepdims=keepdim) if name == "max" else a.argmin(axis=d, keepdims=keepdim)
+        return np.asarray(idx, np.int64)
 
     def flat_of(idx):
-        flat = np.take_along_axis(positions, idx if keepdim else np.expand_dims(idx, d), d)
-        return np.ascontiguousarray(flat if keepdim else np.squeeze(flat, d))
+        return (base + idx.reshape(outer, inner) * inner).reshape(idx.shape)
     idx = traced_value(_new(indices(x._data)), indices, x)  # (recorded first: the values' replay reads it)
     flat = flat_of(idx._data)
     values = _index_values(OPS[name + "_dim"], x, flat)
