@@ -1,9 +1,8 @@
-"""The real programs' training steps (PyTorch's polynomial tutorials, dynamic_net and time_sequence_prediction's LSTM,
-from issue 20's realworld corpus), rebuilt
-here and split into phases, timed in CPU time of this thread (time.thread_time: a loaded machine's other processes
+"""The real programs' training steps (PyTorch's polynomial tutorials, dynamic_net, regression and
+time_sequence_prediction's LSTM, from issue 20's realworld corpus), rebuilt here and split into phases, timed in CPU time of this thread (time.thread_time: a loaded machine's other processes
 do not count), tapegrad and torch in one process, one thread.
 
-    python -m benchmarks.realworld_phases [autograd custom nn optim module dynamic sequence]
+    python -m benchmarks.realworld_phases [autograd custom nn optim module dynamic regression sequence]
 
 Prints per program the median µs of forward / zero_grad / backward / optimizer update, their sum, and tapegrad's
 sum over torch's. The programs themselves, timed end to end, are run by the corpus's run.sh.
@@ -70,6 +69,18 @@ def build(T, name):
         o = T.optim.SGD(model.parameters(), lr=1e-8, momentum=0.9 if name=='dynamic' else 0)
         def fwd(): return crit(model(x), y)
         return fwd, o.zero_grad, o.step
+    if name == 'regression':  # pytorch/examples regression: a fresh batch each step (inside fwd here)
+        W_target, b_target = T.randn(4, 1) * 5, T.randn(1) * 5
+        fc = T.nn.Linear(4, 1)
+        def fwd():
+            r = T.randn(32).unsqueeze(1)
+            bx = T.cat([r ** i for i in range(1, 5)], 1)
+            by = bx.mm(W_target) + b_target.item()
+            return T.nn.functional.smooth_l1_loss(fc(bx), by)
+        def opt():
+            for param in fc.parameters():
+                param.data.add_(-0.1 * param.grad)
+        return fwd, fc.zero_grad, opt
     if name == 'sequence':  # time_sequence_prediction: two LSTMCells and a Linear unrolled 999 steps, float64
         class Sequence(T.nn.Module):
             def __init__(self):
@@ -109,7 +120,7 @@ def run(T, name, n=300):
 if __name__ == '__main__':
     import torch, tapegrad
     torch.set_num_threads(1)
-    names = sys.argv[1:] or ['autograd','custom','nn','optim','module','dynamic','sequence']
+    names = sys.argv[1:] or ['autograd','custom','nn','optim','module','dynamic','regression','sequence']
     for name in names:
         rt = run(torch, name); rg = run(tapegrad, name)
         print(f"{name:9s} torch f/z/b/o {rt[0]:6.1f} {rt[1]:5.1f} {rt[2]:6.1f} {rt[3]:5.1f} sum {sum(rt):6.1f} | tg {rg[0]:6.1f} {rg[1]:5.1f} {rg[2]:6.1f} {rg[3]:5.1f} sum {sum(rg):6.1f} ratio {sum(rg)/sum(rt):.2f}")
