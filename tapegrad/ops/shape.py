@@ -912,15 +912,20 @@ def _index_remap(key, x, flat):
     return remap
 
 
-def _basic_key_op(key, shape):
-    """The op of x[key] for a tuple of ints in bounds and plain slices, no longer than x's rank (x[:, :8],
-    x[:, -1]): torch's last indexing step, "select" or "slice"; None for any other key (and for only full
-    slices, an alias), which the general path takes."""
+def _basic_key(key, shape):
+    """x[key] for a tuple of ints in bounds (or 0-d integer tensors: probs[0, action]) and plain slices, no longer
+    than x's rank (x[:, :8], x[:, -1]): (the key as NumPy takes it, torch's last indexing step, "select" or
+    "slice"); None for any other key (and for only full slices, an alias), which the general path takes."""
     op = None
     if len(key) > len(shape):
         return None
+    ints = None
     for d, k in enumerate(key):
         tk = type(k)
+        if tk is Tensor and k._data.ndim == 0 and k._data.dtype.kind in "iu" and _tape_local.tracing is None:
+            ints = ints or list(key)  # (while tapegrad.compile traces, an index array: a replay reads its value)
+            k = ints[d] = int(k._data)
+            tk = int
         if tk is int:
             if not -shape[d] <= k < shape[d]:
                 return None
@@ -930,7 +935,7 @@ def _basic_key_op(key, shape):
                 op = "slice"
         else:
             return None
-    return op
+    return None if op is None else (key if ints is None else tuple(ints), op)
 
 
 def getitem(x, key):
@@ -942,10 +947,10 @@ def getitem(x, key):
         if -n <= key < n:
             return _view_op(x, lambda a: a[key, ...], OPS["select"])
     elif tk is tuple and isinstance(x, Tensor):
-        op = _basic_key_op(key, x._data.shape)
-        if op is not None:
-            key = key + (Ellipsis,)
-            return _view_op(x, lambda a: a[key], OPS[op])
+        basic = _basic_key(key, x._data.shape)
+        if basic is not None:
+            key = basic[0] + (Ellipsis,)
+            return _view_op(x, lambda a: a[key], OPS[basic[1]])
     x = _tensor(x)
     original = key
     index_tensors = [k for k in (key if isinstance(key, tuple) else (key,)) if isinstance(k, Tensor)]

@@ -274,15 +274,17 @@ def test_getitem_result_does_not_alias_but_carries_the_gradient():
 @pytest.mark.parametrize("key", [
     (slice(None), slice(None, 2)), (slice(None), -1), (1, slice(1, 3)), (0, slice(None)), (slice(None), slice(None)),
     (2, 1), (slice(1, 100), -4), (slice(None, None, 2), slice(1, None, 2)), (-3,), (slice(None), 1, slice(None)),
-    (slice(2, 2), 0), (slice(None), 4), (3, -5), (slice(None), slice(None, 2), 0)])
+    (slice(2, 2), 0), (slice(None), 4), (3, -5), (slice(None), slice(None, 2), 0),
+    (0, np.int64(2)), (np.int64(-1), slice(1, 3)), (slice(None), np.int64(7))])
 def test_a_tuple_of_ints_and_slices_indexes_as_torch(key):
-    """x[:, :2], x[:, -1] and the like (the front end's first case): value, grad_fn, strides, gradient, and
-    torch's error for an index out of bounds or too many."""
+    """x[:, :2], x[:, -1], probs[0, action] (np.int64 here: a 0-d integer tensor) and the like (the front end's
+    first case): value, grad_fn, strides, gradient, and torch's error for an index out of bounds or too many."""
     results = []
     for L in (tapegrad, torch):
         x = L.tensor(np.arange(12.0).reshape(3, 4), requires_grad=True)
+        k = tuple(L.tensor(int(v)) if isinstance(v, np.int64) else v for v in key)
         try:
-            y = x[key]
+            y = x[k]
         except IndexError as e:
             results.append(("IndexError", str(e)))
             continue
