@@ -47,6 +47,8 @@ def register_view(t, window):
 
 def as_array(data, dtype=None):
     """A C-contiguous, native-byte-order ndarray for data (nested lists, scalars, arrays, Tensors)."""
+    if dtype is None and type(data) is float:  # (the common case first: torch.tensor(0.0))
+        return np.array(data, _dtype.default_float.np)
     if isinstance(data, Tensor):
         data = data._data
     elif isinstance(data, (list, tuple)) and any(isinstance(d, Tensor) for d in _flat(data)):
@@ -56,8 +58,9 @@ def as_array(data, dtype=None):
         a = np.asarray(data)
         if a.dtype.kind == "f":
             np_dtype = _dtype.default_float.np  # torch.tensor([1.5]): Python floats take the default dtype
-            if a.size and not np.all(np.abs(a) < 2.0 ** 63) and not any(
-                    isinstance(v, (float, np.floating)) for v in _flat(data if isinstance(data, (list, tuple)) else [data])):
+            if a.size and not any(isinstance(v, (float, np.floating))  # (a float first: it ends the walk at once)
+                                  for v in _flat(data if isinstance(data, (list, tuple)) else [data])) \
+                    and not np.all(np.abs(a) < 2.0 ** 63):
                 raise ValueError("Overflow when unpacking long long")  # ints only, one past int64 (NumPy: float)
         elif a.dtype.kind in "iu" or (a.dtype.kind == "O" and any(type(v) is int for v in a.flat)):
             if a.dtype == np.uint64 or a.dtype.kind == "O":  # a Python int outside int64: torch's error
