@@ -56,6 +56,8 @@ def as_array(data, dtype=None):
     np_dtype = None if dtype is None else _dtype.to_numpy_dtype(dtype)
     if np_dtype is None and not isinstance(data, np.ndarray):
         a = np.asarray(data)
+        if a.dtype.kind == "O" and any(isinstance(v, (float, np.floating)) for v in a.flat):
+            a = a.astype(np.float64)  # a float beside an int past int64 (NumPy: objects): torch's is floating
         if a.dtype.kind == "f":
             np_dtype = _dtype.default_float.np  # torch.tensor([1.5]): Python floats take the default dtype
             if a.size and not any(isinstance(v, (float, np.floating))  # (a float first: it ends the walk at once)

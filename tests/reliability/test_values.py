@@ -199,7 +199,8 @@ def test_an_integer_outside_its_dtype_raises_torchs_overflow_error(case):
 
 
 @pytest.mark.parametrize("case", [
-    "L.tensor([2**63], dtype=L.float32)", "L.tensor([1.5, 2**63])", "L.tensor([2**63 - 1, -2**63])",
+    "L.tensor([2**63], dtype=L.float32)", "L.tensor([1.5, 2**63])", "L.tensor([1.5, 2**64])",
+    "L.tensor([[2**70], [-1.0]])", "L.tensor([2**63 - 1, -2**63])",
     "L.tensor(1e300)", "L.tensor([float('inf'), 1])", "L.arange(2**62, 2**62 + 3)", "L.arange(2**62, 2**62 + 9, 4)",
     "L.arange(-2**60, -2**60 - 5, -2)", "L.arange(0, 10, 3)", "L.arange(5, dtype=L.int8)", "L.arange(0.5, 3)",
 ])
