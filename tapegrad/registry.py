@@ -173,3 +173,9 @@ def reads_input(saves, j):
     if isinstance(j, np.ndarray):
         return ((saves & SAVES_ALL) != 0) | (j >= 6) | ((saves >> np.minimum(j, 6)) & 1 == 1)
     return bool(saves & SAVES_ALL) or j >= 6 or bool(saves >> j & 1)
+
+
+def reads_every_input(saves, n):
+    """Whether reads_input holds for each of an op's n inputs (x * y reads both)."""
+    bits = (1 << min(n, 6)) - 1
+    return bool(saves & SAVES_ALL) or saves & bits == bits

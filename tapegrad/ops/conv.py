@@ -141,13 +141,19 @@ def _as_rows(ctx, dt):
     return ctx.groups == 1 and ctx.xshape4[1] >= _ROW_CHANNELS and dt in (np.float32, np.float64)
 
 
+def _geometry(ctx):
+    """The compiled im2col/im2row/col2im kernels' arguments after the array: kernel, stride, dilation, top and
+    left padding."""
+    return (*ctx.k, *ctx.s, *ctx.d, ctx.pads[0], ctx.pads[2])
+
+
 def _column_maker(ctx, x4, m, as_rows):
     """One buffer for m samples' columns, and the function that fills it from samples n0:n1 of x4 (C-contiguous)
     and returns it: im2row's rows (n, oh, ow, kh, kw, C) or im2col's columns (n, C, kh, kw, oh, ow)."""
     N, C, H, W = x4.shape
     (kh, kw), (oh, ow) = ctx.k, ctx.out_hw
     k = _conv_kernels()
-    geometry = (kh, kw, *ctx.s, *ctx.d, ctx.pads[0], ctx.pads[2])
+    geometry = _geometry(ctx)
     if as_rows:
         cols, xhwc = np.empty((m, oh, ow, kh, kw, C), x4.dtype), np.empty((m, H, W, C), x4.dtype)
 
@@ -241,8 +247,7 @@ def _conv_arrays(ctx, g, inputs, out, wanted):
                     gw += np.matmul(gc, c.reshape(n1 - n0, G, K, oh * ow).transpose(0, 1, 3, 2)).sum(axis=0)
             if wanted[0]:
                 gcc = np.matmul(wt, gc, out=gcols[:n1 - n0])
-                k.col2im(gcc.reshape(n1 - n0, C, kh, kw, oh, ow), kh, kw, *ctx.s, *ctx.d, ctx.pads[0], ctx.pads[2],
-                         gx[n0:n1])
+                k.col2im(gcc.reshape(n1 - n0, C, kh, kw, oh, ow), *_geometry(ctx), gx[n0:n1])
         if gw is not None and as_rows:
             gw = np.ascontiguousarray(gw.reshape(O, kh, kw, C).transpose(0, 3, 1, 2))
         gw = None if gw is None else gw.reshape(w.shape)
@@ -443,7 +448,7 @@ def _conv_t_arrays(ctx, g, inputs, out, wanted):
     if g4.dtype not in (np.float32, np.float64):
         return None
     cols = np.empty((G * Cog, kh, kw, N, H, W), g4.dtype)
-    _conv_kernels().im2col(g4, kh, kw, *ctx.s, *ctx.d, ctx.pads[0], ctx.pads[2], cols.transpose(3, 0, 1, 2, 4, 5))
+    _conv_kernels().im2col(g4, *_geometry(ctx), cols.transpose(3, 0, 1, 2, 4, 5))
     cols = cols.reshape(G, Cog * kh * kw, N * H * W)
     gx = gw = gb = None
     if wanted[0]:

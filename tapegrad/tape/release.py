@@ -8,7 +8,7 @@ import weakref
 import numpy as np
 
 from .. import kernels
-from ..registry import OPS, SAVES_ALL, SAVES_OUT, reads_input, tables
+from ..registry import OPS, SAVES_OUT, reads_every_input, reads_input, tables
 from .. import tape as T  # (the package: its tunable thresholds are read at call time, as tests change them)
 
 
@@ -19,9 +19,8 @@ class Release:
         saves = tables()[1]
         lo, hi = self.argptr[row], self.argptr[row + 1]
         reads = int(saves[self.op[row]])
-        read_all = (1 << min(int(hi - lo), 6)) - 1  # (reads_input's bits for every input)
-        if reads & SAVES_ALL or reads & read_all == read_all:
-            return  # its rule reads every input (x * y): none to release
+        if reads_every_input(reads, int(hi - lo)):
+            return  # none to release
         traces = self.__dict__.get("anomaly_traces") or ()  # (anomaly mode names a row by its value)
         for j, s in enumerate(self.args[lo:hi].tolist()):
             if reads_input(reads, j):
