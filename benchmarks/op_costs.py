@@ -1,0 +1,73 @@
+"""What single small ops cost, tapegrad against torch in one process (one thread): the front ends' figures quoted
+in docs/architecture.md ("What a recorded op costs"), and the layer norm benchmark's step (L5 of benchmarks.layers)
+split into its calls, as the README's layer table explains its miss.
+
+    python -m benchmarks.op_costs [ops] [l5]
+
+Prints medians of perf_counter around each call (ops: 5,000 calls no-grad after 500; l5: 3,000 steps after 300).
+"""
+import math
+import statistics
+import sys
+import time
+
+import numpy as np
+
+
+def _median_us(f, n=5000, warm=500):
+    times = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        f()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times[warm:]) * 1e6
+
+
+def _ops(L):
+    F = L.nn.functional
+    rng = np.random.default_rng(0)
+    v = L.tensor(np.linspace(-math.pi, math.pi, 2000).astype(np.float32))
+    x = L.tensor(rng.random((32, 64)).astype(np.float32))
+    probs, action = L.tensor(rng.random((1, 2)).astype(np.float32)), L.tensor(1)
+    return {"sum of 2,000": lambda: v.sum(), "mean of 2,000": lambda: v.mean(), "x[:, :8] of 32 x 64": lambda: x[:, :8],
+            "probs[0, action]": lambda: probs[0, action], "x.size(0)": lambda: x.size(0), "rand(32)": lambda: L.rand(32),
+            "softmax of 32 x 64": lambda: F.softmax(x, dim=1), "max(x, 1) of 32 x 64": lambda: x.max(1),
+            "tensor(0.0)": lambda: L.tensor(0.0), "x.t() of 32 x 64": lambda: x.t()}
+
+
+def ops(torch, tapegrad):
+    cases = {lib: _ops(lib) for lib in (torch, tapegrad)}
+    for name in cases[torch]:
+        a, b = _median_us(cases[torch][name]), _median_us(cases[tapegrad][name])
+        print(f"{name:24s} torch {a:6.2f} us  tapegrad {b:6.2f} us  {b / a:5.2f}x")
+
+
+def l5(L, steps=3000, warm=300):
+    """The phases of L5's step: layer_norm, `* seed`, `.sum()`, backward (float32, 16 x 64 x 128)."""
+    rng = np.random.default_rng(15)
+    x = L.tensor(rng.standard_normal((16, 64, 128)).astype(np.float32), requires_grad=True)
+    seed = L.tensor(rng.standard_normal((16, 64, 128)).astype(np.float32))
+    ln = L.nn.LayerNorm(128)
+    phases = [[], [], [], []]
+    pc = time.perf_counter
+    for _ in range(steps):
+        for t in (x, ln.weight, ln.bias):
+            t.grad = None
+        t0 = pc(); out = ln(x); t1 = pc(); prod = out * seed; t2 = pc(); loss = prod.sum(); t3 = pc()
+        loss.backward(); t4 = pc()
+        for p, d in zip(phases, (t1 - t0, t2 - t1, t3 - t2, t4 - t3)):
+            p.append(d)
+    return [statistics.median(p[warm:]) * 1e6 for p in phases]
+
+
+if __name__ == "__main__":
+    import torch
+    import tapegrad
+    torch.set_num_threads(1)
+    which = sys.argv[1:] or ["ops", "l5"]
+    if "ops" in which:
+        ops(torch, tapegrad)
+    if "l5" in which:
+        for lib in (torch, tapegrad):
+            f, m, s, b = l5(lib)
+            print(f"L5 {lib.__name__:8s} layer_norm {f:6.1f} us  * seed {m:5.1f}  .sum() {s:5.1f}  backward {b:6.1f}")
