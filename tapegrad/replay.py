@@ -105,7 +105,7 @@ def _run(tape, roots, seeds, retain_graph, create_graph, targets, accumulate, tr
                 need, own, offsets, recycle, adj32, adj64, leaves, bad, arg, start, first = rt.run_pass(
                     n, np.asarray(roots, np.int64), target_rows, float(seed.item()), flags, tape.op, kinds,
                     saves, tape.argptr, tape.args, tape.argver, tape.obj, tape.vaddr, tape.outver, tape.dtype,
-                    tape.fattr, tape.iattr, REUSE_MIN)
+                    tape.fattr, tape.iattr, REUSE_MIN, rt.BLAS)
             else:
                 need, own, offsets, recycle, n32, n64, bad, arg = _plan(rt, tape, n, roots, target_rows, kinds, saves)
         finally:
@@ -150,7 +150,8 @@ def _plan(rt, tape, n, roots, target_rows, kinds, saves):
     # anomaly mode reads a row's adjoint after the row has run (_raise_nan): no block is reused
     reuse_min = NO_REUSE if anomaly.is_anomaly_enabled() else REUSE_MIN
     return rt.plan(n, np.asarray(roots, np.int64), target_rows, tape.flags, tape.op, kinds, saves, tape.argptr,
-                   tape.args, tape.argver, tape.obj, tape.vaddr, tape.outver, tape.dtype, tape.iattr, reuse_min)
+                   tape.args, tape.argver, tape.obj, tape.vaddr, tape.outver, tape.dtype, tape.iattr, reuse_min,
+                   rt.BLAS)
 
 
 def _check_guards(tape, need):
@@ -313,7 +314,7 @@ def _drive(rt, tape, i, need, owned, own, offsets, recycle, adj, kinds, adjoint,
                 i = _traced_step(rt, tape, i, need, kinds, offsets, recycle, adj, adjoint)
             else:
                 i = rt.replay(i, resume, need, tape.flags, tape.op, kinds, tape.argptr, tape.args, tape.obj,
-                              tape.dtype, tape.fattr, tape.iattr, offsets, recycle, adj[0], adj[1])
+                              tape.dtype, tape.fattr, tape.iattr, offsets, recycle, adj[0], adj[1], rt.BLAS)
             if i < 0:
                 break
             if tape.flags[i] & F_STOP and i in tape.watch:
@@ -373,7 +374,7 @@ def _traced_step(rt, tape, i, need, kinds, offsets, recycle, adj, adjoint):
     args = [a for a in tape.row_args(i) if need[a]] if check else ()
     clean = {a: not np.isnan(adjoint(a)).any() for a in args}
     nxt = rt.replay(i, True, need, tape.flags, tape.op, kinds, tape.argptr, tape.args, tape.obj, tape.dtype,
-                    tape.fattr, tape.iattr, offsets, recycle, adj[0], adj[1])
+                    tape.fattr, tape.iattr, offsets, recycle, adj[0], adj[1], rt.BLAS)
     if any(clean[a] and np.isnan(adjoint(a)).any() for a in args):
         run_named(tape, i, _raise_nan, tape, i, need, adjoint)
     return nxt

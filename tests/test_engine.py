@@ -186,35 +186,107 @@ def test_an_input_broadcast_along_the_inner_part_is_summed_as_torch(shapes, dtyp
                 np.testing.assert_allclose(mine, theirs, rtol=rtol)
 
 
+@pytest.fixture(params=["gemm", "no-gemm"])
+def gemm(request, monkeypatch):
+    """Whether the compiled replay has BLAS's gemm to call (NumPy's OpenBLAS, kernels/blas.py), or none (a NumPy
+    built on another BLAS): larger products then return to Python."""
+    from tapegrad.kernels import runtime
+    if request.param == "gemm":
+        assert runtime.BLAS.all(), "NumPy's bundled OpenBLAS was not found: the replay cannot call gemm"
+    else:
+        monkeypatch.setattr(runtime, "BLAS", np.zeros(2, np.int64))
+    return request.param == "gemm"
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("sizes", [(37, 5, 3), (1, 4, 128), (2000, 3, 1), (32, 32, 32), (64, 64, 16)],
                          ids=["small", "one-row", "tall", "at-the-limit", "blas"])
 @pytest.mark.parametrize("inputs", ["x-w-b", "w-b", "x-w", "w-twice"])
-def test_a_small_linear_rows_rule_runs_in_the_replay_as_torchs(sizes, dtype, inputs, python_rows):
-    """linear/addmm rows of at most runtime.LINEAR_HERE_MAX multiply-adds are differentiated by the compiled replay
-    (K_LINEAR), larger ones by Python's BLAS rule: both against torch, and which one ran."""
+def test_a_linear_rows_rule_runs_in_the_replay_as_torchs(sizes, dtype, inputs, gemm, python_rows):
+    """linear/addmm rows are differentiated by gemm called from the compiled replay (K_LINEAR), or without one, those
+    of at most runtime.LINEAR_HERE_MAX multiply-adds by the replay's loops and larger ones by Python's BLAS rule:
+    against torch, and which one ran."""
     from tapegrad.kernels import runtime
     n, k, m = sizes
     rng = np.random.default_rng(12)
     x0, w0, b0, c0 = (rng.standard_normal(s).astype(dtype) for s in ((n, k), (m, k), (m,), (n, m)))
-    grads = []
-    for L in (tapegrad, torch):
+    grads, ran = [], []
+    for L, anomaly in ((tapegrad, False), (tapegrad, True), (torch, False)):
+        python_rows.clear()
         x = L.tensor(x0, requires_grad=inputs != "w-b")
         w, b = L.tensor(w0, requires_grad=True), L.tensor(b0, requires_grad=True)
         F = L.nn.functional
         y = F.linear(x, w) if inputs == "x-w" else F.linear(x, w, b)
         if inputs == "w-twice":  # (the weight's adjoint from two rows: never handed over as one row's array)
             y = y + F.linear(x * 0.5, w)
-        (y.tanh() * L.tensor(c0)).sum().backward()
+        with tapegrad.autograd.set_detect_anomaly(anomaly, check_nan=False):  # (anomaly: each row's rule in Python)
+            (y.tanh() * L.tensor(c0)).sum().backward()
         grads.append([None if t.grad is None else t.grad.numpy() for t in (x, w, b)])
-    here = n * k * m <= runtime.LINEAR_HERE_MAX
-    assert ("addmm" in python_rows or "linear" in python_rows) == (not here)
+        ran.append("addmm" in python_rows or "linear" in python_rows)
+    here = gemm or n * k * m <= runtime.LINEAR_HERE_MAX
+    assert ran[:2] == [not here, True]
     rtol = 2e-5 if dtype == "float32" else 1e-12
-    for mine, theirs in zip(*grads):
-        assert (mine is None) == (theirs is None)
+    for mine, rule, theirs in zip(*grads):
+        assert (mine is None) == (theirs is None) == (rule is None)
         if theirs is not None:
             assert mine.dtype == theirs.dtype
             np.testing.assert_allclose(mine, theirs, rtol=rtol, atol=rtol)
+            # the array rule's bits (but NumPy computes a product with a dimension of 1 by gemv, and w-twice adds
+            # two products into one block in another order than Python's)
+            if not (gemm and (1 in sizes or inputs == "w-twice")):
+                np.testing.assert_array_equal(mine, rule)
+
+
+_MATMUL_CASES = {  # a's and b's shapes, how b is made from its array, and whether the replay can run the row itself
+    "square": ((32, 32), (32, 32), "as is", True),
+    "mlp": ((16, 64), (64, 128), "as is", True),
+    "b-transposed": ((20, 30), (30, 7), "t()", True),
+    "a-transposed": ((9, 40), (40, 3), "a.t()", True),
+    "x-at-x": ((12, 12), (12, 12), "a", True),               # one tensor both sides: both adjoints into one block
+    "one-column": ((50, 8), (8, 1), "as is", True),
+    "folded": ((3, 6, 10), (10, 4), "as is", True),          # matmul_fold: a's leading dimensions folded, as torch
+    "batched": ((3, 6, 10), (3, 10, 4), "as is", False),     # bmm: Python's rule
+    "vector": ((6, 10), (10,), "as is", False),               # mv: Python's rule
+}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("wanted", ["a", "b", "both"])
+@pytest.mark.parametrize("case", list(_MATMUL_CASES))
+def test_a_matmul_rows_rule_runs_in_the_replay_as_torchs(case, wanted, dtype, gemm, python_rows):
+    """matmul rows of a 2-d b (C-contiguous operands) are differentiated by gemm called from the compiled replay
+    (runtime._matmul_rule), any other (or any, without a gemm) by Python's rule: against torch, bit for bit
+    against the array rule (anomaly mode runs each row's rule in Python), and which one ran."""
+    a_shape, b_shape, make_b, here = _MATMUL_CASES[case]
+    rng = np.random.default_rng(5)
+    a0 = rng.standard_normal(a_shape).astype(dtype)
+    b0 = rng.standard_normal(b_shape[::-1] if make_b == "t()" else b_shape).astype(dtype)
+    results = []
+    for L, anomaly in ((tapegrad, False), (tapegrad, True), (torch, False)):
+        python_rows.clear()
+        a = L.tensor(a0.T.copy() if make_b == "a.t()" else a0, requires_grad=wanted != "b" or make_b == "a")
+        b = L.tensor(b0, requires_grad=wanted != "a")
+        left = a.t() if make_b == "a.t()" else a
+        right = b.t() if make_b == "t()" else left if make_b == "a" else b
+        out = (L.tanh(left @ right) * 1.5).sum()
+        if anomaly:
+            with tapegrad.autograd.set_detect_anomaly(True, check_nan=False):
+                out.backward()
+        else:
+            out.backward()
+        results.append(([grad_of(a), grad_of(b)], bool({"matmul", "matmul_fold", "mv"} & set(python_rows))))
+    (replayed, python_ran), (by_rule, rule_ran), (theirs, _) = results
+    assert python_ran == (not (here and gemm)) and rule_ran
+    rtol = 2e-5 if dtype == "float32" else 1e-12
+    for mine, rule, ref in zip(replayed, by_rule, theirs):
+        assert (mine is None) == (ref is None) == (rule is None)
+        if ref is not None:
+            assert mine.dtype == ref.dtype
+            np.testing.assert_allclose(mine, ref, rtol=rtol, atol=rtol)
+            # (x @ x: two products added into one block, in another order than Python's; a product with a dimension
+            # of 1 NumPy computes by gemv, the replay by gemm)
+            if make_b != "a" and 1 not in a_shape + b_shape:
+                np.testing.assert_array_equal(mine, rule)
 
 
 _POINTWISE_LOSSES = [("mse_loss", {}), ("smooth_l1_loss", {"beta": 0.7}), ("huber_loss", {"delta": 0.6})]
@@ -282,9 +354,9 @@ def test_the_replays_rule_kinds_and_reductions_follow_the_registry_and_the_losse
     from tapegrad import registry
     from tapegrad.kernels import runtime
     from tapegrad.ops import loss
-    kinds = [runtime.K_LINEAR, runtime.K_MSE, runtime.K_SMOOTH_L1, runtime.K_HUBER]
+    kinds = [runtime.K_LINEAR, runtime.K_MSE, runtime.K_SMOOTH_L1, runtime.K_HUBER, runtime.K_MATMUL]
     assert kinds == [registry.K_RULE + j for j in range(len(registry.COMPILED_RULES))] and runtime.K_RULE == kinds[0]
-    assert registry.COMPILED_RULES == ("linear", "mse", "smooth_l1", "huber")
+    assert registry.COMPILED_RULES == ("linear", "mse", "smooth_l1", "huber", "matmul")
     assert [loss._code(r) for r in ("none", "mean", "sum")] == [runtime.R_NONE, runtime.R_MEAN, runtime.R_SUM]
     table = registry.tables()[0]
     for name, rule in (("linear", "linear"), ("addmm", "linear"), ("mse_loss", "mse"),
@@ -355,9 +427,11 @@ def test_matmul_between_compiled_segments(lib):
 
 
 
-def test_a_weight_gradient_from_a_python_row_accumulates_and_keeps_its_hooks(lib):
+def test_a_weight_gradient_from_a_python_row_accumulates_and_keeps_its_hooks(lib, monkeypatch):
     """A leaf whose one adjoint comes from a Python row takes that array as its .grad (no copy): it must
     still run the leaf's hooks, accumulate over backwards, and not share memory with anything else."""
+    from tapegrad.kernels import runtime
+    monkeypatch.setattr(runtime, "BLAS", np.zeros(2, np.int64))  # (no gemm for the replay: matmul is a Python row)
     rng = np.random.default_rng(2)
     a = lib.tensor(rng.standard_normal((4, 3)), requires_grad=True)
     b = lib.tensor(rng.standard_normal((3, 5)), requires_grad=True)

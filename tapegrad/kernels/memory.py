@@ -62,12 +62,18 @@ def c_contiguous(obj):
 
 
 @njit(inline="always", **JIT)
+def data(obj):
+    """The address of the array's first element."""
+    return load_i64(obj + _DATA)
+
+
+@njit(inline="always", **JIT)
 def view(obj, num, dt):
     """The C-contiguous data of the array whose id is obj, as a flat array of all its elements, which
     must be of dtype dt (NumPy type number num)."""
     if typenum(obj) != num:
         raise TypeError("tapegrad: a tape row's value does not have the dtype its row records")
-    return numba.carray(_voidptr(load_i64(obj + _DATA)), size(obj), dt)
+    return numba.carray(_voidptr(data(obj)), size(obj), dt)
 
 
 @njit(**JIT)
@@ -75,15 +81,15 @@ def _probe(obj):
     shape = np.empty(ndim(obj), np.int64)
     for d in range(shape.size):
         shape[d] = dim(obj, d)
-    return load_i64(obj + _DATA), shape, typenum(obj), c_contiguous(obj)
+    return data(obj), shape, typenum(obj), c_contiguous(obj)
 
 
 def check_layout():
     ok = True
     for dt in (np.float32, np.float64, np.int64, np.float16):
         a = np.zeros((3, 5, 7), dt)
-        data, shape, num, contiguous = _probe(id(a))
-        ok = ok and data == a.ctypes.data and tuple(shape) == a.shape and num == a.dtype.num and contiguous
+        address, shape, num, contiguous = _probe(id(a))
+        ok = ok and address == a.ctypes.data and tuple(shape) == a.shape and num == a.dtype.num and contiguous
         ok = ok and not _probe(id(a.transpose(1, 0, 2)))[3]
     if not ok:
         raise RuntimeError(f"tapegrad: NumPy {np.__version__} lays out its array struct differently than "

@@ -8,18 +8,20 @@ import numpy as np
 from numba import njit
 from numpy import uint64 as u64
 
-from .memory import JIT, _voidptr, c_contiguous, dim, load_i64, ndim, size, typenum, view
-from . import elementwise
+from .memory import JIT, _voidptr, c_contiguous, data, dim, load_i64, ndim, size, typenum, view
+from . import blas, elementwise
 
 # Kinds of row, as declared in the registry.
 K_LEAF, K_UNARY, K_BINARY, K_SUM, K_EXPAND, K_RESHAPE, K_GATHER, K_CAST, K_PYTHON = range(9)
 # From K_RULE up: a PYTHON row whose rule this module also has, in registry.COMPILED_RULES' order (registry.K_RULE),
 # run here when _rule_here says the row's arrays suit it.
-K_LINEAR, K_MSE, K_SMOOTH_L1, K_HUBER = range(9, 13)
+K_LINEAR, K_MSE, K_SMOOTH_L1, K_HUBER, K_MATMUL = range(9, 14)
 K_RULE = K_LINEAR
-# A K_LINEAR row (x @ w.T + b) runs here when it has at most this many multiply-adds a product: its three loops
-# then cost less than returning to Python for BLAS (about 10 us a row).
+# K_LINEAR (x @ w.T + b) and K_MATMUL rows are differentiated by NumPy's gemm called from here (blas.py; BLAS, the
+# int64 array of its addresses). Where there is none, a K_LINEAR row of at most LINEAR_HERE_MAX multiply-adds a
+# product is differentiated by three loops here, which cost less than returning to Python (about 10 us a row).
 LINEAR_HERE_MAX = 1 << 15
+BLAS = blas.addresses()
 # A pointwise loss row's reduction, in its iattr (ops/loss.py; 0, a row that recorded none, is none of them).
 R_NONE, R_MEAN, R_SUM = 1, 2, 3
 F_REQ, F_DEAD, F_STOP = 1, 2, 4
@@ -111,7 +113,7 @@ def free_cut(need, n, floor, nargs, ghost, obj, op, flags, dtypes, vaddr, outver
 
 @njit(**JIT)
 def plan(n, roots, targets, flags, op, kinds, saves, argptr, args, argver, obj, vaddr, outver, dtypes, iattr,
-         reuse_min):
+         reuse_min, gemm):
     """Mark the rows this backward needs and lay out their adjoints.
 
     need: rows reached from the roots that require grad (and, when targets are given, lie on a path to
@@ -134,7 +136,7 @@ def plan(n, roots, targets, flags, op, kinds, saves, argptr, args, argver, obj, 
         if need[i]:
             kind = kinds[op[i]]
             in_python = kind == K_PYTHON or (kind >= K_RULE and not _rule_here(kind, i, argptr, args, obj, dtypes,
-                                                                                iattr))
+                                                                                iattr, gemm))
             for k in range(argptr[i], argptr[i + 1]):
                 a = args[k]
                 if flags[a] & F_REQ:
@@ -509,26 +511,31 @@ def _step(i, kind, o, argptr, args, obj, fattr, iattr, need, offsets, adj, dt, n
 
 
 @njit(**JIT)
-def _rule_here(kind, i, argptr, args, obj, dtypes, iattr):
+def _rule_here(kind, i, argptr, args, obj, dtypes, iattr, gemm):
     """Whether the replay runs row i, of a kind from K_RULE up, itself (else Python runs the op's rule)."""
     if kind == K_LINEAR:
-        return _linear_here(i, argptr, args, obj, dtypes)
+        return _linear_here(i, argptr, args, obj, dtypes, gemm)
+    if kind == K_MATMUL:
+        return _matmul_here(i, argptr, args, obj, dtypes, gemm)
     return _loss_here(i, argptr, args, obj, dtypes, iattr)
 
 
 @njit(**JIT)
-def _rule(kind, i, argptr, args, obj, fattr, iattr, need, offsets, adj, dt, num):
+def _rule(kind, i, argptr, args, obj, fattr, iattr, need, offsets, adj, dt, num, gemm):
     """Row i's adjoints (_rule_here), added into their blocks of adj (dtype dt, NumPy type number num)."""
     if kind == K_LINEAR:
-        _linear_rule(i, argptr, args, obj, need, offsets, adj, dt, num)
+        _linear_rule(i, argptr, args, obj, need, offsets, adj, dt, num, gemm)
+    elif kind == K_MATMUL:
+        _matmul_rule(i, argptr, args, obj, need, offsets, adj, dt, num, gemm)
     else:
         _loss_rule(kind, i, argptr, args, obj, fattr, iattr, need, offsets, adj, dt, num)
 
 
 @njit(**JIT)
-def _linear_here(i, argptr, args, obj, dtypes):
+def _linear_here(i, argptr, args, obj, dtypes, gemm):
     """Whether the replay runs K_LINEAR row i itself: y = x @ w.T (+ b), x (N, K), w (M, K), b (M,), all of the
-    row's dtype (float32 or float64) and C-contiguous, with at most LINEAR_HERE_MAX multiply-adds."""
+    row's dtype (float32 or float64) and C-contiguous, with a gemm to call (gemm: BLAS's addresses) or at most
+    LINEAR_HERE_MAX multiply-adds."""
     lo = argptr[i]
     na = argptr[i + 1] - lo
     if dtypes[i] == 2 or na < 2 or na > 3:
@@ -545,12 +552,13 @@ def _linear_here(i, argptr, args, obj, dtypes):
         if typenum(b) != num or ndim(b) != 1 or dim(b, 0) != dim(w, 0):
             return False
     n, k, m = dim(x, 0), dim(x, 1), dim(w, 0)
-    return n > 0 and k > 0 and m > 0 and n * k * m <= LINEAR_HERE_MAX
+    return n > 0 and k > 0 and m > 0 and (gemm[dtypes[i]] != 0 or n * k * m <= LINEAR_HERE_MAX)
 
 
 @njit(**JIT)
-def _linear_rule(i, argptr, args, obj, need, offsets, adj, dt, num):
-    """The adjoints of row i, y = x @ w.T (+ b) (_linear_here), added into their blocks by _linear_sums."""
+def _linear_rule(i, argptr, args, obj, need, offsets, adj, dt, num, gemm):
+    """The adjoints of row i, y = x @ w.T (+ b) (_linear_here), added into their blocks by gemm as the array rule's
+    `g @ w` and `g.T @ x`, and the bias's column sums as its `g.sum(0)`; without a gemm, by _linear_sums."""
     lo = argptr[i]
     a0, a1 = args[lo], args[lo + 1]
     x, w = obj[a0], obj[a1]
@@ -558,11 +566,75 @@ def _linear_rule(i, argptr, args, obj, need, offsets, adj, dt, num):
     has_b = argptr[i + 1] - lo == 3
     a2 = args[lo + 2] if has_b else a0
     g = _block(adj, offsets[i], n * m, dt)  # (also the unused stand-in for an adjoint not wanted)
-    _linear_sums(g, view(x, num, dt), view(w, num, dt), n, k, m,
-                 _block(adj, offsets[a0], n * k, dt) if need[a0] else g,
-                 _block(adj, offsets[a1], m * k, dt) if need[a1] else g,
-                 _block(adj, offsets[a2], m, dt) if has_b and need[a2] else g,
-                 need[a0], need[a1], has_b and need[a2])
+    double = num == NUM_F64
+    f = gemm[1 if double else 0]
+    if f == 0:
+        _linear_sums(g, view(x, num, dt), view(w, num, dt), n, k, m,
+                     _block(adj, offsets[a0], n * k, dt) if need[a0] else g,
+                     _block(adj, offsets[a1], m * k, dt) if need[a1] else g,
+                     _block(adj, offsets[a2], m, dt) if has_b and need[a2] else g,
+                     need[a0], need[a1], has_b and need[a2])
+        return
+    at = g.ctypes.data
+    if need[a0]:  # gx (n, k) += g (n, m) @ w (m, k)
+        gx = _block(adj, offsets[a0], n * k, dt)
+        blas.gemm_add(f, double, _NO, _NO, n, k, m, at, m, data(w), k, gx.ctypes.data, k)
+    if need[a1]:  # gw (m, k) += g.T @ x (n, k)
+        gw = _block(adj, offsets[a1], m * k, dt)
+        blas.gemm_add(f, double, _T, _NO, m, k, n, at, m, data(x), k, gw.ctypes.data, k)
+    if has_b and need[a2]:  # (NumPy's sum over the rows: each column's terms in row order, then added once)
+        gb = _block(adj, offsets[a2], m, dt)
+        column = g[:m].copy()
+        for r in range(1, n):
+            for c in range(m):
+                column[c] += g[r * m + c]
+        for c in range(m):
+            gb[c] += column[c]
+
+
+_NO, _T = np.int32(blas.NO_TRANS), np.int32(blas.TRANS)
+
+
+@njit(**JIT)
+def _matmul_here(i, argptr, args, obj, dtypes, gemm):
+    """Whether the replay runs matmul (or matmul_fold) row i itself: y = a @ b, a (..., M, K) and b (K, N)
+    C-contiguous (a transpose's value is a copy), no dimension 0, all of the row's dtype (float32 or float64), and a
+    gemm to call. a's leading dimensions fold into M, as torch folds them."""
+    lo = argptr[i]
+    if dtypes[i] == 2 or argptr[i + 1] - lo != 2 or gemm[dtypes[i]] == 0:
+        return False
+    y, a, b = obj[i], obj[args[lo]], obj[args[lo + 1]]
+    num = typenum(y)
+    d = ndim(a)
+    if d < 2 or ndim(b) != 2 or ndim(y) != d or typenum(a) != num or typenum(b) != num:
+        return False
+    for j in range(d - 1):
+        if dim(y, j) != dim(a, j):
+            return False
+    k, n = dim(a, d - 1), dim(b, 1)
+    if dim(b, 0) != k or dim(y, d - 1) != n or size(a) == 0 or n == 0:
+        return False
+    return c_contiguous(a) and c_contiguous(b)
+
+
+@njit(**JIT)
+def _matmul_rule(i, argptr, args, obj, need, offsets, adj, dt, num, gemm):
+    """The adjoints of row i, y = a @ b (_matmul_here; a's leading dimensions folded into M), added into their
+    blocks by gemm: the array rule's `g @ b.T` and `a.T @ g`, as NumPy calls it."""
+    lo = argptr[i]
+    a0, a1 = args[lo], args[lo + 1]
+    a, b = obj[a0], obj[a1]
+    k, n = dim(b, 0), dim(b, 1)
+    m = size(a) // k
+    double = num == NUM_F64
+    f = gemm[1 if double else 0]
+    at = _block(adj, offsets[i], m * n, dt).ctypes.data
+    if need[a0]:  # ga (m, k) += g (m, n) @ b.T
+        ga = _block(adj, offsets[a0], m * k, dt)
+        blas.gemm_add(f, double, _NO, _T, m, k, n, at, n, data(b), n, ga.ctypes.data, k)
+    if need[a1]:  # gb (k, n) += a.T @ g
+        gb = _block(adj, offsets[a1], k * n, dt)
+        blas.gemm_add(f, double, _T, _NO, k, n, m, data(a), k, at, n, gb.ctypes.data, n)
 
 
 @njit(**JIT)
@@ -769,7 +841,7 @@ def _add_into(src, dst):
 
 @njit(**JIT)
 def replay(start, resume, need, flags, op, kinds, argptr, args, obj, dtypes, fattr, iattr, offsets, recycle,
-           adj32, adj64):
+           adj32, adj64, gemm):
     """Run the needed rows from `start` down to 0; return the first row Python must run (a PYTHON row, a STOP
     row, a float16 or bfloat16 row whose rule reads values, a cast to one), or -1.
     With resume, the row at `start` runs here even if flagged STOP (Python has run its hooks).
@@ -786,12 +858,12 @@ def replay(start, resume, need, flags, op, kinds, argptr, args, obj, dtypes, fat
         if kind == K_CAST and dtypes[i] == 2:  # to float16 / bfloat16: Python rounds the gradient to it
             return i
         if kind >= K_RULE:
-            if not _rule_here(kind, i, argptr, args, obj, dtypes, iattr):
+            if not _rule_here(kind, i, argptr, args, obj, dtypes, iattr, gemm):
                 return i
             if dtypes[i] == 0:
-                _rule(kind, i, argptr, args, obj, fattr, iattr, need, offsets, adj32, np.float32, NUM_F32)
+                _rule(kind, i, argptr, args, obj, fattr, iattr, need, offsets, adj32, np.float32, NUM_F32, gemm)
             else:
-                _rule(kind, i, argptr, args, obj, fattr, iattr, need, offsets, adj64, np.float64, NUM_F64)
+                _rule(kind, i, argptr, args, obj, fattr, iattr, need, offsets, adj64, np.float64, NUM_F64, gemm)
         elif kind == K_CAST:  # adjoints of float32 rows are in adj32; of float64 and float16 rows, in adj64
             a = args[argptr[i]]
             if need[a]:
@@ -823,13 +895,14 @@ def replay(start, resume, need, flags, op, kinds, argptr, args, obj, dtypes, fat
 
 @njit(**JIT)
 def run_pass(n, roots, targets, seed, flags, op, kinds, saves, argptr, args, argver, obj, vaddr, outver, dtypes,
-             fattr, iattr, reuse_min):
+             fattr, iattr, reuse_min, gemm):
     """A backward's usual start in one call (a compiled call's dispatch costs about as much as a tiny graph's
     arithmetic): plan, the adjoint buffers, `seed` added at the one root (a single element), and replay from it.
     Returns plan's results with the buffers, the needed leaves, replay's row (-1: done; also when plan reports
     an error, which replay then never ran) and the lowest row free_graph frees (-1: none)."""
     need, own, offsets, recycle, n32, n64, bad, arg = plan(n, roots, targets, flags, op, kinds, saves, argptr, args,
-                                                          argver, obj, vaddr, outver, dtypes, iattr, reuse_min)
+                                                          argver, obj, vaddr, outver, dtypes, iattr, reuse_min,
+                                                          gemm)
     adj32 = np.zeros(n32, np.float32)
     adj64 = np.zeros(n64, np.float64)
     count = 0
@@ -853,5 +926,5 @@ def run_pass(n, roots, targets, seed, flags, op, kinds, saves, argptr, args, arg
         else:
             _block(adj64, offsets[r], 1, np.float64)[0] += seed
         nxt = replay(r, False, need, flags, op, kinds, argptr, args, obj, dtypes, fattr, iattr, offsets, recycle,
-                     adj32, adj64)
+                     adj32, adj64, gemm)
     return need, own, offsets, recycle, adj32, adj64, leaves, bad, arg, nxt, first

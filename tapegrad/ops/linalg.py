@@ -400,8 +400,10 @@ def _matmul_arrays(ctx, g, inputs, out, wanted):
     a, b = inputs
     if not _array_rule_dtype(a, b, g):
         return None
-    if a.ndim == 2 and b.ndim == 2:
-        return g @ b.T if wanted[0] else None, a.T @ g if wanted[1] else None
+    if a.ndim >= 2 and b.ndim == 2 and a.shape[:-1] == g.shape[:-1]:  # (matmul_fold's, folded as torch folds it)
+        (k, n), m = b.shape, math.prod(a.shape[:-1])
+        a2, g2 = a.reshape(m, k), g.reshape(m, n)
+        return (g2 @ b.T).reshape(a.shape) if wanted[0] else None, a2.T @ g2 if wanted[1] else None
     if a.ndim == 1 and b.ndim == 1:
         return g * b if wanted[0] else None, g * a if wanted[1] else None
     a2 = a[None, :] if a.ndim == 1 else a
@@ -468,12 +470,13 @@ def _vjp_einsum(ctx, g, inputs, out):
     return _einsum_grads(ctx, g, inputs)
 
 
-registry.python("matmul", "MmBackward0", _mm_forward, _vjp_matmul, array_vjp=_matmul_arrays)
+registry.python("matmul", "MmBackward0", _mm_forward, _vjp_matmul, array_vjp=_matmul_arrays, compiled_rule="matmul")
 _MATMUL = OPS["matmul"]  # (_matmul_tensors's hot path)
 registry.python("mv", "MvBackward0", _mm_forward, _vjp_matmul, array_vjp=_matmul_arrays)
 registry.python("bmm", "BmmBackward0", _mm_forward, _vjp_matmul, array_vjp=_matmul_arrays)
 registry.python("dot", "DotBackward0", _mm_forward, _vjp_matmul, array_vjp=_matmul_arrays)
-registry.python("matmul_fold", "UnsafeViewBackward0", _mm_forward, _vjp_matmul, array_vjp=_matmul_arrays)
+registry.python("matmul_fold", "UnsafeViewBackward0", _mm_forward, _vjp_matmul, array_vjp=_matmul_arrays,
+                compiled_rule="matmul")
 registry.python("matmul_bcast", "CloneBackward0", _mm_forward, _vjp_matmul, array_vjp=_matmul_arrays)
 registry.python("vecmat", "SqueezeBackward4", _mm_forward, _vjp_matmul, array_vjp=_matmul_arrays)
 registry.python("norm", "LinalgVectorNormBackward0", lambda ctx, x: _vector_norm_forward(_NORM2, x, False), _vjp_norm,

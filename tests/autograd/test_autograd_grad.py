@@ -161,9 +161,10 @@ def test_the_plan_marks_only_path_rows():
     unrelated = (x * 7).sum()  # from x, but does not reach the output
     kinds, saves = registry.tables()
     rows = np.array([tape.slot(t) for t in (a, b, c, unrelated)])
-    need = kernels.load().plan(tape.n, np.array([tape.slot(c)]), np.array([tape.slot(x)]), tape.flags, tape.op,
-                               kinds, saves, tape.argptr, tape.args, tape.argver, tape.obj, tape.vaddr, tape.outver,
-                               tape.dtype, tape.iattr, 1)[0]
+    rt = kernels.load()
+    need = rt.plan(tape.n, np.array([tape.slot(c)]), np.array([tape.slot(x)]), tape.flags, tape.op, kinds, saves,
+                   tape.argptr, tape.args, tape.argver, tape.obj, tape.vaddr, tape.outver, tape.dtype, tape.iattr, 1,
+                   rt.BLAS)[0]
     assert need[rows].tolist() == [True, False, True, False]
     assert need[tape.slot(x)] and not need[tape.slot(z)]
     del unrelated

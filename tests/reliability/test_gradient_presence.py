@@ -87,11 +87,11 @@ def _leaf_programs():
         y.backward(create_graph=True)
         return [_grad(x), _grad(w)]
 
-    def matmul_owned_weight(L):  # (tapegrad hands a weight's BLAS gradient over as it is: the owned path)
-        x = L.ones(2, 3)
-        w = L.ones(3, 4, requires_grad=True)
+    def matmul_owned_weight(L):  # (tapegrad hands a weight's BLAS gradient from a Python row, mv's, over as it is)
+        x = L.ones(3)
+        w = L.ones(4, 3, requires_grad=True)
         b = L.ones(4, requires_grad=True)
-        y = (x @ w + b).sum()
+        y = (w @ x + b).sum()
         w.requires_grad_(False)
         y.backward()
         return [_grad(w), _grad(b)]

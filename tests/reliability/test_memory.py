@@ -369,8 +369,8 @@ def test_views_and_splits_no_rule_reads_die_with_their_tensors(tape):
         assert all(r() is None for r in refs)
         y.square().sum().backward()
         grads.append((x.grad.numpy(), w.grad.numpy()))
-    for mine, theirs in zip(*grads):
-        np.testing.assert_allclose(mine, theirs, rtol=1e-4, atol=1e-5)
+    for mine, theirs in zip(*grads):  # (w's: float32 sums of 1,024 terms up to 30, some cancelling to 0.02)
+        np.testing.assert_allclose(mine, theirs, rtol=1e-4, atol=1e-6 * np.abs(theirs).max())
     errors = []
     for L in (tapegrad, torch):  # a released view's tensor written in place: torch's version error is kept
         x = L.tensor(x0.astype(np.float64), requires_grad=True)
