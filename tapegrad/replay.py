@@ -70,8 +70,9 @@ def run_planned(tape, roots, seeds, targets, plans):
             p = _plan(rt, tape, tape.n, roots, np.asarray(targets, np.int64), kinds, saves)
             entry = plans[key] = (p, _handover(tape, targets, p))
         p, handover = entry
-        need, own, offsets, recycle, n32, n64, _, _ = p  # (no error: nothing is freed or checked)
-        adj = (np.zeros(n32, np.float32), np.zeros(n64, np.float64))
+        need, own, offsets, recycle, n32, n64, o32, o64, _, _ = p  # (no error: nothing is freed or checked)
+        adj = (np.zeros(n32, np.float32), np.zeros(n64, np.float64), np.zeros(o32, np.float32),
+               np.zeros(o64, np.float64))
         tape.note_adjoint_bytes(4 * n32 + 8 * n64)
         adjoint = _run_compiled(rt, tape, need, own, offsets, recycle, adj, kinds, roots, seeds, targets, False)
         return _copies(handover, adjoint, adj)
@@ -102,12 +103,13 @@ def _run(tape, roots, seeds, retain_graph, create_graph, targets, accumulate, tr
                     or seed.size != 1 or type(tape) is not Tape or anomaly.is_anomaly_enabled())
         try:
             if fast:
-                need, own, offsets, recycle, adj32, adj64, leaves, bad, arg, start, first = rt.run_pass(
+                need, own, offsets, recycle, adj32, adj64, own32, own64, leaves, bad, arg, start, first = rt.run_pass(
                     n, np.asarray(roots, np.int64), target_rows, float(seed.item()), flags, tape.op, kinds,
                     saves, tape.argptr, tape.args, tape.argver, tape.obj, tape.vaddr, tape.outver, tape.dtype,
                     tape.fattr, tape.iattr, REUSE_MIN, rt.BLAS)
             else:
-                need, own, offsets, recycle, n32, n64, bad, arg = _plan(rt, tape, n, roots, target_rows, kinds, saves)
+                need, own, offsets, recycle, n32, n64, o32, o64, bad, arg = _plan(rt, tape, n, roots, target_rows,
+                                                                                  kinds, saves)
         finally:
             if revived is not None:
                 tape.mark(revived, F_DEAD)
@@ -121,12 +123,13 @@ def _run(tape, roots, seeds, retain_graph, create_graph, targets, accumulate, tr
             result = run_graph(tape, need, roots, seeds, targets, accumulate)
         else:
             if fast:
-                adj = (adj32, adj64)
+                adj = (adj32, adj64, own32, own64)
                 tape.note_adjoint_bytes(4 * adj32.size + 8 * adj64.size)
                 adjoint = _run_compiled(rt, tape, need, own, offsets, recycle, adj, kinds, roots, None, targets,
                                         accumulate, start, leaves)
             else:
-                adj = (np.zeros(n32, np.float32), np.zeros(n64, np.float64))
+                adj = (np.zeros(n32, np.float32), np.zeros(n64, np.float64), np.zeros(o32, np.float32),
+                       np.zeros(o64, np.float64))
                 tape.note_adjoint_bytes(4 * n32 + 8 * n64)  # tape.stats(): last and peak adjoint buffer sizes
                 adjoint = _run_compiled(rt, tape, need, own, offsets, recycle, adj, kinds, roots, seeds, targets,
                                         accumulate)
@@ -202,22 +205,24 @@ def _raise_plan_error(tape, row, arg):
 def _run_compiled(rt, tape, need, owned, offsets, recycle, adj, kinds, roots, seeds, targets, accumulate,
                   start=None, leaves=None):
     """Add the seeds, replay, and hand the leaves their gradients (when `accumulate`); returns `adjoint`, a row's
-    adjoint as an array. From run_pass (seeds None), the replay has run down to `start` (the first row Python
-    runs, or -1) and `leaves` are the needed leaf rows."""
-    own = _Own()  # the adjoints of `owned` rows (plan gave them no slot): arrays of their own, see _python_row
+    adjoint as an array. adj: the adjoint buffers (float32, float64) and the owned ones (plan's OWN_BLOCK leaves).
+    From run_pass (seeds None), the replay has run down to `start` (the first row Python runs, or -1) and `leaves`
+    are the needed leaf rows."""
+    own = _Own()  # the adjoints of OWN_PYTHON rows (plan gave them no slot): arrays of their own, see _python_row
     own.sparse = sparse = {}
     values, dtypes = tape.values, tape.dtype
+    own_python, own_block = rt.OWN_PYTHON, rt.OWN_BLOCK
 
     def adjoint(row):
         a = own.get(row)
         if a is not None:
             return a
         value = values[row]
-        if owned[row]:
+        if owned[row] == own_python:
             a = own[row] = np.zeros(value.shape, value.dtype)
             return a
         o = int(offsets[row])  # (float16 rows' adjoints are float64 elements of adj[1])
-        return adj[0 if dtypes[row] == 0 else 1][o: o + value.size].reshape(value.shape)
+        return adj[(0 if dtypes[row] == 0 else 1) + (2 if owned[row] else 0)][o: o + value.size].reshape(value.shape)
 
     if seeds is not None:
         for r, s in zip(roots, seeds):
@@ -244,6 +249,8 @@ def _run_compiled(rt, tape, need, owned, offsets, recycle, adj, kinds, roots, se
                 g = _sparse_leaf(tape, r, need, owned, adjoint, sparse[r])
             elif a is not None:
                 g._data = a
+            elif owned[r] == own_block:  # (a view of the owned buffers, which hold only such gradients)
+                g._data = adjoint(r)
             else:
                 value = values[r]
                 d = dtypes[r]
@@ -311,10 +318,11 @@ def _drive(rt, tape, i, need, owned, own, offsets, recycle, adj, kinds, adjoint,
             if at_python_row:
                 at_python_row = False
             elif traced and resume:
-                i = _traced_step(rt, tape, i, need, kinds, offsets, recycle, adj, adjoint)
+                i = _traced_step(rt, tape, i, need, kinds, offsets, recycle, adj, adjoint, owned)
             else:
                 i = rt.replay(i, resume, need, tape.flags, tape.op, kinds, tape.argptr, tape.args, tape.obj,
-                              tape.dtype, tape.fattr, tape.iattr, offsets, recycle, adj[0], adj[1], rt.BLAS)
+                              tape.dtype, tape.fattr, tape.iattr, offsets, recycle, adj[0], adj[1], rt.BLAS, owned,
+                              adj[2], adj[3])
             if i < 0:
                 break
             if tape.flags[i] & F_STOP and i in tape.watch:
@@ -368,13 +376,13 @@ def _copies(handover, adjoint, adj):
     return out
 
 
-def _traced_step(rt, tape, i, need, kinds, offsets, recycle, adj, adjoint):
+def _traced_step(rt, tape, i, need, kinds, offsets, recycle, adj, adjoint, owned):
     """Anomaly mode: run row i alone in the compiled replay, then check what it added for NaN."""
     check = anomaly.is_anomaly_check_nan_enabled()
     args = [a for a in tape.row_args(i) if need[a]] if check else ()
     clean = {a: not np.isnan(adjoint(a)).any() for a in args}
     nxt = rt.replay(i, True, need, tape.flags, tape.op, kinds, tape.argptr, tape.args, tape.obj, tape.dtype,
-                    tape.fattr, tape.iattr, offsets, recycle, adj[0], adj[1], rt.BLAS)
+                    tape.fattr, tape.iattr, offsets, recycle, adj[0], adj[1], rt.BLAS, owned, adj[2], adj[3])
     if any(clean[a] and np.isnan(adjoint(a)).any() for a in args):
         run_named(tape, i, _raise_nan, tape, i, need, adjoint)
     return nxt

@@ -451,6 +451,41 @@ def test_a_weight_gradient_from_a_python_row_accumulates_and_keeps_its_hooks(lib
     np.testing.assert_allclose(ga, np.ones((4, 5)) @ b.detach().numpy().T)
 
 
+def test_a_weight_gradient_from_the_replays_gemm_is_a_view_of_the_owned_buffer(gemm):
+    """A leaf whose one adjoint comes from a linear or matmul row the replay runs (OWN_BLOCK) gets its block in the
+    owned buffers, which hold only such gradients: its .grad is a view of them (no copy, and no view of the adjoint
+    buffer, which would keep every activation's adjoint alive). Against torch: values, a hook's result, two
+    backwards accumulating, in-place changes to one .grad leaving the others alone; a weight used twice is not
+    owned and has a buffer of its own. Without a gemm, matmul's Python row hands over the array BLAS returned."""
+    rng = np.random.default_rng(4)
+    x0, w0, v0, b0, u0 = (rng.standard_normal(s) for s in ((16, 64), (64, 32), (8, 32), (8,), (8, 8)))
+    results = []
+    for L in (tapegrad, torch):
+        x = L.tensor(x0)
+        w, v, b, u = (L.tensor(a, requires_grad=True) for a in (w0, v0, b0, u0))
+        seen = []
+        u.register_hook(lambda g: seen.append(g.detach().numpy().copy()) or g * 2)
+        for _ in range(2):
+            h = L.nn.functional.linear(L.tanh(x @ w), v, b)
+            (L.tanh(h @ u) + h @ u * 0.5).sum().backward()  # (u used twice: not owned)
+        if L is tapegrad:
+            base = w.grad.numpy().base
+            owned = [t.grad.numpy() for t in (w, v, b)]
+            if gemm:
+                assert base is not None and all(g.base is base for g in owned)
+                assert base.size == sum(g.size for g in owned)  # only the owned gradients
+                assert u.grad.numpy().base is None or u.grad.numpy().base.size == u.grad.numpy().size
+            else:  # (matmul's Python row: the array BLAS returned; linear's loops here: the owned buffer)
+                assert owned[0].base is None and owned[1].base is owned[2].base
+                assert owned[1].base.size == owned[1].size + owned[2].size
+            w.grad.add_(1.0)
+            np.testing.assert_array_equal(v.grad.numpy(), owned[1])
+            w.grad.sub_(1.0)
+        results.append([t.grad.numpy().copy() for t in (w, v, b, u)] + [seen[0]])
+    for mine, theirs in zip(*results):
+        np.testing.assert_allclose(mine, theirs, rtol=1e-10, atol=1e-12)
+
+
 def test_a_gradient_the_backward_also_holds_is_not_handed_to_a_leaf(lib):
     """A custom backward returning an array it keeps (or one array for two inputs) is added, not adopted:
     changing .grad in place must not change the kept array or the other leaf's .grad."""

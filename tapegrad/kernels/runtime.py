@@ -18,13 +18,18 @@ K_LEAF, K_UNARY, K_BINARY, K_SUM, K_EXPAND, K_RESHAPE, K_GATHER, K_CAST, K_PYTHO
 K_LINEAR, K_MSE, K_SMOOTH_L1, K_HUBER, K_MATMUL = range(9, 14)
 K_RULE = K_LINEAR
 # K_LINEAR (x @ w.T + b) and K_MATMUL rows are differentiated by NumPy's gemm called from here (blas.py; BLAS, the
-# int64 array of its addresses). Where there is none, a K_LINEAR row of at most LINEAR_HERE_MAX multiply-adds a
-# product is differentiated by three loops here, which cost less than returning to Python (about 10 us a row).
+# int64 array of its addresses). A K_LINEAR row of at most LINEAR_HERE_MAX multiply-adds a product is differentiated
+# by three loops here instead where there is no gemm (they cost less than returning to Python, about 10 us a row),
+# or where it has one output (gemm's outer product g @ w is slow: see linear_by_loops).
 LINEAR_HERE_MAX = 1 << 15
 BLAS = blas.addresses()
 # A pointwise loss row's reduction, in its iattr (ops/loss.py; 0, a row that recorded none, is none of them).
 R_NONE, R_MEAN, R_SUM = 1, 2, 3
 F_REQ, F_DEAD, F_STOP = 1, 2, 4
+# plan's `own` of a leaf whose one adjoint comes from one row: that row runs in Python (the array its rule returns
+# becomes the gradient), or is a K_LINEAR / K_MATMUL row the replay runs (it writes the leaf's block in the owned
+# buffers, which hold nothing else: the gradient is a view of them, no copy, no adjoint-buffer memory kept)
+OWN_PYTHON, OWN_BLOCK = 1, 2
 OP_LEAF = 0  # the tape's opcode of a leaf row (a tensor that requires grad and has no history)
 OP_CONST = 1  # the tape's opcode of a constant row
 NUM_F32, NUM_F64, NUM_I64 = np.dtype(np.float32).num, np.dtype(np.float64).num, np.dtype(np.int64).num
@@ -117,18 +122,19 @@ def plan(n, roots, targets, flags, op, kinds, saves, argptr, args, argver, obj, 
     """Mark the rows this backward needs and lay out their adjoints.
 
     need: rows reached from the roots that require grad (and, when targets are given, lie on a path to
-    one). own: leaves whose one adjoint comes from a Python row (a weight's matmul gradient): they get no
-    slot in the buffers, since Python hands that array on as it is (to the leaf, or out of run_planned).
+    one). own: leaves whose one adjoint comes from one row (a weight's): OWN_PYTHON, a Python row's, which get no
+    slot in the buffers, since Python hands that array on as it is (to the leaf, or out of run_planned); OWN_BLOCK,
+    a linear or matmul row's that the replay runs, which get a block in the owned buffers (o32, o64 elements).
     Adjoints get a block each in row order, or, when some row's is large enough to share (reuse_min
     elements), blocks by liveness (_layout); recycle marks rows whose block a later row takes over, which
     the replay zeroes once the row has run.
-    Returns (need, own, offsets, recycle, n32, n64, error_row, error_arg): error_row >= 0 names a needed
+    Returns (need, own, offsets, recycle, n32, n64, o32, o64, error_row, error_arg): error_row >= 0 names a needed
     row that is dead (freed, error_arg == -2), whose recorded dtype is not its value's (-3), or whose saved
     input (error_arg >= 0) or output (error_arg == -1) changed in place.
     """
     need = np.zeros(n, np.bool_)
     uses = np.zeros(n, np.int32)
-    own = np.zeros(n, np.bool_)
+    own = np.zeros(n, np.int8)
     for r in roots:
         need[r] = (flags[r] & F_REQ) != 0
         uses[r] = 2  # seeded: never owned
@@ -137,12 +143,13 @@ def plan(n, roots, targets, flags, op, kinds, saves, argptr, args, argver, obj, 
             kind = kinds[op[i]]
             in_python = kind == K_PYTHON or (kind >= K_RULE and not _rule_here(kind, i, argptr, args, obj, dtypes,
                                                                                 iattr, gemm))
+            owner = OWN_PYTHON if in_python else OWN_BLOCK if kind == K_LINEAR or kind == K_MATMUL else 0
             for k in range(argptr[i], argptr[i + 1]):
                 a = args[k]
                 if flags[a] & F_REQ:
                     need[a] = True
                     uses[a] += 1
-                    own[a] = op[a] == OP_LEAF and in_python
+                    own[a] = owner if op[a] == OP_LEAF else 0
     if targets.size:
         leads = np.zeros(n, np.bool_)
         for t in targets:
@@ -159,26 +166,32 @@ def plan(n, roots, targets, flags, op, kinds, saves, argptr, args, argver, obj, 
     recycle = np.zeros(n, np.bool_)
     n32 = 0
     n64 = 0
+    owned = np.zeros(2, np.int64)  # elements of the owned buffers, float32 and float64
     shared = False
     for i in range(n):
         if not need[i]:
             continue
         if flags[i] & F_DEAD:
-            return need, own, offsets, recycle, 0, 0, i, -2
+            return need, own, offsets, recycle, 0, 0, 0, 0, i, -2
         t = typenum(obj[i])  # the row's dtype code must be its value's: it picks the buffer and the kernel
         if dtypes[i] != (0 if t == NUM_F32 else 1 if t == NUM_F64 else 2):
-            return need, own, offsets, recycle, 0, 0, i, -3
+            return need, own, offsets, recycle, 0, 0, 0, 0, i, -3
         o = op[i]
         s = saves[o]
         for j in range(argptr[i + 1] - argptr[i]):
             k = argptr[i] + j
             a = args[k]
             if (s & SAVES_ALL or (j < 6 and (s >> j) & 1)) and vaddr[a] != 0 and load_i64(vaddr[a]) != argver[k]:
-                return need, own, offsets, recycle, 0, 0, i, j
+                return need, own, offsets, recycle, 0, 0, 0, 0, i, j
         if s & SAVES_OUT and vaddr[i] != 0 and load_i64(vaddr[i]) != outver[i]:
-            return need, own, offsets, recycle, 0, 0, i, -1
-        own[i] = own[i] and uses[i] == 1
-        if own[i]:
+            return need, own, offsets, recycle, 0, 0, 0, 0, i, -1
+        if uses[i] != 1:
+            own[i] = 0
+        if own[i] == OWN_PYTHON:
+            continue
+        if own[i] == OWN_BLOCK:
+            offsets[i] = owned[dtypes[i]]
+            owned[dtypes[i]] += size(obj[i])
             continue
         m = size(obj[i])  # a block per row, in row order: the layout when no block is large enough to share
         shared = shared or (m >= reuse_min and op[i] != OP_LEAF)
@@ -191,7 +204,7 @@ def plan(n, roots, targets, flags, op, kinds, saves, argptr, args, argver, obj, 
     if shared:
         n32, n64 = _layout(n, roots, targets, need, own, uses, op, kinds, saves, argptr, args, obj, dtypes,
                            reuse_min, offsets, recycle)
-    return need, own, offsets, recycle, n32, n64, -1, 0
+    return need, own, offsets, recycle, n32, n64, owned[0], owned[1], -1, 0
 
 
 @njit(**JIT)
@@ -521,12 +534,13 @@ def _rule_here(kind, i, argptr, args, obj, dtypes, iattr, gemm):
 
 
 @njit(**JIT)
-def _rule(kind, i, argptr, args, obj, fattr, iattr, need, offsets, adj, dt, num, gemm):
-    """Row i's adjoints (_rule_here), added into their blocks of adj (dtype dt, NumPy type number num)."""
+def _rule(kind, i, argptr, args, obj, fattr, iattr, need, offsets, adj, dt, num, gemm, own, owned):
+    """Row i's adjoints (_rule_here), added into their blocks of adj (dtype dt, NumPy type number num), or of
+    owned for an OWN_BLOCK leaf (see plan)."""
     if kind == K_LINEAR:
-        _linear_rule(i, argptr, args, obj, need, offsets, adj, dt, num, gemm)
+        _linear_rule(i, argptr, args, obj, need, offsets, adj, dt, num, gemm, own, owned)
     elif kind == K_MATMUL:
-        _matmul_rule(i, argptr, args, obj, need, offsets, adj, dt, num, gemm)
+        _matmul_rule(i, argptr, args, obj, need, offsets, adj, dt, num, gemm, own, owned)
     else:
         _loss_rule(kind, i, argptr, args, obj, fattr, iattr, need, offsets, adj, dt, num)
 
@@ -555,10 +569,18 @@ def _linear_here(i, argptr, args, obj, dtypes, gemm):
     return n > 0 and k > 0 and m > 0 and (gemm[dtypes[i]] != 0 or n * k * m <= LINEAR_HERE_MAX)
 
 
+@njit(inline="always", **JIT)
+def linear_by_loops(n, k, m, has_gemm):
+    """Whether a linear row, x (n, k) and w (m, k), is differentiated by _linear_sums rather than gemm (the array rule
+    asks the same, so that both give the same bits). One output (m = 1, a regression's head) makes x's gradient
+    an outer product, which OpenBLAS's gemm does slowly (docs/architecture.md)."""
+    return n * k * m <= LINEAR_HERE_MAX and (not has_gemm or m == 1)
+
+
 @njit(**JIT)
-def _linear_rule(i, argptr, args, obj, need, offsets, adj, dt, num, gemm):
+def _linear_rule(i, argptr, args, obj, need, offsets, adj, dt, num, gemm, own, owned):
     """The adjoints of row i, y = x @ w.T (+ b) (_linear_here), added into their blocks by gemm as the array rule's
-    `g @ w` and `g.T @ x`, and the bias's column sums as its `g.sum(0)`; without a gemm, by _linear_sums."""
+    `g @ w` and `g.T @ x`, and the bias's column sums as its `g.sum(0)`; or by _linear_sums (linear_by_loops)."""
     lo = argptr[i]
     a0, a1 = args[lo], args[lo + 1]
     x, w = obj[a0], obj[a1]
@@ -568,22 +590,22 @@ def _linear_rule(i, argptr, args, obj, need, offsets, adj, dt, num, gemm):
     g = _block(adj, offsets[i], n * m, dt)  # (also the unused stand-in for an adjoint not wanted)
     double = num == NUM_F64
     f = gemm[1 if double else 0]
-    if f == 0:
+    if linear_by_loops(n, k, m, f != 0):
         _linear_sums(g, view(x, num, dt), view(w, num, dt), n, k, m,
-                     _block(adj, offsets[a0], n * k, dt) if need[a0] else g,
-                     _block(adj, offsets[a1], m * k, dt) if need[a1] else g,
-                     _block(adj, offsets[a2], m, dt) if has_b and need[a2] else g,
+                     _input_block(adj, owned, own, offsets, a0, n * k, dt) if need[a0] else g,
+                     _input_block(adj, owned, own, offsets, a1, m * k, dt) if need[a1] else g,
+                     _input_block(adj, owned, own, offsets, a2, m, dt) if has_b and need[a2] else g,
                      need[a0], need[a1], has_b and need[a2])
         return
     at = g.ctypes.data
     if need[a0]:  # gx (n, k) += g (n, m) @ w (m, k)
-        gx = _block(adj, offsets[a0], n * k, dt)
+        gx = _input_block(adj, owned, own, offsets, a0, n * k, dt)
         blas.gemm_add(f, double, _NO, _NO, n, k, m, at, m, data(w), k, gx.ctypes.data, k)
     if need[a1]:  # gw (m, k) += g.T @ x (n, k)
-        gw = _block(adj, offsets[a1], m * k, dt)
+        gw = _input_block(adj, owned, own, offsets, a1, m * k, dt)
         blas.gemm_add(f, double, _T, _NO, m, k, n, at, m, data(x), k, gw.ctypes.data, k)
     if has_b and need[a2]:  # (NumPy's sum over the rows: each column's terms in row order, then added once)
-        gb = _block(adj, offsets[a2], m, dt)
+        gb = _input_block(adj, owned, own, offsets, a2, m, dt)
         column = g[:m].copy()
         for r in range(1, n):
             for c in range(m):
@@ -593,6 +615,12 @@ def _linear_rule(i, argptr, args, obj, need, offsets, adj, dt, num, gemm):
 
 
 _NO, _T = np.int32(blas.NO_TRANS), np.int32(blas.TRANS)
+
+
+@njit(inline="always", **JIT)
+def _input_block(adj, owned, own, offsets, a, n, dt):
+    """The adjoint block of input row a: in the owned buffer for an OWN_BLOCK leaf, else in adj."""
+    return _block(owned if own[a] == OWN_BLOCK else adj, offsets[a], n, dt)
 
 
 @njit(**JIT)
@@ -618,7 +646,7 @@ def _matmul_here(i, argptr, args, obj, dtypes, gemm):
 
 
 @njit(**JIT)
-def _matmul_rule(i, argptr, args, obj, need, offsets, adj, dt, num, gemm):
+def _matmul_rule(i, argptr, args, obj, need, offsets, adj, dt, num, gemm, own, owned):
     """The adjoints of row i, y = a @ b (_matmul_here; a's leading dimensions folded into M), added into their
     blocks by gemm: the array rule's `g @ b.T` and `a.T @ g`, as NumPy calls it."""
     lo = argptr[i]
@@ -630,10 +658,10 @@ def _matmul_rule(i, argptr, args, obj, need, offsets, adj, dt, num, gemm):
     f = gemm[1 if double else 0]
     at = _block(adj, offsets[i], m * n, dt).ctypes.data
     if need[a0]:  # ga (m, k) += g (m, n) @ b.T
-        ga = _block(adj, offsets[a0], m * k, dt)
+        ga = _input_block(adj, owned, own, offsets, a0, m * k, dt)
         blas.gemm_add(f, double, _NO, _T, m, k, n, at, n, data(b), n, ga.ctypes.data, k)
     if need[a1]:  # gb (k, n) += a.T @ g
-        gb = _block(adj, offsets[a1], k * n, dt)
+        gb = _input_block(adj, owned, own, offsets, a1, k * n, dt)
         blas.gemm_add(f, double, _T, _NO, k, n, m, data(a), k, at, n, gb.ctypes.data, n)
 
 
@@ -841,10 +869,11 @@ def _add_into(src, dst):
 
 @njit(**JIT)
 def replay(start, resume, need, flags, op, kinds, argptr, args, obj, dtypes, fattr, iattr, offsets, recycle,
-           adj32, adj64, gemm):
+           adj32, adj64, gemm, own, own32, own64):
     """Run the needed rows from `start` down to 0; return the first row Python must run (a PYTHON row, a STOP
     row, a float16 or bfloat16 row whose rule reads values, a cast to one), or -1.
-    With resume, the row at `start` runs here even if flagged STOP (Python has run its hooks).
+    With resume, the row at `start` runs here even if flagged STOP (Python has run its hooks). own32 and own64 are
+    the owned buffers (plan's OWN_BLOCK leaves).
     A row's recycled block (see plan) is zeroed once the row has run: another row's adjoint takes it."""
     for i in range(start, -1, -1):
         if not need[i]:
@@ -861,9 +890,11 @@ def replay(start, resume, need, flags, op, kinds, argptr, args, obj, dtypes, fat
             if not _rule_here(kind, i, argptr, args, obj, dtypes, iattr, gemm):
                 return i
             if dtypes[i] == 0:
-                _rule(kind, i, argptr, args, obj, fattr, iattr, need, offsets, adj32, np.float32, NUM_F32, gemm)
+                _rule(kind, i, argptr, args, obj, fattr, iattr, need, offsets, adj32, np.float32, NUM_F32, gemm, own,
+                      own32)
             else:
-                _rule(kind, i, argptr, args, obj, fattr, iattr, need, offsets, adj64, np.float64, NUM_F64, gemm)
+                _rule(kind, i, argptr, args, obj, fattr, iattr, need, offsets, adj64, np.float64, NUM_F64, gemm, own,
+                      own64)
         elif kind == K_CAST:  # adjoints of float32 rows are in adj32; of float64 and float16 rows, in adj64
             a = args[argptr[i]]
             if need[a]:
@@ -900,11 +931,13 @@ def run_pass(n, roots, targets, seed, flags, op, kinds, saves, argptr, args, arg
     arithmetic): plan, the adjoint buffers, `seed` added at the one root (a single element), and replay from it.
     Returns plan's results with the buffers, the needed leaves, replay's row (-1: done; also when plan reports
     an error, which replay then never ran) and the lowest row free_graph frees (-1: none)."""
-    need, own, offsets, recycle, n32, n64, bad, arg = plan(n, roots, targets, flags, op, kinds, saves, argptr, args,
-                                                          argver, obj, vaddr, outver, dtypes, iattr, reuse_min,
-                                                          gemm)
+    need, own, offsets, recycle, n32, n64, o32, o64, bad, arg = plan(
+        n, roots, targets, flags, op, kinds, saves, argptr, args, argver, obj, vaddr, outver, dtypes, iattr, reuse_min,
+        gemm)
     adj32 = np.zeros(n32, np.float32)
     adj64 = np.zeros(n64, np.float64)
+    own32 = np.zeros(o32, np.float32)
+    own64 = np.zeros(o64, np.float64)
     count = 0
     first = -1  # the lowest row free_graph would free (Tape.free_graph looks up the constants it registered)
     for i in range(n):
@@ -926,5 +959,5 @@ def run_pass(n, roots, targets, seed, flags, op, kinds, saves, argptr, args, arg
         else:
             _block(adj64, offsets[r], 1, np.float64)[0] += seed
         nxt = replay(r, False, need, flags, op, kinds, argptr, args, obj, dtypes, fattr, iattr, offsets, recycle,
-                     adj32, adj64, gemm)
-    return need, own, offsets, recycle, adj32, adj64, leaves, bad, arg, nxt, first
+                     adj32, adj64, gemm, own, own32, own64)
+    return need, own, offsets, recycle, adj32, adj64, own32, own64, leaves, bad, arg, nxt, first

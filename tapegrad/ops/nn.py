@@ -343,17 +343,18 @@ def _vjp_linear(ctx, g, inputs, out):
 
 
 def _linear_arrays(ctx, g, inputs, out, wanted):
-    """_vjp_linear on arrays (a plain backward): two BLAS calls, or where the compiled replay has no gemm to call and
-    runs a small row itself, its very sums; no Tensor front-ends (float32/float64 2-d; otherwise None, and the
-    Tensor rule runs)."""
+    """_vjp_linear on arrays (a plain backward): two BLAS calls, or for a row the compiled replay differentiates by
+    its loops (runtime.linear_by_loops), their very sums; no Tensor front-ends (float32/float64 2-d; otherwise
+    None, and the Tensor rule runs)."""
     x, w = inputs[0], inputs[1]
     if x.ndim != 2 or g.ndim != 2 or x.dtype.char not in "fd" or w.dtype != x.dtype or g.dtype != x.dtype:
         return None
     from .. import kernels
     rt = kernels.load()
     has_b = len(inputs) > 2
-    if (not rt.BLAS[int(x.dtype == np.float64)] and 0 < x.size * w.shape[0] <= rt.LINEAR_HERE_MAX
-            and (not has_b or inputs[2].shape == (w.shape[0],))):
+    n, k, m = x.shape[0], x.shape[1], w.shape[0]
+    if (n * k * m and rt.linear_by_loops(n, k, m, bool(rt.BLAS[int(x.dtype == np.float64)]))
+            and (not has_b or inputs[2].shape == (m,))):
         # the sums the compiled replay adds for this row (runtime._linear_rule), so that every path gives its bits
         want_b = has_b and wanted[2]
         gx, gw, gb = rt.linear_grads(np.ascontiguousarray(g), np.ascontiguousarray(x), np.ascontiguousarray(w),

@@ -117,6 +117,42 @@ def test_the_issues_float16_graph_in_a_subprocess():
     assert "ok" in out
 
 
+def test_gemm_called_from_the_replay_in_a_subprocess():
+    """The compiled replay calls NumPy's OpenBLAS gemm by address (kernels/blas.py): products of every shape the
+    rule takes (a dimension of 1, sizes past one BLAS block, float32 and float64, linear with and without bias,
+    a folded 3-d left operand) in a fresh interpreter, each gradient against NumPy's own products; the
+    interpreter must exit normally."""
+    out = run_isolated("""
+        import numpy as np, tapegrad as torch
+        from tapegrad.kernels import runtime
+        torch.ones(1, requires_grad=True).sum().backward()
+        assert runtime.BLAS.all(), runtime.BLAS
+        rng = np.random.default_rng(0)
+        shapes = [(1, 1, 1), (1, 7, 1), (5, 1, 3), (3, 700, 2), (300, 40, 600), (64, 64, 16)]
+        for dt, tol in ((np.float32, 1e-4), (np.float64, 1e-12)):
+            for m, k, n in shapes:
+                a0, b0, g0 = rng.standard_normal((m, k)).astype(dt), rng.standard_normal((k, n)).astype(dt), \\
+                    rng.standard_normal((m, n)).astype(dt)
+                a, b = torch.tensor(a0, requires_grad=True), torch.tensor(b0, requires_grad=True)
+                ((a @ b) * torch.tensor(g0)).sum().backward()
+                np.testing.assert_allclose(a.grad.numpy(), g0 @ b0.T, rtol=tol, atol=tol)
+                np.testing.assert_allclose(b.grad.numpy(), a0.T @ g0, rtol=tol, atol=tol)
+                w0, c0 = np.ascontiguousarray(b0.T), rng.standard_normal(n).astype(dt)
+                x, w, c = (torch.tensor(v, requires_grad=True) for v in (a0, w0, c0))
+                (torch.nn.functional.linear(x, w, c) * torch.tensor(g0)).sum().backward()
+                np.testing.assert_allclose(x.grad.numpy(), g0 @ w0, rtol=tol, atol=tol)
+                np.testing.assert_allclose(w.grad.numpy(), g0.T @ a0, rtol=tol, atol=tol)
+                np.testing.assert_allclose(c.grad.numpy(), g0.sum(0), rtol=tol, atol=tol)
+            x0, w0, g1 = (rng.standard_normal(s).astype(dt) for s in ((4, 33, 20), (20, 16), (4, 33, 16)))
+            x, w = torch.tensor(x0, requires_grad=True), torch.tensor(w0, requires_grad=True)
+            ((x @ w) * torch.tensor(g1)).sum().backward()  # (matmul_fold: x folded to (132, 20))
+            np.testing.assert_allclose(x.grad.numpy(), g1 @ w0.T, rtol=tol, atol=tol)
+            np.testing.assert_allclose(w.grad.numpy(), x0.reshape(-1, 20).T @ g1.reshape(-1, 16), rtol=tol, atol=tol)
+        print("ok")
+    """)
+    assert "ok" in out
+
+
 # -- 3. a row's dtype, shape and value agree before the replay reads it ------------------------------------------
 def test_a_row_whose_dtype_code_disagrees_with_its_value_raises_before_any_kernel_runs():
     x = tapegrad.ones(5, requires_grad=True)
