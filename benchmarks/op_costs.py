@@ -1,17 +1,21 @@
 """What single small ops cost, tapegrad against torch in one process (one thread): the front ends' figures quoted
-in docs/architecture.md ("What a recorded op costs"), and the layer norm benchmark's step (L5 of benchmarks.layers)
-split into its calls, as the README's layer table explains its miss.
+in docs/architecture.md ("What a recorded op costs"), the layer norm benchmark's step (L5 of benchmarks.layers)
+split into its calls, as the README's layer table explains its miss, and a linear row's backward by the compiled
+replay's loops and by gemm (docs/architecture.md, runtime.linear_by_loops).
 
-    python -m benchmarks.op_costs [ops] [l5]
+    python -m benchmarks.op_costs [ops] [l5] [linear]
 
-Prints medians of perf_counter around each call (ops: 5,000 calls no-grad after 500; l5: 3,000 steps after 300).
+Prints medians of perf_counter around each call (ops: 5,000 calls no-grad after 500; l5: 3,000 steps after 300;
+linear: 1,000 backwards after 100).
 """
 import math
+import os
 import statistics
 import sys
 import time
 
-import numpy as np
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # (one thread, as torch's below: before NumPy loads its BLAS)
+import numpy as np  # noqa: E402
 
 
 def _median_us(f, n=5000, warm=500):
@@ -29,8 +33,9 @@ def _ops(L):
     v = L.tensor(np.linspace(-math.pi, math.pi, 2000).astype(np.float32))
     x = L.tensor(rng.random((32, 64)).astype(np.float32))
     probs, action = L.tensor(rng.random((1, 2)).astype(np.float32)), L.tensor(1)
-    return {"sum of 2,000": lambda: v.sum(), "mean of 2,000": lambda: v.mean(), "x[:, :8] of 32 x 64": lambda: x[:, :8],
-            "probs[0, action]": lambda: probs[0, action], "x.size(0)": lambda: x.size(0), "rand(32)": lambda: L.rand(32),
+    return {"sum of 2,000": lambda: v.sum(), "mean of 2,000": lambda: v.mean(),
+            "x[:, :8] of 32 x 64": lambda: x[:, :8], "probs[0, action]": lambda: probs[0, action],
+            "x.size(0)": lambda: x.size(0), "rand(32)": lambda: L.rand(32),
             "softmax of 32 x 64": lambda: F.softmax(x, dim=1), "max(x, 1) of 32 x 64": lambda: x.max(1),
             "tensor(0.0)": lambda: L.tensor(0.0), "x.t() of 32 x 64": lambda: x.t()}
 
@@ -60,14 +65,44 @@ def l5(L, steps=3000, warm=300):
     return [statistics.median(p[warm:]) * 1e6 for p in phases]
 
 
+LINEAR_SHAPES = [(2000, 3, 1), (4096, 8, 1), (64, 128, 1), (16, 8, 8), (64, 16, 16), (32, 32, 32), (8, 64, 64)]
+
+
+def linear(L, n, k, m, gemm=True, steps=1000, warm=100):
+    """One `F.linear(x, w, b).sum()` backward, x (n, k), w (m, k), all requiring grad (float32); for tapegrad, with
+    the replay's gemm or without one (runtime.BLAS zeroed: the loops, for rows of at most LINEAR_HERE_MAX)."""
+    rng = np.random.default_rng(0)
+    x, w, b = (L.tensor(rng.standard_normal(s).astype(np.float32), requires_grad=True) for s in ((n, k), (m, k), (m,)))
+    if L.__name__ == "tapegrad":
+        from tapegrad import kernels
+        rt = kernels.load()
+        blas, rt.BLAS = rt.BLAS, (rt.BLAS if gemm else np.zeros(2, np.int64))
+    times = []
+    try:
+        for _ in range(steps):
+            y = L.nn.functional.linear(x, w, b).sum()
+            t0 = time.perf_counter()
+            y.backward()
+            times.append(time.perf_counter() - t0)
+            x.grad = w.grad = b.grad = None
+    finally:
+        if L.__name__ == "tapegrad":
+            rt.BLAS = blas
+    return statistics.median(times[warm:]) * 1e6
+
+
 if __name__ == "__main__":
     import torch
     import tapegrad
     torch.set_num_threads(1)
-    which = sys.argv[1:] or ["ops", "l5"]
+    which = sys.argv[1:] or ["ops", "l5", "linear"]
     if "ops" in which:
         ops(torch, tapegrad)
     if "l5" in which:
         for lib in (torch, tapegrad):
             f, m, s, b = l5(lib)
             print(f"L5 {lib.__name__:8s} layer_norm {f:6.1f} us  * seed {m:5.1f}  .sum() {s:5.1f}  backward {b:6.1f}")
+    if "linear" in which:
+        for n, k, m in LINEAR_SHAPES:
+            t, g, lp = linear(torch, n, k, m), linear(tapegrad, n, k, m), linear(tapegrad, n, k, m, gemm=False)
+            print(f"linear backward {str((n, k, m)):15s} torch {t:6.1f} us  tapegrad loops {lp:6.1f}  gemm {g:6.1f}")

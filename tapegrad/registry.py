@@ -130,7 +130,8 @@ def python(name, grad_fn, forward, vjp, saves=None, doc="", array_vjp=None, unre
     it cannot be replayed in `unreplayable`. saves: given only where the rule reads its inputs through
     its context, which the derivation cannot see. holds_grad: the rule may keep its grad_output (a view of
     the row's adjoint block) past the call (see HOLDS_GRAD). compiled_rule: the name in COMPILED_RULES of the
-    replay's own copy of the rule (see K_RULE), which gives the array rule's bits."""
+    replay's own copy of the rule (see K_RULE), which gives the array rule's results (its bits; by gemm, within
+    rounding)."""
     op = OpDef(name, K_PYTHON, grad_fn, forward, (), vjp, saves, doc, array_vjp, unreplayable)
     op.holds_grad, op.compiled_rule = holds_grad, compiled_rule
     if compiled_rule is not None and compiled_rule not in COMPILED_RULES:

@@ -231,9 +231,12 @@ def test_a_linear_rows_rule_runs_in_the_replay_as_torchs(sizes, dtype, inputs, g
         if theirs is not None:
             assert mine.dtype == theirs.dtype
             np.testing.assert_allclose(mine, theirs, rtol=rtol, atol=rtol)
-            # the array rule's bits (but NumPy computes a product with a dimension of 1 by gemv, and w-twice adds
-            # two products into one block in another order than Python's)
-            if not (gemm and (1 in sizes or inputs == "w-twice")):
+            # the array rule's bits where both ran the same loops; by gemm, the rule's within rounding (OpenBLAS's
+            # kernels with beta 1 and 0 agree on this machine, but that is the library's choice, per CPU)
+            if gemm and n * k * m > runtime.LINEAR_HERE_MAX or gemm and m > 1:
+                np.testing.assert_allclose(mine, rule, rtol=64 * np.finfo(dtype).eps,
+                                           atol=64 * np.finfo(dtype).eps * np.abs(rule).max())
+            else:
                 np.testing.assert_array_equal(mine, rule)
 
 
@@ -283,10 +286,13 @@ def test_a_matmul_rows_rule_runs_in_the_replay_as_torchs(case, wanted, dtype, ge
         if ref is not None:
             assert mine.dtype == ref.dtype
             np.testing.assert_allclose(mine, ref, rtol=rtol, atol=rtol)
-            # (x @ x: two products added into one block, in another order than Python's; a product with a dimension
-            # of 1 NumPy computes by gemv, the replay by gemm)
-            if make_b != "a" and 1 not in a_shape + b_shape:
+            # the array rule's within rounding where the replay called gemm (NumPy: gemm with beta 0, or gemv for a
+            # dimension of 1; x @ x adds two products into one block in another order), its bits where Python ran
+            if python_ran:
                 np.testing.assert_array_equal(mine, rule)
+            else:
+                np.testing.assert_allclose(mine, rule, rtol=64 * np.finfo(dtype).eps,
+                                           atol=64 * np.finfo(dtype).eps * np.abs(rule).max())
 
 
 _POINTWISE_LOSSES = [("mse_loss", {}), ("smooth_l1_loss", {"beta": 0.7}), ("huber_loss", {"delta": 0.6})]
