@@ -112,16 +112,19 @@ def test_layer_norm_statistics_of_offset_rows_against_float64(dtype):
     np.testing.assert_allclose(got, want, rtol=0, atol=tol * np.abs(want).max())
 
 
+@pytest.mark.parametrize("rows, width", [(3001, 96), (6, 60001)])
 @pytest.mark.parametrize("wanted", ["x", "w", "b", "xwb"])
-def test_layer_norm_gradients_of_many_rows_against_float64(wanted):
+def test_layer_norm_gradients_of_many_rows_against_float64(wanted, rows, width):
     """The backward adds its weight and bias terms in blocks of rows in float32 before float64 totals take them,
-    and skips the input's gradient when it is not wanted: 3,001 rows (a partial last block) against float64 torch."""
-    x, w, b, proj = (RNG.standard_normal(s).astype(np.float32) for s in ((3001, 96), (96,), (96,), (3001, 96)))
+    sums each row in float32 (as torch does), and skips the input's gradient when it is not wanted: 3,001 rows (a
+    partial last block), and rows of 60,001 (long float32 sums), against float64 torch."""
+    x, w, b, proj = (RNG.standard_normal(s).astype(np.float32) for s in ((rows, width), (width,), (width,),
+                                                                         (rows, width)))
     x += 3.0  # (an offset, as activations have: the centred terms must not lose it)
     exact = [torch.tensor(a.astype(np.float64), requires_grad=True) for a in (x, w, b)]
-    (TF.layer_norm(exact[0], (96,), exact[1], exact[2]) * torch.tensor(proj.astype(np.float64))).sum().backward()
+    (TF.layer_norm(exact[0], (width,), exact[1], exact[2]) * torch.tensor(proj.astype(np.float64))).sum().backward()
     ours = [tg.tensor(a, requires_grad=name in wanted) for a, name in zip((x, w, b), "xwb")]
-    (GF.layer_norm(ours[0], (96,), ours[1], ours[2]) * tg.tensor(proj)).sum().backward()
+    (GF.layer_norm(ours[0], (width,), ours[1], ours[2]) * tg.tensor(proj)).sum().backward()
     for t, e, name in zip(ours, exact, "xwb"):
         if name not in wanted:
             assert t.grad is None

@@ -381,13 +381,11 @@ def test_generate_square_subsequent_mask():
     assert a.dtype == b.dtype
 
 
-# -- transformer layers (nn.LayerNorm comes from the normalization work; skipped until it is merged in) -------
-needs_layer_norm = pytest.mark.skipif(not hasattr(tg.nn, "LayerNorm"), reason="nn.LayerNorm not in this tree")
+# -- transformer layers ------------------------------------------------------------------------------------------
 
 LAYERS = [dict(), dict(norm_first=True), dict(activation="gelu", batch_first=True), dict(bias=False)]
 
 
-@needs_layer_norm
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("case", range(len(LAYERS)))
 @pytest.mark.parametrize("masked", [False, True])
@@ -418,7 +416,6 @@ def test_transformer_encoder(case, dtype, masked):
         np.testing.assert_allclose(pa.grad.numpy(), pb.grad.numpy(), err_msg=n, **TOL[dtype])
 
 
-@needs_layer_norm
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_transformer_full(norm_first):
     kw = dict(d_model=8, nhead=2, num_encoder_layers=2, num_decoder_layers=2, dim_feedforward=16, dropout=0.0,

@@ -30,7 +30,8 @@ def test_integer_power_of_negative_bases_matches_torch(dtype, n):
     np.testing.assert_allclose(got[finite], expect[finite], rtol=4 * np.finfo(dtype).eps, atol=0)
     rest = ~finite  # zeros (signed), infinities, NaN and underflow exactly as torch's
     np.testing.assert_array_equal(got[rest], expect[rest])
-    assert np.array_equal(np.signbit(got[rest]), np.signbit(expect[rest]))
+    signed = rest & ~np.isnan(expect)  # (a NaN's sign bit is torch's SIMD path's: -nan on Zen 3, nan on Zen 5)
+    assert np.array_equal(np.signbit(got[signed]), np.signbit(expect[signed]))
 
 
 def test_integer_power_is_correctly_rounded_for_float32():
