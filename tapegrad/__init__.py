@@ -16,6 +16,9 @@ _keep_freed_memory()  # (a training step's freed blocks reused, not faulted in a
 from ._dtype import (bool, double, dtype, float, float16, float32, float64, half, int, int8, int16,  # noqa: F401
                      int32, int64, long, uint8)
 from ._dtype import bfloat16  # noqa: F401,E402  (its tensors need the optional ml_dtypes, imported lazily)
+from ._dtype import finfo, iinfo  # noqa: F401,E402
+from math import e, inf, nan, pi  # noqa: F401,E402  (torch's constants are Python's floats)
+newaxis = None
 from .tensor import Size, Tensor  # noqa: F401
 from . import methods as _methods  # noqa: F401  (binds Tensor's methods)
 from .ops import *  # noqa: F401,F403

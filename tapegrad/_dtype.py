@@ -191,3 +191,46 @@ def _float_result(dtypes):
     if not others:
         return dtypes[0]
     return np.result_type(np.float32, *others)
+
+
+# -- torch.finfo / torch.iinfo: a dtype's numeric limits, from NumPy's (ml_dtypes' for bfloat16) -------------------
+def _limits_repr(self, names):
+    return f"{type(self).__name__}(" + ", ".join(f"{n}={getattr(self, n):.6g}" for n in names) + f", dtype={self.dtype})"
+
+
+class finfo:
+    """torch.finfo(dtype=None): a floating-point dtype's limits (the default dtype's without one)."""
+
+    def __init__(self, type=None):
+        d = default_float if type is None else type
+        if not isinstance(d, dtype) or not d.is_floating_point:
+            raise TypeError("torch.finfo() requires a floating point input type. Use torch.iinfo to handle "
+                            "'torch.finfo'")
+        np_dtype = to_numpy_dtype(d)
+        if is_bfloat16(np_dtype):
+            import ml_dtypes
+            info = ml_dtypes.finfo(np_dtype)
+        else:
+            info = np.finfo(np_dtype)
+        self.bits, self.dtype = builtins.int(info.bits), d.name
+        self.eps, self.max, self.min = builtins.float(info.eps), builtins.float(info.max), builtins.float(info.min)
+        self.tiny = self.smallest_normal = builtins.float(info.smallest_normal)
+        self.resolution = 10.0 ** -builtins.int(info.precision)  # (as torch: 0.001 for float16)
+
+    def __repr__(self):
+        return _limits_repr(self, ("resolution", "min", "max", "eps", "smallest_normal", "tiny"))
+
+
+class iinfo:
+    """torch.iinfo(dtype): an integer dtype's limits."""
+
+    def __init__(self, type):
+        if type is bool:
+            raise TypeError("torch.bool is not supported by torch.iinfo")
+        if not isinstance(type, dtype) or type.is_floating_point:
+            raise TypeError("torch.iinfo() requires an integer input type. Use torch.finfo to handle 'torch.iinfo'")
+        info = np.iinfo(to_numpy_dtype(type))
+        self.bits, self.dtype, self.max, self.min = builtins.int(info.bits), type.name, builtins.int(info.max), builtins.int(info.min)
+
+    def __repr__(self):
+        return _limits_repr(self, ("min", "max"))

@@ -65,7 +65,7 @@ def _no_hubconf(*args, **kwargs):
 load = list = help = _no_hubconf  # noqa: A001
 
 
-class tqdm:
+class _SilentTqdm:
     """The minimal progress bar torch.hub falls back to; here it counts silently."""
 
     def __init__(self, total=None, disable=False, unit=None, *args, **kwargs):
@@ -82,3 +82,9 @@ class tqdm:
 
     def __exit__(self, *exc):
         return False
+
+
+try:  # torch.hub's progress bar is tqdm's where it is installed (scripts import it from here), as in torch
+    from tqdm import tqdm
+except ImportError:
+    tqdm = _SilentTqdm

@@ -1,5 +1,8 @@
 """Tensor's methods that are not one op's front-end: in-place forms, `x[k] = v`, `new_*`, flags. An op's own
 method is bound beside it, at the end of its module under ops/ (grep `Tensor.<name> =`)."""
+import numbers
+import warnings
+
 import numpy as np
 
 from . import ops
@@ -8,9 +11,10 @@ from .device import check as _check_device
 from .tape import untraceable
 from .ops.shape import _check_recordable, _check_writable, _iterate, _written
 from .tensor import as_array, _new, Tensor, VIEWS
+from .tape import NOT_A_SLOT
 from .creation import _shape
 from .registry import OPS, reads_input
-from . import _dtype
+from . import _dtype, random
 
 
 Tensor.type_as = lambda self, other: self.to(other.dtype)
@@ -133,6 +137,52 @@ def _unrecorded_arith(self, other, ufunc):
 # in-place forms: the op, then written into self's storage (grep `Tensor.<name>_ =`)
 Tensor.add_ = _make_inplace(Tensor.add, np.add)
 Tensor.sub_ = _make_inplace(Tensor.sub, np.subtract)
+
+
+_warned_alpha_first = [False]
+
+
+def _alpha_first(fn, name):
+    """torch's deprecated overload `x.add_(alpha, other)` (old tutorials' `p.data.add_(-lr, p.grad.data)`); its
+    warning once per process, as torch's."""
+    def method(self, *args, **kwargs):
+        if len(args) == 2 and not kwargs and isinstance(args[0], numbers.Number) and isinstance(args[1], Tensor):
+            if not _warned_alpha_first[0]:
+                _warned_alpha_first[0] = True
+                warnings.warn(f"This overload of {name} is deprecated:\n\t{name}(Number alpha, Tensor other)\n"
+                              f"Consider using one of the following signatures instead:\n\t{name}(Tensor other, *, "
+                              f"Number alpha = 1)", UserWarning, stacklevel=2)
+            return fn(self, args[1], alpha=args[0])
+        return fn(self, *args, **kwargs)
+    return method
+
+
+for _name in ("add", "add_", "sub", "sub_"):
+    setattr(Tensor, _name, _alpha_first(getattr(Tensor, _name), _name))
+
+
+def _inplace_view(name):
+    """x.unsqueeze_(d) and the like: x takes the view's shape (a tensor that requires grad is not covered)."""
+    view = getattr(Tensor, name[:-1])
+
+    def method(self, *args, **kwargs):
+        if self._requires_grad and is_grad_enabled():
+            if self._is_leaf:
+                raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+            raise NotImplementedError(f"tapegrad: Tensor.{name} on a tensor that requires grad (use "
+                                      f"Tensor.{name[:-1]}, which returns the view)")
+        if self._base is not None or self._window is not None:
+            raise NotImplementedError(f"tapegrad: Tensor.{name} on a view (use Tensor.{name[:-1]})")
+        untraceable("an in-place op")
+        result = view(self, *args, **kwargs)
+        self._data, self._strides, self._slot = result._data, result._strides, NOT_A_SLOT
+        return self
+    method.__name__ = name
+    return method
+
+
+for _name in ("unsqueeze_", "squeeze_", "t_", "transpose_", "swapdims_", "swapaxes_"):
+    setattr(Tensor, _name, _inplace_view(_name))
 Tensor.mul_ = _make_inplace(Tensor.mul, np.multiply)
 Tensor.div_ = _make_inplace(Tensor.div)
 Tensor.pow_ = _make_inplace(Tensor.pow)
@@ -174,6 +224,12 @@ Tensor.erf_ = _make_inplace(Tensor.erf)
 Tensor.trunc_ = _make_inplace(Tensor.trunc)
 Tensor.atan2_ = _make_inplace(Tensor.atan2)
 Tensor.maximum_ = _make_inplace(Tensor.maximum)
+Tensor.addcmul_ = _make_inplace(Tensor.addcmul)
+Tensor.addcdiv_ = _make_inplace(Tensor.addcdiv)
+Tensor.addmm_ = _make_inplace(Tensor.addmm)
+Tensor.multiply_ = Tensor.mul_
+Tensor.subtract_ = Tensor.sub_
+Tensor.divide_ = Tensor.true_divide_ = Tensor.div_
 Tensor.minimum_ = _make_inplace(Tensor.minimum)
 Tensor.__iadd__ = _make_inplace(Tensor.add, np.add)
 Tensor.__isub__ = _make_inplace(Tensor.sub, np.subtract)
@@ -338,4 +394,48 @@ Tensor.new_tensor, Tensor.data_ptr = new_tensor, data_ptr
 Tensor.is_xpu = Tensor.is_mps = Tensor.is_sparse = Tensor.is_quantized = Tensor.is_meta = False
 Tensor.is_mkldnn = Tensor.is_nested = Tensor.is_sparse_csr = False
 Tensor.spmm = lambda self, mat2: ops.sparse.mm(self, mat2)
+# -- the random in-place fills: torch's streams (random.py), as nn.init's and dropout's -----------------------------
+def _fill_with(self, draw):
+    """Write draw() into self in place; torch's refusals come first, so that a refused fill draws nothing."""
+    if is_grad_enabled() and (self._requires_grad and self._is_leaf or self._base is not None and
+                              self._base._requires_grad and self._base._is_leaf):
+        return _inplace(self, self)  # (raises torch's error)
+    v = _new(draw().astype(self._data.dtype, copy=False))
+    if self._requires_grad and is_grad_enabled():  # (a recorded write: no gradient flows to the old value)
+        v = self * 0 + v
+    return _inplace(self, v)
+
+
+def _draw_dtype(self):
+    dtype = self._data.dtype
+    return dtype if dtype in (np.float16, np.float32, np.float64) else np.dtype(np.float64)
+
+
+def uniform_(self, *args, generator=None, **kwargs):
+    """Tensor.uniform_(from=0, to=1, *, generator=None)."""
+    low, high = (list(args) + [kwargs.pop("from", 0.0), kwargs.pop("to", 1.0)][len(args):])[:2]
+    if kwargs:
+        raise TypeError(f"uniform_() got an unexpected keyword argument '{next(iter(kwargs))}'")
+    if low > high:
+        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={low} > to={high}")
+    return _fill_with(self, lambda: random.uniform(self._data.shape, generator, _draw_dtype(self), low=low, high=high))
+
+
+def normal_(self, mean=0.0, std=1.0, *, generator=None):
+    if std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+    return _fill_with(self, lambda: random.normal(self._data.shape, generator, _draw_dtype(self), mean=mean, std=std))
+
+
+def bernoulli_(self, p=0.5, *, generator=None):
+    if isinstance(p, Tensor):
+        return _fill_with(self, lambda: random.bernoulli(np.broadcast_to(p._data, self._data.shape), generator))
+    return _fill_with(self, lambda: random.bernoulli_scalar(self._data.shape, float(p), generator, self._data.dtype))
+
+
+Tensor.uniform_ = uniform_
+Tensor.normal_ = normal_
+Tensor.bernoulli_ = bernoulli_
+
+
 ops.sparse._install()  # (last: sparse tensors refuse every dense method bound above)

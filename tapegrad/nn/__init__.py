@@ -23,3 +23,7 @@ from .modules import (Bilinear, ChannelShuffle, CosineEmbeddingLoss, CosineSimil
                       MarginRankingLoss, MultiLabelSoftMarginLoss, PairwiseDistance, PoissonNLLLoss, RMSNorm,
                       Softmax2d, TripletMarginLoss, TripletMarginWithDistanceLoss)
 from .modules import CTCLoss  # noqa: F401
+from .modules import (CELU, SELU, Hardshrink, Hardsigmoid, KLDivLoss, Softmin, Softshrink, Softsign,  # noqa: F401
+                      Tanhshrink, Threshold)
+from .modules.padding import *  # noqa: F401,F403
+from .parallel import DataParallel  # noqa: F401

@@ -7,10 +7,15 @@ from ..ops.conv import (adaptive_avg_pool1d, adaptive_avg_pool2d, avg_pool1d, av
                         conv1d, conv2d, dropout1d, dropout2d, layer_norm, max_pool1d, max_pool1d_with_indices,  # noqa
                         max_pool2d, max_pool2d_with_indices)  # noqa: F401
 from ..ops.padding import glu, group_norm, hardswish, mish, pad, prelu  # noqa: F401
+from ..creation import full_like, zeros_like
+from ..ops.composite import affine_grid, grid_sample  # noqa: F401
+from ..methods import _inplace
 
 
 def _maybe_inplace(input, result, inplace):
-    return input.copy_(result) if inplace else result
+    # (written as the op's in-place form is: where its backward reads the input, the input's old row keeps a
+    # copy, as torch keeps `original_self`)
+    return _inplace(input, result) if inplace else result
 
 
 def relu(input, inplace=False):
@@ -35,6 +40,91 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
 
 def silu(input, inplace=False):
     return _maybe_inplace(input, ops.silu(input), inplace)
+
+
+def leaky_relu_(input, negative_slope=0.01):
+    return leaky_relu(input, negative_slope, inplace=True)
+
+
+def elu_(input, alpha=1.0):
+    return elu(input, alpha, inplace=True)
+
+
+def hardtanh_(input, min_val=-1.0, max_val=1.0):
+    return hardtanh(input, min_val, max_val, inplace=True)
+
+
+def relu6(input, inplace=False):
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+# -- activations composed of recorded ops (their gradients are those of the composition; torch's kernels give
+# the same away from the break points, where torch's one-sided choices are the ones written here) ------------
+_SELU_ALPHA, _SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+
+
+def _composed_inplace(input, fn, inplace):
+    """fn(input), written into input when inplace: computed from a copy of input where one of its ops reads the
+    value (selu's elu), as torch's single in-place kernel reads its own result."""
+    if not inplace:
+        return fn(input)
+    return _inplace(input, fn(input.clone() if input.requires_grad else input))
+
+
+def selu(input, inplace=False):
+    return _composed_inplace(input, lambda x: ops.elu(x, _SELU_ALPHA) * _SELU_SCALE, inplace)
+
+
+def selu_(input):
+    return selu(input, inplace=True)
+
+
+def celu(input, alpha=1.0, inplace=False):
+    return _composed_inplace(input, lambda x: ops.elu(x / alpha, 1.0) * alpha, inplace)
+
+
+def celu_(input, alpha=1.0):
+    return celu(input, alpha, inplace=True)
+
+
+def threshold(input, threshold, value, inplace=False):
+    return _composed_inplace(input, lambda x: ops.where(x > threshold, x, full_like(x, value)), inplace)
+
+
+_threshold = threshold  # (its parameter shadows the name below)
+
+
+def threshold_(input, threshold, value):
+    return _threshold(input, threshold, value, inplace=True)
+
+
+def hardsigmoid(input, inplace=False):
+    return _composed_inplace(input, lambda x: ops.hardtanh(x + 3.0, 0.0, 6.0) / 6.0, inplace)
+
+
+def softsign(input):
+    return input / (ops.abs(input) + 1)
+
+
+def tanhshrink(input):
+    return input - ops.tanh(input)
+
+
+def softshrink(input, lambd=0.5):
+    if lambd < 0:
+        raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
+    x = ops._tensor(input)
+    zero = zeros_like(x)
+    return ops.where(x > lambd, x - lambd, ops.where(x < -lambd, x + lambd, zero))
+
+
+def hardshrink(input, lambd=0.5):
+    x = ops._tensor(input)
+    return ops.where((x > lambd) | (x < -lambd), x, zeros_like(x))
+
+
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    return ops.softmax(-ops._tensor(input), dim, dtype)
 
 
 def softplus(input, beta=1.0, threshold=20.0):

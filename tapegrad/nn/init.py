@@ -195,7 +195,9 @@ def orthogonal_(tensor, gain=1, generator=None):
         return tensor
     rows = tensor.shape[0]
     cols = tensor.numel() // rows
-    flat = _normal_values((rows, cols), 0.0, 1.0, np.float64, generator)
+    # torch draws in the tensor's dtype (its stream for float32 is not float64's) and factors that; the
+    # factorisation here is float64's
+    flat = _normal_values((rows, cols), 0.0, 1.0, tensor._data.dtype, generator).astype(np.float64)
     if rows < cols:
         flat = flat.T
     q, r = np.linalg.qr(flat)

@@ -31,6 +31,8 @@ from .conv import *  # noqa: F401,F403
 from . import conv as _c
 from .resample import *  # noqa: F401,F403  (unfold/fold, interpolate, pixel shuffle, adaptive max, unpooling)
 from .resample import __all__ as _rs_all
+from .composite import *  # noqa: F401,F403  (functions composed of the ops above; torch's aliases)
+from .composite import __all__ as _co_all
 
-__all__ = [n for m in (_e, _r, _s, _l, _o, _n, _c) for n in m.__all__] + ["detach"] + _so_all + _la_all + _sp_all + _rs_all
-del _e, _r, _s, _l, _o, _n, _c, _so_all, _la_all, _sp_all, _rs_all
+__all__ = [n for m in (_e, _r, _s, _l, _o, _n, _c) for n in m.__all__] + ["detach"] + _so_all + _la_all + _sp_all + _rs_all + _co_all
+del _e, _r, _s, _l, _o, _n, _c, _so_all, _la_all, _sp_all, _rs_all, _co_all

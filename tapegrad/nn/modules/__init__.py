@@ -35,3 +35,7 @@ from .sparse import EmbeddingBag  # noqa: F401
 from .loss import (CosineEmbeddingLoss, GaussianNLLLoss, HingeEmbeddingLoss, MarginRankingLoss,  # noqa: F401
                    MultiLabelSoftMarginLoss, PoissonNLLLoss, TripletMarginLoss, TripletMarginWithDistanceLoss)
 from .loss import CTCLoss  # noqa: F401
+from .activation import (CELU, SELU, Hardshrink, Hardsigmoid, Softmin, Softshrink, Softsign,  # noqa: F401
+                         Tanhshrink, Threshold)
+from .padding import *  # noqa: F401,F403
+from .loss import KLDivLoss  # noqa: F401

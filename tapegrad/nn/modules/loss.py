@@ -35,6 +35,15 @@ class _WeightedLoss(_Loss):
         self.register_buffer("weight", weight)
 
 
+class KLDivLoss(_Loss):
+    def __init__(self, size_average=None, reduce=None, reduction="mean", log_target=False):
+        super().__init__(size_average, reduce, reduction)
+        self.log_target = log_target
+
+    def forward(self, input, target):
+        return F.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
+
+
 class L1Loss(_Loss):
     def forward(self, input, target):
         return F.l1_loss(input, target, reduction=self.reduction)

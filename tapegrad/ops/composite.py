@@ -1,0 +1,232 @@
+"""torch functions composed of other ops: no rows, rules or kernels of their own (a gradient is that of the ops
+they call), as tinygrad builds its wide API on a small set of primitives; and torch's aliases."""
+import warnings
+
+import numpy as np
+
+from .. import random
+from ..tape import untraceable
+from ..tensor import Tensor, _new
+from ._common import _dim, _sizes, _tensor, broadcast_shape
+from .elementwise import div, mul, sub
+from .linalg import matmul
+from .shape import index_select, masked_fill
+
+__all__ = ["addcdiv", "addcmul", "addmm", "bernoulli", "divide", "is_floating_point", "is_nonzero", "masked_select",
+           "multiply", "nonzero", "subtract", "tile"]
+
+multiply, subtract, divide = mul, sub, div
+
+
+def addcmul(input, tensor1, tensor2, *, value=1):
+    """input + value * tensor1 * tensor2 (in torch's order: (value * tensor1) * tensor2)."""
+    t1 = _tensor(tensor1)
+    return _tensor(input) + (t1 if value == 1 else t1 * value) * tensor2
+
+
+def addcdiv(input, tensor1, tensor2, *, value=1):
+    """input + value * tensor1 / tensor2 (in torch's order: (value * tensor1) / tensor2)."""
+    t1 = _tensor(tensor1)
+    return _tensor(input) + (t1 if value == 1 else t1 * value) / tensor2
+
+
+def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+    """beta * input + alpha * (mat1 @ mat2)."""
+    m1, m2 = _tensor(mat1), _tensor(mat2)
+    if m1.dim() != 2:
+        raise RuntimeError(f"mat1 must be a matrix, got {m1.dim()}-D tensor")
+    if m2.dim() != 2:
+        raise RuntimeError(f"mat2 must be a matrix, got {m2.dim()}-D tensor")
+    product = matmul(m1, m2)
+    if alpha != 1:
+        product = product * alpha
+    x = _tensor(input)
+    if beta == 0:  # (input's gradient is zeros, as torch's; its values, NaN included, are not read)
+        return masked_fill(x, _new(np.ones(x._data.shape, np.bool_)), 0) + product
+    return (x if beta == 1 else x * beta) + product
+
+
+def nonzero(input, *, as_tuple=False):
+    """The indices of the nonzero elements, int64: (n, ndim), or one tensor per dimension (a 0-d input counts as
+    1-d there, as in torch)."""
+    a = _tensor(input)._data
+    if as_tuple:
+        return tuple(_new(i.astype(np.int64)) for i in np.nonzero(np.atleast_1d(a)))
+    return _new(np.argwhere(a).astype(np.int64))
+
+
+def masked_select(input, mask):
+    """The elements of input where mask (broadcast with it) is True, as a 1-d tensor."""
+    x, m = _tensor(input), _tensor(mask)
+    if m._data.dtype != np.bool_:
+        raise RuntimeError("masked_select: expected BoolTensor for mask")
+    shape = broadcast_shape(x._data.shape, m._data.shape)
+    if x._data.shape != shape:
+        x = x.expand(shape)
+    if m._data.shape != shape:
+        m = _new(np.broadcast_to(m._data, shape))
+    return x[m]
+
+
+def tile(input, *dims):
+    """repeat, with dims padded by leading ones to the input's rank (torch.tile(x, dims), x.tile(*dims))."""
+    x = _tensor(input)
+    dims = _sizes(dims)
+    return x.repeat(*((1,) * (x.dim() - len(dims)) + dims))
+
+
+def unfold(self, dimension, size, step):
+    """Tensor.unfold: the windows of `size` every `step` along a dimension, as a new last dimension (a copy, where
+    torch's is a view: writes into it do not reach self)."""
+    x = self
+    d = _dim(dimension, max(x.dim(), 1))
+    n = x.shape[d] if x.dim() else 1
+    if size > n:
+        raise RuntimeError(f"maximum size for tensor at dimension {d} is {n} but size is {size}")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    if not x.dim():  # (a 0-d tensor's one window)
+        return x.reshape(1)
+    count = (n - size) // step + 1
+    taken = index_select(x, d, _new((np.arange(count)[:, None] * step + np.arange(size)).reshape(-1)))
+    windows = taken.reshape(tuple(x.shape[:d]) + (count, size) + tuple(x.shape[d + 1:]))
+    return windows.movedim(d + 1, -1)
+
+
+def is_floating_point(input):
+    return _tensor(input).is_floating_point()
+
+
+def is_nonzero(input):
+    x = _tensor(input)
+    if x.numel() == 0:
+        raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
+    if x.numel() > 1:
+        raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+    return x.item() != 0  # (.item(): a value read, which tapegrad.compile sees)
+
+
+def bernoulli(input, p=None, *, generator=None):
+    """0/1 draws with the probabilities in input (or the float p), in input's dtype: torch's streams."""
+    x = _tensor(input)
+    untraceable("a random draw (bernoulli)")
+    if p is not None:
+        return _new(random.bernoulli_scalar(x._data.shape, float(p), generator, x._data.dtype))
+    return _new(random.bernoulli(x._data, generator))
+
+
+Tensor.addcmul = addcmul
+Tensor.addcdiv = addcdiv
+Tensor.addmm = addmm
+Tensor.nonzero = nonzero
+Tensor.masked_select = masked_select
+Tensor.tile = tile
+Tensor.unfold = unfold
+Tensor.is_nonzero = is_nonzero
+Tensor.bernoulli = bernoulli
+Tensor.ndimension = Tensor.dim
+Tensor.nbytes = property(lambda self: self._data.nbytes)
+Tensor.itemsize = property(lambda self: self._data.itemsize)
+
+
+# -- spatial transformers: F.affine_grid and F.grid_sample (2-D), composed of matmul, indexing and arithmetic -----
+_ALIGN_WARNING = ("Default grid_sample and affine_grid behavior has changed to align_corners=False since 1.3.0. "
+                  "Please specify align_corners=True if the old behavior is desired. See the documentation of "
+                  "grid_sample for details.")
+
+
+def _base_coords(steps, align_corners, dtype):
+    """The normalized centres of `steps` pixels, as torch's affine_grid_generator lays them out."""
+    if steps <= 1:
+        return np.zeros(max(steps, 0), dtype)
+    c = np.linspace(-1, 1, steps, dtype=dtype)
+    return c if align_corners else c * dtype((steps - 1) / steps)
+
+
+def affine_grid(theta, size, align_corners=None):
+    """Sampling grids (N, H, W, 2) of the affine maps theta (N, 2, 3) over an output of size (N, C, H, W)."""
+    if align_corners is None:
+        warnings.warn(_ALIGN_WARNING, stacklevel=2)
+        align_corners = False
+    t = _tensor(theta)
+    if not t.is_floating_point():
+        raise ValueError(f"Expected theta to have floating point type, but got {t.dtype}")
+    size = tuple(int(s) for s in size)
+    if len(size) == 5:
+        raise NotImplementedError("tapegrad: affine_grid for 3-D (5-D sizes) is not implemented")
+    if len(size) != 4:
+        raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D affine transforms, "
+                                  f"respectively. Got size {list(size)}.")
+    if t.dim() != 3 or t.shape[-2] != 2 or t.shape[-1] != 3:
+        raise ValueError(f"Expected a batch of 2D affine matrices of shape Nx2x3 for size {list(size)}. Got "
+                         f"{t.shape}.")
+    if align_corners and min(size[-2:]) == 1:
+        warnings.warn("Since version 1.3.0, affine_grid behavior has changed for unit-size grids when "
+                      "align_corners=True. This is not an intended use case of affine_grid. See the documentation "
+                      "of affine_grid for details.", stacklevel=2)
+    elif min(size) <= 0:
+        raise ValueError(f"Expected non-zero, positive output size. Got {list(size)}")
+    n, _, h, w = size
+    dt = t._data.dtype.type
+    base = np.empty((n, h, w, 3), t._data.dtype)
+    base[..., 0] = _base_coords(w, align_corners, dt)
+    base[..., 1] = _base_coords(h, align_corners, dt)[:, None]
+    base[..., 2] = 1
+    return matmul(_new(base.reshape(n, h * w, 3)), t.transpose(1, 2)).reshape(n, h, w, 2)
+
+
+def _unnormalize(coord, steps, align_corners):
+    return (coord + 1) / 2 * (steps - 1) if align_corners else ((coord + 1) * steps - 1) / 2
+
+
+def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
+    """input (N, C, H, W) read at grid (N, Ho, Wo, 2) (x, y in [-1, 1]): bilinear or nearest, zeros or border
+    padding; gradients for input and (bilinear) grid."""
+    if mode not in ("bilinear", "nearest", "bicubic"):
+        raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', "
+                         f"but got: '{mode}'")
+    if padding_mode not in ("zeros", "border", "reflection"):
+        raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or "
+                         f"'reflection', but got: '{padding_mode}'")
+    if mode == "bicubic" or padding_mode == "reflection":
+        raise NotImplementedError(f"tapegrad: grid_sample with mode='{mode}', padding_mode='{padding_mode}' is not "
+                                  f"implemented (bilinear or nearest, zeros or border)")
+    if align_corners is None:
+        warnings.warn(_ALIGN_WARNING, stacklevel=2)
+        align_corners = False
+    x, g = _tensor(input), _tensor(grid)
+    untraceable("grid_sample (the pixels it reads are chosen by the grid's values)")
+    if x.dim() == 5:
+        raise NotImplementedError("tapegrad: grid_sample of 5-D inputs is not implemented")
+    if x.dim() != 4 or g.dim() != 4 or g.shape[0] != x.shape[0] or g.shape[3] != 2:
+        raise RuntimeError(f"grid_sampler(): expected 4D input and grid with same number of dimensions and batch "
+                           f"size, grid's last dimension of size 2, but got input with sizes {list(x.shape)} and grid "
+                           f"with sizes {list(g.shape)}")
+    n, c, h, w = x.shape
+    ix = _unnormalize(g[..., 0], w, align_corners)
+    iy = _unnormalize(g[..., 1], h, align_corners)
+    if padding_mode == "border":
+        ix, iy = ix.clamp(0, w - 1), iy.clamp(0, h - 1)
+    pixels = x.permute(0, 2, 3, 1)  # (N, H, W, C): one advanced index per corner gives (N, Ho, Wo, C)
+    batch = np.arange(n).reshape(n, 1, 1)
+
+    def read(xs, ys):
+        inside = (xs >= 0) & (xs < w) & (ys >= 0) & (ys < h)
+        values = pixels[batch, np.clip(ys, 0, h - 1), np.clip(xs, 0, w - 1)]
+        return values, _new(inside.astype(x._data.dtype)[..., None])
+
+    if mode == "nearest":  # (the grid's gradient is zeros, as torch's: a term of zeros that reads no value of it)
+        values, inside = read(np.rint(ix._data).astype(np.int64), np.rint(iy._data).astype(np.int64))
+        zeros = masked_fill(g[..., :1], _new(np.ones(g.shape[:3] + (1,), np.bool_)), 0)
+        return (values * inside + zeros).permute(0, 3, 1, 2)
+    x0, y0 = np.floor(ix._data), np.floor(iy._data)
+    x1, y1 = x0 + 1, y0 + 1
+    tx0, ty0, tx1, ty1 = (_new(v) for v in (x0, y0, x1, y1))
+    corners = ((x0, y0, (tx1 - ix) * (ty1 - iy)), (x1, y0, (ix - tx0) * (ty1 - iy)),
+               (x0, y1, (tx1 - ix) * (iy - ty0)), (x1, y1, (ix - tx0) * (iy - ty0)))
+    out = None
+    for xs, ys, weight in corners:
+        values, inside = read(xs.astype(np.int64), ys.astype(np.int64))
+        term = values * (weight.unsqueeze(-1) * inside)
+        out = term if out is None else out + term
+    return out.permute(0, 3, 1, 2)

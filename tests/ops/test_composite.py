@@ -1,0 +1,330 @@
+"""torch's functions composed of other ops (ops/composite.py), the activations and padding modules composed in
+nn, torch's aliases, limits (finfo/iinfo) and constants, and the random in-place fills, against torch 2.13:
+values, gradients (float32 and float64), reprs, random streams and errors."""
+import warnings
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as TF
+
+import tapegrad as tg
+import tapegrad.nn.functional as GF
+
+RNG = np.random.default_rng(2026)
+# away from every function's break points (0, +-lambda, the thresholds), where one-sided choices differ
+X = np.array([[-3.7, -2.2, -1.4, -0.8, -0.3], [0.2, 0.7, 1.3, 2.6, 4.1]])
+
+# name: (function of (F, lib, *tensors), input arrays); every float input gets a gradient
+CASES = {
+    "selu": (lambda F, L, x: F.selu(x), [X]),
+    "celu": (lambda F, L, x: F.celu(x, 0.7), [X]),
+    "threshold": (lambda F, L, x: F.threshold(x, 0.5, -3.0), [X]),
+    "hardsigmoid": (lambda F, L, x: F.hardsigmoid(x * 2), [X]),
+    "softsign": (lambda F, L, x: F.softsign(x), [X]),
+    "tanhshrink": (lambda F, L, x: F.tanhshrink(x), [X]),
+    "softshrink": (lambda F, L, x: F.softshrink(x, 1.0), [X]),
+    "hardshrink": (lambda F, L, x: F.hardshrink(x, 1.0), [X]),
+    "softmin": (lambda F, L, x: F.softmin(x, 1), [X]),
+    "relu6": (lambda F, L, x: F.relu6(x * 3), [X]),
+    "addcmul": (lambda F, L, a, b, c: L.addcmul(a, b, c, value=0.5), [X, X[::-1], X.T.reshape(2, 5)]),
+    "addcdiv": (lambda F, L, a, b, c: L.addcdiv(a, b, c.exp(), value=-2), [X, X[::-1], X.T.reshape(2, 5)]),
+    "addmm": (lambda F, L, a, b, c: L.addmm(a, b, c, beta=0.5, alpha=2), [X[:, :4], X[:, 1:3], X[::-1, :4]]),
+    "addmm_plain": (lambda F, L, a, b, c: L.addmm(a[0], b, c), [X[:, :4], X[:, 1:3], X[::-1, :4]]),
+    "addmm_beta0": (lambda F, L, a, b, c: L.addmm(a, b, c, beta=0), [X[:, :4], X[:, 1:3], X[::-1, :4]]),
+    "masked_select": (lambda F, L, x: L.masked_select(x, L.tensor(X[0] > -1)), [X]),
+    "tile": (lambda F, L, x: L.tile(x, (2, 1, 2)), [X]),
+    "tile_method": (lambda F, L, x: x.tile(3), [X]),
+    "multiply": (lambda F, L, a, b: L.multiply(a, b), [X, X[::-1]]),
+    "subtract": (lambda F, L, a, b: L.subtract(a, b, alpha=2), [X, X[::-1]]),
+    "divide": (lambda F, L, a, b: L.divide(a, b.exp()), [X, X[::-1]]),
+    "leaky_relu_inplace": (lambda F, L, x: F.leaky_relu(x + 1, 0.2, inplace=True), [X]),
+    "elu_": (lambda F, L, x: F.elu_(x * 2), [X]),
+    "hardtanh_": (lambda F, L, x: F.hardtanh_(x * 1.0, -2.0, 2.0), [X]),
+    "selu_inplace": (lambda F, L, x: F.selu(x * 1.0, inplace=True), [X]),
+}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_values_and_gradients_match_torch(name, dtype):
+    fn, arrays = CASES[name]
+    got = {}
+    for lib, F in ((torch, TF), (tg, GF)):
+        xs = [lib.tensor(np.ascontiguousarray(a, dtype), requires_grad=True) for a in arrays]
+        out = fn(F, lib, *xs)
+        seed = np.linspace(-1, 2, out.numel()).reshape(tuple(out.shape)).astype(dtype)
+        (out * lib.tensor(seed)).sum().backward()
+        got[lib.__name__] = [out.detach().numpy()] + [x.grad.numpy() for x in xs]
+    # (torch's celu and hardsigmoid kernels use float32 constants in float64 arithmetic: 1/6 = 0.16666667)
+    tol = 1e-5 if dtype == np.float32 else 1e-7 if name in ("celu", "hardsigmoid") else 1e-12
+    for a, b in zip(got["tapegrad"], got["torch"]):
+        assert a.dtype == b.dtype and a.shape == b.shape
+        np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
+
+
+MODULES = ["SELU()", "CELU(0.5, inplace=True)", "Threshold(0.1, 20)", "Hardsigmoid()", "Softsign()", "Tanhshrink()",
+           "Softshrink(0.3)", "Hardshrink()", "Softmin(dim=1)", "KLDivLoss(reduction='batchmean', log_target=True)",
+           "ReflectionPad1d(2)", "ReflectionPad2d((1, 0, 2, 1))", "ReplicationPad1d((1, 2))", "ReplicationPad2d(1)",
+           "ZeroPad1d(3)", "ZeroPad2d((1, 2, 3, 4))", "ConstantPad1d(2, 3.5)", "ConstantPad2d((0, 1, 1, 0), -1.0)",
+           "CircularPad1d(1)", "CircularPad2d((1, 1, 0, 2))"]
+
+
+@pytest.mark.parametrize("spec", MODULES)
+def test_modules_repr_module_path_and_output(spec):
+    a, b = eval("torch.nn." + spec), eval("tg.nn." + spec)
+    assert repr(a) == repr(b)
+    assert type(b).__module__.replace("tapegrad", "torch") == type(a).__module__
+    x = RNG.standard_normal((2, 3, 4, 5)).astype(np.float32)
+    if "Pad1d" in spec:
+        x = x[0]
+    args = (x,) if "Loss" not in spec else (np.log(np.full((2, 3), 0.2, np.float32)), x[0, :2, 0, :3])
+    want = a(*[torch.tensor(v) for v in args]).numpy()
+    got = b(*[tg.tensor(v) for v in args]).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+def test_data_parallel_on_cpu_calls_the_module_and_prefixes_its_keys():
+    torch.manual_seed(0)
+    tg.manual_seed(0)
+    a, b = torch.nn.DataParallel(torch.nn.Linear(3, 2)), tg.nn.DataParallel(tg.nn.Linear(3, 2))
+    assert list(a.state_dict()) == list(b.state_dict()) == ["module.weight", "module.bias"]
+    x = RNG.standard_normal((4, 3)).astype(np.float32)
+    np.testing.assert_allclose(b(tg.tensor(x)).detach().numpy(), a(torch.tensor(x)).detach().numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("input", [X, X > 0, np.array(3.0), np.zeros((2, 0)), np.array([[0, 1], [2, 0]])])
+def test_nonzero(input):
+    want, got = torch.nonzero(torch.tensor(input)), tg.nonzero(tg.tensor(input))
+    assert got.dtype == tg.int64 and tuple(got.shape) == tuple(want.shape)
+    assert got.tolist() == want.tolist()
+    wt, gt = torch.tensor(input).nonzero(as_tuple=True), tg.tensor(input).nonzero(as_tuple=True)
+    assert [t.tolist() for t in gt] == [t.tolist() for t in wt]
+
+
+def test_limits_and_constants():
+    for d in ("float16", "float32", "float64", "bfloat16"):
+        if d == "bfloat16":
+            pytest.importorskip("ml_dtypes")
+        assert repr(tg.finfo(getattr(tg, d))) == repr(torch.finfo(getattr(torch, d)))
+        for attr in ("bits", "eps", "max", "min", "tiny", "smallest_normal", "resolution", "dtype"):
+            assert getattr(tg.finfo(getattr(tg, d)), attr) == getattr(torch.finfo(getattr(torch, d)), attr)
+    assert tg.finfo().eps == torch.finfo().eps
+    for d in ("uint8", "int8", "int16", "int32", "int64"):
+        assert repr(tg.iinfo(getattr(tg, d))) == repr(torch.iinfo(getattr(torch, d)))
+        assert (tg.iinfo(getattr(tg, d)).max, tg.iinfo(getattr(tg, d)).bits) == (
+            torch.iinfo(getattr(torch, d)).max, torch.iinfo(getattr(torch, d)).bits)
+    for lib_call in ("finfo(L.int32)", "iinfo(L.float32)", "iinfo(L.bool)"):
+        with pytest.raises(TypeError) as want:
+            eval("torch." + lib_call.replace("L.", "torch."))
+        with pytest.raises(TypeError) as got:
+            eval("tg." + lib_call.replace("L.", "tg."))
+        assert str(got.value) == str(want.value)
+    assert (tg.pi, tg.e, tg.inf, tg.newaxis) == (torch.pi, torch.e, torch.inf, torch.newaxis)
+    assert np.isnan(tg.nan)
+
+
+def test_tensor_properties_and_predicates():
+    for lib in (torch, tg):
+        x = lib.zeros(2, 3, dtype=lib.float64)
+        assert (x.ndimension(), x.nbytes, x.itemsize) == (2, 48, 8)
+        assert lib.is_floating_point(x) and not lib.is_floating_point(lib.zeros(2, dtype=lib.int64))
+        assert lib.is_nonzero(lib.tensor([2.0])) and not lib.tensor(0).is_nonzero()
+    for bad in ([], [1.0, 2.0]):
+        with pytest.raises(RuntimeError) as want:
+            torch.is_nonzero(torch.tensor(bad))
+        with pytest.raises(RuntimeError) as got:
+            tg.is_nonzero(tg.tensor(bad))
+        assert str(got.value) == str(want.value)
+    with pytest.raises(RuntimeError, match="expected BoolTensor for mask"):
+        tg.masked_select(tg.zeros(3), tg.zeros(3))
+
+
+FILLS = [lambda t: t.uniform_(), lambda t: t.uniform_(-0.1, 0.1), lambda t: t.normal_(), lambda t: t.normal_(2.0, 0.02),
+         lambda t: t.bernoulli_(0.3), lambda t: t.bernoulli_(), lambda t: t.uniform_(**{"from": -2, "to": 3})]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("k", range(len(FILLS)))
+def test_random_fills_draw_torchs_streams(k, dtype):
+    """The same values from the same seed, and the stream left where torch leaves it (a draw after matches)."""
+    got = []
+    for lib in (torch, tg):
+        lib.manual_seed(7)
+        t = lib.empty(3, 17, dtype=getattr(lib, dtype))
+        out = FILLS[k](t)
+        assert out is t
+        got.append((t.numpy().copy(), lib.rand(4).numpy()))
+    np.testing.assert_array_equal(got[1][0], got[0][0])
+    np.testing.assert_array_equal(got[1][1], got[0][1])
+
+
+def test_bernoulli_of_probabilities():
+    p = RNG.random((4, 9))
+    for dtype in (np.float32, np.float64):
+        torch.manual_seed(3)
+        tg.manual_seed(3)
+        want = torch.bernoulli(torch.tensor(p.astype(dtype)))
+        got = tg.tensor(p.astype(dtype)).bernoulli()
+        assert got.dtype == getattr(tg, np.dtype(dtype).name)
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_a_refused_fill_draws_nothing_and_a_recorded_one_cuts_the_gradient():
+    w = tg.zeros(3, requires_grad=True)
+    tg.manual_seed(1)
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an in-place"):
+        w.uniform_()
+    assert tg.rand(2).tolist() == (tg.manual_seed(1), tg.rand(2).tolist())[1]
+    with tg.no_grad():
+        w.normal_()  # (as nn.init does)
+    assert w._version == 1
+    y = w * 2
+    y.uniform_()
+    y.sum().backward()
+    assert w.grad.tolist() == [0.0, 0.0, 0.0]
+
+
+def test_inplace_optimizer_arithmetic():
+    """An optimizer's step as older scripts write it: addcmul_ / addcdiv_ under no_grad."""
+    for lib in (torch, tg):
+        p, m, v = (lib.tensor(a.astype(np.float32)) for a in (X, X[::-1], np.abs(X.T.reshape(2, 5))))
+        with lib.no_grad():
+            m.mul_(0.9).add_(p, alpha=0.1)
+            v.mul_(0.99).addcmul_(p, p, value=0.01)
+            p.addcdiv_(m, v.sqrt().add_(1e-8), value=-0.01)
+            p.multiply_(2).subtract_(0.5).divide_(3)
+        if lib is torch:
+            want = p.numpy().copy()
+    np.testing.assert_allclose(p.numpy(), want, rtol=1e-6)
+
+
+def test_deprecated_alpha_first_overload_of_add_and_sub(monkeypatch):
+    """Old tutorials' `p.data.add_(-learning_rate, p.grad.data)`: torch's values, and its deprecation warning once
+    per process (torch's state is the test process's: only tapegrad's warning is checked)."""
+    import tapegrad.methods
+    monkeypatch.setattr(tapegrad.methods, "_warned_alpha_first", [False])
+    got = []
+    for lib in (torch, tg):
+        p, g = lib.ones(3), lib.full((3,), 2.0)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            p.add_(-0.5, g)
+            q = p.sub(3, g)
+            r = p.add(2, g)
+        got.append((p.tolist(), q.tolist(), r.tolist()))
+    assert [str(w.message) for w in caught] == [
+        "This overload of add_ is deprecated:\n\tadd_(Number alpha, Tensor other)\nConsider using one of the "
+        "following signatures instead:\n\tadd_(Tensor other, *, Number alpha = 1)"]
+    assert got[0] == got[1]
+
+
+@pytest.mark.parametrize("call", ["unsqueeze_(-1)", "unsqueeze_(0)", "squeeze_()", "squeeze_(0)", "t_()",
+                                  "transpose_(0, 1)", "swapdims_(1, 0)", "swapaxes_(0, 1)"])
+def test_inplace_view_methods(call):
+    got = []
+    for lib in (torch, tg):
+        x = lib.tensor(np.arange(6.0).reshape(1, 6) if "squeeze" in call and "un" not in call else
+                       np.arange(6.0).reshape(2, 3))
+        out = eval("x." + call)
+        assert out is x
+        got.append((tuple(x.shape), x.tolist()))
+    assert got[0] == got[1]
+    a = tg.ones(2, 3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an in-place"):
+        eval("a." + call)
+    with pytest.raises(NotImplementedError, match=r"Tensor\.\w+_ on a tensor that requires grad"):
+        eval("(a * 2)." + call)
+
+
+@pytest.mark.parametrize("shape", [(5, 8), (8, 5), (3, 4, 2), (4, 4)])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_orthogonal_init_draws_in_the_tensors_dtype(shape, dtype):
+    """torch factors normals drawn in the tensor's dtype (float32's stream is not float64's past 16 values)."""
+    got = []
+    for lib in (torch, tg):
+        lib.manual_seed(5)
+        w = lib.empty(*shape, dtype=getattr(lib, dtype))
+        lib.nn.init.orthogonal_(w, gain=1.5)
+        got.append(w.numpy())
+    np.testing.assert_allclose(got[1], got[0], rtol=0, atol=2e-5 if dtype == "float32" else 1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize("mode, padding_mode", [("bilinear", "zeros"), ("bilinear", "border"), ("nearest", "zeros"),
+                                                ("nearest", "border")])
+def test_spatial_transformer_affine_grid_and_grid_sample(mode, padding_mode, align_corners, dtype):
+    """The spatial transformer tutorial's pair: values and gradients for the input and theta (random maps, so that
+    no sample falls on a pixel's edge, where bilinear's gradient jumps and nearest's choice is a rounding's)."""
+    x = RNG.standard_normal((2, 3, 5, 6)).astype(dtype)
+    theta = (np.eye(2, 3) + 0.3 * RNG.standard_normal((2, 2, 3))).astype(dtype)
+    seed = RNG.standard_normal((2, 3, 4, 7)).astype(dtype)
+    got = []
+    for lib in (torch, tg):
+        tx, tt = lib.tensor(x, requires_grad=True), lib.tensor(theta, requires_grad=True)
+        grid = lib.nn.functional.affine_grid(tt, (2, 3, 4, 7), align_corners=align_corners)
+        y = lib.nn.functional.grid_sample(tx, grid, mode=mode, padding_mode=padding_mode, align_corners=align_corners)
+        (y * lib.tensor(seed)).sum().backward()
+        got.append([grid.detach().numpy(), y.detach().numpy(), tx.grad.numpy(), tt.grad.numpy()])
+    tol = 2e-5 if dtype == np.float32 else 1e-10
+    for a, b in zip(got[1], got[0]):
+        assert a.dtype == b.dtype and a.shape == b.shape
+        np.testing.assert_allclose(a, b, rtol=tol, atol=tol * max(1.0, np.abs(b).max()))
+
+
+def test_grid_sample_warnings_and_errors():
+    x, theta = tg.zeros(1, 1, 3, 3), tg.tensor([[[1.0, 0, 0], [0, 1, 0]]])
+    with pytest.warns(UserWarning, match="Default grid_sample and affine_grid behavior has changed"):
+        grid = tg.nn.functional.affine_grid(theta, (1, 1, 3, 3))
+    with pytest.raises(ValueError, match="Expected a batch of 2D affine matrices of shape Nx2x3"):
+        tg.nn.functional.affine_grid(tg.zeros(1, 3, 3), (1, 1, 3, 3), align_corners=False)
+    with pytest.raises(ValueError, match="expected mode to be 'bilinear', 'nearest' or 'bicubic'"):
+        tg.nn.functional.grid_sample(x, grid, mode="linear", align_corners=False)
+    with pytest.raises(NotImplementedError, match="grid_sample with mode='bicubic'"):
+        tg.nn.functional.grid_sample(x, grid, mode="bicubic", align_corners=False)
+    with pytest.raises(NotImplementedError, match="padding_mode='reflection'"):
+        tg.nn.functional.grid_sample(x, grid, padding_mode="reflection", align_corners=False)
+
+
+@pytest.mark.parametrize("shape, args", [((10,), (0, 3, 2)), ((10,), (0, 10, 1)), ((10,), (-1, 1, 5)),
+                                         ((2, 3, 8, 8), (2, 4, 4)), ((2, 3, 8, 8), (3, 3, 2)), ((), (0, 1, 1))])
+def test_tensor_unfold(shape, args):
+    """Vision transformers' patches: x.unfold(2, p, p).unfold(3, p, p); values and gradients."""
+    a = RNG.standard_normal(shape)
+    got = []
+    for lib in (torch, tg):
+        x = lib.tensor(a, requires_grad=True)
+        y = x.unfold(*args)
+        (y * lib.tensor(np.linspace(-1, 1, y.numel()).reshape(tuple(y.shape)))).sum().backward()
+        got.append((y.detach().numpy(), x.grad.numpy()))
+    for a_, b_ in zip(got[1], got[0]):
+        assert a_.shape == b_.shape
+        np.testing.assert_allclose(a_, b_, rtol=1e-12, atol=1e-12)
+    for bad in ((0, 11, 1), (0, 3, 0)):
+        with pytest.raises(RuntimeError) as want:
+            torch.arange(10.0).unfold(*bad)
+        with pytest.raises(RuntimeError) as have:
+            tg.arange(10.0).unfold(*bad)
+        assert str(have.value) == str(want.value)
+
+
+def test_hub_tqdm_is_tqdms_where_installed(monkeypatch):
+    """torch.hub.tqdm is tqdm's own class when tqdm is installed, a silent counter otherwise (both checked: a
+    stand-in module plays the installed tqdm)."""
+    import importlib
+    import sys
+    import types
+    import tapegrad.hub as hub
+    fake = types.ModuleType("tqdm")
+    fake.tqdm = type("tqdm", (), {})
+    try:
+        monkeypatch.setitem(sys.modules, "tqdm", fake)
+        assert importlib.reload(hub).tqdm is fake.tqdm
+        monkeypatch.setitem(sys.modules, "tqdm", None)  # (import fails: not installed)
+        bar = importlib.reload(hub).tqdm(total=3)
+        bar.update(2)
+        assert bar.n == 2
+    finally:
+        monkeypatch.undo()
+        importlib.reload(hub)
