@@ -39,7 +39,7 @@ from .anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled  # noqa: F
 from . import nn  # noqa: F401
 from .ops.layers import (bilinear, channel_shuffle, cosine_similarity, embedding_renorm_,  # noqa: F401
                           native_channel_shuffle, pairwise_distance, rms_norm)  # (torch.X: the signatures of torch.nn.functional's)
-from . import optim, utils  # noqa: F401
+from . import linalg, optim, utils  # noqa: F401
 from . import distributions  # noqa: F401
 from . import distributed  # noqa: F401  (imports no MPI: init_process_group does)
 from .serialization import load, save  # noqa: F401

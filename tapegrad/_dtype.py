@@ -195,7 +195,8 @@ def _float_result(dtypes):
 
 # -- torch.finfo / torch.iinfo: a dtype's numeric limits, from NumPy's (ml_dtypes' for bfloat16) -------------------
 def _limits_repr(self, names):
-    return f"{type(self).__name__}(" + ", ".join(f"{n}={getattr(self, n):.6g}" for n in names) + f", dtype={self.dtype})"
+    values = ", ".join(f"{n}={getattr(self, n):.6g}" for n in names)
+    return f"{type(self).__name__}({values}, dtype={self.dtype})"
 
 
 class finfo:
@@ -230,7 +231,8 @@ class iinfo:
         if not isinstance(type, dtype) or type.is_floating_point:
             raise TypeError("torch.iinfo() requires an integer input type. Use torch.finfo to handle 'torch.iinfo'")
         info = np.iinfo(to_numpy_dtype(type))
-        self.bits, self.dtype, self.max, self.min = builtins.int(info.bits), type.name, builtins.int(info.max), builtins.int(info.min)
+        self.bits, self.dtype = builtins.int(info.bits), type.name
+        self.max, self.min = builtins.int(info.max), builtins.int(info.min)
 
     def __repr__(self):
         return _limits_repr(self, ("min", "max"))

@@ -8,10 +8,9 @@ import numpy as np
 from . import ops
 from .grad_mode import is_grad_enabled
 from .device import check as _check_device
-from .tape import untraceable
+from .tape import NOT_A_SLOT, untraceable
 from .ops.shape import _check_recordable, _check_writable, _iterate, _written
 from .tensor import as_array, _new, Tensor, VIEWS
-from .tape import NOT_A_SLOT
 from .creation import _shape
 from .registry import OPS, reads_input
 from . import _dtype, random
@@ -138,6 +137,71 @@ def _unrecorded_arith(self, other, ufunc):
 Tensor.add_ = _make_inplace(Tensor.add, np.add)
 Tensor.sub_ = _make_inplace(Tensor.sub, np.subtract)
 
+Tensor.mul_ = _make_inplace(Tensor.mul, np.multiply)
+Tensor.div_ = _make_inplace(Tensor.div)
+Tensor.pow_ = _make_inplace(Tensor.pow)
+Tensor.clamp_ = _make_inplace(Tensor.clamp)
+Tensor.clip_ = _make_inplace(Tensor.clip)
+Tensor.neg_ = _make_inplace(Tensor.neg)
+Tensor.exp_ = _make_inplace(Tensor.exp)
+Tensor.log_ = _make_inplace(Tensor.log)
+Tensor.sqrt_ = _make_inplace(Tensor.sqrt)
+Tensor.sin_ = _make_inplace(Tensor.sin)
+Tensor.cos_ = _make_inplace(Tensor.cos)
+Tensor.tanh_ = _make_inplace(Tensor.tanh)
+Tensor.sigmoid_ = _make_inplace(Tensor.sigmoid)
+Tensor.relu_ = _make_inplace(Tensor.relu)
+Tensor.abs_ = _make_inplace(Tensor.abs)
+Tensor.reciprocal_ = _make_inplace(Tensor.reciprocal)
+Tensor.square_ = _make_inplace(Tensor.square)
+Tensor.floor_ = _make_inplace(Tensor.floor)
+Tensor.ceil_ = _make_inplace(Tensor.ceil)
+Tensor.round_ = _make_inplace(Tensor.round)
+Tensor.sign_ = _make_inplace(Tensor.sign)
+Tensor.clamp_min_ = _make_inplace(Tensor.clamp_min)
+Tensor.clamp_max_ = _make_inplace(Tensor.clamp_max)
+Tensor.lerp_ = _make_inplace(Tensor.lerp)
+Tensor.masked_fill_ = _make_inplace(Tensor.masked_fill)
+Tensor.scatter_add_ = _make_inplace(Tensor.scatter_add)
+Tensor.tril_ = _make_inplace(Tensor.tril)
+Tensor.triu_ = _make_inplace(Tensor.triu)
+Tensor.rsqrt_ = _make_inplace(Tensor.rsqrt)
+Tensor.log1p_ = _make_inplace(Tensor.log1p)
+Tensor.expm1_ = _make_inplace(Tensor.expm1)
+Tensor.tan_ = _make_inplace(Tensor.tan)
+Tensor.atan_ = _make_inplace(Tensor.atan)
+Tensor.asin_ = _make_inplace(Tensor.asin)
+Tensor.acos_ = _make_inplace(Tensor.acos)
+Tensor.sinh_ = _make_inplace(Tensor.sinh)
+Tensor.cosh_ = _make_inplace(Tensor.cosh)
+Tensor.erf_ = _make_inplace(Tensor.erf)
+Tensor.trunc_ = _make_inplace(Tensor.trunc)
+Tensor.atan2_ = _make_inplace(Tensor.atan2)
+Tensor.maximum_ = _make_inplace(Tensor.maximum)
+Tensor.minimum_ = _make_inplace(Tensor.minimum)
+Tensor.addcmul_ = _make_inplace(Tensor.addcmul)
+Tensor.addcdiv_ = _make_inplace(Tensor.addcdiv)
+Tensor.addmm_ = _make_inplace(Tensor.addmm)
+Tensor.multiply_ = Tensor.mul_
+Tensor.subtract_ = Tensor.sub_
+Tensor.divide_ = Tensor.true_divide_ = Tensor.div_
+Tensor.__iadd__ = _make_inplace(Tensor.add, np.add)
+Tensor.__isub__ = _make_inplace(Tensor.sub, np.subtract)
+Tensor.__imul__ = _make_inplace(Tensor.mul, np.multiply)
+Tensor.__itruediv__ = _make_inplace(Tensor.div)
+
+
+def _iadd_naming_growth(iadd):
+    def __iadd__(self, other):
+        tape = self._tape
+        if tape is not None and tape.growth_pending is not None and self._data.ndim == 0:
+            tape.warn_growth()  # (Tape._check_growth: the warning names this `total_loss += loss` line)
+        return iadd(self, other)
+    return __iadd__
+
+
+Tensor.__iadd__ = _iadd_naming_growth(Tensor.__iadd__)
+
 
 _warned_alpha_first = [False]
 
@@ -183,70 +247,6 @@ def _inplace_view(name):
 
 for _name in ("unsqueeze_", "squeeze_", "t_", "transpose_", "swapdims_", "swapaxes_"):
     setattr(Tensor, _name, _inplace_view(_name))
-Tensor.mul_ = _make_inplace(Tensor.mul, np.multiply)
-Tensor.div_ = _make_inplace(Tensor.div)
-Tensor.pow_ = _make_inplace(Tensor.pow)
-Tensor.clamp_ = _make_inplace(Tensor.clamp)
-Tensor.clip_ = _make_inplace(Tensor.clip)
-Tensor.neg_ = _make_inplace(Tensor.neg)
-Tensor.exp_ = _make_inplace(Tensor.exp)
-Tensor.log_ = _make_inplace(Tensor.log)
-Tensor.sqrt_ = _make_inplace(Tensor.sqrt)
-Tensor.sin_ = _make_inplace(Tensor.sin)
-Tensor.cos_ = _make_inplace(Tensor.cos)
-Tensor.tanh_ = _make_inplace(Tensor.tanh)
-Tensor.sigmoid_ = _make_inplace(Tensor.sigmoid)
-Tensor.relu_ = _make_inplace(Tensor.relu)
-Tensor.abs_ = _make_inplace(Tensor.abs)
-Tensor.reciprocal_ = _make_inplace(Tensor.reciprocal)
-Tensor.square_ = _make_inplace(Tensor.square)
-Tensor.floor_ = _make_inplace(Tensor.floor)
-Tensor.ceil_ = _make_inplace(Tensor.ceil)
-Tensor.round_ = _make_inplace(Tensor.round)
-Tensor.sign_ = _make_inplace(Tensor.sign)
-Tensor.clamp_min_ = _make_inplace(Tensor.clamp_min)
-Tensor.clamp_max_ = _make_inplace(Tensor.clamp_max)
-Tensor.lerp_ = _make_inplace(Tensor.lerp)
-Tensor.masked_fill_ = _make_inplace(Tensor.masked_fill)
-Tensor.scatter_add_ = _make_inplace(Tensor.scatter_add)
-Tensor.tril_ = _make_inplace(Tensor.tril)
-Tensor.triu_ = _make_inplace(Tensor.triu)
-Tensor.rsqrt_ = _make_inplace(Tensor.rsqrt)
-Tensor.log1p_ = _make_inplace(Tensor.log1p)
-Tensor.expm1_ = _make_inplace(Tensor.expm1)
-Tensor.tan_ = _make_inplace(Tensor.tan)
-Tensor.atan_ = _make_inplace(Tensor.atan)
-Tensor.asin_ = _make_inplace(Tensor.asin)
-Tensor.acos_ = _make_inplace(Tensor.acos)
-Tensor.sinh_ = _make_inplace(Tensor.sinh)
-Tensor.cosh_ = _make_inplace(Tensor.cosh)
-Tensor.erf_ = _make_inplace(Tensor.erf)
-Tensor.trunc_ = _make_inplace(Tensor.trunc)
-Tensor.atan2_ = _make_inplace(Tensor.atan2)
-Tensor.maximum_ = _make_inplace(Tensor.maximum)
-Tensor.addcmul_ = _make_inplace(Tensor.addcmul)
-Tensor.addcdiv_ = _make_inplace(Tensor.addcdiv)
-Tensor.addmm_ = _make_inplace(Tensor.addmm)
-Tensor.multiply_ = Tensor.mul_
-Tensor.subtract_ = Tensor.sub_
-Tensor.divide_ = Tensor.true_divide_ = Tensor.div_
-Tensor.minimum_ = _make_inplace(Tensor.minimum)
-Tensor.__iadd__ = _make_inplace(Tensor.add, np.add)
-Tensor.__isub__ = _make_inplace(Tensor.sub, np.subtract)
-Tensor.__imul__ = _make_inplace(Tensor.mul, np.multiply)
-Tensor.__itruediv__ = _make_inplace(Tensor.div)
-
-
-def _iadd_naming_growth(iadd):
-    def __iadd__(self, other):
-        tape = self._tape
-        if tape is not None and tape.growth_pending is not None and self._data.ndim == 0:
-            tape.warn_growth()  # (Tape._check_growth: the warning names this `total_loss += loss` line)
-        return iadd(self, other)
-    return __iadd__
-
-
-Tensor.__iadd__ = _iadd_naming_growth(Tensor.__iadd__)
 
 
 def _broadcast_value(self, value):
@@ -394,6 +394,8 @@ Tensor.new_tensor, Tensor.data_ptr = new_tensor, data_ptr
 Tensor.is_xpu = Tensor.is_mps = Tensor.is_sparse = Tensor.is_quantized = Tensor.is_meta = False
 Tensor.is_mkldnn = Tensor.is_nested = Tensor.is_sparse_csr = False
 Tensor.spmm = lambda self, mat2: ops.sparse.mm(self, mat2)
+
+
 # -- the random in-place fills: torch's streams (random.py), as nn.init's and dropout's -----------------------------
 def _fill_with(self, draw):
     """Write draw() into self in place; torch's refusals come first, so that a refused fill draws nothing."""

@@ -6,14 +6,15 @@ import numpy as np
 
 from .. import random
 from ..tape import untraceable
-from ..tensor import Tensor, _new
+from ..tensor import Size, Tensor, _new
 from ._common import _dim, _sizes, _tensor, broadcast_shape
 from .elementwise import div, mul, sub
 from .linalg import matmul
-from .shape import index_select, masked_fill
+from .shape import cat, index_select, masked_fill
 
-__all__ = ["addcdiv", "addcmul", "addmm", "bernoulli", "divide", "is_floating_point", "is_nonzero", "masked_select",
-           "multiply", "nonzero", "subtract", "tile"]
+__all__ = ["addcdiv", "addcmul", "addmm", "bernoulli", "broadcast_shapes", "broadcast_tensors", "broadcast_to", "diff",
+           "divide", "is_floating_point", "is_nonzero", "masked_select", "meshgrid", "multiply", "nonzero",
+           "repeat_interleave", "subtract", "tile"]
 
 multiply, subtract, divide = mul, sub, div
 
@@ -93,6 +94,91 @@ def unfold(self, dimension, size, step):
     return windows.movedim(d + 1, -1)
 
 
+def broadcast_shapes(*shapes):
+    out = ()
+    for shape in shapes:
+        out = broadcast_shape(out, (shape,) if isinstance(shape, int) else tuple(shape))
+    return Size(out)
+
+
+def broadcast_to(input, size):
+    return _tensor(input).expand(*size)
+
+
+def broadcast_tensors(*tensors):
+    tensors = tuple(_tensor(t) for t in tensors)
+    shape = broadcast_shapes(*(t.shape for t in tensors))
+    return tuple(t if t.shape == shape else t.expand(*shape) for t in tensors)
+
+
+def meshgrid(*tensors, indexing=None):
+    """Coordinate grids of 1-d tensors (expands: gradients sum back), 'ij' (the default) or 'xy'."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    if indexing is None:
+        warnings.warn("torch.meshgrid: in an upcoming release, it will be required to pass the indexing argument.",
+                      UserWarning, stacklevel=2)
+        indexing = "ij"
+    if indexing not in ("ij", "xy"):
+        raise RuntimeError(f"torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but received: {indexing}")
+    ts = [_tensor(t) for t in tensors]
+    for t in ts:
+        if t.dim() > 1:
+            raise RuntimeError(f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list but got: {t}")
+    swap = indexing == "xy" and len(ts) >= 2
+    if swap:
+        ts[0], ts[1] = ts[1], ts[0]
+    shape = tuple(t.numel() for t in ts)
+    grids = [t.reshape(*[-1 if i == k else 1 for i in range(len(ts))]).expand(*shape) for k, t in enumerate(ts)]
+    if swap:  # (the first two inputs swapped, then their grids: shape (len(y), len(x), ...))
+        grids[0], grids[1] = grids[1], grids[0]
+    return tuple(grids)
+
+
+def diff(input, n=1, dim=-1, prepend=None, append=None):
+    """The n-th forward difference along dim (prepend/append joined first)."""
+    x = _tensor(input)
+    if x.dim() == 0:
+        raise RuntimeError("diff expects input to be at least one-dimensional")
+    if n < 0:
+        raise RuntimeError(f"order must be non-negative but got {n}")
+    d = _dim(dim, x.dim())
+    parts = [_tensor(p) for p in (prepend, x, append) if p is not None]
+    if len(parts) > 1:
+        x = cat(parts, d)
+    for _ in range(n):
+        m = x.shape[d]
+        if m == 0:
+            break
+        x = x.narrow(d, 1, m - 1) - x.narrow(d, 0, m - 1)
+    return x
+
+
+def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
+    """Each element (or slice along dim) repeated `repeats` times; an index_select, so gradients sum back."""
+    if repeats is None:  # torch.repeat_interleave(repeats): the indices repeated by their counts
+        counts = _tensor(input)._data
+        return _new(np.repeat(np.arange(counts.size, dtype=np.int64), counts.reshape(-1)))
+    x = _tensor(input)
+    if dim is None:
+        x, d = x.reshape(-1), 0
+    else:
+        d = _dim(dim, max(x.dim(), 1))
+    n = x.shape[d] if x.dim() else 1
+    if isinstance(repeats, Tensor):
+        untraceable("repeat_interleave by a tensor of counts (its output's shape is the counts' values)")
+        counts = repeats._data.reshape(-1)
+    else:
+        counts = np.asarray(repeats).reshape(-1)
+    if counts.size not in (1, n):
+        raise RuntimeError("repeats must have the same size as input along dim, but got repeats.size(0) = "
+                           f"{counts.size} and input.size({d}) = {n}")
+    if (counts < 0).any():
+        raise RuntimeError("repeats can not be negative")
+    index = np.repeat(np.arange(n, dtype=np.int64), np.broadcast_to(counts, (n,)))
+    return index_select(x if x.dim() else x.reshape(1), d, _new(index))
+
+
 def is_floating_point(input):
     return _tensor(input).is_floating_point()
 
@@ -121,6 +207,9 @@ Tensor.addmm = addmm
 Tensor.nonzero = nonzero
 Tensor.masked_select = masked_select
 Tensor.tile = tile
+Tensor.diff = diff
+Tensor.repeat_interleave = repeat_interleave
+Tensor.broadcast_to = broadcast_to
 Tensor.unfold = unfold
 Tensor.is_nonzero = is_nonzero
 Tensor.bernoulli = bernoulli

@@ -328,3 +328,85 @@ def test_hub_tqdm_is_tqdms_where_installed(monkeypatch):
     finally:
         monkeypatch.undo()
         importlib.reload(hub)
+
+
+SHAPE_CASES = {
+    "diff": lambda L, a, b: [L.diff(a), L.diff(a, n=2), a.diff(prepend=L.tensor([0.0])), L.diff(b, dim=0),
+                             L.diff(b, n=2, dim=1, append=L.tensor([[1.0], [2.0]]))],
+    "meshgrid_ij": lambda L, a, b: list(L.meshgrid(a[:3], a[2:], indexing="ij")),
+    "meshgrid_xy": lambda L, a, b: list(L.meshgrid([a[:3], a[1:], b[0]], indexing="xy")),
+    "broadcast": lambda L, a, b: list(L.broadcast_tensors(a[:3], b)) + [L.broadcast_to(a[:3], (2, 3)),
+                                                                          a[:3].broadcast_to((4, 3))],
+    "repeat_interleave": lambda L, a, b: [L.repeat_interleave(b, 2), b.repeat_interleave(2, dim=0),
+                                          L.repeat_interleave(b, L.tensor([1, 3]), dim=0),
+                                          b.repeat_interleave(L.tensor([1, 0, 2]), dim=1), a.repeat_interleave(3)],
+}
+
+
+@pytest.mark.parametrize("name", sorted(SHAPE_CASES))
+def test_shape_composites(name):
+    got = []
+    for lib in (torch, tg):
+        a = lib.tensor([1.0, 4.0, 9.0, 16.0, 20.0], requires_grad=True)
+        b = lib.tensor([[1.0, 2.0, 4.0], [3.0, 5.0, 9.0]], requires_grad=True)
+        outs = SHAPE_CASES[name](lib, a, b)
+        sum((o * lib.arange(float(o.numel())).reshape(o.shape)).sum() for o in outs).backward()
+        got.append(([o.detach().numpy() for o in outs], [None if t.grad is None else t.grad.numpy() for t in (a, b)]))
+    for x, y in zip(got[1][0] + got[1][1], got[0][0] + got[0][1]):
+        assert (x is None) == (y is None)
+        if x is not None:
+            assert x.shape == y.shape
+            np.testing.assert_array_equal(x, y)
+
+
+def test_shape_composites_edges_and_errors():
+    assert tg.repeat_interleave(tg.tensor([2, 0, 1])).tolist() == torch.repeat_interleave(torch.tensor([2, 0, 1])).tolist()
+    assert tg.broadcast_shapes((2, 1), (3,), 1) == torch.broadcast_shapes((2, 1), (3,), 1)
+    with pytest.warns(UserWarning, match="it will be required to pass the indexing argument"):
+        tg.meshgrid(tg.arange(2), tg.arange(3))
+    b = tg.zeros(2, 3)
+    for call in ("L.diff(L.tensor(1.0))", "L.repeat_interleave(L.zeros(2, 3), L.tensor([1, 2, 3]), dim=0)",
+                 "L.meshgrid(L.zeros(2), L.zeros(2), indexing='yx')", "L.diff(L.zeros(3), n=-1)"):
+        with pytest.raises(RuntimeError) as want:
+            eval(call.replace("L.", "torch."))
+        with pytest.raises(RuntimeError) as have:
+            eval(call.replace("L.", "tg."))
+        assert str(have.value) == str(want.value)
+
+
+LINALG = ["L.norm(A)", "L.norm(v)", "L.norm(v, 1)", "L.norm(v, math.inf)", "L.norm(A, dim=1)", "L.norm(A, dim=(0, 2))",
+          "L.norm(A[0], 'fro')", "L.norm(A[0], 1)", "L.norm(A[0], -math.inf)", "L.matrix_norm(A)",
+          "L.matrix_norm(A, 1)", "L.matrix_norm(A, -1, keepdim=True)", "L.matrix_norm(A, math.inf, dim=(0, 2))",
+          "L.vector_norm(A, 3, dim=-1)", "L.norm(A, 1, dim=2, keepdim=True)", "L.norm(A.float(), dtype=lib.float64)"]
+
+
+@pytest.mark.parametrize("call", LINALG)
+def test_linalg_norms(call):
+    import math  # noqa: F401  (the calls' math.inf)
+    a, b = RNG.standard_normal((3, 4, 5)), RNG.standard_normal(6)
+    got = []
+    for lib in (torch, tg):
+        A, v, L = lib.tensor(a, requires_grad=True), lib.tensor(b, requires_grad=True), lib.linalg
+        out = eval(call)
+        (out * (1 + lib.arange(float(out.numel())).reshape(out.shape))).sum().backward()
+        got.append([out.detach().numpy()] + [None if t.grad is None else t.grad.numpy() for t in (A, v)])
+    for x, y in zip(got[1], got[0]):
+        assert (x is None) == (y is None)
+        if x is not None:
+            assert x.shape == y.shape and x.dtype == y.dtype
+            # (through .float(), the gradient is float32's: one rounding of it may differ)
+            tol = 1e-6 if x.dtype == np.float32 or "float()" in call else 1e-12
+            np.testing.assert_allclose(x, y, rtol=tol, atol=1e-12)
+
+
+def test_linalg_errors():
+    for call in ("L.norm(L_ones(3, 4, 5), 2)", "L.matrix_norm(L_ones(3))", "L.matrix_norm(L_ones(3, 3), 'foo')",
+                 "L.matrix_norm(L_ones(3, 3), 3)"):
+        with pytest.raises(RuntimeError) as want:
+            eval(call.replace("L_ones", "torch.ones").replace("L.", "torch.linalg."))
+        with pytest.raises(RuntimeError) as have:
+            eval(call.replace("L_ones", "tg.ones").replace("L.", "tg.linalg."))
+        assert str(have.value) == str(want.value)
+    for order in ("nuc", 2, -2):
+        with pytest.raises(NotImplementedError, match="singular value decomposition"):
+            tg.linalg.matrix_norm(tg.ones(3, 3), order)
