@@ -39,7 +39,9 @@ from .anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled  # noqa: F
 from . import nn  # noqa: F401
 from .ops.layers import (bilinear, channel_shuffle, cosine_similarity, embedding_renorm_,  # noqa: F401
                           native_channel_shuffle, pairwise_distance, rms_norm)  # (torch.X: the signatures of torch.nn.functional's)
-from . import linalg, optim, utils  # noqa: F401
+from .nn.functional import (celu, celu_, hardshrink, relu_, selu, selu_, threshold,  # noqa: F401,E402
+                            threshold_)  # (torch.X: nn.functional's, as torch exposes them)
+from . import linalg, optim, special, utils  # noqa: F401
 from . import distributions  # noqa: F401
 from . import distributed  # noqa: F401  (imports no MPI: init_process_group does)
 from .serialization import load, save  # noqa: F401
@@ -55,7 +57,8 @@ from ._runtime import (are_deterministic_algorithms_enabled, get_default_dtype, 
                        set_float32_matmul_precision, set_num_interop_threads, set_num_threads,
                        use_deterministic_algorithms)
 from ._torch_alias import install_as_torch  # noqa: E402,F401
-_LAZY_SUBMODULES = ("onnx", "hub", "serialization", "_dynamo", "_logging")  # (_dynamo, _logging: compile)
+_LAZY_SUBMODULES = ("onnx", "hub", "serialization", "_dynamo", "_logging",  # (_dynamo, _logging: compile)
+                    "multiprocessing")
 
 
 def __getattr__(name):  # torch.onnx / torch.hub load on first use, as `import torch.onnx` would
@@ -83,4 +86,4 @@ def numel(input):
     return input.numel()
 
 
-from .trace import compile  # noqa: E402,F401  (torch.compile: trace once, replay the tape)
+from .tracing import compile  # noqa: E402,F401  (torch.compile: trace once, replay the tape)

@@ -2,6 +2,6 @@
 `exc.RecompileError`, `reset()`."""
 import types
 
-from .trace import RecompileError, config, reset  # noqa: F401
+from .tracing import RecompileError, config, reset  # noqa: F401
 
 exc = types.SimpleNamespace(RecompileError=RecompileError)

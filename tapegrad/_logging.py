@@ -1,6 +1,6 @@
 """torch._logging.set_logs for tapegrad.compile: `set_logs(recompiles=True)` logs why each retrace happens
 (as TAPEGRAD_LOGS=recompiles or TORCH_LOGS=recompiles in the environment)."""
-from .trace import config
+from .tracing import config
 
 
 def set_logs(*, recompiles=None, **others):

@@ -6,7 +6,6 @@ import ast
 import numpy as np
 
 from . import anomaly, ops, registry
-from .derived_rules import RULES as DERIVED_RULES
 from .accumulate import into_leaf, watched, wrap
 from .grad_mode import enable_grad
 from .ops import sum_to_shape
@@ -246,39 +245,11 @@ def _array_forward(expr):
     return forward
 
 
-def _node_name(grad_fn):
-    """torch's name for the node of a backward's backward: TanhBackward0 -> TanhBackwardBackward0."""
-    return grad_fn[:-1] + "Backward0" if grad_fn.endswith("0") else grad_fn + "Backward0"
-
-
-DERIVED = {}  # (opcode, input index) -> (the derived op, the names of its two inputs in the expression)
-DERIVED_NAMES = set()  # the derived ops' names
-
-
-def _declare_derived():
-    """A derived binary op for each derivative expression of two tensors whose own derivatives are known (the
-    rules from derived_rules.py, generated; an expression missing there is derived now)."""
-    for op in list(registry.OPS):
-        if op.kind not in (registry.K_UNARY, registry.K_BINARY) or (op.code, 0) in DERIVED:
-            continue
-        for j, d in enumerate(op.derivs):
-            if d in DERIVED_RULES:
-                rule = DERIVED_RULES[d]
-            else:  # an op declared since derived_rules.py was generated: the symbolic work, once, here
-                from .derivatives import derive  # (not at import: the generated table is what a program reads)
-                rule = derive(d)
-            if rule is None:
-                continue
-            names, expr, da, db = rule
-            name = op.name + "_backward" + (str(j) if len(op.derivs) > 1 else "")
-            registry.OpDef(name, registry.K_BINARY, _node_name(op.grad_fn), _array_forward(expr), (da, db),
-                           saves=registry._saves((da, db), ("a", "b")),
-                           doc=f"create_graph's row for {op.name}'s derivative {d}")
-            DERIVED[(op.code, j)] = (registry.BY_NAME[name], tuple(names))
-            DERIVED_NAMES.add(name)
-
-
-_declare_derived()
+# (the derived ops are declared in the registry, after the elementwise ops; their forwards are given here)
+DERIVED, DERIVED_NAMES = registry.DERIVED, registry.DERIVED_NAMES
+registry.declare_derived()  # (an elementwise op declared since ops/elementwise.py: none in tapegrad itself)
+for _name, _expr in registry.DERIVED_EXPRESSIONS.items():
+    registry.BY_NAME[_name].forward = _array_forward(_expr)
 
 
 def _derived_rows(op, tape, row, g, inputs, out):

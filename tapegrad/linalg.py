@@ -1,27 +1,126 @@
-"""torch.linalg: the norms (vector_norm; norm and matrix_norm of the orders that need no factorization). The
-factorizations, solvers and spectral norms are not implemented: a name torch.linalg has and tapegrad lacks is an
-AttributeError naming it, as for a user's misspelling; an order that needs one raises NotImplementedError."""
+"""torch.linalg: the norms, and the factorizations and solvers of ops/decompositions.py (on NumPy's LAPACK).
+A name torch.linalg has and tapegrad lacks (eig, eigvals, lu, lu_factor, ldl_factor, householder_product,
+tensorinv, tensorsolve, matrix_exp of complex input, ...) is an AttributeError naming it."""
+import collections
 import math
 
-from .ops import _tensor
-from .ops.linalg import vector_norm  # noqa: F401
-from .ops._common import _dim
+import numpy as np
 
-__all__ = ["matrix_norm", "norm", "vector_norm"]
+from . import _dtype
+from .ops import _tensor
+from .ops.linalg import matmul, vector_norm  # noqa: F401
+from .ops._common import _dim
+from .ops.decompositions import (LinAlgError, _LinAlgError, cholesky_ex, det, eigh, eigvalsh, inv,  # noqa: F401
+                                 inv_ex, lstsq, matrix_exp, matrix_power, matrix_rank, multi_dot, pinv,
+                                 slogdet_linalg as slogdet, solve, solve_triangular, svdvals)
+from .ops.decompositions import cholesky_linalg as cholesky, linalg_cross as cross, qr_linalg as qr  # noqa: F401
+from .ops.decompositions import _type_name, svd_linalg as svd  # noqa: F401
+from .ops.shape import stack
+from .tensor import _new
+
+__all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eigh", "eigvalsh", "inv",
+           "inv_ex", "lstsq", "matmul", "matrix_exp", "matrix_norm", "matrix_power", "matrix_rank", "multi_dot",
+           "norm", "pinv", "qr", "slogdet", "solve", "solve_ex", "solve_triangular", "svd", "svdvals", "tensorinv",
+           "tensorsolve", "vander", "vecdot", "vector_norm"]
+
+
+def solve_ex(A, B, *, left=True, check_errors=False, out=None):
+    """(result, info): info 0 (a singular A raises, as with check_errors=True: NumPy's solver reports no pivot)."""
+    x = solve(A, B, left=left, out=out)
+    return _solve_ex_type(x, _new(np.zeros(x.shape[:-2] if x.ndim >= 2 else (), np.int32)))
+
+
+def cond(A, p=None, *, out=None):
+    """The condition number in the p-norm: S_max / S_min for p None or 2 (S_min / S_max for -2), else
+    matrix_norm(A, p) * matrix_norm(inv(A), p) (square A)."""
+    if out is not None:
+        raise NotImplementedError("tapegrad: out= of linalg.cond is not implemented")
+    x = _tensor(A)
+    if x.ndim < 2:
+        raise RuntimeError("linalg.cond: The input tensor A must have at least 2 dimensions.")
+    if p in (None, 2, -2):
+        s = svdvals(x)
+        big, small = s[..., :1], s[..., -1:]
+        return (big / small if p != -2 else small / big).squeeze(-1)
+    if x.shape[-1] != x.shape[-2]:
+        raise RuntimeError(f"linalg.cond: A must be batches of square matrices, but they are {x.shape[-2]} by "
+                           f"{x.shape[-1]} matrices")
+    return matrix_norm(x, p) * matrix_norm(inv(x), p)
+
+
+def tensorinv(A, ind=2, *, out=None):
+    """The inverse of A read as a matrix of its first ind dimensions by the rest, shaped back (rest + first)."""
+    if out is not None:
+        raise NotImplementedError("tapegrad: out= of linalg.tensorinv is not implemented")
+    x = _tensor(A)
+    if ind <= 0:
+        raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
+    rows, cols = math.prod(x.shape[:ind]), math.prod(x.shape[ind:])
+    if rows != cols:
+        raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[ind:]) == "
+                           f"prod(self.shape[:ind]), but got {cols} != {rows}")
+    return inv(x.reshape(rows, cols)).reshape(*x.shape[ind:], *x.shape[:ind])
+
+
+def tensorsolve(A, B, dims=None, *, out=None):
+    """X with tensordot(A, X, X.ndim) = B: A (with `dims` moved last) read as a matrix of B's size."""
+    if out is not None:
+        raise NotImplementedError("tapegrad: out= of linalg.tensorsolve is not implemented")
+    a, b = _tensor(A), _tensor(B)
+    if dims is not None:
+        dims = [_dim(d, a.ndim) for d in dims]
+        a = a.movedim(dims, list(range(a.ndim - len(dims), a.ndim)))
+    rest = a.shape[b.ndim:]
+    x = solve(a.reshape(math.prod(b.shape), math.prod(rest)), b.reshape(-1))
+    return x.reshape(*rest)
+
+
+def vecdot(x, y, *, dim=-1, out=None):
+    """sum(x * y) over dim (real inputs: conj is the identity), broadcasting."""
+    if out is not None:
+        raise NotImplementedError("tapegrad: out= of linalg.vecdot is not implemented")
+    return (_tensor(x) * _tensor(y)).sum(dim)
+
+
+def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
+    return _tensor(A).diagonal(offset, dim1, dim2)
+
+
+def vander(x, *, N=None):
+    """Columns x^0, x^1, ..., x^(N-1) (N defaults to x's last size), as running products (torch's cumprod)."""
+    x = _tensor(x)
+    n = (x.shape[-1] if x.ndim else 1) if N is None else N
+    if n <= 1:
+        raise RuntimeError("N must be greater than 1.")
+    cols, power = [x * 0 + 1], x
+    for _ in range(1, n):
+        cols.append(power)
+        power = power * x
+    return stack(cols[:n], -1)
 
 
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
     """'fro' (the square root of the sum of squares), 1 / -1 (the largest / smallest column sum of |A|), inf / -inf
-    (rows'); 'nuc', 2 and -2 need a singular value decomposition and raise NotImplementedError."""
+    (rows'); 'nuc', 2 and -2: the sum, largest and smallest of the singular values."""
     x = _tensor(A)
     if x.dim() < 2:
         raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
-    if ord in ("nuc", 2, -2):
-        raise NotImplementedError(f"tapegrad: linalg.matrix_norm of order {ord!r} (it needs a singular value "
-                                  f"decomposition)")
-    if isinstance(ord, str) and ord != "fro":
+    if isinstance(ord, str) and ord not in ("fro", "nuc"):
         raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
     rows, cols = (_dim(d, x.dim()) for d in dim)
+    if ord in ("nuc", 2, -2):
+        if dtype is not None:
+            to = np.zeros(0, _dtype.to_numpy_dtype(dtype))
+            if np.promote_types(x._data.dtype, to.dtype) != to.dtype:
+                raise RuntimeError(f"linalg.matrix_norm: the dtype of the input ({_type_name(x._data)}) should be "
+                                   f"convertible without narrowing to the specified dtype ({_type_name(to)})")
+            x = x.to(dtype)
+        s = svdvals(x.movedim((rows, cols), (-2, -1)))
+        out = s.sum(-1) if ord == "nuc" else s.amax(-1) if ord == 2 else s.amin(-1)
+        if keepdim:
+            for d in sorted((rows, cols)):
+                out = out.unsqueeze(d)
+        return out
     if ord == "fro":
         return vector_norm(x, 2, (rows, cols), keepdim, dtype=dtype)
     if ord not in (1, -1, math.inf, -math.inf):
@@ -44,3 +143,12 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
     if dim is not None and len(dim) == 2 or dim is None and ord is not None and x.dim() == 2:
         return matrix_norm(x, "fro" if ord is None else ord, (-2, -1) if dim is None else dim, keepdim, dtype=dtype)
     return vector_norm(x, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
+
+
+def _solve_ex_type():
+    cls = collections.namedtuple("linalg_solve_ex", ["result", "info"])
+    cls.__repr__ = lambda self: f"torch.return_types.linalg_solve_ex(\nresult={self.result!r},\ninfo={self.info!r})"
+    return cls
+
+
+_solve_ex_type = _solve_ex_type()

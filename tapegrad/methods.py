@@ -25,11 +25,7 @@ def _inplace(self, result):
     untraceable("an in-place op")
     if self._creation is not None:
         _check_recordable(self, result._requires_grad)
-    if self._requires_grad and self._is_leaf and is_grad_enabled():
-        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
-    base = self._base
-    if base is not None and base._requires_grad and base._is_leaf and is_grad_enabled():
-        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
+    _refuse_leaf_write(self)
     value = result._data
     if value.dtype != self._data.dtype:
         if value.dtype.kind == "f" and self._data.dtype.kind != "f" or value.dtype.kind in "iu" and \
@@ -62,6 +58,17 @@ def _inplace(self, result):
     if self._window is not None or VIEWS:
         _written(self, result._requires_grad)  # the base and the other views see it (torch's shared memory)
     return self
+
+
+def _refuse_leaf_write(self):
+    """torch's refusal, in grad mode, of a write into a leaf that requires grad or into a view of one."""
+    if is_grad_enabled():
+        if self._requires_grad and self._is_leaf:
+            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+        base = self._base
+        if base is not None and base._requires_grad and base._is_leaf:
+            raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place "
+                               "operation.")
 
 
 def _gone():
@@ -133,55 +140,17 @@ def _unrecorded_arith(self, other, ufunc):
     return True
 
 
-# in-place forms: the op, then written into self's storage (grep `Tensor.<name>_ =`)
+# in-place forms: the op, then written into self's storage; the ops of ops/'s later modules list theirs in
+# their INPLACE (ops.INPLACE)
 Tensor.add_ = _make_inplace(Tensor.add, np.add)
 Tensor.sub_ = _make_inplace(Tensor.sub, np.subtract)
-
 Tensor.mul_ = _make_inplace(Tensor.mul, np.multiply)
-Tensor.div_ = _make_inplace(Tensor.div)
-Tensor.pow_ = _make_inplace(Tensor.pow)
-Tensor.clamp_ = _make_inplace(Tensor.clamp)
-Tensor.clip_ = _make_inplace(Tensor.clip)
-Tensor.neg_ = _make_inplace(Tensor.neg)
-Tensor.exp_ = _make_inplace(Tensor.exp)
-Tensor.log_ = _make_inplace(Tensor.log)
-Tensor.sqrt_ = _make_inplace(Tensor.sqrt)
-Tensor.sin_ = _make_inplace(Tensor.sin)
-Tensor.cos_ = _make_inplace(Tensor.cos)
-Tensor.tanh_ = _make_inplace(Tensor.tanh)
-Tensor.sigmoid_ = _make_inplace(Tensor.sigmoid)
-Tensor.relu_ = _make_inplace(Tensor.relu)
-Tensor.abs_ = _make_inplace(Tensor.abs)
-Tensor.reciprocal_ = _make_inplace(Tensor.reciprocal)
-Tensor.square_ = _make_inplace(Tensor.square)
-Tensor.floor_ = _make_inplace(Tensor.floor)
-Tensor.ceil_ = _make_inplace(Tensor.ceil)
-Tensor.round_ = _make_inplace(Tensor.round)
-Tensor.sign_ = _make_inplace(Tensor.sign)
-Tensor.clamp_min_ = _make_inplace(Tensor.clamp_min)
-Tensor.clamp_max_ = _make_inplace(Tensor.clamp_max)
-Tensor.lerp_ = _make_inplace(Tensor.lerp)
-Tensor.masked_fill_ = _make_inplace(Tensor.masked_fill)
-Tensor.scatter_add_ = _make_inplace(Tensor.scatter_add)
-Tensor.tril_ = _make_inplace(Tensor.tril)
-Tensor.triu_ = _make_inplace(Tensor.triu)
-Tensor.rsqrt_ = _make_inplace(Tensor.rsqrt)
-Tensor.log1p_ = _make_inplace(Tensor.log1p)
-Tensor.expm1_ = _make_inplace(Tensor.expm1)
-Tensor.tan_ = _make_inplace(Tensor.tan)
-Tensor.atan_ = _make_inplace(Tensor.atan)
-Tensor.asin_ = _make_inplace(Tensor.asin)
-Tensor.acos_ = _make_inplace(Tensor.acos)
-Tensor.sinh_ = _make_inplace(Tensor.sinh)
-Tensor.cosh_ = _make_inplace(Tensor.cosh)
-Tensor.erf_ = _make_inplace(Tensor.erf)
-Tensor.trunc_ = _make_inplace(Tensor.trunc)
-Tensor.atan2_ = _make_inplace(Tensor.atan2)
-Tensor.maximum_ = _make_inplace(Tensor.maximum)
-Tensor.minimum_ = _make_inplace(Tensor.minimum)
-Tensor.addcmul_ = _make_inplace(Tensor.addcmul)
-Tensor.addcdiv_ = _make_inplace(Tensor.addcdiv)
-Tensor.addmm_ = _make_inplace(Tensor.addmm)
+for _name in ("div", "pow", "clamp", "clip", "neg", "exp", "log", "sqrt", "sin", "cos", "tanh", "sigmoid", "relu",
+              "abs", "reciprocal", "square", "floor", "ceil", "round", "sign", "clamp_min", "clamp_max", "lerp",
+              "masked_fill", "scatter_add", "tril", "triu", "rsqrt", "log1p", "expm1", "tan", "atan", "asin",
+              "acos", "sinh", "cosh", "erf", "trunc", "atan2", "maximum", "minimum", "addcmul", "addcdiv",
+              "addmm") + ops.INPLACE:
+    setattr(Tensor, _name + "_", _make_inplace(getattr(Tensor, _name)))
 Tensor.multiply_ = Tensor.mul_
 Tensor.subtract_ = Tensor.sub_
 Tensor.divide_ = Tensor.true_divide_ = Tensor.div_
@@ -399,18 +368,11 @@ Tensor.spmm = lambda self, mat2: ops.sparse.mm(self, mat2)
 # -- the random in-place fills: torch's streams (random.py), as nn.init's and dropout's -----------------------------
 def _fill_with(self, draw):
     """Write draw() into self in place; torch's refusals come first, so that a refused fill draws nothing."""
-    if is_grad_enabled() and (self._requires_grad and self._is_leaf or self._base is not None and
-                              self._base._requires_grad and self._base._is_leaf):
-        return _inplace(self, self)  # (raises torch's error)
+    _refuse_leaf_write(self)
     v = _new(draw().astype(self._data.dtype, copy=False))
     if self._requires_grad and is_grad_enabled():  # (a recorded write: no gradient flows to the old value)
         v = self * 0 + v
     return _inplace(self, v)
-
-
-def _draw_dtype(self):
-    dtype = self._data.dtype
-    return dtype if dtype in (np.float16, np.float32, np.float64) else np.dtype(np.float64)
 
 
 def uniform_(self, *args, generator=None, **kwargs):
@@ -420,13 +382,15 @@ def uniform_(self, *args, generator=None, **kwargs):
         raise TypeError(f"uniform_() got an unexpected keyword argument '{next(iter(kwargs))}'")
     if low > high:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={low} > to={high}")
-    return _fill_with(self, lambda: random.uniform(self._data.shape, generator, _draw_dtype(self), low=low, high=high))
+    dtype = random.fill_dtype(self._data.dtype)
+    return _fill_with(self, lambda: random.uniform(self._data.shape, generator, dtype, low=low, high=high))
 
 
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
-    return _fill_with(self, lambda: random.normal(self._data.shape, generator, _draw_dtype(self), mean=mean, std=std))
+    dtype = random.fill_dtype(self._data.dtype)
+    return _fill_with(self, lambda: random.normal(self._data.shape, generator, dtype, mean=mean, std=std))
 
 
 def bernoulli_(self, p=0.5, *, generator=None):
@@ -435,6 +399,17 @@ def bernoulli_(self, p=0.5, *, generator=None):
     return _fill_with(self, lambda: random.bernoulli_scalar(self._data.shape, float(p), generator, self._data.dtype))
 
 
+def share_memory_(self):
+    from .multiprocessing import shared  # (Python's multiprocessing: loaded by the first use)
+    return shared.share_memory_(self)
+
+
+def is_shared(self):
+    from .multiprocessing import shared
+    return shared.is_shared(self)
+
+
+Tensor.share_memory_, Tensor.is_shared = share_memory_, is_shared
 Tensor.uniform_ = uniform_
 Tensor.normal_ = normal_
 Tensor.bernoulli_ = bernoulli_

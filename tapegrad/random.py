@@ -299,6 +299,13 @@ def _gen(generator):
     return default_generator if generator is None else generator
 
 
+def fill_dtype(dtype):
+    """The dtype torch's in-place fills (uniform_, normal_) draw in for a tensor of `dtype`: its own float dtype;
+    float64 for any other, then cast."""
+    dtype = np.dtype(dtype)
+    return dtype if dtype in (np.float16, np.float32, np.float64) else np.dtype(np.float64)
+
+
 def _numel(shape):
     return int(math.prod(shape))  # (np.prod's Python wrapper costs about 5 µs a draw)
 

@@ -1,7 +1,7 @@
 """The op table: a passive registry that every op module declares its ops into, beside their front-ends.
 
 This is tapegrad's derivatives.yaml, spread as JAX spreads `ad.defjvp` lines: each op module (ops/*.py,
-autograd/function.py, trace.py) declares its ops once with `unary`, `binary`, `structural` or `python`,
+autograd/function.py, tracing.py) declares its ops once with `unary`, `binary`, `structural` or `python`,
 and everything else learns from the table: the compiled replay (kernels/elementwise.py is generated from
 it: `python -m tapegrad.kernels.codegen`), create_graph, `tapegrad.compile` (each op's `forward` on arrays,
 or `unreplayable`, the reason it has none), grad_fn names and docs/ops.md (`python -m tapegrad.docs_ops`).
@@ -30,6 +30,7 @@ import re
 import numpy as np
 
 from . import rule_saves
+from .derived_rules import RULES as DERIVED_RULES
 
 K_LEAF, K_UNARY, K_BINARY, K_SUM, K_EXPAND, K_RESHAPE, K_GATHER, K_CAST, K_PYTHON = range(9)
 # An op's `saves` byte: bit j < 6, its backward reads input j; SAVES_ALL, every input, however many (a compiled
@@ -181,3 +182,39 @@ def reads_every_input(saves, n):
     """Whether reads_input holds for each of an op's n inputs (x * y reads both)."""
     bits = (1 << min(n, 6)) - 1
     return bool(saves & SAVES_ALL) or saves & bits == bits
+
+
+# -- create_graph's fused derivative rows ----------------------------------------------------------------------
+DERIVED = {}  # (opcode, input index) -> (the derived op, the names of its two inputs in the expression)
+DERIVED_NAMES = set()  # the derived ops' names
+DERIVED_EXPRESSIONS = {}  # a derived op's name -> its expression in a and b (create_graph.py gives its forward)
+
+
+def _node_name(grad_fn):
+    """torch's name for the node of a backward's backward: TanhBackward0 -> TanhBackwardBackward0."""
+    return grad_fn[:-1] + "Backward0" if grad_fn.endswith("0") else grad_fn + "Backward0"
+
+
+def declare_derived():
+    """A derived binary op for each derivative expression of two tensors whose own derivatives are known (the
+    rules of the generated derived_rules.py; an expression missing there is derived now), which create_graph
+    records as one row (create_graph.py). ops/elementwise.py calls this right after declaring the elementwise
+    ops, so that these ops' codes, which the generated kernels fix, stay put when an op is declared later."""
+    for op in list(OPS):
+        if op.kind not in (K_UNARY, K_BINARY) or (op.code, 0) in DERIVED or op.name in DERIVED_NAMES:
+            continue
+        for j, d in enumerate(op.derivs):
+            if d in DERIVED_RULES:
+                rule = DERIVED_RULES[d]
+            else:  # an op declared since derived_rules.py was generated: the symbolic work, once, here
+                from .derivatives import derive  # (not at import: the generated table is what a program reads)
+                rule = derive(d)
+            if rule is None:
+                continue
+            names, expr, da, db = rule
+            name = op.name + "_backward" + (str(j) if len(op.derivs) > 1 else "")
+            OpDef(name, K_BINARY, _node_name(op.grad_fn), None, (da, db), saves=_saves((da, db), ("a", "b")),
+                  doc=f"create_graph's row for {op.name}'s derivative {d}")
+            DERIVED[(op.code, j)] = (BY_NAME[name], tuple(names))
+            DERIVED_NAMES.add(name)
+            DERIVED_EXPRESSIONS[name] = expr

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import tapegrad as tg
-from tapegrad import trace
+from tapegrad import tracing as trace
 
 rng = np.random.default_rng(0)
 TARGET = None  # a global the compiled function reads (set by a test)

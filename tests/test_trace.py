@@ -1,4 +1,4 @@
-"""tapegrad.compile (tapegrad/trace.py): a traced function replayed on new inputs gives what the eager call
+"""tapegrad.compile (tapegrad/tracing.py): a traced function replayed on new inputs gives what the eager call
 gives (values, gradients, torch's errors), and anything a replay could not repeat runs eagerly instead."""
 import re
 
@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import tapegrad as tg
-from tapegrad import trace
+from tapegrad import tracing as trace
 
 rng = np.random.default_rng(0)
 

@@ -13,7 +13,7 @@ gradient to the ctx, and the user's backward is called once, at the "function" r
 While tapegrad.compile traces (as torch.compile traces through a Function), the forward runs with grad mode on, so
 that its ops are recorded on the trace's tape and each replay recomputes them from that call's inputs; those rows
 then carry no gradient (as under no_grad), and each output's row is an alias of the row of its value
-(trace.py's `_TraceTape`: requires_grad_now, no_gradient, source_row, refresh). The backward is the user's:
+(tracing.py's `_TraceTape`: requires_grad_now, no_gradient, source_row, refresh). The backward is the user's:
 recorded as ops when the traced function takes a gradient, or run in Python on a call's values by a plain
 backward of that call.
 """

@@ -2,8 +2,7 @@
 
 Each follows ATen's CPU code, so values, gradients and random draws are torch's:
 
-- lgamma, digamma, trigamma: differentiable (lgamma' = digamma, digamma' = trigamma); lgamma calls libm's
-  lgamma/lgammaf as ATen does, digamma and trigamma are ATen's calc_digamma / calc_trigamma (Cephes).
+- lgamma, digamma, xlogy: the public ops (tapegrad.ops.special), re-exported for the distributions.
 - standard_gamma (torch._standard_gamma) and sample_dirichlet (torch._sample_dirichlet): ATen's sample_gamma
   (Marsaglia-Tsang, from NumPy) fed by the generator's float64 uniforms and Box-Muller normals, in the same
   order, so the streams are torch's; their reparameterized gradients are ATen's standard_gamma_grad_one and
@@ -11,7 +10,7 @@ Each follows ATen's CPU code, so values, gradients and random draws are torch's:
 - multinomial(probs_2d, n, replacement=True): ATen's CPU algorithm (one sample or no replacement: argmax /
   top-n of p / Exp(1) draws; several with replacement: a binary search of the normalised cumulative sum per
   float64 uniform).
-- normal(mean, std), bernoulli(p) with tensor parameters; cholesky, solve_triangular (differentiable).
+- normal(mean, std), bernoulli(p) with tensor parameters; tapegrad.linalg's cholesky and solve_triangular.
 
 The loops are per element in Python: a Gamma, Beta or Dirichlet variate costs about 3-5 us.
 """
@@ -21,152 +20,11 @@ import numpy as np
 
 from .. import random as _random
 from ..autograd.function import Function, once_differentiable
-from ..tensor import Tensor, _new
+from ..linalg import cholesky, solve_triangular  # noqa: F401  (cholesky re-exported: multivariate_normal uses it)
+from ..ops.special import digamma, lgamma, xlogy  # noqa: F401  (re-exported: beta, gamma, dirichlet, kl use them)
+from ..tensor import _new
 
 _f32 = np.float32
-
-
-# ---------------------------------------------------------------------------------------------- libm
-
-_LIBM = None
-
-
-def _libm():
-    """libm's lgamma and lgammaf (ATen's std::lgamma); Python's math.lgamma where libm cannot be loaded."""
-    global _LIBM
-    if _LIBM is None:
-        try:
-            import ctypes
-            import ctypes.util  # (here: it imports subprocess, 12 ms of `import tapegrad`)
-            libm = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
-            lg, lgf = libm.lgamma, libm.lgammaf
-            lg.restype, lg.argtypes = ctypes.c_double, [ctypes.c_double]
-            lgf.restype, lgf.argtypes = ctypes.c_float, [ctypes.c_float]
-            _LIBM = (lg, lgf)
-        except (OSError, AttributeError):
-            def lg(x):
-                try:
-                    return math.lgamma(x)
-                except ValueError:   # a pole: lgamma is +inf there
-                    return math.inf
-            _LIBM = (lg, lg)
-    return _LIBM
-
-
-def _map(fn, a, dtype):
-    flat = np.ascontiguousarray(a).reshape(-1)
-    return np.fromiter(map(fn, flat.tolist()), dtype, flat.size).reshape(np.shape(a))
-
-
-def lgamma_np(a):
-    a = np.asarray(a)
-    lg, lgf = _libm()
-    return _map(lgf if a.dtype == _f32 else lg, a, a.dtype)
-
-
-def digamma_np(a):
-    """ATen's calc_digamma, vectorised, in a's dtype."""
-    a = np.asarray(a)
-    dt = a.dtype.type
-    x = a.astype(a.dtype, copy=True)
-    out = np.empty_like(x)
-    zero = x == 0
-    neg_int = (x < 0) & (x == np.trunc(x))
-    reflect = (x < 0) & ~neg_int
-    extra = np.zeros_like(x)
-    if reflect.any():
-        r = np.modf(x[reflect])[0]
-        extra[reflect] = -dt(math.pi) / np.tan(dt(math.pi) * r)
-        x[reflect] = dt(1) - x[reflect]
-    x = np.where(zero | neg_int, dt(1), x)
-    result = np.zeros_like(x)
-    small = x < 10
-    while small.any():   # push x to >= 10
-        result = np.where(small, result - dt(1) / x, result)
-        x = np.where(small, x + dt(1), x)
-        small = x < 10
-    coef = [8.33333333333333333333E-2, -2.10927960927960927961E-2, 7.57575757575757575758E-3,
-            -4.16666666666666666667E-3, 3.96825396825396825397E-3, -8.33333333333333333333E-3,
-            8.33333333333333333333E-2]
-    z = dt(1) / (x * x)
-    poly = np.zeros_like(x)
-    for c in coef:
-        poly = poly * z + dt(c)
-    y = np.where(x < dt(1.0e17), z * poly, dt(0))
-    out = result + np.log(x) - dt(0.5) / x - y
-    out = np.where(x == 10, result + dt(2.25175258906672110764), out) + extra
-    out = np.where(zero, np.copysign(dt(np.inf), -a), out)
-    return np.where(neg_int, dt(np.nan), out).astype(a.dtype)
-
-
-def trigamma_np(a):
-    """ATen's calc_trigamma, vectorised, in a's dtype."""
-    a = np.asarray(a)
-    dt = a.dtype.type
-    x = a.copy()
-    low = x < 0.5
-    sin_pi_x = np.sin(dt(math.pi) * x)
-    result = np.where(low, -(dt(math.pi) * dt(math.pi)) / (sin_pi_x * sin_pi_x), dt(0))
-    sign = np.where(low, dt(-1), dt(1))
-    x = np.where(low, dt(1) - x, x)
-    for _ in range(6):
-        result = result + dt(1) / (x * x)
-        x = x + dt(1)
-    ixx = dt(1) / (x * x)
-    result = result + (dt(1) + dt(1) / (dt(2) * x) + ixx * (dt(1. / 6) - ixx * (dt(1. / 30) - ixx * dt(1. / 42)))) / x
-    return (sign * result).astype(a.dtype)
-
-
-class _Lgamma(Function):
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return _new(lgamma_np(x._data))
-
-    @staticmethod
-    def backward(ctx, grad):
-        x, = ctx.saved_tensors
-        return grad * digamma(x)
-
-
-class _Digamma(Function):
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return _new(digamma_np(x._data))
-
-    @staticmethod
-    def backward(ctx, grad):
-        x, = ctx.saved_tensors
-        return grad * _Trigamma.apply(x)
-
-
-class _Trigamma(Function):
-    @staticmethod
-    def forward(ctx, x):
-        return _new(trigamma_np(x._data))
-
-    @staticmethod
-    def backward(ctx, grad):
-        raise NotImplementedError("tapegrad.distributions: the derivative of trigamma (polygamma(2, x)) "
-                                  "is not implemented")
-
-
-def lgamma(x):
-    return _Lgamma.apply(x)
-
-
-def digamma(x):
-    return _Digamma.apply(x)
-
-
-def xlogy(x, y):
-    """torch.xlogy: x * log(y), 0 where x == 0 (y not nan)."""
-    from .. import where, zeros_like
-    out = x * y.log() if isinstance(y, Tensor) else x * math.log(y)
-    if isinstance(x, Tensor):
-        return where((x == 0) & (y == y) if isinstance(y, Tensor) else (x == 0), zeros_like(out), out)
-    return out
 
 
 # ---------------------------------------------------------------------------------------------- gamma
@@ -528,81 +386,6 @@ def bernoulli_np(p):
     return _random.bernoulli(np.ascontiguousarray(p))
 
 
-# ---------------------------------------------------------------------------------------------- linalg
-
-
-def _solve_lower(L, B):
-    """L^-1 B for lower-triangular L (batched)."""
-    L, B = np.asarray(L), np.asarray(B)
-    shape = np.broadcast_shapes(L.shape[:-2], B.shape[:-2])
-    Lb = np.broadcast_to(L, shape + L.shape[-2:])
-    Bb = np.broadcast_to(B, shape + B.shape[-2:])
-    return np.linalg.solve(Lb, Bb) if Lb.size else np.zeros(shape + B.shape[-2:], B.dtype)
-
-
-class _Cholesky(Function):
-    @staticmethod
-    def forward(ctx, A):
-        a = A._data
-        try:
-            L = np.linalg.cholesky(a)
-        except np.linalg.LinAlgError:
-            raise RuntimeError("linalg.cholesky: The factorization could not be completed because the input "
-                               "is not positive-definite.") from None
-        out = _new(L.astype(a.dtype))
-        ctx.save_for_backward(out)
-        return out
-
-    @staticmethod
-    @once_differentiable
-    def backward(ctx, gL):
-        # torch's cholesky_backward (Iain Murray, arXiv 1602.07527)
-        L, = ctx.saved_tensors
-        l, g = L._data, gL._data
-        gA = np.tril(np.swapaxes(l, -1, -2) @ g)
-        gA = 0.5 * (gA + np.swapaxes(np.tril(gA, -1), -1, -2))
-        lt = np.swapaxes(l, -1, -2)
-        gA = np.linalg.solve(lt, gA)                                     # L^-H gA
-        gA = np.swapaxes(np.linalg.solve(lt, np.swapaxes(gA, -1, -2)), -1, -2)   # ... L^-1
-        return _new(gA.astype(l.dtype))
-
-
-def cholesky(A):
-    return _Cholesky.apply(A)
-
-
-class _SolveLower(Function):
-    """torch.linalg.solve_triangular(L, B, upper=False): X = L^-1 B."""
-
-    @staticmethod
-    def forward(ctx, L, B):
-        X = _new(_solve_lower(L._data, B._data).astype(np.result_type(L._data, B._data)))
-        ctx.save_for_backward(L, X)
-        ctx.b_shape = B.shape
-        return X
-
-    @staticmethod
-    @once_differentiable
-    def backward(ctx, gX):
-        L, X = ctx.saved_tensors
-        l, x, g = L._data, X._data, gX._data
-        shape = np.broadcast_shapes(l.shape[:-2], g.shape[:-2])
-        lt = np.broadcast_to(np.swapaxes(l, -1, -2), shape + l.shape[-2:])
-        gB = np.linalg.solve(lt, np.broadcast_to(g, shape + g.shape[-2:]))
-        gL = np.tril(-gB @ np.swapaxes(x, -1, -2))
-        return _reduce_to(gL, l.shape), _reduce_to(gB, tuple(ctx.b_shape))
-
-
-def _reduce_to(g, shape):
-    """Sum a broadcast gradient back to `shape`."""
-    g = np.asarray(g)
-    while g.ndim > len(shape):
-        g = g.sum(0)
-    for i, n in enumerate(shape):
-        if n == 1 and g.shape[i] != 1:
-            g = g.sum(i, keepdims=True)
-    return _new(np.ascontiguousarray(g))
-
-
 def solve_lower(L, B):
-    return _SolveLower.apply(L, B)
+    """torch.linalg.solve_triangular(L, B, upper=False): L^-1 B."""
+    return solve_triangular(L, B, upper=False)

@@ -76,7 +76,8 @@ class Normal(ExponentialFamily):
         return 0.5 * (1 + erf((value - self.loc) * self.scale.reciprocal() / math.sqrt(2)))
 
     def icdf(self, value):
-        raise NotImplementedError("tapegrad.distributions: Normal.icdf needs torch.erfinv, which tapegrad lacks")
+        from .. import erfinv
+        return self.loc + self.scale * erfinv(2 * value - 1) * math.sqrt(2)
 
     def entropy(self):
         return 0.5 + 0.5 * math.log(2 * math.pi) + self.scale.log()

@@ -483,7 +483,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     b = B[ib]
                     g = G[k]
                     GB[ib] += where((a == 0) & (b == 0), 0 * g, -g * a / (a * a + b * b))
-    elif op == 196:  # exp_backward
+    elif op == 73:  # exp_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -502,7 +502,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     a = A[ia]
                     g = G[k]
                     GB[ib] += g * a
-    elif op == 197:  # log_backward
+    elif op == 74:  # log_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -522,7 +522,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     b = B[ib]
                     g = G[k]
                     GB[ib] += -g * a / (b * b)
-    elif op == 198:  # sqrt_backward
+    elif op == 75:  # sqrt_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -542,7 +542,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     b = B[ib]
                     g = G[k]
                     GB[ib] += -g * a / (2 * b * (2 * b)) * 2
-    elif op == 199:  # sin_backward
+    elif op == 76:  # sin_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -562,7 +562,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     b = B[ib]
                     g = G[k]
                     GB[ib] += g * a * -sin(b)
-    elif op == 200:  # cos_backward
+    elif op == 77:  # cos_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -582,7 +582,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     b = B[ib]
                     g = G[k]
                     GB[ib] += g * -a * cos(b)
-    elif op == 201:  # tan_backward
+    elif op == 78:  # tan_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -602,7 +602,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     b = B[ib]
                     g = G[k]
                     GB[ib] += g * a * b + g * a * b
-    elif op == 202:  # tanh_backward
+    elif op == 79:  # tanh_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -622,7 +622,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     b = B[ib]
                     g = G[k]
                     GB[ib] += -(g * a) * b + -(g * a) * b
-    elif op == 203:  # sigmoid_backward
+    elif op == 80:  # sigmoid_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -642,7 +642,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     b = B[ib]
                     g = G[k]
                     GB[ib] += g * (1 - b) * a + -(g * (a * b))
-    elif op == 204:  # relu_backward
+    elif op == 81:  # relu_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -659,7 +659,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     ib = o * bo + j * bj
                     g = G[k]
                     GB[ib] += 0 * g
-    elif op == 205:  # reciprocal_backward
+    elif op == 82:  # reciprocal_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -679,7 +679,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     b = B[ib]
                     g = G[k]
                     GB[ib] += g * b * -a + g * (-a * b)
-    elif op == 206:  # square_backward
+    elif op == 83:  # square_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -698,7 +698,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     a = A[ia]
                     g = G[k]
                     GB[ib] += g * (2 * a)
-    elif op == 207:  # rsqrt_backward
+    elif op == 84:  # rsqrt_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -718,7 +718,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     b = B[ib]
                     g = G[k]
                     GB[ib] += g * b * b * (-0.5 * a) + g * b * (-0.5 * a * b) + g * (-0.5 * a * b * b)
-    elif op == 208:  # log1p_backward
+    elif op == 85:  # log1p_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -738,7 +738,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     b = B[ib]
                     g = G[k]
                     GB[ib] += -g * a / ((1 + b) * (1 + b))
-    elif op == 209:  # expm1_backward
+    elif op == 86:  # expm1_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -757,7 +757,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     a = A[ia]
                     g = G[k]
                     GB[ib] += g * a
-    elif op == 210:  # log2_backward
+    elif op == 87:  # log2_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -777,7 +777,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     b = B[ib]
                     g = G[k]
                     GB[ib] += -g * a / (b * 0.6931471805599453 * (b * 0.6931471805599453)) * 0.6931471805599453
-    elif op == 211:  # exp2_backward
+    elif op == 88:  # exp2_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -796,7 +796,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     a = A[ia]
                     g = G[k]
                     GB[ib] += g * 0.6931471805599453 * a
-    elif op == 212:  # asin_backward
+    elif op == 89:  # asin_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -816,7 +816,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     b = B[ib]
                     g = G[k]
                     GB[ib] += -(-g * a / (sqrt(1 - b * b) * sqrt(1 - b * b)) * (1 / (2 * sqrt(1 - b * b)))) * b + -(-g * a / (sqrt(1 - b * b) * sqrt(1 - b * b)) * (1 / (2 * sqrt(1 - b * b)))) * b
-    elif op == 213:  # acos_backward
+    elif op == 90:  # acos_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -836,7 +836,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     b = B[ib]
                     g = G[k]
                     GB[ib] += -(-g * -a / (sqrt(1 - b * b) * sqrt(1 - b * b)) * (1 / (2 * sqrt(1 - b * b)))) * b + -(-g * -a / (sqrt(1 - b * b) * sqrt(1 - b * b)) * (1 / (2 * sqrt(1 - b * b)))) * b
-    elif op == 214:  # atan_backward
+    elif op == 91:  # atan_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -856,7 +856,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     b = B[ib]
                     g = G[k]
                     GB[ib] += -g * a / ((1 + b * b) * (1 + b * b)) * b + -g * a / ((1 + b * b) * (1 + b * b)) * b
-    elif op == 215:  # sinh_backward
+    elif op == 92:  # sinh_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -876,7 +876,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     b = B[ib]
                     g = G[k]
                     GB[ib] += g * a * sinh(b)
-    elif op == 216:  # cosh_backward
+    elif op == 93:  # cosh_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -896,7 +896,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     b = B[ib]
                     g = G[k]
                     GB[ib] += g * a * cosh(b)
-    elif op == 217:  # erf_backward
+    elif op == 94:  # erf_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -916,7 +916,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     b = B[ib]
                     g = G[k]
                     GB[ib] += -(g * (a * 1.1283791670955126) * exp(-b * b) * b) + g * (a * 1.1283791670955126) * exp(-b * b) * -b
-    elif op == 218:  # gelu_backward
+    elif op == 95:  # gelu_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -936,7 +936,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     b = B[ib]
                     g = G[k]
                     GB[ib] += g * a * 0.5 * (1.1283791670955126 * exp(-(b * 0.7071067811865476 * (b * 0.7071067811865476)))) * 0.7071067811865476 + g * a * exp(-0.5 * b * b) * 0.3989422804014327 + g * a * (b * 0.3989422804014327) * exp(-0.5 * b * b) * b * -0.5 + g * a * (b * 0.3989422804014327) * exp(-0.5 * b * b) * (-0.5 * b)
-    elif op == 219:  # silu_backward
+    elif op == 96:  # silu_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -956,7 +956,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     b = B[ib]
                     g = G[k]
                     GB[ib] += g * (1 + b * (1 - sigmoid(b))) * a * (sigmoid(b) * (1 - sigmoid(b))) + g * (a * sigmoid(b)) * (1 - sigmoid(b)) + -(g * (a * sigmoid(b)) * b) * (sigmoid(b) * (1 - sigmoid(b)))
-    elif op == 220:  # softplus_backward
+    elif op == 97:  # softplus_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -976,7 +976,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     b = B[ib]
                     g = G[k]
                     GB[ib] += where(b * c > c2, 0 * g, g) * a * (sigmoid(c * b) * (1 - sigmoid(c * b))) * c
-    elif op == 221:  # leaky_relu_backward
+    elif op == 98:  # leaky_relu_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -993,7 +993,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     ib = o * bo + j * bj
                     g = G[k]
                     GB[ib] += 0 * g
-    elif op == 222:  # hardtanh_backward
+    elif op == 99:  # hardtanh_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -1011,7 +1011,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     b = B[ib]
                     g = G[k]
                     GB[ib] += where((b <= c) | (b >= c2), 0 * g, g) * 0
-    elif op == 223:  # mul_backward0
+    elif op == 100:  # mul_backward0
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -1030,7 +1030,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     a = A[ia]
                     g = G[k]
                     GB[ib] += g * a
-    elif op == 224:  # mul_backward1
+    elif op == 101:  # mul_backward1
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -1049,7 +1049,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     a = A[ia]
                     g = G[k]
                     GB[ib] += g * a
-    elif op == 225:  # div_backward0
+    elif op == 102:  # div_backward0
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -1069,7 +1069,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     a = A[ia]
                     g = G[k]
                     GB[ib] += g / a
-    elif op == 226:  # pow_ts_backward
+    elif op == 103:  # pow_ts_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -1089,7 +1089,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     b = B[ib]
                     g = G[k]
                     GB[ib] += _select(c == 0, 0 * (g * a), (g * a)) * c * ((c - 1) * power(b, c - 1 - 1))
-    elif op == 227:  # atan2_ts_backward
+    elif op == 104:  # atan2_ts_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -1109,7 +1109,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     b = B[ib]
                     g = G[k]
                     GB[ib] += -where((b == 0) & (c == 0), 0 * g, g) * (a * c) / ((b * b + c * c) * (b * b + c * c)) * b + -where((b == 0) & (c == 0), 0 * g, g) * (a * c) / ((b * b + c * c) * (b * b + c * c)) * b
-    elif op == 228:  # atan2_st_backward
+    elif op == 105:  # atan2_st_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -1129,7 +1129,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     b = B[ib]
                     g = G[k]
                     GB[ib] += -where((c == 0) & (b == 0), 0 * g, g) * (-a * c) / ((c * c + b * b) * (c * c + b * b)) * b + -where((c == 0) & (b == 0), 0 * g, g) * (-a * c) / ((c * c + b * b) * (c * c + b * b)) * b
-    elif op == 229:  # gelu_tanh_backward
+    elif op == 106:  # gelu_tanh_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -1149,7 +1149,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     b = B[ib]
                     g = G[k]
                     GB[ib] += g * a * (1 + b * (1 - sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b))) * 1.5957691216057308 * (1 + 0.134145 * b * b)) * (sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)) * (1 - sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)))) * 1.5957691216057308 + g * a * (1 + b * (1 - sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b))) * 1.5957691216057308 * (1 + 0.134145 * b * b)) * (sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)) * (1 - sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)))) * 1.5957691216057308 * b * b * 0.044715 + g * a * (1 + b * (1 - sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b))) * 1.5957691216057308 * (1 + 0.134145 * b * b)) * (sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)) * (1 - sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)))) * 1.5957691216057308 * b * (0.044715 * b) + g * a * (1 + b * (1 - sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b))) * 1.5957691216057308 * (1 + 0.134145 * b * b)) * (sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)) * (1 - sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)))) * 1.5957691216057308 * (0.044715 * b * b) + g * a * sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)) * (1 + 0.134145 * b * b) * 1.5957691216057308 * (1 - sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b))) + -(g * a * sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)) * (1 + 0.134145 * b * b) * 1.5957691216057308 * b) * (sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)) * (1 - sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)))) * 1.5957691216057308 + -(g * a * sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)) * (1 + 0.134145 * b * b) * 1.5957691216057308 * b) * (sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)) * (1 - sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)))) * 1.5957691216057308 * b * b * 0.044715 + -(g * a * sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)) * (1 + 0.134145 * b * b) * 1.5957691216057308 * b) * (sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)) * (1 - sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)))) * 1.5957691216057308 * b * (0.044715 * b) + -(g * a * sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)) * (1 + 0.134145 * b * b) * 1.5957691216057308 * b) * (sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)) * (1 - sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)))) * 1.5957691216057308 * (0.044715 * b * b) + g * a * sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)) * (b * (1 - sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b))) * 1.5957691216057308) * b * 0.134145 + g * a * sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)) * (b * (1 - sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b))) * 1.5957691216057308) * (0.134145 * b)
-    elif op == 230:  # log_sigmoid_backward
+    elif op == 107:  # log_sigmoid_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -1181,12 +1181,12 @@ CODES = {'neg': 4, 'exp': 5, 'log': 6, 'sqrt': 7, 'sin': 8, 'cos': 9, 'tan': 10,
          48, 'mul_st': 49, 'div_ts': 51, 'div_st': 52, 'pow_ts': 54, 'pow_st': 55, 'maximum_ts': 57, 'maximum_st':
          58, 'minimum_ts': 60, 'minimum_st': 61, 'atan2_ts': 63, 'atan2_st': 64, 'gelu_tanh': 65, 'clamp_min': 66,
          'clamp_max': 67, 'round_decimals': 68, 'log_sigmoid': 69, '_div_scalar': 70, '_mul_scalar': 71, 'add': 41,
-         'sub': 44, 'mul': 47, 'div': 50, 'pow': 53, 'maximum': 56, 'minimum': 59, 'atan2': 62, 'exp_backward': 196,
-         'log_backward': 197, 'sqrt_backward': 198, 'sin_backward': 199, 'cos_backward': 200, 'tan_backward': 201,
-         'tanh_backward': 202, 'sigmoid_backward': 203, 'relu_backward': 204, 'reciprocal_backward': 205,
-         'square_backward': 206, 'rsqrt_backward': 207, 'log1p_backward': 208, 'expm1_backward': 209,
-         'log2_backward': 210, 'exp2_backward': 211, 'asin_backward': 212, 'acos_backward': 213, 'atan_backward':
-         214, 'sinh_backward': 215, 'cosh_backward': 216, 'erf_backward': 217, 'gelu_backward': 218,
-         'silu_backward': 219, 'softplus_backward': 220, 'leaky_relu_backward': 221, 'hardtanh_backward': 222,
-         'mul_backward0': 223, 'mul_backward1': 224, 'div_backward0': 225, 'pow_ts_backward': 226,
-         'atan2_ts_backward': 227, 'atan2_st_backward': 228, 'gelu_tanh_backward': 229, 'log_sigmoid_backward': 230}
+         'sub': 44, 'mul': 47, 'div': 50, 'pow': 53, 'maximum': 56, 'minimum': 59, 'atan2': 62, 'exp_backward': 73,
+         'log_backward': 74, 'sqrt_backward': 75, 'sin_backward': 76, 'cos_backward': 77, 'tan_backward': 78,
+         'tanh_backward': 79, 'sigmoid_backward': 80, 'relu_backward': 81, 'reciprocal_backward': 82,
+         'square_backward': 83, 'rsqrt_backward': 84, 'log1p_backward': 85, 'expm1_backward': 86, 'log2_backward':
+         87, 'exp2_backward': 88, 'asin_backward': 89, 'acos_backward': 90, 'atan_backward': 91, 'sinh_backward':
+         92, 'cosh_backward': 93, 'erf_backward': 94, 'gelu_backward': 95, 'silu_backward': 96, 'softplus_backward':
+         97, 'leaky_relu_backward': 98, 'hardtanh_backward': 99, 'mul_backward0': 100, 'mul_backward1': 101,
+         'div_backward0': 102, 'pow_ts_backward': 103, 'atan2_ts_backward': 104, 'atan2_st_backward': 105,
+         'gelu_tanh_backward': 106, 'log_sigmoid_backward': 107}

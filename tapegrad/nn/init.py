@@ -30,17 +30,13 @@ def _check(tensor):
         raise TypeError(f"expected a Tensor, got {type(tensor).__name__}")
 
 
-def _draw_dtype(dtype):
-    return dtype if dtype in (np.float16, np.float32, np.float64) else np.dtype(np.float64)
-
-
 def _uniform_values(shape, a, b, dtype, generator):
     """torch's Tensor.uniform_(a, b) values for a tensor of this dtype (the same draws from the same seed)."""
-    return random.uniform(shape, generator, _draw_dtype(dtype), low=a, high=b)
+    return random.uniform(shape, generator, random.fill_dtype(dtype), low=a, high=b)
 
 
 def _normal_values(shape, mean, std, dtype, generator):
-    return random.normal(shape, generator, _draw_dtype(dtype), mean=mean, std=std)
+    return random.normal(shape, generator, random.fill_dtype(dtype), mean=mean, std=std)
 
 
 def _uniform(tensor, a, b, generator):

@@ -32,7 +32,19 @@ from . import conv as _c
 from .resample import *  # noqa: F401,F403  (unfold/fold, interpolate, pixel shuffle, adaptive max, unpooling)
 from .resample import __all__ as _rs_all
 from .composite import *  # noqa: F401,F403  (functions composed of the ops above; torch's aliases)
-from .composite import __all__ as _co_all
+from .composite import __all__ as _co_all, INPLACE as _co_inplace
+from . import pointwise as _pw, arrange as _ar, scatter as _sc, statistics as _st, special as _sf
+from . import decompositions as _de
+from .pointwise import *  # noqa: F401,F403  (fmod, remainder, hypot, logaddexp, bitwise ops, dtype helpers, ...)
+from .arrange import *  # noqa: F401,F403  (rot90, tensor_split, kron, tensordot, cdist, baddbmm, ...)
+from .scatter import *  # noqa: F401,F403  (scatter, index_add/fill/copy, index_put, searchsorted, bincount)
+from .statistics import *  # noqa: F401,F403  (cumulative ops, median, quantile, nan-reductions, mode)
+from .special import *  # noqa: F401,F403  (lgamma, digamma, polygamma, erfinv, i0, xlogy: the special functions)
+from .decompositions import *  # noqa: F401,F403  (det, inverse, solve, cholesky, qr, svd, eigh; products)
 
-__all__ = [n for m in (_e, _r, _s, _l, _o, _n, _c) for n in m.__all__] + ["detach"] + _so_all + _la_all + _sp_all + _rs_all + _co_all
-del _e, _r, _s, _l, _o, _n, _c, _so_all, _la_all, _sp_all, _rs_all, _co_all
+# the Tensor methods with in-place forms (`x.scatter_`), listed by the modules that bind them (methods.py makes them)
+INPLACE = _co_inplace + _pw.INPLACE + _ar.INPLACE + _sc.INPLACE + _st.INPLACE + _sf.INPLACE + _de.INPLACE
+
+__all__ = ([n for m in (_e, _r, _s, _l, _o, _n, _c, _pw, _ar, _sc, _st, _sf, _de) for n in m.__all__] + ["detach"]
+           + _so_all + _la_all + _sp_all + _rs_all + _co_all)
+del _e, _r, _s, _l, _o, _n, _c, _pw, _ar, _sc, _st, _sf, _de, _so_all, _la_all, _sp_all, _rs_all, _co_all, _co_inplace

@@ -9,6 +9,7 @@ from ..tape import untraceable
 from ..tensor import Size, Tensor, _new
 from ._common import _dim, _sizes, _tensor, broadcast_shape
 from .elementwise import div, mul, sub
+from .arrange import _scaled_sum
 from .linalg import matmul
 from .shape import cat, index_select, masked_fill
 
@@ -17,6 +18,7 @@ __all__ = ["addcdiv", "addcmul", "addmm", "bernoulli", "broadcast_shapes", "broa
            "repeat_interleave", "subtract", "tile"]
 
 multiply, subtract, divide = mul, sub, div
+INPLACE = ()  # (methods with in-place forms, made by methods.py)
 
 
 def addcmul(input, tensor1, tensor2, *, value=1):
@@ -38,13 +40,7 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
         raise RuntimeError(f"mat1 must be a matrix, got {m1.dim()}-D tensor")
     if m2.dim() != 2:
         raise RuntimeError(f"mat2 must be a matrix, got {m2.dim()}-D tensor")
-    product = matmul(m1, m2)
-    if alpha != 1:
-        product = product * alpha
-    x = _tensor(input)
-    if beta == 0:  # (input's gradient is zeros, as torch's; its values, NaN included, are not read)
-        return masked_fill(x, _new(np.ones(x._data.shape, np.bool_)), 0) + product
-    return (x if beta == 1 else x * beta) + product
+    return _scaled_sum(input, matmul(m1, m2), beta, alpha)
 
 
 def nonzero(input, *, as_tuple=False):
@@ -319,3 +315,4 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
         term = values * (weight.unsqueeze(-1) * inside)
         out = term if out is None else out + term
     return out.permute(0, 3, 1, 2)
+

@@ -569,5 +569,7 @@ Tensor.fmin = minimum
 
 
 
+registry.declare_derived()  # (create_graph's fused derivative rows: their codes next, before any other module's ops)
+
 __all__ = [n for n, v in list(globals().items()) if callable(v) and getattr(v, "__module__", None) == __name__
            and not n.startswith("_")]

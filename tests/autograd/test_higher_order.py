@@ -10,7 +10,9 @@ Elementwise ops are called straight from their registry entry (so every new one 
 in its domain); the others through their public front-end, and a coverage test fails when a registry op
 is exercised by no case.
 """
+import importlib
 import math
+import pathlib
 
 import numpy as np
 import pytest
@@ -523,6 +525,12 @@ CASES = [
           [(1, 2, 3, 4), (1, 2, 5, 4), (1, 2, 5, 4)], torch_fn=lambda T, q, k, v: _attention_composite(q, k, v)),
 ]
 
+# the op areas' cases, one module each (tests/autograd/higher_order_*.py: CASES, a list of _case's (args, kwargs),
+# and EXEMPT, as below)
+_AREAS = [importlib.import_module(path.stem)
+          for path in sorted(pathlib.Path(__file__).parent.glob("higher_order_*.py"))]
+CASES += [_case(*args, **kwargs) for area in _AREAS for args, kwargs in area.CASES]
+
 
 def _attention_composite(q, k, v):
     scores = (q @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1])
@@ -540,6 +548,8 @@ EXEMPT = {"delayed_error": "raises by design: tests/autograd/test_custom_functio
           "ctc_loss_backward": "the row that raises that error: tests/nn/test_ctc_loss.py",
           "embedding_sparse": "its gradient is a sparse COO tensor, which this harness's (g * g).sum() does not take; "
                               "second order through g.to_dense() against torch: tests/test_embedding_sparse.py"}
+for _area in _AREAS:
+    EXEMPT.update(getattr(_area, "EXEMPT", {}))
 
 
 def _inputs(shapes, low, high):

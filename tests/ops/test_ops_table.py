@@ -2,7 +2,10 @@
 gradients (float32 and float64, each access path: tapegrad.X, Tensor.X, nn.functional.X), gradients
 against central finite differences (float64), and second derivatives (create_graph) against torch.
 
-Adding an op = adding rows to CASES below."""
+Adding an op = adding rows to CASES below (or to its area's tests/ops/cases_*.py)."""
+import importlib
+import pathlib
+
 import numpy as np
 import pytest
 
@@ -520,6 +523,11 @@ add(Case("copy_slices", [A((3, 4)), A((2, 2))], fn=_written_through_views, gg=Fa
     # (no finite differences: the function takes a gradient; torch names this row by the gather it undoes,
     # IndexPutImplBackward0 here, where scatter_flat serves every gather)
     Case("scatter_flat", [A((5,))], fn=_gather_gradient, gg=False, fd=False, grad_fn=False))
+
+# the op areas' rows, one module each (tests/ops/cases_*.py, each a CASES list of its own)
+for _path in sorted(pathlib.Path(__file__).parent.glob("cases_*.py")):
+    add(*importlib.import_module(_path.stem).CASES)
+
 
 @pytest.mark.parametrize("case,path,dtype", params(CASES))
 def test_against_torch(case, path, dtype):

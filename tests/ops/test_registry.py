@@ -181,6 +181,25 @@ def test_every_op_has_a_test_row():
     assert not missing, f"ops no table case records: {missing}"
 
 
+def test_every_recorded_value_is_c_contiguous():
+    """The compiled replay reads a row's value (an op's output, a constant an op saved) as a flat C-ordered
+    array: a strided one (`np.cross` along an inner axis, a broadcast view) would give wrong adjoints silently.
+    Each table case's rows, checked."""
+    strided = {}
+    for case in CASES:
+        saved, tape = tape_mod._local.tape, tape_mod.Tape()
+        tape_mod._local.tape = tape
+        try:
+            _case_program(case)()
+            for i in range(tape.n):
+                v = tape.values[i]
+                if isinstance(v, np.ndarray) and not v.flags.c_contiguous:
+                    strided.setdefault(registry.OPS[int(tape.op[i])].name, set()).add(case.name)
+        finally:
+            tape_mod._local.tape = saved
+    assert not strided, f"rows whose value is not C-contiguous (op: the cases recording it): {strided}"
+
+
 @pytest.mark.parametrize("name", sorted(MADE_BY_THE_ENGINE))
 def test_the_engines_own_rows_are_recorded_where_said(name):
     assert name in _recorded(MADE_BY_THE_ENGINE[name])[0]

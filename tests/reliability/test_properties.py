@@ -7,7 +7,9 @@ records one) written once for both libraries. Elementwise cases are made from re
 new elementwise op is covered as soon as it is declared; `test_every_registry_op_is_covered` fails for an
 op that no case records, naming it.
 """
+import importlib
 import io
+import pathlib
 
 import numpy as np
 import pytest
@@ -360,6 +362,12 @@ CASES = {
     "function_output": lambda L, x, R: _custom_function(L).apply(x)[1],
     "double_backward": _double_backward,
 }
+# the op areas' cases, one module each (tests/reliability/properties_*.py: CASES, as above, and NOT_RECORDED,
+# an op no case can record -> the test that covers it)
+_AREAS = [importlib.import_module(path.stem)
+          for path in sorted(pathlib.Path(__file__).parent.glob("properties_*.py"))]
+for _area in _AREAS:
+    CASES.update(_area.CASES)
 CASE_NAMES = sorted(CASES)
 
 
@@ -379,6 +387,8 @@ NOT_RECORDED_BY_CASES = {"leaf", "const", "freed",   # tape rows, not ops
                          # declared for every binary op, but a commutative op's front-end records c op x
                          # as x op c (the _ts row): these are never recorded
                          "add_st", "mul_st", "maximum_st", "minimum_st"}
+for _area in _AREAS:
+    NOT_RECORDED_BY_CASES |= set(getattr(_area, "NOT_RECORDED", {}))
 
 
 def to2d(t):

@@ -458,6 +458,10 @@ class Module:
     def cpu(self):
         return self
 
+    def share_memory(self):
+        """Move parameters, buffers and gradients into shared memory in place (torch.multiprocessing)."""
+        return self._apply(lambda t: t.share_memory_())
+
     def cuda(self, device=None):
         _check_device("cuda")
 

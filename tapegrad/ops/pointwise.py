@@ -1,0 +1,452 @@
+"""torch's smaller pointwise functions: fmod and remainder, hypot, logaddexp, the inverse hyperbolic functions
+(each a Python row with torch's derivative, where no composition gives torch's values), the rest composed of
+recorded ops; bitwise and integer functions (no gradient); torch's dtype helpers."""
+import collections
+
+import numpy as np
+
+from .. import _dtype, registry
+from ..tensor import Tensor, _new
+from ._common import OPS, _array_rule_dtype, _record, _sum_to_np, _tensor, _to_dtype, broadcast_shape
+from .elementwise import abs, acos, asin, atan, atan2, ge, isnan, le, mul, neg, pow, sign, trunc, where
+from .reduce import sum_to_shape
+
+__all__ = ["absolute", "acosh", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctan2", "arctanh", "asinh",
+           "atanh", "bitwise_left_shift", "bitwise_not", "bitwise_right_shift", "can_cast", "copysign", "deg2rad",
+           "fix", "float_power", "floor_divide", "fmax", "fmin", "fmod", "frac", "frexp", "gcd", "heaviside", "hypot",
+           "isneginf", "isposinf", "isreal", "lcm", "ldexp", "logaddexp", "logaddexp2", "nan_to_num", "negative",
+           "nextafter", "positive", "promote_types", "rad2deg", "remainder", "result_type", "sgn", "signbit"]
+
+# in-place forms made by methods.py (comparisons written into self keep self's dtype, as torch's)
+INPLACE = ("fmod", "remainder", "floor_divide", "copysign", "frac", "fix", "sgn", "heaviside", "nan_to_num",
+           "deg2rad", "rad2deg", "asinh", "acosh", "atanh", "arcsinh", "arccosh", "arctanh", "arcsin", "arccos",
+           "arctan", "arctan2", "hypot", "ldexp", "nextafter", "gcd", "lcm", "bitwise_and", "bitwise_or",
+           "bitwise_xor", "bitwise_not", "bitwise_left_shift", "bitwise_right_shift", "absolute", "negative", "eq",
+           "ne", "lt", "le", "gt", "ge", "greater", "less", "greater_equal", "less_equal", "not_equal",
+           "logical_and", "logical_or", "logical_xor", "logical_not")
+
+negative, absolute, fix = neg, abs, trunc
+arcsin, arccos, arctan, arctan2 = asin, acos, atan, atan2
+
+
+# -- Python rows: NumPy forward, torch's derivative -------------------------------------------------------------------
+def _operands(input, other, name):
+    """Both operands as Tensors in their result dtype (a Python number as a constant), and that dtype."""
+    if not isinstance(input, Tensor) and not isinstance(other, Tensor):
+        raise TypeError(f"{name}() received an invalid combination of arguments - got ({type(input).__name__}, "
+                        f"{type(other).__name__})")
+    ia = input._data if isinstance(input, Tensor) else input
+    ib = other._data if isinstance(other, Tensor) else other
+    dt = _dtype.result_type(ia, ib)
+    broadcast_shape(np.shape(ia), np.shape(ib))
+    a = _to_dtype(input, dt) if isinstance(input, Tensor) else _new(np.asarray(input, dt))
+    b = _to_dtype(other, dt) if isinstance(other, Tensor) else _new(np.asarray(other, dt))
+    return a, b, dt
+
+
+def _binary(name, np_fn, integer_check=None):
+    """The front-end of a binary Python row: promotion as torch's; integer results unrecorded (integer_check: the
+    op's integer errors), or torch's error where it has no integer kernel (integer_check None)."""
+    def fn(input, other):
+        a, b, dt = _operands(input, other, name)
+        if dt.kind != "f":
+            if integer_check is None or dt == np.bool_:
+                raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_dtype.scalar_type_name(dt)}'")
+            integer_check(b._data)
+            return _new(np.asarray(np_fn(a._data, b._data), dt))
+        with np.errstate(all="ignore"):
+            out = np.asarray(np_fn(a._data, b._data))
+        if not isinstance(other, Tensor) and name in _SCALAR_ROWS:
+            return _record(OPS[name + "_scalar"], out, (a,), aux=b._data)  # (torch's node for a number operand)
+        return _record(OPS[name], out, (a, b))
+    fn.__name__ = name
+    return fn
+
+
+def _no_integer_zero(b):
+    if b.dtype.kind in "iub" and np.any(b == 0):
+        raise RuntimeError("ZeroDivisionError")
+
+
+def _declare_binary(name, grad_fn, np_fn, da, db):
+    """A binary row whose gradients are `g * da(a, b, out)` and `g * db(a, b, out)`; da and db are written once, on
+    Tensors and on arrays alike (operators only), and summed down to each input's broadcast shape."""
+    def vjp(ctx, g, inputs, out):
+        a, b = inputs
+        return sum_to_shape(g * da(a, b, out), a.shape), sum_to_shape(g * db(a, b, out), b.shape)
+
+    def array_vjp(ctx, g, inputs, out, wanted):
+        a, b = inputs
+        if not _array_rule_dtype(g, a, b):
+            return None
+        with np.errstate(all="ignore"):
+            return (_sum_to_np(g * da(a, b, out), a.shape) if wanted[0] else None,
+                    _sum_to_np(g * db(a, b, out), b.shape) if wanted[1] else None)
+    registry.python(name, grad_fn, lambda ctx, a, b: np_fn(a, b), vjp, array_vjp=array_vjp)
+
+
+def _trunc_div(a, b):
+    return (a / b).trunc() if isinstance(a, Tensor) else np.trunc(a / b)
+
+
+def _floor_div(a, b):
+    return (a / b).floor() if isinstance(a, Tensor) else np.floor(a / b)
+
+
+def _exp(x):
+    return x.exp() if isinstance(x, Tensor) else np.exp(x)
+
+
+def _exp2(x):
+    return x.exp2() if isinstance(x, Tensor) else np.exp2(x)
+
+
+def _declare_scalar(name, grad_fn, np_fn):
+    """The row of `tensor op number` whose gradient is g (the number, a 0-d array, in the row's aux)."""
+    def vjp(ctx, g, inputs, out):
+        return (g,)
+
+    def array_vjp(ctx, g, inputs, out, wanted):
+        return (g,)
+    registry.python(name, grad_fn, lambda ctx, a: np_fn(a, ctx), vjp, array_vjp=array_vjp)
+
+
+# torch's derivatives.yaml: fmod's other gets -g * trunc(a / b), remainder's -g * floor(a / b)
+_SCALAR_ROWS = ("fmod", "remainder")  # (ops with a row of their own for a number operand)
+_declare_scalar("fmod_scalar", "FmodBackward0", np.fmod)
+_declare_scalar("remainder_scalar", "RemainderBackward0", np.remainder)
+_declare_binary("fmod", "FmodBackward1", np.fmod, lambda a, b, y: 1, lambda a, b, y: -_trunc_div(a, b))
+_declare_binary("remainder", "RemainderBackward1", np.remainder, lambda a, b, y: 1, lambda a, b, y: -_floor_div(a, b))
+_declare_binary("hypot", "HypotBackward0", np.hypot, lambda a, b, y: a / y, lambda a, b, y: b / y)
+_declare_binary("logaddexp", "LogaddexpBackward0", np.logaddexp, lambda a, b, y: 1 / (1 + _exp(b - a)),
+                lambda a, b, y: 1 / (1 + _exp(a - b)))
+_declare_binary("logaddexp2", "Logaddexp2Backward0", np.logaddexp2, lambda a, b, y: 1 / (1 + _exp2(b - a)),
+                lambda a, b, y: 1 / (1 + _exp2(a - b)))
+
+_fmod = _binary("fmod", np.fmod, integer_check=_no_integer_zero)
+_remainder = _binary("remainder", np.remainder, integer_check=_no_integer_zero)
+hypot = _binary("hypot", np.hypot)
+logaddexp = _binary("logaddexp", np.logaddexp)
+logaddexp2 = _binary("logaddexp2", np.logaddexp2)
+
+
+def fmod(input, other):
+    """C's fmod: the remainder of truncating division (its sign is input's)."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"fmod(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    return _fmod(input, other)
+
+
+def remainder(input, other):
+    """Python's modulus: the remainder of flooring division (its sign is other's). torch.remainder(number, tensor)
+    has no derivative in torch: its result is a constant here."""
+    if not isinstance(input, Tensor):
+        return _remainder(input, other.detach() if isinstance(other, Tensor) else other)
+    return _remainder(input, other)
+
+
+for _name in ("hypot", "logaddexp", "logaddexp2"):
+    globals()[_name].__doc__ = f"torch.{_name}: broadcasting, torch's promotion and derivative."
+
+
+# -- unary Python rows ------------------------------------------------------------------------------------------------
+def _declare_unary(name, grad_fn, np_fn, dx):
+    """A unary float row whose gradient is `g * dx(x)` (dx written in operators, on Tensors and arrays alike)."""
+    def vjp(ctx, g, inputs, out):
+        return (g * dx(inputs[0]),)
+
+    def array_vjp(ctx, g, inputs, out, wanted):
+        if not _array_rule_dtype(g, inputs[0]):
+            return None
+        with np.errstate(all="ignore"):
+            return (g * dx(inputs[0]),)
+    registry.python(name, grad_fn, lambda ctx, x: np_fn(x), vjp, array_vjp=array_vjp)
+
+    def fn(input):
+        x = _tensor(input)
+        if x._data.dtype.kind != "f":
+            x = _new(x._data.astype(_dtype.default_float.np))
+        with np.errstate(all="ignore"):
+            return _record(OPS[name], np.asarray(np_fn(x._data)), (x,))
+    fn.__name__ = name
+    fn.__doc__ = f"torch.{name}: elementwise; integer inputs give the default float dtype."
+    return fn
+
+
+def _rsqrt(v):
+    return v.rsqrt() if isinstance(v, Tensor) else 1 / np.sqrt(v)
+
+
+# torch's derivatives.yaml: asinh (x^2 + 1)^-1/2, acosh (x^2 - 1)^-1/2, atanh 1 / (1 - x^2)
+asinh = arcsinh = _declare_unary("asinh", "AsinhBackward0", np.arcsinh, lambda x: _rsqrt(x * x + 1))
+acosh = arccosh = _declare_unary("acosh", "AcoshBackward0", np.arccosh, lambda x: _rsqrt(x * x - 1))
+atanh = arctanh = _declare_unary("atanh", "AtanhBackward0", np.arctanh, lambda x: 1 / (1 - x * x))
+
+
+# -- compositions ---------------------------------------------------------------------------------------------------
+def _floating(x):
+    """x (a Tensor) in the default float dtype if it is bool or integer, as torch's float-only functions."""
+    return x if x._data.dtype.kind == "f" else _new(x._data.astype(_dtype.default_float.np))
+
+
+def deg2rad(input):
+    """input * (pi / 180), as torch multiplies (integer inputs give the default float dtype)."""
+    return _floating(_tensor(input)) * 0.017453292519943295
+
+
+def rad2deg(input):
+    """input * (180 / pi), as torch multiplies (integer inputs give the default float dtype)."""
+    return _floating(_tensor(input)) * 57.29577951308232
+
+
+def frac(input):
+    """input - trunc(input) (gradient g, as torch's)."""
+    x = _tensor(input)
+    if x._data.dtype.kind != "f":
+        raise NotImplementedError(f"\"frac_cpu\" not implemented for '{_dtype.scalar_type_name(x._data.dtype)}'")
+    return x - x.trunc()
+
+
+def sgn(input):
+    """sign(input) for real tensors (torch's sgn is x / |x| for complex ones, which tapegrad lacks)."""
+    return sign(input)
+
+
+def copysign(input, other):
+    """|input| with other's sign bit (so -0.0 counts as negative); other gets no gradient (torch's is zero)."""
+    x = _tensor(input)
+    o = other._data if isinstance(other, Tensor) else np.asarray(other)
+    dt = _dtype.result_type(x._data, other._data if isinstance(other, Tensor) else other)
+    if dt.kind != "f":
+        dt = _dtype.default_float.np
+    x = _to_dtype(x, dt)
+    negative_bit = _new(np.signbit(o))  # (where broadcasts it)
+    magnitude = x.abs()
+    return where(negative_bit, -magnitude, magnitude)
+
+
+def signbit(input):
+    """Whether the sign bit is set (True for -0.0), bool."""
+    return _new(np.signbit(_tensor(input)._data))
+
+
+def isneginf(input):
+    return _new(np.isneginf(_tensor(input)._data))
+
+
+def isposinf(input):
+    return _new(np.isposinf(_tensor(input)._data))
+
+
+def isreal(input):
+    """True everywhere: tapegrad has no complex dtypes."""
+    return _new(np.ones(_tensor(input)._data.shape, np.bool_))
+
+
+def positive(input):
+    """input itself (torch returns the same tensor)."""
+    x = _tensor(input)
+    if x._data.dtype == np.bool_:
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+    return x
+
+
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
+    """NaN, +inf and -inf replaced (by default with 0 and the dtype's largest and lowest finite values); the
+    gradient passes where input is finite, as torch's."""
+    x = _tensor(input)
+    a = x._data
+    if a.dtype.kind != "f":
+        return _new(a.copy())
+    info = np.finfo(a.dtype)
+    posinf = info.max if posinf is None else posinf
+    neginf = info.min if neginf is None else neginf
+    filled = np.nan_to_num(a, nan=nan, posinf=posinf, neginf=neginf)
+    return where(_new(np.isfinite(a)), x, _new(filled))
+
+
+def float_power(input, exponent):
+    """input ** exponent in float64 (both operands cast first, as torch)."""
+    if isinstance(input, Tensor):
+        x = _to_dtype(input, np.dtype(np.float64))
+        e = _to_dtype(exponent, np.dtype(np.float64)) if isinstance(exponent, Tensor) else float(exponent)
+        return pow(x, e)
+    return pow(float(input), _to_dtype(exponent, np.dtype(np.float64)))
+
+
+def floor_divide(input, other):
+    """floor(input / other) (Python's //; integer division by zero raises, as torch). No gradient: torch has none."""
+    a, b, dt = _operands(input, other, "floor_divide")
+    if dt.kind != "f":
+        _no_integer_zero(b._data)
+        if dt == np.bool_:
+            raise NotImplementedError('"div_floor_cpu" not implemented for \'Bool\'')
+    with np.errstate(all="ignore"):
+        return _new(np.asarray(np.floor_divide(a._data, b._data), dt))
+
+
+def heaviside(input, values):
+    """0 where input < 0 (or NaN), 1 where input > 0, values where input == 0. No gradient: torch has none."""
+    x, v = _tensor(input), _tensor(values)
+    if x._data.dtype != v._data.dtype:
+        raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
+    a = x._data
+    return _new(np.asarray(np.where(a == 0, v._data, a > 0), a.dtype))  # (NaN: 0, as torch's `a > 0`)
+
+
+def ldexp(input, other):
+    """input * 2 ** other, as torch composes it (2 ** an integer tensor in the default float dtype)."""
+    return mul(input, pow(2.0, _floating(_tensor(other))))
+
+
+def frexp(input):
+    """(mantissa, exponent): input = mantissa * 2 ** exponent, |mantissa| in [0.5, 1); exponent int32. The
+    mantissa's gradient is g / 2 ** exponent, as torch's."""
+    x = _tensor(input)
+    if x._data.dtype.kind != "f":
+        raise RuntimeError("torch.frexp() only supports floating-point dtypes")
+    m, e = np.frexp(x._data)
+    mantissa = x * _new(np.ldexp(np.ones((), x._data.dtype), -e).astype(x._data.dtype))
+    return _Frexp(mantissa, _new(e.astype(np.int32)))
+
+
+_Frexp = collections.namedtuple("frexp", ["mantissa", "exponent"])
+_Frexp.__repr__ = lambda self: f"torch.return_types.frexp(\nmantissa={self.mantissa!r},\nexponent={self.exponent!r})"
+
+
+def nextafter(input, other):
+    """The next float after input towards other. No gradient here."""
+    a, b, dt = _operands(input, other, "nextafter")
+    if dt.kind != "f":
+        raise NotImplementedError(f"\"nextafter_cpu\" not implemented for '{_dtype.scalar_type_name(dt)}'")
+    return _new(np.nextafter(a._data, b._data))
+
+
+def fmax(input, other):
+    """maximum that ignores NaN; the gradient goes to input where input >= other or other is NaN, as torch's."""
+    return where(ge(input, other) | isnan(_tensor(other)), input, other)
+
+
+def fmin(input, other):
+    """minimum that ignores NaN; the gradient goes to input where input <= other or other is NaN, as torch's."""
+    return where(le(input, other) | isnan(_tensor(other)), input, other)
+
+
+def _integer_only(name, a):
+    if a.dtype.kind not in "iu":  # (bool too)
+        raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_dtype.scalar_type_name(a.dtype)}'")
+
+
+def gcd(input, other):
+    a, b, dt = _operands(input, other, "gcd")
+    _integer_only("gcd", a._data)
+    return _new(np.gcd(a._data, b._data).astype(dt))
+
+
+def lcm(input, other):
+    a, b, dt = _operands(input, other, "lcm")
+    _integer_only("lcm", a._data)
+    return _new(np.lcm(a._data, b._data).astype(dt))
+
+
+def bitwise_not(input):
+    x = _tensor(input)
+    if x._data.dtype.kind == "f":
+        raise NotImplementedError("\"bitwise_not_cpu\" not implemented for "
+                           f"'{_dtype.scalar_type_name(x._data.dtype)}'")
+    return _new(np.invert(x._data))
+
+
+def _shift(name, np_fn):
+    def fn(input, other):
+        a, b, dt = _operands(input, other, name)
+        if dt.kind == "f" or dt == np.bool_:
+            raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_dtype.scalar_type_name(dt)}'")
+        return _new(np.asarray(np_fn(a._data, b._data), dt))
+    fn.__name__ = name
+    return fn
+
+
+bitwise_left_shift = _shift("lshift", np.left_shift)
+bitwise_right_shift = _shift("rshift", np.right_shift)
+
+
+# -- dtype helpers ----------------------------------------------------------------------------------------------------
+def _np_of(d):
+    return _dtype.to_numpy_dtype(d)
+
+
+def result_type(tensor1, tensor2):
+    """The dtype torch's promotion gives tensor1 op tensor2 (Tensors or Python numbers)."""
+    ops = [t._data if isinstance(t, Tensor) else t for t in (tensor1, tensor2)]
+    return _dtype.from_numpy_dtype(_dtype.result_type(*ops))
+
+
+def promote_types(type1, type2):
+    """The smallest dtype both dtypes cast to safely (torch's rules: bool < integers < floats)."""
+    return _dtype.from_numpy_dtype(_dtype.result_type(np.empty(1, _np_of(type1)), np.empty(1, _np_of(type2))))
+
+
+_KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2}
+
+
+def can_cast(from_, to):
+    """Whether torch allows casting from_ to `to` in an in-place op: not to a lower kind (float to integer,
+    integer to bool)."""
+    return _KIND_RANK[_np_of(from_).kind] <= _KIND_RANK[_np_of(to).kind]
+
+
+def _to(name, np_type):
+    def method(self, memory_format=None):
+        return _to_dtype(self, np.dtype(np_type)) if self._data.dtype != np_type else self
+    method.__name__ = name
+    return method
+
+
+Tensor.fmod = fmod
+Tensor.remainder = remainder
+Tensor.__mod__ = remainder
+Tensor.__rmod__ = lambda self, other: remainder(other, self)
+Tensor.__floordiv__ = Tensor.floor_divide = floor_divide
+Tensor.__rfloordiv__ = lambda self, other: floor_divide(other, self)
+Tensor.hypot = hypot
+Tensor.logaddexp = logaddexp
+Tensor.logaddexp2 = logaddexp2
+Tensor.asinh = Tensor.arcsinh = asinh
+Tensor.acosh = Tensor.arccosh = acosh
+Tensor.atanh = Tensor.arctanh = atanh
+Tensor.deg2rad = deg2rad
+Tensor.rad2deg = rad2deg
+Tensor.frac = frac
+Tensor.fix = trunc
+Tensor.sgn = sgn
+Tensor.copysign = copysign
+Tensor.signbit = signbit
+Tensor.isneginf = isneginf
+Tensor.isposinf = isposinf
+Tensor.isreal = isreal
+Tensor.positive = positive
+Tensor.absolute = abs
+Tensor.nan_to_num = nan_to_num
+Tensor.float_power = float_power
+Tensor.heaviside = heaviside
+Tensor.ldexp = ldexp
+Tensor.frexp = frexp
+Tensor.nextafter = nextafter
+Tensor.fmax = fmax
+Tensor.fmin = fmin
+Tensor.gcd = gcd
+Tensor.lcm = lcm
+Tensor.bitwise_and = Tensor.__and__
+Tensor.bitwise_or = Tensor.__or__
+Tensor.bitwise_xor = Tensor.__xor__
+Tensor.bitwise_not = bitwise_not
+Tensor.bitwise_left_shift = Tensor.__lshift__ = bitwise_left_shift
+Tensor.bitwise_right_shift = Tensor.__rshift__ = bitwise_right_shift
+Tensor.__rlshift__ = lambda self, other: bitwise_left_shift(other, self)
+Tensor.__rrshift__ = lambda self, other: bitwise_right_shift(other, self)
+Tensor.byte = _to("byte", np.uint8)
+Tensor.char = _to("char", np.int8)
+Tensor.short = _to("short", np.int16)
+Tensor.is_signed = lambda self: self._data.dtype.kind in "if"
+Tensor.is_complex = lambda self: False
