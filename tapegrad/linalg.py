@@ -1,6 +1,7 @@
 """torch.linalg: the norms, and the factorizations and solvers of ops/decompositions.py (on NumPy's LAPACK).
-A name torch.linalg has and tapegrad lacks (eig, eigvals, lu, lu_factor, ldl_factor, householder_product,
-tensorinv, tensorsolve, matrix_exp of complex input, ...) is an AttributeError naming it."""
+A name torch.linalg has and tapegrad lacks (eig, eigvals, lu, lu_factor, lu_solve, ldl_factor,
+householder_product: NumPy has no LU, LDL or Householder routines, and no complex dtype here) is an AttributeError
+naming it."""
 import collections
 import math
 
