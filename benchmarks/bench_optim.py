@@ -31,6 +31,14 @@ import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+# asv runs each of OptimStep's 180 parameter combinations in a process of its own; under `--launch-method forkserver`
+# (CI's smoke run) they are forked from one that imported this module, so the libraries are imported here, once.
+import tapegrad  # noqa: E402,F401
+try:
+    import torch  # noqa: F401
+except ImportError:  # the peer is optional: its combinations report n/a
+    pass
+
 SHAPES = {"mlp": [(128, 64), (128,), (128, 128), (128,), (10, 128), (10,)],
           "scalars": [()] * 8,
           "large": [(512, 512), (512, 512)]}

@@ -32,12 +32,14 @@ def _ops(L):
     rng = np.random.default_rng(0)
     v = L.tensor(np.linspace(-math.pi, math.pi, 2000).astype(np.float32))
     x = L.tensor(rng.random((32, 64)).astype(np.float32))
+    y = L.tensor(rng.random((32, 64)).astype(np.float32))
     probs, action = L.tensor(rng.random((1, 2)).astype(np.float32)), L.tensor(1)
     return {"sum of 2,000": lambda: v.sum(), "mean of 2,000": lambda: v.mean(),
             "x[:, :8] of 32 x 64": lambda: x[:, :8], "probs[0, action]": lambda: probs[0, action],
             "x.size(0)": lambda: x.size(0), "rand(32)": lambda: L.rand(32),
             "softmax of 32 x 64": lambda: F.softmax(x, dim=1), "max(x, 1) of 32 x 64": lambda: x.max(1),
-            "tensor(0.0)": lambda: L.tensor(0.0), "x.t() of 32 x 64": lambda: x.t()}
+            "tensor(0.0)": lambda: L.tensor(0.0), "x.t() of 32 x 64": lambda: x.t(),
+            "x.add_(y, alpha=-0.01) of 32 x 64": lambda: x.add_(y, alpha=-0.01)}  # (a manual SGD step's update)
 
 
 def ops(torch, tapegrad):

@@ -87,3 +87,10 @@ def numel(input):
 
 
 from .tracing import compile  # noqa: E402,F401  (torch.compile: trace once, replay the tape)
+from .tensor import (channels_last, channels_last_3d, contiguous_format, memory_format,  # noqa: E402,F401
+                     preserve_format)  # (torch's memory formats: the strides a tensor reports)
+from ._runtime import is_warn_always_enabled, set_flush_denormal, set_warn_always  # noqa: E402,F401
+from . import testing  # noqa: E402,F401  (torch.testing: assert_close, make_tensor)
+from .ops.metric_loss import (aten_hinge_embedding_loss as hinge_embedding_loss,  # noqa: E402,F401
+                              aten_margin_ranking_loss as margin_ranking_loss,  # (torch.X: reduction an int)
+                              aten_poisson_nll_loss as poisson_nll_loss, aten_triplet_margin_loss as triplet_margin_loss)

@@ -12,6 +12,7 @@ _interop_threads = None
 _blas_limit = None  # the threadpoolctl limiter kept alive (a dropped one would keep its limits anyway)
 _deterministic = False
 _matmul_precision = "highest"
+warn_always = False  # torch.set_warn_always: warnings torch gives once per process given every time
 
 
 def get_default_dtype():
@@ -90,3 +91,22 @@ def get_float32_matmul_precision():
 def is_autocast_enabled(device_type=None):
     """Whether a torch.autocast region is enabled for the device type (no argument: CUDA's, never here)."""
     return device_type == "cpu" and _dtype.autocast_state.dtype is not None
+
+
+def set_warn_always(b):
+    """torch.set_warn_always: the warnings torch gives once per process (TORCH_WARN_ONCE) are given every time."""
+    global warn_always
+    warn_always = bool(b)
+
+
+def is_warn_always_enabled():
+    return warn_always
+
+
+def set_flush_denormal(mode):
+    """torch.set_flush_denormal: tapegrad computes with NumPy, which cannot switch the CPU's denormal handling on:
+    turning it on answers False, as torch does on a CPU that cannot flush denormals (nothing changes); turning it
+    off answers True (denormals are kept, as asked)."""
+    if not isinstance(mode, bool):
+        raise TypeError(f"set_flush_denormal(): argument 'mode' (position 1) must be bool, not {type(mode).__name__}")
+    return not mode

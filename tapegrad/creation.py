@@ -1,12 +1,14 @@
 """Tensor constructors, with torch's dtype inference and the default dtype float32."""
 import math
+import warnings
 
 import numpy as np
 
-from . import _dtype, random
+from . import _dtype, _strides, random
 from .device import check as _check_device
 from .tape import _local as _tape_local, made_in_trace
 from .tensor import Tensor, _flat, _new, as_array
+from .tensor import _format_strides, _memory_format_arg, channels_last, channels_last_3d, preserve_format
 
 
 def _finish(data, dtype=None, requires_grad=False, made=True):
@@ -103,9 +105,15 @@ def ones(*size_args, size=None, dtype=None, device=None, requires_grad=False, ou
     return _finish(np.ones(_shape(size_args if size is None else (size,)), _float(dtype)), None, requires_grad)
 
 
-def empty(*size_args, size=None, dtype=None, device=None, requires_grad=False, out=None):
+def empty(*size_args, size=None, dtype=None, device=None, requires_grad=False, out=None, memory_format=None):
     _check_device(device)
-    return _finish(np.zeros(_shape(size_args if size is None else (size,)), _float(dtype)), None, requires_grad)  # zeroed: never leak memory
+    t = _finish(np.zeros(_shape(size_args if size is None else (size,)), _float(dtype)), None, requires_grad)  # zeroed: never leak memory
+    fmt = _memory_format_arg("empty", memory_format)
+    if fmt is preserve_format:
+        raise RuntimeError("unsupported memory format Preserve")
+    if fmt is channels_last or fmt is channels_last_3d:  # (the strides torch reports; values stay in C order)
+        t._strides = _strides.normal(t._data.shape, _format_strides(t._data.shape, fmt))
+    return t
 
 
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):
@@ -157,29 +165,42 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
     return _finish(np.linspace(start, end, steps, dtype=np.float64).astype(_float(dtype)), None, requires_grad)
 
 
-def _like(fn, input, dtype, requires_grad, *args):
+def _like(fn, input, dtype, requires_grad, *args, memory_format=None):
     dt = input._data.dtype if dtype is None else _dtype.to_numpy_dtype(dtype)
-    return _finish(fn(input._data.shape, *args).astype(dt), None, requires_grad)
+    return _with_format(_finish(fn(input._data.shape, *args).astype(dt), None, requires_grad), input, memory_format)
+
+
+def _like_strides(input, memory_format):
+    """The strides torch gives a *_like result (its values are in C order whatever they are): those of the format
+    asked for; for preserve_format (the default), the input's own when they are dense, else contiguous ones."""
+    fmt = _memory_format_arg("empty_like", memory_format)
+    shape = input._data.shape
+    if fmt is channels_last or fmt is channels_last_3d:
+        return _strides.normal(shape, _format_strides(shape, fmt))
+    if (fmt is None or fmt is preserve_format) and input._strides is not None and \
+            _strides.is_dense(shape, input._strides):  # (non-overlapping and dense: torch keeps the input's strides)
+        return _strides.normal(shape, input._strides)
+    return None
 
 
 def zeros_like(input, dtype=None, device=None, requires_grad=False, memory_format=None):
     _check_device(device or "cpu")  # (None: the input's device, not the default one)
-    return _like(np.zeros, input, dtype, requires_grad)
+    return _like(np.zeros, input, dtype, requires_grad, memory_format=memory_format)
 
 
 def ones_like(input, dtype=None, device=None, requires_grad=False, memory_format=None):
     _check_device(device or "cpu")  # (None: the input's device, not the default one)
-    return _like(np.ones, input, dtype, requires_grad)
+    return _like(np.ones, input, dtype, requires_grad, memory_format=memory_format)
 
 
 def empty_like(input, dtype=None, device=None, requires_grad=False, memory_format=None):
     _check_device(device or "cpu")  # (None: the input's device, not the default one)
-    return _like(np.zeros, input, dtype, requires_grad)
+    return _like(np.zeros, input, dtype, requires_grad, memory_format=memory_format)
 
 
 def full_like(input, fill_value, dtype=None, device=None, requires_grad=False, memory_format=None):
     _check_device(device or "cpu")  # (None: the input's device, not the default one)
-    return _like(np.full, input, dtype, requires_grad, fill_value)
+    return _like(np.full, input, dtype, requires_grad, fill_value, memory_format=memory_format)
 
 
 def rand(*size_args, size=None, generator=None, dtype=None, device=None, requires_grad=False):
@@ -226,9 +247,121 @@ def _drawn(draw, args, requires_grad):
     return _finish(draw(*args), None, requires_grad)
 
 
-def rand_like(input, dtype=None, requires_grad=False):
-    return rand(*input.shape, dtype=dtype or input.dtype, requires_grad=requires_grad)
+def rand_like(input, dtype=None, requires_grad=False, *, layout=None, device=None, memory_format=None):
+    _check_device(device or "cpu")
+    return _with_format(rand(*input.shape, dtype=dtype or input.dtype, requires_grad=requires_grad), input,
+                        memory_format)
 
 
-def randn_like(input, dtype=None, requires_grad=False):
-    return randn(*input.shape, dtype=dtype or input.dtype, requires_grad=requires_grad)
+def randn_like(input, dtype=None, requires_grad=False, *, layout=None, device=None, memory_format=None):
+    _check_device(device or "cpu")
+    return _with_format(randn(*input.shape, dtype=dtype or input.dtype, requires_grad=requires_grad), input,
+                        memory_format)
+
+
+def _with_format(t, input, memory_format):
+    if memory_format is not None or input._strides is not None:
+        t._strides = _like_strides(input, memory_format)
+    return t
+
+
+# -- more of torch's factories ------------------------------------------------------------------------------------
+def scalar_tensor(s, *, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False):
+    """torch.scalar_tensor: a 0-d tensor of the number s, in the default float dtype unless dtype is given."""
+    _check_device(device)
+    if isinstance(s, Tensor):
+        s = s.item()
+    if not isinstance(s, (bool, int, float, np.bool_, np.integer, np.floating)):
+        raise TypeError(f"scalar_tensor(): argument 's' (position 1) must be Number, not {type(s).__name__}")
+    return _finish(np.array(s, _float(dtype)), None, requires_grad)
+
+
+def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
+    """torch.asarray: obj as a tensor, sharing memory where it can (a tensor of that dtype is returned itself, a
+    C-contiguous NumPy array or buffer is aliased); copy=True always copies, copy=False refuses to."""
+    _check_device(device)
+    if isinstance(obj, Tensor):
+        if dtype is not None and _dtype.to_numpy_dtype(dtype) != obj._data.dtype:
+            if copy is False:
+                raise ValueError(f"can't alias tensor with dtype '{_dtype.scalar_type_name(obj._data.dtype)}' into "
+                                 f"dtype '{_dtype.scalar_type_name(_dtype.to_numpy_dtype(dtype))}'.")
+            t = _new(obj._data.astype(_dtype.to_numpy_dtype(dtype)))
+        elif copy:
+            t = _new(obj._data.copy())
+        else:
+            t = obj
+        if requires_grad and not t._requires_grad:
+            t = (t.detach() if t is obj else t).requires_grad_(True)
+        return t
+    arr = None
+    if isinstance(obj, np.ndarray):
+        arr = obj
+    elif not isinstance(obj, (list, tuple, bool, int, float, np.generic)):
+        try:
+            arr = np.asarray(memoryview(obj))  # (the buffer protocol: aliased, as torch does)
+        except TypeError:
+            arr = None
+    if arr is not None:
+        want = arr.dtype if dtype is None else _dtype.to_numpy_dtype(dtype)
+        alias = arr.dtype == want and arr.flags.c_contiguous and arr.dtype.isnative
+        if not alias and copy is False:
+            raise ValueError(f"can't alias tensor with dtype '{_dtype.scalar_type_name(arr.dtype)}' into dtype "
+                             f"'{_dtype.scalar_type_name(want)}'." if arr.dtype != want else
+                             "can't alias NumPy array that is not contiguous.")
+        _dtype.from_numpy_dtype(want)
+        data = arr if alias and not copy else np.ascontiguousarray(arr, dtype=want).copy()
+        return _finish(data, None, requires_grad)
+    if copy is False:
+        raise ValueError("can't alias arbitrary sequence into a tensor.")
+    return tensor(obj, dtype=dtype, requires_grad=requires_grad)
+
+
+_frombuffer_warned = False
+
+
+def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
+    """torch.frombuffer: a 1-d tensor over an object's buffer (sharing its memory), count elements of dtype from
+    offset bytes on (count=-1: to the end)."""
+    global _frombuffer_warned
+    try:
+        view = memoryview(buffer)
+    except TypeError:
+        raise ValueError("object does not implement Python buffer protocol.") from None
+    np_dtype = _dtype.to_numpy_dtype(dtype)
+    size, item = view.nbytes, np_dtype.itemsize
+    if size == 0 or count == 0:
+        raise ValueError(f"both buffer length ({size}) and count ({count}) must not be 0")
+    if offset < 0 or offset >= size:
+        raise ValueError(f"offset ({offset} bytes) must be non-negative and no greater than buffer length ({size} "
+                         f"bytes) minus 1")
+    if count < 0:
+        if (size - offset) % item:
+            raise ValueError(f"buffer length ({size - offset} bytes) after offset ({offset} bytes) must be a multiple "
+                             f"of element size ({item})")
+        count = (size - offset) // item
+    elif offset + count * item > size:
+        raise ValueError(f"requested buffer length ({count} * {item} bytes) after offset ({offset} bytes) must not be "
+                         f"greater than actual buffer length ({size} bytes)")
+    if view.readonly and not _frombuffer_warned:
+        _frombuffer_warned = True  # (torch warns once per process)
+        warnings.warn("The given buffer is not writable, and PyTorch does not support non-writable tensors. This "
+                      "means you can write to the underlying (supposedly non-writable) buffer using the tensor. You "
+                      "may want to copy the buffer to protect its data or make it writable before converting it to a "
+                      "tensor. This type of warning will be suppressed for the rest of this program.", UserWarning,
+                      stacklevel=2)
+    data = np.frombuffer(view.cast("B") if view.format != "B" or view.ndim != 1 else view, dtype=np_dtype,
+                         count=count, offset=offset)
+    return _finish(data, None, requires_grad)
+
+
+def empty_strided(size, stride, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    """torch.empty_strided: a tensor of this size whose stride() answers `stride` (its values are zeroed and
+    stored in C order, as every tapegrad value)."""
+    _check_device(device)
+    size, stride = tuple(size), tuple(stride)
+    if len(size) != len(stride):
+        raise RuntimeError(f"dimensionality of sizes ({len(size)}) must match dimensionality of strides "
+                           f"({len(stride)})")
+    t = _finish(np.zeros(_shape((size,)), _float(dtype)), None, requires_grad)
+    t._strides = _strides.normal(t._data.shape, stride)
+    return t

@@ -103,23 +103,28 @@ def _snapshot_if_saved(self, result):
 
 def _make_inplace(fn, ufunc=None):
     def method(self, *args, **kwargs):
-        if ufunc is not None and len(args) == 1 and not kwargs and _unrecorded_arith(self, args[0], ufunc):
+        if ufunc is not None and len(args) == 1 and (not kwargs or len(kwargs) == 1 and "alpha" in kwargs) \
+                and _unrecorded_arith(self, args[0], ufunc, kwargs.get("alpha", 1)):
             return self
         return _inplace(self, fn(self, *args, **kwargs))
     return method
 
 
-def _unrecorded_arith(self, other, ufunc):
-    """`p -= lr * g` with nothing to record (no_grad, or no operand requires grad): the ufunc writes into
-    self's storage, in one pass and with no temporary. Returns False, having done nothing, for anything
-    _inplace must decide (dtype promotion, broadcasting, recording, torch's errors)."""
+def _unrecorded_arith(self, other, ufunc, alpha=1):
+    """`p -= lr * g` or `p.add_(g, alpha=-lr)` with nothing to record (no_grad, or no operand requires grad): the
+    ufunc writes into self's storage, in one pass (and alpha's product) with no Tensor made. Returns False, having
+    done nothing, for anything _inplace must decide (dtype promotion, broadcasting, recording, torch's errors)."""
     data = self._data
     tp = type(other)
     if tp is Tensor:
         value = other._data
         if value.dtype != data.dtype or value.shape != data.shape:
             return False
-    elif tp is float or tp is int:
+        if alpha != 1 or type(alpha) is not int:
+            if type(alpha) is not float and type(alpha) is not int or ufunc is not np.add and ufunc is not np.subtract:
+                return False
+            value = value * alpha  # (alpha * other rounded in self's dtype first, as add's own front-end does)
+    elif (tp is float or tp is int) and alpha == 1 and type(alpha) is int:
         value = other
     else:
         return False
@@ -399,6 +404,62 @@ def bernoulli_(self, p=0.5, *, generator=None):
     return _fill_with(self, lambda: random.bernoulli_scalar(self._data.shape, float(p), generator, self._data.dtype))
 
 
+def exponential_(self, lambd=1.0, *, generator=None):
+    """Tensor.exponential_(lambd=1, *, generator=None)."""
+    return _fill_with(self, lambda: random.exponential(self._data.shape, float(lambd), generator, self._data.dtype))
+
+
+def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
+    """Tensor.cauchy_(median=0, sigma=1, *, generator=None)."""
+    return _fill_with(self, lambda: random.cauchy(self._data.shape, float(median), float(sigma), generator,
+                                                  self._data.dtype))
+
+
+def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
+    """Tensor.log_normal_(mean=1, std=2, *, generator=None)."""
+    return _fill_with(self, lambda: random.log_normal(self._data.shape, float(mean), float(std), generator,
+                                                      self._data.dtype))
+
+
+def geometric_(self, p, *, generator=None):
+    """Tensor.geometric_(p, *, generator=None)."""
+    return _fill_with(self, lambda: random.geometric(self._data.shape, float(p), generator, self._data.dtype))
+
+
+_NO_TO = object()
+
+
+def random_(self, *args, generator=None, **kwargs):
+    """Tensor.random_(from, to, *, generator=None), random_(to, *, generator=None), random_(*, generator=None):
+    torch's three overloads (to=None with from: up to the dtype's largest integer)."""
+    low, high = 0, _NO_TO
+    if "from" in kwargs or len(args) == 2 or len(args) == 1 and "to" in kwargs:
+        if len(args) == 2:
+            low, high = args
+        else:
+            low = args[0] if args else kwargs.pop("from")
+            if "to" not in kwargs:
+                raise TypeError("random_() missing required argument 'to' (pos 2)")
+            high = kwargs.pop("to")
+        kwargs.pop("from", None)
+    elif len(args) == 1 or "to" in kwargs:
+        high = args[0] if args else kwargs.pop("to")
+        if high is None:
+            raise TypeError("random_(): argument 'to' (position 1) must be int, not NoneType")
+    elif args:
+        raise TypeError(f"random_() takes from 0 to 2 positional arguments but {len(args)} were given")
+    if kwargs:
+        raise TypeError(f"random_() got an unexpected keyword argument '{next(iter(kwargs))}'")
+    for name, v in (("from", low), ("to", high)):
+        if v is not _NO_TO and v is not None and (isinstance(v, (bool, float)) or not isinstance(v, numbers.Integral)):
+            raise TypeError(f"random_(): argument '{name}' must be int, not {type(v).__name__}")
+    shape, dtype = self._data.shape, self._data.dtype
+    if high is _NO_TO:
+        return _fill_with(self, lambda: random.random_bits(shape, generator, dtype))
+    return _fill_with(self, lambda: random.random_range(shape, int(low), None if high is None else int(high),
+                                                        generator, dtype))
+
+
 def share_memory_(self):
     from .multiprocessing import shared  # (Python's multiprocessing: loaded by the first use)
     return shared.share_memory_(self)
@@ -413,6 +474,8 @@ Tensor.share_memory_, Tensor.is_shared = share_memory_, is_shared
 Tensor.uniform_ = uniform_
 Tensor.normal_ = normal_
 Tensor.bernoulli_ = bernoulli_
+Tensor.exponential_, Tensor.cauchy_, Tensor.log_normal_ = exponential_, cauchy_, log_normal_
+Tensor.geometric_, Tensor.random_ = geometric_, random_
 
 
 ops.sparse._install()  # (last: sparse tensors refuse every dense method bound above)

@@ -16,6 +16,9 @@ fresh, C-contiguous NumPy arrays):
     permutation(n, generator=None) -> int64                               torch.randperm(n)
     bernoulli(p, generator=None) -> 0/1 in p's dtype                      torch.bernoulli(p), p a float32/float64 array
     bernoulli_scalar(shape, p, generator=None, dtype=np.float32)          Tensor.bernoulli_(p) with a float p
+    exponential / cauchy / log_normal / geometric(shape, ..., generator=None, dtype)   the Tensor fills of those names
+    random_bits(shape, generator, dtype), random_range(shape, low, high, generator, dtype)   Tensor.random_'s overloads
+    poisson(rates, generator=None)                                        torch.poisson (ATen's sample_poisson)
     dropout_mask(shape, p, generator=None, dtype=np.float32)              the 0/1 keep-mask of F.dropout (CPU);
         torch draws ``noise.bernoulli_(1 - p)`` of the input's shape (feature dropout: (N, C, 1, ..., 1)), then
         returns ``input * (noise / (1 - p))`` computed in the input's dtype; p == 0, p == 1 or eval mode draw nothing.
@@ -29,7 +32,7 @@ bernoulli out (aten/src/ATen/native/cpu/DistributionKernels.cpp, "Disable MKL rn
 https://github.com/pytorch/pytorch/issues/132395 is addressed"), so Intel and AMD CPUs, with or without
 AVX-512, run the serial kernel: one float64 draw per element.
 """
-import ctypes
+import functools
 import math
 import operator
 import os
@@ -37,7 +40,7 @@ import platform
 
 import numpy as np
 
-from . import kernels
+from . import _dtype, _libm, kernels
 from .tape import untraceable
 from .tensor import _new
 
@@ -413,25 +416,13 @@ def _libm_map(fn, x):
     return np.fromiter(map(fn, flat.tolist()), x.dtype, flat.size).reshape(x.shape)
 
 
-_LIBM32 = None
-
-
+@functools.cache
 def _libm32():
     """libm's logf, cosf, sinf (torch's scalar float kernel calls them); NumPy's where libm cannot be loaded."""
-    global _LIBM32
-    if _LIBM32 is None:
-        try:
-            import ctypes.util  # (here: it imports subprocess and tempfile, 12 ms of `import tapegrad`)
-            libm = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
-            fns = []
-            for name in ("logf", "cosf", "sinf"):
-                fn = getattr(libm, name)
-                fn.restype, fn.argtypes = ctypes.c_float, [ctypes.c_float]
-                fns.append(lambda x, fn=fn: _libm_map(fn, x))
-            _LIBM32 = tuple(fns)
-        except (OSError, AttributeError):
-            _LIBM32 = (np.log, np.cos, np.sin)
-    return _LIBM32
+    fns = [_libm.function(name, single=True) for name in ("logf", "cosf", "sinf")]
+    if None in fns:
+        return np.log, np.cos, np.sin
+    return tuple(lambda x, fn=fn: _libm_map(fn, x) for fn in fns)
 
 
 def _box_muller16_f32(d, mean, std):
@@ -454,7 +445,7 @@ def _box_muller16_f32(d, mean, std):
 
 def integers(low, high, shape, generator=None, dtype=np.int64):
     """torch.randint(low, high, shape): random() % (high - low) + low, or random64() when the range is
-    2**32 or more (int64 and floating dtypes). No rejection: torch keeps the modulo bias."""
+    2**28 or more (_WIDE, any dtype). No rejection: torch keeps the modulo bias."""
     low, high = int(low), int(high)
     if low >= high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
@@ -473,9 +464,14 @@ def integers(low, high, shape, generator=None, dtype=np.int64):
     gen = _gen(generator)
     n = _numel(shape)
     span = high - low
-    wide = span >= 1 << 32 and dtype in (np.int64, np.float32, np.float64)
-    raw = gen._u64(n) if wide else gen._u32(n)
+    raw = gen._u64(n) if span >= _WIDE else gen._u32(n)
     return ((raw % np.uint64(span)).astype(np.int64) + np.int64(low)).reshape(shape)
+
+
+# uniform_int_from_to_distribution (ATen/core/DistributionsHelper.h): torch's released builds draw random64() for
+# every dtype once the range reaches 2 ** 28 ("allow approx 5% skew"); only FBCODE builds keep the older 2 ** 32
+# rule for int64 / float / double / bfloat16.
+_WIDE = 1 << 28
 
 
 def permutation(n, generator=None):
@@ -530,3 +526,362 @@ def dropout_mask(shape, p, generator=None, dtype=np.float32):
     if p == 1:
         return np.zeros(shape, dtype)
     return bernoulli_scalar(shape, 1 - p, generator, dtype)
+
+
+# ---------------------------------------------------------------------------------------------- other fills
+# torch's CPU kernels for these (DistributionTemplates.h's exponential/cauchy/log_normal/geometric kernels) are
+# serial loops over at::*_distribution<double>: one float64 uniform (53 bits of random64()) or one cached
+# Box-Muller normal per element, transformed in double with libm's functions, then cast to the tensor's dtype.
+# math's functions are libm's (NumPy's may be its own SIMD versions, which can differ in the last bit).
+
+
+def _check_continuous(dtype, name, cpp):
+    dtype = np.dtype(dtype)
+    if dtype.kind != "f" and dtype.name != "bfloat16":
+        shown = _dtype.cpp_type_name(dtype) if cpp else _dtype.scalar_type_name(dtype)
+        raise RuntimeError(f"{name} distribution is a continuous probability distribution. dtype must be a "
+                           f"floating point but you specified {shown}")
+
+
+def _cast(x, dtype):
+    """static_cast<scalar_t> of doubles or int64s: to float16 / bfloat16 through float (c10::Half's and
+    c10::BFloat16's constructors take a float)."""
+    dtype = np.dtype(dtype)
+    with np.errstate(over="ignore", invalid="ignore"):  # (out-of-range values overflow as torch's casts do)
+        if dtype == np.float16 or dtype.name == "bfloat16":
+            x = np.asarray(x).astype(np.float32)
+        return np.asarray(x).astype(dtype)
+
+
+def _not_implemented_for(kernel, dtype):
+    raise NotImplementedError(f"\"{kernel}\" not implemented for '{_dtype.scalar_type_name(dtype)}'")
+
+
+def exponential(shape, lambd=1.0, generator=None, dtype=np.float32):
+    """Tensor.exponential_(lambd): -1 / lambd * log1p(-u) per element (u a float64 uniform)."""
+    if not (lambd > 0 and not math.isnan(lambd)):
+        raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={_g(lambd)}")
+    _check_continuous(dtype, "Exponential", False)
+    u = _gen(generator)._u53(_numel(shape))
+    return _cast((-1.0 / lambd) * _libm_map(math.log1p, -u), dtype).reshape(shape)
+
+
+def cauchy(shape, median=0.0, sigma=1.0, generator=None, dtype=np.float32):
+    """Tensor.cauchy_(median, sigma): median + sigma * tan(pi * (u - 0.5))."""
+    if not sigma > 0.0:
+        raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={_g(sigma)}")
+    _check_continuous(dtype, "Cauchy", True)
+    u = _gen(generator)._u53(_numel(shape))
+    t = _libm_map(math.tan, math.pi * (u - 0.5))
+    return _cast(_madd(t, sigma, median, np.dtype(np.float64)), dtype).reshape(shape)
+
+
+def log_normal(shape, mean=1.0, std=2.0, generator=None, dtype=np.float32):
+    """Tensor.log_normal_(mean, std): exp(normal * std + mean), normal from at::normal_distribution<double>
+    (Box-Muller pairs, the second value cached on the generator, as torch.randn's small fills)."""
+    dtype = np.dtype(dtype)
+    if not std > 0.0:
+        raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={_g(std)}")
+    if dtype.kind != "f" and dtype.name != "bfloat16":
+        _not_implemented_for("log_normal_cpu", dtype)
+    gen = _gen(generator)
+    vals = np.array([gen._normal_double() for _ in range(_numel(shape))], np.float64)
+    return _cast(_libm_map(math.exp, _madd(vals, std, mean, np.dtype(np.float64))), dtype).reshape(shape)
+
+
+def geometric(shape, p, generator=None, dtype=np.float32):
+    """Tensor.geometric_(p): ceil(log(u) / log1p(-p)) (any dtype but bool)."""
+    dtype = np.dtype(dtype)
+    if not 0 < p < 1:
+        raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={_g(p)}")
+    if dtype == np.bool_:
+        _not_implemented_for("geometric_cpu", dtype)
+    u = _gen(generator)._u53(_numel(shape))
+    logs = _libm_map(lambda v: math.log(v) if v > 0 else -math.inf, u)
+    with np.errstate(all="ignore"):
+        return _cast(np.ceil(logs / math.log1p(-p)), dtype).reshape(shape)
+
+
+# random_: torch's random_kernel (no bounds), random_from_to_kernel and random_full_64_bits_range_kernel.
+
+def _digits(dtype):
+    """std::numeric_limits<T>::digits of a floating dtype."""
+    return 8 if dtype.name == "bfloat16" else np.finfo(dtype).nmant + 1
+
+
+def random_bits(shape, generator=None, dtype=np.int64):
+    """Tensor.random_() with no bounds: uniform_int<T>: random64() for int64 and float64, random() otherwise;
+    modulo max + 1 (integers), 2 ** digits + 1 (floats), & 1 (bool)."""
+    dtype = np.dtype(dtype)
+    gen = _gen(generator)
+    n = _numel(shape)
+    raw = gen._u64(n) if dtype in (np.int64, np.float64) else gen._u32(n)
+    if dtype == np.bool_:
+        return (raw & np.uint64(1)).astype(np.bool_).reshape(shape)
+    if dtype.kind == "f" or dtype.name == "bfloat16":
+        span = (1 << _digits(dtype)) + 1
+    elif dtype.kind in "iu":
+        span = int(np.iinfo(dtype).max) + 1
+    else:
+        _not_implemented_for("random_kernel_cpu", dtype)
+    return _cast((raw % np.uint64(span)).astype(np.int64), dtype).reshape(shape)
+
+
+def _check_in_range(value, name, dtype):
+    """torch's check_from_to_in_range for one bound (and its warning for floats past 2 ** digits)."""
+    if dtype.kind == "f" or dtype.name == "bfloat16":
+        lo, hi = -float(_limits_max(dtype)), float(_limits_max(dtype))
+    elif dtype == np.bool_:
+        lo, hi = 0, 1
+    else:
+        lo, hi = int(np.iinfo(dtype).min), int(np.iinfo(dtype).max)
+    if not lo <= value <= hi:
+        raise RuntimeError(f"{name} is out of bounds for {_dtype.cpp_type_name(dtype)}")
+
+
+def _warn_in_range(value, name, dtype):
+    if dtype.kind == "f" or dtype.name == "bfloat16":
+        d = _digits(dtype)
+        if value < -(1 << d) or value > (1 << d):
+            import warnings
+            warnings.warn(f"{name} is out of bounds [-(2^{d}), 2^{d}]. Due to precision limitations "
+                          f"{_dtype.cpp_type_name(dtype)} can support discrete uniform distribution only within "
+                          f"this range. This warning will become an error in version 1.7 release, please fix the "
+                          f"code in advance")
+
+
+def _limits_max(dtype):
+    return 3.3895313892515355e+38 if dtype.name == "bfloat16" else np.finfo(dtype).max
+
+
+def _as_int64(v, dtype):
+    """static_cast<int64_t>(static_cast<scalar_t>(v)); a value past the dtype's range (inf) gives x86's
+    0x8000000000000000, as torch's conversion does there."""
+    with np.errstate(all="ignore"):
+        f = float(_cast(np.array(v, np.int64), dtype))
+    return int(f) if math.isfinite(f) and -2.0 ** 63 <= f < 2.0 ** 63 else -(1 << 63)
+
+
+def _update_from(low, dtype):
+    digits = _digits(dtype)
+    cast = _as_int64(low + 1, dtype)
+    if cast < low:
+        low = cast + (1 << (abs(low + 1).bit_length() - 1 - digits + 1))
+    return low
+
+
+def _update_to(high, dtype):
+    digits = _digits(dtype)
+    cast = _as_int64(high - 1, dtype)
+    if cast >= high:
+        high = cast - (1 << (abs(high - 1).bit_length() - 1 - digits + 1))
+    return high
+
+
+def random_range(shape, low, high=None, generator=None, dtype=np.int64):
+    """Tensor.random_(from, to) (to=None: up to the dtype's largest integer, or its 2 ** digits for floats;
+    from = -2**63 with to=None: the full 64-bit range), torch's checks and warnings in its order."""
+    dtype = np.dtype(dtype)
+    low = operator.index(low)
+    is_float = dtype.kind == "f" or dtype.name == "bfloat16"
+    if high is not None:
+        high = operator.index(high)
+        if low >= high:
+            raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+        if is_float:
+            low, high = _update_from(low, dtype), _update_to(high, dtype)
+            if low >= high:
+                raise RuntimeError(f"random_ expects 'from' casted to dtype to be less than 'to' casted to dtype, "
+                                   f"but got from={low} >= to={high}")
+        to_inc = high - 1
+    elif low != -(1 << 63):
+        if is_float:
+            to_inc = min(1 << _digits(dtype), (1 << 63) - 1)
+            low = _update_from(low, dtype)
+            if low >= to_inc:
+                raise RuntimeError(f"random_ expects 'from' casted to dtype to be less than or equal to 'to_inc' "
+                                   f"casted to dtype, but got from={low} > to_inc={to_inc}")
+        elif dtype == np.bool_:
+            to_inc = 1
+        else:
+            to_inc = int(np.iinfo(dtype).max)
+    else:
+        if dtype not in (np.int64, np.float64, np.float32) and dtype.name != "bfloat16":
+            if dtype == np.bool_ or dtype == np.float16:
+                _not_implemented_for("random_full_64_bits_range_kernel_cpu", dtype)
+            raise RuntimeError("random_full_64_bits_range_kernel_cpu handles only int64, double, float and bfloat16")
+        n = _numel(shape)
+        return _cast(_gen(generator)._u64(n).astype(np.int64), dtype).reshape(shape)
+    _check_in_range(low, "from", dtype)
+    _check_in_range(to_inc, "to - 1", dtype)
+    _warn_in_range(low, "from", dtype)
+    _warn_in_range(to_inc, "to - 1", dtype)
+    span = to_inc - low + 1
+    gen = _gen(generator)
+    n = _numel(shape)
+    raw = gen._u64(n) if span >= _WIDE else gen._u32(n)
+    vals = (raw % np.uint64(span)).astype(np.int64) + np.int64(low)   # (wraps as torch's int64 sum)
+    return _cast(vals, dtype).reshape(shape)
+
+
+# ---------------------------------------------------------------------------------------------- poisson
+
+
+def _lgamma(x):
+    """libm's lgamma (std::lgamma; math.lgamma is CPython's own)."""
+    return (_libm.function("lgamma") or math.lgamma)(x)
+
+
+def _floor_int64(v):
+    """(int64_t)std::floor(v); x86's conversion gives 0x8000000000000000 for what int64 cannot hold."""
+    return math.floor(v) if math.isfinite(v) and -2.0 ** 63 <= v < 2.0 ** 63 else -(1 << 63)
+
+
+def _sample_poisson(lam, u53):
+    """ATen's sample_poisson (native/Distributions.cpp), in double, compiled without FMA contraction: the
+    transformed rejection method (Hoermann, 1993) for lam >= 10, multiplying uniforms below."""
+    if not lam >= 0:  # (checked element by element, after the earlier elements' draws, as torch)
+        raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
+    if lam >= 10:
+        slam = math.sqrt(lam)
+        loglam = math.log(lam)
+        b = 0.931 + 2.53 * slam
+        a = -0.059 + 0.02483 * b
+        invalpha = 1.1239 + 1.1328 / (b - 3.4)
+        vr = 0.9277 - 3.6224 / (b - 2)
+        while True:
+            U = u53() - 0.5
+            V = u53()
+            us = 0.5 - abs(U)
+            k = _floor_int64((2 * a / us + b) * U + lam + 0.43)
+            if us >= 0.07 and V <= vr:
+                return k
+            if k < 0 or (us < 0.013 and V > us):
+                continue
+            lhs = (math.log(V) if V > 0 else -math.inf) + math.log(invalpha) - math.log(a / (us * us) + b)
+            if lhs <= -lam + k * loglam - _lgamma(k + 1.0):
+                return k
+    if lam == 0:
+        return 0
+    enlam = math.exp(-lam)
+    x, prod = 0, 1.0
+    while True:
+        prod *= u53()
+        if prod > enlam:
+            x += 1
+        else:
+            return x
+
+
+def poisson(rates, generator=None):
+    """torch.poisson(rates): one sample_poisson per element in C order (float64 uniforms drawn one at a time
+    as it asks), cast to rates' dtype."""
+    rates = np.ascontiguousarray(rates)
+    flat = rates.reshape(-1).astype(np.float64).tolist()
+    gen = _gen(generator)
+    u53 = lambda: float(gen._u53(1)[0])  # noqa: E731
+    out = [_sample_poisson(r, u53) for r in flat]
+    return _cast(np.array(out, np.int64), rates.dtype).reshape(rates.shape)
+
+
+# ---------------------------------------------------------------------------------------------- binomial
+# ATen's sample_binomial<scalar_t, double> (native/Distributions.h, from TensorFlow's random_binomial_op): BTRS
+# for count * p >= 10, inversion below, with the arithmetic in the types C++ gives each expression: scalar_t
+# (float32 for float tensors) where both operands are scalar_t, double where a double meets it; compiled without
+# FMA contraction. Python floats are the doubles, NumPy float32 scalars the floats.
+
+def _log1pf(x):
+    """std::log1p(float): libm's log1pf."""
+    fn = _libm.function("log1pf", single=True)
+    return _f32(fn(float(x))) if fn is not None else _f32(np.log1p(_f32(x)))
+
+
+_TAIL = (0.0810614667953272, 0.0413406959554092, 0.0276779256849983, 0.02079067210376509, 0.0166446911898211,
+         0.0138761288230707, 0.0118967099458917, 0.0104112652619720, 0.00925546218271273, 0.00833056343336287)
+
+
+def _stirling_tail(k):
+    """stirling_approx_tail<double>(k)."""
+    if k < 10:
+        return _TAIL[int(k)]
+    kp1sq = (k + 1) * (k + 1)
+    return (1.0 / 12 - (1.0 / 360 - 1.0 / 1260 / kp1sq) / kp1sq) / (k + 1)
+
+
+def _binomial_inversion(count, prob, u53, T):
+    logprob = float(_log1pf(-prob)) if T is _f32 else math.log1p(-prob)
+    geom_sum = 0.0
+    num_geom = T(0)
+    while True:
+        U = u53()
+        geom = math.ceil(math.log(U) / logprob) if U > 0 else math.inf
+        geom_sum += geom
+        if geom_sum > float(count):
+            break
+        num_geom = T(num_geom + T(1))
+    return num_geom
+
+
+def _btrs(count, prob, u53, T):
+    one = T(1)
+    stddev = float(np.sqrt(T(T(count * prob) * T(one - prob))))
+    b = 1.15 + 2.53 * stddev
+    a = -0.0873 + 0.0248 * b + 0.01 * float(prob)
+    c = float(T(count * prob)) + 0.5
+    v_r = 0.92 - 4.2 / b
+    r = float(T(prob / T(one - prob)))
+    alpha = (2.83 + 5.1 / b) * stddev
+    m = float(np.floor(T(T(count + one) * prob)))
+    fcount = float(count)
+    while True:
+        U = u53() - 0.5
+        V = u53()
+        us = 0.5 - abs(U)
+        t = (2 * a / us + b) * U + c
+        k = T(math.floor(t)) if math.isfinite(t) else T(t)   # static_cast<scalar_t>(floor(double))
+        if k < 0 or k > count:
+            continue
+        if us >= 0.07 and V <= v_r:
+            return k
+        V = math.log(V * alpha / (a / (us * us) + b)) if V > 0 else -math.inf
+        fk = float(k)
+        upperbound = ((m + 0.5) * math.log((m + 1) / (r * (fcount - m + 1)))
+                      + float(T(count + one)) * math.log((fcount - m + 1) / float(T(T(count - k) + one)))
+                      + (fk + 0.5) * math.log(r * float(T(T(count - k) + one)) / float(T(k + one)))
+                      + _stirling_tail(m) + _stirling_tail(fcount - m)
+                      - _stirling_tail(fk) - _stirling_tail(float(T(count - k))))
+        if V <= upperbound:
+            return k
+
+
+def _sample_binomial(count, prob, u53, T):
+    if count <= 0.0 or prob <= 0.0:
+        return T(0)
+    if prob >= 1.0:
+        return count
+    if not math.isfinite(count):  # (torch's inversion never ends for these; its BTRS loops too)
+        return count
+    if prob <= 0.5:
+        if T(count * prob) >= 10.0:
+            return _btrs(count, prob, u53, T)
+        return _binomial_inversion(count, prob, u53, T)
+    if prob > 0.5:
+        qprob = T(1.0 - float(prob))
+        if T(count * qprob) >= 10.0:
+            return T(count - _btrs(count, qprob, u53, T))
+        return T(count - _binomial_inversion(count, qprob, u53, T))
+    return T(math.nan)
+
+
+def binomial(count, prob, generator=None):
+    """torch.binomial(count, prob): one sample_binomial per element of count's (broadcast) shape, in C order, in
+    count's dtype (float32 or float64), the float64 uniforms drawn one at a time as it asks. A non-finite count
+    returns itself (torch's sampler does not end there)."""
+    count, prob = np.asarray(count), np.asarray(prob)
+    T = _f32 if count.dtype == np.float32 else np.float64
+    c, p = np.broadcast_arrays(count, prob)
+    gen = _gen(generator)
+    u53 = lambda: float(gen._u53(1)[0])  # noqa: E731
+    with np.errstate(all="ignore"):
+        out = [_sample_binomial(T(cv), T(pv), u53, T) for cv, pv in zip(c.reshape(-1).tolist(), p.reshape(-1).tolist())]
+    return np.array(out, count.dtype).reshape(c.shape)

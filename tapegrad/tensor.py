@@ -8,7 +8,7 @@ import weakref
 
 import numpy as np
 
-from . import _dtype, _format, _strides
+from . import _dtype, _format, _runtime, _strides
 from .grad_mode import is_grad_enabled
 from .tape import F_STOP, _local as _tape_local, NOT_A_SLOT, new_version_cell, untraceable, Watch
 from .device import check, CPU
@@ -366,7 +366,7 @@ class Tensor:
 
     def __float__(self):  # (complex(t) and "%f" % t come here too, as in torch)
         global _scalar_warned
-        if self._requires_grad and not _scalar_warned and is_grad_enabled():
+        if self._requires_grad and (not _scalar_warned or _runtime.warn_always) and is_grad_enabled():
             _scalar_warned = True  # torch warns once per process (TORCH_WARN_ONCE)
             warnings.warn(SCALAR_MESSAGE, UserWarning, stacklevel=2)
         return float(self.item())
@@ -477,13 +477,18 @@ class Tensor:
     def to(self, *args, **kwargs):
         """to(dtype), to(device, dtype=None), to(tensor), each with non_blocking=False, copy=False. A device
         other than the CPU raises torch's error for it (tapegrad computes on the CPU only)."""
+        fmt = _memory_format_arg("to", kwargs.get("memory_format"))
         dtype, device, copy = _parse_to(args, kwargs)
         if device is not None:
             check(device)
         if dtype is None or _dtype.to_numpy_dtype(dtype) == self._data.dtype:
-            return self.clone() if copy else self
-        from .ops import to_dtype
-        return to_dtype(self, dtype)
+            out = self.clone() if copy else self
+        else:
+            from .ops import to_dtype
+            out = to_dtype(self, dtype)
+        if fmt is not None and fmt is not preserve_format:  # (torch: a copy in that format where it differs)
+            out = out.contiguous(memory_format=fmt)
+        return out
 
     def cuda(self, device=None, non_blocking=False, memory_format=None):
         raise AssertionError("Torch not compiled with CUDA enabled")
@@ -522,11 +527,23 @@ class Tensor:
         return strides[_dim(dim, self._data.ndim)]
 
     def is_contiguous(self, memory_format=None):
-        _no_memory_format(memory_format)
+        fmt = _memory_format_arg("is_contiguous", memory_format)
+        if fmt is channels_last or fmt is channels_last_3d:
+            return _strides_in_format(self._data.shape, _strides.of(self), fmt)
         return _strides.is_contiguous(self._data.shape, self._strides)
 
     def contiguous(self, memory_format=None):
-        _no_memory_format(memory_format)
+        """A tensor with torch's strides for memory_format (the values themselves are stored in C order
+        whatever the format: only stride() and is_contiguous() see it)."""
+        fmt = _memory_format_arg("contiguous", memory_format)
+        if fmt is channels_last or fmt is channels_last_3d:
+            target = _format_strides(self._data.shape, fmt)
+            if self.is_contiguous(memory_format=fmt):
+                return self
+            from .ops import clone
+            t = clone(self)
+            t._strides = _strides.normal(self._data.shape, target)
+            return t
         if self.is_contiguous():
             return self
         from .ops import clone
@@ -538,10 +555,57 @@ class Tensor:
         return _dtype.is_float(self._data.dtype)
 
 
-def _no_memory_format(memory_format):
-    if memory_format is not None:
-        raise NotImplementedError("tapegrad: memory formats (channels_last, ...) are not supported: tensors have "
-                                  "torch's default (contiguous) layout")
+class memory_format:
+    """torch.memory_format: the stride order a tensor's strides report (tapegrad stores every value in C order;
+    channels_last and channels_last_3d change only what stride() and is_contiguous() answer)."""
+
+    def __init__(self, name):
+        self._name = name
+
+    def __repr__(self):
+        return "torch." + self._name
+
+    def __reduce__(self):
+        return self._name
+
+
+contiguous_format = memory_format("contiguous_format")
+channels_last = memory_format("channels_last")
+channels_last_3d = memory_format("channels_last_3d")
+preserve_format = memory_format("preserve_format")
+_FORMAT_ORDER = {"channels_last": (4, (1, 3, 2, 0)), "channels_last_3d": (5, (1, 4, 3, 2, 0))}
+
+
+def _memory_format_arg(fn, fmt):
+    if fmt is not None and not isinstance(fmt, memory_format):
+        raise TypeError(f"{fn}(): argument 'memory_format' must be torch.memory_format, not {type(fmt).__name__}")
+    return fmt
+
+
+def _format_strides(shape, fmt):
+    """torch's strides of a dense tensor of this shape in channels_last(_3d) order (torch's raw sizes)."""
+    rank, order = _FORMAT_ORDER[fmt._name]
+    if len(shape) != rank:
+        raise RuntimeError(f"required rank {rank} tensor to use {fmt._name} format")
+    strides, step = [0] * rank, 1
+    for d in order:
+        strides[d] = step
+        step *= shape[d]
+    return tuple(strides)
+
+
+def _strides_in_format(shape, strides, fmt):
+    """torch's channels-last contiguity test: the dimensions longer than 1, in the format's order."""
+    rank, order = _FORMAT_ORDER[fmt._name]
+    if len(shape) != rank:
+        return False
+    expected = 1
+    for d in order:
+        if shape[d] != 1:
+            if strides[d] != expected:
+                return False
+            expected *= shape[d]
+    return True
 
 
 class _HookHandle:

@@ -27,3 +27,10 @@ from .modules import (CELU, SELU, Hardshrink, Hardsigmoid, KLDivLoss, Softmin, S
                       Tanhshrink, Threshold)
 from .modules.padding import *  # noqa: F401,F403
 from .parallel import DataParallel  # noqa: F401
+from .modules import (AdaptiveAvgPool3d, AdaptiveMaxPool3d, AvgPool3d, BatchNorm3d, CrossMapLRN2d,  # noqa: F401
+                      LocalResponseNorm, LPPool1d, LPPool2d, LPPool3d, MaxPool3d, MaxUnpool3d, SyncBatchNorm)
+from .modules import (AdaptiveLogSoftmaxWithLoss, LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d, LazyConv1d,  # noqa: F401
+                      LazyConv2d, LazyConv3d, LazyConvTranspose1d, LazyConvTranspose2d, LazyInstanceNorm1d,
+                      LazyInstanceNorm2d, LazyInstanceNorm3d, LazyLinear, MultiLabelMarginLoss, MultiMarginLoss,
+                      NLLLoss2d, SoftMarginLoss)
+from .modules import AlphaDropout, Dropout3d, FeatureAlphaDropout, RReLU  # noqa: F401

@@ -182,3 +182,10 @@ from ..ops.metric_loss import (cosine_embedding_loss, gaussian_nll_loss, hinge_e
                                margin_ranking_loss, multilabel_soft_margin_loss, poisson_nll_loss,
                                triplet_margin_loss, triplet_margin_with_distance_loss)
 
+from ..ops.metric_loss import multi_margin_loss, multilabel_margin_loss, soft_margin_loss  # noqa: E402,F401
+from ..ops.volumetric import (adaptive_avg_pool3d, adaptive_max_pool3d, adaptive_max_pool3d_with_indices,  # noqa: E402,F401
+                               avg_pool3d, local_response_norm, lp_pool1d, lp_pool2d, lp_pool3d, max_pool3d,
+                               max_pool3d_with_indices, max_unpool3d)
+from ..ops.sampling import (functional_alpha_dropout as alpha_dropout, functional_dropout3d as dropout3d,  # noqa: E402
+                            functional_feature_alpha_dropout as feature_alpha_dropout,
+                            functional_gumbel_softmax as gumbel_softmax, functional_rrelu as rrelu, rrelu_)

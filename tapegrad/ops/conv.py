@@ -879,14 +879,35 @@ def _avg_matrix(size, k, s, p, out, ceil_mode, count_include_pad, override, dt):
     return m.astype(dt)
 
 
+def windows_confined(apply, x, mats):
+    """apply(x): a pooling average (each output a window's, by weights > 0 on the windows' elements and 0 elsewhere),
+    with NaN and inf reaching only the outputs whose windows hold them, as torch's loops (a matmul carries them, times
+    a zero weight, into every output of their row: 0 * inf is NaN). apply(mask, members) counts each output's flagged
+    elements through `members`, the matrices' nonzero patterns."""
+    bad = ~np.isfinite(x)
+    if not bad.any():
+        return apply(x, mats)
+    out = apply(np.where(bad, 0, x), mats)
+    members = [(m != 0).astype(np.float64) for m in mats]
+    nan, pinf, ninf = (apply(mask.astype(np.float64), members) > 0
+                       for mask in (np.isnan(x), x == np.inf, x == -np.inf))
+    out = np.where(pinf, np.inf, np.where(ninf, -np.inf, out))
+    return np.where(nan | (pinf & ninf), np.nan, out).astype(x.dtype, copy=False)
+
+
+def _rows_then_columns(x4, mats):
+    return np.matmul(np.matmul(mats[0], x4), mats[1])
+
+
 def _separable_forward(ctx, x):
-    out = np.matmul(np.matmul(ctx.mh, x.reshape(ctx.xs4)), ctx.mwT)
+    out = windows_confined(_rows_then_columns, x.reshape(ctx.xs4), (ctx.mh, ctx.mwT))
     return out.reshape(ctx.oshape).astype(x.dtype, copy=False)  # (bfloat16: float32 sums, rounded once)
 
 
 def _separable_arrays(ctx, g, inputs, out, wanted):
     g4 = np.asarray(g).reshape(ctx.xs4[:2] + (ctx.mh.shape[0], ctx.mwT.shape[1]))
-    return (np.matmul(np.matmul(ctx.mh.T, g4), ctx.mwT.T).reshape(inputs[0].shape).astype(g.dtype, copy=False),)
+    gx = windows_confined(_rows_then_columns, g4, (ctx.mh.T, ctx.mwT.T))
+    return (gx.reshape(inputs[0].shape).astype(g.dtype, copy=False),)
 
 
 def _vjp_separable(ctx, g, inputs, out):

@@ -5,7 +5,8 @@ import math
 import numpy as np
 
 from .. import _dtype, _strides
-from ..tensor import Tensor, _new, as_array
+from ..tensor import (Tensor, _format_strides, _memory_format_arg, _new, as_array, contiguous_format,
+                      preserve_format)
 from ..tape import _local as _tape_local, made_in_trace
 from ._common import (OPS, _array_rule_dtype, _float, _in_float32, _integer, _is_scalar, _record, _tensor,
                       _tensor_tensor, _to_dtype, broadcast_shape)
@@ -379,11 +380,15 @@ def _with_input(v, x):
     return where(made_in_trace(_new(np.ones(shape, np.bool_))), v, x)  # (a constant of a compiled trace)
 
 
-def clone(input):
+def clone(input, *, memory_format=None):
     x = _tensor(input)
+    fmt = _memory_format_arg("clone", memory_format)
     t = copy(x)
-    if x._strides is not None and _strides.is_dense(x._data.shape, x._strides):
-        t._strides = x._strides  # torch's clone keeps a permuted layout (memory_format=preserve_format)
+    if fmt is None or fmt is preserve_format:
+        if x._strides is not None and _strides.is_dense(x._data.shape, x._strides):
+            t._strides = x._strides  # torch's clone keeps a permuted layout
+    elif fmt is not contiguous_format:  # channels_last(_3d): what stride() reports (values stay in C order)
+        t._strides = _strides.normal(x._data.shape, _format_strides(x._data.shape, fmt))
     return t
 
 

@@ -3,11 +3,12 @@ the rows behind tapegrad.special): ATen's own algorithms (aten/src/ATen/native/M
 in NumPy, each in the input's dtype as ATen's CPU kernel computes it (libm's lgamma and erfc per element, by ctypes:
 NumPy has neither). Each is a Python row whose rule is written in these ops, so create_graph differentiates
 through them (lgamma -> digamma -> polygamma(1) -> polygamma(2) ...)."""
+import functools
 import math
 
 import numpy as np
 
-from .. import _dtype, registry
+from .. import _dtype, _libm as _libm_functions, registry
 from ..tensor import Tensor, _new
 from ._common import OPS, _array_rule_dtype, _float, _in_float32, _is_scalar, _record, _sum_to_np, _tensor, \
     _to_dtype, broadcast_shape
@@ -24,30 +25,20 @@ _MACHEP = 1.11022302462515654042e-16
 
 
 # -- libm (ATen's std::lgamma, std::erfc) ----------------------------------------------------------------
-_LIBM = {}
-
-
+@functools.cache
 def _libm(name):
     """libm's `name` (double) and `name`f (float) as Python callables; Python's math module where libm is absent."""
-    if name not in _LIBM:
-        try:
-            import ctypes
-            import ctypes.util  # (here: it imports subprocess, 12 ms of `import tapegrad`)
-            libm = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
-            fd, ff = getattr(libm, name), getattr(libm, name + "f")
-            fd.restype, fd.argtypes = ctypes.c_double, [ctypes.c_double]
-            ff.restype, ff.argtypes = ctypes.c_float, [ctypes.c_float]
-            _LIBM[name] = (fd, ff)
-        except (OSError, AttributeError):
-            fallback = getattr(math, name)
+    fd, ff = _libm_functions.function(name), _libm_functions.function(name + "f", single=True)
+    if fd is not None and ff is not None:
+        return fd, ff
+    fallback = getattr(math, name)
 
-            def fd(x):
-                try:
-                    return fallback(x)
-                except ValueError:   # lgamma's poles: +inf there
-                    return math.inf
-            _LIBM[name] = (fd, fd)
-    return _LIBM[name]
+    def fd(x):
+        try:
+            return fallback(x)
+        except ValueError:   # lgamma's poles: +inf there
+            return math.inf
+    return fd, fd
 
 
 def _map_libm(name, a):

@@ -66,3 +66,26 @@ def test_gradients_and_the_parameter_update_scripts_write():
         return z, x, y.grad
     for want, got in zip(*_both(run)):
         _same(want, got)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("alpha", [-0.37, 2, 1, 1.0])
+@pytest.mark.parametrize("name", ["add_", "sub_"])
+def test_in_place_alpha_with_nothing_to_record_is_the_composition(name, alpha, dtype):
+    """`p.data.add_(g, alpha=-lr)` under no_grad writes self's storage directly (methods._unrecorded_arith): the
+    same bits as the recorded composition, the version bumped, a view of it updated, as torch's."""
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((5, 7)).astype(dtype), rng.standard_normal((5, 7)).astype(dtype)
+    want = getattr(tapegrad.tensor(a), name[:-1])(tapegrad.tensor(b), alpha=alpha).numpy()
+    seen = {}
+    for lib in (torch, tapegrad):
+        p, g = lib.tensor(a, requires_grad=True), lib.tensor(b)
+        with lib.no_grad():
+            row = p[1]
+            before = p._version
+            getattr(p, name)(g, alpha=alpha)
+        seen[lib] = p.detach().numpy().copy(), p._version - before, row.detach().numpy().copy()
+    assert np.array_equal(seen[tapegrad][0], want)
+    np.testing.assert_allclose(seen[tapegrad][0], seen[torch][0], rtol=1e-6, atol=1e-6)  # (torch fuses: one rounding)
+    assert seen[tapegrad][1] == seen[torch][1] == 1
+    np.testing.assert_array_equal(seen[tapegrad][2], seen[tapegrad][0][1])

@@ -39,3 +39,14 @@ from .activation import (CELU, SELU, Hardshrink, Hardsigmoid, Softmin, Softshrin
                          Tanhshrink, Threshold)
 from .padding import *  # noqa: F401,F403
 from .loss import KLDivLoss  # noqa: F401
+from .pooling import (AdaptiveAvgPool3d, AdaptiveMaxPool3d, AvgPool3d, LPPool1d, LPPool2d, LPPool3d,  # noqa: F401
+                      MaxPool3d, MaxUnpool3d)
+from .normalization import BatchNorm3d, CrossMapLRN2d, LocalResponseNorm, SyncBatchNorm  # noqa: F401
+from .loss import MultiLabelMarginLoss, MultiMarginLoss, NLLLoss2d, SoftMarginLoss  # noqa: F401
+from .adaptive import AdaptiveLogSoftmaxWithLoss  # noqa: F401
+from .linear import LazyLinear  # noqa: F401
+from .conv import LazyConv1d, LazyConv2d, LazyConv3d, LazyConvTranspose1d, LazyConvTranspose2d  # noqa: F401
+from .normalization import LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d  # noqa: F401
+from .instancenorm import LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d  # noqa: F401
+from .activation import RReLU  # noqa: F401
+from .dropout import AlphaDropout, Dropout3d, FeatureAlphaDropout  # noqa: F401

@@ -4,7 +4,7 @@ from .module import Module
 
 __all__ = ["ReLU", "Tanh", "Sigmoid", "GELU", "SiLU", "LeakyReLU", "ELU", "Softmax", "LogSoftmax", "Softplus",
            "Hardtanh", "ReLU6", "LogSigmoid", "Softmax2d", "SELU", "CELU", "Threshold", "Hardsigmoid", "Softsign",
-           "Tanhshrink", "Softshrink", "Hardshrink", "Softmin"]
+           "Tanhshrink", "Softshrink", "Hardshrink", "Softmin", "RReLU"]
 
 
 def _inplace_str(inplace, sep=True):
@@ -257,3 +257,20 @@ class Softmin(Module):
 # torch's module path for these is torch.nn.modules.activation
 from .attention import MultiheadAttention  # noqa: E402,F401
 from .pointwise import GLU, Hardswish, Mish, PReLU  # noqa: E402,F401
+
+
+class RReLU(Module):
+    """nn.RReLU(lower=1/8, upper=1/3, inplace=False): F.rrelu with the module's training flag."""
+    __constants__ = ["lower", "upper", "inplace"]
+
+    def __init__(self, lower=1.0 / 8, upper=1.0 / 3, inplace=False):
+        super().__init__()
+        self.lower = lower
+        self.upper = upper
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self):
+        return f"lower={self.lower}, upper={self.upper}{_inplace_str(self.inplace)}"

@@ -5,7 +5,8 @@ import math
 from ... import creation
 from ...tensor import Size
 from .. import functional as F, init
-from ..parameter import Parameter
+from ..parameter import Parameter, UninitializedParameter
+from .lazy import LazyModuleMixin
 from .module import Module
 
 __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d"]
@@ -167,3 +168,85 @@ class ConvTranspose2d(_ConvTransposeNd):
 
     def forward(self, input, output_size=None):
         return self._transposed_forward(F.conv_transpose2d, input, output_size)
+
+
+class _LazyConvXdMixin(LazyModuleMixin):
+    def reset_parameters(self):
+        if not self.has_uninitialized_params() and self.in_channels != 0:
+            super().reset_parameters()
+
+    def initialize_parameters(self, input, *args, **kwargs):
+        if self.has_uninitialized_params():
+            self.in_channels = self._get_in_channels(input)
+            if self.in_channels % self.groups != 0:
+                raise ValueError("in_channels must be divisible by groups")
+            if self.transposed:
+                self.weight.materialize((self.in_channels, self.out_channels // self.groups, *self.kernel_size))
+            else:
+                self.weight.materialize((self.out_channels, self.in_channels // self.groups, *self.kernel_size))
+            if self.bias is not None:
+                self.bias.materialize((self.out_channels,))
+            self.reset_parameters()
+
+    def _get_in_channels(self, input):
+        num_dims_no_batch = self._nd + 1
+        num_dims_batch = num_dims_no_batch + 1
+        if input.dim() not in (num_dims_no_batch, num_dims_batch):
+            raise RuntimeError(f"Expected {num_dims_no_batch}D (unbatched) or {num_dims_batch}D (batched) input to "
+                               f"{self.__class__.__name__}, but got input of size: {input.shape}")
+        return input.shape[1] if input.dim() == num_dims_batch else input.shape[0]
+
+    def _get_num_spatial_dims(self):
+        return self._nd
+
+
+class _LazyConvNd(_LazyConvXdMixin):
+    def __init__(self, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
+                 padding_mode="zeros", device=None, dtype=None):
+        # bias=False: torch creates no bias until the shapes are known
+        super().__init__(0, 0, kernel_size, stride, padding, dilation, groups, False, padding_mode, device, dtype)
+        self.weight = UninitializedParameter(device=device, dtype=dtype)
+        self.out_channels = out_channels
+        if bias:
+            self.bias = UninitializedParameter(device=device, dtype=dtype)
+
+
+class LazyConv1d(_LazyConvNd, Conv1d):
+    """torch.nn.LazyConv1d: in_channels from the first input."""
+
+    cls_to_become = Conv1d
+
+
+class LazyConv2d(_LazyConvNd, Conv2d):
+    """torch.nn.LazyConv2d: in_channels from the first input."""
+
+    cls_to_become = Conv2d
+
+
+class LazyConv3d(_LazyConvNd, Conv3d):
+    """torch.nn.LazyConv3d: in_channels from the first input."""
+
+    cls_to_become = Conv3d
+
+
+class _LazyConvTransposeNd(_LazyConvXdMixin):
+    def __init__(self, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1, bias=True,
+                 dilation=1, padding_mode="zeros", device=None, dtype=None):
+        super().__init__(0, 0, kernel_size, stride, padding, output_padding, groups, False, dilation, padding_mode,
+                         device, dtype)
+        self.weight = UninitializedParameter(device=device, dtype=dtype)
+        self.out_channels = out_channels
+        if bias:
+            self.bias = UninitializedParameter(device=device, dtype=dtype)
+
+
+class LazyConvTranspose1d(_LazyConvTransposeNd, ConvTranspose1d):
+    """torch.nn.LazyConvTranspose1d: in_channels from the first input."""
+
+    cls_to_become = ConvTranspose1d
+
+
+class LazyConvTranspose2d(_LazyConvTransposeNd, ConvTranspose2d):
+    """torch.nn.LazyConvTranspose2d: in_channels from the first input."""
+
+    cls_to_become = ConvTranspose2d

@@ -2,7 +2,7 @@
 from .. import functional as F
 from .module import Module
 
-__all__ = ["Dropout", "Dropout1d", "Dropout2d"]
+__all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout"]
 
 
 class _DropoutNd(Module):
@@ -32,3 +32,18 @@ class Dropout1d(_DropoutNd):
 class Dropout2d(_DropoutNd):
     def forward(self, input):
         return F.dropout2d(input, self.p, self.training, self.inplace)
+
+
+class Dropout3d(_DropoutNd):
+    def forward(self, input):
+        return F.dropout3d(input, self.p, self.training, self.inplace)
+
+
+class AlphaDropout(_DropoutNd):
+    def forward(self, input):
+        return F.alpha_dropout(input, self.p, self.training)
+
+
+class FeatureAlphaDropout(_DropoutNd):
+    def forward(self, input):
+        return F.feature_alpha_dropout(input, self.p, self.training)

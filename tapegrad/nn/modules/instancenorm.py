@@ -3,7 +3,7 @@ checks and reprs; F.instance_norm does the work."""
 import warnings
 
 from .. import functional as F
-from .normalization import _NormBase
+from .normalization import _LazyNormBase, _NormBase
 
 __all__ = ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"]
 
@@ -74,3 +74,27 @@ class InstanceNorm3d(_InstanceNorm):
     def _check_input_dim(self, input):
         if input.dim() not in (4, 5):
             raise ValueError(f"expected 4D or 5D input (got {input.dim()}D input)")
+
+
+class LazyInstanceNorm1d(_LazyNormBase, _InstanceNorm):
+    """torch.nn.LazyInstanceNorm1d: num_features from the first input's dimension 1."""
+
+    cls_to_become = InstanceNorm1d
+    _no_batch_dim = InstanceNorm1d._no_batch_dim
+    _check_input_dim = InstanceNorm1d._check_input_dim
+
+
+class LazyInstanceNorm2d(_LazyNormBase, _InstanceNorm):
+    """torch.nn.LazyInstanceNorm2d: num_features from the first input's dimension 1."""
+
+    cls_to_become = InstanceNorm2d
+    _no_batch_dim = InstanceNorm2d._no_batch_dim
+    _check_input_dim = InstanceNorm2d._check_input_dim
+
+
+class LazyInstanceNorm3d(_LazyNormBase, _InstanceNorm):
+    """torch.nn.LazyInstanceNorm3d: num_features from the first input's dimension 1."""
+
+    cls_to_become = InstanceNorm3d
+    _no_batch_dim = InstanceNorm3d._no_batch_dim
+    _check_input_dim = InstanceNorm3d._check_input_dim

@@ -3,7 +3,9 @@ import math
 
 from ... import creation
 from .. import functional as F, init
-from ..parameter import Parameter
+from ...grad_mode import no_grad
+from ..parameter import Parameter, UninitializedParameter
+from .lazy import LazyModuleMixin
 from .module import Module
 
 __all__ = ["Identity", "Linear", "NonDynamicallyQuantizableLinear", "Bilinear"]
@@ -81,3 +83,34 @@ class Bilinear(Module):
     def extra_repr(self):
         return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
                 f"out_features={self.out_features}, bias={self.bias is not None}")
+
+
+class LazyLinear(LazyModuleMixin, Linear):
+    """torch.nn.LazyLinear: a Linear whose in_features is the last dimension of the first input."""
+
+    cls_to_become = Linear
+
+    def __init__(self, out_features, bias=True, device=None, dtype=None):
+        super().__init__(0, 0, False)
+        self.weight = UninitializedParameter(device=device, dtype=dtype)
+        self.out_features = out_features
+        if bias:
+            self.bias = UninitializedParameter(device=device, dtype=dtype)
+
+    def reset_parameters(self):
+        if not self.has_uninitialized_params() and self.in_features != 0:
+            super().reset_parameters()
+
+    def initialize_parameters(self, input):
+        if self.has_uninitialized_params():
+            with no_grad():
+                self.in_features = input.shape[-1]
+                self.weight.materialize((self.out_features, self.in_features))
+                if self.bias is not None:
+                    self.bias.materialize((self.out_features,))
+                self.reset_parameters()
+        if self.in_features == 0:  # materialized by load_state_dict: in_features from the loaded weight
+            if input.shape[-1] != self.weight.shape[-1]:
+                raise AssertionError(f"The in_features inferred from input: {input.shape[-1]} is not equal to "
+                                     f"in_features from self.weight: {self.weight.shape[-1]}")
+            self.in_features = input.shape[-1]

@@ -8,17 +8,16 @@ from .module import Module
 __all__ = ["L1Loss", "MSELoss", "SmoothL1Loss", "HuberLoss", "CrossEntropyLoss", "NLLLoss", "BCELoss",
            "BCEWithLogitsLoss", "MarginRankingLoss", "HingeEmbeddingLoss", "CosineEmbeddingLoss", "TripletMarginLoss",
            "PoissonNLLLoss", "GaussianNLLLoss", "MultiLabelSoftMarginLoss", "TripletMarginWithDistanceLoss",
-           "CTCLoss"]
+           "CTCLoss", "NLLLoss2d", "SoftMarginLoss", "MultiMarginLoss", "MultiLabelMarginLoss"]
 
 
 def _legacy_reduction(size_average, reduce):
-    warnings.warn("size_average and reduce args will be deprecated, please use reduction='mean' instead.",
-                  stacklevel=3)
     size_average = True if size_average is None else size_average
     reduce = True if reduce is None else reduce
-    if size_average and reduce:
-        return "mean"
-    return "sum" if reduce else "none"
+    reduction = "mean" if size_average and reduce else "sum" if reduce else "none"
+    warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{reduction}' instead.",
+                  stacklevel=3)
+    return reduction
 
 
 class _Loss(Module):
@@ -80,6 +79,16 @@ class NLLLoss(_WeightedLoss):
     def forward(self, input, target):
         return F.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index,
                           reduction=self.reduction)
+
+
+class NLLLoss2d(NLLLoss):
+    """torch.nn.NLLLoss2d: NLLLoss under its deprecated name (torch warns at construction)."""
+
+    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+        warnings.warn("`NLLLoss2d` has been deprecated. Please use `NLLLoss` instead as a drop-in replacement and see "
+                      "https://pytorch.org/docs/main/nn.html#torch.nn.NLLLoss for more details.", FutureWarning,
+                      stacklevel=2)
+        super().__init__(weight, size_average, ignore_index, reduce, reduction)
 
 
 class CrossEntropyLoss(_WeightedLoss):
@@ -217,3 +226,37 @@ class CTCLoss(_Loss):
     def forward(self, log_probs, targets, input_lengths, target_lengths):
         return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank, self.reduction,
                           self.zero_infinity)
+
+
+class SoftMarginLoss(_Loss):
+    """torch.nn.SoftMarginLoss."""
+    __constants__ = ["reduction"]
+
+    def forward(self, input, target):
+        return F.soft_margin_loss(input, target, reduction=self.reduction)
+
+
+class MultiLabelMarginLoss(_Loss):
+    """torch.nn.MultiLabelMarginLoss."""
+    __constants__ = ["reduction"]
+
+    def forward(self, input, target):
+        return F.multilabel_margin_loss(input, target, reduction=self.reduction)
+
+
+class MultiMarginLoss(_WeightedLoss):
+    """torch.nn.MultiMarginLoss (p 1 or 2; weight a buffer, as torch's)."""
+    __constants__ = ["p", "margin", "reduction"]
+
+    def __init__(self, p=1, margin=1.0, weight=None, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(weight, size_average, reduce, reduction)
+        if p not in (1, 2):
+            raise ValueError("only p == 1 and p == 2 supported")
+        if weight is not None and weight.dim() != 1:
+            raise ValueError(f"MultiMarginLoss: expected weight to be None or 1D tensor, got {weight.dim()}D instead")
+        self.p = p
+        self.margin = margin
+
+    def forward(self, input, target):
+        return F.multi_margin_loss(input, target, p=self.p, margin=self.margin, weight=self.weight,
+                                   reduction=self.reduction)

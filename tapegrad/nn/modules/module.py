@@ -433,6 +433,9 @@ class Module:
             dtype = tensor.dtype
         if device is not None:
             _check_device(device)
+        fmt = kwargs.get("memory_format")
+        if fmt is not None:  # (torch: the 4-d and 5-d parameters and buffers take the format's strides)
+            self._apply(lambda t: t.contiguous(memory_format=fmt) if t.dim() in (4, 5) else t)
         if dtype is None:
             return self
         if not dtype.is_floating_point:
@@ -604,6 +607,7 @@ def _set_data(t, new):
     if data is not t._data:
         t._data = data
         t._slot = NOT_A_SLOT
+        t._strides = new._strides if isinstance(new, Tensor) else None  # (what stride() reports: memory formats)
 
 
 def _check_device(device):

@@ -1,16 +1,23 @@
-"""BatchNorm1d/2d, LayerNorm, GroupNorm and RMSNorm: torch's parameters, buffers (running_mean, running_var,
-num_batches_tracked), momentum rule, eval mode and reprs."""
+"""BatchNorm1d/2d/3d, SyncBatchNorm, LayerNorm, GroupNorm, RMSNorm, LocalResponseNorm and CrossMapLRN2d: torch's
+parameters, buffers (running_mean, running_var, num_batches_tracked), momentum rule, eval mode and reprs."""
+import functools
 import numbers
 
 import numpy as np
 
 from ... import creation
+from ...autograd import Function
+from ...grad_mode import no_grad
+from ...ops.volumetric import local_response_norm
 from ...tape import _local as _tape_local, untraceable
+from ...tensor import _new
 from .. import functional as F, init
-from ..parameter import Parameter
+from ..parameter import Parameter, UninitializedBuffer, UninitializedParameter
+from .lazy import LazyModuleMixin
 from .module import Module
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "LayerNorm", "GroupNorm", "RMSNorm"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm", "LayerNorm", "GroupNorm", "RMSNorm",
+           "LocalResponseNorm", "CrossMapLRN2d"]
 
 
 class _NormBase(Module):
@@ -180,3 +187,196 @@ class RMSNorm(Module):
 
     def extra_repr(self):
         return "{normalized_shape}, eps={eps}, elementwise_affine={elementwise_affine}".format(**self.__dict__)
+
+
+class BatchNorm3d(_BatchNorm):
+    """torch.nn.BatchNorm3d: batch norm over (N, C, D, H, W)."""
+
+    def _check_input_dim(self, input):
+        if input.dim() != 5:
+            raise ValueError(f"expected 5D input (got {input.dim()}D input)")
+
+
+class SyncBatchNorm(_BatchNorm):
+    """torch.nn.SyncBatchNorm. As torch's on CPU: plain batch norm wherever no synchronization is needed (eval
+    mode, or no initialized process group); in training with an initialized process group torch refuses CPU
+    input, and so does this (tapegrad has no GPU)."""
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
+                 process_group=None, device=None, dtype=None, *, bias=True):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
+        self.process_group = process_group
+
+    def _check_input_dim(self, input):
+        if input.dim() < 2:
+            raise ValueError(f"expected at least 2D input (got {input.dim()}D input)")
+
+    def forward(self, input):
+        from ... import distributed
+        self._check_input_dim(input)
+        if input.size(1) == 0:
+            raise ValueError("SyncBatchNorm number of input channels should be non-zero")
+        if self.training and self.track_running_stats and self.num_batches_tracked is None:
+            raise AssertionError("num_batches_tracked must not be None")
+        bn_training = self.training or (self.running_mean is None and self.running_var is None)
+        if bn_training and self.training and distributed.is_available() and distributed.is_initialized():
+            raise ValueError("SyncBatchNorm expected input tensor to be on GPU or XPU or privateuseone")
+        return super().forward(input)
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module, process_group=None):
+        """Every BatchNorm*d in module replaced by a SyncBatchNorm sharing its parameters and buffers (module itself,
+        if it is one, returned as a new SyncBatchNorm), as torch's."""
+        module_output = module
+        if isinstance(module, _BatchNorm):
+            module_output = SyncBatchNorm(module.num_features, module.eps, module.momentum, module.affine,
+                                          module.track_running_stats, process_group, bias=module.bias is not None)
+            if module.affine:
+                with no_grad():
+                    module_output.weight = module.weight
+                    module_output.bias = module.bias
+            module_output.running_mean = module.running_mean
+            module_output.running_var = module.running_var
+            module_output.num_batches_tracked = module.num_batches_tracked
+            module_output.training = module.training
+            if hasattr(module, "qconfig"):
+                module_output.qconfig = module.qconfig
+        for name, child in module.named_children():
+            module_output.add_module(name, cls.convert_sync_batchnorm(child, process_group))
+        del module
+        return module_output
+
+
+class LocalResponseNorm(Module):
+    """torch.nn.LocalResponseNorm (F.local_response_norm: torch's composition)."""
+
+    __constants__ = ["size", "alpha", "beta", "k"]
+
+    def __init__(self, size, alpha=1e-4, beta=0.75, k=1.0):
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, input):
+        return local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self):
+        return "{size}, alpha={alpha}, beta={beta}, k={k}".format(**self.__dict__)
+
+
+@functools.cache
+def _cross_map_lrn2d():
+    """torch's CrossMapLRN2d autograd Function (torch/nn/modules/_functions.py), its running-window forward and
+    hand-written backward reproduced on arrays (torch's backward is not the exact derivative of its forward at
+    the channel edges; this one is torch's)."""
+    class CrossMapLRN2d(Function):
+        @staticmethod
+        def forward(ctx, input, size, alpha=1e-4, beta=0.75, k=1):
+            ctx.size, ctx.alpha, ctx.beta, ctx.k = size, alpha, beta, k
+            if input.dim() != 4:
+                raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.dim()}D instead.")
+            x = input.detach().numpy()
+            channels = x.shape[1]
+            square = x * x
+            pre_pad = int((size - 1) / 2 + 1)
+            scale = np.empty_like(x)
+            scale[:, 0] = square[:, :min(pre_pad, channels)].sum(axis=1)
+            for c in range(1, channels):  # (torch's running window, with its edge behaviour)
+                scale[:, c] = scale[:, c - 1]
+                if c < channels - pre_pad + 1:
+                    scale[:, c] += square[:, c + pre_pad - 1]
+                if c > pre_pad:
+                    scale[:, c] -= square[:, c - pre_pad]
+            scale = scale * x.dtype.type(alpha / size) + x.dtype.type(k)
+            out = np.power(scale, x.dtype.type(-beta)) * x
+            ctx.scale = scale
+            ctx.save_for_backward(input)
+            ctx.out = out
+            return _new(out)
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (input,) = ctx.saved_tensors
+            x, g, out, scale, size = input.detach().numpy(), grad_output.detach().numpy(), ctx.out, ctx.scale, ctx.size
+            N, C, H, W = x.shape
+            dt = x.dtype.type
+            grad = np.power(scale, dt(-ctx.beta)) * g
+            inverse_pre_pad = int(size - (size - 1) / 2)
+            padded = np.zeros((N, C + size - 1, H, W), x.dtype)
+            padded[:, inverse_pre_pad:inverse_pre_pad + C] = g * out / scale
+            accum = padded[:, :size - 1].sum(axis=1)
+            cache = dt(2 * ctx.alpha * ctx.beta / size)
+            for c in range(C):
+                accum = accum + padded[:, c + size - 1]
+                grad[:, c] += -cache * x[:, c] * accum
+                accum = accum - padded[:, c]
+            return _new(grad), None, None, None, None
+
+    return CrossMapLRN2d
+
+
+class CrossMapLRN2d(Module):
+    """torch.nn.CrossMapLRN2d (4-d input; torch's own autograd Function, first order only, as torch's)."""
+
+    def __init__(self, size, alpha=1e-4, beta=0.75, k=1):
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, input):
+        return _cross_map_lrn2d().apply(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self):
+        return "{size}, alpha={alpha}, beta={beta}, k={k}".format(**self.__dict__)
+
+
+class _LazyNormBase(LazyModuleMixin, _NormBase):
+    def __init__(self, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None, dtype=None, *,
+                 bias=True):
+        # affine, bias and running statistics off: nothing made that the first forward would replace
+        super().__init__(0, eps, momentum, False, False, device, dtype, bias=False)
+        self.affine = affine
+        self.track_running_stats = track_running_stats
+        if self.affine:
+            self.weight = UninitializedParameter(device=device, dtype=dtype)
+            if bias:
+                self.bias = UninitializedParameter(device=device, dtype=dtype)
+        if self.track_running_stats:
+            self.running_mean = UninitializedBuffer(device=device, dtype=dtype)
+            self.running_var = UninitializedBuffer(device=device, dtype=dtype)
+            self.num_batches_tracked = creation.tensor(0, dtype=np.int64)
+
+    def reset_parameters(self):
+        if not self.has_uninitialized_params() and self.num_features != 0:
+            super().reset_parameters()
+
+    def initialize_parameters(self, input):
+        if self.has_uninitialized_params():
+            self.num_features = input.shape[1]  # (torch's: dim 1, for unbatched inputs too)
+            if self.affine:
+                self.weight.materialize((self.num_features,))
+                if self.bias is not None:
+                    self.bias.materialize((self.num_features,))
+            if self.track_running_stats:
+                self.running_mean.materialize((self.num_features,))
+                self.running_var.materialize((self.num_features,))
+            self.reset_parameters()
+
+
+class LazyBatchNorm1d(_LazyNormBase, _BatchNorm):
+    """torch.nn.LazyBatchNorm1d: num_features from the first input's dimension 1."""
+
+    cls_to_become = BatchNorm1d
+    _check_input_dim = BatchNorm1d._check_input_dim
+
+
+class LazyBatchNorm2d(_LazyNormBase, _BatchNorm):
+    """torch.nn.LazyBatchNorm2d: num_features from the first input's dimension 1."""
+
+    cls_to_become = BatchNorm2d
+    _check_input_dim = BatchNorm2d._check_input_dim
+
+
+class LazyBatchNorm3d(_LazyNormBase, _BatchNorm):
+    """torch.nn.LazyBatchNorm3d: num_features from the first input's dimension 1."""
+
+    cls_to_become = BatchNorm3d
+    _check_input_dim = BatchNorm3d._check_input_dim

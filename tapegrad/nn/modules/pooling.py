@@ -1,10 +1,12 @@
-"""Max, average, adaptive average and adaptive max pooling, and max unpooling modules (torch's attributes and
-reprs)."""
+"""Max, average, adaptive average and adaptive max pooling, max unpooling and power-average pooling modules, 1-d to
+3-d (torch's attributes and reprs)."""
+from ...ops import volumetric as _vol
 from .. import functional as F
 from .module import Module
 
 __all__ = ["MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
-           "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "MaxUnpool1d", "MaxUnpool2d"]
+           "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "MaxUnpool1d", "MaxUnpool2d", "MaxPool3d", "AvgPool3d",
+           "AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "MaxUnpool3d", "LPPool1d", "LPPool2d", "LPPool3d"]
 
 
 class _MaxPoolNd(Module):
@@ -140,3 +142,100 @@ class MaxUnpool2d(_MaxUnpoolNd):
 
     def forward(self, input, indices, output_size=None):
         return F.max_unpool2d(input, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+
+# -- 3-d pooling and power-average pooling (tapegrad/ops/volumetric.py) ---------------------------------------------
+class MaxPool3d(_MaxPoolNd):
+    """torch.nn.MaxPool3d."""
+
+    def forward(self, input):
+        return _vol.max_pool3d(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                               ceil_mode=self.ceil_mode, return_indices=self.return_indices)
+
+
+class AvgPool3d(Module):
+    """torch.nn.AvgPool3d."""
+
+    __constants__ = ["kernel_size", "stride", "padding", "ceil_mode", "count_include_pad"]
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+                 divisor_override=None):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if (stride is not None) else kernel_size
+        self.padding, self.ceil_mode = padding, ceil_mode
+        self.count_include_pad, self.divisor_override = count_include_pad, divisor_override
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+    def forward(self, input):
+        return _vol.avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                               self.count_include_pad, self.divisor_override)
+
+    def __setstate__(self, d):  # (torch's: pickles from before these attributes existed)
+        super().__setstate__(d)
+        self.__dict__.setdefault("padding", 0)
+        self.__dict__.setdefault("ceil_mode", False)
+        self.__dict__.setdefault("count_include_pad", True)
+
+
+class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
+    """torch.nn.AdaptiveAvgPool3d."""
+
+    def forward(self, input):
+        return _vol.adaptive_avg_pool3d(input, self.output_size)
+
+
+class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
+    """torch.nn.AdaptiveMaxPool3d."""
+
+    def forward(self, input):
+        return _vol.adaptive_max_pool3d(input, self.output_size, self.return_indices)
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    """torch.nn.MaxUnpool3d."""
+
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__()
+        three = lambda v: tuple(v) if isinstance(v, (tuple, list)) else (v, v, v)  # noqa: E731
+        self.kernel_size = three(kernel_size)
+        self.stride = three(stride if (stride is not None) else kernel_size)
+        self.padding = three(padding)
+
+    def forward(self, input, indices, output_size=None):
+        return _vol.max_unpool3d(input, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+
+class _LPPoolNd(Module):
+    __constants__ = ["norm_type", "kernel_size", "stride", "ceil_mode"]
+
+    def __init__(self, norm_type, kernel_size, stride=None, ceil_mode=False):
+        super().__init__()
+        self.norm_type, self.kernel_size, self.stride, self.ceil_mode = norm_type, kernel_size, stride, ceil_mode
+
+    def extra_repr(self):
+        return ("norm_type={norm_type}, kernel_size={kernel_size}, stride={stride}, "
+                "ceil_mode={ceil_mode}".format(**self.__dict__))
+
+
+class LPPool1d(_LPPoolNd):
+    """torch.nn.LPPool1d."""
+
+    def forward(self, input):
+        return _vol.lp_pool1d(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
+
+
+class LPPool2d(_LPPoolNd):
+    """torch.nn.LPPool2d."""
+
+    def forward(self, input):
+        return _vol.lp_pool2d(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
+
+
+class LPPool3d(_LPPoolNd):
+    """torch.nn.LPPool3d."""
+
+    def forward(self, input):
+        return _vol.lp_pool3d(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
