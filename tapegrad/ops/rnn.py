@@ -5,8 +5,8 @@ An LSTM step is two rows, since a row has one output: `lstm_cell_c` (c' = f c + 
 (h' = o tanh(c')); both read the two pre-activation halves and share the gate values the first computed.
 A GRU step is one row, `gru_cell`, with torch's n = tanh(W_in x + b_in + r (W_hn h + b_hn)). Gate order is
 torch's: LSTM i, f, g, o; GRU r, z, n. A plain backward runs the NumPy array rules; create_graph runs the
-same derivative written in Tensor ops, so it is recorded and second order works. The LSTM rows' backward
-runs compiled kernels (kernels/rnn.py); their forward computes c' and h' together.
+same derivative written in Tensor ops, so it is recorded and second order works. Both directions of every
+step run compiled kernels (kernels/rnn.py); an LSTM step's forward computes c' and h' together.
 """
 import numpy as np
 
@@ -15,34 +15,6 @@ from ..registry import Ctx
 from ..tensor import _new
 from ._common import OPS, _record, _tensor
 from .shape import cat, stack
-
-
-def _sigmoid(a):
-    # 0.5 (1 + tanh(a / 2)): no overflow warning for large |a|, and it keeps float32 float32
-    return 0.5 * (1 + np.tanh(0.5 * a))
-
-
-def _gate_affine(H, dt):
-    """(scale, shift) of 4H gates: sigmoid(a) = 0.5 tanh(a / 2) + 0.5 on i, f, o; tanh(a) on g (remembered)."""
-    key = (H, np.dtype(dt))
-    found = _GATE_AFFINE.get(key)
-    if found is None:
-        scale, shift = np.full(4 * H, 0.5, dt), np.full(4 * H, 0.5, dt)
-        scale[2 * H:3 * H], shift[2 * H:3 * H] = 1, 0
-        found = _GATE_AFFINE[key] = (scale, shift)
-    return found
-
-
-_GATE_AFFINE = {}
-
-
-def _activate(acts, H):
-    """The LSTM gate activations of the pre-activations acts (..., 4H), in place: one tanh pass over all four."""
-    scale, shift = _gate_affine(H, acts.dtype)
-    acts *= scale
-    np.tanh(acts, out=acts)
-    acts *= scale
-    acts += shift
 
 
 def _check_pair(gx, gh, k):
@@ -75,13 +47,9 @@ def _lstm_c_forward(ctx, gx, gh, cx):
     lead = gx.shape[:-1]
     gx2, gh2 = np.ascontiguousarray(gx).reshape(-1, 4 * H), np.ascontiguousarray(gh).reshape(-1, 4 * H)
     cx2 = np.ascontiguousarray(cx, dt).reshape(-1, H)
-    # NumPy's vectorised tanh here: the compiled scalar exp/tanh loop was slower (0.56 ms at 20 x 800)
-    acts = gx2 + gh2
-    _activate(acts, H)
-    cy = acts[:, H:2 * H] * cx2
-    cy += acts[:, :H] * acts[:, 2 * H:3 * H]
-    tc = np.tanh(cy)
-    hy = acts[:, 3 * H:] * tc
+    acts = np.empty_like(gx2)
+    cy, tc, hy = np.empty_like(cx2), np.empty_like(cx2), np.empty_like(cx2)
+    _kernels().lstm_forward(gx2, gh2, cx2, acts, cy, tc, hy)
     ctx.acts, ctx.tc, ctx.hy = acts, tc, hy.reshape(lead + (H,))
     return cy.reshape(lead + (H,))
 
@@ -160,20 +128,18 @@ def lstm_layer(gx, h0, c0, w_hh, b_hh=None, reverse=False):
 def _lstm_layer_forward(ctx, gx, h0, c0, w_hh, b_hh=None):
     T, B, G = gx.shape
     H, dt = G // 4, gx.dtype
-    acts = np.add(gx, b_hh) if b_hh is not None else np.array(gx, dt)
+    gx = np.ascontiguousarray(gx)
+    acts = np.empty((T, B, G), dt)  # (not gx + b_hh written over: a kernel writing its input runs unvectorised)
     hs, cs, tcs = np.empty((T, B, H), dt), np.empty((T, B, H), dt), np.empty((T, B, H), dt)
     w_t = np.ascontiguousarray(w_hh.T)  # (BLAS reads a transposed view 1.7x slower at this size)
-    h, c = h0, c0
+    h, c = h0, np.ascontiguousarray(c0, dt)
     rec = np.empty((B, G), dt)
+    step = _kernels().lstm_forward
     for t in (range(T - 1, -1, -1) if ctx.reverse else range(T)):
-        a = acts[t]
         np.matmul(h, w_t, out=rec)
-        a += rec
-        _activate(a, H)
-        np.multiply(a[:, H:2 * H], c, out=cs[t])
-        cs[t] += a[:, :H] * a[:, 2 * H:3 * H]
-        np.tanh(cs[t], out=tcs[t])
-        np.multiply(a[:, 3 * H:], tcs[t], out=hs[t])
+        if b_hh is not None:
+            rec += b_hh
+        step(gx[t], rec, c, acts[t], cs[t], tcs[t], hs[t])
         h, c = hs[t], cs[t]
     ctx.acts, ctx.cs, ctx.tcs, ctx.hs = acts, cs, tcs, hs
     ctx.h0, ctx.c0 = np.asarray(h0, dt), np.asarray(c0, dt)
@@ -280,12 +246,14 @@ def gru_cell_step(gi, gh, hx):
 
 
 def _gru_forward(ctx, a, b, h):
-    H = ctx.H
-    h = h.astype(a.dtype, copy=False)
-    rz = _sigmoid(a[..., :2 * H] + b[..., :2 * H])
-    n = np.tanh(a[..., 2 * H:] + rz[..., :H] * b[..., 2 * H:])
-    ctx.rz, ctx.n = rz, n
-    return n + rz[..., H:] * (h - n)
+    H, dt = ctx.H, a.dtype
+    lead = a.shape[:-1]
+    a2, b2 = np.ascontiguousarray(a).reshape(-1, 3 * H), np.ascontiguousarray(b).reshape(-1, 3 * H)
+    h2 = np.ascontiguousarray(h, dt).reshape(-1, H)
+    rz, n, hy = np.empty((h2.shape[0], 2 * H), dt), np.empty_like(h2), np.empty_like(h2)
+    _kernels().gru_forward(a2, b2, h2, rz, n, hy)
+    ctx.rz, ctx.n = rz.reshape(lead + (2 * H,)), n.reshape(lead + (H,))
+    return hy.reshape(lead + (H,))
 
 
 def _gru_arrays(ctx, g, inputs, out, wanted):

@@ -192,7 +192,8 @@ class Release:
             return
         rows = np.array(dead[::-1], np.int64)
         k = int(self.argptr[top + 1])
-        if k < self.nargs and np.isin(self.args[k: self.nargs], rows).any():
+        since = self.args[k: self.nargs]  # (the inputs of the rows recorded since; rows is sorted)
+        if since.size and (rows[np.searchsorted(rows, since) % len(rows)] == since).any():
             return  # a row recorded since reads one of them: the sweep decides
         self.swept += len(dead)
         self.free(rows)
