@@ -99,6 +99,7 @@ SAVES = {
     'lstm_layer': 88,
     'lstm_layer_c': 88,
     'gru_cell': 7,
+    'gru_layer': 76,
     'conv3d': 3,
     'avg_pool2d': 0,
     'adaptive_avg_pool2d': 0,

@@ -1,5 +1,5 @@
-"""Fused LSTM and GRU cell step kernels: one pass over the (B, 4H) or (B, 3H) gates each way, instead of about a
-dozen NumPy calls (each a pass and a temporary). The forward's sigmoid and tanh are vecmath's, which LLVM
+"""Fused LSTM and GRU step kernels, for a cell and for a whole layer's recurrence: one pass over the (B, 4H) or
+(B, 3H) gates each way, instead of about a dozen NumPy calls (each a pass and a temporary). The forward's sigmoid and tanh are vecmath's, which LLVM
 vectorises (NumPy's float64 tanh runs one element at a time: 15-30 ns each). Gate order i, f, g, o and r, z, n,
 as torch's. Values are stored before they are read again, so float32 rounds where torch's float32 kernels do.
 In its own module so that only recurrent layers compile it."""
@@ -92,3 +92,27 @@ def lstm_layer_step_backward(acts, tc, c_prev, g_h, dh, dc, d):
             d[r, 2 * H + j] = dcr * i * (1 - gg * gg)
             d[r, 3 * H + j] = dhr * t * o * (1 - o)
             dc[r, j] = dcr * f
+
+
+@njit(**JIT)
+def gru_layer_step_backward(rz, n, gh, h_prev, g_h, dh, dgi, dgh):
+    """One step of a whole-sequence GRU layer's backward: from the step's gates rz (B, 2H), n (B, H), the recurrent
+    pre-activations gh (B, 3H), h_{t-1}, the output's adjoint g_h and the adjoint dh arriving from step t+1, the
+    adjoints of the step's input and recurrent pre-activations dgi, dgh (B, 3H); dh becomes the part of dh_{t-1}
+    through z (the part through dgh W_hh is the caller's BLAS call)."""
+    b, three = gh.shape
+    H = three // 3
+    for r in range(b):
+        for j in range(H):
+            rr, z, nn = rz[r, j], rz[r, H + j], n[r, j]
+            gt = g_h[r, j] + dh[r, j]
+            dn = gt * (1 - z) * (1 - nn * nn)
+            dr = dn * gh[r, 2 * H + j] * rr * (1 - rr)
+            dz = gt * (h_prev[r, j] - nn) * z * (1 - z)
+            dgi[r, j] = dr
+            dgi[r, H + j] = dz
+            dgi[r, 2 * H + j] = dn
+            dgh[r, j] = dr
+            dgh[r, H + j] = dz
+            dgh[r, 2 * H + j] = dn * rr
+            dh[r, j] = gt * z

@@ -284,6 +284,90 @@ def _vjp_gru(ctx, g, inputs, out):
     return cat([dr, dz, dn], -1), cat([dr, dz, dn * r], -1), g * z
 
 
+# -- a whole GRU layer (one direction): one row for the output sequence --------------------------------------------
+def gru_layer(gi, h0, w_hh, b_hh=None, reverse=False):
+    """The output (T, B, H) of one direction of a GRU layer from every step's input projection
+    gi = x W_ih^T + b_ih (T, B, 3H), the initial state h0 (B, H) and the recurrent weights: one row instead of two
+    a step (its last step is h_T). The forward runs the recurrence over arrays (one BLAS call and one compiled
+    pass a step); the backward runs it in reverse on arrays and gets W_hh's gradient as one BLAS call over all
+    steps. torch's CPU GRU is composed of ops whose output is stacked: the row shows StackBackward0."""
+    inputs = (gi, h0, w_hh) + (() if b_hh is None else (b_hh,))
+    ctx = Ctx(reverse=bool(reverse))
+    return _record(OPS["gru_layer"], _gru_layer_forward(ctx, *(t._data for t in inputs)), inputs, aux=ctx)
+
+
+def _gru_layer_forward(ctx, gi, h0, w_hh, b_hh=None):
+    T, B, G = gi.shape
+    H, dt = G // 3, gi.dtype
+    gi = np.ascontiguousarray(gi)
+    ghs = np.empty((T, B, G), dt)  # h W_hh^T + b_hh of every step (the backward reads its n part)
+    rzs, ns, hs = np.empty((T, B, 2 * H), dt), np.empty((T, B, H), dt), np.empty((T, B, H), dt)
+    w_t = np.ascontiguousarray(w_hh.T)
+    h = np.ascontiguousarray(h0, dt)
+    step = _kernels().gru_forward
+    for t in (range(T - 1, -1, -1) if ctx.reverse else range(T)):
+        np.matmul(h, w_t, out=ghs[t])
+        if b_hh is not None:
+            ghs[t] += b_hh
+        step(gi[t], ghs[t], h, rzs[t], ns[t], hs[t])
+        h = hs[t]
+    ctx.ghs, ctx.rzs, ctx.ns, ctx.hs, ctx.h0 = ghs, rzs, ns, hs, np.asarray(h0, dt)
+    return hs
+
+
+def _gru_layer_arrays(ctx, g, inputs, out, wanted):
+    """The reverse recurrence from the output's adjoint g (T, B, H): the step rule of _gru_arrays (one compiled
+    pass a step), the hidden state's adjoint carried back through z and h W_hh^T (one BLAS call a step)."""
+    w_hh = inputs[2]
+    ghs, rzs, ns, hs = ctx.ghs, ctx.rzs, ctx.ns, ctx.hs
+    T, B, G = ghs.shape
+    H, dt = G // 3, ghs.dtype
+    g = np.ascontiguousarray(g, dt)
+    order = list(range(T - 1, -1, -1)) if ctx.reverse else list(range(T))
+    prev = {t: order[k - 1] for k, t in enumerate(order) if k}
+    dgi, dgh = np.empty((T, B, G), dt), np.empty((T, B, G), dt)
+    h_prev = np.empty((T, B, H), dt)  # h_{t-1} of every step, in time order
+    dh, rec = np.zeros((B, H), dt), np.empty((B, H), dt)
+    step = _kernels().gru_layer_step_backward
+    for t in reversed(order):
+        h_prev[t] = hs[prev[t]] if t in prev else ctx.h0
+        step(rzs[t], ns[t], ghs[t], h_prev[t], g[t], dh, dgi[t], dgh[t])
+        np.matmul(dgh[t], w_hh, out=rec)
+        dh += rec
+    grads = [dgi if wanted[0] else None, dh if wanted[1] else None,
+             dgh.reshape(T * B, G).T @ h_prev.reshape(T * B, H) if wanted[2] else None]
+    if len(inputs) > 3:
+        grads.append(dgh.sum(axis=(0, 1)) if wanted[3] else None)
+    return tuple(grads)
+
+
+def _vjp_gru_layer(ctx, g, inputs, out):
+    """The same reverse recurrence in tapegrad ops, the forward recomputed from the inputs (create_graph)."""
+    gi, h, w_hh = inputs[:3]
+    b = inputs[3] if len(inputs) > 3 else None
+    T = gi.shape[0]
+    order = range(T - 1, -1, -1) if ctx.reverse else range(T)
+    saved = {}
+    for t in order:
+        gh = h.mm(w_hh.t()) if b is None else h.mm(w_hh.t()) + b
+        saved[t] = (gi[t], gh, h)
+        (ir, iz, i_n), (hr, hz, hn) = gi[t].chunk(3, -1), gh.chunk(3, -1)
+        r, z = (ir + hr).sigmoid(), (iz + hz).sigmoid()
+        n = (i_n + r * hn).tanh()
+        h = n + z * (h - n)
+    dh = _zeros(h)
+    dgis, gw, gb = [None] * T, None, None
+    for t in reversed(order):
+        gi_t, gh, h_prev = saved[t]
+        dgi, dgh, dh_direct = _vjp_gru(None, g[t] + dh, (gi_t, gh, h_prev), None)
+        dgis[t] = dgi
+        dh = dh_direct + dgh.mm(w_hh)
+        gw = dgh.t().mm(h_prev) if gw is None else gw + dgh.t().mm(h_prev)
+        gb = dgh.sum(0) if gb is None else gb + dgh.sum(0)
+    res = (stack(dgis, 0) if T else _zeros(gi), dh, gw if gw is not None else _zeros(w_hh))
+    return res + ((gb if gb is not None else _zeros(b),) if b is not None else ())
+
+
 # (tapegrad.compile's replay recomputes a row with its forward, refreshing the context its backward reads)
 # The cells' fused rows show the grad_fn of the last op of torch's CPU cell (composed of ops there):
 # c = f * c + i * g (AddBackward0), h = o * tanh(c) (MulBackward0), GRU's h = n + z * (h - n) (AddBackward0)
@@ -297,5 +381,7 @@ registry.python("lstm_layer_c", "MkldnnRnnLayerBackward0", _lstm_layer_c_forward
                 array_vjp=_lstm_layer_c_arrays)
 registry.python("gru_cell", "AddBackward0", _gru_forward, _vjp_gru,
                 array_vjp=_gru_arrays)
+registry.python("gru_layer", "StackBackward0", _gru_layer_forward, _vjp_gru_layer,
+                array_vjp=_gru_layer_arrays)
 
-__all__ = []  # internal: nn.LSTMCell / GRUCell / LSTM / GRU call lstm_cell_step, lstm_layer and gru_cell_step
+__all__ = []  # internal: nn.LSTMCell / GRUCell / LSTM / GRU call the cell steps and the layers

@@ -323,6 +323,19 @@ def _gru_step(T, gi, gh, h):
     return gru_cell_step(gi, gh, h)
 
 
+def _gru_sequence(T, gi, h, w_hh, b_hh):
+    """A whole GRU layer's recurrence (ops/rnn.py's gru_layer row) against torch's gate formulas step by step."""
+    if T is torch:
+        outs = []
+        for t in range(gi.shape[0]):
+            outs.append(_gru_step(T, gi[t], h @ w_hh.T + b_hh, h))
+            h = outs[-1]
+        return torch.stack(outs).sum(0) * h
+    from tapegrad.ops.rnn import gru_layer
+    out = gru_layer(gi, h, w_hh, b_hh)
+    return out.sum(0) * out[-1]
+
+
 def _bags(T, w, mode, p=None):
     """The bags [0, 2], [], [3, 2, 1] of w's rows (times p), summed, averaged or maximised by indexing."""
     rows = [w[[0, 2]], w[[3, 2, 1]]]
@@ -455,6 +468,7 @@ CASES = [
     _case("gru_cell", lambda T, gi, gh, h: _gru_step(T, gi, gh, h), [(2, 6), (2, 6), (2, 2)]),
     _case("lstm_layer", lambda T, gx, h, c, w: _lstm_sequence(T, gx, h, c, w), [(3, 2, 8), (2, 2), (2, 2), (8, 2)],
           covers=("lstm_layer", "lstm_layer_c")),
+    _case("gru_layer", lambda T, gi, h, w, b: _gru_sequence(T, gi, h, w, b), [(3, 2, 6), (2, 2), (6, 2), (6,)]),
     _case("custom_function", lambda T, x, y: sum(o.sum() for o in _cube_pair(T).apply(x, y, 1.5)).reshape(1),
           [(3,), (3,)], covers=("function", "function_output"), eps=1e-4),
     # issue 19's layers (tests/nn/test_conv_pool_norm.py has more)

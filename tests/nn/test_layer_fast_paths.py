@@ -84,3 +84,81 @@ def test_compile_replays_the_layer_rows():
                            + [p.grad.numpy().copy() for p in mod.parameters()])
         for a, b in zip(*results):
             np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+# -- the whole-sequence GRU layer row (ops.rnn.gru_layer) ------------------------------------------------------
+def _gru_twin(dtype=np.float64, **kwargs):
+    theirs, ours = torch.nn.GRU(3, 4, **kwargs), tg.nn.GRU(3, 4, **kwargs)
+    if dtype == np.float64:
+        theirs, ours = theirs.double(), ours.double()
+    for k, v in theirs.state_dict().items():
+        setattr(ours, k, tg.nn.Parameter(tg.tensor(v.numpy())))
+    return ours, theirs
+
+
+def test_gru_output_is_one_row_per_layer_named_as_torch():
+    x = tg.randn(5, 2, 3, requires_grad=True)
+    out, h = tg.nn.GRU(3, 4)(x)
+    assert type(out.grad_fn).__name__ == type(h.grad_fn).__name__ == "StackBackward0"
+    # one row over the sequence: its inputs are the input projection, h0, W_hh and b_hh (not the 5 steps)
+    assert len(out.grad_fn.next_functions) == 4
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("which", ["out", "h_n"])
+@pytest.mark.parametrize("kwargs", [dict(num_layers=2), dict(bidirectional=True), dict(bias=False),
+                                    dict(batch_first=True)])
+def test_gru_each_output_alone(which, kwargs, dtype):
+    ours, theirs = _gru_twin(dtype, **kwargs)
+    L = kwargs.get("num_layers", 1) * (2 if kwargs.get("bidirectional") else 1)
+    x, h0 = _data((6, 2, 3), dtype, 0), _data((L, 6 if kwargs.get("batch_first") else 2, 4), dtype, 1)
+    grads = []
+    for lib, mod in ((tg, ours), (torch, theirs)):
+        xs, hs = lib.tensor(x, requires_grad=True), lib.tensor(h0, requires_grad=True)
+        out, h = mod(xs, hs)
+        pick = {"out": out, "h_n": h}[which]
+        (pick * pick).sum().backward()
+        grads.append([pick.detach().numpy(), xs.grad.numpy(), hs.grad.numpy()] + [p.grad.numpy() for p in mod.parameters()])
+    tol = dict(rtol=1e-10, atol=1e-12) if dtype == np.float64 else dict(rtol=1e-5, atol=1e-6)
+    for a, b in zip(*grads):
+        assert a.dtype == dtype
+        np.testing.assert_allclose(a, b, **tol)
+
+
+@pytest.mark.parametrize("kwargs", [dict(num_layers=2), dict(bidirectional=True)])
+def test_gru_second_order(kwargs):
+    ours, theirs = _gru_twin(**kwargs)
+    L = kwargs.get("num_layers", 1) * (2 if kwargs.get("bidirectional") else 1)
+    x, h0 = _data((4, 2, 3), np.float64, 3), _data((L, 2, 4), np.float64, 4)
+    results = []
+    for lib, mod in ((tg, ours), (torch, theirs)):
+        xs, hs = lib.tensor(x, requires_grad=True), lib.tensor(h0, requires_grad=True)
+        out, h = mod(xs, hs)
+        ws = list(mod.parameters())
+        grads = lib.autograd.grad((out * out).sum() + (h * h * h).sum(), ws + [xs, hs], create_graph=True)
+        total = sum((g * g).sum() for g in grads)
+        results.append([g.detach().numpy() for g in lib.autograd.grad(total, [xs, hs] + ws)])
+    for a, b in zip(*results):
+        np.testing.assert_allclose(a, b, rtol=1e-8, atol=1e-11)
+
+
+def test_compile_replays_the_gru_layer_row():
+    mod = tg.nn.GRU(3, 4, num_layers=2, bidirectional=True)
+
+    def loss(x, h):
+        out, hn = mod(x, h)
+        return (out * out).sum() + (hn * hn).sum()
+
+    compiled = tg.compile(loss, fullgraph=True)
+    for seed in range(3):
+        arrays = (_data((5, 2, 3), np.float32, seed), _data((4, 2, 4), np.float32, seed + 10))
+        results = []
+        for f in (loss, compiled):
+            ins = [tg.tensor(a, requires_grad=True) for a in arrays]
+            mod.zero_grad()
+            value = f(*ins)
+            value.backward()
+            results.append([value.detach().numpy()] + [t.grad.numpy() for t in ins]
+                           + [p.grad.numpy().copy() for p in mod.parameters()])
+        for a, b in zip(*results):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)

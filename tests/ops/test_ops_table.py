@@ -431,6 +431,20 @@ add(Case("lstm_layer", [A((3, 2, 3)), A((1, 2, 2)), A((1, 2, 2))], fn=_lstm("out
     Case("lstm_layer", [A((3, 2, 3)), A((1, 2, 2)), A((1, 2, 2))], fn=_lstm("out"), dtypes=("float64",),
          grad_fn=False, id="float64"),
     Case("lstm_layer_c", [A((3, 2, 3)), A((1, 2, 2)), A((1, 2, 2))], fn=_lstm("c_n")))
+
+
+def _gru(L, x, h0):
+    """A one-layer GRU over a sequence with fixed weights (the gru_layer row): its output and h_n."""
+    gru = L.nn.GRU(3, 2)
+    gru = gru.double() if x.dtype == L.float64 else gru
+    with L.no_grad():
+        for i, p in enumerate(gru.parameters()):
+            p.copy_(L.tensor(np.linspace(-0.5, 0.5, p.numel()).reshape(tuple(p.shape)) * (i + 1), dtype=x.dtype))
+    out, h = gru(x, h0)
+    return out * 1.5 + h
+
+
+add(Case("gru_layer", [A((3, 2, 3)), A((1, 2, 2))], fn=_gru))
 add(Case("conv2d", [A((2, 3, 5, 5)), A((4, 3, 3, 3)), A((4,))], paths=F),
     Case("pad", [A((2, 3, 4))], {"pad": (1, 2)}, paths=F, id="constant_pad_nd"),
     Case("pad", [A((2, 3, 4))], {"pad": (2, 1), "mode": "reflect"}, paths=F, id="reflection_pad1d"),

@@ -168,6 +168,24 @@ def _lstm_layer(L, gx, h, c, w_hh):
     return out.sum(0) * c_last
 
 
+def _gru_layer(L, gi, h, w_hh, b_hh):
+    """A whole GRU layer's recurrence (the gru_layer row) against torch's gate formulas step by step; the output
+    summed over time times h_T."""
+    if L is torch:
+        outs = []
+        for t in range(gi.shape[0]):
+            ir, iz, i_n = gi[t].chunk(3, 1)
+            hr, hz, hn = (h @ w_hh.T + b_hh).chunk(3, 1)
+            r, z = (ir + hr).sigmoid(), (iz + hz).sigmoid()
+            n = (i_n + r * hn).tanh()
+            h = (1 - z) * n + z * h
+            outs.append(h)
+        return torch.stack(outs).sum(0) * h
+    from tapegrad.ops.rnn import gru_layer
+    out = gru_layer(gi, h, w_hh, b_hh)
+    return out.sum(0) * out[-1]
+
+
 def _gru_cell(L, gi, gh, h):
     """One GRU step (gates r, z, n as torch's)."""
     if L is torch:
@@ -295,6 +313,9 @@ CASES = {
     "lstm_layer": lambda L, x, R: _lstm_layer(L, L.stack([x.repeat(1, 4), x.repeat(1, 4) * 0.5]),
                                               R.leaf(tuple(x.shape)), R.leaf(tuple(x.shape)),
                                               R.leaf((4 * x.shape[1], x.shape[1]))),
+    "gru_layer": lambda L, x, R: _gru_layer(L, L.stack([x.repeat(1, 3), x.repeat(1, 3) * 0.5]),
+                                            R.leaf(tuple(x.shape)), R.leaf((3 * x.shape[1], x.shape[1])),
+                                            R.leaf((3 * x.shape[1],))),
     "gru_cell": lambda L, x, R: _gru_cell(L, x.repeat(1, 3), R.leaf((x.shape[0], 3 * x.shape[1])),
                                           R.leaf(tuple(x.shape))),
     "conv": lambda L, x, R: F(L).conv1d(x.unsqueeze(0), R.leaf((2, x.shape[0], 2)), R.leaf((2,)), padding=1),

@@ -4,16 +4,16 @@ reprs, argument checks and error messages, so state_dicts load across.
 
 A cell step is two linear rows (x W_ih^T + b_ih, h W_hh^T + b_hh) and the fused cell rows of ops/rnn.py; a
 sequence layer projects every step's input in one linear row first; an LSTM layer (float32/float64, without
-proj_size) then runs its whole recurrence as two rows (ops.rnn.lstm_layer: torch's MkldnnRnnLayerBackward0), GRU
-and RNN step by step. A PackedSequence input runs step t on the batch_sizes[t] sequences still going; an LSTM
-with proj_size projects each h by weight_hr (one more row), step by step.
+proj_size) then runs its whole recurrence as two rows (ops.rnn.lstm_layer: torch's MkldnnRnnLayerBackward0), a GRU
+layer as one (ops.rnn.gru_layer), RNN step by step. A PackedSequence input runs step t on the batch_sizes[t]
+sequences still going; an LSTM with proj_size projects each h by weight_hr (one more row), step by step.
 """
 import math
 import numbers
 import warnings
 
 from ... import _dtype, creation, ops
-from ...ops.rnn import gru_cell_step, lstm_cell_step, lstm_layer
+from ...ops.rnn import gru_cell_step, gru_layer, lstm_cell_step, lstm_layer
 from .. import functional as F, init
 from ..parameter import Parameter
 from .module import Module
@@ -173,6 +173,12 @@ class RNNBase(Module):
                     outs.append(out)
                     hs.append(out[0 if d else T - 1])
                     cs.append(c)
+                    continue
+                if self.mode == "GRU" and T and gx_all.dtype in (_dtype.float32, _dtype.float64):
+                    out = gru_layer(gx_all, h, w_hh, b_hh, reverse=bool(d))  # the whole recurrence: one row
+                    outs.append(out)
+                    hs.append(out[0 if d else T - 1])
+                    cs.append(None)
                     continue
                 steps = [None] * T
                 for t in (range(T - 1, -1, -1) if d else range(T)):
