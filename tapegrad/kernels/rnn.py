@@ -1,8 +1,9 @@
 """Fused LSTM and GRU step kernels, for a cell and for a whole layer's recurrence: one pass over the (B, 4H) or
-(B, 3H) gates each way, instead of about a dozen NumPy calls (each a pass and a temporary). The forward's sigmoid and tanh are vecmath's, which LLVM
-vectorises (NumPy's float64 tanh runs one element at a time: 15-30 ns each). Gate order i, f, g, o and r, z, n,
-as torch's. Values are stored before they are read again, so float32 rounds where torch's float32 kernels do.
-In its own module so that only recurrent layers compile it."""
+(B, 3H) gates each way, instead of about a dozen NumPy calls (each a pass and a temporary). The forward's
+sigmoid and tanh are vecmath's, which LLVM vectorises (NumPy's float64 tanh runs one element at a time: 15-30
+ns each); an output that is also an input makes LLVM's alias check take the scalar loop, so none is. Gate order
+i, f, g, o and r, z, n, as torch's. Values are stored before they are read again, so float32 rounds where torch's
+float32 kernels do. In its own module so that only recurrent layers compile it."""
 from numba import njit
 
 from . import vecmath
@@ -12,7 +13,7 @@ from .memory import JIT
 @njit(**JIT)
 def lstm_forward(gx, gh, c, acts, cy, tc, hy):
     """One LSTM step from the pre-activation halves gx, gh (B, 4H) and the cell state c (B, H): acts gets the gate
-    activations (acts may be gx itself), cy = f c + i g, tc = tanh(cy), hy = o tanh(cy)."""
+    activations, cy = f c + i g, tc = tanh(cy), hy = o tanh(cy)."""
     b, four = acts.shape
     H = four // 4
     for r in range(b):

@@ -63,17 +63,11 @@ def test_second_order(kwargs):
         np.testing.assert_allclose(a, b, rtol=1e-8, atol=1e-11)
 
 
-def test_compile_replays_the_layer_rows():
-    mod = tg.nn.LSTM(3, 4, num_layers=2, bidirectional=True)
-
-    def loss(x, h, c):
-        out, (hn, cn) = mod(x, (h, c))
-        return (out * out).sum() + (hn * cn).sum()
-
+def _compiled_matches_eager(mod, loss, shapes):
+    """tapegrad.compile(loss) against loss itself over three seeds: value, inputs' and parameters' gradients."""
     compiled = tg.compile(loss, fullgraph=True)
     for seed in range(3):
-        arrays = (_data((5, 2, 3), np.float32, seed), _data((4, 2, 4), np.float32, seed + 10),
-                  _data((4, 2, 4), np.float32, seed + 20))
+        arrays = [_data(shape, np.float32, seed + 10 * k) for k, shape in enumerate(shapes)]
         results = []
         for f in (loss, compiled):
             ins = [tg.tensor(a, requires_grad=True) for a in arrays]
@@ -84,6 +78,16 @@ def test_compile_replays_the_layer_rows():
                            + [p.grad.numpy().copy() for p in mod.parameters()])
         for a, b in zip(*results):
             np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_compile_replays_the_layer_rows():
+    mod = tg.nn.LSTM(3, 4, num_layers=2, bidirectional=True)
+
+    def loss(x, h, c):
+        out, (hn, cn) = mod(x, (h, c))
+        return (out * out).sum() + (hn * cn).sum()
+
+    _compiled_matches_eager(mod, loss, [(5, 2, 3), (4, 2, 4), (4, 2, 4)])
 
 
 # -- the whole-sequence GRU layer row (ops.rnn.gru_layer) ------------------------------------------------------
@@ -118,7 +122,8 @@ def test_gru_each_output_alone(which, kwargs, dtype):
         out, h = mod(xs, hs)
         pick = {"out": out, "h_n": h}[which]
         (pick * pick).sum().backward()
-        grads.append([pick.detach().numpy(), xs.grad.numpy(), hs.grad.numpy()] + [p.grad.numpy() for p in mod.parameters()])
+        grads.append([pick.detach().numpy(), xs.grad.numpy(), hs.grad.numpy()]
+                     + [p.grad.numpy() for p in mod.parameters()])
     tol = dict(rtol=1e-10, atol=1e-12) if dtype == np.float64 else dict(rtol=1e-5, atol=1e-6)
     for a, b in zip(*grads):
         assert a.dtype == dtype
@@ -149,16 +154,4 @@ def test_compile_replays_the_gru_layer_row():
         out, hn = mod(x, h)
         return (out * out).sum() + (hn * hn).sum()
 
-    compiled = tg.compile(loss, fullgraph=True)
-    for seed in range(3):
-        arrays = (_data((5, 2, 3), np.float32, seed), _data((4, 2, 4), np.float32, seed + 10))
-        results = []
-        for f in (loss, compiled):
-            ins = [tg.tensor(a, requires_grad=True) for a in arrays]
-            mod.zero_grad()
-            value = f(*ins)
-            value.backward()
-            results.append([value.detach().numpy()] + [t.grad.numpy() for t in ins]
-                           + [p.grad.numpy().copy() for p in mod.parameters()])
-        for a, b in zip(*results):
-            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    _compiled_matches_eager(mod, loss, [(5, 2, 3), (4, 2, 4)])

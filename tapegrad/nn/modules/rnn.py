@@ -167,18 +167,16 @@ class RNNBase(Module):
                 w_ih, w_hh, b_ih, b_hh, w_hr = self._weights(k)
                 gx_all = F.linear(layer_input, w_ih, b_ih)  # every step's input projection, one row
                 h, c = h0[k], c0[k] if lstm else None
-                if lstm and T and w_hr is None and gx_all.dtype in (_dtype.float32, _dtype.float64):
-                    # the whole recurrence: two rows (a proj_size LSTM goes step by step)
-                    out, c = lstm_layer(gx_all, h, c, w_hh, b_hh, reverse=bool(d))
+                if T and gx_all.dtype in (_dtype.float32, _dtype.float64) and (
+                        (lstm and w_hr is None) or self.mode == "GRU"):
+                    # the whole recurrence: two rows for an LSTM, one for a GRU (a proj_size LSTM goes step by step)
+                    if lstm:
+                        out, c = lstm_layer(gx_all, h, c, w_hh, b_hh, reverse=bool(d))
+                    else:
+                        out = gru_layer(gx_all, h, w_hh, b_hh, reverse=bool(d))
                     outs.append(out)
                     hs.append(out[0 if d else T - 1])
                     cs.append(c)
-                    continue
-                if self.mode == "GRU" and T and gx_all.dtype in (_dtype.float32, _dtype.float64):
-                    out = gru_layer(gx_all, h, w_hh, b_hh, reverse=bool(d))  # the whole recurrence: one row
-                    outs.append(out)
-                    hs.append(out[0 if d else T - 1])
-                    cs.append(None)
                     continue
                 steps = [None] * T
                 for t in (range(T - 1, -1, -1) if d else range(T)):
