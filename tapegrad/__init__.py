@@ -41,7 +41,7 @@ from .ops.layers import (bilinear, channel_shuffle, cosine_similarity, embedding
                           native_channel_shuffle, pairwise_distance, rms_norm)  # (torch.X: the signatures of torch.nn.functional's)
 from .nn.functional import (celu, celu_, hardshrink, relu_, selu, selu_, threshold,  # noqa: F401,E402
                             threshold_)  # (torch.X: nn.functional's, as torch exposes them)
-from . import linalg, optim, special, utils  # noqa: F401
+from . import functional, linalg, optim, special, utils  # noqa: F401
 from . import distributions  # noqa: F401
 from . import distributed  # noqa: F401  (imports no MPI: init_process_group does)
 from .serialization import load, save  # noqa: F401
@@ -50,7 +50,7 @@ from .serialization import load, save  # noqa: F401
 from .version import __version__  # noqa: E402,F401  (torch's API version, a TorchVersion str)
 from . import version  # noqa: E402,F401
 from .device import device, get_default_device, set_default_device  # noqa: E402,F401
-from . import accelerator, amp, backends, cpu, cuda, mps  # noqa: E402,F401
+from . import accelerator, amp, backends, cpu, cuda, mps, xpu  # noqa: E402,F401
 from .amp import autocast  # noqa: E402,F401
 from ._runtime import (are_deterministic_algorithms_enabled, get_default_dtype,  # noqa: E402,F401
                        get_float32_matmul_precision, get_num_interop_threads, get_num_threads, is_autocast_enabled, set_default_dtype,

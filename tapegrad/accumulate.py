@@ -23,6 +23,18 @@ def run_hooks(t, g, graph):
     return g
 
 
+def run_post_accumulate_hooks(t, graph):
+    """t's post-accumulate-grad hooks, once its .grad holds this backward's gradient."""
+    with enable_grad() if graph else no_grad():
+        for hook in list(t._post_accumulate_grad_hooks):
+            out = hook(t)
+            if out is None or out is t:  # (torch lets a hook return its tensor: `lambda p: p.add_(...)`)
+                continue
+            if isinstance(out, Tensor):
+                raise RuntimeError("Tensor post accumulate grad hooks should return None.")
+            raise TypeError(f"expected Variable, but hook returned '{type(out).__name__}'")
+
+
 def _check_hook_result(hook, g, out):
     """torch's checks of what a tensor hook returned: a tensor of the gradient's dtype and shape."""
     if not isinstance(out, Tensor):
@@ -61,6 +73,8 @@ def into_leaf(tape, row, g, targets, graph):
     g = run_hooks(t, g, graph)
     if targets is None and t._requires_grad:  # (torch's AccumulateGrad: a leaf set not to require grad since)
         add_grad(t, g, graph)
+        if t._post_accumulate_grad_hooks:
+            run_post_accumulate_hooks(t, graph)
 
 
 def add_grad(t, g, graph):

@@ -13,7 +13,7 @@ import threading
 import numpy as np
 
 from . import _dtype, anomaly, kernels, registry, tape as tape_mod
-from .accumulate import add_grad, run_hooks, watched, wrap
+from .accumulate import add_grad, run_hooks, run_post_accumulate_hooks, watched, wrap
 from .anomaly import has_nan, row_name, run_named
 from .create_graph import graph_vjp, run_graph
 from .grad_mode import no_grad
@@ -267,6 +267,8 @@ def _run_compiled(rt, tape, need, owned, offsets, recycle, adj, kinds, roots, se
                     t._grad = g
                 else:
                     add_grad(t, g, False)
+                if t._post_accumulate_grad_hooks:
+                    run_post_accumulate_hooks(t, False)
     adjoint.own = own
     return adjoint
 

@@ -23,7 +23,8 @@ are not data (other functions, open files, arbitrary objects), make save raise. 
 object.__new__ and fills its __dict__: no __init__, __setstate__ or any other code of the class runs, and no
 module is imported except tapegrad's own. The class must be tapegrad's own (tapegrad.nn), or allowed with
 torch.serialization.add_safe_globals / safe_globals (as torch.load(weights_only=True) requires), or, with
-weights_only=False, a Module subclass in a module that is already imported.
+weights_only=False (the caller trusts the file, as torch's unpickling does), a Module subclass of any module,
+imported if it is not yet.
 
 Loading never unpickles: the manifest is JSON, every array header is checked (numeric dtype, a shape
 whose size matches the bytes actually stored) before any array is allocated, and only uncompressed
@@ -106,8 +107,8 @@ def _class_name(cls):
 
 
 def _module_class(name, weights_only):
-    """The class a saved module names, without running code from the file or importing a module other
-    than tapegrad's own."""
+    """The class a saved module names, without running code from the file; a module other than tapegrad's own is
+    imported only with weights_only=False."""
     from .nn.modules.module import Module
     for g in _safe_globals:
         obj, alias = g if isinstance(g, tuple) else (g, None)
@@ -117,16 +118,20 @@ def _module_class(name, weights_only):
     dotted = name.replace(":", ".")
     if modname == "tapegrad.nn" or modname.startswith("tapegrad.nn."):
         import importlib
-        mod = importlib.import_module(modname)
-    elif not weights_only and modname in sys.modules:
-        mod = sys.modules[modname]
+        try:
+            mod = importlib.import_module(modname)
+        except ImportError:
+            _fail(f"the file names {dotted}, which is not an nn.Module class")
+    elif not weights_only:  # (the caller trusts the file: its class's module is imported, as unpickling does)
+        import importlib
+        mod = sys.modules.get(modname) or importlib.import_module(modname)
     else:
         raise UnsafeGlobalError(
             f"Weights only load failed: the file holds a module of class {dotted}, which is not an allowed "
             f"global by default. Please use `torch.serialization.add_safe_globals([{dotted}])` or the "
             f"`torch.serialization.safe_globals([{dotted}])` context manager to allowlist this global if you "
             f"trust this class (tapegrad makes it with object.__new__ and fills its attributes; none of its "
-            f"code runs)" + ("" if weights_only else f", or import {modname} first"))
+            f"code runs), or load it with weights_only=False if you trust the file")
     obj = mod
     for part in qualname.split("."):
         obj = getattr(obj, part, None) if part != "<locals>" else None
@@ -546,7 +551,7 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
                 members = _check_members(zf, size)
                 manifest = _read_manifest(zf, members, size)
                 return _Reader(zf, members, size, bool(weights_only)).decode(manifest["root"])
-            except SerializationError:
+            except (SerializationError, ImportError):  # (weights_only=False: the class's module failed to import)
                 raise
             except RecursionError:
                 _fail("the manifest is nested too deeply")

@@ -141,6 +141,7 @@ class Tensor:
     _slot = NOT_A_SLOT
     _vc = None            # version cell: a one-element int64 array shared by tensors that share storage
     _hooks = None
+    _post_accumulate_grad_hooks = None  # a leaf's: run with it once its .grad is accumulated (accumulate.py)
     _retains_grad = False
     _grad_fn = None
     _base = None          # the tensor a view was made from (torch's ._base)
@@ -464,6 +465,19 @@ class Tensor:
         if not self._is_leaf:
             self._watch()
         return _HookHandle(self._hooks, hook)
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """hook(tensor) runs after a backward accumulated this leaf's .grad (not for autograd.grad), under no_grad
+        unless create_graph; it returns None."""
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if not self._is_leaf:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+        untraceable("a hook or retain_grad")
+        if self._post_accumulate_grad_hooks is None:
+            self._post_accumulate_grad_hooks = []
+        self._post_accumulate_grad_hooks.append(hook)
+        return _HookHandle(self._post_accumulate_grad_hooks, hook)
 
     def _watch(self):
         """Make the replay stop at this tensor's row, so Python can run its hooks and retain its grad."""

@@ -621,6 +621,8 @@ class _TraceTape(Tape):
             ref = self.aux.get(r)
             t = ref() if ref is not None else None
             if t is not None:
+                if t._hooks or t._post_accumulate_grad_hooks:  # (a replay accumulates without running them)
+                    tape_mod.untraceable("a hook on a leaf that backward() accumulates into")
                 keep.append((r, ref, t))
         grads = replay.run(self, roots, seeds, retain_graph, False, targets=[r for r, _, _ in keep],
                            accumulate=False)

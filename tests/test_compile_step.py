@@ -89,6 +89,24 @@ def test_backward_accumulates_into_grad_across_calls_and_into_arguments():
     assert "was None when traced" in f.guard_failures[-1]
 
 
+def test_a_hook_on_a_leaf_the_step_accumulates_into_breaks_the_graph():
+    # a replay accumulates .grad without Python, so it cannot run the leaf's hooks: the call runs eagerly
+    for register in ("register_hook", "register_post_accumulate_grad_hook"):
+        w = tg.tensor(np.ones(3), requires_grad=True)
+        calls = []
+        getattr(w, register)(lambda g: calls.append(1))
+
+        def step(x):
+            (x * w).sum().backward()
+        with pytest.raises(RuntimeError, match="a hook on a leaf that backward"):
+            tg.compile(step, fullgraph=True)(tg.tensor(np.arange(3.0)))
+        f = tg.compile(step)
+        for _ in range(3):
+            f(tg.tensor(np.arange(3.0)))
+        assert len(calls) == 3  # (the fullgraph call raised before accumulating anything)
+        np.testing.assert_allclose(w.grad.numpy(), 3 * np.arange(3.0))
+
+
 def test_what_a_step_cannot_replay_is_named():
     w = tg.tensor(np.ones(3), requires_grad=True)
     opt = tg.optim.SGD([w], lr=0.1)

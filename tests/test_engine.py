@@ -673,6 +673,53 @@ def test_hooks_run_in_the_backwards_grad_mode(lib, create_graph):
     x.grad = None  # (create_graph: breaks the cycle torch warns about)
 
 
+def test_post_accumulate_grad_hook(lib):
+    # torch's own example: an SGD step in the hook, which sees the accumulated .grad, under no_grad
+    v = lib.tensor([0.0, 0.0, 0.0], requires_grad=True)
+    handle = v.register_post_accumulate_grad_hook(lambda p: p.add_(p.grad, alpha=-0.01))
+    v.backward(lib.tensor([1.0, 2.0, 3.0]))
+    np.testing.assert_allclose(v.detach().numpy(), [-0.01, -0.02, -0.03], rtol=1e-6)
+    handle.remove()
+    v.backward(lib.tensor([1.0, 2.0, 3.0]))
+    np.testing.assert_allclose(v.detach().numpy(), [-0.01, -0.02, -0.03], rtol=1e-6)
+    w = lib.tensor([1.0, 2.0], requires_grad=True)
+    seen = []
+    w.register_hook(lambda g: g * 10)  # a gradient hook runs first; the post-accumulate hook sees its result
+    w.register_post_accumulate_grad_hook(lambda p: seen.append((p.grad.tolist(), lib.is_grad_enabled())))
+    (w * 3).sum().backward()
+    (w * 3).sum().backward()
+    assert seen == [([30.0, 30.0], False), ([60.0, 60.0], False)]
+    lib.autograd.grad((w * 3).sum(), w)  # no .grad accumulated: no call
+    assert len(seen) == 2
+    (w * w).sum().backward(create_graph=True)
+    assert seen[-1][1] is True and w.grad.requires_grad
+    w.grad = None
+
+
+def test_post_accumulate_grad_hook_errors():
+    def run(lib, hook):
+        w = lib.ones(2, requires_grad=True)
+        w.register_post_accumulate_grad_hook(hook)
+        (w * 2).sum().backward()
+        return w.grad.tolist()
+    for hook in (lambda p: p, lambda p: None):
+        assert run(tapegrad, hook) == run(torch, hook) == [2.0, 2.0]
+    for hook in (lambda p: p.grad, lambda p: p.detach(), lambda p: "x", lambda p: 0):
+        got = []
+        for lib in (tapegrad, torch):
+            with pytest.raises((RuntimeError, TypeError)) as e:
+                run(lib, hook)
+            got.append((e.type, str(e.value)))
+        assert got[0] == got[1]
+    for make in (lambda lib: lib.ones(2, requires_grad=True) * 2, lambda lib: lib.ones(2)):
+        got = []
+        for lib in (tapegrad, torch):
+            with pytest.raises(RuntimeError) as e:
+                make(lib).register_post_accumulate_grad_hook(print)
+            got.append(str(e.value))
+        assert got[0] == got[1]
+
+
 def test_what_a_hook_records_under_enable_grad_outlives_the_backward(lib):
     # the backward frees its own rows only: the row the hook recorded while it ran stays usable
     x = lib.tensor([1.0, 2.0], requires_grad=True)

@@ -38,6 +38,8 @@ CALLS_UP = {
     ("tapegrad.ops.out", "tapegrad.ops"): "out= wraps the package's public ops by name",
     ("tapegrad.optim.optimizer", "tapegrad"): "optimizers call the package's public ops (torch.X)",
     ("tapegrad.nn.modules.transformer", "tapegrad.nn"): "a layer built of the package's other layers",
+    ("tapegrad.nn.modules.module", "tapegrad.tracing"): "Module.compile wraps its call in tapegrad.compile, which "
+                                                        "traces Modules",
     ("tapegrad.utils.data._worker", "tapegrad"): "a DataLoader worker process imports the package",
     ("tapegrad.serialization", "tapegrad.nn.modules.module"): "torch.save of a Module (serialization sits "
                                                               "below nn: torch.save is tapegrad.save)",

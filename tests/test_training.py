@@ -235,6 +235,38 @@ def test_random_split_subset_concat_and_iterable():
         tgd.DataLoader(Stream(), shuffle=True)
 
 
+def test_stack_and_chain_datasets_as_torch():
+    def build(lib, data):
+        class Stream(data.IterableDataset):
+            def __init__(self, lo, hi):
+                self.lo, self.hi = lo, hi
+
+            def __iter__(self):
+                return iter(range(self.lo, self.hi))
+
+            def __len__(self):
+                return self.hi - self.lo
+        x, y = lib.arange(6).float().reshape(3, 2), lib.arange(3)
+        stack = data.StackDataset(data.TensorDataset(x), y)
+        named = data.StackDataset(image=x, label=y)
+        chain = data.ChainDataset([Stream(0, 3), Stream(10, 12)])
+        added = Stream(0, 2) + Stream(5, 6)  # IterableDataset + IterableDataset: a ChainDataset
+        batches = [sorted((k, v.tolist()) for k, v in b.items()) for b in data.DataLoader(named, batch_size=2)]
+        return (len(stack), [(a[0].tolist(), b.item()) for a, b in stack], len(named), named[1]["label"].item(),
+                list(chain), len(chain), type(added).__name__, list(added), batches)
+    assert build(tg, tgd) == build(torch, tud)
+    for args, kwargs in (((), {}), ((tg.arange(2),), {"b": tg.arange(2)}), ((tg.arange(2), tg.arange(3)), {})):
+        got = []
+        for lib, data in ((tg, tgd), (torch, tud)):
+            conv = [lib.arange(len(a)) for a in args]
+            with pytest.raises(ValueError) as e:
+                data.StackDataset(*conv, **{k: lib.arange(len(v)) for k, v in kwargs.items()})
+            got.append(str(e.value))
+        assert got[0] == got[1]
+    with pytest.raises(AssertionError, match="ChainDataset only supports IterableDataset"):
+        list(tgd.ChainDataset([tgd.TensorDataset(tg.arange(2))]))
+
+
 def test_tensor_dataset_fast_path_returns_fresh_tensors():
     x = tg.arange(12).float().reshape(6, 2)
     loader = tgd.DataLoader(tgd.TensorDataset(x, tg.arange(6)), batch_size=4)

@@ -9,7 +9,8 @@ from ..ops.shape import _check_writable, _written
 from ..tensor import Tensor, VIEWS
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "eye_",
-           "dirac_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "orthogonal_"]
+           "dirac_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "orthogonal_",
+           "sparse_"]
 
 
 def _write(tensor, values):
@@ -201,3 +202,43 @@ def orthogonal_(tensor, gain=1, generator=None):
     if rows < cols:
         q = q.T
     return _write(tensor, (gain * q).reshape(tensor._data.shape))
+
+
+def sparse_(tensor, sparsity, std=0.01, generator=None):
+    """torch's draws: normal values from `generator`, then each column's zeroed rows by randperm from the
+    default generator (torch passes it no generator)."""
+    _check(tensor)
+    if tensor.ndim != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    rows, cols = tensor._data.shape
+    num_zeros = math.ceil(sparsity * rows)
+    values = _normal_values((rows, cols), 0.0, std, tensor._data.dtype, generator)
+    for col in range(cols):
+        values[random.permutation(rows, None)[:num_zeros], col] = 0
+    return _write(tensor, values)
+
+
+def _deprecated(new):
+    """torch's old names without the underscore: the same fill, with its FutureWarning."""
+    old = new.__name__[:-1]
+
+    def deprecated_init(*args, **kwargs):
+        warnings.warn(f"`nn.init.{old}` is now deprecated in favor of `nn.init.{new.__name__}`.", FutureWarning,
+                      stacklevel=2)
+        return new(*args, **kwargs)
+    deprecated_init.__name__ = old
+    deprecated_init.__doc__ = f"{old}(...): deprecated in favor of {new.__name__}."
+    return deprecated_init
+
+
+uniform = _deprecated(uniform_)
+normal = _deprecated(normal_)
+constant = _deprecated(constant_)
+eye = _deprecated(eye_)
+dirac = _deprecated(dirac_)
+xavier_uniform = _deprecated(xavier_uniform_)
+xavier_normal = _deprecated(xavier_normal_)
+kaiming_uniform = _deprecated(kaiming_uniform_)
+kaiming_normal = _deprecated(kaiming_normal_)
+orthogonal = _deprecated(orthogonal_)
+sparse = _deprecated(sparse_)

@@ -5,7 +5,7 @@ NumPy scalars of the parameters' dtype, so float32 problems compare and round as
 """
 import numpy as np
 
-from ..grad_mode import enable_grad
+from ..grad_mode import enable_grad, no_grad
 from ..tensor import Tensor, _new
 from .optimizer import Optimizer, _bump, _check_hyperparameters, _scalar
 
@@ -175,6 +175,7 @@ class LBFGS(Optimizer):
         self._set_param(x)
         return loss, flat_grad
 
+    @no_grad()  # (as torch's: the closure runs under enable_grad, the rest records nothing)
     def step(self, closure):
         """Up to max_iter L-BFGS iterations, each evaluating closure() (which must recompute the loss and
         gradients) once, or several times in the strong-Wolfe line search; returns the first loss."""

@@ -69,6 +69,38 @@ def test_fills_and_structured_inits():
     assert t.numpy().min() >= -0.5 and t.numpy().max() <= 1.0 and t.numpy().std() > 0.2
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_sparse_draws_torchs_values(dtype):
+    """normal values from the given generator, each column's zeros by randperm from the default one."""
+    for sparsity, generator in ((0.1, False), (0.5, True), (0.0, False)):
+        tg.manual_seed(3)
+        torch.manual_seed(3)
+        a, b = tg.empty(7, 5, dtype=getattr(tg, dtype)), torch.empty(7, 5, dtype=getattr(torch, dtype))
+        ga = tg.Generator().manual_seed(9) if generator else None
+        gb = torch.Generator().manual_seed(9) if generator else None
+        assert tg.nn.init.sparse_(a, sparsity, std=0.5, generator=ga) is a
+        torch.nn.init.sparse_(b, sparsity, std=0.5, generator=gb)
+        assert np.array_equal(a.numpy(), b.numpy())
+        assert (a.numpy() == 0).sum() == 5 * math.ceil(sparsity * 7)
+    same_error(lambda lib: lib.nn.init.sparse_(lib.empty(3, 3, 3), 0.1))
+
+
+@pytest.mark.parametrize("old", ["uniform", "normal", "constant", "eye", "dirac", "xavier_uniform", "xavier_normal",
+                                 "kaiming_uniform", "kaiming_normal", "orthogonal", "sparse"])
+def test_deprecated_names_warn_and_fill_as_torch(old):
+    shape = (4, 2, 3) if old == "dirac" else (6, 4)
+    args = (0.3,) if old in ("constant", "sparse") else ()
+    filled = []
+    for lib in (tg, torch):
+        lib.manual_seed(4)
+        t = lib.empty(*shape, dtype=lib.float64)
+        with pytest.warns(FutureWarning) as record:
+            assert getattr(lib.nn.init, old)(t, *args) is t
+        filled.append((t.numpy(), str(record[0].message)))
+    assert filled[0][1] == filled[1][1] == f"`nn.init.{old}` is now deprecated in favor of `nn.init.{old}_`."
+    np.testing.assert_allclose(filled[0][0], filled[1][0], rtol=1e-12, atol=1e-15)
+
+
 def test_calculate_gain_and_errors():
     for args in (("linear",), ("sigmoid",), ("tanh",), ("relu",), ("leaky_relu",), ("leaky_relu", 0.2),
                  ("leaky_relu", 3), ("selu",), ("conv2d",)):

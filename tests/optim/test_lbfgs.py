@@ -1,5 +1,7 @@
 """LBFGS against torch: the closure protocol, history, max_iter / max_eval, the tolerances, the strong-Wolfe
 line search, and state_dicts that cross between the libraries."""
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -209,3 +211,21 @@ def test_lbfgs_stops_at_once_when_already_optimal():
         opt.step(closure)
         assert len(calls) == 1 and p.tolist() == [0.0, 0.0, 0.0]
         assert opt.state[p] == {"func_evals": 1, "n_iter": 0}
+
+
+@pytest.mark.parametrize("line_search_fn", [None, "strong_wolfe"])
+def test_lbfgs_step_warns_nothing(line_search_fn):
+    # torch's step runs under no_grad, so reading the closure's loss as a number is not the "requires_grad to a
+    # scalar" case it warns about (pytorch/examples' time_sequence_prediction prints no warning)
+    w = tg.nn.Parameter(tg.tensor([1.0, 2.0]))
+    opt = tg.optim.LBFGS([w], lr=0.8, max_iter=4, line_search_fn=line_search_fn)
+
+    def closure():
+        opt.zero_grad()
+        loss = (w ** 2).sum()
+        loss.backward()
+        return loss
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        loss = opt.step(closure)
+    assert loss.requires_grad and tg.is_grad_enabled()

@@ -135,6 +135,20 @@ def test_model_on_the_chosen_device_trains_as_under_torch():
     np.testing.assert_allclose(a, b, rtol=1e-6)
 
 
+XPU_CALLS = ["is_available", "device_count", "is_initialized", "is_bf16_supported", "seed", "seed_all",
+             "empty_cache", "memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved",
+             "get_rng_state_all", "init", "synchronize", "current_device", "get_device_name", "get_device_properties",
+             "get_device_capability", "mem_get_info", "initial_seed", "get_rng_state", "current_stream"]
+
+
+@pytest.mark.parametrize("name", XPU_CALLS)
+def test_xpu_as_a_build_without_it(name):
+    """pytorch/examples' mnist_forward_forward asks torch.xpu.is_available() before choosing the CPU."""
+    same(lambda t: getattr(t.xpu, name)())
+    same(lambda t: (t.xpu.manual_seed(3), t.xpu.manual_seed_all(3), t.xpu.set_rng_state_all([]), t.rand(1).item()))
+    same(lambda t: t.xpu.set_device(0))
+
+
 def test_bfloat16_is_nameable():
     """(bfloat16 tensors: tests/scripts/test_bfloat16.py)"""
     assert repr(tapegrad.bfloat16) == repr(torch.bfloat16) == "torch.bfloat16"

@@ -9,7 +9,8 @@ import tapegrad
 
 PATHS = {
     "utils.data.dataloader": ["DataLoader", "default_collate", "get_worker_info"],
-    "utils.data.dataset": ["Dataset", "TensorDataset", "IterableDataset", "ConcatDataset", "Subset", "random_split"],
+    "utils.data.dataset": ["Dataset", "TensorDataset", "IterableDataset", "ConcatDataset", "Subset", "random_split",
+                           "StackDataset", "ChainDataset"],
     "utils.data.sampler": ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "BatchSampler",
                            "WeightedRandomSampler"],
     "utils.data.distributed": ["DistributedSampler"],
@@ -19,7 +20,12 @@ PATHS = {
     "nn.modules.activation": ["ReLU", "Tanh", "Softmax"], "nn.modules.module": ["Module"],
     "nn.modules.container": ["Sequential", "ModuleList"], "nn.modules.dropout": ["Dropout"],
     "nn.modules.sparse": ["Embedding"], "nn.modules.flatten": ["Flatten"],
-    "nn.utils": ["clip_grad_norm_", "parameters_to_vector"], "nn.init": ["xavier_uniform_"],
+    "nn.utils": ["clip_grad_norm_", "parameters_to_vector", "weight_norm", "spectral_norm", "skip_init"],
+    "nn.utils.parametrize": ["register_parametrization", "remove_parametrizations", "is_parametrized", "cached"],
+    "nn.utils.parametrizations": ["weight_norm", "spectral_norm", "orthogonal"],
+    "nn.utils.stateless": ["functional_call"], "nn.init": ["xavier_uniform_", "sparse_", "xavier_uniform"],
+    "functional": ["einsum", "split", "meshgrid", "norm", "unique", "tensordot", "broadcast_tensors", "cdist",
+                   "atleast_1d", "block_diag", "cartesian_prod", "chain_matmul", "unravel_index"],
     "nn.functional": ["relu", "mse_loss"], "nn.parameter": ["Parameter"],
     "optim.lr_scheduler": ["StepLR", "LambdaLR"], "optim": ["SGD", "Adam"],
     "autograd.function": ["Function"], "autograd.functional": ["jacobian", "hessian"],

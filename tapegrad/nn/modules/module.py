@@ -1,16 +1,22 @@
 """torch.nn.Module: parameters, buffers and submodules registered by attribute assignment."""
+import functools
 import itertools
+import types
+import warnings
+import weakref
 from collections import OrderedDict, namedtuple
 from collections.abc import Mapping
 
 import numpy as np
 
 from ... import _dtype
+from ...creation import empty_like
 from ...grad_mode import no_grad
 from ...tape import NOT_A_SLOT, _local as _tape_local
 from ...tensor import Tensor, tensor_type_name
 from ...utils.hooks import RemovableHandle
 from ..parameter import Buffer, Parameter
+from ._backward_hook import _BackwardHook
 from ...device import check
 
 __all__ = ["Module"]
@@ -35,6 +41,44 @@ class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpec
     __str__ = __repr__
 
 
+_EXTRA_STATE_KEY_SUFFIX = "_extra_state"
+_NO_HOOKS = types.MappingProxyType({})  # (the class's stand-in for a hook dict a module loaded from an older file lacks)
+
+
+class _WrappedHook:
+    """torch's: a load_state_dict pre-hook, given the module (held weakly) as its first argument when with_module."""
+
+    def __init__(self, hook, module=None):
+        self.hook = hook
+        functools.update_wrapper(self, hook)
+        self.with_module = False
+        if module is not None:
+            self.module = weakref.ref(module)
+            self.with_module = True
+
+    def __call__(self, *args, **kwargs):
+        if self.with_module:
+            module = self.module()
+            if module is None:
+                raise RuntimeError("You are trying to call the hook of a dead Module!")
+            return self.hook(module, *args, **kwargs)
+        return self.hook(*args, **kwargs)
+
+    def __getstate__(self):
+        result = {"hook": self.hook, "with_module": self.with_module}
+        if self.with_module:
+            result["module"] = self.module()
+        return result
+
+    def __setstate__(self, state):
+        self.hook = state["hook"]
+        self.with_module = state["with_module"]
+        if self.with_module:
+            if state["module"] is None:
+                raise RuntimeError("You are trying to revive the hook of a dead Module!")
+            self.module = weakref.ref(state["module"])
+
+
 def _addindent(s_, num_spaces):
     s = s_.split("\n")
     if len(s) == 1:
@@ -51,6 +95,13 @@ class Module:
     _version = 1
     training: bool
     call_super_init = False
+    # __call__ takes its hook path (_call_impl) only while this is true: set by registering a forward (pre-)hook
+    # or a backward (pre-)hook, or by compile(), and cleared by that path once all of them are gone, so that a
+    # call of a module without hooks tests one attribute
+    _call_hooked = False
+    _compiled_call_impl = None
+    _is_full_backward_hook = None
+    _backward_hooks = _backward_pre_hooks = _state_dict_pre_hooks = _load_state_dict_pre_hooks = _NO_HOOKS
 
     def __init__(self, *args, **kwargs):
         if kwargs:
@@ -65,48 +116,141 @@ class Module:
         d["_buffers"] = {}
         d["_non_persistent_buffers_set"] = set()
         d["_modules"] = {}
+        d["_backward_pre_hooks"] = OrderedDict()
+        d["_backward_hooks"] = OrderedDict()
+        d["_is_full_backward_hook"] = None
         d["_forward_hooks"] = OrderedDict()
         d["_forward_pre_hooks"] = OrderedDict()
         d["_state_dict_hooks"] = OrderedDict()
+        d["_state_dict_pre_hooks"] = OrderedDict()
+        d["_load_state_dict_pre_hooks"] = OrderedDict()
         d["_load_state_dict_post_hooks"] = OrderedDict()
 
     def forward(self, *input):
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def __call__(self, *args, **kwargs):
-        if not (self._forward_pre_hooks or self._forward_hooks):
+        if not self._call_hooked:  # (no hooks, not compiled: the hot path)
+            return self.forward(*args, **kwargs)
+        if self._compiled_call_impl is not None:
+            return self._compiled_call_impl(*args, **kwargs)
+        return self._call_impl(*args, **kwargs)
+
+    _wrapped_call_impl = __call__
+
+    def _call_impl(self, *args, **kwargs):
+        """torch's: forward pre-hooks, the backward hooks' wrapping of the inputs, forward, forward hooks, the
+        wrapping of the outputs."""
+        backward_hooks, backward_pre_hooks = self._backward_hooks, self._backward_pre_hooks
+        if not (self._forward_pre_hooks or self._forward_hooks or backward_hooks or backward_pre_hooks):
+            if self._compiled_call_impl is None:
+                self.__dict__["_call_hooked"] = False  # (all removed: back to the hot path)
             return self.forward(*args, **kwargs)
         for hook in tuple(self._forward_pre_hooks.values()):
             out = hook(self, args)
             if out is not None:
                 args = out if isinstance(out, tuple) else (out,)
+        bw_hook = None
+        if backward_hooks or backward_pre_hooks:
+            bw_hook = _BackwardHook(self, list(backward_hooks.values()), list(backward_pre_hooks.values()),
+                                    self._is_full_backward_hook is not False)
+            given = args
+            args = bw_hook.setup_input_hook(args)
         result = self.forward(*args, **kwargs)
+        if bw_hook is not None:
+            bw_hook.check_inputs()
         for hook in tuple(self._forward_hooks.values()):
             out = hook(self, args, result)
             if out is not None:
                 result = out
+        if bw_hook is not None:
+            if (bw_hook.full or backward_pre_hooks) and not isinstance(result, (Tensor, tuple)):
+                warnings.warn("For backward hooks to be called, module output should be a Tensor or a tuple of "
+                              f"Tensors but received {type(result)}", stacklevel=2)
+            if backward_hooks and not bw_hook.full:
+                bw_hook.warn_non_full(given, result)
+            result = bw_hook.setup_output_hook(result)
         return result
 
-    _call_impl = __call__
+    def compile(self, *args, **kwargs):
+        """torch's Module.compile: later calls of this module go through tapegrad.compile of its call (hooks
+        included)."""
+        from ...tracing import compile as _compile  # (tracing imports nn: a local import)
+        self._compiled_call_impl = _compile(self._call_impl, *args, **kwargs)
+        self.__dict__["_call_hooked"] = True
+
+    def _add_hook(self, name, hook, prepend=False, on_call=False):
+        """Register hook in this module's hook dict `name` (made if it lacks one: a module loaded from a file saved
+        before it had one); on_call: a hook __call__ runs, so calls take the hooked path from now on."""
+        hooks = self.__dict__.get(name)
+        if hooks is None:
+            hooks = self.__dict__[name] = OrderedDict()
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = hook
+        if prepend:
+            hooks.move_to_end(handle.id, last=False)
+        if on_call:
+            self.__dict__["_call_hooked"] = True
+        return handle
 
     def register_forward_hook(self, hook, *, prepend=False):
-        handle = RemovableHandle(self._forward_hooks)
-        self._forward_hooks[handle.id] = hook
-        if prepend:
-            self._forward_hooks.move_to_end(handle.id, last=False)
-        return handle
+        return self._add_hook("_forward_hooks", hook, prepend, on_call=True)
 
     def register_forward_pre_hook(self, hook, *, prepend=False):
-        handle = RemovableHandle(self._forward_pre_hooks)
-        self._forward_pre_hooks[handle.id] = hook
-        if prepend:
-            self._forward_pre_hooks.move_to_end(handle.id, last=False)
-        return handle
+        return self._add_hook("_forward_pre_hooks", hook, prepend, on_call=True)
+
+    # -- backward hooks (torch's) -------------------------------------------------------------------------
+    def register_full_backward_pre_hook(self, hook, prepend=False):
+        """hook(module, grad_output) -> tuple of Tensors or None: called with the gradients of the forward's
+        tensor outputs; what it returns replaces them."""
+        return self._add_hook("_backward_pre_hooks", hook, prepend, on_call=True)
+
+    def register_backward_hook(self, hook):
+        """Deprecated (torch's): use register_full_backward_hook."""
+        self._backward_hook_kind(full=False)
+        return self._add_hook("_backward_hooks", hook, on_call=True)
+
+    def register_full_backward_hook(self, hook, prepend=False):
+        """hook(module, grad_input, grad_output) -> tuple of Tensors or None: called with the gradients of the
+        forward's positional tensor inputs and of its tensor outputs; what it returns replaces grad_input."""
+        self._backward_hook_kind(full=True)
+        return self._add_hook("_backward_hooks", hook, prepend, on_call=True)
+
+    def _backward_hook_kind(self, full):
+        if self._is_full_backward_hook is (not full):
+            raise RuntimeError("Cannot use both regular backward hooks and full backward hooks on a single Module. "
+                               "Please use only one of them.")
+        self.__dict__["_is_full_backward_hook"] = full
+
+    # -- state-dict hooks (torch's) -----------------------------------------------------------------------
+    def _register_state_dict_hook(self, hook):
+        """hook(module, state_dict, prefix, local_metadata) -> None or a new state_dict (respected only at the
+        module state_dict() is called on)."""
+        if getattr(hook, "_from_public_api", False):
+            raise RuntimeError("Cannot register the same function as the state dict post hook that was "
+                               "previously registered via register_state_dict_post_hook")
+        return self._add_hook("_state_dict_hooks", hook)
+
+    def register_state_dict_post_hook(self, hook):
+        """hook(module, state_dict, prefix, local_metadata) -> None: may modify state_dict in place."""
+        hook._from_public_api = True
+        return self._add_hook("_state_dict_hooks", hook)
+
+    def register_state_dict_pre_hook(self, hook):
+        """hook(module, prefix, keep_vars) -> None, before state_dict() saves this module."""
+        return self._add_hook("_state_dict_pre_hooks", hook)
+
+    def _register_load_state_dict_pre_hook(self, hook, with_module=False):
+        """hook([module,] state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs),
+        before _load_from_state_dict loads this module; the module is passed only with_module."""
+        return self._add_hook("_load_state_dict_pre_hooks", _WrappedHook(hook, self if with_module else None))
+
+    def register_load_state_dict_pre_hook(self, hook):
+        """hook(module, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)."""
+        return self._register_load_state_dict_pre_hook(hook, with_module=True)
 
     def register_load_state_dict_post_hook(self, hook):
-        handle = RemovableHandle(self._load_state_dict_post_hooks)
-        self._load_state_dict_post_hooks[handle.id] = hook
-        return handle
+        return self._add_hook("_load_state_dict_post_hooks", hook)
 
     # -- registration ------------------------------------------------------------------------------
     def register_buffer(self, name, tensor, persistent=True):
@@ -179,6 +323,33 @@ class Module:
             if not isinstance(mod, Module):
                 raise AttributeError("`" + item + "` is not an nn.Module")
         return mod
+
+    def get_extra_state(self):
+        raise RuntimeError(
+            "Reached a code path in Module.get_extra_state() that should never be called. "
+            "Please file an issue at https://github.com/pytorch/pytorch/issues/new?template=bug-report.yml "
+            "to report this bug.")
+
+    def set_extra_state(self, state):
+        raise RuntimeError(
+            "Reached a code path in Module.set_extra_state() that should never be called. "
+            "Please file an issue at https://github.com/pytorch/pytorch/issues/new?template=bug-report.yml "
+            "to report this bug.")
+
+    def set_submodule(self, target, module, strict=False):
+        if target == "":
+            raise ValueError("Cannot set the submodule without a target name!")
+        atoms = target.split(".")
+        if not isinstance(module, Module):
+            raise ValueError("`" + "module" + f"` is not an nn.Module, found {type(module)}")
+        parent = self if len(atoms) == 1 else self.get_submodule(".".join(atoms[:-1]))
+        if strict and not hasattr(parent, atoms[-1]):
+            raise AttributeError(parent._get_name() + " has no attribute `" + atoms[-1] + "`")
+        if hasattr(parent, atoms[-1]):
+            mod = getattr(parent, atoms[-1])
+            if not isinstance(mod, Module):
+                raise AttributeError("`" + atoms[-1] + "` is not an nn.Module")
+        setattr(parent, atoms[-1], module)
 
     def get_parameter(self, target):
         module_path, _, param_name = target.rpartition(".")
@@ -274,11 +445,22 @@ class Module:
         else:
             object.__delattr__(self, name)
 
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state.pop("_compiled_call_impl", None)
+        return state
+
     def __setstate__(self, state):
         self.__dict__.update(state)
-        for key in ("_forward_hooks", "_forward_pre_hooks", "_state_dict_hooks", "_load_state_dict_post_hooks"):
+        for key in ("_forward_hooks", "_forward_pre_hooks", "_state_dict_hooks", "_state_dict_pre_hooks",
+                    "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks", "_backward_hooks",
+                    "_backward_pre_hooks"):
             self.__dict__.setdefault(key, OrderedDict())
         self.__dict__.setdefault("_non_persistent_buffers_set", set())
+        self.__dict__.setdefault("_is_full_backward_hook", None)
+        if "_call_hooked" not in state:
+            self.__dict__["_call_hooked"] = bool(self._forward_hooks or self._forward_pre_hooks or
+                                                 self._backward_hooks or self._backward_pre_hooks)
 
     def __dir__(self):
         attrs = dir(self.__class__)
@@ -468,6 +650,21 @@ class Module:
     def cuda(self, device=None):
         _check_device("cuda")
 
+    def ipu(self, device=None):
+        _check_device("ipu")
+
+    def xpu(self, device=None):
+        _check_device("xpu")
+
+    def mtia(self, device=None):
+        raise AssertionError("Torch not compiled with MTIA enabled. Ensure you have `import "
+                             "mtia.host_runtime.torch_mtia.dynamic_library` in your python src file and include "
+                             "`//mtia/host_runtime/torch_mtia:torch_mtia` as your target dependency!")
+
+    def to_empty(self, *, device, recurse=True):
+        """Parameters and buffers replaced by uninitialized tensors of their shapes and dtypes on `device`."""
+        return self._apply(lambda t: empty_like(t, device=device), recurse=recurse)
+
     # -- state dicts ------------------------------------------------------------------------------------
     def _save_to_state_dict(self, destination, prefix, keep_vars):
         for name, param in self._parameters.items():
@@ -476,26 +673,45 @@ class Module:
         for name, buf in self._buffers.items():
             if buf is not None and name not in self._non_persistent_buffers_set:
                 destination[prefix + name] = buf if keep_vars else buf.detach()
+        if type(self).get_extra_state is not Module.get_extra_state:
+            destination[prefix + _EXTRA_STATE_KEY_SUFFIX] = self.get_extra_state()
 
     def state_dict(self, *args, destination=None, prefix="", keep_vars=False):
         if args:  # the deprecated positional form: state_dict(destination, prefix, keep_vars)
-            destination = args[0]
-            if len(args) > 1:
+            warnings.warn("Positional args are being deprecated, use kwargs instead. Refer to "
+                          "https://pytorch.org/docs/main/generated/torch.nn.Module.html#torch.nn.Module.state_dict"
+                          " for details.", FutureWarning, stacklevel=2)
+            if destination is None:
+                destination = args[0]
+            if len(args) > 1 and prefix == "":
                 prefix = args[1]
-            if len(args) > 2:
+            if len(args) > 2 and keep_vars is False:
                 keep_vars = args[2]
         if destination is None:
             destination = OrderedDict()
+            destination._metadata = OrderedDict()
+        local_metadata = {"version": self._version}
+        if hasattr(destination, "_metadata"):
+            destination._metadata[prefix[:-1]] = local_metadata
+        for hook in self._state_dict_pre_hooks.values():
+            hook(self, prefix, keep_vars)
         self._save_to_state_dict(destination, prefix, keep_vars)
         for name, module in self._modules.items():
             if module is not None:
                 module.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
         for hook in self._state_dict_hooks.values():
-            hook(self, destination, prefix, {})
+            result = hook(self, destination, prefix, local_metadata)
+            if not getattr(hook, "_from_public_api", False):
+                if result is not None:  # (the private form's new dict; a submodule's caller drops it, as torch)
+                    destination = result
+            elif result is not None:
+                raise RuntimeError("state_dict post-hook must return None")
         return destination
 
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
                               error_msgs):
+        for hook in self._load_state_dict_pre_hooks.values():
+            hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)
         persistent_buffers = {k: v for k, v in self._buffers.items() if k not in self._non_persistent_buffers_set}
         local_state = {k: v for k, v in itertools.chain(self._parameters.items(), persistent_buffers.items())
                        if v is not None}
@@ -532,9 +748,17 @@ class Module:
                 error_msgs.append(f'While copying the parameter named "{key}", whose dimensions in the model are '
                                   f"{param.size()} and whose dimensions in the checkpoint are "
                                   f"{input_param.size()}, an exception occurred : {ex.args}.")
+        extra_state_key = prefix + _EXTRA_STATE_KEY_SUFFIX
+        if type(self).set_extra_state is not Module.set_extra_state:
+            if extra_state_key in state_dict:
+                self.set_extra_state(state_dict[extra_state_key])
+            elif strict:
+                missing_keys.append(extra_state_key)
+        elif strict and extra_state_key in state_dict:
+            unexpected_keys.append(extra_state_key)
         if strict:
             for key in state_dict:
-                if key.startswith(prefix):
+                if key.startswith(prefix) and key != extra_state_key:
                     input_name = key[len(prefix):].split(".", 1)
                     if len(input_name) > 1:
                         if input_name[0] not in self._modules:
@@ -546,10 +770,15 @@ class Module:
         if not isinstance(state_dict, Mapping):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
         missing_keys, unexpected_keys, error_msgs = [], [], []
+        metadata = getattr(state_dict, "_metadata", None)
         state_dict = OrderedDict(state_dict)
+        if metadata is not None:
+            state_dict._metadata = metadata
 
         def load(module, local_state_dict, prefix=""):
-            local_metadata = {"assign_to_params_buffers": True} if assign else {}
+            local_metadata = {} if metadata is None else metadata.get(prefix[:-1], {})
+            if assign:
+                local_metadata["assign_to_params_buffers"] = assign
             module._load_from_state_dict(local_state_dict, prefix, local_metadata, True, missing_keys,
                                          unexpected_keys, error_msgs)
             for name, child in module._modules.items():
@@ -559,7 +788,10 @@ class Module:
                     load(child, child_state_dict, child_prefix)
             incompatible = _IncompatibleKeys(missing_keys, unexpected_keys)
             for hook in module._load_state_dict_post_hooks.values():
-                hook(module, incompatible)
+                if hook(module, incompatible) is not None:
+                    raise AssertionError(
+                        "Hooks registered with ``register_load_state_dict_post_hook`` are not expected to return new "
+                        "values, if incompatible_keys need to be modified, it should be done inplace.")
 
         load(self, state_dict)
         if strict:

@@ -5,10 +5,10 @@ import warnings
 import numpy as np
 
 from ...ops.sparse import _unsupported
-from ...tape import _local as _tape_local
+from ...tape import _local as _tape_local, untraceable
 from ...tensor import Tensor, _new
 
-__all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "get_total_norm"]
+__all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm"]
 
 
 def _grads(parameters):
@@ -92,4 +92,30 @@ def clip_grad_value_(parameters, clip_value, foreach=None):
         raise _unsupported("clamp_min_")
     for g in grads:
         np.clip(g._data, -clip_value, clip_value, out=g._data)
+        g._bump_version()
+
+
+def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
+    """Scale the gradients in place by min(max_norm / (total_norm + 1e-6), 1), total_norm given (a tensor, as
+    get_total_norm returns); torch 2.13's torch.nn.utils.clip_grads_with_norm_."""
+    if _tape_local.tracing is not None:
+        untraceable("clip_grads_with_norm_ (a total norm the replay would not recompute)")
+    if isinstance(parameters, Tensor):
+        parameters = [parameters]
+    grads = [p.grad for p in parameters if p.grad is not None]
+    max_norm = float(max_norm)
+    if len(grads) == 0:
+        return
+    if not isinstance(total_norm, Tensor):
+        raise TypeError(f"clamp() received an invalid combination of arguments - got ({type(total_norm).__name__}, "
+                        "max=float), but expected one of:\n"
+                        " * (Tensor input, Tensor min = None, Tensor max = None, *, Tensor out = None)\n"
+                        " * (Tensor input, Number min = None, Number max = None, *, Tensor out = None)\n")
+    if any(g.is_sparse for g in grads):
+        raise _unsupported("mul_")
+    norm = total_norm._data
+    clip_coef = np.asarray(max_norm, norm.dtype) / (norm + np.asarray(1e-6, norm.dtype))
+    clip_coef = np.minimum(clip_coef, np.asarray(1.0, norm.dtype))
+    for g in grads:
+        np.multiply(g._data, clip_coef.astype(g._data.dtype), out=g._data)
         g._bump_version()

@@ -1,11 +1,13 @@
-"""torch.utils.data.dataset: Dataset, IterableDataset, TensorDataset, ConcatDataset, Subset, random_split."""
+"""torch.utils.data.dataset: Dataset, IterableDataset, TensorDataset, StackDataset, ConcatDataset, ChainDataset,
+Subset, random_split."""
 import bisect
 import math
 import warnings
 
 from .sampler import _randperm
 
-__all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "Subset", "random_split"]
+__all__ = ["Dataset", "IterableDataset", "TensorDataset", "StackDataset", "ConcatDataset", "ChainDataset", "Subset",
+           "random_split"]
 
 
 # -- datasets ---------------------------------------------------------------------------------------------
@@ -22,7 +24,7 @@ class IterableDataset(Dataset):
         raise NotImplementedError("Subclasses of IterableDataset should implement __iter__.")
 
     def __add__(self, other):
-        raise TypeError("IterableDataset does not support concatenation")
+        return ChainDataset([self, other])
 
 
 class TensorDataset(Dataset):
@@ -38,6 +40,51 @@ class TensorDataset(Dataset):
 
     def __len__(self):
         return self.tensors[0].size(0)
+
+
+class StackDataset(Dataset):
+    """Samples are tuples (StackDataset(a, b)[i] == (a[i], b[i])) or dicts (StackDataset(x=a)[i] == {"x": a[i]})."""
+
+    def __init__(self, *args, **kwargs):
+        if args and kwargs:
+            raise ValueError("Supported either ``tuple``- (via ``args``) or``dict``- (via ``kwargs``) like input/output, "
+                             "but both types are given.")
+        if not args and not kwargs:
+            raise ValueError("At least one dataset should be passed")
+        parts = args or list(kwargs.values())
+        self._length = len(parts[0])
+        if any(self._length != len(dataset) for dataset in parts):
+            raise ValueError("Size mismatch between datasets")
+        self.datasets = args or kwargs
+
+    def __getitem__(self, index):
+        if isinstance(self.datasets, dict):
+            return {k: dataset[index] for k, dataset in self.datasets.items()}
+        return tuple(dataset[index] for dataset in self.datasets)
+
+    def __len__(self):
+        return self._length
+
+
+class ChainDataset(IterableDataset):
+    """IterableDatasets one after another, chained as they are iterated."""
+
+    def __init__(self, datasets):
+        self.datasets = datasets
+
+    def __iter__(self):
+        for d in self.datasets:
+            if not isinstance(d, IterableDataset):
+                raise AssertionError("ChainDataset only supports IterableDataset")
+            yield from d
+
+    def __len__(self):
+        total = 0
+        for d in self.datasets:
+            if not isinstance(d, IterableDataset):
+                raise AssertionError("ChainDataset only supports IterableDataset")
+            total += len(d)
+        return total
 
 
 class ConcatDataset(Dataset):
