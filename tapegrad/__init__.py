@@ -44,6 +44,7 @@ from .nn.functional import (celu, celu_, hardshrink, relu_, selu, selu_, thresho
 from . import functional, linalg, optim, special, utils  # noqa: F401
 from . import distributions  # noqa: F401
 from . import distributed  # noqa: F401  (imports no MPI: init_process_group does)
+from . import profiler  # noqa: F401,E402  (torch.profiler: tapegrad's ops on the CPU, as torch names them)
 from .serialization import load, save  # noqa: F401
 
 # -- running PyTorch scripts: devices, the environment, the launcher (see docs/compatibility.md) --------------

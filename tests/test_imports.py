@@ -37,6 +37,8 @@ CALLS_UP = {
     ("tapegrad.ops.padding", "tapegrad.ops"): "padding composes ops of the package that imports it",
     ("tapegrad.ops.out", "tapegrad.ops"): "out= wraps the package's public ops by name",
     ("tapegrad.optim.optimizer", "tapegrad"): "optimizers call the package's public ops (torch.X)",
+    ("tapegrad.autograd.profiler", "tapegrad"): "the profiler's table of the package's public ops (torch.X, "
+                                                "nn.functional, Tensor methods), built at the first profile",
     ("tapegrad.nn.modules.transformer", "tapegrad.nn"): "a layer built of the package's other layers",
     ("tapegrad.nn.modules.module", "tapegrad.tracing"): "Module.compile wraps its call in tapegrad.compile, which "
                                                         "traces Modules",

@@ -7,3 +7,4 @@ from .function import Function  # noqa: F401
 from . import functional  # noqa: F401
 from .gradcheck import gradcheck, gradgradcheck  # noqa: F401
 from .inspect import dump, tape_stats  # noqa: F401
+from . import profiler, profiler_util  # noqa: F401  (torch.autograd.profiler: the CPU profiler torch.profiler builds on)
