@@ -223,17 +223,44 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     input, target = _autocast_float32(input, target)  # (torch's CPU autocast: in float32)
     reduction = _reduction(reduction, size_average, reduce)
     x, t = _tensor(input), _tensor(target)
+    if weight is None and reduction != "none" and x._data.ndim == 2 and t._data.ndim == 1:
+        out = _nll_unweighted(x, t, reduction, ignore_index)  # (a classifier's loss: the checks and sums it needs)
+        if out is not None:
+            return out
     xl, tt, w, cdim = _class_targets(x, t, weight, ignore_index)
     rows = np.arange(len(tt))
     per = -w * xl[rows, tt]
     out = _finish(per, w, reduction, t.shape, x._data.dtype)
     scale = _per_sample_scale(w, reduction, x._data.dtype)
     coef = np.zeros(xl.shape, x._data.dtype)
-    coef[rows, tt] = -scale
+    valid = t._data.reshape(-1) != ignore_index  # (an ignored sample's gradient is 0, also where 0 / 0 made scale NaN)
+    coef[rows[valid], tt[valid]] = -scale[valid]
     op = OPS["nll_loss2d" if x.ndim >= 3 else "nll_loss"]
     ctx = Ctx(coef=_to_layout(coef, x, cdim), reduction=reduction, cdim=cdim, ignore_index=ignore_index,
               weight=None if weight is None else _tensor(weight)._data)
     return _view_nd(x, reduction, guard(_record(op, out, (x,), aux=ctx), t, remap=_target_remap(ctx)))
+
+
+def _nll_unweighted(x, t, reduction, ignore_index):
+    """nll_loss of (M, C) log-probabilities and M in-range class targets, none ignored, no weight: what the general
+    path computes with unit weights (the same sums, so the same values), without its per-sample arrays. None for
+    any other case (bad targets raise there)."""
+    xl, tl = x._data, t._data
+    M, C = xl.shape
+    if tl.dtype != np.int64 or len(tl) != M or M == 0:
+        return None
+    lo, hi = tl.min(), tl.max()
+    if lo < 0 or hi >= C or (lo <= ignore_index <= hi and (tl == ignore_index).any()):
+        return None
+    rows = np.arange(M)
+    dtype = xl.dtype
+    per = -xl[rows, tl]
+    total = per.sum()
+    out = np.asarray(total / dtype.type(M) if reduction == "mean" else total, dtype)
+    coef = np.zeros(xl.shape, dtype)
+    coef[rows, tl] = -(dtype.type(1) / dtype.type(M)) if reduction == "mean" else -1
+    ctx = Ctx(coef=coef, reduction=reduction, cdim=1, ignore_index=ignore_index, weight=None)
+    return guard(_record(OPS["nll_loss"], out, (x,), aux=ctx), t, remap=_target_remap(ctx))
 
 
 def _target_remap(ctx):
@@ -262,7 +289,7 @@ def _nll_replay(ctx, x):
     per = -w * xl[rows, tt]
     out = _finish(per, w, ctx.reduction, ctx.replay_target.shape, x.dtype)
     coef = np.zeros(xl.shape, x.dtype)
-    coef[rows, tt] = -_per_sample_scale(w, ctx.reduction, x.dtype)
+    coef[rows[valid], tt[valid]] = -_per_sample_scale(w, ctx.reduction, x.dtype)[valid]
     ctx.coef[...] = coef if x.ndim == 2 else np.moveaxis(coef.reshape(moved.shape), -1, cdim)
     return out
 

@@ -320,6 +320,30 @@ def test_nll_loss_2d():
     np.testing.assert_allclose(b[7], a[7], rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_nll_loss_of_a_classifier_is_the_weighted_path_with_unit_weights(dtype, reduction):
+    """nll_loss's lean path ((M, C) input, no weight, no ignored target) gives what the general path gives with unit
+    weights, bit for bit, and torch's values; ignored targets (every one, too) take the general path, whose ignored
+    samples get a zero gradient as torch's (not 0 / 0)."""
+    for m, c, ignore in ((1, 59, -100), (64, 10, -100), (1000, 7, -100), (64, 10, "first"), (1, 5, "first")):
+        x = RNG.standard_normal((m, c)).astype(dtype)
+        y = RNG.integers(0, c, m)
+        ignore = int(y[0]) if ignore == "first" else ignore
+        grads = []
+        for lib, weight in ((tg, None), (tg, np.ones(c, dtype)), (torch, None)):
+            xi = lib.tensor(x, requires_grad=True)
+            out = lib.nn.functional.nll_loss(xi, lib.tensor(y), None if weight is None else lib.tensor(weight),
+                                             reduction=reduction, ignore_index=ignore)
+            out.backward()
+            grads.append((out.detach().numpy(), xi.grad.numpy(), out.grad_fn.name()))
+        (a, ga, na), (b, gb, nb), (t, gt, nt) = grads
+        assert np.array_equal(a, b, equal_nan=True) and np.array_equal(ga, gb) and na == nb == nt
+        scale = np.abs(x[np.arange(m), y]).sum() / (m if reduction == "mean" else 1)
+        np.testing.assert_allclose(a, t, rtol=1e-6, atol=1e-6 * scale)  # (torch sums in another order)
+        np.testing.assert_allclose(ga, gt, rtol=1e-6)
+
+
 # -- torch's top-level (aten) forms: the reduction is aten's enum, and the binding's default reads as 0 (none) --------
 A1, A2 = RNG.standard_normal((2, 4, 3))
 T3 = RNG.choice([-1.0, 1.0], size=(4, 3))
