@@ -162,7 +162,36 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
     if steps < 0:  # NumPy's ValueError otherwise
         raise RuntimeError("number of steps must be non-negative")
     _check_device(device)
-    return _finish(np.linspace(start, end, steps, dtype=np.float64).astype(_float(dtype)), None, requires_grad)
+    dt = _float(dtype)
+    if dt in (np.float32, np.float64) and steps > 1:
+        return _finish(_linspace(start, end, steps, dt.type), None, requires_grad)
+    return _finish(np.linspace(start, end, steps, dtype=np.float64).astype(dt), None, requires_grad)
+
+
+def _linspace(start, end, steps, dt):
+    """torch's values: step = (end - start) / (steps - 1) in the dtype, then start + k * step for the first half and
+    end - (steps - 1 - k) * step for the rest, each rounded once (its CPU kernel's fused multiply-adds). float32's
+    in float64, where the product is exact; float64's with the product's and the sum's rounding errors added back
+    (Dekker's and Knuth's error-free transformations)."""
+    s, e = dt(start), dt(end)
+    step = (e - s) / dt(steps - 1)
+    k = np.arange(steps, dtype=np.float64)
+    first = k < steps // 2
+    factor = np.where(first, k, k - (steps - 1))  # k, or minus the distance from the end
+    base = np.where(first, np.float64(s), np.float64(e))
+    with np.errstate(all="ignore"):  # (an infinite or NaN step: the plain sum is its value, as torch's)
+        if dt is np.float32:
+            return (factor * np.float64(step) + base).astype(np.float32)
+        p = factor * step
+        split = 134217729.0  # 2**27 + 1: Veltkamp's split of a double into two 26-bit halves
+        fh = factor * split - (factor * split - factor)
+        sh = step * split - (step * split - step)
+        product_error = ((fh * sh - p) + fh * (step - sh) + (factor - fh) * sh) + (factor - fh) * (step - sh)
+        total = p + base
+        v = total - p
+        sum_error = (p - (total - v)) + (base - v)
+        exact = total + (product_error + sum_error)
+        return np.where(np.isfinite(exact), exact, total)
 
 
 def _like(fn, input, dtype, requires_grad, *args, memory_format=None):

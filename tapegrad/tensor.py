@@ -93,7 +93,8 @@ def _flat(seq):
 
 def _new(data, requires_grad=False):
     t = Tensor.__new__(Tensor)
-    t._data = data
+    # (a 0-d op on arrays returns a NumPy scalar: a Tensor's value is an array, which compiled code reads by id)
+    t._data = data if isinstance(data, np.ndarray) else np.asarray(data)
     if requires_grad:
         t.requires_grad = True
     return t

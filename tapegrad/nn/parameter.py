@@ -2,7 +2,7 @@
 UninitializedParameter / UninitializedBuffer (torch.nn.parameter)."""
 import numpy as np
 
-from .. import creation
+from .. import _dtype, creation
 from ..tape import NOT_A_SLOT
 from ..tensor import Tensor, _new
 
@@ -25,7 +25,7 @@ class Parameter(Tensor):
         p._data = data._data
         p._vc = data._ensure_vc()
         if requires_grad:
-            if p._data.dtype.kind != "f":
+            if not _dtype.is_float(p._data.dtype):  # (float16 and bfloat16 too: ml_dtypes' kind is "V")
                 raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
             p._requires_grad = True
         return p

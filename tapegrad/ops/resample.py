@@ -219,6 +219,15 @@ def _nearest_take(ctx, x4):
 def _nearest_sum(g, index, size, axis):
     """The adjoint of a take along `axis` with a non-decreasing index: each run of equal sources summed once."""
     starts = np.flatnonzero(np.r_[True, index[1:] != index[:-1]])
+    if len(starts) == size and index.size == size * (index.size // size) and \
+            (np.diff(starts) == index.size // size).all():  # (an integer scale: every source read k times in a row)
+        k = index.size // size
+        v = g.reshape(g.shape[:axis] + (size, k) + g.shape[axis + 1:])
+        lead = (slice(None),) * (axis + 1)
+        out = v[lead + (0,)].copy()
+        for j in range(1, k):  # (k strided adds: NumPy's reduce over an axis of 2 or 3 is 10x slower)
+            out += v[lead + (j,)]
+        return out
     out_shape = list(g.shape)
     out_shape[axis] = size
     out = np.zeros(out_shape, g.dtype)

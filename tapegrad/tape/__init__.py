@@ -227,6 +227,8 @@ class Tape(Release, Sweep, Inspection):
             # Its history was freed (backward without retain_graph): a backward through it must say so.
             s = self._append(OP_FREED, t._data, F_REQ | F_DEAD)
         else:
+            if not isinstance(t._data, np.ndarray):  # (never a NumPy scalar: the compiled replay reads arrays by id)
+                t._data = np.asarray(t._data)
             if sys.getrefcount(t._data) > 2 and self._collides(t._data, t._requires_grad):
                 self._pad_past(t._data, t._requires_grad)  # t shares an array (t = y.detach()) with a cut row here
             if t._requires_grad:

@@ -158,3 +158,41 @@ def test_gradcheck_module_is_importable_like_torchs():
     import tapegrad.autograd.gradcheck  # noqa: F401
     module = sys.modules["tapegrad.autograd.gradcheck"]
     assert module.gradcheck is tapegrad.autograd.gradcheck and hasattr(module, "GradcheckError")
+
+
+ZERO_DIM_SCRIPT = r"""
+import tapegrad as torch
+
+class Exp(torch.autograd.Function):  # pytorch/tutorials' custom_function_double_backward
+    @staticmethod
+    def forward(ctx, x):
+        result = torch.exp(x)
+        ctx.save_for_backward(result)
+        return result
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        result, = ctx.saved_tensors
+        return grad_out * result
+
+x = torch.tensor(2., dtype=torch.double, requires_grad=True)
+print(torch.autograd.gradcheck(lambda t: t ** 3, x), torch.autograd.gradgradcheck(lambda t: t ** 3, x),
+      torch.autograd.gradcheck(Exp.apply, x), torch.autograd.gradgradcheck(Exp.apply, x))
+"""
+
+
+def test_gradgradcheck_of_zero_dim_inputs():
+    """0-d inputs made gradgradcheck's grad_outputs NumPy scalars (0-d arithmetic returns one), which the compiled
+    replay read as arrays by id: a crash or an internal error. In a subprocess: it could crash the interpreter."""
+    import subprocess
+    r = subprocess.run([sys.executable, "-c", ZERO_DIM_SCRIPT], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split() == ["True"] * 4
+
+
+def test_a_tensor_never_holds_a_numpy_scalar():
+    from tapegrad.tensor import _new
+    t = _new(np.float64(2.0) * 2, requires_grad=True)  # (NumPy returns a scalar for 0-d arithmetic)
+    assert type(t._data) is np.ndarray and t._data.shape == ()
+    (t * 3).backward()
+    assert t.grad.item() == 3.0

@@ -56,6 +56,9 @@ CASES = {
     "pad_reflect": (lambda F, x: F.pad(x, (2, 1, 1, 3), mode="reflect"), [(2, 3, 4, 5)]),
     "pad_replicate": (lambda F, x: F.pad(x, (2, 3), mode="replicate"), [(3, 5)]),
     "pad_circular": (lambda F, x: F.pad(x, (1, 2, 3, 0), mode="circular"), [(1, 2, 4, 5)]),
+    "pad_reflect_3d": (lambda F, x: F.pad(x, (1, 2, 0, 3, 2, 1), mode="reflect"), [(1, 2, 3, 4, 5)]),
+    "pad_replicate_2d": (lambda F, x: F.pad(x, (3, 0, 1, 2), mode="replicate"), [(2, 3, 4)]),
+    "pad_constant_crop": (lambda F, x: F.pad(x, (-1, 2, 0, -2), value=-0.5), [(2, 3, 4, 5)]),
     "group_norm": (lambda F, x, w, b: F.group_norm(x, 2, w, b), [(3, 4, 5, 2), (4,), (4,)]),
     "prelu": (lambda F, x, w: F.prelu(x, w), [(2, 3, 4), (3,)]),
     "hardswish": (lambda F, x: F.hardswish(x * 3), [(4, 5)]),
@@ -341,6 +344,9 @@ ERRORS = [
     lambda F, T: F.pad(T(1, 2, 3, 3), (4, 4, 0, 0), mode="circular"),
     lambda F, T: F.pad(T(1, 2, 3, 3), (1, 1), mode="foo"),
     lambda F, T: F.pad(T(1, 2, 3, 3), (-4, 0)),
+    lambda F, T: F.pad(T(1, 2, 3, 3), (0, 0, -4, 2)),  # (torch narrows by each negative pad: 3 - 4 < 0)
+    lambda F, T: F.pad(T(1, 2, 3, 4), (0, 4, 0, 3), mode="reflect"),  # (the last dim is checked first)
+    lambda F, T: F.pad(T(1, 2, 3, 4), (0, 1, 0, 3), mode="reflect"),  # (Argument #6: the second dim from the end)
     lambda F, T: F.pad(T(1, 2, 3, 3), (1, 1, 1, 1), mode="reflect", value=1.0),
     lambda F, T: F.group_norm(T(2, 4, 3), 3),
     lambda F, T: F.group_norm(T(4), 2),

@@ -609,3 +609,19 @@ def test_compile_names_the_ops_it_cannot_replay():
 def test_constructors_refuse_other_devices_as_a_cpu_only_torch(call):
     raises_same(call)
     assert tapegrad.ones(2).new_zeros(2, device="cpu").tolist() == [0.0, 0.0]
+
+
+LINSPACE = [(-1, 1, 28), (-math.pi, math.pi, 2000), (0, 1, 7), (0, 10, 100), (-3, 5, 33), (1e-3, 2.5, 1000),
+            (2, -7, 999), (0.1, 0.7, 123), (0, 1, 2), (5, 5, 4), (-1e30, 1e30, 9), (1, 0, 100000), (0, 1, 1),
+            (0, 1, 0), (0, math.inf, 5), (math.nan, 1, 3)]
+
+
+@pytest.mark.parametrize("start, end, steps", LINSPACE)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_linspace_is_torchs_bit_for_bit(start, end, steps, dtype):
+    """start + k * step (first half) and end - (steps - 1 - k) * step, each rounded once, as torch's CPU kernel's
+    fused multiply-adds: the spatial transformer tutorial's affine_grid samples exactly on pixel centres, where a
+    last bit decides grid_sample's one-sided gradient."""
+    got = tapegrad.linspace(start, end, steps, dtype=getattr(tapegrad, dtype)).numpy()
+    want = torch.linspace(start, end, steps, dtype=getattr(torch, dtype)).numpy()
+    assert got.dtype == want.dtype and np.array_equal(got, want, equal_nan=True)

@@ -223,3 +223,23 @@ def test_import_does_not_load_ml_dtypes():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                        env=dict(os.environ, PYTHONPATH=root))
     assert r.returncode == 0 and r.stdout.strip() == "False", r.stderr
+
+
+def test_bfloat16_parameters_as_torch():
+    """nn.Parameter of a bfloat16 (or float16) tensor requires grad, and load_state_dict(assign=True) of bfloat16
+    weights makes bfloat16 Parameters (pytorch/tutorials' module_load_state_dict_tips recipe)."""
+    def run(t):
+        out = []
+        for dt in (t.bfloat16, t.float16):
+            p = t.nn.Parameter(t.zeros(3, dtype=dt))
+            out.append((str(p.dtype), p.requires_grad, p.is_leaf))
+        t.manual_seed(0)
+        m = t.nn.Linear(3, 2)
+        m.load_state_dict({k: v.to(t.bfloat16) for k, v in m.state_dict().items()}, assign=True)
+        out.append((str(m.weight.dtype), type(m.weight).__name__, m.weight.requires_grad))
+        try:
+            t.nn.Parameter(t.zeros(3, dtype=t.int64))
+        except RuntimeError as e:
+            out.append(str(e))
+        return out
+    assert run(tapegrad) == run(torch)

@@ -83,6 +83,8 @@ def grad_scaler_script(t, make):
         scaler.step(opt)
         scaler.update()
         out.append(round(loss.item(), 6))
+    scaler.load_state_dict(scaler.state_dict())  # (a disabled scaler's is a no-op: the amp recipe's checkpoint)
+    scaler.load_state_dict({})
     return out
 
 

@@ -648,18 +648,27 @@ class Module:
         return self._apply(lambda t: t.share_memory_())
 
     def cuda(self, device=None):
-        _check_device("cuda")
+        return self._to_accelerator("cuda")
 
     def ipu(self, device=None):
-        _check_device("ipu")
+        return self._to_accelerator("ipu")
 
     def xpu(self, device=None):
-        _check_device("xpu")
+        return self._to_accelerator("xpu")
 
     def mtia(self, device=None):
-        raise AssertionError("Torch not compiled with MTIA enabled. Ensure you have `import "
-                             "mtia.host_runtime.torch_mtia.dynamic_library` in your python src file and include "
-                             "`//mtia/host_runtime/torch_mtia:torch_mtia` as your target dependency!")
+        return self._to_accelerator("mtia")
+
+    def _to_accelerator(self, device):
+        """torch moves each parameter and buffer (a CPU-only build raises at the first); a module with none (a loss,
+        an activation) is returned as it is."""
+        if next(itertools.chain(self.parameters(), self.buffers()), None) is None:
+            return self
+        if device == "mtia":
+            raise AssertionError("Torch not compiled with MTIA enabled. Ensure you have `import "
+                                 "mtia.host_runtime.torch_mtia.dynamic_library` in your python src file and include "
+                                 "`//mtia/host_runtime/torch_mtia:torch_mtia` as your target dependency!")
+        _check_device(device)
 
     def to_empty(self, *, device, recurse=True):
         """Parameters and buffers replaced by uninitialized tensors of their shapes and dtypes on `device`."""

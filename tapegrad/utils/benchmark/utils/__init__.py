@@ -1,0 +1,1 @@
+"""torch.utils.benchmark.utils: the modules scripts import (common, timer, compare)."""
