@@ -238,6 +238,18 @@ class Identity(BasePruningMethod):
         return super().apply(module, name)
 
 
+def _zero_top(amount, t, default_mask, scores, largest):
+    """default_mask with the `amount` entries of the largest (or smallest) scores() zeroed: torch's unstructured
+    pruning, whose scores (drawn for the random method) are made only when something is pruned."""
+    size = t.nelement()
+    k = _compute_nparams_toprune(amount, size)
+    _validate_pruning_amount(k, size)
+    mask = default_mask.clone()
+    if k != 0:
+        mask.view(-1)[ops.topk(scores().view(-1), k=k, largest=largest).indices] = 0
+    return mask
+
+
 class RandomUnstructured(BasePruningMethod):
     """Prunes `amount` entries chosen at random (the top-k of `rand_like`)."""
     PRUNING_TYPE = "unstructured"
@@ -247,14 +259,7 @@ class RandomUnstructured(BasePruningMethod):
         self.amount = amount
 
     def compute_mask(self, t, default_mask):
-        size = t.nelement()
-        k = _compute_nparams_toprune(self.amount, size)
-        _validate_pruning_amount(k, size)
-        mask = default_mask.clone()
-        if k != 0:
-            picked = ops.topk(creation.rand_like(t).view(-1), k=k).indices
-            mask.view(-1)[picked] = 0
-        return mask
+        return _zero_top(self.amount, t, default_mask, lambda: creation.rand_like(t), largest=True)
 
     @classmethod
     def apply(cls, module, name, amount):
@@ -270,14 +275,7 @@ class L1Unstructured(BasePruningMethod):
         self.amount = amount
 
     def compute_mask(self, t, default_mask):
-        size = t.nelement()
-        k = _compute_nparams_toprune(self.amount, size)
-        _validate_pruning_amount(k, size)
-        mask = default_mask.clone()
-        if k != 0:
-            picked = ops.topk(ops.abs(t).view(-1), k=k, largest=False).indices
-            mask.view(-1)[picked] = 0
-        return mask
+        return _zero_top(self.amount, t, default_mask, lambda: ops.abs(t), largest=False)
 
     @classmethod
     def apply(cls, module, name, amount, importance_scores=None):
