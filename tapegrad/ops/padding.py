@@ -13,7 +13,7 @@ from ..tensor import _new
 from ._common import OPS, _autocast_lower, _record, _tensor, _to_dtype, autocast_state
 from ..registry import Ctx
 from .conv import _norm_arrays, _normalized, _vjp_norm, layer_norm
-from .shape import _VIEW_MAPS, _gather_forward, _vjp_gather, remember_map
+from .shape import _VIEW_MAPS, _gather_forward, _vjp_gather, _remember_map
 
 __all__ = []  # torch.nn.functional's only (nn/functional.py binds them)
 
@@ -155,7 +155,7 @@ def _pad_map(shape, widths, mode):
         outside |= s < 0
         stride *= shape[d]
     index[outside] = n  # the appended constant
-    return remember_map(key, index)
+    return _remember_map(key, index)
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):

@@ -146,10 +146,10 @@ def _view_map(base, v):
             n, s = v.shape[d], v.strides[d] // item
             if n > 1 and s:
                 m += (np.arange(n, dtype=np.int64) * s).reshape((n,) + (1,) * (v.ndim - d - 1))
-    return remember_map(key, m)
+    return _remember_map(key, m)
 
 
-def remember_map(key, m):
+def _remember_map(key, m):
     """Keep the index map m (made read-only) under key, within 64 MB of maps, the oldest going first; returns m.
     Keys: a view's (offset, shape, strides); other makers' keys start with their name (a str)."""
     m.setflags(write=False)
