@@ -590,38 +590,33 @@ class profile:
                                   "stop the profiler instead)")
 
 
-class emit_nvtx:
+class _RangeEmitter:
+    """A profiler that emits ranges for an external tool tapegrad does not have: entering it enabled raises."""
+    message = None
+
+    def __init__(self, enabled=True, record_shapes=False):
+        self.enabled = enabled
+        self.record_shapes = record_shapes
+
+    def __enter__(self):
+        if not self.enabled:
+            return None
+        raise RuntimeError(self.message)
+
+    def __exit__(self, exc_type, exc_val, exc_tb):
+        return False
+
+
+class emit_nvtx(_RangeEmitter):
     """torch.autograd.profiler.emit_nvtx: NVTX ranges for nvprof, a CUDA feature tapegrad lacks."""
-
-    def __init__(self, enabled=True, record_shapes=False):
-        self.enabled = enabled
-        self.record_shapes = record_shapes
-
-    def __enter__(self):
-        if not self.enabled:
-            return None
-        raise RuntimeError("torch.autograd.profiler.emit_nvtx: tapegrad has no CUDA, so no NVTX ranges; use "
-                           "torch.profiler.profile (CPU events)")
-
-    def __exit__(self, exc_type, exc_val, exc_tb):
-        return False
+    message = ("torch.autograd.profiler.emit_nvtx: tapegrad has no CUDA, so no NVTX ranges; use "
+               "torch.profiler.profile (CPU events)")
 
 
-class emit_itt:
+class emit_itt(_RangeEmitter):
     """torch.autograd.profiler.emit_itt: Intel ITT ranges for VTune, which tapegrad does not emit."""
-
-    def __init__(self, enabled=True, record_shapes=False):
-        self.enabled = enabled
-        self.record_shapes = record_shapes
-
-    def __enter__(self):
-        if not self.enabled:
-            return None
-        raise RuntimeError("torch.autograd.profiler.emit_itt: tapegrad emits no Intel ITT ranges (VTune); use "
-                           "torch.profiler.profile (CPU events)")
-
-    def __exit__(self, exc_type, exc_val, exc_tb):
-        return False
+    message = ("torch.autograd.profiler.emit_itt: tapegrad emits no Intel ITT ranges (VTune); use "
+               "torch.profiler.profile (CPU events)")
 
 
 def load_nvprof(path):
