@@ -95,6 +95,18 @@ class L6BatchNorm2d(_LayerSuite):
     case_id = "L6"
 
 
+class L7ConvToFew(_LayerSuite):
+    """Conv2d 32->3 9x9 padding 4 on 72x72, batch 4 (fast_neural_style's last layer), forward + backward."""
+
+    case_id = "L7"
+
+
+class L8ConvNarrowing(_LayerSuite):
+    """Conv2d 64->32 3x3 padding 1 on 64x64, batch 4, forward + backward."""
+
+    case_id = "L8"
+
+
 class T1CNNStep(_LayerSuite):
     """LeNet-5 training step, SGD with momentum."""
 

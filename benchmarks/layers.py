@@ -17,6 +17,8 @@ L3    LSTM 2 layers, 200 -> 200, sequence 35, batch 20, forward + backward      
 L4    GPT block (pre-norm, embedding 128, 4 heads, causal SDPA, 4x GELU MLP), 16 x 64         medium
 L5    LayerNorm(128) alone on 16 x 64 x 128                                                   small
 L6    BatchNorm2d(64) alone (training mode) on 32 x 64 x 32 x 32                              medium
+L7    Conv2d 32->3 9x9 padding 4 on 72x72, batch 4 (fast_neural_style's last layer)           medium
+L8    Conv2d 64->32 3x3 padding 1 on 64x64, batch 4 (a decoder's narrowing layer)             medium
 T1    CNN training step: LeNet-5, cross_entropy, SGD(momentum=0.9), batch 64
 T2    LSTM training step: word LM (embedding 200, 2-layer LSTM 200, decoder to 1,000 words),
       35 x 20, clip_grad_norm_(0.25), SGD
@@ -65,7 +67,8 @@ import sys
 import time
 
 LIBS = ("tapegrad", "tapegrad.compile", "torch")
-CASES = ("L1", "L2", "L3", "L4", "L5", "L6", "T1", "T2", "T3", "S1", "S2", "S3", "S4", "S5", "S6", "S7")
+CASES = ("L1", "L2", "L3", "L4", "L5", "L6", "L7", "L8", "T1", "T2", "T3", "S1", "S2", "S3", "S4", "S5", "S6",
+         "S7")
 TRAINING = ("T1", "T2", "T3")
 SCRIPTS = ("S1", "S2", "S3", "S4", "S5", "S6", "S7")
 DESCRIPTIONS = {
@@ -75,6 +78,8 @@ DESCRIPTIONS = {
     "L4": "GPT block 128, 4 heads, 16x64",
     "L5": "LayerNorm 128, 16x64",
     "L6": "BatchNorm2d 64, 32x64x32x32",
+    "L7": "Conv2d 32->3 9x9, 72x72, batch 4",
+    "L8": "Conv2d 64->32 3x3, 64x64, batch 4",
     "T1": "CNN step: LeNet-5, SGD momentum",
     "T2": "LSTM LM step: 2x200, 35x20, clip, SGD",
     "T3": "GPT step: 2 blocks, 16x64, AdamW",
@@ -86,7 +91,8 @@ DESCRIPTIONS = {
     "S6": "VAE 784-400-20, batch 128, BCE sum + KLD, Adam",
     "S7": "REINFORCE: policy 4-128-2, 20-step episode, Adam",
 }
-SIZE = {"L1": "small", "L2": "medium", "L3": "medium", "L4": "medium", "L5": "small", "L6": "medium"}
+SIZE = {"L1": "small", "L2": "medium", "L3": "medium", "L4": "medium", "L5": "small", "L6": "medium",
+        "L7": "medium", "L8": "medium"}
 RESULT_MARKER = "@@LAYERS-RESULT@@ "
 RTOL, ATOL_SCALE = 1e-3, 1e-5
 MEMORY_WARMUP, MEMORY_STEPS = 3, 5
@@ -328,6 +334,22 @@ class L6BatchNorm(_Layer):
 
     def build(self):
         return self.lib.nn.BatchNorm2d(64)
+
+
+class L7ConvToFew(_Layer):
+    seed = 17
+    x_shape = (4, 32, 72, 72)
+
+    def build(self):
+        return self.lib.nn.Conv2d(32, 3, 9, padding=4)
+
+
+class L8ConvNarrowing(_Layer):
+    seed = 18
+    x_shape = (4, 64, 64, 64)
+
+    def build(self):
+        return self.lib.nn.Conv2d(64, 32, 3, padding=1)
 
 
 class T1CNNStep(L1LeNet):
@@ -606,7 +628,8 @@ class S7Reinforce(_ScriptStep):
 
 
 CASE_CLASSES = {"L1": L1LeNet, "L2": L2Conv, "L3": L3LSTM, "L4": L4GPTBlock, "L5": L5LayerNorm,
-                "L6": L6BatchNorm, "T1": T1CNNStep, "T2": T2LSTMStep, "T3": T3GPTStep,
+                "L6": L6BatchNorm, "L7": L7ConvToFew, "L8": L8ConvNarrowing, "T1": T1CNNStep, "T2": T2LSTMStep,
+                "T3": T3GPTStep,
                 "S1": S1PolynomialNN, "S2": S2CustomFunction, "S3": S3Regression, "S4": S4DynamicNet,
                 "S5": S5Quickstart, "S6": S6VAE, "S7": S7Reinforce}
 

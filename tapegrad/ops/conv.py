@@ -169,6 +169,77 @@ def _column_maker(ctx, x4, m, as_rows):
     return make
 
 
+def _by_taps(ctx, dt):
+    """Stride 1, one group, fewer output channels than input ones (float32/64): computed kernel tap by kernel tap
+    on the padded input, never as im2col columns. Each tap's window of the padded input, flattened, is a strided
+    matrix (C, (oh-1)*Wp + ow) that BLAS reads in place; the output is made on the padded width and cropped.
+    The columns are C*kh*kw times the output's size, written and read once each way: for a 9x9 kernel from 32
+    channels to 3 on 72x72 (fast_neural_style's last layer) 53 MB for one sample, 3.3x torch's forward + backward
+    (0.8x by taps). On maps of 8x8 and less the taps' many small products lose (256 -> 128 channels, 3x3 on 8x8,
+    batch 2: 6.6 ms against the columns' 4.9; 12x12 and up they win; one thread, benchmarks.layers L7 and L8)."""
+    return (ctx.groups == 1 and ctx.s == (1, 1) and ctx.wshape4[0] < ctx.xshape4[1]
+            and ctx.out_hw[0] * ctx.out_hw[1] >= _TAPS_MIN_POSITIONS and dt in (np.float32, np.float64))
+
+
+_TAPS_MIN_POSITIONS = 100
+
+
+def _tap_windows(ctx, x4):
+    """The padded input flattened per channel (N, C, Hp*Wp), the span M each tap reads, and each tap's offset."""
+    (kh, kw), (dh, dw), (oh, ow) = ctx.k, ctx.d, ctx.out_hw
+    xp = np.ascontiguousarray(_padded(x4, ctx.k, ctx.s, ctx.d, ctx.pads, ctx.out_hw))
+    Wp = xp.shape[3]
+    offsets = [i * dh * Wp + j * dw for i in range(kh) for j in range(kw)]
+    return xp.reshape(xp.shape[0], xp.shape[1], -1), (oh - 1) * Wp + ow, Wp, offsets
+
+
+def _conv_taps_forward(ctx, x4, w4, b):
+    """out = sum over taps of W[:, :, i, j] (O, C) @ the tap's window (C, M), on the padded width (_by_taps)."""
+    N, O = x4.shape[0], w4.shape[0]
+    (kh, kw), (oh, ow) = ctx.k, ctx.out_hw
+    xf, M, Wp, offsets = _tap_windows(ctx, x4)
+    wt = np.ascontiguousarray(w4.transpose(2, 3, 0, 1)).reshape(kh * kw, O, -1)
+    out = np.zeros((N, O, oh * Wp), x4.dtype)
+    acc, part = out[:, :, :M], np.empty((N, O, M), x4.dtype)
+    for t, off in enumerate(offsets):
+        acc += np.matmul(wt[t], xf[:, :, off:off + M], out=part)
+    out = out.reshape(N, O, oh, Wp)[:, :, :, :ow]
+    return out + b.reshape(O, 1, 1) if b is not None else np.ascontiguousarray(out)
+
+
+def _conv_taps_arrays(ctx, g, x, w, wanted):
+    """_by_taps's adjoint. The weight's: per tap, g on the padded width (zeros past ow) against the tap's window.
+    The input's: a convolution of g padded by the kernel's reach with the flipped, transposed weight (O input
+    channels to C: im2col of g, whose columns are O*kh*kw times x's size, not C*kh*kw)."""
+    N, C, H, W = ctx.xshape4
+    O = ctx.wshape4[0]
+    (kh, kw), (dh, dw), (pt, _, pl, _), (oh, ow) = ctx.k, ctx.d, ctx.pads, ctx.out_hw
+    dt = g.dtype
+    g4 = g.reshape(N, O, oh, ow)
+    gx = gw = None
+    if wanted[1]:
+        xf, M, Wp, offsets = _tap_windows(ctx, np.ascontiguousarray(x, dt).reshape(ctx.xshape4))
+        gwide = np.zeros((N, O, oh, Wp), dt)
+        gwide[:, :, :, :ow] = g4
+        gwide = gwide.reshape(N, O, -1)[:, :, :M]
+        gw = np.empty((kh * kw, O, C), dt)
+        for t, off in enumerate(offsets):
+            gw[t] = np.matmul(gwide, xf[:, :, off:off + M].transpose(0, 2, 1)).sum(axis=0)
+        gw = np.ascontiguousarray(gw.reshape(kh, kw, O, C).transpose(2, 3, 0, 1)).reshape(w.shape)
+    if wanted[0]:
+        eh, ew = (kh - 1) * dh, (kw - 1) * dw
+        gp = np.zeros((N, O, H + eh, W + ew), dt)
+        top, left = eh - pt, ew - pl  # where g's first row/column lands; negative: cut off
+        y0, z0 = builtins.max(0, -top), builtins.max(0, -left)
+        y1, z1 = builtins.min(oh, H + eh - top), builtins.min(ow, W + ew - left)
+        gp[:, :, top + y0:top + y1, left + z0:left + z1] = g4[:, :, y0:y1, z0:z1]
+        wf = w.reshape(ctx.wshape4)[:, :, ::-1, ::-1].transpose(1, 0, 2, 3).astype(dt)
+        adj = Ctx(k=ctx.k, s=(1, 1), d=ctx.d, pads=(0, 0, 0, 0), out_hw=(H, W), groups=1, xshape4=gp.shape,
+                  wshape4=wf.shape)
+        gx = _conv_forward(adj, gp, np.ascontiguousarray(wf), None).reshape(x.shape)
+    return gx, gw
+
+
 def _conv_forward(ctx, x4, w4, b):
     """im2col (one compiled pass, padding read as zeros) into (N, C, kh, kw, oh, ow), then W (G, Og, Cg*kh*kw) @
     columns (G, Cg*kh*kw, oh*ow) per sample: the result is already in torch's (N, O, oh, ow) layout; or, as rows
@@ -176,6 +247,9 @@ def _conv_forward(ctx, x4, w4, b):
     make the columns a few samples at a time into one reused buffer and keep none (the backward makes them
     again from x): a batch's columns are kh*kw times x, and a fresh array of that size each step cost more
     in page faults than im2col itself (Conv2d 64->64 3x3 on 32x32, batch 32: 75 MB)."""
+    if _by_taps(ctx, x4.dtype) and w4.dtype == x4.dtype:
+        ctx.cols = None
+        return _conv_taps_forward(ctx, x4, w4, b)
     N, C = x4.shape[:2]
     O, G = w4.shape[0], ctx.groups
     (kh, kw), (oh, ow) = ctx.k, ctx.out_hw
@@ -225,7 +299,9 @@ def _conv_arrays(ctx, g, inputs, out, wanted):
     g4 = g.reshape(N, G, O // G, oh * ow)
     gx = gw = gb = None
     wt = w.reshape(G, O // G, -1).transpose(0, 2, 1)
-    if ctx.cols is None:  # float32/64: chunks of samples, one buffer each for the columns and their gradient
+    if ctx.cols is None and _by_taps(ctx, g.dtype):
+        gx, gw = _conv_taps_arrays(ctx, g, x, w, wanted)
+    elif ctx.cols is None:  # float32/64: chunks of samples, one buffer each for the columns and their gradient
         dt = g.dtype
         x4 = np.ascontiguousarray(x, dt).reshape(ctx.xshape4)
         chunk = _column_chunk(ctx, dt)

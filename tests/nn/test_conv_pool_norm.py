@@ -29,6 +29,15 @@ CASES = {
                     [(2, 16, 9, 8), (5, 16, 3, 2), (5,)]),
     "conv2d_rows_nobias": (lambda F, x, w: F.conv2d(x, w, padding=1), [(3, 20, 6, 7), (4, 20, 3, 3)]),
     "conv2d_rows_chunks": (lambda F, x, w, b: F.conv2d(x, w, b, padding=1), [(2, 256, 11, 11), (2, 256, 3, 3), (2,)]),
+    # fewer output channels than input ones, stride 1, maps of 100 positions or more: tap by tap
+    # (ops.conv._by_taps); padding past the kernel's reach crops g in the input's gradient
+    "conv2d_taps": (lambda F, x, w, b: F.conv2d(x, w, b, padding=(2, 1), dilation=(1, 2)),
+                    [(2, 6, 11, 12), (4, 6, 3, 2), (4,)]),
+    "conv2d_taps_wide_pad": (lambda F, x, w: F.conv2d(x, w, padding=(3, 4)), [(2, 5, 10, 9), (2, 5, 3, 3)]),
+    "conv2d_taps_same": (lambda F, x, w, b: F.conv2d(x, w, b, padding="same"), [(1, 3, 10, 13), (1, 3, 4, 5), (1,)]),
+    "conv2d_taps_rows": (lambda F, x, w, b: F.conv2d(x, w, b, padding=4), [(1, 20, 12, 10), (16, 20, 9, 9), (16,)]),
+    "conv2d_taps_1x1_unbatched": (lambda F, x, w: F.conv2d(x, w), [(7, 10, 11), (3, 7, 1, 1)]),
+    "conv1d_taps": (lambda F, x, w, b: F.conv1d(x, w, b, padding=3, dilation=3), [(2, 5, 120), (2, 5, 3), (2,)]),
     "conv1d_rows": (lambda F, x, w, b: F.conv1d(x, w, b, padding=2), [(2, 16, 11), (3, 16, 5), (3,)]),
     "conv1d": (lambda F, x, w, b: F.conv1d(x, w, b, stride=2, padding=2, dilation=2), [(2, 3, 11), (4, 3, 3), (4,)]),
     "conv1d_same_groups": (lambda F, x, w: F.conv1d(x, w, padding="same", groups=2), [(2, 4, 9), (4, 2, 4)]),
@@ -136,8 +145,33 @@ def test_layer_norm_gradients_of_many_rows_against_float64(wanted, rows, width):
         assert t.grad.dtype == tg.float32
         np.testing.assert_allclose(t.grad.numpy(), want, rtol=0, atol=2e-6 * np.abs(want).max(), err_msg=name)
 
-SECOND_ORDER = ["conv2d", "conv2d_groups", "conv1d", "max_pool2d_overlap", "avg_pool2d_pad", "layer_norm",
+SECOND_ORDER = ["conv2d", "conv2d_groups", "conv2d_taps", "conv1d", "max_pool2d_overlap", "avg_pool2d_pad", "layer_norm",
                 "batch_norm_train", "pad_reflect", "group_norm", "mish", "glu"]
+
+
+@pytest.mark.parametrize("name", [n for n in sorted(CASES) if "_taps" in n])
+@pytest.mark.parametrize("wanted", [(True, True), (True, False), (False, True)])
+def test_taps_cases_take_the_tap_path_and_any_subset_of_gradients(name, wanted, monkeypatch):
+    """The cases named *_taps run ops.conv's tap-by-tap path each way (not im2col's columns), also when only
+    the input's or only the weight's gradient is wanted."""
+    from tapegrad.ops import conv as conv_ops
+    calls = []
+    for fname in ("_conv_taps_forward", "_conv_taps_arrays"):
+        real = getattr(conv_ops, fname)
+        monkeypatch.setattr(conv_ops, fname, lambda *a, _real=real, _n=fname: calls.append(_n) or _real(*a))
+    fn, shapes = CASES[name]
+    arrays = _inputs(shapes, np.float64)
+    flags = list(wanted) + [True] * (len(arrays) - 2)
+    th = [torch.tensor(a, requires_grad=f) for a, f in zip(arrays, flags)]
+    ours = [tg.tensor(a, requires_grad=f) for a, f in zip(arrays, flags)]
+    proj = RNG.standard_normal(tuple(fn(TF, *th).shape))
+    (fn(TF, *th) * torch.tensor(proj)).sum().backward()
+    (fn(GF, *ours) * tg.tensor(proj)).sum().backward()
+    assert calls == ["_conv_taps_forward", "_conv_taps_arrays"]
+    for a, b, f in zip(ours, th, flags):
+        assert (a.grad is None) == (not f)
+        if f:
+            np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-10, atol=1e-12)
 
 
 @pytest.mark.parametrize("name", SECOND_ORDER)
