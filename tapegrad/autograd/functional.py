@@ -3,7 +3,8 @@ return structures (a single Tensor where torch returns one, tuples where it retu
 
 Everything is reverse mode on the tape: jvp and hvp use the double-backward trick as torch does (hvp is
 computed as vhp, equal for the symmetric Hessian of a twice-differentiable function, and one backward
-cheaper). `vectorize=True` is accepted and computes the same rows one backward each (tapegrad has no vmap).
+cheaper). `vectorize=True` is accepted and computes the same rows one backward each (tapegrad's vmap, in
+tapegrad/func/, is a loop too).
 """
 import numpy as np
 

@@ -3,8 +3,9 @@ against central finite differences, with torch's signatures, checks and Gradchec
 
 Both run torch's slow mode: the full Jacobian, one backward per output element, each computed twice
 (backward must be deterministic up to nondet_tol). `fast_mode=True` is accepted and runs the same full
-check. tapegrad has no forward-mode AD, so `check_forward_ad` / `check_batched_forward_grad` raise
-NotImplementedError; without vmap a batched gradient is a loop of the same backwards, so
+check. tapegrad's forward mode (autograd.forward_ad) is the double-vjp trick over the same backward, with
+no forward derivatives of its own to check: `check_forward_ad` / `check_batched_forward_grad` raise
+NotImplementedError; tapegrad's vmap is a loop, so a batched gradient is a loop of the same backwards and
 `check_batched_grad` adds nothing and is accepted.
 """
 import warnings
@@ -245,7 +246,8 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
     if check_batched_forward_grad and not check_forward_ad:
         raise AssertionError("Setting check_batched_forward_grad=True requires check_forward_ad to be True")
     if check_forward_ad:
-        raise NotImplementedError("tapegrad has no forward-mode AD: gradcheck(check_forward_ad=True) is not supported")
+        raise NotImplementedError("gradcheck(check_forward_ad=True) is not supported: tapegrad's forward mode is the "
+                                  "double-vjp trick over its backward, with no forward derivatives of its own to check")
     try:
         tupled_inputs = _as_tuple(inputs)
         _check_inputs(tupled_inputs)
