@@ -45,6 +45,7 @@ from . import functional, linalg, optim, special, utils  # noqa: F401
 from . import distributions  # noqa: F401
 from . import distributed  # noqa: F401  (imports no MPI: init_process_group does)
 from . import profiler  # noqa: F401,E402  (torch.profiler: tapegrad's ops on the CPU, as torch names them)
+from . import futures, jit  # noqa: F401,E402  (torch.jit: the eager pass-throughs; no TorchScript)
 from . import func  # noqa: F401,E402  (torch.func: the transforms over the tape; vmap is a loop)
 from .func import vmap  # noqa: F401,E402
 from .serialization import load, save  # noqa: F401
