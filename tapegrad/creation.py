@@ -73,20 +73,34 @@ def from_numpy(ndarray):
     return _new(ndarray if ndarray.flags.c_contiguous else np.ascontiguousarray(ndarray))
 
 
-def FloatTensor(*args):
-    return Tensor(*args, dtype=_dtype.float32)
+class _TensorType(type):
+    """torch's legacy tensor types (torch.FloatTensor, ...): classes whose instances are the tensors of their dtype
+    (isinstance), whose call makes one as torch.Tensor(...) does, and which Tensor.type() converts to."""
+
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, Tensor) and obj.dtype == cls.dtype
+
+    def __call__(cls, *args):
+        return Tensor(*args, dtype=cls.dtype)
+
+    def __repr__(cls):
+        return f"<class 'torch.{cls.__name__}'>"
 
 
-def DoubleTensor(*args):
-    return Tensor(*args, dtype=_dtype.float64)
+def _tensor_type(name, dtype):
+    return _TensorType(name, (), {"dtype": dtype, "is_cuda": False, "is_sparse": False, "__module__": "torch"})
 
 
-def LongTensor(*args):
-    return Tensor(*args, dtype=_dtype.int64)
-
-
-def BoolTensor(*args):
-    return Tensor(*args, dtype=_dtype.bool)
+FloatTensor = _tensor_type("FloatTensor", _dtype.float32)
+DoubleTensor = _tensor_type("DoubleTensor", _dtype.float64)
+HalfTensor = _tensor_type("HalfTensor", _dtype.float16)
+BFloat16Tensor = _tensor_type("BFloat16Tensor", _dtype.bfloat16)
+LongTensor = _tensor_type("LongTensor", _dtype.int64)
+IntTensor = _tensor_type("IntTensor", _dtype.int32)
+ShortTensor = _tensor_type("ShortTensor", _dtype.int16)
+CharTensor = _tensor_type("CharTensor", _dtype.int8)
+ByteTensor = _tensor_type("ByteTensor", _dtype.uint8)
+BoolTensor = _tensor_type("BoolTensor", _dtype.bool)
 
 
 def zeros(*size_args, size=None, dtype=None, device=None, requires_grad=False, out=None):

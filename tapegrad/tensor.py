@@ -105,6 +105,9 @@ _TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "
                "bool": "BoolTensor", "bfloat16": "BFloat16Tensor"}
 
 
+_TYPES_BY_NAME = {"torch." + name: dt for dt, name in _TYPE_NAMES.items()}
+
+
 def tensor_type_name(a):
     return "torch." + _TYPE_NAMES[_dtype.from_numpy_dtype(a.dtype).name]
 
@@ -159,8 +162,12 @@ class Tensor:
         if kwargs:
             raise TypeError(f"Tensor() got unexpected keyword arguments {sorted(kwargs)}")
         np_dtype = _dtype.to_numpy_dtype(dtype or _dtype.default_float)
-        if len(args) == 1 and not isinstance(args[0], (int, np.integer)):
+        if len(args) == 1 and isinstance(args[0], Size):  # (a torch.Size is the sizes, as torch's)
+            self._data = np.zeros(tuple(args[0]), np_dtype)
+        elif len(args) == 1 and not isinstance(args[0], (int, np.integer)):
             self._data = as_array(args[0], dtype=np_dtype)
+        elif not args:  # (torch.Tensor(): an empty vector)
+            self._data = np.zeros(0, np_dtype)
         elif all(isinstance(a, (int, np.integer)) for a in args):
             self._data = np.zeros(tuple(int(a) for a in args), np_dtype)
         else:
@@ -326,9 +333,22 @@ class Tensor:
     def element_size(self):
         return self._data.itemsize
 
-    def type(self, dtype=None):
+    def type(self, dtype=None, non_blocking=False, **kwargs):
+        """The type's name ('torch.FloatTensor'), or this tensor converted to a dtype, a legacy tensor type
+        (torch.FloatTensor) or a type's name."""
         if dtype is None:
             return tensor_type_name(self._data)
+        if isinstance(dtype, str):
+            if dtype.startswith("torch.cuda."):
+                raise AssertionError("Torch not compiled with CUDA enabled")
+            named = _TYPES_BY_NAME.get(dtype)
+            if named is None:
+                raise ValueError(f"invalid type: '{dtype}'")
+            dtype = getattr(_dtype, named)
+        elif isinstance(dtype, type) and isinstance(getattr(dtype, "dtype", None), _dtype.dtype):
+            dtype = dtype.dtype  # (torch.FloatTensor and the other legacy types)
+        elif not isinstance(dtype, _dtype.dtype):
+            raise TypeError("dtype must be a type, str, or dtype object")
         return self.to(dtype)
 
     def item(self):

@@ -176,3 +176,13 @@ def test_import_torch_utils_benchmark_through_the_launcher_alias():
     from tapegrad.utils.benchmark import Timer as A
     from tapegrad.utils.benchmark.utils.timer import Timer as B
     assert A is B
+
+
+@pytest.mark.parametrize("name", ["CallgrindStats", "FunctionCounts", "FunctionCount", "CopyIfCallgrind", "Fuzzer",
+                                  "FuzzedParameter", "FuzzedTensor", "FuzzedSparseTensor", "ParameterAlias"])
+def test_the_callgrind_and_fuzzer_names_import_and_refuse_to_be_made(name):
+    import torch.utils.benchmark as theirs
+    import tapegrad.utils.benchmark as ours
+    assert hasattr(theirs, name) and hasattr(ours, name)
+    with pytest.raises(NotImplementedError, match=f"torch.utils.benchmark.{name}: tapegrad"):
+        getattr(ours, name)()

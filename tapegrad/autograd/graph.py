@@ -94,3 +94,55 @@ def node_for(tape, row, op, value):
             attrs["_repr_module"] = FUNCTION_MODULE
         cls = _classes[name] = type(name, (Node,), attrs)
     return cls(tape, row, value)
+
+
+# -- saved-tensor hooks ---------------------------------------------------------------------------------------
+_hooks_disabled = []  # the messages of the disable_saved_tensors_hooks blocks we are in, innermost last
+
+
+class saved_tensors_hooks:
+    """torch.autograd.graph.saved_tensors_hooks(pack_hook, unpack_hook). tapegrad's tape keeps each value a backward
+    reads and calls no pack or unpack hook on it, so entering one raises NotImplementedError: a hook that offloads,
+    compresses, logs or changes saved tensors would otherwise silently not run."""
+
+    def __init__(self, pack_hook, unpack_hook):
+        self.pack_hook, self.unpack_hook = pack_hook, unpack_hook
+
+    def __enter__(self):
+        _check_hooks_allowed()
+        raise NotImplementedError("torch.autograd.graph.saved_tensors_hooks: tapegrad's tape keeps each value a "
+                                  "backward reads itself and calls no pack/unpack hooks on them")
+
+    def __exit__(self, *exc):
+        return False
+
+
+class save_on_cpu(saved_tensors_hooks):
+    """Keeps the tensors a backward reads on the CPU: where tapegrad's tensors all are, so the block changes
+    nothing (its values and gradients are torch's with the hooks)."""
+
+    def __init__(self, pin_memory=False, device_type="cuda"):
+        self.pin_memory, self.device_type = pin_memory, device_type
+
+    def __enter__(self):
+        _check_hooks_allowed()
+        return self
+
+
+class disable_saved_tensors_hooks:
+    """Within the block, saved_tensors_hooks (and save_on_cpu) raise RuntimeError(error_message)."""
+
+    def __init__(self, error_message):
+        self.error_message = error_message
+
+    def __enter__(self):
+        _hooks_disabled.append(self.error_message)
+
+    def __exit__(self, *exc):
+        _hooks_disabled.pop()
+        return False
+
+
+def _check_hooks_allowed():
+    if _hooks_disabled:
+        raise RuntimeError(_hooks_disabled[-1])

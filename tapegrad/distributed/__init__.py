@@ -9,4 +9,4 @@ from .distributed_c10d import (Backend, GroupMember, ProcessGroup, ReduceOp, Wor
                                get_process_group_ranks, get_rank, get_world_size, group, init_process_group,
                                irecv, is_available, is_gloo_available, is_initialized, is_mpi_available,
                                is_nccl_available, is_torchelastic_launched, isend, new_group, recv, reduce,
-                               reduce_scatter_tensor, scatter, send)
+                               reduce_op, reduce_scatter_tensor, scatter, send)

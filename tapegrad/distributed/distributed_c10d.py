@@ -88,8 +88,31 @@ class ReduceOp:
         BXOR = 7
         PREMUL_SUM = 8
 
+        def __str__(self):  # (torch's enum prints its type's name; an IntEnum's prints the number)
+            return f"RedOpType.{self.name}"
+
+        def __format__(self, spec):
+            return format(str(self), spec)
+
     SUM, AVG, PRODUCT, MIN, MAX = RedOpType.SUM, RedOpType.AVG, RedOpType.PRODUCT, RedOpType.MIN, RedOpType.MAX
     BAND, BOR, BXOR, PREMUL_SUM = RedOpType.BAND, RedOpType.BOR, RedOpType.BXOR, RedOpType.PREMUL_SUM
+
+
+class _reduce_op:
+    """torch's deprecated `torch.distributed.reduce_op`: ReduceOp's members, each read warning as torch's."""
+
+    def __init__(self):
+        for k, v in ReduceOp.RedOpType.__members__.items():
+            setattr(self, k, v)
+        self.__members__ = ReduceOp.RedOpType.__members__
+
+    def __getattribute__(self, key):
+        warnings.warn("`torch.distributed.reduce_op` is deprecated, please use `torch.distributed.ReduceOp` "
+                      "instead", FutureWarning, stacklevel=2)
+        return object.__getattribute__(self, key)
+
+
+reduce_op = _reduce_op()
 
 
 class ProcessGroup:

@@ -12,6 +12,7 @@ from .modules import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d
                       MaxPool1d, MaxPool2d, Mish, PReLU)
 from . import utils  # noqa: F401
 from . import parallel  # noqa: F401  (DistributedDataParallel, DataParallel)
+from . import attention  # noqa: F401,E402  (torch.nn.attention: sdpa_kernel, SDPBackend)
 from .modules import GRU, GRUCell, LSTM, LSTMCell, RNN, RNNBase, RNNCell, RNNCellBase  # noqa: F401
 from .modules import (MultiheadAttention, Transformer, TransformerDecoder, TransformerDecoderLayer,  # noqa: F401
                       TransformerEncoder, TransformerEncoderLayer)

@@ -7,7 +7,9 @@ with no attn_mask and no dropout (a transformer's self-attention, causal or not)
 flash-attention row name): the forward on arrays keeps the attention weights, the backward is four batched
 matmuls and one softmax pass on arrays, and create_graph composes the same rule of tapegrad ops.
 """
+import builtins
 import math
+import warnings
 
 import numpy as np
 
@@ -34,9 +36,41 @@ def _additive_mask(mask, dtype, name="attn_mask"):
     return m
 
 
+# torch's scaled_dot_product_attention backends (torch.nn.attention.sdpa_kernel, torch.backends.cuda.enable_*_sdp):
+# all enabled by default; on the CPU only math and flash exist. Whether flash may run and whether math may run
+# decide which path runs (their outputs' layouts differ) or torch's error when neither can.
+SDP_BACKENDS = {"cudnn": True, "flash": True, "mem_efficient": True, "math": True, "overrideable": True}
+
+
+class CausalBias:
+    """torch.nn.attention.bias.CausalBias: a causal mask of (seq_len_q, seq_len_kv), aligned at the upper left
+    (query i sees keys 0..i) or lower right (the last query sees every key), made when attention uses it."""
+
+    def __init__(self, variant, seq_len_q, seq_len_kv):
+        self.variant, self.seq_len_q, self.seq_len_kv = variant, seq_len_q, seq_len_kv
+
+    def _upper_left(self):
+        return _new(np.tril(np.ones((self.seq_len_q, self.seq_len_kv), np.bool_)))
+
+    def _lower_right(self):
+        diagonal = self.seq_len_kv - self.seq_len_q
+        return _new(np.tril(np.ones((self.seq_len_q, self.seq_len_kv), np.bool_), diagonal))
+
+    def _materialize(self, device=None):
+        return self._upper_left() if self.variant.name == "UPPER_LEFT" else self._lower_right()
+
+    def __repr__(self):
+        return repr(self._materialize())
+
+
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
                                  enable_gqa=False):
     q, k, v = _tensor(query), _tensor(key), _tensor(value)
+    if isinstance(attn_mask, CausalBias):
+        attn_mask = attn_mask._materialize()
+    if not (SDP_BACKENDS["math"] or SDP_BACKENDS["flash"]):
+        raise RuntimeError("No viable backend for scaled_dot_product_attention was found. This is likely due to "
+                           "turning off both the math kernel and the fused kernels.")
     if enable_gqa:
         raise NotImplementedError("tapegrad: scaled_dot_product_attention(enable_gqa=True) is not implemented")
     if q.ndim < 2 or k.ndim < 2 or v.ndim < 2:
@@ -62,18 +96,39 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         bias = _additive_mask(attn_mask, dt)
         if bias._data.dtype != dt:
             bias = bias.to(q.dtype)
-    if (attn_mask is None and dropout_p == 0.0 and q.ndim == k.ndim == v.ndim == 4 and dt in _ROW_DTYPES
-            and q.shape[:2] == k.shape[:2] == v.shape[:2] and q.shape[3] == k.shape[3] == v.shape[3] > 0
-            and L > 0 and S > 0 and all(_strides.of(t)[3] == 1 for t in (q, k, v))):  # (torch's flash conditions)
+    flash = dropout_p == 0.0 and q.ndim == k.ndim == v.ndim == 4 and all(_strides.of(t)[3] == 1 for t in (q, k, v))
+    if not SDP_BACKENDS["math"] and not flash:
+        warnings.warn("Flash attention kernel not used because:")
+        raise RuntimeError("No available kernel.  Aborting execution.")
+    flash = flash and SDP_BACKENDS["flash"]
+    if (flash and attn_mask is None and dt in _ROW_DTYPES and q.shape[:2] == k.shape[:2] == v.shape[:2]
+            and q.shape[3] == k.shape[3] == v.shape[3] > 0 and L > 0 and S > 0):
         ctx = registry.Ctx(scale=factor, causal=bool(is_causal))
-        return _record(OPS["sdpa"], _sdpa_forward(ctx, q._data, k._data, v._data), (q, k, v), aux=ctx)
-    scores = mul(matmul(q, k.transpose(-2, -1)), factor)
-    if bias is not None:
-        scores = add(scores, bias)
-    weights = softmax(scores, -1)
-    if dropout_p > 0.0:
-        weights = dropout(weights, dropout_p, True)
-    return matmul(weights, v)
+        out = _record(OPS["sdpa"], _sdpa_forward(ctx, q._data, k._data, v._data), (q, k, v), aux=ctx)
+    else:
+        scores = mul(matmul(q, k.transpose(-2, -1)), factor)
+        if bias is not None:
+            scores = add(scores, bias)
+        weights = softmax(scores, -1)
+        if dropout_p > 0.0:
+            weights = dropout(weights, dropout_p, True)
+        out = matmul(weights, v)
+    if flash and q._strides is not None:
+        out._strides = _laid_out_as(q, out.shape)
+    return out
+
+
+def _laid_out_as(q, shape):
+    """The strides torch's flash kernel gives its output: laid out in the query's order of (batch, head, sequence),
+    the embedding innermost. A query cut from (B, L, 3*H*E) projections, viewed (B, L, H, E) and transposed, gives
+    an output whose `transpose(1, 2).view(B, L, H*E)` works without `.contiguous()` (nanoGPT's idiom)."""
+    qs = _strides.of(q)
+    order = sorted(range(3), key=lambda d: -qs[d]) + [3]  # (stable: ties keep their order)
+    strides, step = [0] * 4, 1
+    for d in reversed(order):
+        strides[d] = step
+        step *= builtins.max(shape[d], 1)
+    return _strides.normal(shape, strides)
 
 
 _ROW_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))

@@ -268,7 +268,8 @@ def _conv_forward(ctx, x4, w4, b):
             n1 = builtins.min(N, n0 + chunk)
             c = make(n0, n1)
             if as_rows:
-                out[n0:n1] = np.matmul(c.reshape(n1 - n0, oh * ow, kh * kw * C), wk.T).transpose(0, 2, 1)
+                out[n0:n1] = np.matmul(c.reshape((n1 - n0) * oh * ow, kh * kw * C), wk.T).reshape(
+                    n1 - n0, oh * ow, O).transpose(0, 2, 1)  # (one product for the chunk: a sample's alone is short)
             else:
                 np.matmul(wg, c.reshape(n1 - n0, G, (C // G) * kh * kw, oh * ow), out=out[n0:n1])
         ctx.cols = None

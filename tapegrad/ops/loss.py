@@ -29,6 +29,10 @@ def _reduction(reduction, size_average=None, reduce=None):
         size_average = True if size_average is None else size_average
         reduce = True if reduce is None else reduce
         reduction = "none" if not reduce else "mean" if size_average else "sum"
+    if reduction == "elementwise_mean":  # (torch's name for "mean" before 1.0, still taken with a warning)
+        warnings.warn("reduction='elementwise_mean' is deprecated. Please use reduction='mean' instead.",
+                      stacklevel=3)
+        return "mean"
     if reduction not in _REDUCTIONS:
         raise ValueError(f"{reduction} is not a valid value for reduction")
     return reduction

@@ -53,8 +53,19 @@ def test_ddp_needs_a_process_group_as_torch():
 def test_reduce_op_names_match_torch():
     for name in ("SUM", "AVG", "PRODUCT", "MIN", "MAX", "BAND", "BOR", "BXOR", "PREMUL_SUM"):
         ours, theirs = getattr(dist.ReduceOp, name), getattr(real_torch.distributed.ReduceOp, name)
-        assert repr(ours) == repr(theirs) and int(ours) == int(theirs)
+        assert repr(ours) == repr(theirs) and str(ours) == str(theirs) and int(ours) == int(theirs)
     assert dist.group.WORLD is None and dist.GroupMember.NON_GROUP_MEMBER == -100
+
+
+def test_deprecated_reduce_op_warns_and_names_reduce_ops_as_torch():
+    import warnings
+    seen = []
+    for d in (dist, real_torch.distributed):
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            names = [str(getattr(d.reduce_op, n)) for n in ("SUM", "PRODUCT", "MIN", "MAX", "BAND")]
+        seen.append((names, sorted({(m.category.__name__, str(m.message)) for m in w})))
+    assert seen[0] == seen[1]
 
 
 def test_data_parallel_is_torch_cpu_behaviour():

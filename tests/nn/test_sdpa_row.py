@@ -96,3 +96,91 @@ def test_compile_replays_the_row():
             results.append([value.detach().numpy()] + [t.grad.numpy() for t in ts])
         for ours, theirs in zip(*results):
             np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-5)
+
+
+# (shape of the array made, permutation to (B, H, L, E)) for q; k and v contiguous unless given
+LAYOUTS = {"contiguous": ((2, 4, 5, 8), (0, 1, 2, 3)), "blhe": ((2, 5, 4, 8), (0, 2, 1, 3)),
+           "lbhe": ((5, 2, 4, 8), (1, 2, 0, 3)), "hble": ((4, 2, 5, 8), (1, 0, 2, 3)),
+           "bhel": ((2, 4, 8, 5), (0, 1, 3, 2)), "one_query": ((2, 1, 4, 8), (0, 2, 1, 3))}
+
+
+@pytest.mark.parametrize("kw", [{}, {"is_causal": True}, {"attn_mask": "float"}, {"dropout_p": 0.5}],
+                         ids=["plain", "causal", "mask", "dropout"])
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_output_strides_follow_the_querys_layout_as_torchs(layout, kw):
+    """torch's flash kernel lays its output out in the query's order (dropout takes its math path: contiguous),
+    so `y.transpose(1, 2).view(B, L, H * E)` works on a head split of a (B, L, 3*H*E) projection."""
+    made, perm = LAYOUTS[layout]
+    q0 = np.random.default_rng(3).standard_normal(made).astype(np.float32)
+    strides = []
+    for lib in (tg, torch):
+        q = lib.tensor(q0).permute(*perm)
+        L = q.shape[2]
+        kv = lib.ones(2, 4, 6, 8) if L == 1 else q
+        args = dict(kw)
+        if args.get("attn_mask") == "float":
+            args["attn_mask"] = lib.zeros(L, kv.shape[2])
+        if L == 1 and args.get("is_causal"):
+            args["is_causal"] = False
+        out = lib.nn.functional.scaled_dot_product_attention(q, kv, kv, **args)
+        strides.append((tuple(out.stride()), out.is_contiguous()))
+        if layout == "blhe" and not kw:
+            assert tuple(out.transpose(1, 2).view(2, 5, 32).shape) == (2, 5, 32)
+    assert strides[0] == strides[1]
+
+
+BACKENDS = {"math": ["MATH"], "flash": ["FLASH_ATTENTION"], "both": ["MATH", "FLASH_ATTENTION"],
+            "efficient": ["EFFICIENT_ATTENTION"], "cudnn_flash": ["CUDNN_ATTENTION", "FLASH_ATTENTION"]}
+
+
+@pytest.mark.parametrize("dropout", [0.0, 0.5])
+@pytest.mark.parametrize("backends", sorted(BACKENDS))
+def test_sdpa_kernel_choices_give_torchs_layouts_and_errors(backends, dropout):
+    """torch.nn.attention.sdpa_kernel: math alone gives the math path's contiguous output, flash alone the query's
+    layout or torch's "No available kernel" where flash cannot run (dropout), neither of them its own error; the
+    previous choice is back after the block."""
+    q0 = np.random.default_rng(5).standard_normal((2, 5, 4, 8))
+    seen = []
+    for lib in (tg, torch):
+        A = lib.nn.attention
+        q = lib.tensor(q0).transpose(1, 2)
+        before = A._cur_sdpa_kernel_backends()
+        try:
+            with A.sdpa_kernel([getattr(A.SDPBackend, b) for b in BACKENDS[backends]]):
+                out = lib.nn.functional.scaled_dot_product_attention(q, q, q, dropout_p=dropout)
+            seen.append(("ok", tuple(out.shape), tuple(out.stride()) if not dropout else None))
+        except RuntimeError as e:
+            seen.append(("error", str(e)))
+        assert A._cur_sdpa_kernel_backends() == before
+    assert seen[0] == seen[1]
+
+
+def test_sdp_backend_names_and_sdpa_kernel_checks_as_torchs():
+    for lib in (tg, torch):
+        A = lib.nn.attention
+        assert [(n, int(v), repr(v), str(v)) for n, v in A.SDPBackend.__members__.items()] == \
+            [(n, int(v), repr(v), str(v)) for n, v in torch.nn.attention.SDPBackend.__members__.items()]
+        with pytest.raises(AssertionError, match="Backend must be an instance of SDPBackend or a list of SDPBackend "
+                                                 "instances, got str"):
+            with A.sdpa_kernel("MATH"):
+                pass
+
+
+@pytest.mark.parametrize("variant", ["causal_upper_left", "causal_lower_right"])
+def test_causal_bias_masks_attention_as_torchs(variant):
+    import tapegrad.nn.attention.bias  # noqa: F401  (a submodule, imported as torch's is)
+    import torch.nn.attention.bias  # noqa: F401
+    arrays = _data([(1, 2, 3, 4), (1, 2, 5, 4), (1, 2, 5, 4)], np.float64, 6)
+    results = []
+    for lib in (tg, torch):
+        bias = getattr(lib.nn.attention.bias, variant)(3, 5)
+        ts = [lib.tensor(a, requires_grad=True) for a in arrays]
+        out = lib.nn.functional.scaled_dot_product_attention(*ts, attn_mask=bias)
+        out.sum().backward()
+        results.append([type(bias).__name__, bias._materialize().numpy().tolist(), out.detach().numpy()] +
+                       [t.grad.numpy() for t in ts])
+    assert results[0][:2] == results[1][:2]
+    for ours, theirs in zip(results[0][2:], results[1][2:]):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-14)
+    with pytest.raises(AssertionError, match=f"{variant} only supports 2D tensors"):
+        getattr(tg.nn.attention.bias, variant)(1, 2, 3)
