@@ -1,8 +1,8 @@
 """torch.amp: GradScaler and autocast.
 
-autocast("cpu") runs the ops on torch's CPU autocast lists in bfloat16 (matmul, mm, bmm, linear, conv,
-einsum, prelu: their float32 operands cast, the casts recorded) and its float32 list (the losses, prod) in
-float32, as torch does; it needs bfloat16 tensors (the optional `bfloat16` extra). For CUDA (unavailable)
+autocast("cpu") runs the ops on torch's CPU autocast lists in bfloat16, or float16 with dtype=torch.float16
+(matmul, mm, bmm, linear, conv, einsum, prelu: their float32 operands cast, the casts recorded) and its float32
+list (the losses, prod) in float32, as torch does; bfloat16 needs the optional `bfloat16` extra. For CUDA (unavailable)
 it warns and disables itself, as torch; disabled it passes through. GradScaler passes through disabled;
 enabled on the CPU it raises NotImplementedError.
 """
@@ -84,9 +84,6 @@ class autocast:
                           "Autocast only supports dtypes of torch.bfloat16, torch.float16 currently.", UserWarning,
                           stacklevel=2)
             enabled = False
-        if enabled and device_type == "cpu" and dtype is _dtype.float16:
-            raise NotImplementedError("tapegrad: autocast(\"cpu\", dtype=torch.float16) is not implemented "
-                                      "(torch.bfloat16, the CPU default, is)")
         if enabled and device_type != "cpu":
             raise NotImplementedError(f"tapegrad: autocast(device_type={device_type!r}) is not implemented "
                                       f"(tapegrad computes on the CPU: autocast(\"cpu\") is)")

@@ -1,4 +1,4 @@
-"""torch.autocast("cpu") enabled: the ops on torch's CPU autocast lists run in bfloat16 (matmul, mm, bmm,
+"""torch.autocast("cpu") enabled: the ops on torch's CPU autocast lists run in bfloat16 or float16 (matmul, mm, bmm,
 linear, conv, einsum, prelu: float32 operands cast, float64 left alone), its float32 list (losses, prod) in
 float32, other ops as their inputs say; gradients flow back through the casts to float32 parameters.
 Compared with torch 2.13: dtypes exactly, values within bfloat16 rounding."""
@@ -56,7 +56,7 @@ def test_the_ops_dtypes_inside_a_region_are_torchs():
     assert want["linear"] == "torch.bfloat16" and want["cross_entropy"] == "torch.float32"
 
 
-def train(t, model_kind, steps=3):
+def train(t, model_kind, steps=3, dtype="bfloat16"):
     F = t.nn.functional
     t.manual_seed(0)
     if model_kind == "mlp":
@@ -71,10 +71,10 @@ def train(t, model_kind, steps=3):
     losses = []
     for _ in range(steps):
         opt.zero_grad()
-        with t.autocast("cpu", dtype=t.bfloat16):
+        with t.autocast("cpu", dtype=getattr(t, dtype)):
             out = model(x)
             loss = F.cross_entropy(out, y)
-        assert out.dtype == t.bfloat16 and loss.dtype == t.float32
+        assert out.dtype == getattr(t, dtype) and loss.dtype == t.float32
         loss.backward()
         opt.step()
         losses.append(loss.item())
@@ -83,9 +83,10 @@ def train(t, model_kind, steps=3):
     return state, losses, grads
 
 
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 @pytest.mark.parametrize("model_kind", ["mlp", "cnn"])
-def test_training_under_autocast_follows_torch(model_kind):
-    (s1, l1, g1), (s2, l2, g2) = train(tapegrad, model_kind), train(torch, model_kind)
+def test_training_under_autocast_follows_torch(model_kind, dtype):
+    (s1, l1, g1), (s2, l2, g2) = train(tapegrad, model_kind, dtype=dtype), train(torch, model_kind, dtype=dtype)
     for k in s1:
         np.testing.assert_array_equal(s1[k], s2[k])  # the same start (torch's init stream)
     np.testing.assert_allclose(l1, l2, rtol=2e-2)
@@ -112,8 +113,33 @@ def test_unsupported_dtypes_as_torch():
             with t.autocast("cpu", dtype=t.float64):
                 assert t.nn.functional.linear(t.ones(2, 2), t.ones(2, 2)).dtype == t.float32
         assert "In CPU autocast, but the target dtype is not supported" in str(caught[0].message)
-    with pytest.raises(NotImplementedError, match="float16"):
-        tapegrad.autocast("cpu", dtype=tapegrad.float16)
+
+
+def test_float16_region_values_match_torchs():
+    """CPU autocast to float16 (torch's lists, as bfloat16's): linear, conv2d, matmul and bmm give torch's float16
+    bits; the float32 loss and the float32 parameters' gradients within one float16 step."""
+    rng = np.random.default_rng(0)
+    X, W1 = rng.standard_normal((16, 32)).astype(np.float32), rng.standard_normal((64, 32)).astype(np.float32) * 0.2
+    W2, Y = rng.standard_normal((10, 64)).astype(np.float32) * 0.2, rng.integers(0, 10, 16)
+    C, K = rng.standard_normal((2, 3, 8, 8)).astype(np.float32), rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    res = []
+    for t in (tapegrad, torch):
+        x, w1, w2 = t.tensor(X), t.tensor(W1, requires_grad=True), t.tensor(W2, requires_grad=True)
+        c, k = t.tensor(C, requires_grad=True), t.tensor(K, requires_grad=True)
+        with t.autocast("cpu", dtype=t.float16):
+            h = t.nn.functional.linear(x, w1)
+            loss = t.nn.functional.cross_entropy(t.nn.functional.linear(t.relu(h), w2), t.tensor(Y))
+            cv = t.nn.functional.conv2d(c, k, padding=1)
+            bm = t.bmm(x.reshape(2, 8, 32), w1.t().reshape(1, 32, 64).expand(2, 32, 64))
+        (loss + cv.float().sum() * 1e-3 + bm.float().sum() * 1e-3).backward()
+        res.append(([str(v.dtype) for v in (h, loss, cv, bm)], [v.detach().float().numpy() for v in (h, cv, bm)],
+                    loss.item(), [v.grad.numpy() for v in (w1, w2, k, c)]))
+    assert res[0][0] == res[1][0] == ["torch.float16", "torch.float32", "torch.float16", "torch.float16"]
+    for a, b in zip(res[0][1], res[1][1]):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_allclose(res[0][2], res[1][2], rtol=1e-6)
+    for a, b in zip(res[0][3], res[1][3]):
+        np.testing.assert_allclose(a, b, atol=2 ** -10 * np.abs(b).max(), rtol=2 ** -10)
 
 
 def test_decorator_form():
