@@ -155,6 +155,12 @@ PROGRAMS = {
     "jacfwd_jacfwd": lambda lib: api(lib).jacfwd(api(lib).jacfwd(f_vec))(T(lib, A)),
     "grad_of_jacrev": lambda lib: api(lib).grad(lambda x: api(lib).jacrev(f_vec)(x).sum())(T(lib, A)),
     "hessian_of_leaf": lambda lib: api(lib).hessian(lambda x: (x ** 4).sum())(T(lib, A, True)),
+    # each Jacobian the cheaper way: jacrev of many more outputs than inputs by forward columns, jacfwd of fewer
+    # outputs than inputs by reverse rows (the same values, to rounding); then with a closure that requires grad
+    "jacrev_tall": lambda lib: api(lib).jacrev(lambda x: (T(lib, B.reshape(6, 1)) * x).sin())(T(lib, A[:2].copy())),
+    "jacfwd_wide": lambda lib: api(lib).jacfwd(lambda x: (x.reshape(2, 3) ** 2).sum(1).tanh())(T(lib, B.ravel())),
+    "jacrev_tall_hessian": lambda lib: api(lib).jacrev(api(lib).jacrev(
+        lambda x: (T(lib, B.reshape(6, 1)) * x).sin().sum(0)))(T(lib, A[:2].copy())),
     # vmap
     "vmap": lambda lib: lib.vmap(f_vec)(T(lib, B)),
     "vmap_func_module": lambda lib: lib.func.vmap(lambda x, y: x @ y)(T(lib, B), T(lib, B)),
@@ -312,7 +318,10 @@ def test_results_differentiate_again_into_the_callers_leaves():
         _, jv = api(lib).jvp(f_vec, (x,), (T(lib, A),))
         per = lib.vmap(api(lib).grad(f_scalar))(w)
         closure = api(lib).grad(lambda y: ((y * x).sin()).sum())(T(lib, A * 2))
-        total = (g[0] ** 2).sum() + g[1].sum() + (jac ** 2).sum() + jf.sum() + jv.sum() + per.sum() + closure.sum()
+        tall = api(lib).jacrev(lambda y: (w.reshape(6, 1) * y).sin())(T(lib, A[:2].copy()))  # forward columns
+        wide = api(lib).jacfwd(lambda y: (y.reshape(2, 3) * w).sum(1).tanh())(T(lib, B.ravel()))  # reverse rows
+        total = (g[0] ** 2).sum() + g[1].sum() + (jac ** 2).sum() + jf.sum() + jv.sum() + per.sum() + closure.sum() \
+            + (tall ** 2).sum() + (wide ** 3).sum()
         return lib.autograd.grad(total, (x, w))
     same(program(tapegrad), program(torch), rtol=1e-9)
 
