@@ -3,12 +3,14 @@ tapegrad's reverse mode, with torch's signatures, result structures and errors.
 
 Each call is a level of differentiation: the inputs it differentiates are marked (forward_ad.differentiable:
 an alias where an input already requires grad, so an outer transform's graph stays connected, else a fresh
-leaf), the function runs under enable_grad, and the gradients are taken with create_graph when grad mode
-is on, so that transforms nest (grad(grad(f)), jacrev(jacrev(f)), vmap(grad(f))). A result is then
+leaf), the function runs under enable_grad, and the gradients are taken with create_graph where a result
+reaches a tensor outside the call that requires grad (_graph_needed), so that transforms nest (grad(grad(f)),
+jacrev(jacrev(f)), vmap(grad(f))) and a top-level call replays plain backwards. A result is then
 detached unless its graph reaches a tensor that requires grad outside the call (an outer transform's input,
 the caller's leaf, a parameter the function read), which is what torch's unwrapping to the outer level
 gives. jvp, jacfwd and linearize are forward mode by the double-vjp trick (forward_ad.forward_grads): one
-forward, one recorded backward, then one backward per tangent.
+forward, one recorded backward, then one backward per tangent. jacrev and jacfwd build a Jacobian whichever way
+is cheaper: reverse rows (a backward per output element) or forward columns (one per input element).
 """
 import functools
 
@@ -231,8 +233,9 @@ def _vjp_with_argnums(func, *primals, argnums=None, has_aux=False):
 
 
 def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_copy=False):
-    """The Jacobian of func with respect to the argnums, by reverse mode (one backward per output element):
-    for each output, out.shape + input.shape, nested as the outputs and the argnums."""
+    """The Jacobian of func with respect to the argnums, by reverse rows (a backward per output element), or by
+    forward columns where there are more than twice as many outputs as inputs: for each output, out.shape +
+    input.shape, nested as the outputs and the argnums."""
     if not (chunk_size is None or chunk_size > 0):
         raise ValueError("jacrev: `chunk_size` should be greater than 0.")
 
@@ -326,8 +329,9 @@ def _jvp_with_argnums(func, primals, tangents, argnums, *, strict=False, has_aux
 
 
 def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
-    """The Jacobian of func with respect to the argnums by forward mode (one backward of the double-vjp
-    trick per input element): for each output, out.shape + input.shape, nested as the outputs and argnums.
+    """The Jacobian of func with respect to the argnums by forward columns (a backward of the double-vjp trick
+    per input element), or by reverse rows where there are fewer outputs than inputs: for each output,
+    out.shape + input.shape, nested as the outputs and argnums.
     randomness as vmap's ('error' raises if func draws from the default generator; func runs once)."""
     @functools.wraps(func)
     def wrapper_fn(*args):

@@ -116,8 +116,9 @@ def test_unsupported_dtypes_as_torch():
 
 
 def test_float16_region_values_match_torchs():
-    """CPU autocast to float16 (torch's lists, as bfloat16's): linear, conv2d, matmul and bmm give torch's float16
-    bits; the float32 loss and the float32 parameters' gradients within one float16 step."""
+    """CPU autocast to float16 (torch's lists, as bfloat16's): linear, conv2d, matmul and bmm within one float16
+    step of torch's (equal bits on the machines measured; torch's float16 kernels differ between CPUs, so the
+    oracle allows their rounding), the float32 loss and the float32 parameters' gradients likewise."""
     rng = np.random.default_rng(0)
     X, W1 = rng.standard_normal((16, 32)).astype(np.float32), rng.standard_normal((64, 32)).astype(np.float32) * 0.2
     W2, Y = rng.standard_normal((10, 64)).astype(np.float32) * 0.2, rng.integers(0, 10, 16)
@@ -136,7 +137,7 @@ def test_float16_region_values_match_torchs():
                     loss.item(), [v.grad.numpy() for v in (w1, w2, k, c)]))
     assert res[0][0] == res[1][0] == ["torch.float16", "torch.float32", "torch.float16", "torch.float16"]
     for a, b in zip(res[0][1], res[1][1]):
-        np.testing.assert_array_equal(a, b)
+        np.testing.assert_allclose(a, b, rtol=2 ** -10, atol=2 ** -14)
     np.testing.assert_allclose(res[0][2], res[1][2], rtol=1e-6)
     for a, b in zip(res[0][3], res[1][3]):
         np.testing.assert_allclose(a, b, atol=2 ** -10 * np.abs(b).max(), rtol=2 ** -10)
