@@ -1,12 +1,10 @@
 """Where a row's gradient goes at the end of a backward: a tensor's hooks, `retain_grad`, a leaf's `.grad`
-(torch's AccumulateGrad), and the Tensor view of a row that rules and hooks receive (`wrap`). Shared by the
-compiled driver (replay.py) and the create_graph path (create_graph.py)."""
+(torch's AccumulateGrad). Shared by the compiled driver (replay.py) and the create_graph path (create_graph.py)."""
 import numpy as np
 
 from .grad_mode import enable_grad, no_grad
 from .ops import clone
 from .ops.sparse import SparseTensor, accumulate_, add_into_dense
-from .tape import F_REQ, OP_LEAF
 from .tensor import Tensor, _new, tensor_type_name
 
 
@@ -113,15 +111,3 @@ def _add_sparse_grad(t, g, graph):
         add_into_dense(old._data, g)
         if old._requires_grad or old._vc is not None:
             old._bump_version()
-
-
-def wrap(tape, row):
-    """A Tensor for the value at a row, connected to the tape (so create_graph can differentiate it)."""
-    t = _new(tape.values[row])
-    t._tape, t._slot = tape, row
-    t._vc = tape.cells.get(row)  # the value's version cell: rows recorded from t (create_graph) check its version
-    if tape.flags[row] & F_REQ:
-        t._requires_grad = True
-        if tape.op[row] != OP_LEAF:
-            t._is_leaf, t._op = False, int(tape.op[row])
-    return t

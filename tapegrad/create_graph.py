@@ -6,13 +6,13 @@ import ast
 import numpy as np
 
 from . import anomaly, ops, registry
-from .accumulate import into_leaf, watched, wrap
+from .accumulate import into_leaf, watched
 from .grad_mode import enable_grad
 from .ops import sum_to_shape
 from .ops._common import _record
 from .ops.sparse import SparseTensor
 from .tape import F_STOP, OP_LEAF, _local as _tape_local
-from .tensor import Tensor, _new
+from .tensor import Tensor, _new, wrap
 
 
 def run_graph(tape, need, roots, seeds, targets, accumulate, vjp=None):

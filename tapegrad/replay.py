@@ -12,15 +12,15 @@ import threading
 
 import numpy as np
 
-from . import _dtype, anomaly, kernels, registry, tape as tape_mod
-from .accumulate import add_grad, run_hooks, run_post_accumulate_hooks, watched, wrap
+from . import _dtype, anomaly, kernels, registry, saved_tensors, tape as tape_mod
+from .accumulate import add_grad, run_hooks, run_post_accumulate_hooks, watched
 from .anomaly import has_nan, row_name, run_named
 from .create_graph import graph_vjp, run_graph
 from .grad_mode import no_grad
 from .tape import F_DEAD, F_STOP, OP_FREED, OP_LEAF, Tape, untraceable
 from .ops._common import _sum_to_np
 from .ops.sparse import SparseTensor, add_into_dense, merged_add
-from .tensor import Tensor, _new, tensor_type_name
+from .tensor import Tensor, _new, tensor_type_name, wrap
 
 FREED_MESSAGE = (
     "Trying to backward through the graph a second time (or directly access saved tensors after they have "
@@ -100,7 +100,7 @@ def _run(tape, roots, seeds, retain_graph, create_graph, targets, accumulate, tr
         # buffers (an index map is the row's private copy), so an error then leaves nothing changed, as before it
         seed = seeds[0] if len(roots) == 1 else None
         fast = not (traced or create_graph or seed is None or type(seed) is not np.ndarray
-                    or seed.size != 1 or type(tape) is not Tape or anomaly.is_anomaly_enabled())
+                    or seed.size != 1 or type(tape) is not Tape or anomaly.is_anomaly_enabled() or tape.packed)
         try:
             if fast:
                 need, own, offsets, recycle, adj32, adj64, own32, own64, leaves, bad, arg, start, first = rt.run_pass(
@@ -117,27 +117,32 @@ def _run(tape, roots, seeds, retain_graph, create_graph, targets, accumulate, tr
             _raise_plan_error(tape, bad, arg)
         if tape.guards:
             _check_guards(tape, need)
-        if traced:
-            result = tape.gradient(need, roots, seeds, targets, create_graph)
-        elif create_graph:
-            result = run_graph(tape, need, roots, seeds, targets, accumulate)
-        else:
-            if fast:
-                adj = (adj32, adj64, own32, own64)
-                tape.note_adjoint_bytes(4 * adj32.size + 8 * adj64.size)
-                adjoint = _run_compiled(rt, tape, need, own, offsets, recycle, adj, kinds, roots, None, targets,
-                                        accumulate, start, leaves)
+        originals = saved_tensors.unpack_for_backward(tape, need, create_graph) if tape.packed else None
+        try:
+            if traced:
+                result = tape.gradient(need, roots, seeds, targets, create_graph)
+            elif create_graph:
+                result = run_graph(tape, need, roots, seeds, targets, accumulate)
             else:
-                adj = (np.zeros(n32, np.float32), np.zeros(n64, np.float64), np.zeros(o32, np.float32),
-                       np.zeros(o64, np.float64))
-                tape.note_adjoint_bytes(4 * n32 + 8 * n64)  # tape.stats(): last and peak adjoint buffer sizes
-                adjoint = _run_compiled(rt, tape, need, own, offsets, recycle, adj, kinds, roots, seeds, targets,
-                                        accumulate)
-            # (a copy in the value's dtype: a float16 / bfloat16 row's float64 adjoint rounded to it)
-            sparse = adjoint.own.sparse
-            result = None if targets is None else [
-                (_sparse_leaf(tape, r, need, own, adjoint, sparse[r]) if sparse and r in sparse else
-                 _new(adjoint(r).astype(tape.values[r].dtype))) if need[r] else None for r in targets]
+                if fast:
+                    adj = (adj32, adj64, own32, own64)
+                    tape.note_adjoint_bytes(4 * adj32.size + 8 * adj64.size)
+                    adjoint = _run_compiled(rt, tape, need, own, offsets, recycle, adj, kinds, roots, None, targets,
+                                            accumulate, start, leaves)
+                else:
+                    adj = (np.zeros(n32, np.float32), np.zeros(n64, np.float64), np.zeros(o32, np.float32),
+                           np.zeros(o64, np.float64))
+                    tape.note_adjoint_bytes(4 * n32 + 8 * n64)  # tape.stats(): last and peak adjoint buffer sizes
+                    adjoint = _run_compiled(rt, tape, need, own, offsets, recycle, adj, kinds, roots, seeds, targets,
+                                            accumulate)
+                # (a copy in the value's dtype: a float16 / bfloat16 row's float64 adjoint rounded to it)
+                sparse = adjoint.own.sparse
+                result = None if targets is None else [
+                    (_sparse_leaf(tape, r, need, own, adjoint, sparse[r]) if sparse and r in sparse else
+                     _new(adjoint(r).astype(tape.values[r].dtype))) if need[r] else None for r in targets]
+        finally:
+            if originals:  # (the values saved_tensors_hooks' unpack hooks gave the rows for this backward)
+                saved_tensors.restore(tape, originals)
         if not retain_graph:
             if fast:
                 tape.free_graph(need, first)

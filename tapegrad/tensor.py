@@ -10,7 +10,7 @@ import numpy as np
 
 from . import _dtype, _format, _runtime, _strides
 from .grad_mode import is_grad_enabled
-from .tape import F_STOP, _local as _tape_local, NOT_A_SLOT, new_version_cell, untraceable, Watch
+from .tape import F_REQ, F_STOP, OP_LEAF, _local as _tape_local, NOT_A_SLOT, new_version_cell, untraceable, Watch
 from .device import check, CPU
 
 
@@ -97,6 +97,19 @@ def _new(data, requires_grad=False):
     t._data = data if isinstance(data, np.ndarray) else np.asarray(data)
     if requires_grad:
         t.requires_grad = True
+    return t
+
+
+def wrap(tape, row):
+    """A Tensor for the value at a row, connected to the tape (so create_graph can differentiate it): what rules,
+    hooks and grad_fn's saved tensors receive."""
+    t = _new(tape.values[row])
+    t._tape, t._slot = tape, row
+    t._vc = tape.cells.get(row)  # the value's version cell: rows recorded from t (create_graph) check its version
+    if tape.flags[row] & F_REQ:
+        t._requires_grad = True
+        if tape.op[row] != OP_LEAF:
+            t._is_leaf, t._op = False, int(tape.op[row])
     return t
 
 

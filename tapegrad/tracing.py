@@ -30,8 +30,7 @@ from .accumulate import add_grad
 from .grad_mode import _state as _grad_state
 from .ops._common import _record
 from .tape import F_DEAD, F_REQ, F_STOP, OP_CONST, OP_LEAF, Tape, made_in_trace
-from .tensor import Tensor, _new
-from .accumulate import wrap
+from .tensor import Tensor, _new, wrap
 from .create_graph import graph_vjp, run_graph
 from .nn.modules.module import Module
 from .ops import stack

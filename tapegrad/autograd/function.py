@@ -23,12 +23,11 @@ import weakref
 
 import numpy as np
 
-from .. import registry
-from ..tensor import _new, Tensor, tensor_type_name
+from .. import registry, saved_tensors
+from ..tensor import _new, Tensor, tensor_type_name, wrap
 from .graph import FUNCTION_MODULE, Node
 from ..grad_mode import is_grad_enabled, no_grad, _state as _grad_state
 from ..ops._common import _record
-from ..accumulate import wrap
 from ..replay import current_pass, FREED_MESSAGE
 from .. import _dtype
 from .. import tape as tape_mod
@@ -93,6 +92,9 @@ class BackwardCFunction(Node, FunctionCtx):
 
     def name(self):
         return type(self).__name__
+
+    def __getattr__(self, name):  # (not Node's saved-tensor names: a ctx has its own attributes only)
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     @property
     def next_functions(self):
@@ -352,9 +354,14 @@ def _finish(ctx, args, tensors, outputs, recording, traced=None):
             tape.set_cell(r, o._vc, current=True)
     ctx._input_meta = tuple([(a._data.shape, a._data.dtype, needs) if isinstance(a, Tensor) else None
                              for a, needs in zip(args, ctx.needs_input_grad)])
+    hooks = saved_tensors.current_hooks() if saved_tensors.OPEN else None
     if traced:  # a replay recomputes every row: what backward reads is the tensor as it is then (_TraceTape.refresh)
         ctx._traced = True
         ctx._saved = tuple(None if t is None else ("traced", t) for t in ctx.to_save)
+    elif hooks is not None:  # saved_tensors_hooks
+        pack_hook, unpack_hook = hooks
+        ctx._saved = tuple(None if t is None else ("hooked", saved_tensors.call_pack(pack_hook, t), unpack_hook)
+                           for t in ctx.to_save)
     else:
         ctx._saved = tuple(_pack(t, rows, tape) for t in ctx.to_save)
     ctx.to_save = ()  # the packed form holds outputs by row, so that a forward nobody uses can be swept
@@ -386,6 +393,8 @@ def _unpack(ctx, entry):
         return None
     if entry[0] == "traced":  # (the caller's row checks versions, on the real tensors)
         return entry[1]
+    if entry[0] == "hooked":
+        return saved_tensors.checked_unpack(entry[2], entry[1])
     if entry[0] == "row":
         _, row, ref, expected = entry
         tape = ctx._tape

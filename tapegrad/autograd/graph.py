@@ -1,5 +1,7 @@
 """grad_fn objects, made on demand from a tape row (the tape itself has no per-op Python objects)."""
-from .. import registry
+from .. import registry, saved_tensors
+from ..replay import FREED_MESSAGE
+from ..tape import _local
 
 _classes = {}
 # torch lists an edge per operand of these, (None, 0) for a Python number (`x * 2`), which tapegrad records
@@ -28,6 +30,24 @@ class Node:
 
     def name(self):
         return type(self).__name__
+
+    def __getattr__(self, name):
+        """torch's saved tensors of the node: `_saved_self`, `_saved_other`, `_saved_result`, ... (the values its
+        backward reads; under saved_tensors_hooks, unpacked), `_raw_saved_<name>` (a SavedTensor, for
+        register_hooks), and pow's `_saved_exponent`."""
+        raw = name.startswith("_raw_saved_")
+        if not (raw or name.startswith("_saved_")):
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+        if not self._alive():
+            raise RuntimeError(FREED_MESSAGE)
+        tape, row, key = self._tape, self._row, name[len("_raw_saved_" if raw else "_saved_"):]
+        if key == "exponent" and not raw and registry.OPS[tape.op[row]].name == "pow_ts":
+            c = float(tape.fattr[row, 0])
+            return int(c) if c.is_integer() else c
+        j = saved_tensors.position(tape, row, key)
+        if j is None:
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+        return saved_tensors.SavedTensor(tape, row, j) if raw else saved_tensors.saved_value(tape, row, j, self)
 
     @property
     def next_functions(self):
@@ -101,32 +121,39 @@ _hooks_disabled = []  # the messages of the disable_saved_tensors_hooks blocks w
 
 
 class saved_tensors_hooks:
-    """torch.autograd.graph.saved_tensors_hooks(pack_hook, unpack_hook). tapegrad's tape keeps each value a backward
-    reads and calls no pack or unpack hook on it, so entering one raises NotImplementedError: a hook that offloads,
-    compresses, logs or changes saved tensors would otherwise silently not run."""
+    """torch.autograd.graph.saved_tensors_hooks(pack_hook, unpack_hook): within the block, each value a recorded
+    op's backward reads is stored as pack_hook(tensor), and a backward reads unpack_hook(packed) (saved_tensors.py).
+    Per thread; the innermost block's hooks apply."""
 
     def __init__(self, pack_hook, unpack_hook):
         self.pack_hook, self.unpack_hook = pack_hook, unpack_hook
 
     def __enter__(self):
         _check_hooks_allowed()
-        raise NotImplementedError("torch.autograd.graph.saved_tensors_hooks: tapegrad's tape keeps each value a "
-                                  "backward reads itself and calls no pack/unpack hooks on them")
+        self._outer = _local.pack_hooks
+        _local.pack_hooks = self._outer + (self._hooks(),)
+        saved_tensors.OPEN.append(self)
+        return self
+
+    def _hooks(self):
+        return self.pack_hook, self.unpack_hook
 
     def __exit__(self, *exc):
+        _local.pack_hooks = self._outer
+        saved_tensors.OPEN.remove(self)
         return False
 
 
 class save_on_cpu(saved_tensors_hooks):
-    """Keeps the tensors a backward reads on the CPU: where tapegrad's tensors all are, so the block changes
-    nothing (its values and gradients are torch's with the hooks)."""
+    """Keeps the tensors a backward reads on the CPU: where tapegrad's tensors all are, so its hooks keep each
+    tensor as it is (no copy; the block's values and gradients are torch's). Inside it, outer hooks do not run."""
 
     def __init__(self, pin_memory=False, device_type="cuda"):
+        super().__init__(None, None)
         self.pin_memory, self.device_type = pin_memory, device_type
 
-    def __enter__(self):
-        _check_hooks_allowed()
-        return self
+    def _hooks(self):
+        return None  # (saved_tensors.pack: None packs nothing)
 
 
 class disable_saved_tensors_hooks:

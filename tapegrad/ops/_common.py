@@ -4,7 +4,8 @@ import numbers
 
 import numpy as np
 
-from .. import _dtype, registry, tape as tape_mod
+from .. import _dtype, registry, saved_tensors, tape as tape_mod
+from ..saved_tensors import OPEN as _saved_tensors_hooks
 from ..grad_mode import _state as _grad_mode
 from ..tensor import Tensor, _new, as_array, register_view, storage_of
 
@@ -25,6 +26,8 @@ def _record(op, out, inputs, c=0.0, c2=0.0, iattr=0, aux=None):
                 tape = _tape_local.tape or tape_mod.current()
                 t._slot = tape.record(op.code, out, inputs, c, c2, iattr, aux)
                 t._tape, t._requires_grad, t._is_leaf, t._op = tape, True, False, op.code
+                if _saved_tensors_hooks:
+                    saved_tensors.pack(tape, t, op, inputs)
                 return t
     if tape_mod._local.tracing is not None:  # tapegrad.compile records ops on constants too (no gradient)
         if not _grad_mode.enabled:

@@ -45,7 +45,7 @@ GROWTH_NO_FREED = 16384  # and one more and this many live rows when backward ha
 GHOSTS = 4              # cut rows remembered per index (see _truncate)
 RELEASE_BYTES = 64 << 10  # an op's value of at least this size that no rule reads is not held by the tape
 # dicts keyed by row, remapped by compaction
-_ROW_KEYED = ("aux", "watch", "cells", "registered", "released", "anomaly_traces", "guards")
+_ROW_KEYED = ("aux", "watch", "cells", "registered", "released", "anomaly_traces", "guards", "packed")
 _F32, _F64 = np.dtype(np.float32).num, np.dtype(np.float64).num  # the dtypes the replay knows: codes 0 and 1
 
 THREAD_MESSAGE = (
@@ -154,6 +154,7 @@ class Tape(Release, Sweep, Inspection):
         self.shared_leaves = {}  # id -> weakref of a leaf another thread's tape registered too (leaf_rows)
         self.guards = {}        # row -> [(version cell, version, dtype, shape)] of the index, mask or target
                                 # tensors its backward depends on (guard): backward checks them as saved
+        self.packed = {}        # row -> its saved values as saved_tensors_hooks packed them (saved_tensors.py)
         self.owner = threading.current_thread()
         self.lock = _Lock(self.owner)
         self.sweep_at = SWEEP_CHECK  # record() calls check_sweep() when the tape reaches this length
@@ -535,6 +536,7 @@ def follow_indices(values, indices, flat, flat_of):
 
 class _Local(threading.local):
     tape = None
+    pack_hooks = ()  # the saved_tensors_hooks entered in this thread, innermost last (saved_tensors.py)
     tracing = None  # while tapegrad.compile traces in this thread: the list of what a replay cannot repeat
 
 

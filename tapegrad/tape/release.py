@@ -104,6 +104,7 @@ class Release:
             values[r] = None
             aux.pop(r, None)
             self.guards.pop(r, None)
+            self.packed.pop(r, None)
             self.watch.pop(r, None)
             self.cells.pop(r, None)
 
