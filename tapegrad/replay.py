@@ -41,6 +41,12 @@ def current_pass():
     return getattr(_local, "token", None)
 
 
+def is_checkpoint_valid():
+    """False while this thread's backward computes the gradients of given inputs only (autograd.grad,
+    backward(inputs=...)): a reentrant checkpoint's recompute would accumulate into every leaf's .grad."""
+    return getattr(_local, "checkpoint_valid", True)
+
+
 def run(tape, roots, seeds, retain_graph, create_graph, targets=None, accumulate=True):
     """Backpropagate seeds (arrays, or Tensors under create_graph or while tracing) from root rows. Returns the
     adjoints of `targets` rows (as Tensors or None) when targets are given; accumulates into leaves' .grad when
@@ -52,10 +58,11 @@ def run(tape, roots, seeds, retain_graph, create_graph, targets=None, accumulate
             return tape.backward_into_grad(roots, seeds, retain_graph, create_graph, targets)
         untraceable("a backward")  # (of another tape's graph: a side effect a replay does not repeat)
     outer, _local.token = current_pass(), object()
+    outer_valid, _local.checkpoint_valid = is_checkpoint_valid(), targets is None
     try:
         return _run(tape, roots, seeds, retain_graph, create_graph, targets, accumulate, traced)
     finally:
-        _local.token = outer
+        _local.token, _local.checkpoint_valid = outer, outer_valid
 
 
 def run_planned(tape, roots, seeds, targets, plans):
