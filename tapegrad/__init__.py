@@ -62,7 +62,7 @@ from ._runtime import (are_deterministic_algorithms_enabled, get_default_dtype, 
                        use_deterministic_algorithms)
 from ._torch_alias import install_as_torch  # noqa: E402,F401
 _LAZY_SUBMODULES = ("onnx", "hub", "serialization", "_dynamo", "_logging",  # (_dynamo, _logging: compile)
-                    "multiprocessing")
+                    "multiprocessing", "compiler")
 
 
 def __getattr__(name):  # torch.onnx / torch.hub load on first use, as `import torch.onnx` would

@@ -124,7 +124,63 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
                                  options=options, disable=disable)
     if not callable(model):  # torch raises AssertionError, in these words
         raise AssertionError(f"A callable function is expected, but {type(model)} is provided.")  # noqa: TRY004
-    return model if disable else Compiled(model, fullgraph)
+    if disable:
+        return model
+    compiled = Compiled(model, fullgraph)
+    return OptimizedModule(model, compiled) if isinstance(model, Module) else compiled
+
+
+class OptimizedModule(Module):
+    """What torch.compile returns for a module (torch._dynamo.eval_frame.OptimizedModule): a Module whose forward is
+    the compiled call of the original, registered as `_orig_mod` (so its state_dict keys start `_orig_mod.`, as
+    torch's); other attributes are read from and written to the original, and `training` is the original's."""
+    _own = frozenset(("_orig_mod", "_compiled", "forward", "__dict__"))
+
+    def __init__(self, mod, compiled):
+        object.__setattr__(self, "_orig_mod", mod)  # (first: attribute reads during Module.__init__ go to it)
+        super().__init__()
+        self._orig_mod = mod
+        self._compiled = compiled
+
+    def forward(self, *args, **kwargs):
+        return self.__dict__["_compiled"](*args, **kwargs)
+
+    # the compiled call's counters (Compiled): traces, recompiles and the guard failures that caused them
+    traces = property(lambda self: self.__dict__["_compiled"].traces)
+    recompiles = property(lambda self: self.__dict__["_compiled"].recompiles)
+    guard_failures = property(lambda self: self.__dict__["_compiled"].guard_failures)
+
+    @property
+    def training(self):
+        return self._orig_mod.training
+
+    @training.setter
+    def training(self, mode):
+        self._orig_mod.training = mode
+
+    def __getattr__(self, name):
+        if name == "_orig_mod":
+            return self.__dict__["_modules"]["_orig_mod"]
+        return getattr(self._orig_mod, name)
+
+    def __setattr__(self, name, value):
+        if name in OptimizedModule._own or hasattr(type(self), name):
+            return super().__setattr__(name, value)
+        return setattr(self._orig_mod, name, value)
+
+    def __delattr__(self, name):
+        if name in OptimizedModule._own or hasattr(type(self), name):
+            return super().__delattr__(name)
+        return delattr(self._orig_mod, name)
+
+    def __len__(self):
+        if hasattr(type(self._orig_mod), "__len__"):
+            return len(self._orig_mod)
+        raise TypeError(f"{type(self._orig_mod).__name__} does not support len()")
+
+    def __dir__(self):
+        own = object.__dir__(self)
+        return dir(self._orig_mod) + [a for a in own if a not in dir(self._orig_mod)]
 
 
 class config:

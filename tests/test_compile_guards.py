@@ -314,3 +314,57 @@ def test_a_trace_keeps_the_rows_whose_tensors_died_while_it_ran(monkeypatch):
     for k in range(4):
         a = np.full(2, float(k), np.float32)
         np.testing.assert_array_equal(f(tg.tensor(a)).numpy(), a * a.sum())
+
+
+def test_a_compiled_module_is_a_module_as_torchs():
+    """torch.compile(module) is an nn.Module (torch's OptimizedModule): the original as `_orig_mod` (state_dict keys
+    with its prefix), its attributes read and written through, train/eval its mode, usable in a ModuleList."""
+    outputs = []
+    for lib in (torch, tg):
+        lib.manual_seed(0)
+        lin = lib.nn.Linear(2, 3)
+        c = lib.compile(lin)
+        out = [isinstance(c, lib.nn.Module), type(c).__name__, repr(c), list(c.state_dict()), c.in_features,
+               c._orig_mod is lin, len(list(lib.nn.ModuleList([c]).parameters()))]
+        c.eval()
+        out += [lin.training, c.training]
+        c.train()
+        c.tag = 3
+        out += ["tag" in c.__dict__, lin.tag]
+        x = lib.tensor(np.linspace(-1, 1, 8, dtype=np.float32).reshape(4, 2))
+        c(x).sum().backward()
+        out.append(np.round(lin.weight.grad.numpy(), 6).tolist())
+        c2 = lib.compile(lib.nn.Linear(2, 3))
+        c2.load_state_dict(c.state_dict())
+        out.append(lib.equal(c2.weight, lin.weight))
+        out.append(len(lib.compile(lib.nn.Sequential(lib.nn.ReLU(), lib.nn.Tanh()))))
+        outputs.append(out)
+    assert outputs[1] == outputs[0]
+    from tapegrad._dynamo.eval_frame import OptimizedModule
+    assert isinstance(tg.compile(tg.nn.Linear(2, 2)), OptimizedModule)
+
+
+def test_torch_compiler_names():
+    assert not tg.compiler.is_compiling() and not tg._dynamo.is_compiling()
+    seen = []
+
+    def inside(x):
+        seen.append(tg.compiler.is_compiling())
+        return x * 2
+
+    f = tg.compile(inside)
+    f(tg.ones(2))
+    assert seen[0] is True
+    eager_calls = []
+
+    @tg.compiler.disable
+    def eager(x):
+        eager_calls.append(tg.compiler.is_compiling())
+        return x + 1
+
+    g = tg.compile(lambda x: eager(x) * 3)
+    np.testing.assert_array_equal(g(tg.ones(2)).numpy(), [6.0, 6.0])
+    assert eager_calls == [False]  # (the trace broke before calling it; the call then ran eagerly)
+    tg.compiler.reset()
+    assert f.traces == 0
+    assert tg.compiler.allow_in_graph(inside) is inside and tg.compiler.cudagraph_mark_step_begin() is None

@@ -1,7 +1,9 @@
 """torch._dynamo's user-facing parts for tapegrad.compile: `config` (recompile_limit, error_on_recompile),
-`exc.RecompileError`, `reset()`."""
+`exc.RecompileError`, `reset()`, `is_compiling()`, `disable`, and `eval_frame.OptimizedModule`."""
 import types
 
-from .tracing import RecompileError, config, reset  # noqa: F401
+from ..compiler import disable, is_compiling  # noqa: F401
+from ..tracing import RecompileError, config, reset  # noqa: F401
+from . import eval_frame  # noqa: F401
 
 exc = types.SimpleNamespace(RecompileError=RecompileError)

@@ -661,3 +661,20 @@ def test_compile_with_packed_input(name):
             for a, b in zip(*results):
                 np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
         assert compiled.traces == 1  # (the same lengths each call: one trace)
+
+
+@pytest.mark.parametrize("kwargs", [dict(norm_first=True, batch_first=True), dict(), dict(batch_first=True),
+                                    dict(batch_first=True, activation="gelu"), dict(batch_first=True, bias=False),
+                                    dict(batch_first=True, activation="tanh")])
+def test_transformer_encoder_warns_as_torch_when_its_layer_has_no_nested_tensor_path(kwargs):
+    results = []
+    for lib in (torch, tg):
+        kw = dict(kwargs)
+        if kw.get("activation") == "tanh":
+            kw["activation"] = lib.tanh
+        layer = lib.nn.TransformerEncoderLayer(8, 2, 16, **kw)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            enc = lib.nn.TransformerEncoder(layer, 2)
+        results.append(([str(w.message) for w in caught], enc.use_nested_tensor, layer.activation_relu_or_gelu))
+    assert results[1] == results[0]

@@ -2,9 +2,11 @@
 (submodule names, construction order, so init draws and state_dict keys match; norm_first; activation
 "relu"/"gelu" or a callable). LayerNorm is nn.LayerNorm, looked up when a layer is built."""
 import copy
+import warnings
 
 from ... import creation, ops
 from .. import functional as F, init
+from .activation import GELU, ReLU
 from .attention import MultiheadAttention
 from .container import ModuleList
 from .dropout import Dropout
@@ -55,6 +57,9 @@ class TransformerEncoderLayer(Module):
         self.dropout1 = Dropout(dropout)
         self.dropout2 = Dropout(dropout)
         self.activation = _activation(activation)
+        act = self.activation  # (torch's flag for its fast path: 1 relu, 2 gelu, 0 another)
+        self.activation_relu_or_gelu = (1 if act is F.relu or isinstance(act, ReLU) else
+                                        2 if act is F.gelu or isinstance(act, GELU) else 0)
 
     def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
         x = src
@@ -124,6 +129,24 @@ class TransformerDecoderLayer(Module):
         return self.dropout3(self.linear2(self.dropout(self.activation(self.linear1(x)))))
 
 
+def _why_not_fast_path(layer):
+    """torch's reason, in its words, that an encoder's layers cannot take its nested-tensor path ("" if they can)."""
+    if not isinstance(layer, TransformerEncoderLayer):
+        return "encoder_layer was not TransformerEncoderLayer"
+    attn = layer.self_attn
+    for failed, why in ((layer.norm_first, "norm_first was True"),
+                        (not attn.batch_first, "self_attn.batch_first was not True(use batch_first for better "
+                                               "inference performance)"),
+                        (not attn._qkv_same_embed_dim, "self_attn._qkv_same_embed_dim was not True"),
+                        (attn.in_proj_bias is None, "self_attn was passed bias=False"),
+                        (not layer.activation_relu_or_gelu, "activation_relu_or_gelu was not True"),
+                        (layer.norm1.eps != layer.norm2.eps, "norm1.eps was not equal to encoder_layer.norm2.eps"),
+                        (attn.num_heads % 2 == 1, "self_attn.num_heads is odd")):
+        if failed:
+            return "encoder_layer." + why
+    return ""
+
+
 class TransformerEncoder(Module):
     __constants__ = ["norm"]
 
@@ -133,7 +156,13 @@ class TransformerEncoder(Module):
         self.num_layers = num_layers
         self.norm = norm
         self.enable_nested_tensor = enable_nested_tensor  # (a CUDA/fast-path layout in torch: same values)
+        self.use_nested_tensor = enable_nested_tensor
         self.mask_check = mask_check
+        why_not = _why_not_fast_path(encoder_layer)
+        if enable_nested_tensor and why_not:
+            warnings.warn(f"enable_nested_tensor is True, but self.use_nested_tensor is False because {why_not}",
+                          stacklevel=2)
+            self.use_nested_tensor = False
 
     def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
         output = src
