@@ -124,6 +124,13 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
                                  options=options, disable=disable)
     if not callable(model):  # torch raises AssertionError, in these words
         raise AssertionError(f"A callable function is expected, but {type(model)} is provided.")  # noqa: TRY004
+    if callable(backend):
+        raise NotImplementedError(f"torch.compile(backend={getattr(backend, '__name__', backend)!r}): a custom "
+                                  "backend receives a torch.fx GraphModule, which tapegrad does not build (it records "
+                                  "the function on its tape); give a backend's name, or none")
+    if backend not in BACKENDS:
+        raise InvalidBackend(f"Invalid backend: {backend!r}, see `torch._dynamo.list_backends()` for available "
+                             "backends.")
     if disable:
         return model
     compiled = Compiled(model, fullgraph)
@@ -206,6 +213,17 @@ _COMPILED = weakref.WeakSet()
 
 class RecompileError(RuntimeError):
     """torch._dynamo.exc.RecompileError: a compiled function would trace again under error_on_recompile."""
+
+
+class InvalidBackend(RuntimeError):
+    """torch._dynamo.exc.InvalidBackend: a backend name torch does not know."""
+
+
+# torch's backend names (torch._dynamo.list_backends(exclude_tags=()) of 2.13, less its test-only ones): each
+# means the same here, a trace replayed by tapegrad
+BACKENDS = frozenset(("inductor", "eager", "aot_eager", "cudagraphs", "aot_eager_decomp_partition",
+                      "aot_eager_default_partitioner", "aot_ts", "eager_debug", "eager_noexcept", "openxla",
+                      "openxla_eval", "pre_dispatch_eager", "ts", "tvm", "invoke_subgraph"))
 
 
 _log = logging.getLogger("tapegrad._dynamo")

@@ -368,3 +368,14 @@ def test_torch_compiler_names():
     tg.compiler.reset()
     assert f.traces == 0
     assert tg.compiler.allow_in_graph(inside) is inside and tg.compiler.cudagraph_mark_step_begin() is None
+
+
+def test_backend_names_and_a_callable_backend():
+    for lib in (torch, tg):
+        with pytest.raises(RuntimeError, match="^Invalid backend: 'foo', see `torch._dynamo.list_backends\\(\\)`"):
+            lib.compile(lambda x: x + 1, backend="foo")(lib.ones(1))
+    assert tg._dynamo.list_backends() == torch._dynamo.list_backends()
+    for name in ("eager", "aot_eager", "inductor"):
+        np.testing.assert_array_equal(tg.compile(lambda x: x + 1, backend=name)(tg.ones(2)).numpy(), [2.0, 2.0])
+    with pytest.raises(NotImplementedError, match="a custom backend receives a torch.fx GraphModule"):
+        tg.compile(lambda x: x + 1, backend=lambda gm, example_inputs: gm.forward)

@@ -3,7 +3,15 @@
 import types
 
 from ..compiler import disable, is_compiling  # noqa: F401
-from ..tracing import RecompileError, config, reset  # noqa: F401
+from ..tracing import BACKENDS, InvalidBackend, RecompileError, config, reset  # noqa: F401
 from . import eval_frame  # noqa: F401
 
-exc = types.SimpleNamespace(RecompileError=RecompileError)
+exc = types.SimpleNamespace(RecompileError=RecompileError, InvalidBackend=InvalidBackend)
+
+
+_LISTED = ("cudagraphs", "inductor", "openxla", "tvm")  # (torch's list, less its debug and experimental names)
+
+
+def list_backends(exclude_tags=("debug", "experimental")):
+    """The backend names torch.compile accepts (each means a trace replayed by tapegrad)."""
+    return list(_LISTED) if exclude_tags else sorted(BACKENDS)
