@@ -245,7 +245,10 @@ class _Writer:
             raise TypeError(f"tapegrad.save cannot store a module of class {cls.__qualname__}, defined inside a "
                             f"function: define it at a module's top level, or save its state_dict()")
         state = []
+        transient = getattr(cls, "_transient", ())  # (what a module makes again when it needs it)
         for key, value in m.__dict__.items():
+            if key in transient:
+                continue
             if key in _HOOK_DICTS:
                 if value:
                     raise TypeError(f"tapegrad.save cannot store a module with hooks ({cls.__qualname__}.{key}): "

@@ -141,21 +141,28 @@ class OptimizedModule(Module):
     """What torch.compile returns for a module (torch._dynamo.eval_frame.OptimizedModule): a Module whose forward is
     the compiled call of the original, registered as `_orig_mod` (so its state_dict keys start `_orig_mod.`, as
     torch's); other attributes are read from and written to the original, and `training` is the original's."""
-    _own = frozenset(("_orig_mod", "_compiled", "forward", "__dict__"))
+    _own = frozenset(("_orig_mod", "_compiled", "_fullgraph", "forward", "__dict__"))
+    _transient = ("_compiled",)  # (tapegrad.save keeps the module, not its traces: a loaded one compiles afresh)
 
     def __init__(self, mod, compiled):
         object.__setattr__(self, "_orig_mod", mod)  # (first: attribute reads during Module.__init__ go to it)
         super().__init__()
         self._orig_mod = mod
-        self._compiled = compiled
+        self._compiled, self._fullgraph = compiled, compiled._fullgraph
+
+    def _call(self):
+        compiled = self.__dict__.get("_compiled")
+        if compiled is None:
+            compiled = self.__dict__["_compiled"] = Compiled(self._orig_mod, self._fullgraph)
+        return compiled
 
     def forward(self, *args, **kwargs):
-        return self.__dict__["_compiled"](*args, **kwargs)
+        return self._call()(*args, **kwargs)
 
     # the compiled call's counters (Compiled): traces, recompiles and the guard failures that caused them
-    traces = property(lambda self: self.__dict__["_compiled"].traces)
-    recompiles = property(lambda self: self.__dict__["_compiled"].recompiles)
-    guard_failures = property(lambda self: self.__dict__["_compiled"].guard_failures)
+    traces = property(lambda self: self._call().traces)
+    recompiles = property(lambda self: self._call().recompiles)
+    guard_failures = property(lambda self: self._call().guard_failures)
 
     @property
     def training(self):
@@ -166,9 +173,13 @@ class OptimizedModule(Module):
         self._orig_mod.training = mode
 
     def __getattr__(self, name):
-        if name == "_orig_mod":
-            return self.__dict__["_modules"]["_orig_mod"]
-        return getattr(self._orig_mod, name)
+        orig = self.__dict__.get("_modules", {}).get("_orig_mod")
+        if orig is None:  # (being rebuilt by copy or pickle)
+            raise AttributeError(f"'OptimizedModule' object has no attribute '{name}'")
+        return orig if name == "_orig_mod" else getattr(orig, name)
+
+    def __reduce__(self):  # (a copy compiles the copied module afresh: traces belong to the original's tensors)
+        return _optimized_module, (self._orig_mod, self._fullgraph)
 
     def __setattr__(self, name, value):
         if name in OptimizedModule._own or hasattr(type(self), name):
@@ -188,6 +199,10 @@ class OptimizedModule(Module):
     def __dir__(self):
         own = object.__dir__(self)
         return dir(self._orig_mod) + [a for a in own if a not in dir(self._orig_mod)]
+
+
+def _optimized_module(mod, fullgraph):
+    return OptimizedModule(mod, Compiled(mod, fullgraph))
 
 
 class config:

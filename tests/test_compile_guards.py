@@ -379,3 +379,17 @@ def test_backend_names_and_a_callable_backend():
         np.testing.assert_array_equal(tg.compile(lambda x: x + 1, backend=name)(tg.ones(2)).numpy(), [2.0, 2.0])
     with pytest.raises(NotImplementedError, match="a custom backend receives a torch.fx GraphModule"):
         tg.compile(lambda x: x + 1, backend=lambda gm, example_inputs: gm.forward)
+
+
+def test_a_compiled_module_copies_pickles_and_saves(tmp_path):
+    import pickle
+    c = tg.compile(tg.nn.Linear(2, 3))
+    x = tg.ones(4, 2)
+    want = c(x).detach().numpy()
+    path = tmp_path / "m.pt"
+    tg.save(c, path)
+    for other in (copy.deepcopy(c), pickle.loads(pickle.dumps(c)), tg.load(path, weights_only=False)):
+        assert type(other).__name__ == "OptimizedModule" and other.weight is not c.weight
+        assert list(other.state_dict()) == ["_orig_mod.weight", "_orig_mod.bias"]
+        np.testing.assert_array_equal(other(x).detach().numpy(), want)
+        assert other.traces == 1  # (compiled afresh: its own trace)
