@@ -107,6 +107,7 @@ ATTRIBUTES = {
                           meta(L, 2, 3, 4)[:, 1].stride(), meta(L, 2, 3, 4).permute(2, 0, 1).is_contiguous()),
     "iterate": lambda L: list(meta(L, 2, 3)),
     "default_device": lambda L: L.get_default_device(),
+    "data_ptr": lambda L: meta(L, 2).data_ptr(),
     "format": lambda L: f"{L.empty((), device='meta')}",
     "str": lambda L: str(meta(L, 2, requires_grad=True) * 2),
 }
@@ -186,6 +187,11 @@ OPS = {
     "pad": lambda L: L.nn.functional.pad(meta(L, 1, 2, 5), (1, 2), mode="reflect"),
     "mse_loss": lambda L: L.nn.functional.mse_loss(meta(L, 4, 3), meta(L, 4, 3)),
     "dropout_eval": lambda L: L.nn.functional.dropout(meta(L, 4, 3), training=False),
+    "dropout_train": lambda L: L.nn.Dropout(0.5)(meta(L, 4, 3)),
+    "einsum": lambda L: L.einsum("ij,jk->ik", meta(L, 2, 3), meta(L, 3, 4)),
+    "bmm": lambda L: L.bmm(meta(L, 2, 3, 4), meta(L, 2, 4, 5)),
+    "sdpa": lambda L: L.nn.functional.scaled_dot_product_attention(meta(L, 1, 2, 4, 8), meta(L, 1, 2, 4, 8),
+                                                                    meta(L, 1, 2, 4, 8)),
     "sort": lambda L: meta(L, 4, 3).sort(1),
     "topk": lambda L: meta(L, 4, 3).topk(2),
     "cumsum": lambda L: meta(L, 4, 3).cumsum(0),
@@ -242,6 +248,7 @@ NOT_BUILT = {
     "grad": (lambda: tg.autograd.grad(meta(tg, 2, requires_grad=True).sum(), []), "autograd on the meta device"),
     "hann_window": (lambda: tg.hann_window(4, device="meta"), "meta-device version of hann_window"),
     "tril_indices": (lambda: tg.tril_indices(3, 3, device="meta"), "meta-device version of tril_indices"),
+    "save": (lambda: tg.save(meta(tg, 2), __import__("io").BytesIO()), "tapegrad.save of a meta tensor"),
 }
 
 

@@ -6,6 +6,7 @@ import math
 import numpy as np
 
 from .. import _dtype, random, registry
+from .._meta import MetaArray as _MetaArray, make as _make_meta
 from ..grad_mode import is_grad_enabled
 from ..tensor import _new, Tensor, tensor_type_name
 from ._common import _array_rule_dtype  # (the array rules)
@@ -88,7 +89,9 @@ def dropout(input, p=0.5, train=True, inplace=False):
     if not train or p == 0:
         return x
     dt = x._data.dtype if x._data.dtype.kind == "f" else np.dtype(np.float32)
-    if p == 1:
+    if type(x._data) is _MetaArray:  # (a meta mask: nothing drawn, as torch's)
+        mask = _make_meta(x._data.shape, dt)
+    elif p == 1:
         mask = np.zeros(x.shape, dt)
     elif _tape_local.tracing is not None and not inplace:  # tapegrad.compile: a mask each replay draws again
         return mul(x, _tape_local.tape.record_draw(_dropout_draw, (tuple(x.shape), p, dt), False))
