@@ -300,7 +300,7 @@ def _permutation(n, generator, dtype):
     return random.permutation(n, generator).astype(dtype)
 
 
-def _drawn(draw, args, requires_grad, device):
+def _drawn(draw, args, requires_grad, device=None):
     """A factory's random draw; while tapegrad.compile traces, a row that each replay draws again. On the meta
     device nothing is drawn (the generator's state is left as it is, as torch's)."""
     if _is_meta(device):
