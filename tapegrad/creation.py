@@ -4,14 +4,17 @@ import warnings
 
 import numpy as np
 
-from . import _dtype, _strides, random
-from .device import check as _check_device
+from . import _dtype, _meta, _strides, random
+from .device import is_meta as _is_meta
 from .tape import _local as _tape_local, made_in_trace
 from .tensor import Tensor, _flat, _new, as_array
 from .tensor import _format_strides, _memory_format_arg, channels_last, channels_last_3d, preserve_format
 
 
-def _finish(data, dtype=None, requires_grad=False, made=True):
+def _finish(data, dtype=None, requires_grad=False, made=True, meta=False):
+    """The factory's tensor of data; meta: a meta tensor of data's shape and dtype."""
+    if meta:
+        data = _meta.make(data.shape, data.dtype if dtype is None else _dtype.to_numpy_dtype(dtype))
     t = _new(data if dtype is None else data.astype(_dtype.to_numpy_dtype(dtype), copy=False))
     if made and _tape_local.tracing is not None:  # (tapegrad.compile: a constant of the trace)
         made_in_trace(t)
@@ -44,15 +47,16 @@ def _float(dtype):
 
 
 def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False):
-    _check_device(device)
+    meta = _is_meta(device)
     # (a copy of a tensor's value is no constant of a trace: it depends on what the tensor holds)
     made = _tape_local.tracing is not None and not isinstance(data, Tensor) and not (
         isinstance(data, (list, tuple)) and any(isinstance(d, Tensor) for d in _flat(data)))
-    return _finish(as_array(data, dtype), None, requires_grad, made)
+    return _finish(as_array(data, dtype), None, requires_grad, made, meta)
 
 
 def as_tensor(data, dtype=None, device=None):
-    _check_device(device)
+    if _is_meta(device) or isinstance(data, Tensor) and data.is_meta:
+        return tensor(data, dtype=dtype, device="meta")
     if isinstance(data, Tensor) and (dtype is None or data.dtype is dtype):
         return data
     if isinstance(data, np.ndarray) and data.flags.c_contiguous and data.dtype.isnative and (
@@ -104,24 +108,31 @@ BoolTensor = _tensor_type("BoolTensor", _dtype.bool)
 
 
 def zeros(*size_args, size=None, dtype=None, device=None, requires_grad=False, out=None):
-    _check_device(device)
+    meta = _is_meta(device)
     try:
         shape = _shape(size_args if size is None else (size,))
     except RuntimeError as e:
         if "negative dimension" in str(e):  # torch's zeros has its own words for it
             raise RuntimeError("zeros: Dimension size must be non-negative.") from None
         raise
-    return _finish(np.zeros(shape, _float(dtype)), None, requires_grad)
+    return _finish(_zeros(shape, _float(dtype), meta), None, requires_grad)
+
+
+def _zeros(shape, np_dtype, meta, fill=np.zeros):
+    """The values of a factory of this shape: a meta array (no memory) on the meta device."""
+    return _meta.make(shape, np_dtype) if meta else fill(shape, np_dtype)
 
 
 def ones(*size_args, size=None, dtype=None, device=None, requires_grad=False, out=None):
-    _check_device(device)
-    return _finish(np.ones(_shape(size_args if size is None else (size,)), _float(dtype)), None, requires_grad)
+    meta = _is_meta(device)
+    return _finish(_zeros(_shape(size_args if size is None else (size,)), _float(dtype), meta, np.ones), None,
+                   requires_grad)
 
 
 def empty(*size_args, size=None, dtype=None, device=None, requires_grad=False, out=None, memory_format=None):
-    _check_device(device)
-    t = _finish(np.zeros(_shape(size_args if size is None else (size,)), _float(dtype)), None, requires_grad)  # zeroed: never leak memory
+    meta = _is_meta(device)
+    t = _finish(_zeros(_shape(size_args if size is None else (size,)), _float(dtype), meta), None,
+                requires_grad)  # zeroed: never leak memory
     fmt = _memory_format_arg("empty", memory_format)
     if fmt is preserve_format:
         raise RuntimeError("unsupported memory format Preserve")
@@ -131,16 +142,18 @@ def empty(*size_args, size=None, dtype=None, device=None, requires_grad=False, o
 
 
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):
-    _check_device(device)
+    meta = _is_meta(device)
     if dtype is None:
         dtype = (_dtype.bool if isinstance(fill_value, bool) else
                  _dtype.int64 if isinstance(fill_value, (int, np.integer)) else _dtype.default_float)
     np_dtype = _dtype.to_numpy_dtype(dtype)
     try:
-        data = np.full(_shape((size,)), fill_value, np_dtype)
+        data = np.full(_shape((size,)) if not meta else (), fill_value, np_dtype)  # (meta: the value's checks)
     except OverflowError:  # a Python int outside the dtype (NumPy's OverflowError)
         name = "int" if np_dtype == np.int32 else np_dtype.name + "_t"  # torch names the C++ type
         raise RuntimeError(f"value cannot be converted to type {name} without overflow") from None
+    if meta:
+        data = _meta.make(_shape((size,)), np_dtype)
     return _finish(data, None, requires_grad)
 
 
@@ -148,12 +161,12 @@ def eye(n, m=None, dtype=None, device=None, requires_grad=False):
     for name, v in (("n", n), ("m", m)):
         if v is not None and v < 0:  # NumPy's ValueError otherwise
             raise RuntimeError(f"{name} must be greater or equal to 0, got {v}")
-    _check_device(device)
-    return _finish(np.eye(n, n if m is None else m, dtype=_float(dtype)), None, requires_grad)
+    meta = _is_meta(device)
+    return _finish(np.eye(n, n if m is None else m, dtype=_float(dtype)), None, requires_grad, meta=meta)
 
 
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
-    _check_device(device)
+    meta = _is_meta(device)
     if end is None:
         start, end = 0, start
     if step == 0:
@@ -165,6 +178,8 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
     if n > 2 ** 63 - 1:  # NumPy's ValueError otherwise
         raise RuntimeError("invalid size, possible overflow?")
     np_dtype = _dtype.to_numpy_dtype(dtype)
+    if meta:
+        return _finish(_meta.make((n,), np_dtype), None, requires_grad)
     if np_dtype.kind in "iu" and all(isinstance(v, (int, np.integer)) for v in vals):
         data = (int(start) + np.arange(n, dtype=np.int64) * int(step)).astype(np_dtype)  # exact past 2**53
     else:
@@ -175,8 +190,9 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
     if steps < 0:  # NumPy's ValueError otherwise
         raise RuntimeError("number of steps must be non-negative")
-    _check_device(device)
     dt = _float(dtype)
+    if _is_meta(device):
+        return _finish(_meta.make((steps,), dt), None, requires_grad)
     if dt in (np.float32, np.float64) and steps > 1:
         return _finish(_linspace(start, end, steps, dt.type), None, requires_grad)
     return _finish(np.linspace(start, end, steps, dtype=np.float64).astype(dt), None, requires_grad)
@@ -208,9 +224,18 @@ def _linspace(start, end, steps, dt):
         return np.where(np.isfinite(exact), exact, total)
 
 
-def _like(fn, input, dtype, requires_grad, *args, memory_format=None):
+def _like(fn, input, dtype, requires_grad, *args, memory_format=None, device=None):
     dt = input._data.dtype if dtype is None else _dtype.to_numpy_dtype(dtype)
-    return _with_format(_finish(fn(input._data.shape, *args).astype(dt), None, requires_grad), input, memory_format)
+    if _like_meta(input, device):
+        data = _meta.make(input._data.shape, dt)
+    else:
+        data = fn(input._data.shape, *args).astype(dt)
+    return _with_format(_finish(data, None, requires_grad), input, memory_format)
+
+
+def _like_meta(input, device):
+    """Whether a *_like result is meta: device None is the input's device (not the default one)."""
+    return _is_meta(device) if device is not None else type(input._data) is _meta.MetaArray
 
 
 def _like_strides(input, memory_format):
@@ -227,39 +252,32 @@ def _like_strides(input, memory_format):
 
 
 def zeros_like(input, dtype=None, device=None, requires_grad=False, memory_format=None):
-    _check_device(device or "cpu")  # (None: the input's device, not the default one)
-    return _like(np.zeros, input, dtype, requires_grad, memory_format=memory_format)
+    return _like(np.zeros, input, dtype, requires_grad, memory_format=memory_format, device=device)
 
 
 def ones_like(input, dtype=None, device=None, requires_grad=False, memory_format=None):
-    _check_device(device or "cpu")  # (None: the input's device, not the default one)
-    return _like(np.ones, input, dtype, requires_grad, memory_format=memory_format)
+    return _like(np.ones, input, dtype, requires_grad, memory_format=memory_format, device=device)
 
 
 def empty_like(input, dtype=None, device=None, requires_grad=False, memory_format=None):
-    _check_device(device or "cpu")  # (None: the input's device, not the default one)
-    return _like(np.zeros, input, dtype, requires_grad, memory_format=memory_format)
+    return _like(np.zeros, input, dtype, requires_grad, memory_format=memory_format, device=device)
 
 
 def full_like(input, fill_value, dtype=None, device=None, requires_grad=False, memory_format=None):
-    _check_device(device or "cpu")  # (None: the input's device, not the default one)
-    return _like(np.full, input, dtype, requires_grad, fill_value, memory_format=memory_format)
+    return _like(np.full, input, dtype, requires_grad, fill_value, memory_format=memory_format, device=device)
 
 
 def rand(*size_args, size=None, generator=None, dtype=None, device=None, requires_grad=False):
-    _check_device(device)
     return _drawn(random.uniform, (_shape(size_args if size is None else (size,)), generator, _float(dtype)),
-                  requires_grad)
+                  requires_grad, device)
 
 
 def randn(*size_args, size=None, generator=None, dtype=None, device=None, requires_grad=False):
-    _check_device(device)
     return _drawn(random.normal, (_shape(size_args if size is None else (size,)), generator, _float(dtype)),
-                  requires_grad)
+                  requires_grad, device)
 
 
 def randint(low, high=None, size=None, generator=None, dtype=None, device=None, requires_grad=False):
-    _check_device(device)
     if size is None and isinstance(high, (tuple, list)):  # randint(high, size)
         low, high, size = 0, low, high
     if high is None:
@@ -267,7 +285,7 @@ def randint(low, high=None, size=None, generator=None, dtype=None, device=None, 
     if size is None:
         raise TypeError("randint() missing 1 required positional argument: 'size'")
     return _drawn(_integers, (low, high, _shape((size,)), generator, _dtype.to_numpy_dtype(dtype or _dtype.int64)),
-                  requires_grad)
+                  requires_grad, device)
 
 
 def _integers(low, high, shape, generator, dtype):
@@ -275,31 +293,32 @@ def _integers(low, high, shape, generator, dtype):
 
 
 def randperm(n, generator=None, dtype=None, device=None, requires_grad=False):
-    _check_device(device)
-    return _drawn(_permutation, (n, generator, _dtype.to_numpy_dtype(dtype or _dtype.int64)), requires_grad)
+    return _drawn(_permutation, (n, generator, _dtype.to_numpy_dtype(dtype or _dtype.int64)), requires_grad, device)
 
 
 def _permutation(n, generator, dtype):
     return random.permutation(n, generator).astype(dtype)
 
 
-def _drawn(draw, args, requires_grad):
-    """A factory's random draw; while tapegrad.compile traces, a row that each replay draws again."""
+def _drawn(draw, args, requires_grad, device=None):
+    """A factory's random draw; while tapegrad.compile traces, a row that each replay draws again. On the meta
+    device nothing is drawn (the generator's state is left as it is, as torch's)."""
+    if _is_meta(device):
+        shape, dtype = (args[2], args[4]) if draw is _integers else (args[0], args[2])
+        return _finish(_meta.make((shape,) if draw is _permutation else shape, dtype), None, requires_grad)
     if _tape_local.tracing is not None:
         return _tape_local.tape.record_draw(draw, args, requires_grad)
     return _finish(draw(*args), None, requires_grad)
 
 
 def rand_like(input, dtype=None, requires_grad=False, *, layout=None, device=None, memory_format=None):
-    _check_device(device or "cpu")
-    return _with_format(rand(*input.shape, dtype=dtype or input.dtype, requires_grad=requires_grad), input,
-                        memory_format)
+    return _with_format(rand(*input.shape, dtype=dtype or input.dtype, requires_grad=requires_grad,
+                             device=device or input.device), input, memory_format)
 
 
 def randn_like(input, dtype=None, requires_grad=False, *, layout=None, device=None, memory_format=None):
-    _check_device(device or "cpu")
-    return _with_format(randn(*input.shape, dtype=dtype or input.dtype, requires_grad=requires_grad), input,
-                        memory_format)
+    return _with_format(randn(*input.shape, dtype=dtype or input.dtype, requires_grad=requires_grad,
+                              device=device or input.device), input, memory_format)
 
 
 def _with_format(t, input, memory_format):
@@ -311,18 +330,19 @@ def _with_format(t, input, memory_format):
 # -- more of torch's factories ------------------------------------------------------------------------------------
 def scalar_tensor(s, *, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False):
     """torch.scalar_tensor: a 0-d tensor of the number s, in the default float dtype unless dtype is given."""
-    _check_device(device)
+    meta = _is_meta(device)
     if isinstance(s, Tensor):
         s = s.item()
     if not isinstance(s, (bool, int, float, np.bool_, np.integer, np.floating)):
         raise TypeError(f"scalar_tensor(): argument 's' (position 1) must be Number, not {type(s).__name__}")
-    return _finish(np.array(s, _float(dtype)), None, requires_grad)
+    return _finish(np.array(s, _float(dtype)), None, requires_grad, meta=meta)
 
 
 def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
     """torch.asarray: obj as a tensor, sharing memory where it can (a tensor of that dtype is returned itself, a
     C-contiguous NumPy array or buffer is aliased); copy=True always copies, copy=False refuses to."""
-    _check_device(device)
+    if _is_meta(device) and not (isinstance(obj, Tensor) and obj.is_meta):
+        return tensor(obj, dtype=dtype, device=device, requires_grad=requires_grad)
     if isinstance(obj, Tensor):
         if dtype is not None and _dtype.to_numpy_dtype(dtype) != obj._data.dtype:
             if copy is False:
@@ -400,11 +420,11 @@ def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
 def empty_strided(size, stride, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
     """torch.empty_strided: a tensor of this size whose stride() answers `stride` (its values are zeroed and
     stored in C order, as every tapegrad value)."""
-    _check_device(device)
+    meta = _is_meta(device)
     size, stride = tuple(size), tuple(stride)
     if len(size) != len(stride):
         raise RuntimeError(f"dimensionality of sizes ({len(size)}) must match dimensionality of strides "
                            f"({len(stride)})")
-    t = _finish(np.zeros(_shape((size,)), _float(dtype)), None, requires_grad)
+    t = _finish(_zeros(_shape((size,)), _float(dtype), meta), None, requires_grad)
     t._strides = _strides.normal(t._data.shape, stride)
     return t

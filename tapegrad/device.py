@@ -1,8 +1,8 @@
-"""torch.device, the default device, and the checks that keep every tensor on the CPU.
+"""torch.device, the default device, and the checks that keep every tensor on the CPU or the meta device.
 
-tapegrad computes on the CPU only. A device object of any type can be made (as in a CPU-only torch
-build); making or moving a tensor to a device other than the CPU raises the error a CPU-only torch
-raises ("Torch not compiled with CUDA enabled"), never a silent CPU tensor.
+tapegrad computes on the CPU only; the meta device holds tensors without data (_meta.py). A device object of
+any type can be made (as in a CPU-only torch build); making or moving a tensor to another device raises the
+error a CPU-only torch raises ("Torch not compiled with CUDA enabled"), never a silent CPU tensor.
 """
 _TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip", "ve", "fpga", "maia",
           "xla", "lazy", "vulkan", "mps", "meta", "hpu", "mtia", "privateuseone")
@@ -87,11 +87,12 @@ class device:
 
 
 CPU = device("cpu")
+META = device("meta")
 _default = CPU
 
 
 def get_default_device():
-    if _default._type != "cpu":
+    if _default._type not in ("cpu", "meta"):
         raise unavailable(_default)  # (torch makes a tensor there to find the index: its error)
     return _default
 
@@ -119,14 +120,24 @@ def unavailable(dev):
         return AssertionError("Torch not compiled with CUDA enabled")
     if kind == "xpu":
         return AssertionError("Torch not compiled with XPU enabled")
-    if kind == "meta":
-        return NotImplementedError("tapegrad has no meta device (tensors without data)")
     return RuntimeError(f"PyTorch is not linked with support for {kind} devices")
 
 
 def check(dev):
-    """Resolve a device= argument (None: the default device) and raise unless it is the CPU."""
+    """Resolve a device= argument (None: the default device) and raise unless it is the CPU or meta. A caller
+    that makes a tensor must make a meta one for meta (`is_meta`)."""
     d = _default if dev is None else as_device(dev)
-    if d._type != "cpu":
+    if d._type != "cpu" and d._type != "meta":
         raise unavailable(d)
     return d
+
+
+def cpu_only(dev, name):
+    """check(dev) for a factory not built for the meta device: its clear error there."""
+    if check(dev)._type == "meta":
+        raise NotImplementedError(f"tapegrad has no meta-device version of {name} (tensors without data)")
+
+
+def is_meta(dev):
+    """check(dev), and whether it is the meta device."""
+    return check(dev)._type == "meta"

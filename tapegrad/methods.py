@@ -7,7 +7,8 @@ import numpy as np
 
 from . import ops
 from .grad_mode import is_grad_enabled
-from .device import check as _check_device
+from .device import is_meta as _is_meta
+from ._meta import MetaArray, make as _make_meta
 from .tape import NOT_A_SLOT, untraceable
 from .ops.shape import _check_recordable, _check_writable, _iterate, _written
 from .tensor import as_array, _new, Tensor, VIEWS
@@ -39,6 +40,8 @@ def _inplace(self, result):
         raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the broadcast shape "
                            f"{list(value.shape)}")
     if not self._data.flags.writeable:
+        if type(self._data) is MetaArray:
+            return self  # (a meta tensor has no data to write; the checks above are torch's meta checks)
         raise RuntimeError("tapegrad: this tensor's memory is read-only (it came from a read-only array)")
     _check_writable(self)
     self._ensure_vc()
@@ -249,7 +252,7 @@ def setitem(self, key, value):
     """x[key] = value, under torch's rules: value broadcasts to the indexed shape; a leaf that requires grad
     cannot be written while grad mode is on; a write into a recorded tensor is itself recorded."""
     target = self._data
-    if not target.flags.writeable:
+    if not target.flags.writeable and type(target) is not MetaArray:  # (a meta target takes nothing, below)
         raise RuntimeError("tapegrad: this tensor's memory is read-only (it came from a read-only array)")
     if self._requires_grad and self._is_leaf and is_grad_enabled():
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
@@ -269,6 +272,8 @@ def setitem(self, key, value):
         probe = _new(v._data.reshape(v.shape[lead:]) if lead > 0 and all(s == 1 for s in v.shape[:lead])
                      else v._data)
         ops.expand(probe, shape)
+    if type(target) is MetaArray:
+        return
     recorded = is_grad_enabled() and (self._requires_grad or v._requires_grad)
     if self._creation is not None:  # (torch writes into the indexed view: its name is in the message)
         _check_recordable(self if advanced or all(i is Ellipsis for i in k) else ops.getitem(self, key), recorded)
@@ -316,9 +321,10 @@ Tensor.__setitem__ = setitem
 
 # -- tensor features scripts use (issue 18): ordering, layout, new_*, storage and device queries ------------------
 def _new_like(self, data, dtype, requires_grad, device=None):
-    _check_device(device)
+    """A new_* tensor: on self's device unless device is given (torch's)."""
+    meta = _is_meta(device) if device is not None else type(self._data) is MetaArray
     np_dtype = self._data.dtype if dtype is None else _dtype.to_numpy_dtype(dtype)
-    t = _new(np.asarray(data, dtype=np_dtype))
+    t = _new(_make_meta(np.shape(data), np_dtype) if meta else np.asarray(data, dtype=np_dtype))
     if requires_grad:
         t.requires_grad_(True)
     return t
@@ -359,13 +365,13 @@ def new_tensor(self, data, dtype=None, device=None, requires_grad=False, layout=
 
 def data_ptr(self):
     """The address of the first element: stable while the storage lives; a view that shares memory points into
-    its base's block, as torch's."""
-    return self._data.__array_interface__["data"][0]
+    its base's block, as torch's; 0 for a meta tensor (no storage), as torch's."""
+    return 0 if type(self._data) is MetaArray else self._data.__array_interface__["data"][0]
 
 
 Tensor.new_zeros, Tensor.new_ones, Tensor.new_empty, Tensor.new_full = new_zeros, new_ones, new_empty, new_full
 Tensor.new_tensor, Tensor.data_ptr = new_tensor, data_ptr
-Tensor.is_xpu = Tensor.is_mps = Tensor.is_sparse = Tensor.is_quantized = Tensor.is_meta = False
+Tensor.is_xpu = Tensor.is_mps = Tensor.is_sparse = Tensor.is_quantized = False
 Tensor.is_mkldnn = Tensor.is_nested = Tensor.is_sparse_csr = False
 Tensor.spmm = lambda self, mat2: ops.sparse.mm(self, mat2)
 
@@ -374,6 +380,8 @@ Tensor.spmm = lambda self, mat2: ops.sparse.mm(self, mat2)
 def _fill_with(self, draw):
     """Write draw() into self in place; torch's refusals come first, so that a refused fill draws nothing."""
     _refuse_leaf_write(self)
+    if type(self._data) is MetaArray:
+        return self  # (nothing drawn: the generator's state is left as it is, as torch's meta fills)
     v = _new(draw().astype(self._data.dtype, copy=False))
     if self._requires_grad and is_grad_enabled():  # (a recorded write: no gradient flows to the old value)
         v = self * 0 + v

@@ -191,6 +191,8 @@ class _Writer:
         if isinstance(obj, Tensor):
             from .nn.parameter import Parameter
             a = obj._data
+            if obj.is_meta:  # (torch saves its shape alone; tapegrad's format stores values)
+                raise NotImplementedError("tapegrad.save of a meta tensor (tensors without data) is not supported")
             _dtype.from_numpy_dtype(a.dtype)
             tid = self.tensor_ids.setdefault(id(obj), len(self.tensor_ids))
             self.keep.append(obj)

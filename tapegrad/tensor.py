@@ -8,10 +8,11 @@ import weakref
 
 import numpy as np
 
-from . import _dtype, _format, _runtime, _strides
+from . import _dtype, _format, _meta, _runtime, _strides
+from ._meta import MetaArray
 from .grad_mode import is_grad_enabled
 from .tape import F_REQ, F_STOP, OP_LEAF, _local as _tape_local, NOT_A_SLOT, new_version_cell, untraceable, Watch
-from .device import check, CPU
+from .device import check, CPU, META
 
 
 # -- views: torch's shared memory, over values that are stored contiguously ---------------------------------
@@ -51,7 +52,11 @@ def as_array(data, dtype=None):
         return np.array(data, _dtype.default_float.np)
     if isinstance(data, Tensor):
         data = data._data
+        if type(data) is MetaArray:  # (torch.tensor(meta): a meta tensor, no values to copy)
+            return data if dtype is None else _meta.make(data.shape, _dtype.to_numpy_dtype(dtype))
     elif isinstance(data, (list, tuple)) and any(isinstance(d, Tensor) for d in _flat(data)):
+        if any(isinstance(d, Tensor) and type(d._data) is MetaArray for d in _flat(data)):
+            raise NotImplementedError(_meta.NO_DATA)
         data = [as_array(d) for d in data]
     np_dtype = None if dtype is None else _dtype.to_numpy_dtype(dtype)
     if np_dtype is None and not isinstance(data, np.ndarray):
@@ -318,11 +323,15 @@ class Tensor:
 
     @property
     def device(self):
-        return CPU
+        return META if type(self._data) is MetaArray else CPU
 
     @property
     def is_cpu(self):
-        return True
+        return type(self._data) is not MetaArray
+
+    @property
+    def is_meta(self):
+        return type(self._data) is MetaArray
 
     def get_device(self):
         return -1  # torch's answer for a CPU tensor
@@ -383,6 +392,9 @@ class Tensor:
         # (tapegrad.compile, first: a trace's tensors require grad where the call's may not, every float argument
         # being a leaf of the trace, and a custom Function's grad_output)
         untraceable("a value read into Python (numpy)")
+        if type(self._data) is MetaArray:
+            raise TypeError("can't convert meta device type tensor to numpy. Use Tensor.cpu() to copy the tensor "
+                            "to host memory first.")
         if self._requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
                                "instead.")
@@ -392,6 +404,8 @@ class Tensor:
 
     def __array__(self, dtype=None, copy=None):
         untraceable("a value read into Python (__array__)")
+        if type(self._data) is MetaArray:
+            self.numpy()  # (torch's error)
         return self._data if dtype is None else self._data.astype(dtype)
 
     def __len__(self):
@@ -431,10 +445,16 @@ class Tensor:
         elif self._requires_grad:
             suffixes.append("requires_grad=True")
         name = _dtype.from_numpy_dtype(self._data.dtype)
+        if type(self._data) is MetaArray:  # (torch's form: no values)
+            dtype = "" if name is _dtype.default_float else f", dtype={name!r}"
+            suffixes = "".join(", " + s for s in suffixes)
+            return f"tensor(..., device='meta', size={tuple(self._data.shape)}{dtype}{suffixes})"
         return _format.format_tensor(self._data, repr(name), name is _dtype.default_float, suffixes)
 
     def __format__(self, spec):
         # torch: a plain 0-d tensor formats its number (f"{loss}" and f"{loss:.4f}"); anything else is object's
+        if type(self._data) is MetaArray:
+            return object.__format__(self, spec)
         if self._data.ndim == 0 and type(self) is Tensor:
             return format(self.item(), spec)
         return object.__format__(self, spec)
@@ -524,11 +544,11 @@ class Tensor:
     # -- dtype conversion ----------------------------------------------------------------------------------
     def to(self, *args, **kwargs):
         """to(dtype), to(device, dtype=None), to(tensor), each with non_blocking=False, copy=False. A device
-        other than the CPU raises torch's error for it (tapegrad computes on the CPU only)."""
+        other than the CPU and meta raises torch's error for it (tapegrad computes on the CPU only)."""
         fmt = _memory_format_arg("to", kwargs.get("memory_format"))
         dtype, device, copy = _parse_to(args, kwargs)
-        if device is not None:
-            check(device)
+        if device is not None and (check(device)._type == "meta") != (type(self._data) is MetaArray):
+            return self._to_meta(dtype)
         if dtype is None or _dtype.to_numpy_dtype(dtype) == self._data.dtype:
             out = self.clone() if copy else self
         else:
@@ -536,6 +556,19 @@ class Tensor:
             out = to_dtype(self, dtype)
         if fmt is not None and fmt is not preserve_format:  # (torch: a copy in that format where it differs)
             out = out.contiguous(memory_format=fmt)
+        return out
+
+    def _to_meta(self, dtype):
+        """A CPU tensor's meta copy (recorded, as torch's ToCopyBackward0); a meta tensor has nothing to copy out."""
+        if type(self._data) is MetaArray:
+            raise NotImplementedError(_meta.NO_DATA)
+        value = _meta.make(self._data.shape, self._data.dtype if dtype is None else _dtype.to_numpy_dtype(dtype))
+        if self._requires_grad and is_grad_enabled():
+            from . import ops
+            out = ops._common._record(ops._common.OPS["cast"], value, (self,))  # (torch's ToCopyBackward0)
+        else:
+            out = _new(value)
+        out._strides = self._strides
         return out
 
     def cuda(self, device=None, non_blocking=False, memory_format=None):
@@ -563,6 +596,8 @@ class Tensor:
         return self.to(_dtype.bool)
 
     def cpu(self):
+        if type(self._data) is MetaArray:
+            raise NotImplementedError(_meta.NO_DATA)
         return self
 
     def stride(self, dim=None):

@@ -2,6 +2,7 @@
 gradcheck.py, which call grad."""
 import numpy as np
 
+from .._meta import MetaArray
 from ..tensor import as_array, _new, Tensor
 from .. import ops, replay
 from ..accumulate import add_grad
@@ -60,6 +61,14 @@ def _tracing():
     return tape_mod._local.tracing is not None
 
 
+def _refuse_meta(tensors):
+    """Autograd through meta tensors is not built: the replay's compiled rules need values (torch's meta backward
+    computes shapes only)."""
+    for t in tensors:
+        if isinstance(t, Tensor) and type(t._data) is MetaArray:
+            raise NotImplementedError("tapegrad has no autograd on the meta device (backward through meta tensors)")
+
+
 def _rows(tensors):
     if len(tensors) == 1 and tensors[0]._tape is not None:  # (the usual loss.backward())
         tape = tensors[0]._tape
@@ -94,6 +103,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
              inputs=None):
     """Accumulate the gradients of `tensors` into the leaves' .grad (torch.autograd.backward)."""
     tensors = _as_tuple(tensors)
+    _refuse_meta(tensors)
     seeds = _seeds(tensors, grad_tensors if grad_tensors is not None else grad_variables, create_graph)
     if retain_graph is None:
         retain_graph = create_graph
@@ -118,6 +128,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
          allow_unused=None, is_grads_batched=False, materialize_grads=False):
     """The gradients of outputs with respect to inputs, returned (not accumulated into .grad)."""
     outputs, inputs = _as_tuple(outputs), _as_tuple(inputs)
+    _refuse_meta(outputs)
     if allow_unused is None:
         allow_unused = materialize_grads
     if materialize_grads and allow_unused is False:

@@ -6,6 +6,7 @@ import numpy as np
 
 from .. import random
 from ..ops.shape import _check_writable, _written
+from .._meta import MetaArray
 from ..tensor import Tensor, VIEWS
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "eye_",
@@ -16,6 +17,8 @@ __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_"
 def _write(tensor, values):
     """Store values into tensor's storage in place and bump its version, as torch's in-place fills do."""
     data = tensor._data
+    if type(data) is MetaArray:
+        return tensor  # (a meta tensor has no data: torch's init functions leave it as it is)
     if not data.flags.writeable:
         raise RuntimeError("tapegrad: this tensor's memory is read-only (it came from a read-only array)")
     _check_writable(tensor)
@@ -40,13 +43,22 @@ def _normal_values(shape, mean, std, dtype, generator):
     return random.normal(shape, generator, random.fill_dtype(dtype), mean=mean, std=std)
 
 
+def _meta(tensor):
+    """A meta tensor: nothing to draw (the generator's state is left as it is, as torch's)."""
+    return type(tensor._data) is MetaArray
+
+
 def _uniform(tensor, a, b, generator):
     _check(tensor)
+    if _meta(tensor):
+        return tensor
     return _write(tensor, _uniform_values(tensor._data.shape, a, b, tensor._data.dtype, generator))
 
 
 def _normal(tensor, mean, std, generator):
     _check(tensor)
+    if _meta(tensor):
+        return tensor
     return _write(tensor, _normal_values(tensor._data.shape, mean, std, tensor._data.dtype, generator))
 
 
@@ -85,6 +97,8 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
     if (mean < a - 2 * std) or (mean > b + 2 * std):
         warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The distribution of values "
                       "may be incorrect.", stacklevel=2)
+    if _meta(tensor):
+        return tensor
     shape, dtype = tensor._data.shape, tensor._data.dtype
     out = _normal_values(shape, mean, std, np.float64, generator).reshape(-1)
     bad = np.flatnonzero((out < a) | (out > b))
@@ -188,7 +202,7 @@ def orthogonal_(tensor, gain=1, generator=None):
     _check(tensor)
     if tensor.ndim < 2:
         raise ValueError("Only tensors with 2 or more dimensions are supported")
-    if tensor.numel() == 0:
+    if tensor.numel() == 0 or _meta(tensor):
         return tensor
     rows = tensor.shape[0]
     cols = tensor.numel() // rows
@@ -210,6 +224,8 @@ def sparse_(tensor, sparsity, std=0.01, generator=None):
     _check(tensor)
     if tensor.ndim != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
+    if _meta(tensor):
+        return tensor
     rows, cols = tensor._data.shape
     num_zeros = math.ceil(sparsity * rows)
     values = _normal_values((rows, cols), 0.0, std, tensor._data.dtype, generator)

@@ -4,7 +4,7 @@ import numbers
 
 import numpy as np
 
-from .. import _dtype, registry, saved_tensors, tape as tape_mod
+from .. import _dtype, _meta, registry, saved_tensors, tape as tape_mod
 from ..saved_tensors import OPEN as _saved_tensors_hooks
 from ..grad_mode import _state as _grad_mode
 from ..tensor import Tensor, _new, as_array, register_view, storage_of
@@ -16,8 +16,8 @@ _tape_local = tape_mod._local
 # -- recording ---------------------------------------------------------------------------------------
 def _record(op, out, inputs, c=0.0, c2=0.0, iattr=0, aux=None):
     """Wrap `out` as a Tensor, and record op when grad mode is on and an input requires grad."""
-    if type(out) is not np.ndarray:
-        out = np.asarray(out)
+    if type(out) is not np.ndarray:  # (a NumPy scalar; asanyarray: a meta value stays meta, _meta.py)
+        out = np.asanyarray(out)
     t = Tensor.__new__(Tensor)
     t._data = out
     if _grad_mode.enabled:
@@ -86,7 +86,7 @@ def _tensor(x, like=None):
     if isinstance(x, Tensor):
         return x
     if like is not None and isinstance(x, numbers.Number):
-        t = _new(np.asarray(x, dtype=_dtype.result_type(like._data, x)))
+        t = _new(np.asanyarray(x, dtype=_dtype.result_type(like._data, x)))
     else:
         t = _new(as_array(x))
     if tape_mod._local.tracing is not None:  # (tapegrad.compile: made from Python values, a constant)
@@ -114,7 +114,7 @@ def _in_float32(forward, *arrays):
     """A bfloat16 op as torch's CPU kernels compute it: on the float32 values, the result rounded to bfloat16
     once (NumPy on ml_dtypes' bfloat16 would round after every step of a composite forward)."""
     bf16 = arrays[0].dtype
-    out = np.asarray(forward(*(a.astype(np.float32) for a in arrays)))
+    out = np.asanyarray(forward(*(a.astype(np.float32) for a in arrays)))
     return out.astype(bf16) if out.dtype.kind == "f" else out
 
 
@@ -246,11 +246,14 @@ def _tensor_tensor(op, forward, a, b, to_float=False, check=None):
     if to_float and not _dtype.is_float(dt):
         dt = _dtype.default_float.np
     if not _dtype.is_float(dt):
-        return _new(np.asarray(_integer(forward, a._data, b._data)).astype(dt, copy=False))
+        return _new(np.asanyarray(_integer(forward, a._data, b._data)).astype(dt, copy=False))
     a, b = _to_dtype(a, dt), _to_dtype(b, dt)
     out = _in_float32(forward, a._data, b._data) if _dtype.is_reduced_float(dt) else forward(a._data, b._data)
     assert out.shape == shape
     return _record(op, out, (a, b))
+
+
+_meta.FRONT_ENDS.add(_tensor_tensor.__code__)  # (torch's error for meta and CPU operands, _meta._mixed)
 
 
 def _integer(forward, a, b):

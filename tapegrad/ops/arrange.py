@@ -11,6 +11,7 @@ import warnings
 import numpy as np
 
 from .. import _dtype
+from ..device import cpu_only as _cpu_only
 from ..tensor import Tensor, _new
 from ._common import _dim, _sizes, _tensor, _to_dtype
 from .conv import batch_norm as _batch_norm
@@ -273,6 +274,7 @@ def vander(x, N=None, increasing=False):
 
 def logspace(start, end, steps, base=10.0, dtype=None, layout=None, device=None, requires_grad=False):
     """base ** linspace(start, end, steps), in dtype (default: the default float dtype)."""
+    _cpu_only(device, "logspace")
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     np_dt = _dtype.default_float.np if dtype is None else _dtype.to_numpy_dtype(dtype)

@@ -37,7 +37,7 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
 def _isclose_arrays(a, b, rtol, atol, equal_nan):
     equal = a == b
     if a.dtype == np.bool_ or (a.dtype.kind in "iu" and rtol == 0 and atol == 0):
-        return np.asarray(equal)
+        return np.asanyarray(equal)
     # integers compare in the default float dtype, floats in their own (as torch computes it)
     work = a.dtype if _dtype.is_float(a.dtype) else _dtype.default_float.np
     if _dtype.is_bfloat16(work) or work == np.float16:
@@ -48,7 +48,7 @@ def _isclose_arrays(a, b, rtol, atol, equal_nan):
         close = equal | (np.isfinite(x) & np.isfinite(y) & within)
     if equal_nan:
         close = close | (np.isnan(x) & np.isnan(y))
-    return np.asarray(close)
+    return np.asanyarray(close)
 
 
 def _isin_operand(v, name):
@@ -80,9 +80,9 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False):
 
     def values(*arrays):
         it = iter(arrays)
-        ea = np.asarray(next(it) if isinstance(e, np.ndarray) else e, dtype=work)
-        ta = np.asarray(next(it) if isinstance(t, np.ndarray) else t, dtype=work).reshape(-1)
-        return np.asarray(np.isin(ea, ta, invert=invert), np.bool_)  # (NaN is never in: NaN != NaN, as in torch)
+        ea = np.asanyarray(next(it) if isinstance(e, np.ndarray) else e, dtype=work)
+        ta = np.asanyarray(next(it) if isinstance(t, np.ndarray) else t, dtype=work).reshape(-1)
+        return np.asanyarray(np.isin(ea, ta, invert=invert), np.bool_)  # (NaN is never in: NaN != NaN, as in torch)
     tensors = [v for v in (elements, test_elements) if isinstance(v, Tensor)]
     return traced_value(_new(values(*[v._data for v in tensors])), values, *tensors)
 

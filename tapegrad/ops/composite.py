@@ -165,7 +165,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
         untraceable("repeat_interleave by a tensor of counts (its output's shape is the counts' values)")
         counts = repeats._data.reshape(-1)
     else:
-        counts = np.asarray(repeats).reshape(-1)
+        counts = np.asanyarray(repeats).reshape(-1)
     if counts.size not in (1, n):
         raise RuntimeError("repeats must have the same size as input along dim, but got repeats.size(0) = "
                            f"{counts.size} and input.size({d}) = {n}")

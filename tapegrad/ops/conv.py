@@ -255,7 +255,7 @@ def _conv_forward(ctx, x4, w4, b):
     (kh, kw), (oh, ow) = ctx.k, ctx.out_hw
     wg = w4.reshape(G, O // G, -1)
     if x4.dtype in (np.float32, np.float64):
-        x4 = np.ascontiguousarray(x4)
+        x4 = np.asanyarray(x4, order="C")
         chunk = _column_chunk(ctx, x4.dtype)
         as_rows = _as_rows(ctx, x4.dtype) and w4.dtype == x4.dtype
         make = _column_maker(ctx, x4, builtins.min(chunk, N), as_rows)
@@ -880,7 +880,7 @@ def _max_pool_planes(ctx, xd):
         xd = xd.astype(np.float64)
     value = np.empty((N * C, oh, ow), xd.dtype)
     local = np.empty((N * C, oh, ow), np.int64)
-    _pool_kernels().max_pool2d_planes(np.ascontiguousarray(xd).reshape(N * C, H, W), k[0], k[1], s[0], s[1], p[0],
+    _pool_kernels().max_pool2d_planes(np.asanyarray(xd, order="C").reshape(N * C, H, W), k[0], k[1], s[0], s[1], p[0],
                                       p[1], d[0], d[1], value, local)
     ctx.local = local
     return value.astype(dt, copy=False), local
@@ -982,7 +982,7 @@ def _separable_forward(ctx, x):
 
 
 def _separable_arrays(ctx, g, inputs, out, wanted):
-    g4 = np.asarray(g).reshape(ctx.xs4[:2] + (ctx.mh.shape[0], ctx.mwT.shape[1]))
+    g4 = np.asanyarray(g).reshape(ctx.xs4[:2] + (ctx.mh.shape[0], ctx.mwT.shape[1]))
     gx = windows_confined(_rows_then_columns, g4, (ctx.mh.T, ctx.mwT.T))
     return (gx.reshape(inputs[0].shape).astype(g.dtype, copy=False),)
 
@@ -1102,7 +1102,7 @@ def _norm_fast(ctx, xd):
 def _norm_fast_forward(ctx, xd, wd, bd):
     dt = xd.dtype
     shape3 = _norm_shape(ctx, xd.shape)
-    x3 = np.ascontiguousarray(xd).reshape(shape3)
+    x3 = np.asanyarray(xd, order="C").reshape(shape3)
     empty = np.empty(0, dt)
     w = empty if wd is None else np.ascontiguousarray(wd, dt).reshape(-1)
     b = empty if bd is None else np.ascontiguousarray(bd, dt).reshape(-1)
@@ -1208,7 +1208,7 @@ def _normalized(ctx, xd, wd, bd):
     if bd is not None:
         value = value + bd.reshape(ctx.pshape)
     ctx.xhat, ctx.invstd = xhat, invstd
-    return np.ascontiguousarray(value, xd.dtype)
+    return np.asanyarray(value, xd.dtype, order="C")
 
 
 def _normalize(op, x, w, b, ctx):

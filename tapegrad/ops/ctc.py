@@ -18,7 +18,7 @@ __all__ = []  # torch.nn.functional's only (nn/functional.py binds it)
 
 
 def _lengths(v, name, batch):
-    a = np.asarray(v._data if isinstance(v, Tensor) else v, dtype=np.int64).reshape(-1)
+    a = np.asanyarray(v._data if isinstance(v, Tensor) else v, dtype=np.int64).reshape(-1)
     if a.size != batch:
         raise RuntimeError(f"{name} must be of size batch_size")
     return a
@@ -94,7 +94,7 @@ def _beta(emit, ext, skip, valid, input_lengths, target_lengths):
 
 
 def _ctc_forward(ctx, log_probs):
-    lp = np.asarray(log_probs, np.float64).reshape(ctx.shape3)
+    lp = np.asanyarray(log_probs, np.float64).reshape(ctx.shape3)
     ctx.alpha, ctx.emit, ctx.skip, ctx.valid, nll = _alpha(lp, ctx.ext, ctx.input_lengths, ctx.target_lengths)
     ctx.nll = nll
     out = nll.astype(log_probs.dtype)
@@ -102,7 +102,7 @@ def _ctc_forward(ctx, log_probs):
 
 
 def _ctc_arrays(ctx, g, inputs, out, wanted):
-    lp = np.asarray(inputs[0], np.float64).reshape(ctx.shape3)
+    lp = np.asanyarray(inputs[0], np.float64).reshape(ctx.shape3)
     T, N, C = lp.shape
     beta = _beta(ctx.emit, ctx.ext, ctx.skip, ctx.valid, ctx.input_lengths, ctx.target_lengths)
     ab = ctx.alpha + beta  # (T, N, L)
@@ -118,7 +118,7 @@ def _ctc_arrays(ctx, g, inputs, out, wanted):
     grad[np.arange(T)[:, None] >= ctx.input_lengths[None, :]] = 0
     if ctx.zero_infinity:
         grad[:, np.isinf(nll)] = 0
-    gout = np.asarray(g, np.float64).reshape(N)
+    gout = np.asanyarray(g, np.float64).reshape(N)
     grad = grad * gout[None, :, None]
     return (grad.reshape(inputs[0].shape).astype(inputs[0].dtype),)
 
@@ -157,7 +157,7 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
         raise RuntimeError("blank must be in label range")
     if lp._data.dtype not in (np.float32, np.float64):
         raise NotImplementedError(f"tapegrad: ctc_loss of {lp.dtype} log_probs is not supported")
-    t = np.asarray(tg._data).astype(np.int64)
+    t = np.asanyarray(tg._data).astype(np.int64)
     flat = batched and tg.ndim == 1  # (the targets concatenated; else padded, one row per sequence)
     if not batched:
         t = t.reshape(1, -1)

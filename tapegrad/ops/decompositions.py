@@ -290,7 +290,7 @@ def _rule(rule):
 # -- det, slogdet, inv -----------------------------------------------------------------------------------------
 def det(A):
     A = _matrix("linalg.det", A)
-    return _record(OPS["linalg_det"], np.asarray(np.linalg.det(A._data)), (A,))
+    return _record(OPS["linalg_det"], np.asanyarray(np.linalg.det(A._data)), (A,))
 
 
 def _det_rule(L, ctx, g, inputs, out):
@@ -321,7 +321,7 @@ def _product(factors, like):
 
 def _slogdet_arrays(a):
     sign, logabs = np.linalg.slogdet(a)
-    return np.asarray(sign), np.asarray(logabs)
+    return np.asanyarray(sign), np.asanyarray(logabs)
 
 
 def slogdet_linalg(A):
@@ -352,7 +352,7 @@ def _no_gradient_arrays(ctx, g, inputs, out, wanted):
 def logdet(input):
     """log det(A): NaN where det(A) < 0, as torch (a where on slogdet's outputs)."""
     sign, logabs = slogdet_linalg(_matrix("logdet", input))
-    return where(sign < 0, _new(np.asarray(np.nan, logabs._data.dtype)), logabs)
+    return where(sign < 0, _new(np.asanyarray(np.nan, logabs._data.dtype)), logabs)
 
 
 def inv(A, *, out=None):
@@ -464,7 +464,7 @@ def _solve_tri_substitution(A, B, upper, left, unit):
         return np.ascontiguousarray(np.swapaxes(x, -1, -2))
     shape = np.broadcast_shapes(A.shape[:-2], B.shape[:-2])
     A = np.broadcast_to(A, shape + A.shape[-2:])
-    X = np.array(np.broadcast_to(B, shape + B.shape[-2:]))
+    X = np.array(np.broadcast_to(B, shape + B.shape[-2:]), subok=True)
     n = A.shape[-1]
     for i in (range(n - 1, -1, -1) if upper else range(n)):
         rest = slice(i + 1, n) if upper else slice(0, i)
@@ -778,14 +778,14 @@ def _eigh_vectors_rule(L, ctx, g, inputs, out):
 def _tolerance(x, like):
     if x is None:
         return None
-    return np.asarray(x._data if isinstance(x, Tensor) else x, dtype=like.dtype)
+    return np.asanyarray(x._data if isinstance(x, Tensor) else x, dtype=like.dtype)
 
 
 def _cutoff(s, atol, rtol, m, n, dtype):
     """torch's: max(atol, rtol * S_max), rtol defaulting to eps * max(m, n) when atol is not given either."""
     if rtol is None:
-        rtol = np.asarray(np.finfo(dtype).eps * max(m, n) if atol is None else 0.0, dtype)
-    atol = np.asarray(0.0, dtype) if atol is None else atol
+        rtol = np.asanyarray(np.finfo(dtype).eps * max(m, n) if atol is None else 0.0, dtype)
+    atol = np.asanyarray(0.0, dtype) if atol is None else atol
     smax = s.max(-1) if s.shape[-1] else np.zeros(s.shape[:-1], s.dtype)
     return np.maximum(atol, rtol * smax)[..., None]
 
@@ -883,7 +883,7 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None):
     s = np.abs(np.linalg.eigvalsh(a)) if hermitian else (
         np.linalg.svd(a, compute_uv=False) if a.size else np.zeros(a.shape[:-2] + (0,), a.dtype))
     cut = _cutoff(s, _tolerance(atol, a), _tolerance(rtol, a), m, n, a.dtype)
-    return _new(np.asarray((s > cut).sum(-1), np.int64))
+    return _new(np.asanyarray((s > cut).sum(-1), np.int64))
 
 
 # -- products, powers, exp -------------------------------------------------------------------------------------
@@ -946,9 +946,9 @@ def linalg_cross(input, other, *, dim=-1, out=None):
     if a._data.dtype != b._data.dtype:
         raise RuntimeError(f"expected scalar type {_type_name(a._data)} but found {_type_name(b._data)}")
     # (np.cross along any axis but the last gives a strided view: values are C-contiguous, which kernels assume)
-    value = np.ascontiguousarray(np.cross(*np.broadcast_arrays(a._data, b._data), axisa=d, axisb=d, axisc=d))
+    value = np.asanyarray(np.cross(*np.broadcast_arrays(a._data, b._data), axisa=d, axisb=d, axisc=d), order="C")
     if a._data.dtype.kind != "f":
-        return _new(np.asarray(value, a._data.dtype))
+        return _new(np.asanyarray(value, a._data.dtype))
     return _record(OPS["linalg_cross"], value, (a, b), aux=Ctx(dim=d))
 
 
@@ -986,7 +986,7 @@ _THETA13 = 5.371920351148152
 def _expm(a):
     """exp of each matrix, in float64 (then a's dtype)."""
     dtype = a.dtype
-    a = np.asarray(a, np.float64)
+    a = np.asanyarray(a, np.float64)
     if a.size == 0:
         return a.astype(dtype)
     n = a.shape[-1]
@@ -1041,7 +1041,7 @@ def _inverse_forward(ctx, a):
     return np.linalg.inv(a)
 
 
-_declare("linalg_det", "LinalgDetBackward0", lambda ctx, a: np.asarray(np.linalg.det(a)), _det_rule)
+_declare("linalg_det", "LinalgDetBackward0", lambda ctx, a: np.asanyarray(np.linalg.det(a)), _det_rule)
 registry.python("linalg_slogdet_sign", "LinalgSlogdetBackward0", lambda ctx, a: _slogdet_arrays(a)[0],
                 _no_gradient, array_vjp=_no_gradient_arrays)
 _declare("linalg_slogdet", "LinalgSlogdetBackward0", lambda ctx, a: _slogdet_arrays(a)[1], _slogdet_rule)

@@ -54,7 +54,7 @@ def _make_unary(name):
             if name == "sign" and x._data.dtype == np.bool_:
                 return _new(x._data.copy())
             if keeps_int:
-                out = np.asarray(forward(x._data, c, c2))
+                out = np.asanyarray(forward(x._data, c, c2))
                 return _new(out.astype(np.float32) if out.dtype.kind == "f" else out)  # float bounds: float32
             x = _float(x)
         return _record(op, forward(x._data, c, c2), (x,), c, c2)
@@ -96,7 +96,7 @@ def _make_binary(name, commutative=False, to_float=False, check=None):
             dt = _dtype.default_float.np
         if dt.kind != "f":  # integer or bool arithmetic: nothing to differentiate
             a, b = (x._data, c) if sop is ts else (c, x._data)
-            return _new(np.asarray(_integer(forward, a, b), dtype=dt))
+            return _new(np.asanyarray(_integer(forward, a, b), dtype=dt))
         x = _to_dtype(x, dt)
         c = float(c)
         return _record(sop, sop.forward(x._data, c, 0.0), (x,), c)
@@ -310,7 +310,7 @@ def _bfloat16_alpha(fn, input, other, alpha):
             and input._data.dtype == other._data.dtype) or isinstance(alpha, bool):
         return None
     f32 = np.dtype(np.float32)
-    alpha = float(np.asarray(alpha, f32).astype(input._data.dtype))
+    alpha = float(np.asanyarray(alpha, f32).astype(input._data.dtype))
     a, b = _to_dtype(input, f32), _to_dtype(other, f32)
     return _to_dtype(fn(a, _times_alpha(a, b, alpha)), input._data.dtype)
 
@@ -408,8 +408,8 @@ def _compare(np_fn):
         if isinstance(b, Tensor) or isinstance(b, np.ndarray):
             broadcast_shape(np.shape(a), np.shape(b))
         elif _dtype.is_bfloat16(a.dtype) and _is_scalar(b):  # torch rounds the number to bfloat16 first
-            b = np.asarray(b, np.float32).astype(a.dtype)
-        out = _new(np.asarray(np_fn(a, b)))
+            b = np.asanyarray(b, np.float32).astype(a.dtype)
+        out = _new(np.asanyarray(np_fn(a, b)))
         if _tape_local.tracing is not None:  # (tapegrad.compile: a comparison a branch may read)
             _tape_local.tape.record_compare(np_fn, input, other, a, b, out)
         return out

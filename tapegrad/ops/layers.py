@@ -147,7 +147,7 @@ def channel_shuffle(input, groups):
     split = (n, groups, C // groups) + rest
     order = (0, 2, 1) + tuple(range(3, len(split)))
     index = np.arange(x.numel(), dtype=np.int64).reshape(split).transpose(order).reshape(x.shape)
-    value = np.ascontiguousarray(x._data.reshape(split).transpose(order)).reshape(x.shape)
+    value = np.asanyarray(x._data.reshape(split).transpose(order), order="C").reshape(x.shape)
     return _gather(x, index, OPS["channel_shuffle"], value)
 
 
@@ -319,7 +319,7 @@ def _embedding_bag_row(w, psw, keep, kept, bag, B, mode, inv_freq=None, sparse=F
     if dt not in (np.float32, np.float64):  # (float16, which tapegrad does not differentiate: in float32)
         return _new(_embedding_bag_row(_new(w._data.astype(np.float32)), None if psw is None else _new(
             psw._data.astype(np.float32)), keep, kept, bag, B, mode)._data.astype(dt))
-    wd = np.ascontiguousarray(w._data)
+    wd = np.asanyarray(w._data, order="C")
     out = np.zeros((B, D), dt)
     if mode == "max":
         ctx.argmax = np.empty((B, D), np.int64)
@@ -328,7 +328,7 @@ def _embedding_bag_row(w, psw, keep, kept, bag, B, mode, inv_freq=None, sparse=F
         return _record(OPS["embedding_bag"], out, (w,), aux=ctx)
     if psw is not None and (keep.size != psw.shape[0] or not keep.all()):
         psw = psw.index_select(0, _new(np.flatnonzero(keep)))
-    scale = np.ones(bag.size, dt) if psw is None else np.ascontiguousarray(psw._data)
+    scale = np.ones(bag.size, dt) if psw is None else np.asanyarray(psw._data, order="C")
     kern.bag_sum(wd, kept, bag, scale, out)
     if mode == "mean":
         out /= np.maximum(ctx.counts, 1).astype(dt)[:, None]
@@ -362,7 +362,7 @@ def _bag_arrays(ctx, g, inputs, out, wanted):
         return None
     g = np.ascontiguousarray(g)
     w, psw = inputs
-    gw = _bag_weight_arrays(ctx, g, np.asarray(psw, g.dtype)) if wanted[0] else None
+    gw = _bag_weight_arrays(ctx, g, np.asanyarray(psw, g.dtype)) if wanted[0] else None
     gs = None
     if wanted[1]:
         gs = np.empty(ctx.bag.size, g.dtype)
@@ -385,7 +385,7 @@ def _bag_sparse(ctx, g, weights):
         inv = (dt.type(1) / np.maximum(ctx.counts, 1).astype(dt))[ctx.bag][:, None]
         vals = vals * (inv if arrays else _new(inv))
     elif weights is not None:
-        vals = vals * (np.asarray(weights, dt)[:, None] if arrays else weights.reshape(-1, 1))
+        vals = vals * (np.asanyarray(weights, dt)[:, None] if arrays else weights.reshape(-1, 1))
     return sparse_rows(ctx.index, vals, (ctx.V, g.shape[1]))
 
 

@@ -2,7 +2,7 @@
 import numpy as np
 
 from .. import _dtype, registry
-from ..device import check as _check_device
+from ..device import cpu_only as _check_device
 from ..tensor import Tensor, _new
 from ._common import OPS, _array_rule_dtype, _dim, _record, _tensor
 from .shape import diagonal as _diagonal, _gather, _gather_forward, _index_map, _vjp_gather
@@ -56,12 +56,12 @@ def _triangle_indices(lower, row, col, offset, dtype):
 
 
 def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
-    _check_device(device)
+    _check_device(device, "tril_indices")
     return _triangle_indices(True, int(row), int(col), offset, dtype)
 
 
 def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
-    _check_device(device)
+    _check_device(device, "triu_indices")
     return _triangle_indices(False, int(row), int(col), offset, dtype)
 
 

@@ -45,7 +45,7 @@ def _matmul_tensors(a, b):
     da, db = a._data, b._data
     if (da.ndim == 2 and db.ndim == 2 and da.dtype == db.dtype and da.dtype.kind == "f"
             and da.shape[1] == db.shape[0]):  # the hot path (x @ w): every check below passes, and it is "matmul"
-        return _record(_MATMUL, np.asarray(np.matmul(da, db), order="C"), (a, b))
+        return _record(_MATMUL, np.asanyarray(np.matmul(da, db), order="C"), (a, b))
     if a.ndim == 0 or b.ndim == 0:
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {a.ndim}D and {b.ndim}D")
     _same_dtype(a, b)
@@ -67,7 +67,7 @@ def _matmul_tensors(a, b):
         broadcast_shape(a.shape[:-2] if a.ndim > 1 else (), b.shape[:-2] if b.ndim > 1 else ())
     value = _matmul(a._data, b._data)
     if a._data.dtype.kind != "f" and not _dtype.is_bfloat16(a._data.dtype):
-        return _new(np.asarray(value))
+        return _new(np.asanyarray(value))
     if a.ndim == 1 and b.ndim == 1:
         name = "dot"
     elif b.ndim == 1:
@@ -80,7 +80,7 @@ def _matmul_tensors(a, b):
         name = "matmul_bcast"
     else:
         name = "matmul_fold"
-    return _record(OPS[name], np.asarray(value, order="C"), (a, b))
+    return _record(OPS[name], np.asanyarray(value, order="C"), (a, b))
 
 
 def dot(input, other):
@@ -210,7 +210,7 @@ def _einsum_forward(ctx, *arrays):
         return _in_float32(lambda *a: _einsum_forward(ctx, *a), *arrays)
     subs, out = ctx
     value = np.einsum(",".join(subs) + "->" + out, *arrays, optimize=len(arrays) > 1)
-    return np.asarray(value, dtype=np.result_type(*arrays), order="C")
+    return np.asanyarray(value, dtype=np.result_type(*arrays), order="C")
 
 
 def _broadcast_letters(shape, target, size):
@@ -350,7 +350,7 @@ def _vector_norm_forward(ctx, data, keepdim=True):
     p, dims = ctx.p, ctx.dims
 
     def red(fn, a):
-        return np.asarray(fn(a) if a.ndim == 0 else fn(a, axis=dims, keepdims=keepdim))
+        return np.asanyarray(fn(a) if a.ndim == 0 else fn(a, axis=dims, keepdims=keepdim))
     a = np.abs(data)
     if a.dtype == np.float16 or _dtype.is_bfloat16(a.dtype):  # torch accumulates a half norm in float32
         # (300 ** 2 overflows float16)

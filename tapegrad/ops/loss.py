@@ -51,9 +51,9 @@ def _reduce_np(a, reduction):
         return a
     with np.errstate(all="ignore"):
         if a.dtype.char not in "fd":  # (float16: NumPy's mean sums in float32)
-            return np.asarray((a.mean() if a.size else np.nan) if reduction == "mean" else a.sum(), a.dtype)
+            return np.asanyarray((a.mean() if a.size else np.nan) if reduction == "mean" else a.sum(), a.dtype)
         total = np.add.reduce(a, axis=None)  # (ndarray.mean's Python wrapper cost 2 us; the same sum and division)
-        return np.asarray((total / a.size if a.size else np.nan) if reduction == "mean" else total, a.dtype)
+        return np.asanyarray((total / a.size if a.size else np.nan) if reduction == "mean" else total, a.dtype)
 
 
 _POINTWISE = ("mse", "smooth_l1", "huber")  # kernels/loss.py pointwise_total32's kinds, in its order
@@ -66,7 +66,7 @@ def _pointwise_total(name, ctx, x, t, c=0.0):
                                        and x.flags.c_contiguous and t.flags.c_contiguous):
         return None
     total = kernels.module("loss").pointwise_total32(_POINTWISE.index(name), x.reshape(-1), t.reshape(-1), c)
-    return np.asarray(total / x.size if ctx.reduction == "mean" else total, np.float32)
+    return np.asanyarray(total / x.size if ctx.reduction == "mean" else total, np.float32)
 
 
 def _pair(input, target):
@@ -211,15 +211,15 @@ def _to_layout(a, x, cdim):
     if x.ndim == 2:
         return a
     moved = np.moveaxis(x._data, cdim, -1).shape
-    return np.asarray(np.moveaxis(a.reshape(moved), -1, cdim), order="C")
+    return np.asanyarray(np.moveaxis(a.reshape(moved), -1, cdim), order="C")
 
 
 def _finish(per, w, reduction, t_shape, dtype):
     with np.errstate(all="ignore"):
         if reduction == "mean":
-            return np.asarray(per.sum() / w.sum(), dtype)
+            return np.asanyarray(per.sum() / w.sum(), dtype)
         if reduction == "sum":
-            return np.asarray(per.sum(), dtype)
+            return np.asanyarray(per.sum(), dtype)
     return per.reshape(t_shape).astype(dtype, copy=False)
 
 
@@ -260,7 +260,7 @@ def _nll_unweighted(x, t, reduction, ignore_index):
     dtype = xl.dtype
     per = -xl[rows, tl]
     total = per.sum()
-    out = np.asarray(total / dtype.type(M) if reduction == "mean" else total, dtype)
+    out = np.asanyarray(total / dtype.type(M) if reduction == "mean" else total, dtype)
     coef = np.zeros(xl.shape, dtype)
     coef[rows, tl] = -(dtype.type(1) / dtype.type(M)) if reduction == "mean" else -1
     ctx = Ctx(coef=coef, reduction=reduction, cdim=1, ignore_index=ignore_index, weight=None)
@@ -339,7 +339,7 @@ def _cross_entropy_rows(ctx, xl, tl, dt):
     work = np.float32 if dt == np.float16 or _dtype.is_bfloat16(dt) else dt
     m = len(tl)
     per, dx, picked, share = np.empty(m, work), np.empty(xl.shape, work), np.empty(m, np.int64), np.empty(m, work)
-    xl, tl = np.ascontiguousarray(xl, work), np.ascontiguousarray(tl)
+    xl, tl = np.asanyarray(xl, work, order="C"), np.asanyarray(tl, order="C")
     top = np.empty(0, work)  # (none: the kernel computes the rows' maxima and exponentials itself)
     if xl.size >= _WIDE_LOGITS and xl.shape[1]:  # NumPy's SIMD exp, then the rest compiled
         top = xl.max(axis=1)
@@ -350,7 +350,7 @@ def _cross_entropy_rows(ctx, xl, tl, dt):
     if bad >= 0:
         raise IndexError(f"Target {int(tl[bad])} is out of bounds.")
     ctx.tt, ctx.scale = picked, share.astype(dt, copy=False)
-    return per.astype(dt, copy=False), np.asarray(loss, dt), dx.astype(dt, copy=False)
+    return per.astype(dt, copy=False), np.asanyarray(loss, dt), dx.astype(dt, copy=False)
 
 
 def _cross_entropy_replay(ctx, x):
@@ -361,7 +361,8 @@ def _cross_entropy_replay(ctx, x):
     moved = x if last else np.moveaxis(x, ctx.cdim, -1)
     per, loss, dx = _cross_entropy_rows(ctx, moved.reshape(-1, x.shape[ctx.cdim]),
                                         target.reshape(-1).astype(np.int64, copy=False), x.dtype)
-    ctx.dx = dx.reshape(x.shape) if last else np.asarray(np.moveaxis(dx.reshape(moved.shape), -1, ctx.cdim), order="C")
+    ctx.dx = dx.reshape(x.shape) if last else np.asanyarray(np.moveaxis(dx.reshape(moved.shape), -1, ctx.cdim),
+                                                            order="C")
     return per.reshape(target.shape) if ctx.reduction == "none" else loss
 
 
@@ -399,7 +400,7 @@ def _cross_entropy_smoothed(x, t, weight, ignore_index, reduction, eps):
     smooth = smooth.masked_fill(ignored, 0.0)
     if reduction == "mean":
         denom = w.sum() if weight is not None else (~ignored._data).sum()
-        ret = smooth.sum() / _new(np.asarray(denom, dtype=x._data.dtype))
+        ret = smooth.sum() / _new(np.asanyarray(denom, dtype=x._data.dtype))
     elif reduction == "sum":
         ret = smooth.sum()
     else:
@@ -432,7 +433,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
             raise RuntimeError(f"Attempting to broadcast a dimension of length {weight.shape[-1]} at -1! Mismatching "
                                f"argument at index 1 had {weight.shape}; but expected shape should be broadcastable "
                                f"to {list(x.shape)}") from None
-        w = _new(np.asarray(wd, order="C"))
+        w = _new(np.asanyarray(wd, order="C"))
     ctx = Ctx(reduction=reduction, n=max(x.numel(), 1), w=w)
     return _record(OPS["binary_cross_entropy"], _bce_forward(ctx, xd, td), (x, t), aux=ctx)
 
@@ -479,7 +480,7 @@ def _bce_logits_full_forward(ctx, zd, yd, *extra):
     if ctx.has_w:
         loss = loss * extra[0]
     loss = np.broadcast_to(loss, zd.shape).astype(zd.dtype)
-    return _reduce_np(np.asarray(loss, order="C"), ctx.reduction)
+    return _reduce_np(np.asanyarray(loss, order="C"), ctx.reduction)
 
 
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
@@ -494,7 +495,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
 
 # == Declarations: each op's derivative rule and its forward on arrays (tapegrad.compile) ==================
 def _bce_logits_forward(ctx, z, t):
-    return np.asarray(np.mean(np.maximum(z, 0) - z * t + np.log1p(np.exp(-np.abs(z)))), z.dtype)
+    return np.asanyarray(np.mean(np.maximum(z, 0) - z * t + np.log1p(np.exp(-np.abs(z)))), z.dtype)
 
 
 def _vjp_bce_logits(ctx, g, inputs, out):

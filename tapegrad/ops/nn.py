@@ -6,6 +6,7 @@ import math
 import numpy as np
 
 from .. import _dtype, random, registry
+from .._meta import MetaArray as _MetaArray, make as _make_meta
 from ..grad_mode import is_grad_enabled
 from ..tensor import _new, Tensor, tensor_type_name
 from ._common import _array_rule_dtype  # (the array rules)
@@ -88,7 +89,9 @@ def dropout(input, p=0.5, train=True, inplace=False):
     if not train or p == 0:
         return x
     dt = x._data.dtype if x._data.dtype.kind == "f" else np.dtype(np.float32)
-    if p == 1:
+    if type(x._data) is _MetaArray:  # (a meta mask: nothing drawn, as torch's)
+        mask = _make_meta(x._data.shape, dt)
+    elif p == 1:
         mask = np.zeros(x.shape, dt)
     elif _tape_local.tracing is not None and not inplace:  # tapegrad.compile: a mask each replay draws again
         return mul(x, _tape_local.tape.record_draw(_dropout_draw, (tuple(x.shape), p, dt), False))
@@ -230,7 +233,8 @@ def _clamp_tensor_forward(which, x, *bounds):
         out = np.maximum(out, bounds[0])
     if which[1]:
         out = np.minimum(out, bounds[-1])
-    return np.array(np.broadcast_to(out, np.broadcast_shapes(x.shape, *[b.shape for b in bounds])), order="C")
+    return np.array(np.broadcast_to(out, np.broadcast_shapes(x.shape, *[b.shape for b in bounds])), order="C",
+                    subok=True)
 
 
 def clamp(input, min=None, max=None):
@@ -275,13 +279,13 @@ def lerp(input, end, weight):
 def _lerp_forward(c, s, e):
     d = e - s
     value = s + s.dtype.type(c) * d if builtins.abs(c) < 0.5 else e - d * s.dtype.type(1 - c)
-    return np.array(np.broadcast_to(value, np.broadcast_shapes(s.shape, e.shape)), order="C")
+    return np.array(np.broadcast_to(value, np.broadcast_shapes(s.shape, e.shape)), order="C", subok=True)
 
 
 def _lerp_tensor_forward(ctx, s, e, w):
     d = e - s
     value = np.where(np.abs(w) < 0.5, s + w * d, e - d * (1 - w))
-    return np.array(np.broadcast_to(value, np.broadcast_shapes(s.shape, e.shape, w.shape)), order="C")
+    return np.array(np.broadcast_to(value, np.broadcast_shapes(s.shape, e.shape, w.shape)), order="C", subok=True)
 
 
 # == Declarations: each op's derivative rule and its forward on arrays (tapegrad.compile) ==================
@@ -374,7 +378,7 @@ _GELU_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 def _gelu_forward(ctx, x):
     from .. import kernels
-    return kernels.module("activation").gelu_forward(np.ascontiguousarray(x))
+    return kernels.module("activation").gelu_forward(np.asanyarray(x, order="C"))
 
 
 def _gelu_arrays(ctx, g, inputs, out, wanted):

@@ -9,6 +9,7 @@ import math
 import numpy as np
 
 from .. import registry
+from .._meta import MetaArray as _MetaArray, make as _make_meta
 from ..tensor import _new
 from ._common import OPS, _autocast_lower, _record, _tensor, _to_dtype, autocast_state
 from ..registry import Ctx
@@ -98,7 +99,10 @@ def _padded(a, widths, mode, value):
     """a padded by the (lo, hi) >= 0 widths of each dim, by slice copies (np.pad's method, without its 60-90 us of
     Python): the input into the middle, then each dim's borders from what is already there, dim by dim (the dims
     before d over their whole padded length, those after over the input's)."""
-    out = np.empty(tuple(n + lo + hi for n, (lo, hi) in zip(a.shape, widths)), a.dtype)
+    shape = tuple(n + lo + hi for n, (lo, hi) in zip(a.shape, widths))
+    if type(a) is _MetaArray:  # (no values to place; the copies below would write them into a real array)
+        return _make_meta(shape, a.dtype)
+    out = np.empty(shape, a.dtype)
     inner = tuple(slice(lo, lo + n) for n, (lo, _) in zip(a.shape, widths))
     out[inner] = a
     for d, (lo, hi) in enumerate(widths):

@@ -39,8 +39,8 @@ def _operands(input, other, name):
     ib = other._data if isinstance(other, Tensor) else other
     dt = _dtype.result_type(ia, ib)
     broadcast_shape(np.shape(ia), np.shape(ib))
-    a = _to_dtype(input, dt) if isinstance(input, Tensor) else _new(np.asarray(input, dt))
-    b = _to_dtype(other, dt) if isinstance(other, Tensor) else _new(np.asarray(other, dt))
+    a = _to_dtype(input, dt) if isinstance(input, Tensor) else _new(np.asanyarray(input, dt))
+    b = _to_dtype(other, dt) if isinstance(other, Tensor) else _new(np.asanyarray(other, dt))
     return a, b, dt
 
 
@@ -53,9 +53,9 @@ def _binary(name, np_fn, integer_check=None):
             if integer_check is None or dt == np.bool_:
                 raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_dtype.scalar_type_name(dt)}'")
             integer_check(b._data)
-            return _new(np.asarray(np_fn(a._data, b._data), dt))
+            return _new(np.asanyarray(np_fn(a._data, b._data), dt))
         with np.errstate(all="ignore"):
-            out = np.asarray(np_fn(a._data, b._data))
+            out = np.asanyarray(np_fn(a._data, b._data))
         if not isinstance(other, Tensor) and name in _SCALAR_ROWS:
             return _record(OPS[name + "_scalar"], out, (a,), aux=b._data)  # (torch's node for a number operand)
         return _record(OPS[name], out, (a, b))
@@ -167,7 +167,7 @@ def _declare_unary(name, grad_fn, np_fn, dx):
         if x._data.dtype.kind != "f":
             x = _new(x._data.astype(_dtype.default_float.np))
         with np.errstate(all="ignore"):
-            return _record(OPS[name], np.asarray(np_fn(x._data)), (x,))
+            return _record(OPS[name], np.asanyarray(np_fn(x._data)), (x,))
     fn.__name__ = name
     fn.__doc__ = f"torch.{name}: elementwise; integer inputs give the default float dtype."
     return fn
@@ -215,7 +215,7 @@ def sgn(input):
 def copysign(input, other):
     """|input| with other's sign bit (so -0.0 counts as negative); other gets no gradient (torch's is zero)."""
     x = _tensor(input)
-    o = other._data if isinstance(other, Tensor) else np.asarray(other)
+    o = other._data if isinstance(other, Tensor) else np.asanyarray(other)
     dt = _dtype.result_type(x._data, other._data if isinstance(other, Tensor) else other)
     if dt.kind != "f":
         dt = _dtype.default_float.np
@@ -282,7 +282,7 @@ def floor_divide(input, other):
         if dt == np.bool_:
             raise NotImplementedError('"div_floor_cpu" not implemented for \'Bool\'')
     with np.errstate(all="ignore"):
-        return _new(np.asarray(np.floor_divide(a._data, b._data), dt))
+        return _new(np.asanyarray(np.floor_divide(a._data, b._data), dt))
 
 
 def heaviside(input, values):
@@ -291,7 +291,7 @@ def heaviside(input, values):
     if x._data.dtype != v._data.dtype:
         raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
     a = x._data
-    return _new(np.asarray(np.where(a == 0, v._data, a > 0), a.dtype))  # (NaN: 0, as torch's `a > 0`)
+    return _new(np.asanyarray(np.where(a == 0, v._data, a > 0), a.dtype))  # (NaN: 0, as torch's `a > 0`)
 
 
 def ldexp(input, other):
@@ -362,7 +362,7 @@ def _shift(name, np_fn):
         a, b, dt = _operands(input, other, name)
         if dt.kind == "f" or dt == np.bool_:
             raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_dtype.scalar_type_name(dt)}'")
-        return _new(np.asarray(np_fn(a._data, b._data), dt))
+        return _new(np.asanyarray(np_fn(a._data, b._data), dt))
     fn.__name__ = name
     return fn
 

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from .. import _dtype, _strides, kernels, registry
+from .. import _dtype, _meta, _strides, kernels, registry
 from ..grad_mode import is_grad_enabled
 from ..registry import Ctx, K_EXPAND, K_SUM
 from ..tensor import Tensor, _new
@@ -77,7 +77,7 @@ def _sum_values(data, axes, keepdims):
     wrapper), except a float32 array summed whole, which kernels/reduce.py sums in float64 lanes."""
     if _whole_float32(data, axes):
         return _compiled_total(data, keepdims)
-    return np.asarray(np.add.reduce(data, axes, None, None, keepdims))
+    return np.asanyarray(np.add.reduce(data, axes, None, None, keepdims))
 
 
 def _mean_values(data, axes, keepdims):
@@ -87,8 +87,8 @@ def _mean_values(data, axes, keepdims):
     n = math.prod([data.shape[a] for a in axes])
     if n and data.dtype.char in "fd":  # (np.mean's own sum and division, without its 2 us of Python; np.mean
         # sums float16 in float32)
-        return np.asarray(np.add.reduce(data, axes, None, None, keepdims) / n)
-    return np.asarray(np.mean(data, axis=axes, keepdims=keepdims))
+        return np.asanyarray(np.add.reduce(data, axes, None, None, keepdims) / n)
+    return np.asanyarray(np.mean(data, axis=axes, keepdims=keepdims))
 
 
 def sum_to_shape(x, shape):
@@ -118,7 +118,10 @@ def expand(input, *sizes):
     if shape == x.shape:
         return x
     out = np.empty(shape, x._data.dtype)
-    np.copyto(out, x._data)  # (np.broadcast_to's Python wrapper cost more than the copy of a gradient's expand)
+    try:
+        np.copyto(out, x._data)  # (np.broadcast_to's Python wrapper cost more than the copy of a gradient's expand)
+    except NotImplementedError:  # (a meta tensor's: no values to copy, _meta.NO_DATA)
+        out = _meta.make(shape, x._data.dtype)
     t = _record(OPS["expand"], out, (x,))
     t._strides = _strides.of_expand(x, shape)  # (broadcast dimensions: stride 0, as torch's expand view)
     return _as_view(x, t, np.broadcast_to(window_of(x), shape))
@@ -139,8 +142,8 @@ def _keep_shape(shape, dims):
 
 def _np_reduce(fn, data, dims, keepdim, **kw):
     if data.ndim == 0:
-        return np.asarray(fn(data, **kw))
-    return np.asarray(fn(data, axis=dims, keepdims=keepdim, **kw))
+        return np.asanyarray(fn(data, **kw))
+    return np.asanyarray(fn(data, axis=dims, keepdims=keepdim, **kw))
 
 
 def _cast_arg(x, dtype):
@@ -261,14 +264,14 @@ def _max_min(name, input, dim, keepdim, other):
         if keepdim:
             raise TypeError(f"{name}() received an invalid combination of arguments - got (keepdim=bool)")
         _check_nonempty(name, x, (), False)
-        out = np.asarray(np.max(x._data) if name == "max" else np.min(x._data))
+        out = np.asanyarray(np.max(x._data) if name == "max" else np.min(x._data))
         if x._data.dtype.kind != "f":
             return _new(out)
         dims = tuple(range(x.ndim))
         return _record(OPS[name + "_all"], out, (x,), aux=Ctx(keep=(1,) * x.ndim, dims=dims))
     d = _dim(dim, x.ndim)
     if x.ndim == 0:
-        idx = np.zeros((), np.int64)
+        idx = np.zeros_like(x._data, np.int64)  # (zeros_like: a meta tensor's index is meta)
         values = _index_values(OPS[name + "_dim"], x, np.zeros((), np.int64))
         return getattr(return_types, name)(values, _new(idx))
     _check_nonempty(name, x, (d,), True)
@@ -279,7 +282,7 @@ def _max_min(name, input, dim, keepdim, other):
 
     def indices(a):
         idx = a.argmax(axis=d, keepdims=keepdim) if name == "max" else a.argmin(axis=d, keepdims=keepdim)
-        return np.asarray(idx, np.int64)
+        return np.asanyarray(idx, np.int64)
 
     def flat_of(idx):
         return (base + idx.reshape(outer, inner) * inner).reshape(idx.shape)
@@ -311,17 +314,17 @@ def _arg(name, np_fn, input, dim, keepdim):
             raise IndexError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0.")
 
         def indices(a):
-            out = np.asarray(np_fn(a.reshape(-1)), dtype=np.int64)
+            out = np.asanyarray(np_fn(a.reshape(-1)), dtype=np.int64)
             return out.reshape((1,) * a.ndim) if keepdim else out
         return traced_value(_new(indices(x._data)), indices, x)
     d = _dim(dim, x.ndim)
     if x.ndim == 0:
-        return _new(np.zeros((), np.int64))
+        return _new(np.zeros_like(x._data, np.int64))  # (zeros_like: a meta tensor's index is meta)
     if x.shape[d] == 0:
         raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
 
     def indices(a):
-        return np.asarray(np_fn(a, axis=d, keepdims=keepdim), dtype=np.int64, order="C")
+        return np.asanyarray(np_fn(a, axis=d, keepdims=keepdim), dtype=np.int64, order="C")
     return traced_value(_new(indices(x._data)), indices, x)
 
 

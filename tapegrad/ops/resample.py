@@ -48,7 +48,7 @@ def _as_float(a):
 def _im2col(x4, ctx):
     N, C = x4.shape[:2]
     (kh, kw), (oh, ow) = ctx.k, ctx.out_hw
-    xf = np.ascontiguousarray(_as_float(x4))
+    xf = np.asanyarray(_as_float(x4), order="C")
     cols = np.empty((N, C, kh, kw, oh, ow), xf.dtype)
     _conv_kernels().im2col(xf, kh, kw, *ctx.s, *ctx.d, *ctx.p, cols)
     return cols.reshape(N, C * kh * kw, oh * ow).astype(x4.dtype, copy=False)
@@ -57,7 +57,7 @@ def _im2col(x4, ctx):
 def _col2im(cols, ctx):
     N, C, H, W = ctx.xshape4
     (kh, kw), (oh, ow) = ctx.k, ctx.out_hw
-    cf = np.ascontiguousarray(_as_float(cols)).reshape(N, C, kh, kw, oh, ow)
+    cf = np.asanyarray(_as_float(cols), order="C").reshape(N, C, kh, kw, oh, ow)
     out = np.zeros((N, C, H, W), cf.dtype)
     _conv_kernels().col2im(cf, kh, kw, *ctx.s, *ctx.d, *ctx.p, out)
     return out.astype(cols.dtype, copy=False)
@@ -166,7 +166,7 @@ registry.structural("pixel_unshuffle", registry.K_GATHER, "PixelUnshuffleBackwar
 
 def _permuted(x, op, shape6, axes, out_shape):
     """x's elements as x.reshape(shape6).transpose(axes).reshape(out_shape): the value and its index map."""
-    value = np.ascontiguousarray(x._data.reshape(shape6).transpose(axes)).reshape(out_shape)
+    value = np.asanyarray(x._data.reshape(shape6).transpose(axes), order="C").reshape(out_shape)
     if not x._requires_grad:
         return _gather(x, np.zeros(0, np.int64), out=value)  # (records nothing: no index map needed)
     index = np.arange(x.numel(), dtype=np.int64).reshape(shape6).transpose(axes).reshape(out_shape)
@@ -238,7 +238,7 @@ def _nearest_sum(g, index, size, axis):
 
 
 def _nearest_arrays(ctx, g, inputs, out, wanted):
-    g4 = np.asarray(g).reshape(ctx.oshape4)
+    g4 = np.asanyarray(g).reshape(ctx.oshape4)
     gx = _nearest_sum(_nearest_sum(g4, ctx.iw, ctx.xshape4[3], 3), ctx.ih, ctx.xshape4[2], 2)
     return (gx.reshape(inputs[0].shape),)
 
@@ -267,7 +267,7 @@ def _nearest3d_take(ctx, x):
 
 
 def _nearest3d_arrays(ctx, g, inputs, out, wanted):
-    g = np.asarray(g).reshape(ctx.oshape)
+    g = np.asanyarray(g).reshape(ctx.oshape)
     for axis in (2, 1, 0):
         g = _nearest_sum(g, ctx.index[axis], ctx.xshape[2 + axis], 2 + axis)
     return (g.reshape(inputs[0].shape),)
@@ -358,7 +358,7 @@ def _vjp_linear(ctx, g, inputs, out):
 
 
 def _linear_arrays(ctx, g, inputs, out, wanted):
-    return (_linear_apply(ctx, np.asarray(g).reshape(ctx.oshape4), True).reshape(inputs[0].shape),)
+    return (_linear_apply(ctx, np.asanyarray(g).reshape(ctx.oshape4), True).reshape(inputs[0].shape),)
 
 
 def _linear_forward(ctx, x):
@@ -459,7 +459,7 @@ def _separable_forward(ctx, x):
 
 
 def _separable_arrays(ctx, g, inputs, out, wanted):
-    return (_separable_apply(ctx.mats, np.asarray(g).reshape(ctx.oshape), True).reshape(inputs[0].shape),)
+    return (_separable_apply(ctx.mats, np.asanyarray(g).reshape(ctx.oshape), True).reshape(inputs[0].shape),)
 
 
 def _vjp_separable(ctx, g, inputs, out):
@@ -673,7 +673,7 @@ def _adaptive_max_planes(ctx, xd):
     (H, W), (oh, ow) = ctx.hw, ctx.out_hw
     value = np.empty((ctx.planes, oh, ow), _as_float(xd[:0]).dtype)
     local = np.empty((ctx.planes, oh, ow), np.int64)
-    _pool_kernels().adaptive_max_pool2d_planes(np.ascontiguousarray(_as_float(xd)).reshape(ctx.planes, H, W), value,
+    _pool_kernels().adaptive_max_pool2d_planes(np.asanyarray(_as_float(xd), order="C").reshape(ctx.planes, H, W), value,
                                                local)
     ctx.local = local
     return value.astype(xd.dtype, copy=False)
@@ -750,7 +750,7 @@ def _vjp_unpool(ctx, g, inputs, out):
 
 
 registry.python("max_unpool", "MaxUnpool2DBackward0", None, _vjp_unpool,
-                array_vjp=lambda ctx, g, inputs, out, wanted: (np.asarray(g).reshape(-1)[ctx.flat],),
+                array_vjp=lambda ctx, g, inputs, out, wanted: (np.asanyarray(g).reshape(-1)[ctx.flat],),
                 unreplayable="it reads its indices, which are not one of its inputs, and a replay cannot rebind them")
 
 

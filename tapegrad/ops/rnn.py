@@ -45,8 +45,8 @@ def _lstm_c_forward(ctx, gx, gh, cx):
     (both rows' compiled backward reads them)."""
     H, dt = ctx.H, gx.dtype
     lead = gx.shape[:-1]
-    gx2, gh2 = np.ascontiguousarray(gx).reshape(-1, 4 * H), np.ascontiguousarray(gh).reshape(-1, 4 * H)
-    cx2 = np.ascontiguousarray(cx, dt).reshape(-1, H)
+    gx2, gh2 = np.asanyarray(gx, order="C").reshape(-1, 4 * H), np.asanyarray(gh, order="C").reshape(-1, 4 * H)
+    cx2 = np.asanyarray(cx, dt, order="C").reshape(-1, H)
     acts = np.empty_like(gx2)
     cy, tc, hy = np.empty_like(cx2), np.empty_like(cx2), np.empty_like(cx2)
     _kernels().lstm_forward(gx2, gh2, cx2, acts, cy, tc, hy)
@@ -128,11 +128,11 @@ def lstm_layer(gx, h0, c0, w_hh, b_hh=None, reverse=False):
 def _lstm_layer_forward(ctx, gx, h0, c0, w_hh, b_hh=None):
     T, B, G = gx.shape
     H, dt = G // 4, gx.dtype
-    gx = np.ascontiguousarray(gx)
+    gx = np.asanyarray(gx, order="C")
     acts = np.empty((T, B, G), dt)  # (not gx + b_hh written over: a kernel writing its input runs unvectorised)
     hs, cs, tcs = np.empty((T, B, H), dt), np.empty((T, B, H), dt), np.empty((T, B, H), dt)
     w_t = np.ascontiguousarray(w_hh.T)  # (BLAS reads a transposed view 1.7x slower at this size)
-    h, c = h0, np.ascontiguousarray(c0, dt)
+    h, c = h0, np.asanyarray(c0, dt, order="C")
     rec = np.empty((B, G), dt)
     step = _kernels().lstm_forward
     for t in (range(T - 1, -1, -1) if ctx.reverse else range(T)):
@@ -142,7 +142,7 @@ def _lstm_layer_forward(ctx, gx, h0, c0, w_hh, b_hh=None):
         step(gx[t], rec, c, acts[t], cs[t], tcs[t], hs[t])
         h, c = hs[t], cs[t]
     ctx.acts, ctx.cs, ctx.tcs, ctx.hs = acts, cs, tcs, hs
-    ctx.h0, ctx.c0 = np.asarray(h0, dt), np.asarray(c0, dt)
+    ctx.h0, ctx.c0 = np.asanyarray(h0, dt), np.asanyarray(c0, dt)
     return hs
 
 
@@ -248,8 +248,8 @@ def gru_cell_step(gi, gh, hx):
 def _gru_forward(ctx, a, b, h):
     H, dt = ctx.H, a.dtype
     lead = a.shape[:-1]
-    a2, b2 = np.ascontiguousarray(a).reshape(-1, 3 * H), np.ascontiguousarray(b).reshape(-1, 3 * H)
-    h2 = np.ascontiguousarray(h, dt).reshape(-1, H)
+    a2, b2 = np.asanyarray(a, order="C").reshape(-1, 3 * H), np.asanyarray(b, order="C").reshape(-1, 3 * H)
+    h2 = np.asanyarray(h, dt, order="C").reshape(-1, H)
     rz, n, hy = np.empty((h2.shape[0], 2 * H), dt), np.empty_like(h2), np.empty_like(h2)
     _kernels().gru_forward(a2, b2, h2, rz, n, hy)
     ctx.rz, ctx.n = rz.reshape(lead + (2 * H,)), n.reshape(lead + (H,))
@@ -299,11 +299,11 @@ def gru_layer(gi, h0, w_hh, b_hh=None, reverse=False):
 def _gru_layer_forward(ctx, gi, h0, w_hh, b_hh=None):
     T, B, G = gi.shape
     H, dt = G // 3, gi.dtype
-    gi = np.ascontiguousarray(gi)
+    gi = np.asanyarray(gi, order="C")
     ghs = np.empty((T, B, G), dt)  # h W_hh^T + b_hh of every step (the backward reads its n part)
     rzs, ns, hs = np.empty((T, B, 2 * H), dt), np.empty((T, B, H), dt), np.empty((T, B, H), dt)
     w_t = np.ascontiguousarray(w_hh.T)
-    h = np.ascontiguousarray(h0, dt)
+    h = np.asanyarray(h0, dt, order="C")
     step = _kernels().gru_forward
     for t in (range(T - 1, -1, -1) if ctx.reverse else range(T)):
         np.matmul(h, w_t, out=ghs[t])
@@ -311,7 +311,7 @@ def _gru_layer_forward(ctx, gi, h0, w_hh, b_hh=None):
             ghs[t] += b_hh
         step(gi[t], ghs[t], h, rzs[t], ns[t], hs[t])
         h = hs[t]
-    ctx.ghs, ctx.rzs, ctx.ns, ctx.hs, ctx.h0 = ghs, rzs, ns, hs, np.asarray(h0, dt)
+    ctx.ghs, ctx.rzs, ctx.ns, ctx.hs, ctx.h0 = ghs, rzs, ns, hs, np.asanyarray(h0, dt)
     return hs
 
 

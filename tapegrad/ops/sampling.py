@@ -17,7 +17,8 @@ import numpy as np
 
 from .. import _dtype, random
 from ..creation import _drawn, _finish, _float, _shape, zeros_like
-from ..device import check as _check_device
+from .. import _meta
+from ..device import cpu_only as _cpu_only, is_meta as _is_meta
 from ..grad_mode import is_grad_enabled, no_grad
 from ..tensor import Tensor, _new
 from ._common import _tensor, broadcast_shape
@@ -63,6 +64,8 @@ def normal(mean, std=_UNSET, size=None, *, generator=None, out=None, dtype=None,
     """torch.normal: (Tensor mean, Tensor std), (Tensor mean, float std=1), (float mean, Tensor std) and
     (float mean, float std, size). ATen fills the output with normal_(0, 1) (normal_(0, std) for a float std),
     then multiplies by std and adds mean in place, in the output's dtype; gradients to mean and std are zero."""
+    if device is not None:
+        _cpu_only(device, "normal")
     if out is not None:
         if is_grad_enabled() and any(isinstance(t, Tensor) and t._requires_grad for t in (mean, std, out)):
             raise RuntimeError("normal(): functions with out=... arguments don't support automatic "
@@ -143,11 +146,13 @@ def poisson(input, generator=None):
 def randint_like(input, low=0, high=None, *, generator=None, dtype=None, layout=None, device=None,
                  requires_grad=False, memory_format=None):
     """torch.randint_like(input, high) / (input, low, high): empty_like(input, dtype).random_(low, high)."""
-    _check_device(device or "cpu")
+    meta = _is_meta(device) if device is not None else input.is_meta  # (None: the input's device)
     if high is None:
         low, high = 0, low
     np_dtype = _tensor(input)._data.dtype if dtype is None else _dtype.to_numpy_dtype(dtype)
     shape = tuple(input.shape)
+    if meta:  # (nothing drawn, as torch's)
+        return _finish(_meta.make(shape, np_dtype), None, requires_grad)
     value = random.random_range(shape, _int_arg(low, "low"), _int_arg(high, "high"), generator, np_dtype)
     return _finish(value, None, requires_grad)
 

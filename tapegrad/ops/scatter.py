@@ -56,7 +56,7 @@ def _fill(name, x, positions, value, *saved):
     mask = np.zeros(x._data.shape, np.bool_)
     mask.reshape(-1)[positions.reshape(-1)] = True
     v = value._data if isinstance(value, Tensor) else value
-    out = np.where(mask, np.asarray(v).astype(x._data.dtype), x._data)
+    out = np.where(mask, np.asanyarray(v).astype(x._data.dtype), x._data)
     if out.dtype.kind != "f":
         return _new(out)
     tensor_value = isinstance(value, Tensor)
@@ -532,8 +532,8 @@ def count_nonzero(input, dim=None):
     """The number of nonzero elements (over dim: an int or a tuple), int64."""
     x = _tensor(input)
     dims = _dims(dim, x.ndim) if x.ndim else ()
-    out = np.asarray(np.count_nonzero(x._data, axis=dims if dim is not None else None), np.int64)
-    return traced_value(_new(out), lambda a: np.asarray(np.count_nonzero(a, axis=dims if dim is not None else None),
+    out = np.asanyarray(np.count_nonzero(x._data, axis=dims if dim is not None else None), np.int64)
+    return traced_value(_new(out), lambda a: np.asanyarray(np.count_nonzero(a, axis=dims if dim is not None else None),
                                                         np.int64), x)
 
 

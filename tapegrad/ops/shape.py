@@ -10,7 +10,7 @@ import numbers
 
 import numpy as np
 
-from .. import _dtype, _strides, registry
+from .. import _dtype, _meta, _strides, registry
 from ..registry import K_GATHER, K_RESHAPE
 from ..grad_mode import is_grad_enabled
 from ..tensor import Tensor, _new, VIEWS
@@ -117,9 +117,9 @@ def unsqueeze(input, dim):
 def _gather(x, index_map, op=None, out=None):
     """out = x.flat[index_map] with the adjoint scatter-add: the one mechanism for data movement.
     `out` may be given when the caller computed the same values faster (a NumPy view, copied)."""
-    index_map = np.asarray(index_map, dtype=np.int64, order="C")
+    index_map = np.asanyarray(index_map, dtype=np.int64, order="C")
     if out is None:
-        out = np.asarray(x._data.reshape(-1)[index_map])
+        out = np.asanyarray(x._data.reshape(-1)[index_map])
     if not _recording(x):
         return _new(out)
     return _record(op or OPS["gather_flat"], out, (x,), 0.0, 0.0, id(index_map), index_map)
@@ -213,7 +213,7 @@ def _view_op(x, view, op, output_nr=None):
     its window is the same view of x's window (all but flip, which copies in torch too). Its row is a
     gather described by the view's strides (_StridedView), not by an index map."""
     v = view(x._data)
-    out = np.array(v, order="C", copy=True)
+    out = np.array(v, order="C", copy=True, subok=True)
     if not _recording(x):
         t = _new(out)
     else:
@@ -221,7 +221,7 @@ def _view_op(x, view, op, output_nr=None):
         t = _record(op, out, (x,), 1.0, 0.0, id(d), d)
     # (a view NumPy laid out as its C-contiguous copy has torch's contiguous strides too, where no size is 0)
     strides = None if x._strides is None and v.strides == out.strides and 0 not in v.shape else \
-        _strides.of_numpy_view(x, v)
+        _strides.of_numpy_view(x, v if type(v) is not _meta.MetaArray else view(_meta.strided(x._data)))
     if strides is not None:
         t._strides = strides
     if op is OPS["flip"]:  # (torch's flip copies)
@@ -236,14 +236,14 @@ def _same(a):
 def scatter_flat(g, index_map, shape):
     """The adjoint of a gather: zeros of `shape` with g added at index_map (differentiable)."""
     g = _tensor(g)
-    out = np.zeros(math.prod(shape), g._data.dtype)
+    out = np.zeros_like(g._data, shape=math.prod(shape))  # (zeros_like: a meta g gives a meta result)
     np.add.at(out, index_map.reshape(-1), g._data.reshape(-1))
     return _record(OPS["scatter_flat"], out.reshape(shape), (g,), aux=(index_map, tuple(shape)))
 
 
 def _scatter_forward(ctx, g):
     index_map, shape = ctx
-    out = np.zeros(math.prod(shape), g.dtype)
+    out = np.zeros_like(g, shape=math.prod(shape))  # (zeros_like: a meta g gives a meta result)
     np.add.at(out, index_map.reshape(-1), g.reshape(-1))
     return out.reshape(shape)
 
@@ -478,7 +478,7 @@ def _triangle(name, np_fn, input, diagonal):
     x = _tensor(input)
     if x.ndim < 2:
         raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
-    out = np.asarray(np_fn(x._data, int(diagonal)), order="C")
+    out = np.asanyarray(np_fn(x._data, int(diagonal)), order="C")
     return _record(OPS[name], out, (x,), aux=int(diagonal))
 
 
@@ -662,6 +662,9 @@ def stack(tensors, dim=0, *, out=None):
     return _record(OPS["stack"], value, tuple(parts), aux=d)
 
 
+_meta.FRONT_ENDS.update((cat.__code__, _cat_same.__code__, stack.__code__))  # (torch's error for meta and CPU, _meta)
+
+
 def hstack(tensors):
     tensors = [_tensor(t) for t in tensors]
     return cat(tensors, 0 if tensors and tensors[0].ndim == 1 else 1)
@@ -786,13 +789,13 @@ def masked_fill(input, mask, value):
                            f"{value.ndim} dimension(s).")
     broadcast_shape(mask.shape, x.shape)
     v = value._data if isinstance(value, Tensor) else value
-    out = np.where(mask._data, np.asarray(v).astype(x._data.dtype), x._data)
+    out = np.where(mask._data, np.asanyarray(v).astype(x._data.dtype), x._data)
     tensor_value = isinstance(value, Tensor)
     inputs = (x,) + ((_to_dtype(value, x._data.dtype),) if tensor_value and value._requires_grad else ())
     if x._data.dtype.kind != "f":
         return _new(out)
     if _tape_local.tracing is not None:  # tapegrad.compile: as where(), whose mask is a row a replay reads
-        fill = _to_dtype(value, x._data.dtype) if tensor_value else made_in_trace(_new(np.asarray(v, x._data.dtype)))
+        fill = _to_dtype(value, x._data.dtype) if tensor_value else made_in_trace(_new(np.asanyarray(v, x._data.dtype)))
         return where(mask, fill, x)
     return guard(_record(OPS["masked_fill_tensor" if tensor_value else "masked_fill"], out, inputs, aux=mask), mask)
 
@@ -823,7 +826,7 @@ def _index_key(key, x):
             if not isinstance(key, tuple) or k != slice(None) and k != slice(None, None, 1):
                 last = "slice"
         elif isinstance(k, (bool, np.bool_)):
-            out.append(np.asarray(k))
+            out.append(np.asanyarray(k))
             advanced = True
         elif isinstance(k, (numbers.Integral, np.integer)):
             out.append(int(k))
@@ -832,7 +835,7 @@ def _index_key(key, x):
             out.append(int(k._data))
             last = "select"  # (while tapegrad.compile traces, an index array below: a replay reads its value)
         elif isinstance(k, (Tensor, list, np.ndarray, range, tuple)):
-            a = k._data if isinstance(k, Tensor) else np.asarray(k if type(k) is not range else list(k))
+            a = k._data if isinstance(k, Tensor) else np.asanyarray(k if type(k) is not range else list(k))
             if type(k) is range and a.size == 0:
                 a = a.astype(np.int64)
             if isinstance(k, list) and a.size == 0:
@@ -963,7 +966,7 @@ def getitem(x, key):
     key, advanced, op = _index_key(key, x)
     if advanced:
         try:
-            out = np.asarray(x._data[key], order="C")
+            out = np.asanyarray(x._data[key], order="C")
         except IndexError as e:  # shapes of index arrays that do not broadcast
             raise IndexError(str(e).replace("arrays", "tensors")) from None
         if not _recording(x):
@@ -1127,7 +1130,7 @@ def _masked_fill_arrays(ctx, g, inputs, out, wanted):
     mask = ctx._data
     grads = [np.where(mask, 0.0, g) if wanted[0] else None]
     if len(inputs) > 1:
-        grads.append(np.asarray(np.where(mask, g, 0.0).sum(), g.dtype) if wanted[1] else None)
+        grads.append(np.asanyarray(np.where(mask, g, 0.0).sum(), g.dtype) if wanted[1] else None)
     return grads
 
 

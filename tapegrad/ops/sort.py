@@ -54,16 +54,16 @@ def sort(input, dim=-1, descending=False, stable=False):
     d = _dim(dim, x.ndim)
     op = OPS["sort_stable" if stable else "sort"]  # (torch's two overloads: SortBackward1 and SortBackward0)
     if x.ndim == 0:
-        return return_types.sort(_values_at(x, op, 0, None), _new(np.zeros((), np.int64)))
-    return return_types.sort(*_sorted(x, op, d, lambda a: np.ascontiguousarray(
-        _stable_order(a, d, bool(descending)), dtype=np.int64)))
+        return return_types.sort(_values_at(x, op, 0, None), _new(np.zeros_like(x._data, np.int64)))
+    return return_types.sort(*_sorted(x, op, d, lambda a: np.asanyarray(
+        _stable_order(a, d, bool(descending)), dtype=np.int64, order="C")))
 
 
 def argsort(input, dim=-1, descending=False, stable=False):
     x = _tensor(input)
     d = _dim(dim, x.ndim)
     if x.ndim == 0:
-        return _new(np.zeros((), np.int64))
+        return _new(np.zeros_like(x._data, np.int64))  # (zeros_like: a meta tensor's index is meta)
     def indices(a):
         return np.ascontiguousarray(_stable_order(a, d, bool(descending)), dtype=np.int64)
     return traced_value(_new(indices(x._data)), indices, x)
@@ -81,9 +81,9 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
     if not 0 <= k <= n:
         raise RuntimeError("selected index k out of range")
     if x.ndim == 0:
-        return return_types.topk(_values_at(x, OPS["topk"], 0, None), _new(np.zeros((), np.int64)))
-    return return_types.topk(*_sorted(x, OPS["topk"], d, lambda a: np.ascontiguousarray(
-        np.take(_stable_order(a, d, bool(largest)), np.arange(k), axis=d), dtype=np.int64)))
+        return return_types.topk(_values_at(x, OPS["topk"], 0, None), _new(np.zeros_like(x._data, np.int64)))
+    return return_types.topk(*_sorted(x, OPS["topk"], d, lambda a: np.asanyarray(
+        np.take(_stable_order(a, d, bool(largest)), np.arange(k), axis=d), dtype=np.int64, order="C")))
 
 
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):

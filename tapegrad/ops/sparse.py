@@ -424,8 +424,8 @@ def _merged(t_ind, t_vals, s_ind, s_vals, alpha=1):
             r_from_s.append(j)
             j += 1
         r += 1
-    t_at, s_at = np.asarray(t_at, np.int64), np.asarray(s_at, np.int64)
-    r_from_t, r_from_s = np.asarray(r_from_t, np.int64), np.asarray(r_from_s, np.int64)
+    t_at, s_at = np.asanyarray(t_at, np.int64), np.asanyarray(s_at, np.int64)
+    r_from_t, r_from_s = np.asanyarray(r_from_t, np.int64), np.asanyarray(r_from_s, np.int64)
     ind = np.empty((t_ind.shape[0], r), np.int64)
     ind[:, s_at] = s_ind[:, r_from_s]
     ind[:, t_at] = t_ind[:, r_from_t]
@@ -476,7 +476,7 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, pi
     messages): an index outside it would write outside the dense result."""
     if device is not None and str(device).partition(":")[0] != "cpu":   # (torch's sparse message differs)
         raise RuntimeError(f"PyTorch is not linked with support for {str(device).partition(':')[0]} devices")
-    ind = indices._data if isinstance(indices, Tensor) else np.asarray(as_array(indices))
+    ind = indices._data if isinstance(indices, Tensor) else np.asanyarray(as_array(indices))
     if ind.dtype.kind not in "iu":
         ind = ind.astype(np.int64)   # (torch converts float indices too)
     ind = np.ascontiguousarray(ind, dtype=np.int64)

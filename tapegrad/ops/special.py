@@ -42,10 +42,10 @@ def _libm(name):
 
 
 def _map_libm(name, a):
-    a = np.asarray(a)
+    a = np.asanyarray(a)
     fd, ff = _libm(name)
     fn = ff if a.dtype == np.float32 else fd
-    flat = np.ascontiguousarray(a).reshape(-1)
+    flat = np.asanyarray(a, order="C").reshape(-1)
     return np.fromiter(map(fn, flat.tolist()), a.dtype, flat.size).reshape(a.shape)
 
 
@@ -67,7 +67,7 @@ _PSI_COEF = (8.33333333333333333333E-2, -2.10927960927960927961E-2, 7.5757575757
 
 def digamma_np(a):
     """ATen's calc_digamma (Cephes psi), vectorised, in a's dtype; the reflection term in float64 as ATen's."""
-    a = np.asarray(a)
+    a = np.asanyarray(a)
     dt = a.dtype.type
     x = a.copy()
     zero = x == 0
@@ -99,7 +99,7 @@ def digamma_np(a):
 
 def trigamma_np(a):
     """ATen's trigamma (float and double overloads), vectorised, in a's dtype."""
-    a = np.asarray(a)
+    a = np.asanyarray(a)
     dt = a.dtype.type
     x = a.copy()
     low = x < 0.5
@@ -125,7 +125,7 @@ _ZETA_A = (12.0, -720.0, 30240.0, -1209600.0, 47900160.0, -1.8924375803183791606
 def zeta_np(x, q):
     """ATen's zeta(x, q) (Cephes' Hurwitz zeta: a direct sum, then Euler-Maclaurin), vectorised; computed in
     float64 (ATen's acc_type on the CPU) and returned in the operands' result dtype."""
-    x, q = np.asarray(x), np.asarray(q)
+    x, q = np.asanyarray(x), np.asanyarray(q)
     out_dt = np.result_type(x, q)
     x, q = np.broadcast_arrays(x.astype(np.float64), q.astype(np.float64))
     out = np.full(x.shape, np.nan)
@@ -172,13 +172,13 @@ def zeta_np(x, q):
 def polygamma_np(n, a):
     """ATen's polygamma kernel: digamma (n = 0), trigamma (n = 1), else calc_polygamma:
     (-1)^(n+1) exp(lgamma(n + 1)) zeta(n + 1, x), the factorial in a's dtype, zeta in float64."""
-    a = np.asarray(a)
+    a = np.asanyarray(a)
     if n == 0:
         return digamma_np(a)
     if n == 1:
         return trigamma_np(a)
     dt = a.dtype.type
-    fact = dt(lgamma_np(np.asarray(dt(n) + dt(1))))
+    fact = dt(lgamma_np(np.asanyarray(dt(n) + dt(1))))
     with np.errstate(all="ignore"):
         return (dt(1 if n % 2 else -1) * np.exp(fact) * zeta_np(dt(n + 1), a).astype(a.dtype)).astype(a.dtype)
 
@@ -193,7 +193,7 @@ _ERFINV_D = (3.543889200, 1.637067800)
 def erfinv_np(y):
     """ATen's calc_erfinv: a rational first guess (Pavlis), then two Newton steps on erf, in y's dtype; then two
     on erfc in the tails."""
-    y = np.asarray(y)
+    y = np.asanyarray(y)
     dt = y.dtype.type
     a, b, c, d = ([dt(v) for v in t] for t in (_ERFINV_A, _ERFINV_B, _ERFINV_C, _ERFINV_D))
     ya = np.abs(y)
@@ -221,7 +221,7 @@ def erfcx_np(a):
     """exp(x^2) erfc(x): libm's erfc scaled by exp(x^2) (x^2 split exactly into hi + lo), and, from x = 26, where
     erfc nears underflow, the asymptotic series 1/(x sqrt pi) sum (-1)^k (2k-1)!! / (2x^2)^k (its terms fall by
     (2k-1)/1352 or more there). ATen uses Faddeeva's Chebyshev fits; the two agree to about 1e-15."""
-    a = np.asarray(a)
+    a = np.asanyarray(a)
     x = a.astype(np.float64)
     with np.errstate(all="ignore"):
         big = x >= 26
@@ -247,7 +247,7 @@ def erfcx_np(a):
 
 def log_ndtr_np(a):
     """ATen's calc_log_ndtr: log(erfcx(-x/sqrt2) / 2) - x^2/2 below -1, else log1p(-erfc(x/sqrt2) / 2)."""
-    a = np.asarray(a)
+    a = np.asanyarray(a)
     dt = a.dtype.type
     t = a * dt(1 / math.sqrt(2))
     with np.errstate(all="ignore"):
@@ -284,7 +284,7 @@ def _polevl(x, coef):
 
 def ndtri_np(a):
     """ATen's calc_ndtri (Cephes ndtri), vectorised, in a's dtype."""
-    a = np.asarray(a)
+    a = np.asanyarray(a)
     dt = a.dtype.type
     e2 = dt(0.13533528323661269189)   # exp(-2)
     with np.errstate(all="ignore"):
@@ -372,7 +372,7 @@ def _bessel_parts(a, order):
 
 def i0_np(a):
     """ATen's calc_i0."""
-    a = np.asarray(a)
+    a = np.asanyarray(a)
     x, small, near, far = _bessel_parts(a, 0)
     with np.errstate(all="ignore"):
         return np.where(small, np.exp(x) * near, np.exp(x) * far).astype(a.dtype)
@@ -380,14 +380,14 @@ def i0_np(a):
 
 def i0e_np(a):
     """ATen's calc_i0e."""
-    a = np.asarray(a)
+    a = np.asanyarray(a)
     x, small, near, far = _bessel_parts(a, 0)
     return np.where(small, near, far).astype(a.dtype)
 
 
 def i1_np(a):
     """ATen's calc_i1."""
-    a = np.asarray(a)
+    a = np.asanyarray(a)
     x, small, near, far = _bessel_parts(a, 1)
     with np.errstate(all="ignore"):
         out = np.where(small, np.exp(x) * x * near, np.exp(x) * far)
@@ -396,7 +396,7 @@ def i1_np(a):
 
 def i1e_np(a):
     """ATen's calc_i1e."""
-    a = np.asarray(a)
+    a = np.asanyarray(a)
     x, small, near, far = _bessel_parts(a, 1)
     out = np.where(small, near * x, far)
     return np.where(a < 0, -out, out).astype(a.dtype)
@@ -405,7 +405,7 @@ def i1e_np(a):
 # -- the rest ----------------------------------------------------------------------------------------------
 def sinc_np(a):
     """sin(pi x) / (pi x), 1 at 0 (pi in a's dtype, as ATen's)."""
-    a = np.asarray(a)
+    a = np.asanyarray(a)
     with np.errstate(all="ignore"):
         p = a.dtype.type(math.pi) * a
         return np.where(a == 0, a.dtype.type(1), np.sin(p) / p).astype(a.dtype)
@@ -413,7 +413,7 @@ def sinc_np(a):
 
 def logit_np(a, eps=None):
     """log(x / (1 - x)), x first clamped into [eps, 1 - eps] when eps is given (NaN passes)."""
-    a = np.asarray(a)
+    a = np.asanyarray(a)
     dt = a.dtype.type
     if eps is not None:
         lo, hi = dt(eps), dt(1) - dt(eps)
@@ -429,7 +429,7 @@ def log10_np(a):
 
 def entr_np(a):
     """-x log x for x > 0, 0 at 0, -inf below, NaN for NaN."""
-    a = np.asarray(a)
+    a = np.asanyarray(a)
     with np.errstate(all="ignore"):
         out = np.where(a > 0, -a * np.log(a), np.where(a == 0, a.dtype.type(0), a.dtype.type(-np.inf)))
     return np.where(np.isnan(a), a, out).astype(a.dtype)
@@ -455,7 +455,7 @@ def _unary(name, forward, input, ctx=None):
     if _dtype.is_reduced_float(x._data.dtype):
         out = _in_float32(forward, x._data)
     else:
-        out = np.asarray(forward(x._data))
+        out = np.asanyarray(forward(x._data))
     return _record(OPS[name], out, (x,), aux=ctx)
 
 
@@ -569,7 +569,7 @@ def _binary(name, forward, input, other):
     broadcast_shape(x.shape, y.shape)
     dt = _result_float(x._data, y._data)
     x, y = _to_dtype(x, dt), _to_dtype(y, dt)
-    return _record(OPS[name], np.asarray(forward(x._data, y._data)), (x, y))
+    return _record(OPS[name], np.asanyarray(forward(x._data, y._data)), (x, y))
 
 
 def _result_float(a, b):
@@ -668,7 +668,7 @@ def _i0e_arrays(ctx, g, inputs, out, wanted):
 
 def _const(value, like):
     """A 0-d constant in like's dtype (a where's branch that carries no gradient, NaN or not)."""
-    return _new(np.asarray(value, like._data.dtype))
+    return _new(np.asanyarray(value, like._data.dtype))
 
 
 def _safe(x):

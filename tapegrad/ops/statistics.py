@@ -46,7 +46,7 @@ def _select(x, op, d, keepdim, indices):
     positions = _index_map(x)
 
     def idx_of(a):
-        i = np.ascontiguousarray(indices(a), dtype=np.int64)
+        i = np.asanyarray(indices(a), dtype=np.int64, order="C")
         return i if keepdim else np.squeeze(i, d)
 
     def flat_of(i):
@@ -59,7 +59,7 @@ def _select(x, op, d, keepdim, indices):
 
 def _scalar_select(cls, x, op):
     """A selection along dim 0 of a 0-d tensor: the element itself, index 0."""
-    return cls(_gather(x, np.zeros((), np.int64), op, x._data.copy()), _new(np.zeros((), np.int64)))
+    return cls(_gather(x, np.zeros((), np.int64), op, x._data.copy()), _new(np.zeros_like(x._data, np.int64)))
 
 
 def _nonempty_dim(name, x, d):
@@ -78,7 +78,7 @@ def _kth_positions(a, d, k_of):
     order = _sorted_nan_last(a, d)
     valid = (np.sum(~np.isnan(a), axis=d, keepdims=True) if a.dtype.kind == "f"
              else np.full(_keep_shape(a.shape, (d,)), a.shape[d]))
-    k = np.asarray(k_of(valid, a.shape[d]), dtype=np.int64)
+    k = np.asanyarray(k_of(valid, a.shape[d]), dtype=np.int64)
     return np.take_along_axis(order, k, d)
 
 
@@ -98,7 +98,7 @@ def _cum_select(name, cls, input, dim, better):
         return np.maximum.accumulate(np.where(hit, at, 0), axis=d)
     if x._data.dtype.kind not in "fc":  # (no gradient: the indices pick the values directly)
         idx = indices(x._data)
-        return cls(_new(np.take_along_axis(x._data, idx, d)), _new(np.ascontiguousarray(idx, dtype=np.int64)))
+        return cls(_new(np.take_along_axis(x._data, idx, d)), _new(np.asanyarray(idx, dtype=np.int64, order="C")))
     return cls(*_select(x, OPS[name], d, True, indices))
 
 
@@ -125,8 +125,8 @@ def _median_all_value(a, ignore_nan):
     nan = flat.dtype.kind == "f"
     valid = int(np.sum(~np.isnan(flat))) if nan else flat.size
     if flat.size == 0 or ignore_nan and valid == 0 or not ignore_nan and valid < flat.size:
-        return np.asarray(np.nan if nan else 0, a.dtype)   # (an empty integer input: torch's value is unspecified)
-    return np.asarray(flat[((valid if ignore_nan else flat.size) - 1) // 2])
+        return np.asanyarray(np.nan if nan else 0, a.dtype)   # (an empty integer input: torch's value is unspecified)
+    return np.asanyarray(flat[((valid if ignore_nan else flat.size) - 1) // 2])
 
 
 def _dim_median(name, input, dim, keepdim, ignore_nan):
@@ -217,7 +217,7 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan):
             raise RuntimeError("quantile() q tensor must be same dtype as the input tensor")
         qs = q._data
     else:
-        qs = np.asarray(float(q), x._data.dtype)
+        qs = np.asanyarray(float(q), x._data.dtype)
     if interpolation not in _INTERPOLATIONS:
         raise RuntimeError(f"quantile() interpolation must be one of linear, lower, higher, midpoint or nearest, "
                            f"but got {interpolation}")
@@ -530,7 +530,7 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
         if n and aw._data.min() < 0:
             raise RuntimeError("cov(): aweights cannot be negative")
         w = aw if w is None else w * aw
-    w_sum = w.sum() if w is not None else _new(np.asarray(n, np.int64))
+    w_sum = w.sum() if w is not None else _new(np.asanyarray(n, np.int64))
     if w is not None and not w_sum._data.item():
         raise RuntimeError("cov(): weights sum to zero, can't be normalized")
     avg = (data * w if w is not None else data).sum(1) / w_sum

@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import _dtype
 from ..creation import _shape, empty_strided
-from ..device import check as _check_device
+from ..device import cpu_only as _check_device
 from ..tensor import Size, Tensor, _new, as_array, storage_of
 
 __all__ = ["adjoint", "conj", "conj_physical", "conj_physical_", "is_complex", "is_conj", "is_neg",
@@ -164,7 +164,7 @@ def _new_legacy(self, *args, **kwargs):
                         f"{_NEW_SIGNATURES.splitlines()[0]}\n      didn't match because some of the keywords were "
                         f"incorrect: {', '.join(extra)}\n" + "\n".join(_NEW_SIGNATURES.splitlines()[1:]) + "\n")
     if kwargs.get("device") is not None:
-        _check_device(kwargs["device"])
+        _check_device(kwargs["device"], "Tensor.new")
     dt = self._data.dtype
     if not args:
         return _new(np.zeros(0, dt))

@@ -110,7 +110,7 @@ def _max_pool3d_planes(ctx, xd):
     far when it is greater or NaN; a window with none keeps its first in-bounds position, as torch's kernel."""
     D, H, W = ctx.dhw
     k, s, p, d, outs = ctx.k, ctx.s, ctx.p, ctx.d, ctx.outs
-    a = np.ascontiguousarray(xd).reshape(ctx.planes, D, H, W)
+    a = np.asanyarray(xd, order="C").reshape(ctx.planes, D, H, W)
     if a.dtype.kind not in "fiu" or a.dtype.itemsize < 4 and a.dtype.kind == "f":  # (bfloat16, float16)
         a = a.astype(np.float32)
     eff = tuple((k[i] - 1) * d[i] + 1 for i in range(3))
@@ -132,8 +132,8 @@ def _max_pool3d_planes(ctx, xd):
             take |= np.isnan(val)
         best = np.where(take, val, best)
         local = np.where(take, at, local)
-    ctx.local = np.ascontiguousarray(np.where(local < 0, first, local))
-    return np.ascontiguousarray(best).astype(xd.dtype, copy=False)
+    ctx.local = np.asanyarray(np.where(local < 0, first, local), order="C")
+    return np.asanyarray(best, order="C").astype(xd.dtype, copy=False)
 
 
 def _max_pool3d_forward(ctx, xd):
@@ -183,7 +183,7 @@ def _separable3d_forward(ctx, xd):
 
 
 def _separable3d_arrays(ctx, g, inputs, out, wanted):
-    gx = _pooled(ctx.mats, np.asarray(g).reshape(ctx.oshape), True)
+    gx = _pooled(ctx.mats, np.asanyarray(g).reshape(ctx.oshape), True)
     return (np.ascontiguousarray(gx).reshape(inputs[0].shape),)
 
 
@@ -275,7 +275,7 @@ def adaptive_avg_pool3d(input, output_size):
     out_shape = ((N,) if x.ndim == 5 else ()) + (C,) + outs
     # (the row's rules work on (N, C, D, H, W) and reshape to its input's and output's shapes)
     ctx = Ctx(mats=mats, xshape=(N, C, D, H, W), oshape=(N, C) + outs)
-    value = np.ascontiguousarray(_separable_apply(mats, xd.reshape(ctx.xshape))).reshape(out_shape)
+    value = np.asanyarray(_separable_apply(mats, xd.reshape(ctx.xshape)), order="C").reshape(out_shape)
     return _record(OPS["adaptive_avg_pool3d"], value, (x,), aux=ctx)
 
 
@@ -286,7 +286,7 @@ def _bounds(n, o):
 
 def _adaptive_max3d_planes(ctx, xd):
     D, H, W = ctx.dhw
-    a = np.ascontiguousarray(xd).reshape(ctx.planes, D, H, W)
+    a = np.asanyarray(xd, order="C").reshape(ctx.planes, D, H, W)
     if str(a.dtype) == "bfloat16" or a.dtype == np.float16:
         a = a.astype(np.float32)
     idx = np.arange(D * H * W, dtype=np.int64).reshape(D, H, W)
@@ -340,7 +340,7 @@ def adaptive_max_pool1d(input, output_size, return_indices=False):
 
 # -- max unpooling: a scatter to the indices, whose adjoint gathers from them ---------------------------------------
 registry.python("max_unpool3d", "MaxUnpool3DBackward0", None, _vjp_unpool,
-                array_vjp=lambda ctx, g, inputs, out, wanted: (np.asarray(g).reshape(-1)[ctx.flat],),
+                array_vjp=lambda ctx, g, inputs, out, wanted: (np.asanyarray(g).reshape(-1)[ctx.flat],),
                 unreplayable="it reads its indices, which are not one of its inputs, and a replay cannot rebind them")
 
 

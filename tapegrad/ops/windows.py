@@ -5,7 +5,7 @@ import math
 import numpy as np
 
 from .. import _dtype
-from ..device import check as _check_device
+from ..device import cpu_only as _check_device
 from ..tensor import _new
 
 __all__ = ["bartlett_window", "blackman_window", "hamming_window", "hann_window", "kaiser_window"]
@@ -16,7 +16,7 @@ def _window(name, window_length, periodic, dtype, device, requires_grad, values)
     if not isinstance(window_length, (int, np.integer)) or isinstance(window_length, bool):
         raise TypeError(f"{name}(): argument 'window_length' (position 1) must be int, not "
                         f"{type(window_length).__name__}")
-    _check_device(device)
+    _check_device(device, name)
     d = dtype if dtype is not None else _dtype.default_float
     np_dtype = _dtype.to_numpy_dtype(d)
     if not _dtype.is_float(np_dtype):

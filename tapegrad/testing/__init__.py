@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 
 from .. import _dtype, creation, random as _random
-from ..device import check as _check_device
+from ..device import cpu_only as _check_device
 from ..ops.comparison import isclose
 from ..tensor import Tensor, _new
 
@@ -245,7 +245,7 @@ def make_tensor(*shape, dtype, device, low=None, high=None, requires_grad=False,
                 exclude_zero=False, memory_format=None):
     """torch.testing.make_tensor: a tensor of random values in [low, high) (floats: defaults -9 and 9; integers:
     -9 and 10, clamped to the dtype; bool: True or False), drawn from tapegrad's generator (so not torch's values)."""
-    _check_device(device)
+    _check_device(device, "make_tensor")
     if len(shape) == 1 and isinstance(shape[0], collections.abc.Sequence):
         shape = tuple(shape[0])
     shape = tuple(int(s) for s in shape)

@@ -56,9 +56,9 @@ class _ConvNd(Module):
             twice = [p for p in reversed(self.padding) for _ in range(2)]
         self._reversed_padding_repeated_twice = twice
         shape = (in_channels, out_channels // groups) if transposed else (out_channels, in_channels // groups)
-        self.weight = Parameter(creation.empty(shape + self.kernel_size, dtype=dtype))
+        self.weight = Parameter(creation.empty(shape + self.kernel_size, dtype=dtype, device=device))
         if bias:
-            self.bias = Parameter(creation.empty(out_channels, dtype=dtype))
+            self.bias = Parameter(creation.empty(out_channels, dtype=dtype, device=device))
         else:
             self.register_parameter("bias", None)
         self.reset_parameters()

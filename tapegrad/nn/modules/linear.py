@@ -28,9 +28,9 @@ class Linear(Module):
         super().__init__()
         self.in_features = in_features
         self.out_features = out_features
-        self.weight = Parameter(creation.empty((out_features, in_features), dtype=dtype))
+        self.weight = Parameter(creation.empty((out_features, in_features), dtype=dtype, device=device))
         if bias:
-            self.bias = Parameter(creation.empty(out_features, dtype=dtype))
+            self.bias = Parameter(creation.empty(out_features, dtype=dtype, device=device))
         else:
             self.register_parameter("bias", None)
         self.reset_parameters()
@@ -62,9 +62,9 @@ class Bilinear(Module):
     def __init__(self, in1_features, in2_features, out_features, bias=True, device=None, dtype=None):
         super().__init__()
         self.in1_features, self.in2_features, self.out_features = in1_features, in2_features, out_features
-        self.weight = Parameter(creation.empty((out_features, in1_features, in2_features), dtype=dtype))
+        self.weight = Parameter(creation.empty((out_features, in1_features, in2_features), dtype=dtype, device=device))
         if bias:
-            self.bias = Parameter(creation.empty(out_features, dtype=dtype))
+            self.bias = Parameter(creation.empty(out_features, dtype=dtype, device=device))
         else:
             self.register_parameter("bias", None)
         self.reset_parameters()

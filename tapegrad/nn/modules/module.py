@@ -613,8 +613,12 @@ class Module:
                 device = a
         if tensor is not None:
             dtype = tensor.dtype
-        if device is not None:
-            _check_device(device)
+        if device is not None and _check_device(device)._type == "meta":  # (the CPU to meta: no data moves)
+            self._apply(lambda t: t.to("meta"))
+        elif device is not None and any(t.is_meta for t in itertools.chain(self.parameters(), self.buffers())):
+            raise NotImplementedError("Cannot copy out of meta tensor; no data! Please use torch.nn.Module.to_empty() "
+                                      "instead of torch.nn.Module.to() when moving module from meta to a different "
+                                      "device.")
         fmt = kwargs.get("memory_format")
         if fmt is not None:  # (torch: the 4-d and 5-d parameters and buffers take the format's strides)
             self._apply(lambda t: t.contiguous(memory_format=fmt) if t.dim() in (4, 5) else t)
@@ -752,6 +756,12 @@ class Module:
                                 input_param.requires_grad_(param.requires_grad)
                         setattr(self, name, input_param)
                     else:
+                        if param.is_meta and not input_param.is_meta:
+                            warnings.warn(f"for {key}: copying from a non-meta parameter in the checkpoint to a meta "
+                                          f"parameter in the current model, which is a no-op. (Did you mean to pass "
+                                          f"`assign=True` to assign items in the state dictionary to their "
+                                          f"corresponding key in the module instead of copying them in place?)",
+                                          UserWarning, stacklevel=2)
                         param.copy_(input_param)
             except Exception as ex:
                 error_msgs.append(f'While copying the parameter named "{key}", whose dimensions in the model are '
@@ -852,4 +862,4 @@ def _set_data(t, new):
 
 
 def _check_device(device):
-    check(device)  # torch's error for a device other than the CPU
+    return check(device)  # torch's error for a device other than the CPU and meta

@@ -31,18 +31,18 @@ class _NormBase(Module):
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
         if affine:
-            self.weight = Parameter(creation.empty(num_features, dtype=dtype))
+            self.weight = Parameter(creation.empty(num_features, dtype=dtype, device=device))
             if bias:
-                self.bias = Parameter(creation.empty(num_features, dtype=dtype))
+                self.bias = Parameter(creation.empty(num_features, dtype=dtype, device=device))
             else:
                 self.register_parameter("bias", None)
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
         if track_running_stats:
-            self.register_buffer("running_mean", creation.zeros(num_features, dtype=dtype))
-            self.register_buffer("running_var", creation.ones(num_features, dtype=dtype))
-            self.register_buffer("num_batches_tracked", creation.tensor(0, dtype=np.int64))
+            self.register_buffer("running_mean", creation.zeros(num_features, dtype=dtype, device=device))
+            self.register_buffer("running_var", creation.ones(num_features, dtype=dtype, device=device))
+            self.register_buffer("num_batches_tracked", creation.tensor(0, dtype=np.int64, device=device))
         else:
             self.register_buffer("running_mean", None)
             self.register_buffer("running_var", None)
@@ -107,9 +107,9 @@ class LayerNorm(Module):
         self.normalized_shape = tuple(normalized_shape)
         self.eps, self.elementwise_affine = eps, elementwise_affine
         if elementwise_affine:
-            self.weight = Parameter(creation.empty(self.normalized_shape, dtype=dtype))
+            self.weight = Parameter(creation.empty(self.normalized_shape, dtype=dtype, device=device))
             if bias:
-                self.bias = Parameter(creation.empty(self.normalized_shape, dtype=dtype))
+                self.bias = Parameter(creation.empty(self.normalized_shape, dtype=dtype, device=device))
             else:
                 self.register_parameter("bias", None)
         else:
@@ -140,8 +140,8 @@ class GroupNorm(Module):
             raise ValueError(f"num_channels ({num_channels}) must be divisible by num_groups ({num_groups})")
         self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
         if affine:
-            self.weight = Parameter(creation.empty(num_channels, dtype=dtype))
-            self.bias = Parameter(creation.empty(num_channels, dtype=dtype))
+            self.weight = Parameter(creation.empty(num_channels, dtype=dtype, device=device))
+            self.bias = Parameter(creation.empty(num_channels, dtype=dtype, device=device))
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
@@ -173,7 +173,7 @@ class RMSNorm(Module):
         self.normalized_shape = tuple(normalized_shape)
         self.eps, self.elementwise_affine = eps, elementwise_affine
         if elementwise_affine:
-            self.weight = Parameter(creation.empty(self.normalized_shape, dtype=dtype))
+            self.weight = Parameter(creation.empty(self.normalized_shape, dtype=dtype, device=device))
         else:
             self.register_parameter("weight", None)
         self.reset_parameters()
@@ -342,7 +342,7 @@ class _LazyNormBase(LazyModuleMixin, _NormBase):
         if self.track_running_stats:
             self.running_mean = UninitializedBuffer(device=device, dtype=dtype)
             self.running_var = UninitializedBuffer(device=device, dtype=dtype)
-            self.num_batches_tracked = creation.tensor(0, dtype=np.int64)
+            self.num_batches_tracked = creation.tensor(0, dtype=np.int64, device=device)
 
     def reset_parameters(self):
         if not self.has_uninitialized_params() and self.num_features != 0:

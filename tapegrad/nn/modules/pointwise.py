@@ -13,7 +13,7 @@ class PReLU(Module):
     def __init__(self, num_parameters=1, init=0.25, device=None, dtype=None):
         self.num_parameters, self.init = num_parameters, init
         super().__init__()
-        self.weight = Parameter(creation.empty(num_parameters, dtype=dtype))
+        self.weight = Parameter(creation.empty(num_parameters, dtype=dtype, device=device))
         self.reset_parameters()
 
     def reset_parameters(self):

@@ -93,7 +93,7 @@ class RNNBase(Module):
                     names.append(f"weight_hr_l{layer}{suffix}")
                     shapes.append((proj_size, hidden_size))
                 for name, shape in zip(names, shapes):
-                    setattr(self, name, Parameter(creation.empty(shape, dtype=dtype)))
+                    setattr(self, name, Parameter(creation.empty(shape, dtype=dtype, device=device)))
                 self._flat_weights_names.extend(names)
                 self._all_weights.append(names)
         self.reset_parameters()
@@ -384,11 +384,11 @@ class RNNCellBase(Module):
         self.input_size = input_size
         self.hidden_size = hidden_size
         self.bias = bias
-        self.weight_ih = Parameter(creation.empty((num_chunks * hidden_size, input_size), dtype=dtype))
-        self.weight_hh = Parameter(creation.empty((num_chunks * hidden_size, hidden_size), dtype=dtype))
+        self.weight_ih = Parameter(creation.empty((num_chunks * hidden_size, input_size), dtype=dtype, device=device))
+        self.weight_hh = Parameter(creation.empty((num_chunks * hidden_size, hidden_size), dtype=dtype, device=device))
         if bias:
-            self.bias_ih = Parameter(creation.empty(num_chunks * hidden_size, dtype=dtype))
-            self.bias_hh = Parameter(creation.empty(num_chunks * hidden_size, dtype=dtype))
+            self.bias_ih = Parameter(creation.empty(num_chunks * hidden_size, dtype=dtype, device=device))
+            self.bias_hh = Parameter(creation.empty(num_chunks * hidden_size, dtype=dtype, device=device))
         else:
             self.register_parameter("bias_ih", None)
             self.register_parameter("bias_hh", None)

@@ -30,7 +30,7 @@ class Embedding(Module):
         self.norm_type = norm_type
         self.scale_grad_by_freq = scale_grad_by_freq
         if _weight is None:
-            self.weight = Parameter(creation.empty((num_embeddings, embedding_dim), dtype=dtype),
+            self.weight = Parameter(creation.empty((num_embeddings, embedding_dim), dtype=dtype, device=device),
                                     requires_grad=not _freeze)
             self.reset_parameters()
         else:
@@ -100,7 +100,7 @@ class EmbeddingBag(Module):
                 padding_idx = self.num_embeddings + padding_idx
         self.padding_idx = padding_idx
         if _weight is None:
-            self.weight = Parameter(creation.empty((num_embeddings, embedding_dim), dtype=dtype))
+            self.weight = Parameter(creation.empty((num_embeddings, embedding_dim), dtype=dtype, device=device))
             self.reset_parameters()
         else:
             if list(_weight.shape) != [num_embeddings, embedding_dim]:

@@ -33,7 +33,7 @@ def _activation(activation):
 
 
 def _generate_square_subsequent_mask(sz, device=None, dtype=None):
-    return ops.triu(creation.full((sz, sz), float("-inf"), dtype=dtype), diagonal=1)
+    return ops.triu(creation.full((sz, sz), float("-inf"), dtype=dtype, device=device), diagonal=1)
 
 
 def _clones(module, n):
