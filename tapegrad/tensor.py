@@ -445,10 +445,10 @@ class Tensor:
         elif self._requires_grad:
             suffixes.append("requires_grad=True")
         name = _dtype.from_numpy_dtype(self._data.dtype)
-        if type(self._data) is MetaArray:  # (torch's form: no values)
-            dtype = "" if name is _dtype.default_float else f", dtype={name!r}"
-            suffixes = "".join(", " + s for s in suffixes)
-            return f"tensor(..., device='meta', size={tuple(self._data.shape)}{dtype}{suffixes})"
+        if type(self._data) is MetaArray:  # (torch's form: no values; the suffixes wrap as its do)
+            head = ["device='meta'", f"size={tuple(self._data.shape)}"]
+            head += [] if name is _dtype.default_float else [f"dtype={name!r}"]
+            return _format._add_suffixes("tensor(...", head + suffixes, len("tensor("))
         return _format.format_tensor(self._data, repr(name), name is _dtype.default_float, suffixes)
 
     def __format__(self, spec):

@@ -13,7 +13,7 @@ import numbers
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from .. import _dtype, kernels, random, registry
+from .. import _dtype, _meta, kernels, random, registry
 from ..tensor import _new
 from ..tape import _local as _tape_local, traced_value
 from ._common import OPS, _autocast_lower, _record, _tensor, _to_dtype, autocast_state
@@ -247,6 +247,9 @@ def _conv_forward(ctx, x4, w4, b):
     make the columns a few samples at a time into one reused buffer and keep none (the backward makes them
     again from x): a batch's columns are kh*kw times x, and a fresh array of that size each step cost more
     in page faults than im2col itself (Conv2d 64->64 3x3 on 32x32, batch 32: 75 MB)."""
+    if _meta.is_meta(x4) or _meta.is_meta(w4):  # (the meta device: the output's shape and dtype, as torch's)
+        ctx.cols = None
+        return _meta.make((x4.shape[0], w4.shape[0]) + tuple(ctx.out_hw), np.result_type(x4.dtype, w4.dtype))
     if _by_taps(ctx, x4.dtype) and w4.dtype == x4.dtype:
         ctx.cols = None
         return _conv_taps_forward(ctx, x4, w4, b)
@@ -875,6 +878,9 @@ def _pool_input(nd, x, name):
 def _max_pool_planes(ctx, xd):
     """The compiled pass: the maxima (N*C, oh, ow) in x's dtype, and torch's indices (kept in ctx.local)."""
     (N, C, H, W), k, s, p, d, (oh, ow) = ctx.xs4, ctx.k, ctx.s, ctx.p, ctx.d, ctx.out_hw
+    if _meta.is_meta(xd):  # (the meta device: shapes only)
+        ctx.local = _meta.make((N * C, oh, ow), np.int64)
+        return _meta.make((N * C, oh, ow), xd.dtype), ctx.local
     dt = xd.dtype
     if dt not in (np.float32, np.float64):
         xd = xd.astype(np.float64)
@@ -905,7 +911,7 @@ def _max_pool(nd, input, kernel_size, stride, padding, dilation, ceil_mode):
     if nd == 1:  # the 2-d row on x.unsqueeze(-2), then squeezed, as torch (its grad_fn: SqueezeBackward1)
         x = x.unsqueeze(-2)
     value = value.reshape(oshape if batched else oshape[1:])
-    row = out = _record(OPS["max_pool"], np.ascontiguousarray(value), (x,), aux=ctx)
+    row = out = _record(OPS["max_pool"], np.asanyarray(value, order="C"), (x,), aux=ctx)
     if nd == 1:
         out = out.squeeze(-2)
     return out, (local, ctx, row)
