@@ -27,6 +27,10 @@ from .creation import *  # noqa: F401,F403
 from .creation import ones
 # tensor features scripts use: out= on torch's functions, print options, sparse COO (issue 18)
 from .ops.out import *  # noqa: F401,F403,E402
+from .creation import _range as range  # noqa: E402,F401  (torch.range; shadows the builtin here, as in torch)
+from . import _deprecated  # noqa: E402  (torch's deprecated overloads with a leading number: `add(x, 2, y)`)
+add, sub, addcmul, addcdiv, addmm = (_deprecated.wrap_function(globals()[_n], _n)  # noqa: E402
+                                     for _n in ("add", "sub", "addcmul", "addcdiv", "addmm"))
 from ._format import get_printoptions, set_printoptions  # noqa: F401,E402
 from . import sparse  # noqa: F401,E402  (torch.sparse)
 from .ops.sparse import layout, sparse_coo, strided  # noqa: F401,E402
@@ -56,6 +60,7 @@ from . import version  # noqa: E402,F401
 from .device import device, get_default_device, set_default_device  # noqa: E402,F401
 from . import accelerator, amp, backends, cpu, cuda, mps, xpu  # noqa: E402,F401
 from .amp import autocast  # noqa: E402,F401
+from ._runtime import set_default_tensor_type  # noqa: E402,F401
 from ._runtime import (are_deterministic_algorithms_enabled, get_default_dtype,  # noqa: E402,F401
                        get_float32_matmul_precision, get_num_interop_threads, get_num_threads, is_autocast_enabled, set_default_dtype,
                        set_float32_matmul_precision, set_num_interop_threads, set_num_threads,

@@ -6,7 +6,7 @@ every computation that involves one to `__array_ufunc__` / `__array_function__` 
 shape and dtype (an elementwise ufunc from 0-d stand-ins, anything else run on the zero-strided values) and return
 a fresh MetaArray. So the cost lives only on meta arrays: a plain ndarray never comes here. What cannot be done
 without data raises NotImplementedError naming the op: a result whose shape depends on values (nonzero, a boolean
-mask), a value read into Python, a compiled kernel (Numba is told to refuse a MetaArray, see `_guard_kernels`).
+mask), a value read into Python, a compiled kernel (the kernel modules refuse a MetaArray, see `_guard_kernels`).
 """
 import sys
 
@@ -233,16 +233,11 @@ _guarded = False
 
 
 def _guard_kernels():
-    """Tell Numba to refuse a MetaArray (it would read the zeros as data, and write results into real arrays):
+    """Kernel modules refuse a MetaArray (a kernel would read the zeros as data and write results into real arrays):
     done before the first meta array exists, so no kernel can be given one."""
     global _guarded
-    kernels._choose_cache_dir()  # (before Numba's import, as kernels.load() does)
-    from numba.core.typing.typeof import typeof_impl  # (Numba: imported by the first meta tensor only)
-
-    @typeof_impl.register(MetaArray)
-    def _refuse(value, context):
-        raise NotImplementedError(f"tapegrad cannot run {_op_name()} on the meta device (its compiled kernel needs "
-                                  f"data)")
+    kernels.refuse(MetaArray, lambda kernel: NotImplementedError(
+        f"tapegrad cannot run {_op_name()} on the meta device (its compiled kernel needs data)"))
     _guarded = True
 
 

@@ -4,6 +4,7 @@ set_num_threads sets Numba's threads (imported only when called) and the BLAS's 
 when that optional package is installed (the `threads` extra); without it, the BLAS keeps its own count.
 """
 import os
+import warnings
 
 from . import _dtype
 
@@ -22,6 +23,26 @@ def get_default_dtype():
 def set_default_dtype(d):
     """torch.set_default_dtype: float32 or float64; Python floats and float factories then use it."""
     _dtype.set_default(d)
+
+
+_TENSOR_TYPES = {"torch.FloatTensor": "float32", "torch.DoubleTensor": "float64"}
+_warned_default_tensor_type = []
+
+
+def set_default_tensor_type(t):
+    """torch.set_default_tensor_type (deprecated in torch 2.1, with its warning): torch.FloatTensor or
+    torch.DoubleTensor (or their names) as set_default_dtype; a CUDA type raises, as in a CPU-only torch."""
+    if not _warned_default_tensor_type:  # (torch's: once per process)
+        _warned_default_tensor_type.append(t)
+        warnings.warn("torch.set_default_tensor_type() is deprecated as of PyTorch 2.1, please use "
+                      "torch.set_default_dtype() and torch.set_default_device() as alternatives.", UserWarning,
+                      stacklevel=2)
+    name = t if isinstance(t, str) else f"{getattr(t, '__module__', '')}.{getattr(t, '__name__', '')}"
+    if name.startswith("torch.cuda."):
+        raise AssertionError("Torch not compiled with CUDA enabled")
+    if name not in _TENSOR_TYPES:
+        raise TypeError("only floating-point types are supported as the default type")
+    _dtype.set_default(getattr(_dtype, _TENSOR_TYPES[name]))
 
 
 def _cpu_count():

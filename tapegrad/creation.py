@@ -165,6 +165,20 @@ def eye(n, m=None, dtype=None, device=None, requires_grad=False):
     return _finish(np.eye(n, n if m is None else m, dtype=_float(dtype)), None, requires_grad, meta=meta)
 
 
+def _range(start, end, step=1, dtype=None, device=None, requires_grad=False):
+    """torch.range (deprecated in torch, with its warning): start to end inclusive, in the default float dtype."""
+    warnings.warn("torch.range is deprecated and will be removed in a future release because its behavior is "
+                  "inconsistent with Python's range builtin. Instead, use torch.arange, which produces values in "
+                  "[start, end).", UserWarning, stacklevel=2)
+    meta = _is_meta(device)
+    if step == 0 or (end - start) * step < 0:
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
+    n = int(np.floor((end - start) / step)) + 1
+    np_dtype = _float(dtype)
+    data = _meta.make((n,), np_dtype) if meta else (start + np.arange(n, dtype=np.float64) * step).astype(np_dtype)
+    return _finish(data, None, requires_grad)
+
+
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
     meta = _is_meta(device)
     if end is None:

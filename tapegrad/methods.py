@@ -14,7 +14,7 @@ from .ops.shape import _check_recordable, _check_writable, _iterate, _written
 from .tensor import as_array, _new, Tensor, VIEWS
 from .creation import _shape
 from .registry import OPS, reads_input
-from . import _dtype, random
+from . import _deprecated, _dtype, random
 
 
 Tensor.type_as = lambda self, other: self.to(other.dtype)
@@ -180,26 +180,8 @@ def _iadd_naming_growth(iadd):
 Tensor.__iadd__ = _iadd_naming_growth(Tensor.__iadd__)
 
 
-_warned_alpha_first = [False]
-
-
-def _alpha_first(fn, name):
-    """torch's deprecated overload `x.add_(alpha, other)` (old tutorials' `p.data.add_(-lr, p.grad.data)`); its
-    warning once per process, as torch's."""
-    def method(self, *args, **kwargs):
-        if len(args) == 2 and not kwargs and isinstance(args[0], numbers.Number) and isinstance(args[1], Tensor):
-            if not _warned_alpha_first[0]:
-                _warned_alpha_first[0] = True
-                warnings.warn(f"This overload of {name} is deprecated:\n\t{name}(Number alpha, Tensor other)\n"
-                              f"Consider using one of the following signatures instead:\n\t{name}(Tensor other, *, "
-                              f"Number alpha = 1)", UserWarning, stacklevel=2)
-            return fn(self, args[1], alpha=args[0])
-        return fn(self, *args, **kwargs)
-    return method
-
-
-for _name in ("add", "add_", "sub", "sub_"):
-    setattr(Tensor, _name, _alpha_first(getattr(Tensor, _name), _name))
+for _name in ("add", "add_", "sub", "sub_", "addcmul", "addcmul_", "addcdiv", "addcdiv_", "addmm", "addmm_"):
+    setattr(Tensor, _name, _deprecated.wrap_method(getattr(Tensor, _name), _name))
 
 
 def _inplace_view(name):
@@ -312,6 +294,51 @@ def _iter(self):
     return _iterate(self)
 
 
+def resize_(self, *sizes, memory_format=None):
+    """torch's resize_: the same storage reshaped where the element count stays, else a new one keeping the
+    elements that fit (those past the old count zero: torch leaves them uninitialized)."""
+    if self._requires_grad:
+        raise RuntimeError("cannot resize variables that require grad")
+    shape = _shape(sizes[0] if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) else sizes)
+    old = self._data
+    n = int(np.prod(shape, dtype=np.int64))
+    if n == old.size:
+        value = old.reshape(shape)
+    else:
+        if self._base is not None or self._window is not None:
+            raise NotImplementedError("tapegrad: resize_ of a view to another number of elements (its storage "
+                                      "would have to grow or shrink under the tensor it views)")
+        value = np.zeros(n, old.dtype)
+        k = min(n, old.size)
+        value[:k] = old.reshape(-1)[:k]
+        value = value.reshape(shape)
+    self._data = value
+    self._bump_version()
+    return self
+
+
+def resize_as_(self, the_template, memory_format=None):
+    return resize_(self, the_template.shape)
+
+
+def apply_(self, callable):
+    """torch's apply_: callable on each element, in place (CPU tensors; Python numbers in and out)."""
+    if self._requires_grad:
+        raise RuntimeError("Can't call apply_() on Variable that requires grad. Use var.detach().apply_() instead.")
+    kind = float if self._data.dtype.kind == "f" else bool if self._data.dtype.kind == "b" else int
+    values = [kind(callable(v)) for v in self._data.reshape(-1).tolist()]
+    return _inplace(self, _new(np.array(values, self._data.dtype).reshape(self._data.shape)))
+
+
+def _volatile(self):
+    warnings.warn("volatile was removed (Variable.volatile is always False)", UserWarning, stacklevel=2)
+    return False
+
+
+Tensor.resize_ = resize_
+Tensor.resize_as_ = resize_as_
+Tensor.apply_ = apply_
+Tensor.volatile = property(_volatile)
 Tensor.__iter__ = _iter
 Tensor.zero_ = zero_
 Tensor.fill_ = fill_

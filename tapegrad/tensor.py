@@ -368,6 +368,8 @@ class Tensor:
                 raise ValueError(f"invalid type: '{dtype}'")
             dtype = getattr(_dtype, named)
         elif isinstance(dtype, type) and isinstance(getattr(dtype, "dtype", None), _dtype.dtype):
+            if dtype.is_cuda:  # (torch.cuda.FloatTensor: as its name above)
+                raise AssertionError("Torch not compiled with CUDA enabled")
             dtype = dtype.dtype  # (torch.FloatTensor and the other legacy types)
         elif not isinstance(dtype, _dtype.dtype):
             raise TypeError("dtype must be a type, str, or dtype object")

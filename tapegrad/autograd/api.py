@@ -1,5 +1,7 @@
 """torch.autograd's entry points: backward, grad (and the legacy Variable). Below functional.py and
 gradcheck.py, which call grad."""
+import warnings
+
 import numpy as np
 
 from .._meta import MetaArray
@@ -9,12 +11,25 @@ from ..accumulate import add_grad
 from .. import tape as tape_mod
 
 
-def Variable(data, requires_grad=False, volatile=False):
-    """The legacy wrapper: since torch 0.4 a Variable is a Tensor."""
-    t = data if isinstance(data, Tensor) else _new(as_array(data))
-    if requires_grad:
-        t.requires_grad_(True)
-    return t
+class _VariableMeta(type):
+    def __instancecheck__(cls, other):  # (torch's: every tensor is a Variable, `isinstance(h, Variable)`)
+        return isinstance(other, Tensor)
+
+
+class Variable(metaclass=_VariableMeta):
+    """The legacy wrapper (torch.autograd.Variable): since torch 0.4 a Variable is a Tensor. `Variable(t)` is a new
+    leaf sharing t's data, as torch's; `volatile` has no effect (torch's warning)."""
+
+    def __new__(cls, data, requires_grad=False, volatile=False):
+        if volatile:
+            warnings.warn("volatile was removed and now has no effect. Use `with torch.no_grad():` instead.",
+                          UserWarning, stacklevel=2)
+        if not isinstance(data, Tensor):
+            raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
+        t = data.detach()
+        if requires_grad:
+            t.requires_grad_(True)
+        return t
 
 
 def _as_tuple(x):

@@ -6,6 +6,8 @@ for a CUDA initialisation that never comes): they do not touch the CPU generator
 same streams as under torch.
 """
 from . import amp  # noqa: F401
+from .. import _dtype
+from ..creation import _TensorType
 
 _NOT_COMPILED = "Torch not compiled with CUDA enabled"
 
@@ -92,3 +94,24 @@ class Event:
 class Stream:
     def __init__(self, *args, **kwargs):
         _fail()
+
+
+class _CudaTensorType(_TensorType):
+    """torch.cuda's legacy tensor types (torch.cuda.FloatTensor, ...): no tensor is one of them, and making one
+    raises torch's TypeError of a CPU-only build (old scripts test `isinstance(x, torch.cuda.FloatTensor)`)."""
+
+    def __instancecheck__(cls, obj):
+        return False
+
+    def __call__(cls, *args):
+        raise TypeError(f"type torch.cuda.{cls.__name__} not available. Torch not compiled with CUDA enabled.")
+
+    def __repr__(cls):
+        return f"<class 'torch.cuda.{cls.__name__}'>"
+
+
+for _name, _dt in (("FloatTensor", "float32"), ("DoubleTensor", "float64"), ("HalfTensor", "float16"),
+                   ("BFloat16Tensor", "bfloat16"), ("LongTensor", "int64"), ("IntTensor", "int32"),
+                   ("ShortTensor", "int16"), ("CharTensor", "int8"), ("ByteTensor", "uint8"), ("BoolTensor", "bool")):
+    globals()[_name] = _CudaTensorType(_name, (), {"dtype": getattr(_dtype, _dt), "is_cuda": True, "is_sparse": False,
+                                                   "__module__": "torch.cuda"})

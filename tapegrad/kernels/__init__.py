@@ -7,10 +7,14 @@ changes, not when a kernel it calls from another file does (adding an op renumbe
 opcodes, which runtime.py's cached replay has compiled in): `load()` clears every cached kernel of this
 folder when any of its files has changed since they were cached (`_clear_stale_cache`).
 """
+import builtins
 import os
 import pathlib
+import sys
 
 from .. import registry
+
+_PRINT = builtins.print  # (the builtin, as at `import tapegrad`: see _import_numba)
 
 _runtime = None
 
@@ -36,6 +40,27 @@ def _choose_cache_dir():
         os.environ["NUMBA_CACHE_DIR"] = str(user)
     else:
         os.environ["NUMBA_DISABLE_CACHING"] = "1"  # nowhere to write: compile in memory, never fail
+
+
+def _reachable(f):
+    return getattr(sys.modules.get(getattr(f, "__module__", None) or ""), getattr(f, "__name__", ""), None) is f
+
+
+def _print(*args, **kwargs):  # (a stand-in for print that Numba can find by its module and name)
+    return builtins.print(*args, **kwargs)
+
+
+def _import_numba():
+    """Import Numba, after _choose_cache_dir. Numba types `print` by the object builtins.print is when it is
+    imported, which must be reachable by its module and name: a script that replaced print (torchvision's
+    references' setup_for_distributed does) made that import fail, so the builtin stands in meanwhile."""
+    user = builtins.print
+    if not _reachable(user):
+        builtins.print = _PRINT if _reachable(_PRINT) else _print
+    try:
+        import numba  # noqa: F401
+    finally:
+        builtins.print = user
 
 
 def _check_codes(codes):
@@ -83,6 +108,7 @@ def load():
     global _runtime
     if _runtime is None:
         _choose_cache_dir()
+        _import_numba()
         from . import elementwise, memory, runtime
         cache_dir = getattr(runtime.plan._cache, "_cache_path", None)  # (None: caching is off)
         if cache_dir is not None:
@@ -94,6 +120,7 @@ def load():
 
 
 _modules = {}
+_refusal = []  # (array type, error) once the meta device is in use: guarded modules refuse such arrays
 
 
 def module(name):
@@ -103,5 +130,37 @@ def module(name):
     if m is None:
         import importlib
         load()
-        m = _modules[name] = importlib.import_module(f"{__name__}.{name}")
+        m = importlib.import_module(f"{__name__}.{name}")
+        m = _modules[name] = _Guarded(m) if _refusal else m
     return m
+
+
+def refuse(array_type, error):
+    """From now on, every kernel module's functions raise error(function name) when given an array of array_type
+    (the meta device's: Numba's own dispatch types an ndarray subclass by the table its plain arrays filled, so it
+    cannot be told to refuse one)."""
+    if not _refusal:
+        _refusal.append((array_type, error))
+        for name, m in list(_modules.items()):
+            _modules[name] = _Guarded(m)
+
+
+class _Guarded:
+    """A kernel module whose functions check their arguments for a refused array type first."""
+
+    def __init__(self, m):
+        self._module = m
+
+    def __getattr__(self, name):
+        f = getattr(self._module, name)
+        if not callable(f):
+            return f
+        refused, error = _refusal[0]
+
+        def checked(*args, **kwargs):
+            for a in args:
+                if type(a) is refused:
+                    raise error(name)
+            return f(*args, **kwargs)
+        setattr(self, name, checked)  # (looked up once)
+        return checked

@@ -1,4 +1,6 @@
 """torch.nn.functional: the ops, under functional's names and signatures."""
+import warnings
+
 from .. import ops
 from ..ops import (binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy, gelu,  # noqa: F401
                    huber_loss, kl_div, l1_loss, linear, mse_loss, nll_loss, one_hot, sigmoid,  # noqa: F401
@@ -123,7 +125,14 @@ def hardshrink(input, lambd=0.5):
     return ops.where((x > lambd) | (x < -lambd), x, zeros_like(x))
 
 
+def _implicit_dim(name, stacklevel):
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to include dim=X as an "
+                  f"argument.", stacklevel=stacklevel)
+
+
 def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    if dim is None:
+        _implicit_dim("softmin", _stacklevel)
     return ops.softmax(-ops._tensor(input), dim, dtype)
 
 
@@ -136,10 +145,14 @@ def logsigmoid(input):
 
 
 def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    if dim is None:
+        _implicit_dim("softmax", _stacklevel)
     return ops.softmax(input, dim, dtype)
 
 
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    if dim is None:
+        _implicit_dim("log_softmax", _stacklevel)
     return ops.log_softmax(input, dim, dtype)
 
 

@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 
-from .. import _dtype, _strides
+from .. import _dtype, _strides, kernels
 from ..tensor import (Tensor, _format_strides, _memory_format_arg, _new, as_array, contiguous_format,
                       preserve_format)
 from ..tape import _local as _tape_local, made_in_trace
@@ -134,7 +134,7 @@ def _sigmoid(x):
 
 
 def _erf(x):
-    from ..kernels.erf import erf_array  # (Numba: compiled on first use, not at import)
+    erf_array = kernels.module("erf").erf_array  # (Numba: compiled on first use, not at import)
     if x.dtype == np.float16:  # compiled for float32 and float64 only; torch returns float16
         return erf_array(x.astype(np.float32)).astype(np.float16)
     return erf_array(x)

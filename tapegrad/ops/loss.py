@@ -23,12 +23,14 @@ from .shape import _reshape
 _REDUCTIONS = ("none", "mean", "sum")
 
 
-def _reduction(reduction, size_average=None, reduce=None):
-    """torch's legacy size_average / reduce arguments, mapped to a reduction, and its check."""
+def _reduction(reduction, size_average=None, reduce=None, stacklevel=3):
+    """torch's legacy size_average / reduce arguments, mapped to a reduction with torch's warning, and its check."""
     if size_average is not None or reduce is not None:
         size_average = True if size_average is None else size_average
         reduce = True if reduce is None else reduce
         reduction = "none" if not reduce else "mean" if size_average else "sum"
+        warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{reduction}' "
+                      f"instead.", stacklevel=stacklevel)
     if reduction == "elementwise_mean":  # (torch's name for "mean" before 1.0, still taken with a warning)
         warnings.warn("reduction='elementwise_mean' is deprecated. Please use reduction='mean' instead.",
                       stacklevel=3)

@@ -4,7 +4,6 @@ likelihood losses torch keeps beside them (poisson_nll, gaussian_nll, multilabel
 ATen / functional code computes them, from recorded tapegrad ops (any order of derivative, replayable)."""
 import math
 import numbers
-import warnings
 
 import numpy as np
 
@@ -21,11 +20,7 @@ __all__ = []  # torch.nn.functional's only (nn/functional.py binds them)
 
 
 def _legacy(reduction, size_average, reduce):
-    if size_average is not None or reduce is not None:
-        reduction = _reduction(reduction, size_average, reduce)  # (torch's warning names the reduction chosen)
-        warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{reduction}' "
-                      f"instead.", stacklevel=3)
-    return _reduction(reduction, size_average, reduce)
+    return _reduction(reduction, size_average, reduce, stacklevel=4)
 
 
 def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, reduce=None, reduction="mean"):

@@ -880,6 +880,9 @@ def _check_key(key, x):
     used = builtins.sum(k.ndim if isinstance(k, np.ndarray) and k.dtype == np.bool_ else 1
                         for k in key if k is not None and k is not Ellipsis)
     if used > len(shape):
+        if not shape:  # (pre-0.4 code's `loss.data[0]`: torch's own words for it)
+            raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in "
+                             "C++ to convert a 0-dim tensor to a number")
         raise IndexError(f"too many indices for tensor of dimension {len(shape)}")
     if builtins.sum(k is Ellipsis for k in key) > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")

@@ -202,8 +202,8 @@ def test_inplace_optimizer_arithmetic():
 def test_deprecated_alpha_first_overload_of_add_and_sub(monkeypatch):
     """Old tutorials' `p.data.add_(-learning_rate, p.grad.data)`: torch's values, and its deprecation warning once
     per process (torch's state is the test process's: only tapegrad's warning is checked)."""
-    import tapegrad.methods
-    monkeypatch.setattr(tapegrad.methods, "_warned_alpha_first", [False])
+    import tapegrad._deprecated
+    monkeypatch.setattr(tapegrad._deprecated, "_warned", [])
     got = []
     for lib in (torch, tg):
         p, g = lib.ones(3), lib.full((3,), 2.0)

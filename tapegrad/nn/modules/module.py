@@ -642,7 +642,9 @@ class Module:
         return self._apply(lambda t: t.to(_dtype.bfloat16) if t.is_floating_point() else t)
 
     def type(self, dst_type):
-        return self._apply(lambda t: t.to(dst_type))
+        """Every parameter and buffer converted as Tensor.type converts (a dtype, torch.DoubleTensor, a type's
+        name)."""
+        return self._apply(lambda t: t.type(dst_type))
 
     def cpu(self):
         return self

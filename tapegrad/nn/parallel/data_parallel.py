@@ -1,4 +1,5 @@
-"""DataParallel: on a machine without CUDA (tapegrad's case) torch's DataParallel wraps the module and calls it."""
+"""DataParallel: on a machine without CUDA (tapegrad's case) torch's DataParallel wraps the module and calls it;
+its functional form raises torch's error there."""
 from ..modules.module import Module
 
 
@@ -13,3 +14,8 @@ class DataParallel(Module):
 
     def forward(self, *inputs, **kwargs):
         return self.module(*inputs, **kwargs)
+
+
+def data_parallel(module, inputs, device_ids=None, output_device=None, dim=0, module_kwargs=None):
+    """torch.nn.parallel.data_parallel: without CUDA, torch's error (it finds no device type to replicate onto)."""
+    raise RuntimeError("device type could not be determined")
