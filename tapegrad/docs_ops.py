@@ -56,7 +56,7 @@ def _frontend_rows():
         if fn is None or not callable(fn):
             continue
         exported = getattr(tapegrad, name, None)
-        top = "yes" if exported is fn or getattr(exported, "__wrapped__", None) is fn else ""  # (out= wrappers)
+        top = "yes" if callable(exported) and inspect.unwrap(exported) is fn else ""  # (out= and overload wrappers)
         method = "yes" if hasattr(Tensor, name) else ""
         functional = "yes" if hasattr(F, name) else ""
         module = getattr(fn, "__module__", "").replace("tapegrad.ops.", "")
