@@ -10,6 +10,9 @@ integers, the `64_` symbol suffix; loaded already, as NumPy linked it). Where th
 MKL, Accelerate or a system BLAS), both addresses are 0 and those rows return to Python, as before. The
 addresses are arguments of the compiled code, never constants in it, so the cached machine code stays valid
 in every process.
+
+`gemm(dtype)` is the same gemm for Python callers (ctypes): the convolution taps' products (ops/conv.py) accumulate
+into their output (beta = 1), which NumPy's matmul cannot do without a temporary and a pass to add it.
 """
 import ctypes
 import glob
@@ -43,6 +46,26 @@ def addresses():
             except AttributeError:
                 continue
     return found
+
+
+_GEMMS = {}
+
+
+def gemm(dtype):
+    """cblas_sgemm (float32) or cblas_dgemm (float64) as `f(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc)`: c =
+    op(a) @ op(b) + beta * c, row-major, a/b/c data addresses; None where NumPy has no bundled OpenBLAS. The
+    caller keeps every extent inside its arrays: nothing here can check a raw address."""
+    double = np.dtype(dtype) == np.float64
+    if double not in _GEMMS:
+        address = int(addresses()[1 if double else 0])
+        real, i32, i64, ptr = (ctypes.c_double if double else ctypes.c_float), ctypes.c_int32, ctypes.c_int64, \
+            ctypes.c_void_p
+        call = ctypes.CFUNCTYPE(None, i32, i32, i32, i64, i64, i64, real, ptr, i64, ptr, i64, real, ptr, i64)(
+            address) if address else None
+        _GEMMS[double] = None if call is None else (
+            lambda ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc:
+            call(ROW_MAJOR, ta, tb, m, n, k, 1.0, a, lda, b, ldb, beta, c, ldc))
+    return _GEMMS[double]
 
 
 @intrinsic
