@@ -17,16 +17,10 @@ from .accumulate import add_grad, run_hooks, run_post_accumulate_hooks, watched
 from .anomaly import has_nan, row_name, run_named
 from .create_graph import graph_vjp, run_graph
 from .grad_mode import no_grad
-from .tape import F_DEAD, F_STOP, OP_FREED, OP_LEAF, Tape, untraceable
+from .tape import F_DEAD, F_STOP, FREED_MESSAGE, OP_FREED, OP_LEAF, Tape, untraceable
 from .ops._common import _sum_to_np
 from .ops.sparse import SparseTensor, add_into_dense, merged_add
 from .tensor import Tensor, _new, tensor_type_name, wrap
-
-FREED_MESSAGE = (
-    "Trying to backward through the graph a second time (or directly access saved tensors after they have "
-    "already been freed). Saved intermediate values of the graph are freed when you call .backward() or "
-    "autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time or if "
-    "you need to access saved tensors after calling backward.")
 
 
 # Adjoint blocks of at least this many elements are shared by rows whose adjoints are never alive

@@ -141,8 +141,10 @@ def plan(n, roots, targets, flags, op, kinds, saves, argptr, args, argver, obj, 
     for i in range(n - 1, -1, -1):
         if need[i]:
             kind = kinds[op[i]]
-            in_python = kind == K_PYTHON or (kind >= K_RULE and not _rule_here(kind, i, argptr, args, obj, dtypes,
-                                                                                iattr, gemm))
+            # (a freed row's and its inputs' values may be gone: their obj ids are never read, and the loop below
+            # reports the row)
+            in_python = kind == K_PYTHON or (kind >= K_RULE and (flags[i] & F_DEAD) == 0 and not _rule_here(
+                kind, i, argptr, args, obj, dtypes, iattr, gemm))
             owner = OWN_PYTHON if in_python else OWN_BLOCK if kind == K_LINEAR or kind == K_MATMUL else 0
             for k in range(argptr[i], argptr[i + 1]):
                 a = args[k]

@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import kernels, registry
 from ..registry import Ctx
+from ..tape import FREED_MESSAGE
 from ..tensor import _new
 from ._common import OPS, _record, _tensor
 from .shape import cat, stack
@@ -118,11 +119,21 @@ def lstm_layer(gx, h0, c0, w_hh, b_hh=None, reverse=False):
     step); the backward runs it in reverse (one compiled pass and one BLAS call a step) and gets W_hh's
     gradient as one BLAS call over all steps. `reverse` runs from the last step to the first."""
     inputs = (gx, h0, c0, w_hh) + (() if b_hh is None else (b_hh,))
-    ctx = Ctx(reverse=bool(reverse))
+    ctx = _LayerCtx(reverse=bool(reverse))
     out = _record(OPS["lstm_layer"], _lstm_layer_forward(ctx, *(t._data for t in inputs)), inputs, aux=ctx)
     cctx = Ctx(reverse=bool(reverse), seq_ctx=ctx)
     c_last = _record(OPS["lstm_layer_c"], _lstm_layer_c_forward(cctx, *(t._data for t in inputs)), inputs, aux=cctx)
+    if out._tape is not None:  # (one node in torch: a backward through either frees what both rows' rules read)
+        out._tape.share_context(out._slot, ctx)
+        out._tape.share_context(c_last._slot, ctx)
     return out, c_last
+
+
+class _LayerCtx(Ctx):
+    """The sequence row's context, which the c_T row's reads too (tape.share_context)."""
+
+    def free_saved(self):
+        self.acts = self.cs = self.tcs = self.hs = self.h0 = self.c0 = None
 
 
 def _lstm_layer_forward(ctx, gx, h0, c0, w_hh, b_hh=None):
@@ -156,6 +167,8 @@ def _lstm_layer_backward(seq, g_hs, g_c, inputs, wanted):
     """Both rows' array rule: the reverse recurrence from the output's adjoint g_hs or c_T's g_c."""
     w_hh = inputs[3]
     acts, cs, tcs, hs = seq.acts, seq.cs, seq.tcs, seq.hs
+    if acts is None:  # (the other row's backward freed them: _LayerCtx)
+        raise RuntimeError(FREED_MESSAGE)
     T, B, G = acts.shape
     H, dt = G // 4, acts.dtype
     k = _kernels()

@@ -45,8 +45,14 @@ GROWTH_NO_FREED = 16384  # and one more and this many live rows when backward ha
 GHOSTS = 4              # cut rows remembered per index (see _truncate)
 RELEASE_BYTES = 64 << 10  # an op's value of at least this size that no rule reads is not held by the tape
 # dicts keyed by row, remapped by compaction
-_ROW_KEYED = ("aux", "watch", "cells", "registered", "released", "anomaly_traces", "guards", "packed")
+_ROW_KEYED = ("aux", "watch", "cells", "registered", "released", "anomaly_traces", "guards", "packed", "shared")
 _F32, _F64 = np.dtype(np.float32).num, np.dtype(np.float64).num  # the dtypes the replay knows: codes 0 and 1
+
+FREED_MESSAGE = (
+    "Trying to backward through the graph a second time (or directly access saved tensors after they have "
+    "already been freed). Saved intermediate values of the graph are freed when you call .backward() or "
+    "autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time or if "
+    "you need to access saved tensors after calling backward.")
 
 THREAD_MESSAGE = (
     "tapegrad: this graph was recorded by thread {name!r}, which is still running. Each thread records "
@@ -147,6 +153,7 @@ class Tape(Release, Sweep, Inspection):
         self.nargs = 0          # entries in use in the CSR argument arrays
         self.values = []        # the value of each row (None once freed)
         self.aux = {}           # row -> Python object an op needs (index map, context), or a leaf's weakref
+        self.shared = {}        # row -> a context it shares with another row (tape.share_context)
         self.watch = {}         # row -> Watch of a non-leaf tensor with hooks or retain_grad
         self.cells = {}         # row -> the version cell vaddr[row] points at (kept alive here)
         self.registered = {}    # op row -> the first of the leaf/constant rows registered by its record

@@ -61,6 +61,9 @@ class Release:
         (replay's run_pass), lets freeing and the cut be one compiled call when no value is released."""
         # (all n rows: a hook under enable_grad may have recorded some while the backward ran)
         self._small_tail = None
+        if self.shared:
+            for r in [r for r in self.shared if r < len(need) and need[r]]:
+                self.shared.pop(r).free_saved()
         if first >= 0 and not self.released:
             stranded, tail, k = kernels.load().free_cut(
                 need, self.n, self.registered.get(first, first), self.nargs, self.ghost, self.obj, self.op,
@@ -75,6 +78,14 @@ class Release:
         if len(rows):
             first = int(rows[0])
             self._release(rows, max(end, self.registered.get(first, first)))
+
+    def share_context(self, row, ctx):
+        """Row's context is also another row's: in torch both are one node (an LSTM layer's output and last cell
+        state, MkldnnRnnLayerBackward0). A backward that frees either row frees the context's saved arrays
+        (ctx.free_saved()), so they do not live on with the other row's tensor (a language model's hidden state,
+        kept from step to step: 9 MB a step of benchmarks.layers' T2 until a sweep), and a backward through the
+        other raises torch's error. A row that dies unused (swept) leaves the context to the other."""
+        self.shared[row] = ctx
 
     def free(self, rows):
         """Mark rows dead and release their values, then cut the dead tail of the tape (a sweep's)."""
@@ -105,6 +116,7 @@ class Release:
             aux.pop(r, None)
             self.guards.pop(r, None)
             self.packed.pop(r, None)
+            self.shared.pop(r, None)
             self.watch.pop(r, None)
             self.cells.pop(r, None)
 

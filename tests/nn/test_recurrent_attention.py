@@ -678,3 +678,55 @@ def test_transformer_encoder_warns_as_torch_when_its_layer_has_no_nested_tensor_
             enc = lib.nn.TransformerEncoder(layer, 2)
         results.append(([str(w.message) for w in caught], enc.use_nested_tensor, layer.activation_relu_or_gelu))
     assert results[1] == results[0]
+
+
+LSTM_BACKWARDS = {  # (outputs of one call) -> what is backpropagated, in order; torch's error where it raises
+    "out_then_c": lambda out, h, c: [out.sum(), c.sum()],
+    "c_then_out": lambda out, h, c: [c.sum(), out.sum()],
+    "out_then_h": lambda out, h, c: [out.sum(), h.sum()],
+    "c_only": lambda out, h, c: [c.sum()],
+    "out_and_c": lambda out, h, c: [out.sum() + c.sum()],
+}
+
+
+@pytest.mark.parametrize("layers", [1, 2])
+@pytest.mark.parametrize("name", sorted(LSTM_BACKWARDS))
+def test_lstm_output_and_last_cell_state_are_one_node_as_torchs(name, layers):
+    """An LSTM layer's output and last cell state are one node in torch (MkldnnRnnLayerBackward0): a backward
+    through either frees it, and a later backward through the other raises; the gradients otherwise match."""
+    results = []
+    for lib in (torch, tg):
+        lib.manual_seed(0)
+        lstm = lib.nn.LSTM(4, 5, layers)
+        x = lib.tensor(np.random.default_rng(1).standard_normal((3, 2, 4)))
+        lstm.double()
+        out, (h, c) = lstm(x)
+        got = []
+        for loss in LSTM_BACKWARDS[name](out, h, c):
+            try:
+                loss.backward()
+                got.append(lstm.weight_hh_l0.grad.numpy().copy())
+            except RuntimeError as e:
+                got.append(str(e))
+        results.append(got)
+    assert len(results[0]) == len(results[1])
+    for want, have in zip(*results):
+        if isinstance(want, str):
+            assert have == want
+        else:
+            np.testing.assert_allclose(have, want, rtol=1e-10, atol=1e-12)
+
+
+def test_a_kept_hidden_state_does_not_keep_the_layers_saved_arrays():
+    """A language model keeps (h, c) from step to step: the backward that freed the output's row frees what both
+    rows' rules read, though c's row lives on with c (9 MB a step of benchmarks.layers' T2 stayed until a sweep)."""
+    import weakref
+    lstm = tg.nn.LSTM(8, 8, 2)
+    x = tg.randn(5, 3, 8)
+    start = tg.tape.current().n  # (this thread's tape may hold earlier tests' rows)
+    out, (h, c) = lstm(x)
+    tape = out._tape
+    saved = [weakref.ref(ctx.acts) for row, ctx in tape.shared.items() if row >= start]
+    assert len(saved) == 4 and all(r() is not None for r in saved)  # (two rows per layer share one context)
+    out.sum().backward()
+    assert c._slot is not None and all(r() is None for r in saved)

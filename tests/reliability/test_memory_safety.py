@@ -153,6 +153,29 @@ def test_gemm_called_from_the_replay_in_a_subprocess():
     assert "ok" in out
 
 
+def test_a_backward_into_a_freed_compiled_rule_row_raises_in_a_subprocess():
+    """A second backward that reaches rows the first one freed, through a row that was not freed (a 2-layer LSTM's
+    last cell state after the output's backward: layer 2's input projection, a linear row the replay runs itself,
+    was freed): the plan once asked that row's freed inputs for their shapes (ids of values gone) and the
+    interpreter died of SIGSEGV; now torch's error, as for any freed row."""
+    out = run_isolated("""
+        import numpy as np, tapegrad as torch
+        lstm = torch.nn.LSTM(4, 5, 2)
+        x = torch.tensor(np.random.default_rng(0).standard_normal((3, 2, 4)).astype(np.float32))
+        for last in ("c", "h"):
+            out, (h, c) = lstm(x)
+            out.sum().backward()
+            try:
+                (c if last == "c" else h).sum().backward()
+            except RuntimeError as e:
+                assert "backward through the graph a second time" in str(e), e
+            else:
+                raise AssertionError("no error")
+        print("ok")
+    """)
+    assert "ok" in out
+
+
 # -- 3. a row's dtype, shape and value agree before the replay reads it ------------------------------------------
 def test_a_row_whose_dtype_code_disagrees_with_its_value_raises_before_any_kernel_runs():
     x = tapegrad.ones(5, requires_grad=True)
