@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .... import _runtime
+from .... import _libm, _runtime
 
 __all__ = ["TaskSpec", "Measurement", "select_unit", "unit_to_english", "trim_sigfig", "ordered_unique",
            "set_torch_threads"]
@@ -123,7 +123,7 @@ class Measurement:
         std = float(middle.std()) if len(middle) else float("nan")
         sqrt_n = float(np.sqrt(_f32(len(middle))))
         ci = max(1.645 * std / sqrt_n, _MIN_CONFIDENCE_INTERVAL)
-        digits = int(np.floor(np.log10(_f32(self.median / ci))))
+        digits = int(math.floor(_log10f(_f32(self.median / ci))))
         return min(max(digits, 1), _MAX_SIGNIFICANT_FIGURES)
 
     @property
@@ -169,9 +169,18 @@ class Measurement:
                 for spec, times in groups.items()]
 
 
+def _log10f(x):
+    """torch.tensor(x).log10() of a float32 as libm's log10f gives it (a 0-d tensor's kernel calls it): NumPy's
+    float32 log10 takes the CPU's vector path, whose last bit differs between CPUs (1e-6: -6.0000005 on AVX-512,
+    and the unit changes at such powers of ten)."""
+    log10f = _libm.function("log10f", single=True)
+    x = float(x)
+    return float(log10f(x)) if log10f is not None else float(np.float32(math.log10(x)) if x > 0 else np.log10(x))
+
+
 def select_unit(t):
     """The unit (ns, us, ms, s) and its scale in seconds that print `t` seconds with O(1) digits."""
-    unit = {-3: "ns", -2: "us", -1: "ms"}.get(int(float(np.log10(_f32(t))) // 3), "s")
+    unit = {-3: "ns", -2: "us", -1: "ms"}.get(int(_log10f(_f32(t)) // 3), "s")
     return unit, {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1}[unit]
 
 
@@ -183,7 +192,7 @@ def trim_sigfig(x, n):
     """`x` rounded to `n` significant figures (3.14159, 2 -> 3.1)."""
     if n != int(n):
         raise AssertionError("Number of significant figures must be an integer")
-    magnitude = int(np.ceil(np.log10(np.abs(_f32(x)))))
+    magnitude = int(math.ceil(_log10f(abs(_f32(x)))))
     scale = 10 ** (magnitude - n)
     return float(np.round(_f32(x / scale)) * _f32(scale))
 

@@ -6,6 +6,7 @@ one TaskSpec merged first. The text is torch's: same widths, separators, units a
 import collections
 import enum
 import itertools
+import math
 
 import numpy as np
 
@@ -28,7 +29,7 @@ class Colorize(enum.Enum):
 
 
 def _leading_digits(x):
-    return int(np.ceil(np.log10(np.float32(x))))
+    return int(math.ceil(common._log10f(np.float32(x))))
 
 
 class _Column:
