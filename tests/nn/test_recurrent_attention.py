@@ -723,10 +723,11 @@ def test_a_kept_hidden_state_does_not_keep_the_layers_saved_arrays():
     import weakref
     lstm = tg.nn.LSTM(8, 8, 2)
     x = tg.randn(5, 3, 8)
-    start = tg.tape.current().n  # (this thread's tape may hold earlier tests' rows)
     out, (h, c) = lstm(x)
-    tape = out._tape
-    saved = [weakref.ref(ctx.acts) for row, ctx in tape.shared.items() if row >= start]
-    assert len(saved) == 4 and all(r() is not None for r in saved)  # (two rows per layer share one context)
+    tape = c._tape
+    contexts = [tape.aux[r].seq_ctx for r in tape.row_args(c._slot)]  # (c: the stack of each layer's c_T row)
+    assert len(contexts) == 2 and all(tape.shared.get(r) is ctx for r, ctx in zip(tape.row_args(c._slot), contexts))
+    saved = [weakref.ref(ctx.acts) for ctx in contexts]
+    assert all(r() is not None for r in saved)
     out.sum().backward()
     assert c._slot is not None and all(r() is None for r in saved)
