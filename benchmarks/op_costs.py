@@ -1,12 +1,13 @@
 """What single small ops cost, tapegrad against torch in one process (one thread): the front ends' figures quoted
 in docs/architecture.md ("What a recorded op costs"), the layer norm benchmark's step (L5 of benchmarks.layers)
-split into its calls, as the README's layer table explains its miss, and a linear row's backward by the compiled
-replay's loops and by gemm (docs/architecture.md, runtime.linear_by_loops).
+split into its calls, as the README's layer table explains its miss, a linear row's backward by the compiled
+replay's loops and by gemm (docs/architecture.md, runtime.linear_by_loops), and a policy-gradient episode's
+forward and backward (softmax rows the replay runs itself: docs/architecture.md).
 
-    python -m benchmarks.op_costs [ops] [l5] [linear]
+    python -m benchmarks.op_costs [ops] [l5] [linear] [policy]
 
 Prints medians of perf_counter around each call (ops: 5,000 calls no-grad after 500; l5: 3,000 steps after 300;
-linear: 1,000 backwards after 100).
+linear: 1,000 backwards after 100; policy: 600 episodes after 100, forward and backward apart).
 """
 import math
 import os
@@ -39,7 +40,9 @@ def _ops(L):
             "x.size(0)": lambda: x.size(0), "rand(32)": lambda: L.rand(32),
             "softmax of 32 x 64": lambda: F.softmax(x, dim=1), "max(x, 1) of 32 x 64": lambda: x.max(1),
             "tensor(0.0)": lambda: L.tensor(0.0), "x.t() of 32 x 64": lambda: x.t(),
-            "x.add_(y, alpha=-0.01) of 32 x 64": lambda: x.add_(y, alpha=-0.01)}  # (a manual SGD step's update)
+            "x.add_(y, alpha=-0.01) of 32 x 64": lambda: x.add_(y, alpha=-0.01),  # (a manual SGD step's update)
+            "softmax of 1 x 2": lambda: F.softmax(probs, dim=1), "log_softmax of 32 x 64": lambda: F.log_softmax(x, 1),
+            "Categorical(p).log_prob(a), p 1 x 2": lambda: L.distributions.Categorical(probs).log_prob(action)}
 
 
 def ops(torch, tapegrad):
@@ -93,6 +96,24 @@ def linear(L, n, k, m, gemm=True, steps=1000, warm=100):
     return statistics.median(times[warm:]) * 1e6
 
 
+def policy(L, episodes=600, warm=100):
+    """A policy-gradient episode's graph (reinforce.py's kind): 20 steps of softmax(Linear(4, 2)(state)), the taken
+    action's -log-probability times its return, summed; (forward, backward) medians in us."""
+    L.manual_seed(0)
+    lin = L.nn.Linear(4, 2)
+    states = [L.randn(1, 4) for _ in range(20)]
+    forward, backward = [], []
+    for _ in range(episodes):
+        t0 = time.perf_counter()
+        terms = [-L.log(L.nn.functional.softmax(lin(s), dim=1)[0, 1]).unsqueeze(0) * 0.5 for s in states]
+        loss = L.cat(terms).sum()
+        t1 = time.perf_counter()
+        loss.backward()
+        forward.append(t1 - t0)
+        backward.append(time.perf_counter() - t1)
+    return statistics.median(forward[warm:]) * 1e6, statistics.median(backward[warm:]) * 1e6
+
+
 if __name__ == "__main__":
     import torch
     import tapegrad
@@ -108,3 +129,7 @@ if __name__ == "__main__":
         for n, k, m in LINEAR_SHAPES:
             t, g, lp = linear(torch, n, k, m), linear(tapegrad, n, k, m), linear(tapegrad, n, k, m, gemm=False)
             print(f"linear backward {str((n, k, m)):15s} torch {t:6.1f} us  tapegrad loops {lp:6.1f}  gemm {g:6.1f}")
+    if "policy" in which:
+        for lib in (torch, tapegrad):
+            f, b = policy(lib)
+            print(f"policy episode {lib.__name__:8s} forward {f:6.1f} us  backward {b:6.1f} us")

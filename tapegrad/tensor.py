@@ -14,6 +14,8 @@ from .grad_mode import is_grad_enabled
 from .tape import F_REQ, F_STOP, OP_LEAF, _local as _tape_local, NOT_A_SLOT, new_version_cell, untraceable, Watch
 from .device import check, CPU, META
 
+_F32, _F64, _I64 = np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.int64)
+
 
 # -- views: torch's shared memory, over values that are stored contiguously ---------------------------------
 # A view's value is a contiguous copy (what every kernel reads); its `_window` is the NumPy view of the storage
@@ -576,11 +578,12 @@ class Tensor:
     def cuda(self, device=None, non_blocking=False, memory_format=None):
         raise AssertionError("Torch not compiled with CUDA enabled")
 
+    # (a tensor already of the dtype is itself, as `to` returns it: the common `.float()` / `.long()` asks nothing more)
     def float(self):
-        return self.to(_dtype.float32)
+        return self if self._data.dtype == _F32 else self.to(_dtype.float32)
 
     def double(self):
-        return self.to(_dtype.float64)
+        return self if self._data.dtype == _F64 else self.to(_dtype.float64)
 
     def half(self):
         return self.to(_dtype.float16)
@@ -589,7 +592,7 @@ class Tensor:
         return self.to(_dtype.bfloat16)
 
     def long(self):
-        return self.to(_dtype.int64)
+        return self if self._data.dtype == _I64 else self.to(_dtype.int64)
 
     def int(self):
         return self.to(_dtype.int32)

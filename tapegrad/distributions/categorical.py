@@ -97,9 +97,11 @@ class Categorical(Distribution):
         if self._validate_args:
             self._validate_sample(value)
         value = value.long().unsqueeze(-1)
-        shape = np.broadcast_shapes(tuple(value.shape), tuple(self.logits.shape))
-        log_pmf = self.logits.expand(shape)
-        value = value.expand(shape[:-1] + (1,))
+        log_pmf = self.logits
+        if value.shape[:-1] != log_pmf.shape[:-1]:  # (torch's broadcast_tensors; one shape needs no expand)
+            shape = np.broadcast_shapes(tuple(value.shape), tuple(log_pmf.shape))
+            log_pmf = log_pmf.expand(shape)
+            value = value.expand(shape[:-1] + (1,))
         return log_pmf.gather(-1, value).squeeze(-1)
 
     def entropy(self):

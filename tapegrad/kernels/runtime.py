@@ -9,13 +9,13 @@ from numba import njit
 from numpy import uint64 as u64
 
 from .memory import JIT, _voidptr, c_contiguous, data, dim, load_i64, ndim, size, typenum, view
-from . import blas, elementwise
+from . import blas, elementwise, softmax
 
 # Kinds of row, as declared in the registry.
 K_LEAF, K_UNARY, K_BINARY, K_SUM, K_EXPAND, K_RESHAPE, K_GATHER, K_CAST, K_PYTHON = range(9)
 # From K_RULE up: a PYTHON row whose rule this module also has, in registry.COMPILED_RULES' order (registry.K_RULE),
 # run here when _rule_here says the row's arrays suit it.
-K_LINEAR, K_MSE, K_SMOOTH_L1, K_HUBER, K_MATMUL = range(9, 14)
+K_LINEAR, K_MSE, K_SMOOTH_L1, K_HUBER, K_MATMUL, K_SOFTMAX, K_LOG_SOFTMAX = range(9, 16)
 K_RULE = K_LINEAR
 # K_LINEAR (x @ w.T + b) and K_MATMUL rows are differentiated by NumPy's gemm called from here (blas.py; BLAS, the
 # int64 array of its addresses). A K_LINEAR row of at most LINEAR_HERE_MAX multiply-adds a product is differentiated
@@ -532,6 +532,8 @@ def _rule_here(kind, i, argptr, args, obj, dtypes, iattr, gemm):
         return _linear_here(i, argptr, args, obj, dtypes, gemm)
     if kind == K_MATMUL:
         return _matmul_here(i, argptr, args, obj, dtypes, gemm)
+    if kind == K_SOFTMAX or kind == K_LOG_SOFTMAX:
+        return _softmax_here(i, argptr, args, obj, dtypes, iattr)
     return _loss_here(i, argptr, args, obj, dtypes, iattr)
 
 
@@ -543,6 +545,8 @@ def _rule(kind, i, argptr, args, obj, fattr, iattr, need, offsets, adj, dt, num,
         _linear_rule(i, argptr, args, obj, need, offsets, adj, dt, num, gemm, own, owned)
     elif kind == K_MATMUL:
         _matmul_rule(i, argptr, args, obj, need, offsets, adj, dt, num, gemm, own, owned)
+    elif kind == K_SOFTMAX or kind == K_LOG_SOFTMAX:
+        _softmax_rule(kind, i, argptr, args, obj, need, offsets, adj, dt, num)
     else:
         _loss_rule(kind, i, argptr, args, obj, fattr, iattr, need, offsets, adj, dt, num)
 
@@ -721,6 +725,34 @@ def _dot(a, ia, sa, b, ib, sb, n):
         s0 += a[ia + t * sa] * b[ib + t * sb]
         t += 1
     return (s0 + s1) + (s2 + s3)
+
+
+@njit(**JIT)
+def _softmax_here(i, argptr, args, obj, dtypes, iattr):
+    """Whether the replay runs (log_)softmax row i, y = softmax(x) over x's last dimension: its iattr records the
+    dimension + 1 (ops/reduce.py), x and y of the row's dtype (float32 or float64), y C-contiguous, not empty and
+    of at most softmax.MAX_SIZE elements (the array rule's own test: ops/reduce.py, _last_dim_rows)."""
+    lo = argptr[i]
+    if dtypes[i] == 2 or argptr[i + 1] - lo != 1:
+        return False
+    y, x = obj[i], obj[args[lo]]
+    d = ndim(y)
+    return (d >= 1 and iattr[i] == d and ndim(x) == d and typenum(x) == typenum(y) and 0 < size(y) <= softmax.MAX_SIZE
+            and size(x) == size(y) and c_contiguous(y))
+
+
+@njit(**JIT)
+def _softmax_rule(kind, i, argptr, args, obj, need, offsets, adj, dt, num):
+    """The input's adjoint of (log_)softmax row i (_softmax_here), added into its block by the kernel the array rule
+    calls (kernels/softmax.py)."""
+    a0 = args[argptr[i]]
+    if not need[a0]:
+        return
+    y = obj[i]
+    m = size(y)
+    n = dim(y, ndim(y) - 1)
+    softmax.backward(_block(adj, offsets[i], m, dt), view(y, num, dt), _block(adj, offsets[a0], m, dt), m // n, n,
+                     kind == K_LOG_SOFTMAX)
 
 
 @njit(**JIT)

@@ -330,7 +330,12 @@ def clamp(input, min=None, max=None):
         if max is not None:
             out = minimum(out, max)
         return out
-    return _clamp(input, -math.inf if min is None else _bound(min), math.inf if max is None else _bound(max))
+    lo, hi = -math.inf, math.inf
+    if isinstance(input, Tensor) and input._data.dtype.kind in "iu" and type(min) in (int, type(None)) \
+            and type(max) in (int, type(None)):  # an integer tensor clamped to integers stays integer, as torch's
+        info = np.iinfo(input._data.dtype)
+        lo, hi = info.min, info.max
+    return _clamp(input, lo if min is None else _bound(min), hi if max is None else _bound(max))
 
 
 def _bound(v):

@@ -382,7 +382,34 @@ def _shifted(data, d):
 
 def softmax(input, dim=None, dtype=None, _stacklevel=3):
     x, d = _softmax_input("softmax", input, dim, dtype)
-    return _record(OPS["softmax"], _softmax_forward(d, x._data), (x,), aux=d)
+    # (iattr: the dim + 1, which tells the replay's compiled rule a row over the last dimension: runtime._softmax_here)
+    return _record(OPS["softmax"], _softmax_forward(d, x._data), (x,), iattr=d + 1, aux=d)
+
+
+_SOFTMAX_KERNEL_MAX = 1024  # kernels/softmax.py's MAX_SIZE (tests/test_engine.py), without importing Numba here
+
+
+def _last_dim_rows(d, *arrays):
+    """(rows, n) when the kernels of kernels/softmax.py take these arrays: float32 or float64 alike, C-contiguous,
+    not empty and small (their MAX_SIZE), d their last dimension; else None."""
+    a = arrays[0]
+    if a.ndim == 0 or d != a.ndim - 1 or not 0 < a.size <= _SOFTMAX_KERNEL_MAX or a.dtype.char not in "fd":
+        return None
+    for b in arrays:
+        if b.dtype != a.dtype or b.shape != a.shape or not b.flags.c_contiguous:
+            return None
+    n = a.shape[-1]
+    return a.size // n, n
+
+
+def _softmax_kernel(d, data, log):
+    """softmax (log: log_softmax) of data over d by the compiled pass, or None where it does not apply."""
+    rows = _last_dim_rows(d, data)
+    if rows is None or type(data) is not np.ndarray:
+        return None
+    out = np.empty_like(data)
+    kernels.module("softmax").forward(data.reshape(-1), out.reshape(-1), rows[0], rows[1], log)
+    return out
 
 
 def _softmax_forward(d, data):
@@ -390,6 +417,9 @@ def _softmax_forward(d, data):
         return _in_float32(lambda a: _softmax_forward(d, a), data)
     if data.ndim == 0 or data.size == 0:
         return np.exp(data - data) if data.ndim == 0 else data.copy()
+    out = _softmax_kernel(d, data, False)
+    if out is not None:
+        return out
     e = _shifted(data, d)
     np.exp(e, out=e)
     e /= np.add.reduce(e, d, None, None, True)
@@ -398,7 +428,7 @@ def _softmax_forward(d, data):
 
 def log_softmax(input, dim=None, dtype=None, _stacklevel=3):
     x, d = _softmax_input("log_softmax", input, dim, dtype)
-    return _record(OPS["log_softmax"], _log_softmax_forward(d, x._data), (x,), aux=d)
+    return _record(OPS["log_softmax"], _log_softmax_forward(d, x._data), (x,), iattr=d + 1, aux=d)
 
 
 def _log_softmax_forward(d, data):
@@ -406,6 +436,9 @@ def _log_softmax_forward(d, data):
         return _in_float32(lambda a: _log_softmax_forward(d, a), data)
     if data.ndim == 0 or data.size == 0:
         return data - data if data.ndim == 0 else data.copy()
+    out = _softmax_kernel(d, data, True)
+    if out is not None:
+        return out
     z = _shifted(data, d)
     total = np.add.reduce(np.exp(z), d, None, None, True)  # (>= 1, its max term being exp(0), or NaN: log never warns)
     z -= np.log(total)
@@ -570,16 +603,28 @@ def _cumsum_arrays(ctx, g, inputs, out, wanted):
     return (np.flip(np.cumsum(np.flip(g, ctx), axis=ctx), ctx) if g.ndim else g,)
 
 
+def _softmax_kernel_grad(d, g, out, log):
+    """The input's gradient by the kernel the replay's compiled rule calls (the same bits), or None."""
+    rows = _last_dim_rows(d, out, g)
+    if rows is None or type(out) is not np.ndarray or type(g) is not np.ndarray:
+        return None
+    gx = np.zeros_like(out)
+    kernels.module("softmax").backward(g.reshape(-1), out.reshape(-1), gx.reshape(-1), rows[0], rows[1], log)
+    return (gx,)
+
+
 def _softmax_arrays(ctx, g, inputs, out, wanted):
     if not _array_rule_dtype(out) or out.ndim == 0:
         return None
-    return (out * (g - np.sum(g * out, axis=ctx, keepdims=True)),)
+    return (_softmax_kernel_grad(ctx, g, out, False) or
+            (out * (g - np.sum(g * out, axis=ctx, keepdims=True)),))
 
 
 def _log_softmax_arrays(ctx, g, inputs, out, wanted):
     if not _array_rule_dtype(out) or out.ndim == 0:
         return None
-    return (g - np.exp(out) * np.sum(g, axis=ctx, keepdims=True),)
+    return (_softmax_kernel_grad(ctx, g, out, True) or
+            (g - np.exp(out) * np.sum(g, axis=ctx, keepdims=True)),)
 
 
 def _logsumexp_arrays(ctx, g, inputs, out, wanted):
@@ -632,9 +677,10 @@ registry.python("amax", "AmaxBackward0", _reduce_forward(np.max), _vjp_amax, arr
 registry.python("amin", "AminBackward0", _reduce_forward(np.min), _vjp_amax, array_vjp=_amax_arrays)
 registry.python("max_all", "MaxBackward1", _reduce_forward(np.max), _vjp_max_all, array_vjp=_max_all_arrays)
 registry.python("min_all", "MinBackward1", _reduce_forward(np.min), _vjp_max_all, array_vjp=_max_all_arrays)
-registry.python("softmax", "SoftmaxBackward0", _softmax_forward, _vjp_softmax, array_vjp=_softmax_arrays)
+registry.python("softmax", "SoftmaxBackward0", _softmax_forward, _vjp_softmax, array_vjp=_softmax_arrays,
+                compiled_rule="softmax")
 registry.python("log_softmax", "LogSoftmaxBackward0", _log_softmax_forward, _vjp_log_softmax,
-                array_vjp=_log_softmax_arrays)
+                array_vjp=_log_softmax_arrays, compiled_rule="log_softmax")
 registry.python("logsumexp", "LogsumexpBackward0", _logsumexp_forward, _vjp_logsumexp, array_vjp=_logsumexp_arrays)
 registry.python("cumsum", "CumsumBackward0", _cumsum_forward, _vjp_cumsum, array_vjp=_cumsum_arrays)
 

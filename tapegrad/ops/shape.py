@@ -102,7 +102,7 @@ def squeeze(input, dim=None):
     x = _tensor(input)
     if dim is None:
         return _reshape(x, tuple(s for s in x.shape if s != 1), OPS["squeeze"])
-    dims = _dims(dim, x.ndim)
+    dims = (dim % x.ndim,) if type(dim) is int and -x.ndim <= dim < x.ndim else _dims(dim, x.ndim)
     op = OPS["squeeze_dims" if isinstance(dim, (tuple, list)) else "squeeze_dim"]
     return _reshape(x, tuple(s for i, s in enumerate(x.shape) if not (i in dims and s == 1)), op)
 
@@ -697,31 +697,35 @@ def gather(input, dim, index, *, sparse_grad=False):
             if k != d and ishape[k] > xs[k]:
                 raise RuntimeError(f"Size does not match at dimension {k} expected index {list(ishape)} to be no "
                                    f"larger than self {list(xs)} apart from dimension {d}")
-    _bounds(idx, x.shape[d] if x.ndim else 1, d)
-    flat = np.ascontiguousarray(_along(x, d, idx), np.int64)
     n = x.shape[d] if x.ndim else 1
-    base = _index_map(x)[tuple(slice(0, idx.shape[k]) if k != d else slice(None) for k in range(x.ndim))]
+    _bounds(idx, n, d)
+    flat = _along(x, d, idx)
 
     def remap(i):  # (tapegrad.compile: the index map from the index a replay binds)
         i = i.astype(np.int64, copy=False)
         _bounds(i, n, d)
         if x.ndim:
-            flat[...] = np.take_along_axis(base, i, d)
+            flat[...] = _along(x, d, i)
     remap.writes = (flat,)
     return guard(_gather(x, flat, OPS["gather"]), index, remap=remap)
 
 
 def _along(x, d, idx):
-    """Flat positions in x of x.take_along_dim(idx, d), idx no larger than x outside d."""
+    """Flat positions in x of x.take_along_dim(idx, d) (a new C-contiguous int64 array), idx no larger than x
+    outside d and within its bounds along d: each position of idx with its own index along d replaced by idx's
+    value, as x's flat position (np.take_along_axis of an index map builds the same from more arrays)."""
     if x.ndim == 0:
         return np.zeros(idx.shape, np.int64)
-    base = _index_map(x)[tuple(slice(0, idx.shape[k]) if k != d else slice(None) for k in range(x.ndim))]
-    return np.take_along_axis(base, idx, d)
+    shape = x._data.shape
+    corner = tuple(slice(0, idx.shape[k]) if k != d else slice(0, 1) for k in range(len(shape)))
+    flat = np.add(np.arange(x._data.size, dtype=np.int64).reshape(shape)[corner],
+                  np.multiply(idx, math.prod(shape[d + 1:]), dtype=np.int64))
+    return flat if idx.ndim == len(shape) else flat.reshape(idx.shape)  # (a 0-d index of a 1-d x)
 
 
 def _bounds(idx, n, d, error=RuntimeError):
     if idx.size:
-        lo, hi = int(idx.min()), int(idx.max())
+        lo, hi = int(np.minimum.reduce(idx, None)), int(np.maximum.reduce(idx, None))
         bad = hi if hi >= n else lo if lo < 0 else None
         if bad is not None:
             raise error(f"index {bad} is out of bounds for dimension {d} with size {n}")

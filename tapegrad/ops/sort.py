@@ -142,12 +142,16 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
         raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
     if categories > 1 << 24:
         raise RuntimeError("number of categories cannot exceed 2^24")
+    if categories == 0:  # (torch's check of the rows' range, which has none)
+        raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the operation has no "
+                           "identity.")
     rows = p.reshape(-1, categories)
     gen = random._gen(generator)
     if not replacement or n == 1:
-        if not (np.all(rows < math.inf) and np.all(rows >= 0)):  # (NaN fails both)
-            raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
-        if np.any(rows.sum(-1) == 0):
+        # (the ufuncs' reductions: np.all's and np.any's Python wrappers cost more than a small row's checks)
+        if rows.size and not (np.minimum.reduce(rows, None) >= 0 and np.maximum.reduce(rows, None) < math.inf):
+            raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")  # (NaN fails both)
+        if np.logical_or.reduce(np.add.reduce(rows, -1) == 0, None):
             raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
         u = gen._u53(rows.size)
         q = (-1.0 * random._libm_map(math.log1p, -u)).astype(p.dtype)  # exponential_(1): cast to p's dtype

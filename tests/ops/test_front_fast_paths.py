@@ -195,3 +195,91 @@ def test_broadcast_errors_unchanged():
             tapegrad.ones(a) + tapegrad.ones(b)
         assert str(ge.value) == str(te.value)
     assert tuple((tapegrad.ones(2, 1, 3) * tapegrad.ones(2, 4, 1)).shape) == (2, 4, 3)
+
+
+# -- the small ops of a policy-gradient step (reinforce, actor-critic): torch's values, gradients and errors ------
+@pytest.mark.parametrize("dim", [0, 1, 2, -1])
+def test_gather_positions_and_gradients_match_torch(dim):
+    x = np.arange(24, dtype=np.float64).reshape(2, 3, 4) / 7
+    idx = np.array([[[3, 0], [1, 1]], [[0, 2], [2, 2]]]) % (x.shape[dim] if dim >= 0 else 4)
+    t, g, ts, gs = _both(lambda lib, a: a.gather(dim, lib.tensor(idx)), x, requires_grad=True)
+    np.testing.assert_array_equal(g.detach().numpy(), t.detach().numpy())
+    t.pow(2).sum().backward(), g.pow(2).sum().backward()
+    np.testing.assert_array_equal(gs[0].grad.numpy(), ts[0].grad.numpy())
+
+
+def test_gather_of_a_vector_by_a_0d_index_is_0d_as_torchs():
+    for lib in (torch, tapegrad):
+        out = lib.gather(lib.tensor([1.0, 2.0, 3.0]), 0, lib.tensor(2))
+        assert out.shape == () and out.item() == 3.0
+    for lib in (torch, tapegrad):
+        with pytest.raises(RuntimeError, match="^index 3 is out of bounds for dimension 0 with size 3$"):
+            lib.gather(lib.tensor([1.0, 2.0, 3.0]), 0, lib.tensor([3]))
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "uint8"])
+def test_clamping_an_integer_tensor_to_integers_keeps_its_dtype(dtype):
+    x = np.array([1, 3, 5, 200], dtype)
+    for kw in ({"max": 4}, {"min": 2}, {"min": 2, "max": 4}, {"max": 4.5}):
+        t, g, _, _ = _both(lambda lib, a: a.clamp(**kw), x)
+        assert str(g.dtype) == str(t.dtype), kw
+        np.testing.assert_array_equal(g.numpy(), t.numpy())
+
+
+def test_a_conversion_to_the_tensors_own_dtype_is_the_tensor_itself():
+    for lib in (torch, tapegrad):
+        x, y, z = lib.zeros(2), lib.zeros(2, dtype=lib.float64), lib.zeros(2, dtype=lib.long)
+        assert x.float() is x and y.double() is y and z.long() is z
+        assert x.long() is not x and x.long().dtype == lib.long and z.float().dtype == lib.float32
+
+
+def test_multinomial_checks_its_rows_as_torch():
+    for rows in ([[0.5, float("nan")]], [[0.5, float("inf")]], [[0.5, -0.1]], [[0.0, 0.0]], [[]], []):
+        for replacement in (True, False):
+            errors = []
+            for lib in (torch, tapegrad):
+                with pytest.raises(RuntimeError) as e:
+                    lib.multinomial(lib.tensor(rows), 1, replacement)
+                errors.append(str(e.value))
+            assert errors[0] == errors[1], (rows, replacement)
+
+
+@pytest.mark.parametrize("value_shape", [(3,), (5, 3), (1,)])
+def test_categorical_log_prob_matches_torch(value_shape):
+    logits = np.random.default_rng(3).standard_normal((3, 4))
+    value = np.random.default_rng(4).integers(0, 4, value_shape)
+    results = []
+    for lib in (torch, tapegrad):
+        s = lib.tensor(logits, requires_grad=True)
+        dist = lib.distributions.Categorical(lib.nn.functional.softmax(s, dim=1))
+        lp = dist.log_prob(lib.tensor(value))
+        (lp * lib.arange(1.0, 1 + lp.numel(), dtype=lib.float64).reshape(lp.shape)).sum().backward()
+        results.append((lp.detach().numpy(), s.grad.numpy()))
+    np.testing.assert_allclose(results[1][0], results[0][0], rtol=1e-12)
+    np.testing.assert_allclose(results[1][1], results[0][1], rtol=1e-10, atol=1e-14)
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(1, 2), (64, 10), (3, 5, 33), (7,), (40, 64)])
+def test_last_dim_softmax_replay_rule_gives_the_array_rules_bits_and_torchs_values(name, dtype, shape):
+    """The replay's compiled rule (runtime._softmax_rule) and the array rule (anomaly mode runs it) call one kernel:
+    the same bits; both within rounding of torch's, values and gradients, with a NaN row and -inf entries."""
+    x = np.random.default_rng(5).standard_normal(shape).astype(dtype) * 4
+    seed = np.random.default_rng(6).standard_normal(shape).astype(dtype)
+    rows = x.reshape(-1, shape[-1])
+    if rows.shape[0] >= 3:
+        rows[0] = np.nan
+        rows[1, 0] = -np.inf
+    out = []
+    for lib, anomaly in ((torch, False), (tapegrad, False), (tapegrad, True)):
+        t = lib.tensor(x, requires_grad=True)
+        with lib.autograd.set_detect_anomaly(anomaly, check_nan=False):
+            y = getattr(lib.nn.functional, name)(t, dim=-1)
+            (y * lib.tensor(seed)).sum().backward()
+        out.append((y.detach().numpy(), t.grad.numpy()))
+    for a, b in zip(out[1], out[2]):
+        np.testing.assert_array_equal(a, b)
+    tol = 4 * np.finfo(dtype).eps
+    for a, b in zip(out[1], out[0]):
+        np.testing.assert_allclose(a, b, rtol=tol * 10, atol=tol * 10, equal_nan=True)
