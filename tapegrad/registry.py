@@ -43,10 +43,10 @@ HOLDS_GRAD = 256
 # Kinds of tables()'s kinds only, K_RULE + j for the op whose compiled_rule is COMPILED_RULES[j]: a Python row whose
 # rule the compiled replay also has and runs itself when the row's arrays suit it (kernels/runtime.py, _rule_here):
 # `x @ w.T (+ b)` rows and 2-d matrix products (by NumPy's BLAS gemm, called from the replay), pointwise losses of
-# one shape, softmax and log_softmax over the last dimension. Returning to Python for them cost more than their
-# arithmetic (about 10 us a row). Any other row of the op returns to Python, as any PYTHON row.
+# one shape, softmax and log_softmax over the last dimension, LSTM cell steps. Returning to Python for them cost
+# more than their arithmetic (about 10 us a row). Any other row of the op returns to Python, as any PYTHON row.
 K_RULE = 9
-COMPILED_RULES = ("linear", "mse", "smooth_l1", "huber", "matmul", "softmax", "log_softmax")
+COMPILED_RULES = ("linear", "mse", "smooth_l1", "huber", "matmul", "softmax", "log_softmax", "lstm_c", "lstm_h")
 
 
 class OpDef:

@@ -361,9 +361,10 @@ def test_the_replays_rule_kinds_and_reductions_follow_the_registry_and_the_losse
     from tapegrad.kernels import runtime
     from tapegrad.ops import loss
     kinds = [runtime.K_LINEAR, runtime.K_MSE, runtime.K_SMOOTH_L1, runtime.K_HUBER, runtime.K_MATMUL,
-             runtime.K_SOFTMAX, runtime.K_LOG_SOFTMAX]
+             runtime.K_SOFTMAX, runtime.K_LOG_SOFTMAX, runtime.K_LSTM_C, runtime.K_LSTM_H]
     assert kinds == [registry.K_RULE + j for j in range(len(registry.COMPILED_RULES))] and runtime.K_RULE == kinds[0]
-    assert registry.COMPILED_RULES == ("linear", "mse", "smooth_l1", "huber", "matmul", "softmax", "log_softmax")
+    assert registry.COMPILED_RULES == ("linear", "mse", "smooth_l1", "huber", "matmul", "softmax", "log_softmax",
+                                       "lstm_c", "lstm_h")
     from tapegrad.kernels import softmax
     from tapegrad.ops import reduce
     assert softmax.MAX_SIZE == reduce._SOFTMAX_KERNEL_MAX  # (the replay's rule and the array rule: one kernel)
@@ -371,7 +372,7 @@ def test_the_replays_rule_kinds_and_reductions_follow_the_registry_and_the_losse
     table = registry.tables()[0]
     for name, rule in (("linear", "linear"), ("addmm", "linear"), ("mse_loss", "mse"),
                        ("smooth_l1_loss", "smooth_l1"), ("huber_loss", "huber"), ("softmax", "softmax"),
-                       ("log_softmax", "log_softmax")):
+                       ("log_softmax", "log_softmax"), ("lstm_cell_c", "lstm_c"), ("lstm_cell_h", "lstm_h")):
         assert table[registry.BY_NAME[name].code] == registry.K_RULE + registry.COMPILED_RULES.index(rule)
 
 

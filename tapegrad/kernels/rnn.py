@@ -75,6 +75,43 @@ def lstm_backward_h(acts, tc, g, d, dcy):
 
 
 @njit(**JIT)
+def lstm_cell_add(acts, tc, cx, g, gx, gh, gc, B, H, c_row, want_x, want_h, want_c):
+    """An LSTM cell row's adjoints added into flat blocks, for the replay's compiled rule (runtime._lstm_cell_rule):
+    gx and gh (B, 4H) each take d, gc (B, H) dcx (c_row: the c' row, lstm_backward_c's terms; else the h' row,
+    lstm_backward_h's, which reads tanh(c') tc and not cx). Each term is that kernel's expression rounded to the dtype
+    as its store rounds it, then added as the array rule's result is: the same bits either way."""
+    one = acts.dtype.type
+    for r in range(B):
+        for j in range(H):
+            a = r * 4 * H + j
+            gr = g[r * H + j]
+            if c_row:
+                i, f, gg = acts[a], acts[a + H], acts[a + 2 * H]
+                di = one(gr * gg * i * (1 - i))
+                df = one(gr * cx[r * H + j] * f * (1 - f))
+                dg = one(gr * i * (1 - gg * gg))
+                if want_x:
+                    gx[a] += di
+                    gx[a + H] += df
+                    gx[a + 2 * H] += dg
+                if want_h:
+                    gh[a] += di
+                    gh[a + H] += df
+                    gh[a + 2 * H] += dg
+                if want_c:
+                    gc[r * H + j] += one(gr * f)
+            else:
+                o, t = acts[a + 3 * H], tc[r * H + j]
+                do = one(gr * t * o * (1 - o))
+                if want_x:
+                    gx[a + 3 * H] += do
+                if want_h:
+                    gh[a + 3 * H] += do
+                if want_c:
+                    gc[r * H + j] += one(gr * o * (1 - t * t))
+
+
+@njit(**JIT)
 def lstm_layer_step_backward(acts, tc, c_prev, g_h, dh, dc, d):
     """One step of a whole-sequence LSTM layer's backward: from the step's gate activations acts (B, 4H),
     tanh(c_t), c_{t-1}, the output's adjoint g_h and the recurrent adjoints dh, dc (B, H) arriving from step

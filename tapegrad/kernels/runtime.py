@@ -9,13 +9,13 @@ from numba import njit
 from numpy import uint64 as u64
 
 from .memory import JIT, _voidptr, c_contiguous, data, dim, load_i64, ndim, size, typenum, view
-from . import blas, elementwise, softmax
+from . import blas, elementwise, rnn, softmax
 
 # Kinds of row, as declared in the registry.
 K_LEAF, K_UNARY, K_BINARY, K_SUM, K_EXPAND, K_RESHAPE, K_GATHER, K_CAST, K_PYTHON = range(9)
 # From K_RULE up: a PYTHON row whose rule this module also has, in registry.COMPILED_RULES' order (registry.K_RULE),
 # run here when _rule_here says the row's arrays suit it.
-K_LINEAR, K_MSE, K_SMOOTH_L1, K_HUBER, K_MATMUL, K_SOFTMAX, K_LOG_SOFTMAX = range(9, 16)
+K_LINEAR, K_MSE, K_SMOOTH_L1, K_HUBER, K_MATMUL, K_SOFTMAX, K_LOG_SOFTMAX, K_LSTM_C, K_LSTM_H = range(9, 18)
 K_RULE = K_LINEAR
 # K_LINEAR (x @ w.T + b) and K_MATMUL rows are differentiated by NumPy's gemm called from here (blas.py; BLAS, the
 # int64 array of its addresses). A K_LINEAR row of at most LINEAR_HERE_MAX multiply-adds a product is differentiated
@@ -534,6 +534,8 @@ def _rule_here(kind, i, argptr, args, obj, dtypes, iattr, gemm):
         return _matmul_here(i, argptr, args, obj, dtypes, gemm)
     if kind == K_SOFTMAX or kind == K_LOG_SOFTMAX:
         return _softmax_here(i, argptr, args, obj, dtypes, iattr)
+    if kind == K_LSTM_C or kind == K_LSTM_H:
+        return _lstm_cell_here(i, argptr, args, obj, dtypes, iattr)
     return _loss_here(i, argptr, args, obj, dtypes, iattr)
 
 
@@ -547,6 +549,8 @@ def _rule(kind, i, argptr, args, obj, fattr, iattr, need, offsets, adj, dt, num,
         _matmul_rule(i, argptr, args, obj, need, offsets, adj, dt, num, gemm, own, owned)
     elif kind == K_SOFTMAX or kind == K_LOG_SOFTMAX:
         _softmax_rule(kind, i, argptr, args, obj, need, offsets, adj, dt, num)
+    elif kind == K_LSTM_C or kind == K_LSTM_H:
+        _lstm_cell_rule(kind, i, argptr, args, obj, iattr, need, offsets, adj, dt, num)
     else:
         _loss_rule(kind, i, argptr, args, obj, fattr, iattr, need, offsets, adj, dt, num)
 
@@ -753,6 +757,49 @@ def _softmax_rule(kind, i, argptr, args, obj, need, offsets, adj, dt, num):
     n = dim(y, ndim(y) - 1)
     softmax.backward(_block(adj, offsets[i], m, dt), view(y, num, dt), _block(adj, offsets[a0], m, dt), m // n, n,
                      kind == K_LOG_SOFTMAX)
+
+
+@njit(**JIT)
+def _lstm_cell_here(i, argptr, args, obj, dtypes, iattr):
+    """Whether the replay runs LSTM cell row i (ops/rnn.py: c' or h' of one step from gx, gh (B, 4H) and c (B, H)):
+    its iattr is the id of the context's int64 pair (ids of the gate activations (B, 4H) and tanh(c') (B, H),
+    which the context holds while the row lives), all of the row's dtype (float32 or float64), C-contiguous."""
+    lo = argptr[i]
+    if dtypes[i] == 2 or argptr[i + 1] - lo != 3 or iattr[i] == 0:
+        return False
+    y = obj[i]
+    num, m = typenum(y), size(y)
+    if ndim(y) < 1 or m == 0:
+        return False
+    for k in range(3):
+        a = obj[args[lo + k]]
+        if typenum(a) != num or size(a) != (m if k == 2 else 4 * m) or not c_contiguous(a):
+            return False
+    ids = iattr[i]
+    if typenum(ids) != NUM_I64 or size(ids) != 2:
+        return False
+    saved = view(ids, NUM_I64, np.int64)
+    acts, tc = saved[0], saved[1]
+    return (typenum(acts) == num and size(acts) == 4 * m and c_contiguous(acts) and typenum(tc) == num
+            and size(tc) == m and c_contiguous(tc))
+
+
+@njit(**JIT)
+def _lstm_cell_rule(kind, i, argptr, args, obj, iattr, need, offsets, adj, dt, num):
+    """The adjoints of LSTM cell row i (_lstm_cell_here), added into their blocks by rnn.lstm_cell_add: the array
+    rule's terms (ops/rnn.py), rounded as it rounds them."""
+    lo = argptr[i]
+    a0, a1, a2 = args[lo], args[lo + 1], args[lo + 2]
+    y = obj[i]
+    m = size(y)
+    H = dim(y, ndim(y) - 1)
+    saved = view(iattr[i], NUM_I64, np.int64)
+    g = _block(adj, offsets[i], m, dt)  # (also the unused stand-in for an adjoint not wanted)
+    rnn.lstm_cell_add(view(saved[0], num, dt), view(saved[1], num, dt), view(obj[a2], num, dt), g,
+                      _block(adj, offsets[a0], 4 * m, dt) if need[a0] else g,
+                      _block(adj, offsets[a1], 4 * m, dt) if need[a1] else g,
+                      _block(adj, offsets[a2], m, dt) if need[a2] else g,
+                      m // H, H, kind == K_LSTM_C, need[a0], need[a1], need[a2])
 
 
 @njit(**JIT)

@@ -4,7 +4,8 @@ each way (the gate pre-activations come from two linear rows, x W_ih^T + b_ih an
 An LSTM step is two rows, since a row has one output: `lstm_cell_c` (c' = f c + i g) and `lstm_cell_h`
 (h' = o tanh(c')); both read the two pre-activation halves and share the gate values the first computed.
 A GRU step is one row, `gru_cell`, with torch's n = tanh(W_in x + b_in + r (W_hn h + b_hn)). Gate order is
-torch's: LSTM i, f, g, o; GRU r, z, n. A plain backward runs the NumPy array rules; create_graph runs the
+torch's: LSTM i, f, g, o; GRU r, z, n. A plain backward runs the array rules (an LSTM cell's two rows, the
+replay's compiled copy of them: kernels/runtime.py, _lstm_cell_rule); create_graph runs the
 same derivative written in Tensor ops, so it is recorded and second order works. Both directions of every
 step run compiled kernels (kernels/rnn.py); an LSTM step's forward computes c' and h' together.
 """
@@ -35,15 +36,20 @@ def lstm_cell_step(gx, gh, cx):
     if cx.shape != gx.shape[:-1] + (H,):
         raise RuntimeError(f"expected a cell state of shape {gx.shape[:-1] + (H,)}, got {tuple(cx.shape)}")
     ctx = Ctx(H=H)
-    c = _record(OPS["lstm_cell_c"], _lstm_c_forward(ctx, gx._data, gh._data, cx._data), (gx, gh, cx), aux=ctx)
+    cy = _lstm_c_forward(ctx, gx._data, gh._data, cx._data)
+    # (iattr: the id of the pair of ids of the arrays both rows' backward reads, for the replay's compiled rule)
+    c = _record(OPS["lstm_cell_c"], cy, (gx, gh, cx), iattr=id(ctx.saved), aux=ctx)
     hctx = Ctx(H=H, c_ctx=ctx)
-    h = _record(OPS["lstm_cell_h"], _lstm_h_forward(hctx, gx._data, gh._data, c._data), (gx, gh, c), aux=hctx)
+    h = _record(OPS["lstm_cell_h"], _lstm_h_forward(hctx, gx._data, gh._data, c._data), (gx, gh, c),
+                iattr=id(ctx.saved), aux=hctx)
     return h, c
 
 
 def _lstm_c_forward(ctx, gx, gh, cx):
     """c' = f c + i g, and h' = o tanh(c') for the h row; keeps the gate activations and tanh(c') in ctx
-    (both rows' compiled backward reads them)."""
+    (both rows' compiled backward reads them), and their ids in ctx.saved, an int64 pair the rows' iattr names:
+    the replay's compiled rule (kernels/runtime.py, _lstm_cell_rule) reads them through it. A replay of
+    tapegrad.compile runs this again with the same ctx, and the pair takes the new arrays' ids in place."""
     H, dt = ctx.H, gx.dtype
     lead = gx.shape[:-1]
     gx2, gh2 = np.asanyarray(gx, order="C").reshape(-1, 4 * H), np.asanyarray(gh, order="C").reshape(-1, 4 * H)
@@ -52,6 +58,10 @@ def _lstm_c_forward(ctx, gx, gh, cx):
     cy, tc, hy = np.empty_like(cx2), np.empty_like(cx2), np.empty_like(cx2)
     _kernels().lstm_forward(gx2, gh2, cx2, acts, cy, tc, hy)
     ctx.acts, ctx.tc, ctx.hy = acts, tc, hy.reshape(lead + (H,))
+    saved = ctx.__dict__.get("saved")
+    if saved is None:
+        saved = ctx.saved = np.empty(2, np.int64)
+    saved[0], saved[1] = id(acts), id(tc)
     return cy.reshape(lead + (H,))
 
 
@@ -385,9 +395,9 @@ def _vjp_gru_layer(ctx, g, inputs, out):
 # The cells' fused rows show the grad_fn of the last op of torch's CPU cell (composed of ops there):
 # c = f * c + i * g (AddBackward0), h = o * tanh(c) (MulBackward0), GRU's h = n + z * (h - n) (AddBackward0)
 registry.python("lstm_cell_c", "AddBackward0", _lstm_c_forward, _vjp_lstm_c,
-                array_vjp=_lstm_c_arrays)
+                array_vjp=_lstm_c_arrays, compiled_rule="lstm_c")
 registry.python("lstm_cell_h", "MulBackward0", _lstm_h_forward, _vjp_lstm_h,
-                array_vjp=_lstm_h_arrays)
+                array_vjp=_lstm_h_arrays, compiled_rule="lstm_h")
 registry.python("lstm_layer", "MkldnnRnnLayerBackward0", _lstm_layer_forward, _vjp_lstm_layer,
                 array_vjp=_lstm_layer_arrays)
 registry.python("lstm_layer_c", "MkldnnRnnLayerBackward0", _lstm_layer_c_forward, _vjp_lstm_layer_c,

@@ -731,3 +731,54 @@ def test_a_kept_hidden_state_does_not_keep_the_layers_saved_arrays():
     assert all(r() is not None for r in saved)
     out.sum().backward()
     assert c._slot is not None and all(r() is None for r in saved)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("batch", [(), (3,)])
+def test_an_unrolled_lstm_cell_backward_by_the_replays_rule_gives_the_array_rules_bits_and_torchs(dtype, batch,
+                                                                                                  monkeypatch):
+    """The replay runs an LSTM cell's two rows itself (runtime._lstm_cell_rule), or returns to Python for the array
+    rule where a row's iattr names no saved arrays (zeroed here): the same bits, and torch's gradients, through 12
+    steps, with c's gradient taken too."""
+    from tapegrad import registry
+    codes = [registry.BY_NAME[name].code for name in ("lstm_cell_c", "lstm_cell_h")]
+    python_rows = []
+    for name in ("lstm_cell_c", "lstm_cell_h"):
+        def counted(*args, rule=registry.BY_NAME[name].array_vjp):
+            python_rows.append(1)
+            return rule(*args)
+        monkeypatch.setattr(registry.BY_NAME[name], "array_vjp", counted)
+    rng = np.random.default_rng(8)
+    xs = rng.standard_normal((12,) + batch + (3,)).astype(dtype)
+    state = [rng.standard_normal(batch + (5,)).astype(dtype) for _ in range(2)]
+    weights = None
+    results = []
+    for lib, by_python in ((torch, False), (tg, False), (tg, True)):
+        lib.manual_seed(0)
+        cell = lib.nn.LSTMCell(3, 5).to(lib.float64 if dtype == np.float64 else lib.float32)
+        if weights is None:
+            weights = {k: v.detach().numpy().copy() for k, v in cell.state_dict().items()}
+        cell.load_state_dict({k: lib.tensor(v) for k, v in weights.items()})
+        x = lib.tensor(xs, requires_grad=True)
+        h, c = (lib.tensor(s, requires_grad=True) for s in state)
+        h0, c0 = h, c
+        total = 0
+        for t in range(12):
+            h, c = cell(x[t], (h, c))
+            total = total + (h * h).sum() + 0.5 * c.sum()
+        if lib is tg:
+            tape = total._tape
+            first = tape.slot(x)  # (x's leaf row comes before every row of this graph)
+            rows = first + np.flatnonzero(np.isin(tape.op[first:tape.n], codes))
+            assert rows.size == 24 and (tape.iattr[rows] != 0).all()
+            if by_python:
+                tape.iattr[rows] = 0
+        python_rows.clear()
+        total.backward()
+        assert len(python_rows) == (24 if by_python else 0)
+        results.append([a.grad.numpy() for a in (x, h0, c0)] + [p.grad.numpy() for p in cell.parameters()])
+    for a, b in zip(results[1], results[2]):
+        np.testing.assert_array_equal(a, b)
+    tol = 1e-4 if dtype == np.float32 else 1e-10
+    for a, b in zip(results[1], results[0]):
+        np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
