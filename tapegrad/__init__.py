@@ -53,6 +53,8 @@ from . import futures, jit  # noqa: F401,E402  (torch.jit: the eager pass-throug
 from . import func  # noqa: F401,E402  (torch.func: the transforms over the tape; vmap is a loop)
 from .func import vmap  # noqa: F401,E402
 from .serialization import load, save  # noqa: F401
+from . import storage  # noqa: F401,E402  (torch.storage; Tensor.storage / untyped_storage: ops/tensor_info.py)
+from .storage import TypedStorage, UntypedStorage  # noqa: F401,E402
 
 # -- running PyTorch scripts: devices, the environment, the launcher (see docs/compatibility.md) --------------
 from .version import __version__  # noqa: E402,F401  (torch's API version, a TorchVersion str)

@@ -393,7 +393,9 @@ def new_tensor(self, data, dtype=None, device=None, requires_grad=False, layout=
 def data_ptr(self):
     """The address of the first element: stable while the storage lives; a view that shares memory points into
     its base's block, as torch's; 0 for a meta tensor (no storage), as torch's."""
-    return 0 if type(self._data) is MetaArray else self._data.__array_interface__["data"][0]
+    if type(self._data) is MetaArray:
+        return 0
+    return (self._data if self._window is None else self._window).__array_interface__["data"][0]
 
 
 Tensor.new_zeros, Tensor.new_ones, Tensor.new_empty, Tensor.new_full = new_zeros, new_ones, new_empty, new_full

@@ -1,7 +1,7 @@
 """What torch's complex-number and memory API gives on real CPU tensors (tapegrad has no complex dtype, no
 pinned memory and no accelerator): conj and friends answer self as torch does for a real tensor, H / mH /
 adjoint are transposes; dtype and type queries (is_complex, is_signed, typename); the legacy Tensor.new;
-storage_offset; and torch's top-level in-place functions (torch.exp_(x) is x.exp_())."""
+storage_offset, storage and untyped_storage (storage.py); and torch's top-level in-place functions (torch.exp_(x) is x.exp_())."""
 import warnings
 
 import numpy as np
@@ -9,6 +9,7 @@ import numpy as np
 from .. import _dtype
 from ..creation import _shape, empty_strided
 from ..device import cpu_only as _check_device
+from ..storage import storage as _storage, untyped_storage as _untyped_storage
 from ..tensor import Size, Tensor, _new, as_array, storage_of
 
 __all__ = ["adjoint", "conj", "conj_physical", "conj_physical_", "is_complex", "is_conj", "is_neg",
@@ -222,6 +223,7 @@ Tensor.adjoint = adjoint
 Tensor.H = property(_H)
 Tensor.mH = property(_mH)
 Tensor.storage_offset = _storage_offset
+Tensor.storage, Tensor.untyped_storage = _storage, _untyped_storage
 Tensor.pin_memory = _pin_memory
 Tensor.is_pinned = _is_pinned
 Tensor.new = _new_legacy

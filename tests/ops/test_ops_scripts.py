@@ -625,3 +625,30 @@ def test_linspace_is_torchs_bit_for_bit(start, end, steps, dtype):
     got = tapegrad.linspace(start, end, steps, dtype=getattr(tapegrad, dtype)).numpy()
     want = torch.linspace(start, end, steps, dtype=getattr(torch, dtype)).numpy()
     assert got.dtype == want.dtype and np.array_equal(got, want, equal_nan=True)
+
+
+def test_storages_and_data_pointers_of_views_are_torchs():
+    """untyped_storage / storage (with torch's deprecation warning) over the memory a tensor and its views share:
+    data pointers, sizes, values and reprs as torch's; writing through a storage is refused, naming it."""
+    from tapegrad import storage as tg_storage
+    tg_storage._warned[0] = False  # (each warns once a process: torch's flag reset too)
+    torch.storage._warn_typed_storage_removal.__dict__.pop("has_warned", None)
+    seen = []
+    for lib in LIBS:
+        x = lib.arange(6.0).reshape(2, 3)
+        u = x.untyped_storage()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            s = x.storage()
+        assert [str(w.message) for w in caught if "TypedStorage" in str(w.message)], lib.__name__
+        views = (x.t(), x[1], x[:, 1], x.view(6), x.unsqueeze(0), x.detach())
+        seen.append((
+            [v.data_ptr() - x.data_ptr() for v in views],
+            [v.untyped_storage().data_ptr() == u.data_ptr() for v in views],
+            u.data_ptr() == x.data_ptr(), u.nbytes(), u.size(), len(u), u.element_size(), str(u.device),
+            type(u).__name__, type(s).__name__, s.size(), str(s.dtype), s.element_size(), s.nbytes(), s.tolist(),
+            s[4], u[7], repr(lib.arange(2, dtype=lib.int8).untyped_storage()), repr(lib.arange(3.0).storage()),
+            repr(lib.zeros(0).storage()), lib.zeros(3).untyped_storage().data_ptr() != u.data_ptr()))
+    assert seen[0] == seen[1]
+    with pytest.raises(NotImplementedError, match="does not write through a tensor's storage"):
+        tapegrad.zeros(2).untyped_storage()[0] = 1
