@@ -2,12 +2,14 @@
 in docs/architecture.md ("What a recorded op costs"), the layer norm benchmark's step (L5 of benchmarks.layers)
 split into its calls, as the README's layer table explains its miss, a linear row's backward by the compiled
 replay's loops and by gemm (docs/architecture.md, runtime.linear_by_loops), and a policy-gradient episode's
-forward and backward (softmax rows the replay runs itself: docs/architecture.md).
+forward and backward (softmax rows the replay runs itself: docs/architecture.md), and a seq2seq decoder's (an
+nn.GRU called one step at a time, as the translation tutorials' decoders call it).
 
-    python -m benchmarks.op_costs [ops] [l5] [linear] [policy]
+    python -m benchmarks.op_costs [ops] [l5] [linear] [policy] [decoder]
 
 Prints medians of perf_counter around each call (ops: 5,000 calls no-grad after 500; l5: 3,000 steps after 300;
-linear: 1,000 backwards after 100; policy: 600 episodes after 100, forward and backward apart).
+linear: 1,000 backwards after 100; policy: 600 episodes after 100, forward and backward apart; decoder: 300
+sequences after 50, the same).
 """
 import math
 import os
@@ -114,6 +116,31 @@ def policy(L, episodes=600, warm=100):
     return statistics.median(forward[warm:]) * 1e6, statistics.median(backward[warm:]) * 1e6
 
 
+def decoder(L, sequences=300, warm=50, H=128):
+    """A seq2seq decoder's graph (the translation tutorial's kind): 10 steps of embedding, relu, a one-step nn.GRU
+    (batch 1), Linear, log_softmax and nll_loss, summed; (forward, backward) medians in us."""
+    L.manual_seed(0)
+    F = L.nn.functional
+    emb, gru, out = L.nn.Embedding(50, H), L.nn.GRU(H, H), L.nn.Linear(H, 50)
+    params = [*emb.parameters(), *gru.parameters(), *out.parameters()]
+    targets = [3, 7, 1, 9, 4, 4, 2, 8, 5, 0]
+    forward, backward = [], []
+    for _ in range(sequences):
+        t0 = time.perf_counter()
+        h, loss, token = L.zeros(1, 1, H), 0, L.tensor([[0]])
+        for t in targets:
+            o, h = gru(F.relu(emb(token).view(1, 1, -1)), h)
+            loss = loss + F.nll_loss(F.log_softmax(out(o[0]), dim=1), L.tensor([t]))
+            token = L.tensor([[t]])
+        t1 = time.perf_counter()
+        loss.backward()
+        forward.append(t1 - t0)
+        backward.append(time.perf_counter() - t1)
+        for p in params:
+            p.grad = None
+    return statistics.median(forward[warm:]) * 1e6, statistics.median(backward[warm:]) * 1e6
+
+
 if __name__ == "__main__":
     import torch
     import tapegrad
@@ -133,3 +160,7 @@ if __name__ == "__main__":
         for lib in (torch, tapegrad):
             f, b = policy(lib)
             print(f"policy episode {lib.__name__:8s} forward {f:6.1f} us  backward {b:6.1f} us")
+    if "decoder" in which:
+        for lib in (torch, tapegrad):
+            f, b = decoder(lib)
+            print(f"decoder sequence {lib.__name__:8s} forward {f:6.1f} us  backward {b:6.1f} us")

@@ -14,6 +14,7 @@ import warnings
 
 from ... import _dtype, creation, ops
 from ...ops.rnn import gru_cell_step, gru_layer, lstm_cell_step, lstm_layer
+from ...ops.shape import row_copy
 from .. import functional as F, init
 from ..parameter import Parameter
 from .module import Module
@@ -166,7 +167,7 @@ class RNNBase(Module):
                 k = layer * D + d
                 w_ih, w_hh, b_ih, b_hh, w_hr = self._weights(k)
                 gx_all = F.linear(layer_input, w_ih, b_ih)  # every step's input projection, one row
-                h, c = h0[k], c0[k] if lstm else None
+                h, c = h0[k], c0[k] if lstm else None  # (views: an in-place write to h0 is caught, as torch's)
                 if T and gx_all.dtype in (_dtype.float32, _dtype.float64) and (
                         (lstm and w_hr is None) or self.mode == "GRU"):
                     # the whole recurrence: two rows for an LSTM, one for a GRU (a proj_size LSTM goes step by step)
@@ -175,7 +176,7 @@ class RNNBase(Module):
                     else:
                         out = gru_layer(gx_all, h, w_hh, b_hh, reverse=bool(d))
                     outs.append(out)
-                    hs.append(out[0 if d else T - 1])
+                    hs.append(row_copy(out, 0 if d else T - 1))
                     cs.append(c)
                     continue
                 steps = [None] * T
