@@ -1,7 +1,8 @@
 """What torch's complex-number and memory API gives on real CPU tensors (tapegrad has no complex dtype, no
 pinned memory and no accelerator): conj and friends answer self as torch does for a real tensor, H / mH /
 adjoint are transposes; dtype and type queries (is_complex, is_signed, typename); the legacy Tensor.new;
-storage_offset, storage and untyped_storage (storage.py); and torch's top-level in-place functions (torch.exp_(x) is x.exp_())."""
+storage_offset, storage and untyped_storage (storage.py); and torch's top-level in-place functions (torch.exp_(x)
+is x.exp_())."""
 import warnings
 
 import numpy as np
