@@ -229,7 +229,7 @@ def _view_op(x, view, op, output_nr=None):
     return _as_view(x, t, v if x._window is None else view(x._window), output_nr)
 
 
-def row_copy(x, i):
+def _row_copy(x, i):
     """x[i] along dim 0 as a tensor of its own, not a view: one gather row as x[i]'s, without a view's
     bookkeeping (its window, shared version, registration: about 10 us). For a layer's own outputs (nn.RNN's last
     state of each layer, stacked into h_n, which torch's is no view of the output either)."""

@@ -14,7 +14,7 @@ import warnings
 
 from ... import _dtype, creation, ops
 from ...ops.rnn import gru_cell_step, gru_layer, lstm_cell_step, lstm_layer
-from ...ops.shape import row_copy
+from ...ops.shape import _row_copy
 from .. import functional as F, init
 from ..parameter import Parameter
 from .module import Module
@@ -176,7 +176,7 @@ class RNNBase(Module):
                     else:
                         out = gru_layer(gx_all, h, w_hh, b_hh, reverse=bool(d))
                     outs.append(out)
-                    hs.append(row_copy(out, 0 if d else T - 1))
+                    hs.append(_row_copy(out, 0 if d else T - 1))
                     cs.append(c)
                     continue
                 steps = [None] * T
