@@ -213,14 +213,9 @@ def _view_op(x, view, op, output_nr=None):
     its window is the same view of x's window (all but flip, which copies in torch too). Its row is a
     gather described by the view's strides (_StridedView), not by an index map."""
     v = view(x._data)
-    out = np.array(v, order="C", copy=True, subok=True)
-    if not _recording(x):
-        t = _new(out)
-    else:
-        d = _strided_view(x._data, v)
-        t = _record(op, out, (x,), 1.0, 0.0, id(d), d)
+    t = _strided_copy(x, v, op)
     # (a view NumPy laid out as its C-contiguous copy has torch's contiguous strides too, where no size is 0)
-    strides = None if x._strides is None and v.strides == out.strides and 0 not in v.shape else \
+    strides = None if x._strides is None and v.strides == t._data.strides and 0 not in v.shape else \
         _strides.of_numpy_view(x, v if type(v) is not _meta.MetaArray else view(_meta.strided(x._data)))
     if strides is not None:
         t._strides = strides
@@ -229,16 +224,21 @@ def _view_op(x, view, op, output_nr=None):
     return _as_view(x, t, v if x._window is None else view(x._window), output_nr)
 
 
-def _row_copy(x, i):
-    """x[i] along dim 0 as a tensor of its own, not a view: one gather row as x[i]'s, without a view's
-    bookkeeping (its window, shared version, registration: about 10 us). For a layer's own outputs (nn.RNN's last
-    state of each layer, stacked into h_n, which torch's is no view of the output either)."""
-    v = x._data[i]
+def _strided_copy(x, v, op):
+    """The NumPy view v of x's data, copied C-contiguous, as a tensor of its own: a gather row described by v's
+    strides (_StridedView) when x is recorded."""
     out = np.array(v, order="C", copy=True, subok=True)
     if not _recording(x):
         return _new(out)
     d = _strided_view(x._data, v)
-    return _record(OPS["select"], out, (x,), 1.0, 0.0, id(d), d)
+    return _record(op, out, (x,), 1.0, 0.0, id(d), d)
+
+
+def _row_copy(x, i):
+    """x[i] along dim 0 as a tensor of its own, not a view: one gather row as x[i]'s, without a view's
+    bookkeeping (its window, shared version, registration: about 10 us). For a layer's own outputs (nn.RNN's last
+    state of each layer, stacked into h_n, which torch's is no view of the output either)."""
+    return _strided_copy(x, x._data[i], OPS["select"])
 
 
 def _same(a):
