@@ -41,11 +41,20 @@ def matmul(input, other):
     return _matmul_tensors(a, b)
 
 
+def _mm(a, b):
+    """a @ b of 2-d arrays. With one inner column it is their outer product, for which NumPy's matmul runs a loop
+    of its own (the strides of a (n, 1) array are none BLAS takes): (97, 1) @ (1, 204) float64 took 21 us, the
+    product takes 8, with the same bits (one product an element, as gemm's)."""
+    if a.shape[1] == 1 and type(a) is np.ndarray and type(b) is np.ndarray:
+        return np.multiply(a, b)
+    return np.matmul(a, b)
+
+
 def _matmul_tensors(a, b):
     da, db = a._data, b._data
     if (da.ndim == 2 and db.ndim == 2 and da.dtype == db.dtype and da.dtype.kind == "f"
             and da.shape[1] == db.shape[0]):  # the hot path (x @ w): every check below passes, and it is "matmul"
-        return _record(_MATMUL, np.asanyarray(np.matmul(da, db), order="C"), (a, b))
+        return _record(_MATMUL, np.asanyarray(_mm(da, db), order="C"), (a, b))
     if a.ndim == 0 or b.ndim == 0:
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {a.ndim}D and {b.ndim}D")
     _same_dtype(a, b)

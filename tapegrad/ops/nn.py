@@ -16,7 +16,7 @@ from .elementwise import mul, where
 from .shape import _gather, _reshape, index_select, scatter_flat
 from .sparse import sparse_rows
 from ..tape import _local as _tape_local, guard, made_in_trace, untraceable
-from .linalg import matmul
+from .linalg import _mm, matmul
 
 
 # torch's names of the dtypes in its matmul family's errors
@@ -29,11 +29,11 @@ def linear(input, weight, bias=None):
         if xd.ndim == 2 and wd.ndim == 2 and xd.shape[1] == wd.shape[1] and xd.dtype == wd.dtype \
                 and xd.dtype.char in "fd":
             if bias is None:
-                return _record(OPS["linear"], xd @ wd.T, (input, weight))
+                return _record(OPS["linear"], _mm(xd, wd.T), (input, weight))
             if isinstance(bias, Tensor):  # (nn.Linear's weight and bias are Parameters)
                 bd = bias._data
                 if bd.dtype == xd.dtype and (bd.shape == (wd.shape[0],) or bd.shape == (xd.shape[0], wd.shape[0])):
-                    value = xd @ wd.T
+                    value = _mm(xd, wd.T)
                     value += bd
                     return _record(OPS["addmm"], value, (input, weight, bias))
     x, w = _tensor(input), _tensor(weight)
@@ -75,7 +75,7 @@ def linear(input, weight, bias=None):
 def _linear_forward(ctx, x, w, b=None):
     if _dtype.is_reduced_float(x.dtype):  # (float16, bfloat16: in float32, rounded once, as torch's)
         return _in_float32(lambda *a: _linear_forward(ctx, *a), *(a for a in (x, w, b) if a is not None))
-    value = x @ w.T
+    value = _mm(x, w.T)
     if b is not None:
         value += b
     return value

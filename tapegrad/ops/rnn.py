@@ -69,7 +69,8 @@ def _lstm_h_forward(ctx, gx, gh, cy):
     """h' = o tanh(c'), computed by the c row's pass (which runs just before, in a replay too)."""
     c_ctx = ctx.c_ctx
     ctx.acts, ctx.tc = c_ctx.acts, c_ctx.tc
-    return c_ctx.hy
+    hy, c_ctx.hy = c_ctx.hy, None  # (a context holding the h row's value would keep that row alive: a leak)
+    return hy
 
 
 def _lstm_c_arrays(ctx, g, inputs, out, wanted):

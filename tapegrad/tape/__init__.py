@@ -168,10 +168,12 @@ class Tape(Release, Sweep, Inspection):
         self._sweep_rows = SWEEP_ROWS  # the length at which a sweep runs whatever the values' sizes
         self._swept_n = 0              # the length after the last sweep
         self.sweeps = self.compactions = self.swept = 0
+        self.moved_from = self.moved_below = 0  # rows from..below may hold values a compaction moved (find)
         self.last_adjoint_bytes = self.peak_adjoint_bytes = 0
         self._last_live = 0
         self._growth = 0
         self._chain_top = self._chain_low = -1  # see cut_dead_chain
+        self._chain_bytes = self._last_chain_bytes = 0  # op rows' bytes since the chain began; the last chain's
         self._walked = 0                         # rows walked for dead rows in vain since the last sweep
         self._small_tail = None                  # see cut_dead_tail
         self.cap = 0
@@ -222,7 +224,7 @@ class Tape(Release, Sweep, Inspection):
         if t._tape is self:
             if self.holds(s, t._data):
                 return s
-            if s != NOT_A_SLOT and self.compactions:
+            if s != NOT_A_SLOT and self.moved_below:
                 s = self.locate(t)
                 if s >= 0:
                     return s
@@ -310,8 +312,8 @@ class Tape(Release, Sweep, Inspection):
         kind: "op" for an op's result, "const" for a constant, or the leaf tensor itself. Of several
         rows holding one value (in-place ops write one storage), the newest of that kind is the one.
         """
-        if not self.compactions:
-            return -1  # rows never moved: a row number that fails `values[row] is value` is freed
+        if not self.moved_below:
+            return -1  # no row now on the tape was moved: a row number that fails `values[row] is value` is freed
         values, op = self.values, self.op
         if isinstance(kind, str) and kind == "op":  # a released row (only op rows are) holds it by weakref
             newest = max((r for r, w in self.released.items() if w() is value), default=-1)
@@ -397,10 +399,12 @@ class Tape(Release, Sweep, Inspection):
             self.iattr[n] = iattr
         if aux is not None:
             self.aux[n] = aux
-        if out.nbytes >= RELEASE_BYTES:
+        nbytes = out.nbytes
+        if nbytes >= RELEASE_BYTES:
             self._release_inputs(n)
         if not chained and top >= 0:  # a new chain starts above the tape's last row: see cut_dead_chain
             self.chain_starts(top)
+        self._chain_bytes += nbytes
         return n
 
     # -- values no rule reads --------------------------------------------------------------------

@@ -150,17 +150,22 @@ class Release:
                 for r in [r for r in table if r >= n]:
                     del table[r]
         self.n, self.nargs = n, k
+        self.moved_below = 0 if n <= self.moved_from else min(self.moved_below, n)
 
     def chain_starts(self, top):
         """record() saw an op that does not take the tape's last row (`top`): a new chain of ops starts, and
         `top` may be a graph's output that lives on (`out = model(x)`, kept until the next pass reassigns it).
         The top of the chain before it, if its tensor has died since, is freed with the rows below it down to
         the chain before that (cut_dead_chain): an evaluation loop that keeps its output frees each pass's
-        graph one pass later, as torch does when `out` is reassigned, instead of at the next sweep."""
+        graph one pass later, as torch does when `out` is reassigned, instead of at the next sweep. A chain whose
+        ops' values come to less than RELEASE_BYTES is not looked at (its cut would be left to the sweep): a
+        forward breaks into chains at every `+ c * x ** 2`, and the look cost a fifth of a small step."""
         old, low = self._chain_top, self._chain_low
-        if 0 <= old < top and not self.lock.depth and not self._row_held(old):
+        if (0 <= old < top and self._last_chain_bytes >= T.RELEASE_BYTES and not self.lock.depth
+                and not self._row_held(old)):
             self.cut_dead_chain(old, low)
         self._chain_top, self._chain_low = top, old
+        self._last_chain_bytes, self._chain_bytes = self._chain_bytes, 0
 
     def _row_held(self, r):
         """Whether anything beyond the tape holds row r: a tensor, a view or a saved context refers to its
@@ -200,14 +205,17 @@ class Release:
         dead, nbytes, stop = self._dead_rows(top, low)
         if not dead:
             return
-        if nbytes < T.RELEASE_BYTES:
-            self._left_to_sweep(top - stop)
-            return
         rows = np.array(dead[::-1], np.int64)
-        k = int(self.argptr[top + 1])
-        since = self.args[k: self.nargs]  # (the inputs of the rows recorded since; rows is sorted)
-        if since.size and (rows[np.searchsorted(rows, since) % len(rows)] == since).any():
-            return  # a row recorded since reads one of them: the sweep decides
+        since = self.args[int(self.argptr[top + 1]): self.nargs]  # (the inputs of the rows recorded since)
+        if since.size <= 64:  # (a set costs less than NumPy's search for a few)
+            read = not set(dead).isdisjoint(since.tolist())
+        else:
+            read = bool((rows[np.searchsorted(rows, since) % len(rows)] == since).any())  # (rows is sorted)
+        if read:
+            return  # a row recorded since reads one of them (`a + b * x` then `+ c * x ** 2`): a graph, not dead
+        if nbytes < T.RELEASE_BYTES:
+            self._left_to_sweep(top - stop)  # (dead, and small: the sweep takes them with others)
+            return
         self.swept += len(dead)
         self.free(rows)
 

@@ -215,6 +215,11 @@ class Sweep:
         self._chain_top = self._chain_low = -1
         self._small_tail = None
         self.n, self.nargs = size, k
+        moved = np.flatnonzero(new[:below] != rows[:below])  # (rows from `top` up kept their index)
+        if moved.size:
+            low = int(new[moved[0]])
+            self.moved_from = min(self.moved_from, low) if self.moved_below else low
+            self.moved_below = max(self.moved_below, int(new[below - 1]) + 1)
         self.compactions += 1
         return True
 

@@ -108,6 +108,38 @@ def test_linear_fast_path_matches_torch(bias_shape):
         np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-6)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n, m", [(97, 204), (1, 5), (6, 1), (0, 3)])
+@pytest.mark.parametrize("op", ["linear", "addmm", "mm", "matmul", "matmul of a strided column"])
+def test_products_with_one_inner_column_are_exact_outer_products(op, n, m, dtype):
+    """(n, 1) @ (1, m) (an LSTMCell(1, H)'s input product) is an elementwise outer product, not NumPy's matmul
+    (its own loop for such strides: 21 us against 8): the same bits as NumPy's matmul, torch's values and
+    gradients."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((n, 2 if op.endswith("column") else 1)).astype(dtype)
+    w = rng.standard_normal((m, 1)).astype(dtype)
+    b = rng.standard_normal(m).astype(dtype)
+
+    def program(lib, x, w, b):
+        F = lib.nn.functional
+        if op.endswith("column"):
+            x = x[:, 1:]
+        return {"linear": lambda: F.linear(x, w), "addmm": lambda: F.linear(x, w, b), "mm": lambda: x.mm(w.t()),
+                "matmul": lambda: x @ w.t(), "matmul of a strided column": lambda: x @ w.t()}[op]()
+    t, g, ts, gs = _both(program, x, w, b, requires_grad=True)
+    xs = x[:, 1:] if op.endswith("column") else x
+    exact = np.matmul(xs, w.T) + (b if op == "addmm" else 0)
+    np.testing.assert_array_equal(g.detach().numpy(), exact)
+    np.testing.assert_allclose(g.detach().numpy(), t.detach().numpy(), rtol=2 * np.finfo(dtype).eps)
+    seed = rng.standard_normal((n, m)).astype(dtype)
+    (t * torch.tensor(seed)).sum().backward(), (g * tapegrad.tensor(seed)).sum().backward()
+    tol = 1e-5 if dtype == np.float32 else 1e-12  # (x's gradient sums m products: relative to their scale)
+    for a, e in zip(gs, ts):
+        if e.grad is not None:
+            np.testing.assert_allclose(a.grad.numpy(), e.grad.numpy(), rtol=tol,
+                                       atol=tol * max(1.0, float(np.abs(e.grad.numpy()).max(initial=0))))
+
+
 @pytest.mark.parametrize("dtypes", [("float32", "float32", None), ("float32", "float64", None),
                                     ("float64", "float32", None), ("float16", "float32", None),
                                     ("float64", "float32", "float32"), ("float32", "float64", "float64"),
