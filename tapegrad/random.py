@@ -379,8 +379,9 @@ def normal(shape, generator=None, dtype=np.float32, mean=0.0, std=1.0):
         out = _madd(vals, std, mean, np.dtype(np.float64)).astype(dtype)
     elif dtype == np.float64:
         out = _rng().normal_f64(gen._u32(2 * _normal_draws(n)), n, float(mean), float(std))
-    elif dtype == np.float32 and _KERNEL == "avx2":
+    elif dtype == np.float32 and _KERNEL == "avx2":  # (the kernel's array is n float32: torch.randn(n) as it is)
         out = _rng().normal_avx2(gen._u32(_normal_draws(n)), n, _f32(mean), _f32(std))
+        return out if len(shape) == 1 else out.reshape(shape)
     elif dtype == np.float32:
         out = _normal_fill(gen, n, lambda d: _box_muller16_f32(d, _f32(mean), _f32(std)))
     elif dtype == np.float16 or dtype.name == "bfloat16":
