@@ -2,14 +2,15 @@
 in docs/architecture.md ("What a recorded op costs"), the layer norm benchmark's step (L5 of benchmarks.layers)
 split into its calls, as the README's layer table explains its miss, a linear row's backward by the compiled
 replay's loops and by gemm (docs/architecture.md, runtime.linear_by_loops), and a policy-gradient episode's
-forward and backward (softmax rows the replay runs itself: docs/architecture.md), and a seq2seq decoder's (an
-nn.GRU called one step at a time, as the translation tutorials' decoders call it).
+forward and backward (softmax rows the replay runs itself: docs/architecture.md), a seq2seq decoder's (an
+nn.GRU called one step at a time, as the translation tutorials' decoders call it), and what recording costs in a
+small step (polynomial_autograd's forward with grad and without: the README's real-programs paragraph).
 
-    python -m benchmarks.op_costs [ops] [l5] [linear] [policy] [decoder]
+    python -m benchmarks.op_costs [ops] [l5] [linear] [policy] [decoder] [record]
 
 Prints medians of perf_counter around each call (ops: 5,000 calls no-grad after 500; l5: 3,000 steps after 300;
 linear: 1,000 backwards after 100; policy: 600 episodes after 100, forward and backward apart; decoder: 300
-sequences after 50, the same).
+sequences after 50, the same; record: 5,000 forwards after 300, with grad and without).
 """
 import math
 import os
@@ -116,6 +117,26 @@ def policy(L, episodes=600, warm=100):
     return statistics.median(forward[warm:]) * 1e6, statistics.median(backward[warm:]) * 1e6
 
 
+def record(L, steps=5000, warm=300):
+    """What recording costs in a small step: polynomial_autograd's forward (`a + b * x + c * x ** 2 + d * x ** 3`,
+    its loss; 0-d parameters, 2,000 float32 points) with its parameters requiring grad (and a backward after each
+    step) and without; (recorded, unrecorded) medians in us."""
+    x = L.linspace(-math.pi, math.pi, 2000)
+    y = L.sin(x)
+    out = []
+    for grad in (True, False):
+        a, b, c, d = [L.tensor(v, requires_grad=grad) for v in (0.1, -0.2, 0.3, 0.05)]
+        times = []
+        for _ in range(steps):
+            t0 = time.perf_counter()
+            loss = (a + b * x + c * x ** 2 + d * x ** 3 - y).pow(2).sum()
+            times.append(time.perf_counter() - t0)
+            if grad:
+                loss.backward()
+        out.append(statistics.median(times[warm:]) * 1e6)
+    return tuple(out)
+
+
 def decoder(L, sequences=300, warm=50, H=128):
     """A seq2seq decoder's graph (the translation tutorial's kind): 10 steps of embedding, relu, a one-step nn.GRU
     (batch 1), Linear, log_softmax and nll_loss, summed; (forward, backward) medians in us."""
@@ -160,6 +181,10 @@ if __name__ == "__main__":
         for lib in (torch, tapegrad):
             f, b = policy(lib)
             print(f"policy episode {lib.__name__:8s} forward {f:6.1f} us  backward {b:6.1f} us")
+    if "record" in which:
+        for lib in (torch, tapegrad):
+            with_grad, without = record(lib)
+            print(f"polynomial forward {lib.__name__:8s} recorded {with_grad:6.1f} us  without grad {without:6.1f} us")
     if "decoder" in which:
         for lib in (torch, tapegrad):
             f, b = decoder(lib)
