@@ -191,10 +191,13 @@ class _StridedView(np.ndarray):
                                                tuple(int(s) * flat.itemsize for s in strides))
 
 
-def _strided_view(base, v):
-    """The _StridedView of a NumPy view v of the C-contiguous array base, remembered by its values."""
+def _strided_view(base, v, offset=None):
+    """The _StridedView of a NumPy view v of the C-contiguous array base, remembered by its values. `offset`: v's
+    first element's index in base, where the caller knows it from the key (_key_offset), else read from the two
+    arrays' addresses (their __array_interface__: 1 us each)."""
     item = base.itemsize
-    offset = (v.__array_interface__["data"][0] - base.__array_interface__["data"][0]) // item
+    if offset is None or not v.size:
+        offset = (v.__array_interface__["data"][0] - base.__array_interface__["data"][0]) // item
     key = (offset, v.ndim) + v.shape + tuple(s // item for s in v.strides)
     d = _STRIDED.get(key)
     if d is None:
@@ -208,12 +211,24 @@ def _strided_view(base, v):
 _STRIDED = {}
 
 
-def _view_op(x, view, op, output_nr=None):
+def _key_offset(shape, key):
+    """The index in a C-contiguous array of `shape` of the first element of its view a[key], for a key of ints in
+    bounds and plain slices over its leading dimensions (what getitem's fast paths take); None for an empty one."""
+    offset, inner = 0, math.prod(shape)
+    if not inner:
+        return None
+    for n, k in zip(shape, key):
+        inner //= n
+        offset += ((k + n if k < 0 else k) if type(k) is int else k.indices(n)[0]) * inner
+    return offset
+
+
+def _view_op(x, view, op, output_nr=None, offset=None):
     """The op whose value is the NumPy view `view(x's data)`, copied (C-contiguous), and torch's view of x:
     its window is the same view of x's window (all but flip, which copies in torch too). Its row is a
-    gather described by the view's strides (_StridedView), not by an index map."""
+    gather described by the view's strides (_StridedView), not by an index map (`offset`: _key_offset's)."""
     v = view(x._data)
-    t = _strided_copy(x, v, op)
+    t = _strided_copy(x, v, op, offset)
     # (a view NumPy laid out as its C-contiguous copy has torch's contiguous strides too, where no size is 0)
     strides = None if x._strides is None and v.strides == t._data.strides and 0 not in v.shape else \
         _strides.of_numpy_view(x, v if type(v) is not _meta.MetaArray else view(_meta.strided(x._data)))
@@ -224,13 +239,13 @@ def _view_op(x, view, op, output_nr=None):
     return _as_view(x, t, v if x._window is None else view(x._window), output_nr)
 
 
-def _strided_copy(x, v, op):
+def _strided_copy(x, v, op, offset=None):
     """The NumPy view v of x's data, copied C-contiguous, as a tensor of its own: a gather row described by v's
     strides (_StridedView) when x is recorded."""
     out = np.array(v, order="C", copy=True, subok=True)
     if not _recording(x):
         return _new(out)
-    d = _strided_view(x._data, v)
+    d = _strided_view(x._data, v, offset)
     return _record(op, out, (x,), 1.0, 0.0, id(d), d)
 
 
@@ -969,16 +984,18 @@ def _basic_key(key, shape):
 def getitem(x, key):
     tk = type(key)
     if (tk is int or tk is slice and _plain_slice(key)) and isinstance(x, Tensor) and x._data.ndim:
+        shape = x._data.shape
         if tk is slice:  # (the common cases first: x[i], x[a:b], x[:, a:b])
-            return _view_op(x, lambda a: a[key, ...], OPS["slice"])
-        n = x._data.shape[0]
+            return _view_op(x, lambda a: a[key, ...], OPS["slice"], None, _key_offset(shape, (key,)))
+        n = shape[0]
         if -n <= key < n:
-            return _view_op(x, lambda a: a[key, ...], OPS["select"])
+            return _view_op(x, lambda a: a[key, ...], OPS["select"], None, _key_offset(shape, (key,)))
     elif tk is tuple and isinstance(x, Tensor):
         basic = _basic_key(key, x._data.shape)
         if basic is not None:
+            offset = _key_offset(x._data.shape, basic[0])
             key = basic[0] + (Ellipsis,)
-            return _view_op(x, lambda a: a[key], OPS[basic[1]])
+            return _view_op(x, lambda a: a[key], OPS[basic[1]], None, offset)
     x = _tensor(x)
     original = key
     index_tensors = [k for k in (key if isinstance(key, tuple) else (key,)) if isinstance(k, Tensor)]

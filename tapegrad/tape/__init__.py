@@ -44,6 +44,7 @@ GROWTH_SWEEPS = 2       # larger than the last one does): so many such sweeps in
 GROWTH_NO_FREED = 16384  # and one more and this many live rows when backward has freed none of it
 GHOSTS = 4              # cut rows remembered per index (see _truncate)
 RELEASE_BYTES = 64 << 10  # an op's value of at least this size that no rule reads is not held by the tape
+CUT_ROWS = 64           # a dead tail is cut when it holds RELEASE_BYTES of values, or spans this many rows
 # dicts keyed by row, remapped by compaction
 _ROW_KEYED = ("aux", "watch", "cells", "registered", "released", "anomaly_traces", "guards", "packed", "shared")
 _F32, _F64 = np.dtype(np.float32).num, np.dtype(np.float64).num  # the dtypes the replay knows: codes 0 and 1

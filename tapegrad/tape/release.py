@@ -225,8 +225,8 @@ class Release:
         tensor), and cut them. No row above them is left to reach them, so nothing can; leaf and constant
         rows (registered while the pass ran) have no inputs, so a held one is stepped over and stays. A row
         counts as held when anything beyond the tape refers to its value (a tensor, a view, a saved context),
-        its released value is alive, or its hooks' tensor is. A tail of less than RELEASE_BYTES of values is left to
-        the sweep. O(rows walked)."""
+        its released value is alive, or its hooks' tensor is. A tail of less than RELEASE_BYTES of values and
+        CUT_ROWS rows is left to the sweep. O(rows walked)."""
         if self.owner is not threading.current_thread():
             return
         n = self.n
@@ -248,8 +248,10 @@ class Release:
             dead, nbytes, stop = self._dead_rows(n - 1, -1)
             chunks, walked = [dead], n - 1 - stop
         # A small dead tail waits for the sweep: a cut costs about 15 us, which a step of small ops (a compiled
-        # second derivative of 1,000 elements: 35 us) would pay at each call; memory is what the cut is for.
-        if nbytes >= T.RELEASE_BYTES and any(chunks):
+        # second derivative of 1,000 elements: 35 us) would pay at each call; memory is what the cut is for. A
+        # long one is cut (CUT_ROWS: the cut's cost spread over them): a seq2seq decoder's last hidden state,
+        # which no loss reads, kept each sequence's freed rows on the tape until a sweep (1 ms) every few.
+        if any(chunks) and (nbytes >= T.RELEASE_BYTES or n - 1 - stop >= T.CUT_ROWS):
             self.swept += sum(map(len, chunks))
             self.free(np.sort(np.concatenate([np.asarray(c, np.int64) for c in chunks])))
             self._swept_n = min(self._swept_n, self.n)

@@ -974,8 +974,10 @@ def test_a_training_loop_after_passes_without_backward_does_not_keep_their_dead_
     to cut at once). A training loop after them keeps the tape short, so it never reaches the sweep's length,
     and each step's walks for dead rows went over them again (S3's loop: 230 us a step against torch's 60):
     once such walks have covered the tape, it sweeps. The gradients stay torch's. (The default RELEASE_BYTES:
-    the suite's small-thresholds run would cut these rows at once.)"""
+    the suite's small-thresholds run would cut these rows at once; and no CUT_ROWS, which now cuts such a tail
+    once it is long: the next test.)"""
     monkeypatch.setattr(tape_mod, "RELEASE_BYTES", 64 << 10)
+    monkeypatch.setattr(tape_mod, "CUT_ROWS", 1 << 40)
     w = tapegrad.tensor(np.linspace(-1, 1, 4, dtype=np.float32).reshape(4, 1), requires_grad=True)
     x = tapegrad.tensor(np.linspace(0, 1, 32 * 4, dtype=np.float32).reshape(32, 4))
     for _ in range(2000):
@@ -1000,6 +1002,36 @@ def test_a_training_loop_after_passes_without_backward_does_not_keep_their_dead_
     tx = torch.tensor(x.numpy())
     (tx @ want + tx.sum(1, keepdim=True)).square().mean().backward()
     np.testing.assert_allclose(w.grad.numpy(), want.grad.numpy(), rtol=1e-6)
+
+
+def test_a_long_dead_tail_is_cut_without_a_sweep(tape, monkeypatch):
+    """A dead tail of few bytes is cut once it spans CUT_ROWS rows: passes dropped without backward leave the tape
+    short, and a seq2seq decoder whose last hidden state no loss reads (its row outlives the backward, so the
+    backward cannot cut the sequence's freed rows above the parameters) no longer leaves each sequence's rows to a
+    sweep (1 ms every few sequences). Gradients are torch's."""
+    monkeypatch.setattr(tape_mod, "RELEASE_BYTES", 64 << 10)
+    w = tapegrad.tensor(np.linspace(-1, 1, 4, dtype=np.float32).reshape(4, 1), requires_grad=True)
+    x = tapegrad.tensor(np.linspace(0, 1, 32 * 4, dtype=np.float32).reshape(32, 4))
+    for _ in range(2000):
+        (x @ w).square().mean()  # dropped: no backward
+    assert tape.n <= tape_mod.CUT_ROWS + 8 and tape.sweeps == 0, (tape.n, tape.sweeps)
+
+    def decode(L, sequences):
+        L.manual_seed(0)
+        emb, gru, out = L.nn.Embedding(20, 16), L.nn.GRU(16, 16), L.nn.Linear(16, 20)
+        for _ in range(sequences):
+            h, loss, token = L.zeros(1, 1, 16), 0, L.tensor([[0]])
+            for t in (3, 7, 1, 9, 4, 2):
+                o, h = gru(L.relu(emb(token).view(1, 1, -1)), h)
+                loss = loss + L.nn.functional.cross_entropy(out(o[0]), L.tensor([t]))
+                token = L.tensor([[t]])
+            loss.backward()
+        return [p.grad.numpy() for p in (*emb.parameters(), *gru.parameters(), *out.parameters())]
+    sweeps = tape.sweeps
+    got = decode(tapegrad, 60)
+    assert tape.sweeps == sweeps and tape.n < 200, (tape.sweeps, tape.n)
+    for g, e in zip(got, decode(torch, 60)):
+        np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-5)
 
 
 def test_cutting_a_dead_chain_never_changes_a_gradient(tape):
