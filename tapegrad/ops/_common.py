@@ -284,6 +284,15 @@ def _array_rule_dtype(*arrays):
     return True
 
 
+def _min_max(a):
+    """(min, max) of a non-empty integer array, as Python ints: for a few elements (an index, a decoder's target)
+    from a list, which costs a fifth of NumPy's two reductions."""
+    if a.size <= 16:
+        values = a.ravel().tolist()
+        return min(values), max(values)
+    return int(np.minimum.reduce(a, None)), int(np.maximum.reduce(a, None))
+
+
 def _sum_to_np(a, shape):
     """a summed down to `shape` (the adjoint of broadcasting), on arrays."""
     if a.shape == shape:

@@ -11,7 +11,7 @@ import numpy as np
 from .. import _dtype, kernels, registry
 from ..registry import Ctx
 from ..tensor import Tensor, _new
-from ._common import (OPS, _array_rule_dtype, _autocast_float32, _in_float32, _record, _tensor, _to_dtype,
+from ._common import (OPS, _array_rule_dtype, _min_max, _autocast_float32, _in_float32, _record, _tensor, _to_dtype,
                       broadcast_shape)
 from .elementwise import _div_scalar, _mul_scalar, _sigmoid, abs, clamp_min, exp, log, log1p, softplus, where
 from .reduce import log_softmax, mean, softmax, sum
@@ -255,7 +255,7 @@ def _nll_unweighted(x, t, reduction, ignore_index):
     M, C = xl.shape
     if tl.dtype != np.int64 or len(tl) != M or M == 0:
         return None
-    lo, hi = tl.min(), tl.max()
+    lo, hi = _min_max(tl)
     if lo < 0 or hi >= C or (lo <= ignore_index <= hi and (tl == ignore_index).any()):
         return None
     rows = np.arange(M)

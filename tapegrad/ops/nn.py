@@ -9,7 +9,7 @@ from .. import _dtype, random, registry
 from .._meta import MetaArray as _MetaArray, make as _make_meta
 from ..grad_mode import is_grad_enabled
 from ..tensor import _new, Tensor, tensor_type_name
-from ._common import _array_rule_dtype  # (the array rules)
+from ._common import _array_rule_dtype, _min_max  # (the array rules; bounds)
 from ._common import OPS, _autocast_lower, _in_float32, _record, _tensor, _to_dtype, autocast_state, broadcast_shape
 from . import elementwise
 from .elementwise import mul, where
@@ -118,8 +118,10 @@ def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=
         raise RuntimeError("'weight' must be 2-D")
     V, D = w.shape
     ix = idx._data.astype(np.int64, copy=False)
-    if ix.size and (ix.min() < 0 or ix.max() >= V):
-        raise IndexError("index out of range in self")
+    if ix.size:
+        lo, hi = _min_max(ix)
+        if lo < 0 or hi >= V:
+            raise IndexError("index out of range in self")
     value = w._data[ix]
     if sparse and w._requires_grad and _grad_on():  # the weight's gradient: a sparse COO tensor (embedding_sparse)
         untraceable(_SPARSE_UNTRACEABLE)

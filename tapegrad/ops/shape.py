@@ -15,8 +15,8 @@ from ..registry import K_GATHER, K_RESHAPE
 from ..grad_mode import is_grad_enabled
 from ..tensor import Tensor, _new, VIEWS
 from .elementwise import where
-from ._common import (broadcast_shape, _array_rule_dtype, _as_view, _dim, _dims, OPS, _record, _sizes, _tensor,
-                      _to_dtype, storage_of)
+from ._common import (broadcast_shape, _array_rule_dtype, _as_view, _dim, _dims, _min_max, OPS, _record, _sizes,
+                      _tensor, _to_dtype, storage_of)
 from ..tape import _local as _tape_local, guard, made_in_trace
 from .reduce import expand
 
@@ -752,7 +752,7 @@ def _along(x, d, idx):
 
 def _bounds(idx, n, d, error=RuntimeError):
     if idx.size:
-        lo, hi = int(np.minimum.reduce(idx, None)), int(np.maximum.reduce(idx, None))
+        lo, hi = _min_max(idx)
         bad = hi if hi >= n else lo if lo < 0 else None
         if bad is not None:
             raise error(f"index {bad} is out of bounds for dimension {d} with size {n}")
