@@ -45,6 +45,7 @@ GROWTH_NO_FREED = 16384  # and one more and this many live rows when backward ha
 GHOSTS = 4              # cut rows remembered per index (see _truncate)
 RELEASE_BYTES = 64 << 10  # an op's value of at least this size that no rule reads is not held by the tape
 CUT_ROWS = 64           # a dead tail is cut when it holds RELEASE_BYTES of values, or spans this many rows
+CHAINS_WATCHED = 256    # chains of ops of at least RELEASE_BYTES watched for their top's death (chain_starts)
 # dicts keyed by row, remapped by compaction
 _ROW_KEYED = ("aux", "watch", "cells", "registered", "released", "anomaly_traces", "guards", "packed", "shared")
 _F32, _F64 = np.dtype(np.float32).num, np.dtype(np.float64).num  # the dtypes the replay knows: codes 0 and 1
@@ -173,8 +174,10 @@ class Tape(Release, Sweep, Inspection):
         self.last_adjoint_bytes = self.peak_adjoint_bytes = 0
         self._last_live = 0
         self._growth = 0
-        self._chain_top = self._chain_low = -1  # see cut_dead_chain
-        self._chain_bytes = self._last_chain_bytes = 0  # op rows' bytes since the chain began; the last chain's
+        self._chain_top = -1     # the last row of the last chain of ops (see chain_starts)
+        self._chain_bytes = 0    # the op rows' bytes since it
+        self._chains = []        # the chains watched: [low, top, read by a later row]
+        self._chain_clock = 0    # chain starts since they were last looked at
         self._walked = 0                         # rows walked for dead rows in vain since the last sweep
         self._small_tail = None                  # see cut_dead_tail
         self.cap = 0

@@ -11,6 +11,8 @@ from .. import kernels
 from ..registry import OPS, SAVES_OUT, reads_every_input, reads_input, tables
 from .. import tape as T  # (the package: its tunable thresholds are read at call time, as tests change them)
 
+_FREED, _READ = "freed", "read"  # (cut_dead_chain's outcomes)
+
 
 class Release:
     """Tape's methods for this concern (tape/__init__.py composes them)."""
@@ -141,9 +143,9 @@ class Release:
         self._small_tail = None  # (rows it names may be gone)
         del self.values[n:]
         if self._chain_top >= n:  # (row numbers that no longer name their rows: see chain_starts)
-            self._chain_top = self._chain_low = -1
-        elif self._chain_low >= n:
-            self._chain_low = -1
+            self._chain_top = -1
+        if self._chains:
+            self._chains[:] = [c for c in self._chains if c[1] < n]
         for name in T._ROW_KEYED:
             table = getattr(self, name, None)
             if table:
@@ -153,19 +155,46 @@ class Release:
         self.moved_below = 0 if n <= self.moved_from else min(self.moved_below, n)
 
     def chain_starts(self, top):
-        """record() saw an op that does not take the tape's last row (`top`): a new chain of ops starts, and
-        `top` may be a graph's output that lives on (`out = model(x)`, kept until the next pass reassigns it).
-        The top of the chain before it, if its tensor has died since, is freed with the rows below it down to
-        the chain before that (cut_dead_chain): an evaluation loop that keeps its output frees each pass's
-        graph one pass later, as torch does when `out` is reassigned, instead of at the next sweep. A chain whose
-        ops' values come to less than RELEASE_BYTES is not looked at (its cut would be left to the sweep): a
-        forward breaks into chains at every `+ c * x ** 2`, and the look cost a fifth of a small step."""
-        old, low = self._chain_top, self._chain_low
-        if (0 <= old < top and self._last_chain_bytes >= T.RELEASE_BYTES and not self.lock.depth
-                and not self._row_held(old)):
-            self.cut_dead_chain(old, low)
-        self._chain_top, self._chain_low = top, old
-        self._last_chain_bytes, self._chain_bytes = self._chain_bytes, 0
+        """record() saw an op that does not take the tape's last row (`top`): the chain of ops that ended there
+        may be a graph's output that lives on (`out = model(x)`, kept until the next pass reassigns it). Chains
+        whose ops' values come to RELEASE_BYTES or more are watched (the newest CHAINS_WATCHED), and every so often
+        (a quarter of their number of chain starts, so O(1) a start) those whose top has died are freed with their
+        rows (cut_dead_chain), newest first: once `out` is reassigned, its pass's graph goes within a pass, as
+        torch's goes when its last tensor does, however many chains the pass made (attention's q, k and v each
+        start one; their rows' contexts hold values of the chains before, which a cut then lets go). A chain that
+        a live row recorded later reads waits until a cut has freed rows. A smaller chain is not watched (its cut
+        would be left to the sweep): a forward of small ops starts one at every `+ c * x ** 2`, and looking at
+        each cost a fifth of such a step."""
+        chains = self._chains
+        if self._chain_bytes >= T.RELEASE_BYTES:
+            chains.append([self._chain_top, top, False])  # (the rows low+1..top; whether a later row reads them)
+            if len(chains) > T.CHAINS_WATCHED:
+                del chains[0]  # (left to the sweep)
+        self._chain_top, self._chain_bytes = top, 0
+        self._chain_clock += 1
+        if (self._chain_clock < max(2, len(chains) >> 2) or len(chains) < 2 or self.lock.depth
+                or self.owner is not threading.current_thread()):
+            return
+        self._chain_clock = 0
+        cut, done = False, []
+        for i in range(len(chains) - 2, -1, -1):  # (the newest may be a pass's output still in use)
+            entry = chains[i]
+            while True:
+                low, t, read = entry
+                if t >= self.n or (read and not cut) or self._row_held(t):
+                    break
+                outcome, stop = self.cut_dead_chain(t, low)
+                if outcome is _READ:
+                    entry[2] = True
+                    break
+                cut = cut or outcome is _FREED
+                if outcome is _FREED and stop > low:  # (the walk stopped at a held row: a context of the rows
+                    entry[1], entry[2] = stop, False  # just freed may have held it; the rest is looked at again)
+                    continue
+                done.append(i)
+                break
+        for i in done:  # (descending)
+            del chains[i]
 
     def _row_held(self, r):
         """Whether anything beyond the tape holds row r: a tensor, a view or a saved context refers to its
@@ -198,26 +227,25 @@ class Release:
 
     def cut_dead_chain(self, top, low):
         """Free the rows from `top` down (to `low`, excluded) that nothing holds, as cut_dead_tail does at the
-        tape's end, when no row above `top` takes one of them as an input: then nothing can reach them. The
-        rows stay, marked dead, until a sweep compacts the tape; their values go now. O(rows walked)."""
-        if self.owner is not threading.current_thread():
-            return
+        tape's end, when no live row above `top` takes one of them as an input: then nothing can reach them. The
+        rows stay, marked dead, until a sweep compacts the tape; their values go now. O(rows walked). Returns
+        (_FREED, _READ (a live row recorded since reads one of them: a graph, not dead rows) or None (none dead,
+        or too few bytes: left to the sweep); the row the walk stopped at, a held one, or `low`)."""
         dead, nbytes, stop = self._dead_rows(top, low)
         if not dead:
-            return
+            return None, stop
         rows = np.array(dead[::-1], np.int64)
-        since = self.args[int(self.argptr[top + 1]): self.nargs]  # (the inputs of the rows recorded since)
-        if since.size <= 64:  # (a set costs less than NumPy's search for a few)
-            read = not set(dead).isdisjoint(since.tolist())
-        else:
-            read = bool((rows[np.searchsorted(rows, since) % len(rows)] == since).any())  # (rows is sorted)
-        if read:
-            return  # a row recorded since reads one of them (`a + b * x` then `+ c * x ** 2`): a graph, not dead
+        n, k = self.n, int(self.argptr[top + 1])
+        since = self.args[k: self.nargs]  # (the inputs of the live rows recorded since)
+        since = since[np.repeat((self.flags[top + 1: n] & T.F_DEAD) == 0, np.diff(self.argptr[top + 1: n + 1]))]
+        if since.size and (rows[np.searchsorted(rows, since) % len(rows)] == since).any():  # (rows is sorted)
+            return _READ, stop
         if nbytes < T.RELEASE_BYTES:
             self._left_to_sweep(top - stop)  # (dead, and small: the sweep takes them with others)
-            return
+            return None, stop
         self.swept += len(dead)
         self.free(rows)
+        return _FREED, stop
 
     def cut_dead_tail(self):
         """Free the rows at the tape's end that no tensor holds, from the last row down to the first op row

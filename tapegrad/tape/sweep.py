@@ -212,7 +212,8 @@ class Sweep:
                 table.clear()
                 table.update(moved)
         self.registered.clear()  # (its values are row numbers)
-        self._chain_top = self._chain_low = -1
+        self._chain_top = -1
+        self._chains.clear()
         self._small_tail = None
         self.n, self.nargs = size, k
         moved = np.flatnonzero(new[:below] != rows[:below])  # (rows from `top` up kept their index)
