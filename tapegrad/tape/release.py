@@ -157,9 +157,10 @@ class Release:
     def chain_starts(self, top):
         """record() saw an op that does not take the tape's last row (`top`): the chain of ops that ended there
         may be a graph's output that lives on (`out = model(x)`, kept until the next pass reassigns it). Chains
-        whose ops' values come to RELEASE_BYTES or more are watched (the newest CHAINS_WATCHED), and every so often
-        (a quarter of their number of chain starts, so O(1) a start) those whose top has died are freed with their
-        rows (cut_dead_chain), newest first: once `out` is reassigned, its pass's graph goes within a pass, as
+        whose ops' values come to RELEASE_BYTES or more are watched (the newest CHAINS_WATCHED). At each chain start
+        the one before the newest is looked at, and every so often (a quarter of their number of chain starts, so
+        O(1) a start) all of them: those whose top has died are freed with their rows (cut_dead_chain), newest
+        first, and a cut looks on at the older ones. Once `out` is reassigned, its pass's graph goes within a pass, as
         torch's goes when its last tensor does, however many chains the pass made (attention's q, k and v each
         start one; their rows' contexts hold values of the chains before, which a cut then lets go). A chain that
         a live row recorded later reads waits until a cut has freed rows. A smaller chain is not watched (its cut
@@ -171,13 +172,16 @@ class Release:
             if len(chains) > T.CHAINS_WATCHED:
                 del chains[0]  # (left to the sweep)
         self._chain_top, self._chain_bytes = top, 0
-        self._chain_clock += 1
-        if (self._chain_clock < max(2, len(chains) >> 2) or len(chains) < 2 or self.lock.depth
-                or self.owner is not threading.current_thread()):
+        if len(chains) < 2 or self.lock.depth or self.owner is not threading.current_thread():
             return
-        self._chain_clock = 0
-        cut, done = False, []
-        for i in range(len(chains) - 2, -1, -1):  # (the newest may be a pass's output still in use)
+        self._chain_clock += 1
+        every = self._chain_clock >= max(2, len(chains) >> 2)
+        if every:
+            self._chain_clock = 0
+        cut, done, last = False, [], len(chains) - 2
+        for i in range(last, -1, -1):  # (the newest may be a pass's output still in use)
+            if i < last and not (every or cut):
+                break  # (between the looks at them all, the chain before the newest, and what its cut frees)
             entry = chains[i]
             while True:
                 low, t, read = entry
