@@ -133,6 +133,8 @@ def lstm_layer(gx, h0, c0, w_hh, b_hh=None, reverse=False):
     ctx = _LayerCtx(reverse=bool(reverse))
     out = _record(OPS["lstm_layer"], _lstm_layer_forward(ctx, *(t._data for t in inputs)), inputs, aux=ctx)
     cctx = Ctx(reverse=bool(reverse), seq_ctx=ctx)
+    # (the c_T row's rule reads the hidden states too: an input of it, which keeps them while that row lives)
+    inputs += (out,)
     c_last = _record(OPS["lstm_layer_c"], _lstm_layer_c_forward(cctx, *(t._data for t in inputs)), inputs, aux=cctx)
     if out._tape is not None:  # (one node in torch: a backward through either frees what both rows' rules read)
         out._tape.share_context(out._slot, ctx)
@@ -141,10 +143,13 @@ def lstm_layer(gx, h0, c0, w_hh, b_hh=None, reverse=False):
 
 
 class _LayerCtx(Ctx):
-    """The sequence row's context, which the c_T row's reads too (tape.share_context)."""
+    """The sequence row's context, which the c_T row's reads too (tape.share_context). It keeps no reference to the
+    sequence row's own value (the hidden states: its rule is given them as `out`, the c_T row's as its last input),
+    which would make the tape see that row held for as long as the row lives, and never free it: an nn.LSTM called
+    without backward (an evaluation loop without no_grad) kept every call's graph."""
 
     def free_saved(self):
-        self.acts = self.cs = self.tcs = self.hs = self.h0 = self.c0 = None
+        self.acts = self.cs = self.tcs = self.h0 = self.c0 = None
 
 
 def _recurrent_weight(w_hh, T, B):
@@ -171,7 +176,7 @@ def _lstm_layer_forward(ctx, gx, h0, c0, w_hh, b_hh=None):
             rec += b_hh
         step(gx[t], rec, c, acts[t], cs[t], tcs[t], hs[t])
         h, c = hs[t], cs[t]
-    ctx.acts, ctx.cs, ctx.tcs, ctx.hs = acts, cs, tcs, hs
+    ctx.acts, ctx.cs, ctx.tcs = acts, cs, tcs
     ctx.h0, ctx.c0 = np.asanyarray(h0, dt), np.asanyarray(c0, dt)
     return hs
 
@@ -182,10 +187,11 @@ def _lstm_layer_c_forward(ctx, *inputs):
     return seq.cs[0 if ctx.reverse else -1].copy() if seq.cs.shape[0] else seq.c0.copy()
 
 
-def _lstm_layer_backward(seq, g_hs, g_c, inputs, wanted):
-    """Both rows' array rule: the reverse recurrence from the output's adjoint g_hs or c_T's g_c."""
+def _lstm_layer_backward(seq, hs, g_hs, g_c, inputs, wanted):
+    """Both rows' array rule: the reverse recurrence from the output's adjoint g_hs or c_T's g_c (hs: the hidden
+    states)."""
     w_hh = inputs[3]
-    acts, cs, tcs, hs = seq.acts, seq.cs, seq.tcs, seq.hs
+    acts, cs, tcs = seq.acts, seq.cs, seq.tcs
     if acts is None:  # (the other row's backward freed them: _LayerCtx)
         raise RuntimeError(FREED_MESSAGE)
     T, B, G = acts.shape
@@ -214,11 +220,12 @@ def _lstm_layer_backward(seq, g_hs, g_c, inputs, wanted):
 
 
 def _lstm_layer_arrays(ctx, g, inputs, out, wanted):
-    return _lstm_layer_backward(ctx, g, None, inputs, wanted)
+    return _lstm_layer_backward(ctx, out, g, None, inputs, wanted)
 
 
 def _lstm_layer_c_arrays(ctx, g, inputs, out, wanted):
-    return _lstm_layer_backward(ctx.seq_ctx, None, g, inputs, wanted)
+    """(inputs: the sequence row's, then its output, the hidden states, which get no gradient from c_T.)"""
+    return _lstm_layer_backward(ctx.seq_ctx, inputs[-1], None, g, inputs[:-1], wanted[:-1]) + (None,)
 
 
 def _vjp_lstm_layer_rule(reverse, g_hs, g_c, inputs):
@@ -262,7 +269,7 @@ def _vjp_lstm_layer(ctx, g, inputs, out):
 
 
 def _vjp_lstm_layer_c(ctx, g, inputs, out):
-    return _vjp_lstm_layer_rule(ctx.reverse, None, g, inputs)
+    return _vjp_lstm_layer_rule(ctx.reverse, None, g, inputs[:-1]) + (None,)
 
 
 # -- GRU --------------------------------------------------------------------------------------------------
@@ -344,7 +351,10 @@ def _gru_layer_forward(ctx, gi, h0, w_hh, b_hh=None):
         step(gi[t], ghs[t], h, rzs[t], ns[t], hs[t])
         h = hs[t]
     ctx.ghs, ctx.rzs, ctx.ns, ctx.hs, ctx.h0 = ghs, rzs, ns, hs, np.asanyarray(h0, dt)
-    return hs
+    # The row's value is a copy: a context holding the row's own value made the tape see the row held for as long
+    # as it lived, so an nn.GRU called without backward kept every call's graph; and torch's output is no tensor its
+    # backward reads (a stack of the steps'), so writing it in place changes no gradient, as here.
+    return hs.copy()
 
 
 def _gru_layer_arrays(ctx, g, inputs, out, wanted):
