@@ -288,7 +288,7 @@ class Release:
             self.free(np.sort(np.concatenate([np.asarray(c, np.int64) for c in chunks])))
             self._swept_n = min(self._swept_n, self.n)
             if self.n and T._refcount(self.values[self.n - 1]) <= 2:
-                self.cut_dead_tail()  # (the row the walk stopped at was held by a context just freed: an LSTM layer's)
+                self.cut_dead_tail()  # (what held the row the walk stopped at may have gone with the rows freed)
         else:
             self._small_tail = (n - 1, chunks, nbytes, stop)
             if any(chunks):  # (a walk that found no dead row leaves nothing to the sweep)
