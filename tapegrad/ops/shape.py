@@ -253,7 +253,7 @@ def _row_copy(x, i):
     """x[i] along dim 0 as a tensor of its own, not a view: one gather row as x[i]'s, without a view's
     bookkeeping (its window, shared version, registration: about 10 us). For a layer's own outputs (nn.RNN's last
     state of each layer, stacked into h_n, which torch's is no view of the output either)."""
-    return _strided_copy(x, x._data[i], OPS["select"])
+    return _strided_copy(x, x._data[i], OPS["select"], _key_offset(x._data.shape, (i,)))
 
 
 def _same(a):

@@ -185,7 +185,7 @@ class Release:
             entry = chains[i]
             while True:
                 low, t, read = entry
-                if t >= self.n or (read and not cut) or self._row_held(t):
+                if (read and not cut) or self._row_held(t):
                     break
                 outcome, stop = self.cut_dead_chain(t, low)
                 if outcome is _READ:
