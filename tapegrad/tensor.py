@@ -172,6 +172,7 @@ class Tensor:
     _strides = None       # the strides torch's view would have, in elements; None: contiguous (_strides.py)
     _window = None        # a view's: the NumPy view of its base's storage that its (copied) value mirrors
     _creation = None      # a view torch refuses recorded in-place ops on: "multi" (split, unbind), "no_grad"
+    _views_without_cell = False  # a base's: views of it were made before it had a version cell (_ensure_vc)
     _output_nr = 0
     _op = 0               # opcode of the op that made this tensor (its grad_fn's name)
     __array_priority__ = 1000  # make `ndarray * Tensor` defer to Tensor.__rmul__
@@ -293,8 +294,13 @@ class Tensor:
     def _ensure_vc(self):
         """Give this storage a version cell the tape can read, and point this tensor's row at it. A tensor
         for a row that already has a cell (backward's wrapper of a saved input) shares the storage, so it
-        takes that cell: a fresh one would repoint the row away from the owner's, whose bumps it then misses."""
+        takes that cell: a fresh one would repoint the row away from the owner's, whose bumps it then misses.
+        A view counts its base's versions: one not recorded, made while the base had no cell, has none either
+        (ops._common._share_version) until the base makes one, which every such view of it then takes."""
         if self._vc is None:
+            if self._base is not None:
+                self._vc = self._base._ensure_vc()
+                return self._vc
             tape = self._tape
             row = tape.locate(self) if tape is not None else -1  # (locate: the row may have moved, Tape.compact)
             cell = tape.cells.get(row) if row >= 0 else None
@@ -303,6 +309,12 @@ class Tensor:
                 if row >= 0:
                     tape.set_cell(row, cell)
             self._vc = cell
+            if self._views_without_cell:
+                entry = VIEWS.get(id(storage_of(self._data if self._window is None else self._window)))
+                for ref in entry[1] if entry is not None else ():
+                    view = ref()
+                    if view is not None and view._base is self and view._vc is None:
+                        view._vc = cell  # (no row: a row that reads a view gives it a cell first, Tape.slot)
         return self._vc
 
     # -- shape and conversion -----------------------------------------------------------------------

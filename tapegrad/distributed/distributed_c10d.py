@@ -531,8 +531,7 @@ def _written(t, a, result):
     version as any in-place write does."""
     if result is not a:
         a[...] = result
-    if t._requires_grad or t._vc is not None:
-        t._bump_version()
+    t._bump_version()
 
 
 def _average(a, n):

@@ -62,8 +62,9 @@ def _as_view(x, t, window, output_nr=None):
         t._creation = "no_grad"
     if not window.flags.writeable and storage_of(window).flags.writeable:
         window.flags.writeable = True  # (np.diagonal's and broadcast_to's views are read-only by default)
+    _share_version(x, t)  # (before t is registered: a cell x makes now need not look for t among its views)
     register_view(t, window)
-    return _share_version(x, t)
+    return t
 
 
 def window_of(x):
@@ -73,11 +74,18 @@ def window_of(x):
 
 def _share_version(x, t):
     """t is a view of x in torch (tapegrad's may hold a copy): one version counter for both, so an in-place
-    write to either is caught by the version check of every row that saved the other, as torch's is."""
-    cell = x._ensure_vc()
-    t._vc = cell
-    if t._tape is not None:
-        t._tape.set_cell(t._slot, cell, current=True)
+    write to either is caught by the version check of every row that saved the other, as torch's is. A view
+    that is not recorded, of a base with no cell yet, takes none until the storage's first write or until a
+    row reads it (_ensure_vc, Tape.slot): most such views never see either."""
+    tape = t._tape
+    if tape is None:
+        if x._vc is not None:
+            t._vc = x._vc
+        else:
+            t._base._views_without_cell = True
+        return t
+    cell = t._vc = x._ensure_vc()
+    tape.set_cell(t._slot, cell, current=True)
     return t
 
 

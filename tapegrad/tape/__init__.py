@@ -254,6 +254,8 @@ class Tape(Release, Sweep, Inspection):
             else:
                 s = self._append(OP_CONST, t._data, 0)
         self.argptr[s + 1] = self.nargs
+        if t._vc is None and t._base is not None:
+            t._ensure_vc()  # (a view's cell is made when a row first reads it: Tensor._ensure_vc)
         if t._vc is not None:
             self.set_cell(s, t._vc, current=True)
         t._tape, t._slot = self, s

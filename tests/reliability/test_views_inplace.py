@@ -235,6 +235,47 @@ def test_a_saved_value_modified_through_a_view_raises_torchs_version_error(view)
     assert "modified by an inplace operation" in outcome(run_view_saved, tapegrad)[1]
 
 
+def test_a_view_and_its_base_count_one_version_whoever_is_written_first():
+    """A view made before its base's first write has no counter of its own until then (tapegrad makes the cell
+    lazily): the first write, through the base, a view or a view of a view, counts for all of them, as torch's."""
+    def versions(L):
+        seen = []
+        for writer in range(4):
+            x = L.tensor(np.linspace(-1.0, 1.0, 12).reshape(3, 4), dtype=L.float64, requires_grad=True)
+            h = x * 2
+            a, b = h[1], h.view(12)
+            c = a[1:]
+            (h, a, b, c)[writer].add_(1)
+            d = h.t()                               # made after the write: takes the counter as it is
+            b.mul_(2)
+            seen.append([t._version for t in (h, a, b, c, d)])
+        k = L.arange(12.0, dtype=L.float64).reshape(3, 4)  # no grad, views apart from the written row
+        rows = k[0], k[2], k[2][1:]
+        k[1].add_(1)
+        seen.append([t._version for t in (k,) + rows] + [0])
+        return (np.array(seen),)
+
+    def saved_apart_from_the_write(L):
+        w = L.ones(4, dtype=L.float64, requires_grad=True)
+        k = L.arange(12.0, dtype=L.float64).reshape(3, 4)
+        s = w * k[0]                               # saves the view k[0]
+        k[2].zero_()                               # the storage's first write, elsewhere in it
+        s.sum().backward()
+        return (w.grad,)
+
+    def saved_before_the_first_write(L):
+        x = L.tensor(np.linspace(-1.0, 1.0, 12).reshape(3, 4), dtype=L.float64, requires_grad=True)
+        h = x * 2
+        c = h[1]                                   # saved by cos
+        s = c.cos()
+        h.view(12)[4:6].mul_(3)                    # the storage's first write, through a view of another view
+        s.sum().backward()
+        return (x.grad,)
+    same_outcome(versions)
+    same_outcome(saved_before_the_first_write)
+    same_outcome(saved_apart_from_the_write)
+
+
 CASES = {
     # the issue's example
     "issue": lambda L, x: ((h := x * 2), h[0].mul_(3), h),
