@@ -27,8 +27,12 @@ def _finish(data, dtype=None, requires_grad=False, made=True, meta=False):
 
 def _shape(size):
     """Sizes as torch takes them: zeros(2, 3), zeros((2, 3)), zeros([2, 3]) or zeros(size=(2, 3))."""
-    if len(size) == 1 and isinstance(size[0], (tuple, list)):
-        size = tuple(size[0])
+    if len(size) == 1:
+        first = size[0]
+        if type(first) is int and 0 <= first < 2 ** 31:
+            return (first,)
+        if isinstance(first, (tuple, list)):
+            size = tuple(first)
     if len(size) < 3 and all(type(s) is int and 0 <= s < 2 ** 31 for s in size):  # (their product fits int64)
         return tuple(size)
     for s in size:
@@ -43,7 +47,7 @@ def _shape(size):
 
 
 def _float(dtype):
-    return _dtype.to_numpy_dtype(dtype if dtype is not None else _dtype.default_float)
+    return _dtype.default_float.np if dtype is None else _dtype.to_numpy_dtype(dtype)
 
 
 def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False):

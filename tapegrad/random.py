@@ -365,8 +365,17 @@ def _check_uniform(dtype, low, high):
 # ---------------------------------------------------------------------------------------------- normal
 
 
+_F32_DTYPE, _F32_ZERO, _F32_ONE = np.dtype(np.float32), np.float32(0.0), np.float32(1.0)
+
+
 def normal(shape, generator=None, dtype=np.float32, mean=0.0, std=1.0):
     """torch.randn(shape) / torch.empty(shape).normal_(mean, std)."""
+    if dtype is _F32_DTYPE and _KERNEL == "avx2" and mean == 0.0 and std == 1.0:  # (randn's: checks that pass)
+        n = _numel(shape)
+        if n >= 16:
+            gen = default_generator if generator is None else generator
+            out = _rng().normal_avx2(gen._u32(n + 16 if n % 16 else n), n, _F32_ZERO, _F32_ONE)
+            return out if len(shape) == 1 else out.reshape(shape)
     dtype = np.dtype(dtype)
     if not std >= 0.0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {_g(std)}")
