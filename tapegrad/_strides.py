@@ -51,11 +51,11 @@ def of_numpy_view(x, v):
     steps is a step in x's dimensions (its C strides, outermost first), each worth x's own stride. None
     for a view NumPy walks backwards (flip: a copy in torch, so contiguous)."""
     item = x._data.itemsize
-    steps = [s // item for s in v.strides]
-    if any(s < 0 for s in steps):
+    steps = tuple([s // item for s in v.strides])
+    if steps and min(steps) < 0:
         return None
     if x._strides is None:
-        return normal(v.shape, steps)
+        return None if steps == contiguous(v.shape) else steps
     c, own = contiguous(x._data.shape), x._strides
     out = []
     for step, n in zip(steps, v.shape):

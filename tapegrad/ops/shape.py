@@ -415,7 +415,7 @@ def transpose(input, dim0, dim1):
         _dim(dim0, 0), _dim(dim1, 0)
         return _view_op(x, _same, OPS["transpose"])
     d0, d1 = _dim(dim0, x.ndim), _dim(dim1, x.ndim)
-    return _view_op(x, lambda a: np.swapaxes(a, d0, d1), OPS["transpose"])
+    return _view_op(x, lambda a: np.swapaxes(a, d0, d1), OPS["transpose"], offset=0)
 
 
 swapaxes = swapdims = transpose
@@ -425,7 +425,7 @@ def t(input):
     x = _tensor(input)
     if x.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {x.ndim}D")
-    return _view_op(x, np.transpose, OPS["t"])
+    return _view_op(x, np.transpose, OPS["t"], offset=0)
 
 
 def permute(input, *dims):
@@ -438,7 +438,7 @@ def permute(input, *dims):
     norm = tuple(_dim(d, x.ndim) for d in dims)
     if len(set(norm)) != len(norm):
         raise RuntimeError("permute(): duplicate dims are not allowed.")
-    return _view_op(x, lambda a: np.transpose(a, norm), OPS["permute"])
+    return _view_op(x, lambda a: np.transpose(a, norm), OPS["permute"], offset=0)
 
 
 def movedim(input, source, destination):
@@ -448,7 +448,7 @@ def movedim(input, source, destination):
     if len(src) != len(dst):
         raise RuntimeError(f"movedim: Invalid source or destination dims: source ({list(src)} dims) should "
                            f"contain the same number of dims as destination ({list(dst)} dims)")
-    return _view_op(x, lambda a: np.moveaxis(a, src, dst), OPS["permute"])
+    return _view_op(x, lambda a: np.moveaxis(a, src, dst), OPS["permute"], offset=0)
 
 
 def flip(input, *dims, **kw):
