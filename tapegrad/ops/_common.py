@@ -84,7 +84,15 @@ def _share_version(x, t):
         else:
             t._base._views_without_cell = True
         return t
-    cell = t._vc = x._ensure_vc()
+    cell = x._vc
+    if cell is None:
+        row = x._slot
+        if (x._tape is tape and x._base is None and not x._views_without_cell and tape.values[row] is x._data
+                and row not in tape.cells):  # (x's row, just read by t's: _ensure_vc's search and checks pass)
+            x._vc = t._vc = tape.new_cell(row, t._slot)
+            return t
+        cell = x._ensure_vc()
+    t._vc = cell
     tape.set_cell(t._slot, cell, current=True)
     return t
 

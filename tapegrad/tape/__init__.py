@@ -455,6 +455,14 @@ class Tape(Release, Sweep, Inspection):
         if current:
             self.outver[row] = cell[0]
 
+    def new_cell(self, row, view_row):
+        """A new version cell (version 0) for a row's value and a view of it recorded at view_row."""
+        cell = new_version_cell()
+        self.vaddr[row] = self.vaddr[view_row] = cell._address[1]
+        self.cells[row] = self.cells[view_row] = cell
+        self.outver[view_row] = 0
+        return cell
+
     def drop_cell(self, row):
         self.vaddr[row] = 0
         self.cells.pop(row, None)
