@@ -16,6 +16,7 @@ from ..registry import Ctx
 from ..tape import FREED_MESSAGE
 from ..tensor import _new
 from ._common import OPS, _record, _tensor
+from .elementwise import _with_input, where
 from .shape import cat, stack
 
 
@@ -410,6 +411,86 @@ def _vjp_gru_layer(ctx, g, inputs, out):
     return res + ((gb if gb is not None else _zeros(b),) if b is not None else ())
 
 
+# -- a whole Elman RNN layer (tanh or relu, one direction): one row ---------------------------------------------
+def rnn_layer(gx, h0, w_hh, b_hh=None, reverse=False, relu=False):
+    """The output (T, B, H) of one direction of an nn.RNN layer from every step's input projection
+    gx = x W_ih^T + b_ih (T, B, H), the initial state h0 (B, H) and the recurrent weights: one row instead of
+    four a step (its last step is h_T). Both directions run the recurrence over arrays: the forward three NumPy
+    calls a step (torch's order: tanh(gx + (h W_hh^T + b_hh))), the backward a few and W_hh's gradient one BLAS call
+    over all steps. torch's CPU RNN stacks its steps' outputs: the row shows StackBackward0."""
+    inputs = (gx, h0, w_hh) + (() if b_hh is None else (b_hh,))
+    ctx = Ctx(reverse=bool(reverse), relu=bool(relu))
+    return _record(OPS["rnn_layer"], _rnn_layer_forward(ctx, *(t._data for t in inputs)), inputs, aux=ctx)
+
+
+def _rnn_layer_forward(ctx, gx, h0, w_hh, b_hh=None):
+    T, B, H = gx.shape
+    hs = np.empty((T, B, H), gx.dtype)
+    w_t = _recurrent_weight(w_hh, T, B)
+    rec = np.empty((B, H), gx.dtype)
+    h = np.asanyarray(h0, gx.dtype)
+    for t in (range(T - 1, -1, -1) if ctx.reverse else range(T)):
+        np.matmul(h, w_t, out=rec)
+        if b_hh is not None:
+            rec += b_hh
+        np.add(gx[t], rec, out=hs[t])
+        if ctx.relu:
+            np.maximum(hs[t], 0, out=hs[t])
+        else:
+            np.tanh(hs[t], out=hs[t])
+        h = hs[t]
+    ctx.hs, ctx.h0 = hs, np.asanyarray(h0, gx.dtype)
+    return hs.copy()  # (a context holding the row's own value would keep the row alive: see _gru_layer_forward)
+
+
+def _rnn_layer_arrays(ctx, g, inputs, out, wanted):
+    """The reverse recurrence from the output's adjoint g (T, B, H): each step's pre-activation adjoint
+    (tanh's g (1 - y^2), relu's g where y > 0, as those ops' rules), carried back through W_hh."""
+    w_hh, hs = inputs[2], ctx.hs
+    T, B, H = hs.shape
+    g = np.ascontiguousarray(g, hs.dtype)
+    order = list(range(T - 1, -1, -1)) if ctx.reverse else list(range(T))
+    prev = {t: order[k - 1] for k, t in enumerate(order) if k}
+    da, h_prev = np.empty_like(hs), np.empty_like(hs)  # h_{t-1} of every step, in time order
+    dh = np.zeros((B, H), hs.dtype)
+    for t in reversed(order):
+        h_prev[t] = hs[prev[t]] if t in prev else ctx.h0
+        d, y = g[t] + dh, hs[t]
+        da[t] = np.where(y <= 0, 0 * d, d) if ctx.relu else d * (1 - y * y)
+        dh = da[t] @ w_hh
+    grads = [da if wanted[0] else None, dh if wanted[1] else None,
+             da.reshape(T * B, H).T @ h_prev.reshape(T * B, H) if wanted[2] else None]
+    if len(inputs) > 3:
+        grads.append(da.sum(axis=(0, 1)) if wanted[3] else None)
+    return tuple(grads)
+
+
+def _vjp_rnn_layer(ctx, g, inputs, out):
+    """The same reverse recurrence in tapegrad ops, the forward recomputed from the inputs (create_graph)."""
+    gx, h, w_hh = inputs[:3]
+    b = inputs[3] if len(inputs) > 3 else None
+    T = gx.shape[0]
+    order = range(T - 1, -1, -1) if ctx.reverse else range(T)
+    saved = {}
+    for t in order:
+        a = gx[t] + (h.mm(w_hh.t()) if b is None else h.mm(w_hh.t()) + b)
+        y = a.relu() if ctx.relu else a.tanh()
+        saved[t] = (h, y)
+        h = y
+    dh = _zeros(h)
+    das, gw, gb = [None] * T, None, None
+    for t in reversed(order):
+        h_prev, y = saved[t]
+        d = g[t] + dh
+        da = _with_input(where(y <= 0, 0 * d, d), y) if ctx.relu else d * (1 - y * y)  # (relu's rule, as ops')
+        das[t] = da
+        dh = da.mm(w_hh)
+        gw = da.t().mm(h_prev) if gw is None else gw + da.t().mm(h_prev)
+        gb = da.sum(0) if gb is None else gb + da.sum(0)
+    res = (stack(das, 0) if T else _zeros(gx), dh, gw if gw is not None else _zeros(w_hh))
+    return res + ((gb if gb is not None else _zeros(b),) if b is not None else ())
+
+
 # (tapegrad.compile's replay recomputes a row with its forward, refreshing the context its backward reads)
 # The cells' fused rows show the grad_fn of the last op of torch's CPU cell (composed of ops there):
 # c = f * c + i * g (AddBackward0), h = o * tanh(c) (MulBackward0), GRU's h = n + z * (h - n) (AddBackward0)
@@ -425,5 +506,7 @@ registry.python("gru_cell", "AddBackward0", _gru_forward, _vjp_gru,
                 array_vjp=_gru_arrays)
 registry.python("gru_layer", "StackBackward0", _gru_layer_forward, _vjp_gru_layer,
                 array_vjp=_gru_layer_arrays)
+registry.python("rnn_layer", "StackBackward0", _rnn_layer_forward, _vjp_rnn_layer,
+                array_vjp=_rnn_layer_arrays)
 
-__all__ = []  # internal: nn.LSTMCell / GRUCell / LSTM / GRU call the cell steps and the layers
+__all__ = []  # internal: nn.LSTMCell / GRUCell / LSTM / GRU / RNN call the cell steps and the layers

@@ -421,6 +421,12 @@ def transpose(input, dim0, dim1):
 swapaxes = swapdims = transpose
 
 
+def _transpose_as_in_place(x, dim0, dim1):
+    """transpose(x, dim0, dim1) under the name of torch's in-place transpose_ (TransposeBackward1), for a
+    result torch makes so from a tensor no one else holds (nn.RNN's and nn.GRU's batch_first output)."""
+    return _view_op(x, lambda a: np.swapaxes(a, dim0, dim1), OPS["transpose_"], offset=0)
+
+
 def t(input):
     x = _tensor(input)
     if x.ndim > 2:
@@ -1046,7 +1052,8 @@ _READS_CONSTANT = "it reads a tensor that is not one of its inputs (an index or 
 registry.structural("reshape", K_RESHAPE, "ViewBackward0", _vjp_reshape)
 registry.structural("gather_flat", K_GATHER, "IndexBackward0", _vjp_gather, unreplayable=_INDEXED)
 # Data movement: each is a gather (index map forward, compiled scatter-add adjoint) under torch's name.
-for _name, _grad_fn in (("transpose", "TransposeBackward0"), ("t", "TBackward0"), ("permute", "PermuteBackward0"),
+for _name, _grad_fn in (("transpose", "TransposeBackward0"), ("transpose_", "TransposeBackward1"),
+                        ("t", "TBackward0"), ("permute", "PermuteBackward0"),
                         ("select", "SelectBackward0"), ("slice", "SliceBackward0"), ("repeat", "RepeatBackward0"),
                         ("flip", "FlipBackward0"), ("split", "SplitBackward0"),
                         ("split_with_sizes", "SplitWithSizesBackward0"), ("unbind", "UnbindBackward0"),

@@ -240,6 +240,40 @@ def test_second_order(name):
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
 
 
+@pytest.mark.parametrize("kwargs", [dict(num_layers=2), dict(nonlinearity="relu", bidirectional=True),
+                                    dict(bias=False, batch_first=True)])
+def test_rnn_layer_is_one_row_with_torchs_second_order(kwargs):
+    """nn.RNN runs each layer-direction as one row (ops.rnn.rnn_layer, StackBackward0 as torch's output), and
+    create_graph differentiates it again as torch does: d/d(x, h0, weights) of the squared gradient, float64."""
+    ours, theirs = _twin("RNN", 3, 4, dtype=np.float64, **kwargs)
+    for k, v in theirs.state_dict().items():  # (fresh Parameters: see test_second_order)
+        setattr(ours, k, tg.nn.Parameter(tg.tensor(v.numpy())))
+    L = kwargs.get("num_layers", 1) * (2 if kwargs.get("bidirectional") else 1)
+    x = _data((2, 5, 3) if kwargs.get("batch_first") else (5, 2, 3), np.float64)
+    h = _data((L, 2, 4), np.float64, 1)
+    x[0, 0, 0] = 0.0  # (relu's kink: a pre-activation at exactly 0 is unlikely, so this leaves it to chance)
+    results, names = [], []
+    for lib, mod in ((tg, ours), (torch, theirs)):
+        xs, hs = lib.tensor(x, requires_grad=True), lib.tensor(h, requires_grad=True)
+        out, h_n = mod(xs, hs)
+        names.append((out.grad_fn.name(), h_n.grad_fn.name()))
+        if lib is tg:
+            from tapegrad.registry import OPS
+            tape = out._tape
+            assert sum(OPS[int(tape.op[r])].name == "rnn_layer" for r in range(tape.n)) == L
+        loss = (out * out).sum() + (h_n * h_n).sum()
+        ws = list(mod.parameters())
+        grads = lib.autograd.grad(loss, ws + [hs], create_graph=True)
+        total = sum((g * g).sum() for g in grads)
+        second = lib.autograd.grad(total, [xs, hs] + ws, allow_unused=True)
+        results.append([None if g is None else g.detach().numpy() for g in second])
+    assert names[0] == names[1]
+    for a, b in zip(*results):
+        assert (a is None) == (b is None)
+        if b is not None:
+            np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
+
+
 # -- attention ---------------------------------------------------------------------------------------------
 F_TG, F_TH = tg.nn.functional, torch.nn.functional
 
@@ -604,7 +638,7 @@ def test_lstm_proj_size_unbatched_repr_state_dict():
     _compare(ours, theirs, [x, _data((2, 2), np.float32, 1), _data((2, 5), np.float32, 2)], np.float32)
 
 
-@pytest.mark.parametrize("name", ["LSTM", "GRU"])
+@pytest.mark.parametrize("name", ["LSTM", "GRU", "RNN"])
 def test_compile_replays_fused_cells(name):
     """tapegrad.compile(fullgraph=True) replays the fused cell rows: new inputs give eager's values and grads."""
     mod = getattr(tg.nn, name)(3, 4, num_layers=2)

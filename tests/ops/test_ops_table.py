@@ -445,6 +445,26 @@ def _gru(L, x, h0):
 
 
 add(Case("gru_layer", [A((3, 2, 3)), A((1, 2, 2))], fn=_gru))
+
+
+def _rnn(nonlinearity, batch_first=False):
+    """A one-layer nn.RNN over a sequence with fixed weights (the rnn_layer row): its output and h_n (batch_first:
+    the output's transpose under torch's in-place name, TransposeBackward1)."""
+    def fn(L, x, h0):
+        rnn = L.nn.RNN(3, 2, nonlinearity=nonlinearity, batch_first=batch_first)
+        rnn = rnn.double() if x.dtype == L.float64 else rnn
+        with L.no_grad():
+            for i, p in enumerate(rnn.parameters()):
+                p.copy_(L.tensor(np.linspace(-0.5, 0.5, p.numel()).reshape(tuple(p.shape)) * (i + 1),
+                                 dtype=x.dtype))
+        out, h = rnn(x, h0)
+        return out if batch_first else out * 1.5 + h
+    return fn
+
+
+add(Case("rnn_layer", [A((3, 2, 3)), A((1, 2, 2))], fn=_rnn("tanh")),
+    Case("rnn_layer", [A((3, 2, 3)), A((1, 2, 2))], fn=_rnn("relu"), id="relu"),
+    Case("transpose_", [A((2, 3, 3)), A((1, 2, 2))], fn=_rnn("tanh", batch_first=True)))
 add(Case("conv2d", [A((2, 3, 5, 5)), A((4, 3, 3, 3)), A((4,))], paths=F),
     Case("pad", [A((2, 3, 4))], {"pad": (1, 2)}, paths=F, id="constant_pad_nd"),
     Case("pad", [A((2, 3, 4))], {"pad": (2, 1), "mode": "reflect"}, paths=F, id="reflection_pad1d"),

@@ -13,8 +13,8 @@ import numbers
 import warnings
 
 from ... import _dtype, creation, ops
-from ...ops.rnn import gru_cell_step, gru_layer, lstm_cell_step, lstm_layer
-from ...ops.shape import _row_copy
+from ...ops.rnn import gru_cell_step, gru_layer, lstm_cell_step, lstm_layer, rnn_layer
+from ...ops.shape import _row_copy, _transpose_as_in_place
 from .. import functional as F, init
 from ..parameter import Parameter
 from .module import Module
@@ -168,13 +168,14 @@ class RNNBase(Module):
                 w_ih, w_hh, b_ih, b_hh, w_hr = self._weights(k)
                 gx_all = F.linear(layer_input, w_ih, b_ih)  # every step's input projection, one row
                 h, c = h0[k], c0[k] if lstm else None  # (views: an in-place write to h0 is caught, as torch's)
-                if T and gx_all.dtype in (_dtype.float32, _dtype.float64) and (
-                        (lstm and w_hr is None) or self.mode == "GRU"):
-                    # the whole recurrence: two rows for an LSTM, one for a GRU (a proj_size LSTM goes step by step)
+                if T and gx_all.dtype in (_dtype.float32, _dtype.float64) and (not lstm or w_hr is None):
+                    # the whole recurrence: two rows for an LSTM, one otherwise (a proj_size LSTM goes step by step)
                     if lstm:
                         out, c = lstm_layer(gx_all, h, c, w_hh, b_hh, reverse=bool(d))
-                    else:
+                    elif self.mode == "GRU":
                         out = gru_layer(gx_all, h, w_hh, b_hh, reverse=bool(d))
+                    else:
+                        out = rnn_layer(gx_all, h, w_hh, b_hh, reverse=bool(d), relu=self.mode == "RNN_RELU")
                     outs.append(out)
                     hs.append(_row_copy(out, 0 if d else T - 1))
                     cs.append(c)
@@ -289,7 +290,10 @@ class RNNBase(Module):
     def _finish(self, out, batched):
         if not batched:
             return out.squeeze(1)
-        return out.transpose(0, 1) if self.batch_first else out
+        if not self.batch_first:
+            return out
+        # (torch's RNN and GRU transpose their output in place, its LSTM out of place: the grad_fn's name differs)
+        return out.transpose(0, 1) if self.mode == "LSTM" else _transpose_as_in_place(out, 0, 1)
 
 
 class RNN(RNNBase):
