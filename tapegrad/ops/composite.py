@@ -5,6 +5,7 @@ import warnings
 import numpy as np
 
 from .. import random
+from ..creation import _linspace
 from ..tape import untraceable
 from ..tensor import Size, Tensor, _new
 from ._common import _dim, _sizes, _tensor, broadcast_shape
@@ -224,8 +225,10 @@ def _base_coords(steps, align_corners, dtype):
     """The normalized centres of `steps` pixels, as torch's affine_grid_generator lays them out."""
     if steps <= 1:
         return np.zeros(max(steps, 0), dtype)
-    c = np.linspace(-1, 1, steps, dtype=dtype)
-    return c if align_corners else c * dtype((steps - 1) / steps)
+    # torch.linspace's values, then `* (steps - 1) / steps` rounded twice, as torch's linspace_from_neg_one: a grid
+    # one ulp off moves a sample at a pixel centre to the other side of it, and grid_sample's gradient with it
+    c = _linspace(-1, 1, steps, dtype) if dtype in (np.float32, np.float64) else np.linspace(-1, 1, steps, dtype=dtype)
+    return c if align_corners else c * dtype(steps - 1) / dtype(steps)
 
 
 def affine_grid(theta, size, align_corners=None):
@@ -261,7 +264,16 @@ def affine_grid(theta, size, align_corners=None):
 
 
 def _unnormalize(coord, steps, align_corners):
-    return (coord + 1) / 2 * (steps - 1) if align_corners else ((coord + 1) * steps - 1) / 2
+    """Pixel coordinates as torch's CPU grid sampler computes them (GridSamplerKernel.cpp): (c + 1) times half the
+    size less one, or fused, (c + 1) times half the size less 0.5 rounded once. Where a sample lies on a pixel
+    centre (the spatial transformer's identity map) the last bit picks the side of its one-sided gradient."""
+    shifted = coord + 1
+    if align_corners:
+        return shifted * ((steps - 1) / 2)
+    out = shifted * (steps / 2) - 0.5
+    if out._data.dtype in (np.float32, np.float64):  # (the sub's rule reads no value: rewritten before any row reads it)
+        out._data[...] = random._fma(shifted._data, steps / 2, -0.5, out._data.dtype)
+    return out
 
 
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):

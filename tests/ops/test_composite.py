@@ -273,6 +273,26 @@ def test_spatial_transformer_affine_grid_and_grid_sample(mode, padding_mode, ali
         np.testing.assert_allclose(a, b, rtol=tol, atol=tol * max(1.0, np.abs(b).max()))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_affine_grid_is_torchs_bit_for_bit_and_so_is_the_tutorials_gradient(align_corners, dtype):
+    """The spatial transformer tutorial starts from the identity map, whose grid samples exactly on pixel centres:
+    there grid_sample's gradient is one-sided, and a grid one ulp off gave theta a wholly different gradient."""
+    x = RNG.standard_normal((2, 3, 7, 28)).astype(dtype)
+    theta = np.tile(np.eye(2, 3), (2, 1, 1)).astype(dtype)
+    got = []
+    for lib in (torch, tg):
+        tt = lib.tensor(theta, requires_grad=True)
+        grids = [lib.nn.functional.affine_grid(tt, (2, 3) + hw, align_corners=align_corners).detach().numpy()
+                 for hw in ((1, 5), (7, 28), (13, 6), (28, 28))]
+        grid = lib.nn.functional.affine_grid(tt, (2, 3, 7, 28), align_corners=align_corners)
+        lib.nn.functional.grid_sample(lib.tensor(x), grid, align_corners=align_corners).sum().backward()
+        got.append((grids, tt.grad.numpy()))
+    for a, b in zip(got[1][0], got[0][0]):
+        assert a.dtype == b.dtype and np.array_equal(a, b)
+    np.testing.assert_allclose(got[1][1], got[0][1], rtol=1e-4 if dtype == np.float32 else 1e-10, atol=1e-4)
+
+
 def test_grid_sample_warnings_and_errors():
     x, theta = tg.zeros(1, 1, 3, 3), tg.tensor([[[1.0, 0, 0], [0, 1, 0]]])
     with pytest.warns(UserWarning, match="Default grid_sample and affine_grid behavior has changed"):
