@@ -849,7 +849,8 @@ def _index_key(key, x):
         key = tuple(key)
     items = key if isinstance(key, tuple) else (key,)
     out, advanced, last = [], False, None
-    for k in items:
+    dims = _key_dims(items, x._data.ndim) if isinstance(key, tuple) else None
+    for j, k in enumerate(items):
         if k is None:
             out.append(None)
             last = "unsqueeze"
@@ -860,7 +861,9 @@ def _index_key(key, x):
             if k.step is not None and k.step <= 0:
                 raise ValueError("step must be greater than zero" if k.step < 0 else "slice step cannot be zero")
             out.append(k)
-            if not isinstance(key, tuple) or k != slice(None) and k != slice(None, None, 1):
+            # (in a tuple, torch skips a slice from 0 to the end at least, step 1: the key's op is the last it did not)
+            if dims is None or k.start not in (None, 0) or k.step not in (None, 1) or (
+                    k.stop is not None and (dims[j] is None or k.stop < x._data.shape[dims[j]])):
                 last = "slice"
         elif isinstance(k, (bool, np.bool_)):
             out.append(np.asanyarray(k))
@@ -887,6 +890,28 @@ def _index_key(key, x):
     _check_key(out, x)
     op = "index" if advanced else last or ("alias" if isinstance(key, tuple) or key is Ellipsis else "slice")
     return tuple(out), advanced, op
+
+
+def _key_dims(items, ndim):
+    """The dimension of x each item of an index tuple takes (None for None, Ellipsis, and where it is not known:
+    past a boolean array, or a key longer than x's rank, which _check_key refuses)."""
+    def width(k):
+        if k is None or k is Ellipsis:
+            return 0
+        a = k._data if isinstance(k, Tensor) else k
+        if isinstance(a, np.ndarray) and a.dtype in (np.bool_, np.uint8):  # (a mask: as many dimensions as it has)
+            return a.ndim
+        return 1
+    dims, d = [None] * len(items), 0
+    end = next((j for j, k in enumerate(items) if k is Ellipsis), len(items))
+    for j in range(end):
+        dims[j] = d if width(items[j]) == 1 and d < ndim else None
+        d += width(items[j])
+    d = ndim
+    for j in range(len(items) - 1, end, -1):
+        d -= width(items[j])
+        dims[j] = d if width(items[j]) == 1 and 0 <= d else None
+    return dims
 
 
 def _sequence_as_tuple(key):
@@ -980,7 +1005,8 @@ def _basic_key(key, shape):
                 return None
             op = "select"
         elif tk is slice and _plain_slice(k):
-            if k.start is not None or k.stop is not None or (k.step is not None and k.step != 1):
+            # (torch skips a slice from 0 to the end at least, step 1: its op is the last one it did not skip)
+            if k.start not in (None, 0) or k.stop is not None and k.stop < shape[d] or k.step not in (None, 1):
                 op = "slice"
         else:
             return None

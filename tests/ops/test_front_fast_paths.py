@@ -351,3 +351,23 @@ def test_last_dim_softmax_replay_rule_gives_the_array_rules_bits_and_torchs_valu
     tol = 4 * np.finfo(dtype).eps
     for a, b in zip(out[1], out[0]):
         np.testing.assert_allclose(a, b, rtol=tol * 10, atol=tol * 10, equal_nan=True)
+
+
+INDEX_KEYS = [(0, slice(None, 4)), (slice(None), slice(0, 4)), (slice(None), slice(None)), (slice(None), slice(None, 10)),
+              (slice(0, 3), 1), (1, slice(0, None)), (slice(-3, None), slice(None)), (slice(None), slice(-4, 4)),
+              (slice(None, 3),), (slice(None, 2), slice(0, 4)), (slice(None), slice(None, -1)), (slice(None, None, 2),),
+              (Ellipsis, slice(0, 5)), (Ellipsis, slice(0, 4)), (None, slice(0, 3)), (slice(0, 3), None, slice(0, 4)),
+              (Ellipsis, slice(0, 4), slice(None)), (0, Ellipsis, slice(None, 5)), ([0, 1], slice(0, 4)),
+              (slice(0, 3), [0, 1]), (slice(0, 3), slice(0, 4), slice(0, 5)), (slice(0, 3), slice(0, 4), slice(0, 6)),
+              slice(0, 3), slice(None), 1]
+
+
+@pytest.mark.parametrize("key", INDEX_KEYS, ids=repr)
+def test_indexing_names_the_last_step_torch_did_not_skip(key):
+    """In a tuple key torch skips a slice from 0 to the end (or past it), step 1, and names the result after the
+    last step it took (AliasBackward0 if none); a lone slice it always takes (actor_critic's printed
+    `weight[0, :4]` read SliceBackward0 where torch's reads SelectBackward0)."""
+    a = np.random.default_rng(2).standard_normal((3, 4, 5))
+    t, g = torch.tensor(a, requires_grad=True), tapegrad.tensor(a, requires_grad=True)
+    assert g[key].grad_fn.name() == t[key].grad_fn.name()
+    np.testing.assert_array_equal(g[key].detach().numpy(), t[key].detach().numpy())
