@@ -3,10 +3,12 @@ import functools
 import threading
 
 class _State(threading.local):
-    enabled = True  # a class default: each thread starts with grad mode on
+    enabled = True     # a class default: each thread starts with grad mode on
+    inference = False  # inference_mode's: tensors made under it are inference tensors (Tensor.is_inference)
 
 
 _state = _State()
+INFERENCE_ON = [0]  # how many inference modes are entered, in any thread: while 0, a new tensor skips the check
 
 
 def is_grad_enabled():
@@ -66,9 +68,26 @@ class set_grad_enabled(_Mode):
 
 
 class inference_mode(_Mode):
+    """Grad mode off, and the tensors made under it inference tensors; inference_mode(False) turns both back on
+    (grad mode even under no_grad), as torch's InferenceMode(false)."""
+
     def __init__(self, mode=True):
-        self._enabled = not mode
+        self._mode = bool(mode)
+
+    def __enter__(self):
+        self._prev = is_grad_enabled(), _state.inference
+        _set(not self._mode)
+        if self._mode:
+            INFERENCE_ON[0] += 1
+        _state.inference = self._mode
+
+    def __exit__(self, *exc):
+        if self._mode:
+            INFERENCE_ON[0] -= 1
+        _set(self._prev[0])
+        _state.inference = self._prev[1]
+        return False
 
 
 def is_inference_mode_enabled():
-    return False
+    return _state.inference

@@ -10,7 +10,7 @@ import numpy as np
 
 from . import _dtype, _format, _meta, _runtime, _strides
 from ._meta import MetaArray
-from .grad_mode import is_grad_enabled
+from .grad_mode import INFERENCE_ON, _state as _grad_state, is_grad_enabled
 from .tape import F_REQ, F_STOP, OP_LEAF, _local as _tape_local, NOT_A_SLOT, new_version_cell, untraceable, Watch
 from .device import check, CPU, META
 
@@ -102,6 +102,8 @@ def _new(data, requires_grad=False):
     t = Tensor.__new__(Tensor)
     # (a 0-d op on arrays returns a NumPy scalar: a Tensor's value is an array, which compiled code reads by id)
     t._data = data if isinstance(data, np.ndarray) else np.asarray(data)
+    if INFERENCE_ON[0] and _grad_state.inference:
+        t._inference = True
     if requires_grad:
         t.requires_grad = True
     return t
@@ -173,6 +175,7 @@ class Tensor:
     _window = None        # a view's: the NumPy view of its base's storage that its (copied) value mirrors
     _creation = None      # a view torch refuses recorded in-place ops on: "multi" (split, unbind), "no_grad"
     _views_without_cell = False  # a base's: views of it were made before it had a version cell (_ensure_vc)
+    _inference = False    # made under inference_mode (is_inference)
     _output_nr = 0
     _op = 0               # opcode of the op that made this tensor (its grad_fn's name)
     __array_priority__ = 1000  # make `ndarray * Tensor` defer to Tensor.__rmul__
@@ -241,6 +244,10 @@ class Tensor:
     @property
     def is_leaf(self):
         return self._is_leaf
+
+    def is_inference(self):
+        """Whether it was made under inference_mode (its views of such a tensor made after it: not followed)."""
+        return self._inference
 
     @property
     def grad(self):

@@ -774,6 +774,35 @@ def test_no_grad_and_set_grad_enabled(lib):
     assert not f().requires_grad
 
 
+def _inference_program(L):
+    x = L.ones(2)
+    r = [L.is_inference_mode_enabled()]
+    with L.inference_mode():
+        r += [L.is_inference_mode_enabled(), L.is_grad_enabled()]
+        d, y = L.ones(2), x * 2
+        z = d[0]
+        with L.inference_mode(False):
+            r += [L.is_inference_mode_enabled(), L.is_grad_enabled(), (x * 3).is_inference()]
+        r.append(L.is_inference_mode_enabled())
+    with L.no_grad():
+        with L.inference_mode(False):
+            r.append(L.is_grad_enabled())
+    r += [L.is_inference_mode_enabled(), x.is_inference(), d.is_inference(), y.is_inference(), z.is_inference(),
+          (x + 1).is_inference()]
+
+    @L.inference_mode()
+    def f(a):
+        return a * 2, L.is_inference_mode_enabled()
+    o, e = f(x)
+    return r + [o.is_inference(), e, o.requires_grad, L.is_grad_enabled()]
+
+
+def test_inference_mode_and_inference_tensors_are_torchs():
+    """inference_mode turns grad mode off and marks the tensors made under it (is_inference); inference_mode(False)
+    turns grad mode on, even under no_grad, as torch's InferenceMode(false) (the autograd tutorial's cells)."""
+    assert _inference_program(tapegrad) == _inference_program(torch)
+
+
 def test_grad_mode_is_per_thread():
     seen = {}
 

@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import _dtype, _meta, registry, saved_tensors, tape as tape_mod
 from ..saved_tensors import OPEN as _saved_tensors_hooks
-from ..grad_mode import _state as _grad_mode
+from ..grad_mode import INFERENCE_ON, _state as _grad_mode
 from ..tensor import Tensor, _new, as_array, register_view, storage_of
 
 OPS = registry.BY_NAME
@@ -29,6 +29,8 @@ def _record(op, out, inputs, c=0.0, c2=0.0, iattr=0, aux=None):
                 if _saved_tensors_hooks:
                     saved_tensors.pack(tape, t, op, inputs)
                 return t
+    if INFERENCE_ON[0] and _grad_mode.inference:
+        t._inference = True
     if tape_mod._local.tracing is not None:  # tapegrad.compile records ops on constants too (no gradient)
         if not _grad_mode.enabled:
             tape_mod.untraceable(f"{op.name} ran unrecorded (under no_grad)")
