@@ -336,6 +336,20 @@ def _gru_sequence(T, gi, h, w_hh, b_hh):
     return out.sum(0) * out[-1]
 
 
+def _rnn_sequence(T, gx, h, w_hh, b_hh, relu=False):
+    """A whole nn.RNN layer's recurrence (ops/rnn.py's rnn_layer row) against torch's step formula, tanh or relu."""
+    if T is torch:
+        outs = []
+        for t in range(gx.shape[0]):
+            a = gx[t] + (h @ w_hh.T + b_hh)
+            outs.append(a.relu() if relu else a.tanh())
+            h = outs[-1]
+        return torch.stack(outs).sum(0) * h
+    from tapegrad.ops.rnn import rnn_layer
+    out = rnn_layer(gx, h, w_hh, b_hh, relu=relu)
+    return out.sum(0) * out[-1]
+
+
 def _bags(T, w, mode, p=None):
     """The bags [0, 2], [], [3, 2, 1] of w's rows (times p), summed, averaged or maximised by indexing."""
     rows = [w[[0, 2]], w[[3, 2, 1]]]
@@ -469,6 +483,9 @@ CASES = [
     _case("lstm_layer", lambda T, gx, h, c, w: _lstm_sequence(T, gx, h, c, w), [(3, 2, 8), (2, 2), (2, 2), (8, 2)],
           covers=("lstm_layer", "lstm_layer_c")),
     _case("gru_layer", lambda T, gi, h, w, b: _gru_sequence(T, gi, h, w, b), [(3, 2, 6), (2, 2), (6, 2), (6,)]),
+    _case("rnn_layer", lambda T, gx, h, w, b: _rnn_sequence(T, gx, h, w, b), [(3, 2, 2), (2, 2), (2, 2), (2,)]),
+    pytest.param(*_case("rnn_layer", lambda T, gx, h, w, b: _rnn_sequence(T, gx, h, w, b, relu=True),
+                        [(3, 2, 2), (2, 2), (2, 2), (2,)]).values, id="rnn_layer-relu"),
     _case("custom_function", lambda T, x, y: sum(o.sum() for o in _cube_pair(T).apply(x, y, 1.5)).reshape(1),
           [(3,), (3,)], covers=("function", "function_output"), eps=1e-4),
     # issue 19's layers (tests/nn/test_conv_pool_norm.py has more)
