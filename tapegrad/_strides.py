@@ -114,6 +114,18 @@ VIEW_MESSAGE = ("view size is not compatible with input tensor's size and stride
                 "across two contiguous subspaces). Use .reshape(...) instead.")
 
 
+def memory_order(shape, strides):
+    """The dimensions from outermost to innermost in memory, as torch's TensorIterator walks a tensor (a random
+    fill's draws land in that order); None where it is the logical order (the dimensions longer than 1 in place)."""
+    if strides is None:
+        return None
+    dims = [d for d, n in enumerate(shape) if n != 1]
+    ordered = sorted(dims, key=lambda d: -strides[d])  # (stable: equal strides keep their order)
+    if ordered == dims:
+        return None
+    return tuple(ordered) + tuple(d for d, n in enumerate(shape) if n == 1)
+
+
 def is_dense(shape, strides):
     """Non-overlapping and dense: a permutation of some contiguous layout (torch's clone keeps those)."""
     expected = 1

@@ -1,4 +1,5 @@
 """Tensor constructors, with torch's dtype inference and the default dtype float32."""
+import functools
 import math
 import warnings
 
@@ -330,13 +331,33 @@ def _drawn(draw, args, requires_grad, device=None):
 
 
 def rand_like(input, dtype=None, requires_grad=False, *, layout=None, device=None, memory_format=None):
-    return _with_format(rand(*input.shape, dtype=dtype or input.dtype, requires_grad=requires_grad,
-                             device=device or input.device), input, memory_format)
+    return _drawn_like(rand, random.uniform, input, dtype, requires_grad, device, memory_format)
 
 
 def randn_like(input, dtype=None, requires_grad=False, *, layout=None, device=None, memory_format=None):
-    return _with_format(randn(*input.shape, dtype=dtype or input.dtype, requires_grad=requires_grad,
-                              device=device or input.device), input, memory_format)
+    return _drawn_like(randn, _normal_serial, input, dtype, requires_grad, device, memory_format)
+
+
+def _normal_serial(shape, generator, dtype):
+    return random.normal(shape, generator, dtype, serial=True)  # (torch's normal_ of a tensor not contiguous)
+
+
+def _drawn_like(factory, draw, input, dtype, requires_grad, device, memory_format):
+    """empty_like(input).uniform_() / normal_(): the result takes the input's strides where they are dense (and
+    not contiguous), and torch's fill walks its memory, so the draws land in memory order (random.in_memory_order)."""
+    strides = _like_strides(input, memory_format)
+    dtype, device = dtype or input.dtype, device or input.device
+    if strides is None or _is_meta(device):
+        return _with_format(factory(*input.shape, dtype=dtype, requires_grad=requires_grad, device=device), input,
+                            memory_format)
+    t = _drawn(functools.partial(_in_memory_order, strides, draw), (tuple(input.shape), None, _float(dtype)),
+               requires_grad, device)
+    t._strides = strides
+    return t
+
+
+def _in_memory_order(strides, draw, shape, *args):
+    return random.in_memory_order(shape, strides, lambda s: draw(s, *args))
 
 
 def _with_format(t, input, memory_format):

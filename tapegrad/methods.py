@@ -14,7 +14,7 @@ from .ops.shape import _check_recordable, _check_writable, _iterate, _written
 from .tensor import as_array, _new, Tensor, VIEWS
 from .creation import _shape
 from .registry import OPS, reads_input
-from . import _deprecated, _dtype, random
+from . import _deprecated, _dtype, _strides, random
 
 
 Tensor.type_as = lambda self, other: self.to(other.dtype)
@@ -406,12 +406,14 @@ Tensor.spmm = lambda self, mat2: ops.sparse.mm(self, mat2)
 
 
 # -- the random in-place fills: torch's streams (random.py), as nn.init's and dropout's -----------------------------
-def _fill_with(self, draw):
-    """Write draw() into self in place; torch's refusals come first, so that a refused fill draws nothing."""
+def _fill_with(self, draw, *arrays):
+    """Write draw(shape, *arrays) into self in place, its draws in self's memory order (random.in_memory_order);
+    torch's refusals come first, so that a refused fill draws nothing."""
     _refuse_leaf_write(self)
     if type(self._data) is MetaArray:
         return self  # (nothing drawn: the generator's state is left as it is, as torch's meta fills)
-    v = _new(draw().astype(self._data.dtype, copy=False))
+    v = _new(random.in_memory_order(self._data.shape, self._strides, draw, *arrays).astype(self._data.dtype,
+                                                                                         copy=False))
     if self._requires_grad and is_grad_enabled():  # (a recorded write: no gradient flows to the old value)
         v = self * 0 + v
     return _inplace(self, v)
@@ -425,42 +427,44 @@ def uniform_(self, *args, generator=None, **kwargs):
     if low > high:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={low} > to={high}")
     dtype = random.fill_dtype(self._data.dtype)
-    return _fill_with(self, lambda: random.uniform(self._data.shape, generator, dtype, low=low, high=high))
+    return _fill_with(self, lambda shape: random.uniform(shape, generator, dtype, low=low, high=high))
 
 
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
     dtype = random.fill_dtype(self._data.dtype)
-    return _fill_with(self, lambda: random.normal(self._data.shape, generator, dtype, mean=mean, std=std))
+    serial = not _strides.is_contiguous(self._data.shape, self._strides)  # (torch's fill is for contiguous ones)
+    return _fill_with(self, lambda shape: random.normal(shape, generator, dtype, mean=mean, std=std, serial=serial))
 
 
 def bernoulli_(self, p=0.5, *, generator=None):
     if isinstance(p, Tensor):
-        return _fill_with(self, lambda: random.bernoulli(np.broadcast_to(p._data, self._data.shape), generator))
-    return _fill_with(self, lambda: random.bernoulli_scalar(self._data.shape, float(p), generator, self._data.dtype))
+        return _fill_with(self, lambda shape, q: random.bernoulli(q, generator),
+                          np.broadcast_to(p._data, self._data.shape))
+    return _fill_with(self, lambda shape: random.bernoulli_scalar(shape, float(p), generator, self._data.dtype))
 
 
 def exponential_(self, lambd=1.0, *, generator=None):
     """Tensor.exponential_(lambd=1, *, generator=None)."""
-    return _fill_with(self, lambda: random.exponential(self._data.shape, float(lambd), generator, self._data.dtype))
+    return _fill_with(self, lambda shape: random.exponential(shape, float(lambd), generator, self._data.dtype))
 
 
 def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
     """Tensor.cauchy_(median=0, sigma=1, *, generator=None)."""
-    return _fill_with(self, lambda: random.cauchy(self._data.shape, float(median), float(sigma), generator,
-                                                  self._data.dtype))
+    return _fill_with(self, lambda shape: random.cauchy(shape, float(median), float(sigma), generator,
+                                                        self._data.dtype))
 
 
 def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
     """Tensor.log_normal_(mean=1, std=2, *, generator=None)."""
-    return _fill_with(self, lambda: random.log_normal(self._data.shape, float(mean), float(std), generator,
-                                                      self._data.dtype))
+    return _fill_with(self, lambda shape: random.log_normal(shape, float(mean), float(std), generator,
+                                                            self._data.dtype))
 
 
 def geometric_(self, p, *, generator=None):
     """Tensor.geometric_(p, *, generator=None)."""
-    return _fill_with(self, lambda: random.geometric(self._data.shape, float(p), generator, self._data.dtype))
+    return _fill_with(self, lambda shape: random.geometric(shape, float(p), generator, self._data.dtype))
 
 
 _NO_TO = object()
@@ -490,11 +494,11 @@ def random_(self, *args, generator=None, **kwargs):
     for name, v in (("from", low), ("to", high)):
         if v is not _NO_TO and v is not None and (isinstance(v, (bool, float)) or not isinstance(v, numbers.Integral)):
             raise TypeError(f"random_(): argument '{name}' must be int, not {type(v).__name__}")
-    shape, dtype = self._data.shape, self._data.dtype
+    dtype = self._data.dtype
     if high is _NO_TO:
-        return _fill_with(self, lambda: random.random_bits(shape, generator, dtype))
-    return _fill_with(self, lambda: random.random_range(shape, int(low), None if high is None else int(high),
-                                                        generator, dtype))
+        return _fill_with(self, lambda shape: random.random_bits(shape, generator, dtype))
+    return _fill_with(self, lambda shape: random.random_range(shape, int(low), None if high is None else int(high),
+                                                              generator, dtype))
 
 
 def share_memory_(self):

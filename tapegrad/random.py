@@ -40,7 +40,7 @@ import platform
 
 import numpy as np
 
-from . import _dtype, _libm, kernels
+from . import _dtype, _libm, _strides, kernels
 from .tape import untraceable
 from .tensor import _new
 
@@ -298,6 +298,17 @@ def set_rng_state(new_state):
     default_generator.set_state(new_state)
 
 
+def in_memory_order(shape, strides, draw, *arrays):
+    """draw(shape, *arrays) for a tensor of these strides, its draws laid in the tensor's memory order as torch's
+    fills lay them (a transposed tensor's first draws go down its columns); `arrays` (of `shape`, such as
+    bernoulli's probabilities) are permuted with it. The result is in logical (C) order."""
+    order = _strides.memory_order(shape, strides)
+    if order is None:
+        return draw(shape, *arrays)
+    drawn = draw(tuple(shape[d] for d in order), *(np.transpose(a, order) for a in arrays))
+    return np.ascontiguousarray(np.transpose(drawn, np.argsort(order)))
+
+
 def _gen(generator):
     return default_generator if generator is None else generator
 
@@ -368,9 +379,10 @@ def _check_uniform(dtype, low, high):
 _F32_DTYPE, _F32_ZERO, _F32_ONE = np.dtype(np.float32), np.float32(0.0), np.float32(1.0)
 
 
-def normal(shape, generator=None, dtype=np.float32, mean=0.0, std=1.0):
-    """torch.randn(shape) / torch.empty(shape).normal_(mean, std)."""
-    if dtype is _F32_DTYPE and _KERNEL == "avx2" and mean == 0.0 and std == 1.0:  # (randn's: checks that pass)
+def normal(shape, generator=None, dtype=np.float32, mean=0.0, std=1.0, serial=False):
+    """torch.randn(shape) / torch.empty(shape).normal_(mean, std). serial: one double a draw, as torch's kernel
+    fills a tensor that is not contiguous (or of fewer than 16 elements)."""
+    if dtype is _F32_DTYPE and _KERNEL == "avx2" and mean == 0.0 and std == 1.0 and not serial:  # (randn's)
         n = _numel(shape)
         if n >= 16:
             gen = default_generator if generator is None else generator
@@ -381,11 +393,8 @@ def normal(shape, generator=None, dtype=np.float32, mean=0.0, std=1.0):
         raise RuntimeError(f"normal expects std >= 0.0, but found std {_g(std)}")
     gen = _gen(generator)
     n = _numel(shape)
-    if n < 16:
-        # cpu_serial_kernel over at::normal_distribution<double>: one Box-Muller pair every second element
-        # (the cached value carries over between calls), then a cast to the tensor's dtype.
-        vals = np.array([gen._normal_double() for _ in range(n)], np.float64)
-        out = _madd(vals, std, mean, np.dtype(np.float64)).astype(dtype)
+    if n < 16 or serial:
+        return _normal_serial(shape, gen, dtype, mean, std)
     elif dtype == np.float64:
         out = _rng().normal_f64(gen._u32(2 * _normal_draws(n)), n, float(mean), float(std))
     elif dtype == np.float32 and _KERNEL == "avx2":  # (the kernel's array is n float32: torch.randn(n) as it is)
@@ -402,6 +411,13 @@ def normal(shape, generator=None, dtype=np.float32, mean=0.0, std=1.0):
     else:
         raise TypeError(f"normal: unsupported dtype {dtype}")
     return np.ascontiguousarray(out, dtype).reshape(shape)
+
+
+def _normal_serial(shape, gen, dtype, mean, std):
+    """cpu_serial_kernel over at::normal_distribution<double>: one Box-Muller pair every second element (the cached
+    value carries over between calls), then a cast to the tensor's dtype."""
+    vals = np.array([gen._normal_double() for _ in range(_numel(shape))], np.float64)
+    return np.ascontiguousarray(_madd(vals, std, mean, np.dtype(np.float64)).astype(dtype)).reshape(shape)
 
 
 def _normal_draws(n):

@@ -432,3 +432,47 @@ def test_bernoulli_scalar_takes_the_serial_kernel_on_every_cpu():
         done = subprocess.run([sys.executable, "-c", script], check=False, env=env, cwd=REPO, capture_output=True,
                               text=True, timeout=300)
         assert done.returncode == 0, done.stdout + done.stderr
+
+
+# -- fills of tensors that are not contiguous: torch walks their memory ---------------------------------------------
+LAYOUTS = {
+    "transpose": lambda L, dt: L.ones(4, 5, 8, dtype=dt).transpose(0, 1),
+    "t": lambda L, dt: L.ones(7, 20, dtype=dt).t(),
+    "permute": lambda L, dt: L.ones(2, 3, 4, 5, dtype=dt).permute(0, 2, 3, 1),
+    "strided": lambda L, dt: L.ones(40, 3, dtype=dt)[::2],
+    "contiguous": lambda L, dt: L.ones(6, 7, dtype=dt),
+}
+FILLS = {
+    "uniform_": lambda L, t: t.uniform_(-1, 2),
+    "normal_": lambda L, t: t.normal_(0.5, 2.0),
+    "bernoulli_": lambda L, t: t.bernoulli_(0.3),
+    "bernoulli_tensor": lambda L, t: t.bernoulli_(L.linspace(0, 1, t.numel(), dtype=t.dtype).reshape(t.shape)),
+    "random_": lambda L, t: t.random_(0, 100),
+    "exponential_": lambda L, t: t.exponential_(),
+    "dropout": lambda L, t: L.nn.functional.dropout(t, 0.4),
+    "rand_like": lambda L, t: L.rand_like(t),
+    "randn_like": lambda L, t: L.randn_like(t),
+    "randint_like": lambda L, t: L.randint_like(t, 10),
+    "init.normal_": lambda L, t: L.nn.init.normal_(t, 0, 2),
+    "init.uniform_": lambda L, t: L.nn.init.uniform_(t),
+    "init.trunc_normal_": lambda L, t: L.nn.init.trunc_normal_(t, std=0.5, a=-0.6, b=0.4),
+}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+@pytest.mark.parametrize("fill", sorted(FILLS))
+def test_fills_walk_a_tensors_memory_as_torchs(fill, layout, dtype):
+    """A fill's draws land in the tensor's memory order (torch's TensorIterator), and normal_ of a tensor that is
+    not contiguous draws one double at a time (its serial kernel): a transposed tensor's dropout mask, a
+    batch_first attention output's (the vision transformer example's), differed from torch's."""
+    results = []
+    for L in (torch, tapegrad):
+        L.manual_seed(11)
+        t = LAYOUTS[layout](L, getattr(L, dtype))
+        out = FILLS[fill](L, t)
+        results.append((arr(out), out.stride(), L.rand(3)))
+    assert_same_bits(results[1][0], results[0][0])
+    if fill != "dropout":  # (x * mask: tapegrad's elementwise results are contiguous, docs/compatibility.md)
+        assert results[1][1] == results[0][1]
+    assert_same_bits(arr(results[1][2]), arr(results[0][2]))  # (the generators moved alike)

@@ -5,6 +5,9 @@ import warnings
 import numpy as np
 
 from .. import random
+from ..creation import empty_like
+from ..grad_mode import no_grad
+from ..ops.elementwise import where
 from ..ops.shape import _check_writable, _written
 from .._meta import MetaArray
 from ..tensor import Tensor, VIEWS
@@ -52,14 +55,18 @@ def _uniform(tensor, a, b, generator):
     _check(tensor)
     if _meta(tensor):
         return tensor
-    return _write(tensor, _uniform_values(tensor._data.shape, a, b, tensor._data.dtype, generator))
+    dtype = tensor._data.dtype  # (a tensor's fill walks its memory: random.in_memory_order)
+    return _write(tensor, random.in_memory_order(tensor._data.shape, tensor._strides,
+                                                 lambda s: _uniform_values(s, a, b, dtype, generator)))
 
 
 def _normal(tensor, mean, std, generator):
     _check(tensor)
     if _meta(tensor):
         return tensor
-    return _write(tensor, _normal_values(tensor._data.shape, mean, std, tensor._data.dtype, generator))
+    dtype, serial = tensor._data.dtype, tensor._strides is not None  # (torch's fill is for contiguous tensors)
+    return _write(tensor, random.in_memory_order(tensor._data.shape, tensor._strides, lambda s: random.normal(
+        s, generator, random.fill_dtype(dtype), mean=mean, std=std, serial=serial)))
 
 
 def calculate_gain(nonlinearity, param=None):
@@ -92,23 +99,49 @@ def normal_(tensor, mean=0.0, std=1.0, generator=None):
 
 
 def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
-    """Normal(mean, std) values redrawn until they fall in [a, b]."""
+    """torch 2.13's algorithm in its own ops, so the same draws land in the same places: where [a, b] holds more
+    than 0.3 of the mass, normal values, each rejected one replaced from a whole new draw (torch.where); else
+    uniform candidates in [a, b] accepted by comparing a uniform's log with the log-density."""
     _check(tensor)
     if (mean < a - 2 * std) or (mean > b + 2 * std):
         warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The distribution of values "
                       "may be incorrect.", stacklevel=2)
     if _meta(tensor):
         return tensor
-    shape, dtype = tensor._data.shape, tensor._data.dtype
-    out = _normal_values(shape, mean, std, np.float64, generator).reshape(-1)
-    bad = np.flatnonzero((out < a) | (out > b))
-    for _ in range(1000):
-        if not len(bad):
-            break
-        out[bad] = _normal_values((len(bad),), mean, std, np.float64, generator)
-        bad = bad[(out[bad] < a) | (out[bad] > b)]
-    np.clip(out, a, b, out=out)
-    return _write(tensor, out.reshape(shape).astype(dtype))
+
+    def norm_cdf(x):
+        return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
+
+    with no_grad():
+        if norm_cdf((b - mean) / std) - norm_cdf((a - mean) / std) > 0.3:
+            lo, hi = tensor.new_tensor(a).item(), tensor.new_tensor(b).item()  # (the bounds in the tensor's dtype)
+            result = tensor.normal_(mean, std, generator=generator)
+            while True:
+                mask = (result < lo) | (result > hi)
+                if not mask.any():
+                    break
+                # (torch's where keeps the tensor's layout, so its empty_like(result) is laid out as the tensor)
+                result = where(mask, empty_like(tensor).normal_(mean, std, generator=generator), result)
+            if tensor is not result:
+                tensor.copy_(result)
+            return tensor
+        log_peak = -0.5 * ((max(a, min(mean, b)) - mean) / std) ** 2
+        candidates, accept_buf = empty_like(tensor), empty_like(tensor)
+        tensor.uniform_(a, b, generator=generator)
+        candidates.copy_(tensor)
+        candidates.sub_(mean).div_(std).pow_(2).mul_(-0.5).sub_(log_peak)
+        pending = accept_buf.uniform_(generator=generator).log_().gt(candidates)
+        if pending.any():
+            result = tensor
+            while True:
+                candidates.uniform_(a, b, generator=generator)
+                result = where(pending, candidates, result)
+                candidates.sub_(mean).div_(std).pow_(2).mul_(-0.5).sub_(log_peak)
+                pending = where(pending, accept_buf.uniform_(generator=generator).log_().gt(candidates), pending)
+                if not pending.any():
+                    break
+            tensor.copy_(result)
+    return tensor
 
 
 def constant_(tensor, val):

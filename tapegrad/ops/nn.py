@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from .. import _dtype, random, registry
+from .. import _dtype, _strides, random, registry
 from .._meta import MetaArray as _MetaArray, make as _make_meta
 from ..grad_mode import is_grad_enabled
 from ..tensor import _new, Tensor, tensor_type_name
@@ -89,22 +89,25 @@ def dropout(input, p=0.5, train=True, inplace=False):
     if not train or p == 0:
         return x
     dt = x._data.dtype if x._data.dtype.kind == "f" else np.dtype(np.float32)
+    # (torch's mask is empty_like(input).bernoulli_(1 - p): drawn in the input's memory order where it is dense)
+    strides = x._strides if x._strides is not None and _strides.is_dense(x._data.shape, x._strides) else None
     if type(x._data) is _MetaArray:  # (a meta mask: nothing drawn, as torch's)
         mask = _make_meta(x._data.shape, dt)
     elif p == 1:
         mask = np.zeros(x.shape, dt)
     elif _tape_local.tracing is not None and not inplace:  # tapegrad.compile: a mask each replay draws again
-        return mul(x, _tape_local.tape.record_draw(_dropout_draw, (tuple(x.shape), p, dt), False))
+        return mul(x, _tape_local.tape.record_draw(_dropout_draw, (tuple(x.shape), p, dt, strides), False))
     else:
-        mask = _dropout_draw(tuple(x.shape), p, dt)
+        mask = _dropout_draw(tuple(x.shape), p, dt, strides)
     if inplace:
         return x.mul_(_new(mask))
     return mul(x, _new(mask))
 
 
-def _dropout_draw(shape, p, dt):
-    """torch: noise = bernoulli_(1 - p) of the input's shape, noise / (1 - p) (input * noise is the op)."""
-    return random.dropout_mask(shape, p, None, dt) / dt.type(1.0 - p)
+def _dropout_draw(shape, p, dt, strides=None):
+    """torch: noise = bernoulli_(1 - p) of the input's shape (its draws in memory order for these strides),
+    noise / (1 - p) (input * noise is the op)."""
+    return random.in_memory_order(shape, strides, lambda s: random.dropout_mask(s, p, None, dt)) / dt.type(1.0 - p)
 
 
 def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):

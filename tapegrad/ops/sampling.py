@@ -16,7 +16,7 @@ import warnings
 import numpy as np
 
 from .. import _dtype, random
-from ..creation import _drawn, _finish, _float, _shape, zeros_like
+from ..creation import _drawn, _finish, _float, _like_strides, _shape, zeros_like
 from .. import _meta
 from ..device import cpu_only as _cpu_only, is_meta as _is_meta
 from ..grad_mode import is_grad_enabled, no_grad
@@ -153,8 +153,12 @@ def randint_like(input, low=0, high=None, *, generator=None, dtype=None, layout=
     shape = tuple(input.shape)
     if meta:  # (nothing drawn, as torch's)
         return _finish(_meta.make(shape, np_dtype), None, requires_grad)
-    value = random.random_range(shape, _int_arg(low, "low"), _int_arg(high, "high"), generator, np_dtype)
-    return _finish(value, None, requires_grad)
+    low, high = _int_arg(low, "low"), _int_arg(high, "high")
+    strides = _like_strides(_tensor(input), memory_format)  # (empty_like's, then random_: drawn in memory order)
+    value = random.in_memory_order(shape, strides, lambda s: random.random_range(s, low, high, generator, np_dtype))
+    t = _finish(value, None, requires_grad)
+    t._strides = strides
+    return t
 
 
 def _int_arg(v, name):
