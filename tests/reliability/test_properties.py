@@ -20,6 +20,7 @@ import tapegrad
 from tapegrad import registry
 from tapegrad import tape as tape_mod
 from tapegrad.create_graph import DERIVED_NAMES
+from tapegrad.ops.shape import _transpose_as_in_place
 
 
 class Draw:
@@ -186,6 +187,20 @@ def _gru_layer(L, gi, h, w_hh, b_hh):
     return out.sum(0) * out[-1]
 
 
+def _rnn_layer(L, gx, h, w_hh, b_hh):
+    """A whole nn.RNN layer's recurrence (the rnn_layer row, tanh) against torch's step formula; the output summed
+    over time times h_T."""
+    if L is torch:
+        outs = []
+        for t in range(gx.shape[0]):
+            h = (gx[t] + (h @ w_hh.T + b_hh)).tanh()
+            outs.append(h)
+        return torch.stack(outs).sum(0) * h
+    from tapegrad.ops.rnn import rnn_layer
+    out = rnn_layer(gx, h, w_hh, b_hh)
+    return out.sum(0) * out[-1]
+
+
 def _gru_cell(L, gi, gh, h):
     """One GRU step (gates r, z, n as torch's)."""
     if L is torch:
@@ -316,6 +331,10 @@ CASES = {
     "gru_layer": lambda L, x, R: _gru_layer(L, L.stack([x.repeat(1, 3), x.repeat(1, 3) * 0.5]),
                                             R.leaf(tuple(x.shape)), R.leaf((3 * x.shape[1], x.shape[1])),
                                             R.leaf((3 * x.shape[1],))),
+    "rnn_layer": lambda L, x, R: _rnn_layer(L, L.stack([x, x * 0.5]), R.leaf(tuple(x.shape)),
+                                            R.leaf((x.shape[1], x.shape[1])), R.leaf((x.shape[1],))),
+    # (nn.RNN's batch_first output: the transpose under torch's in-place name)
+    "transpose_": lambda L, x, R: x.transpose(0, 1) if L is torch else _transpose_as_in_place(x, 0, 1),
     "gru_cell": lambda L, x, R: _gru_cell(L, x.repeat(1, 3), R.leaf((x.shape[0], 3 * x.shape[1])),
                                           R.leaf(tuple(x.shape))),
     "conv": lambda L, x, R: F(L).conv1d(x.unsqueeze(0), R.leaf((2, x.shape[0], 2)), R.leaf((2,)), padding=1),
