@@ -61,10 +61,13 @@ from .version import __version__  # noqa: E402,F401  (torch's API version, a Tor
 from . import version  # noqa: E402,F401
 from .device import device, get_default_device, set_default_device  # noqa: E402,F401
 from . import accelerator, amp, backends, cpu, cuda, mps, xpu  # noqa: E402,F401
-from .amp import autocast  # noqa: E402,F401
+from .amp import (autocast, clear_autocast_cache, get_autocast_cpu_dtype, get_autocast_dtype,  # noqa: E402,F401
+                  get_autocast_gpu_dtype, is_autocast_cache_enabled, is_autocast_cpu_enabled, is_autocast_enabled,
+                  set_autocast_cache_enabled, set_autocast_cpu_dtype, set_autocast_cpu_enabled, set_autocast_dtype,
+                  set_autocast_enabled, set_autocast_gpu_dtype)
 from ._runtime import set_default_tensor_type  # noqa: E402,F401
 from ._runtime import (are_deterministic_algorithms_enabled, get_default_dtype,  # noqa: E402,F401
-                       get_float32_matmul_precision, get_num_interop_threads, get_num_threads, is_autocast_enabled, set_default_dtype,
+                       get_float32_matmul_precision, get_num_interop_threads, get_num_threads, set_default_dtype,
                        set_float32_matmul_precision, set_num_interop_threads, set_num_threads,
                        use_deterministic_algorithms)
 from ._torch_alias import install_as_torch  # noqa: E402,F401

@@ -77,8 +77,12 @@ bfloat16.name, bfloat16.is_floating_point, bfloat16.itemsize, bfloat16.code = "b
 
 class _AutocastState(threading.local):
     """The NumPy dtype of the CPU autocast region this thread is in (bfloat16's), or None: set by
-    tapegrad.amp.autocast, read by the ops on torch's CPU autocast lists. Thread-local, as torch's."""
+    tapegrad.amp (autocast, set_autocast_enabled/dtype), read by the ops on torch's CPU autocast lists; and each
+    device type's settings (enabled, dtype: tapegrad.amp.get_autocast_dtype). Thread-local, as torch's."""
     dtype = None
+
+    def __init__(self):
+        self.enabled, self.dtypes = {}, {}
 
 
 autocast_state = _AutocastState()

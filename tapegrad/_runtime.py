@@ -109,11 +109,6 @@ def get_float32_matmul_precision():
     return _matmul_precision
 
 
-def is_autocast_enabled(device_type=None):
-    """Whether a torch.autocast region is enabled for the device type (no argument: CUDA's, never here)."""
-    return device_type == "cpu" and _dtype.autocast_state.dtype is not None
-
-
 def set_warn_always(b):
     """torch.set_warn_always: the warnings torch gives once per process (TORCH_WARN_ONCE) are given every time."""
     global warn_always

@@ -92,13 +92,16 @@ class autocast:
 
     def __enter__(self):
         if self.device == "cpu":  # (a CUDA region, always disabled here, leaves the CPU's state alone)
-            self._outer.append(_dtype.autocast_state.dtype)
-            _dtype.autocast_state.dtype = self.fast_dtype.np if self._enabled else None
+            self._outer.append((is_autocast_enabled("cpu"), get_autocast_dtype("cpu")))
+            set_autocast_enabled("cpu", self._enabled)
+            set_autocast_dtype("cpu", self.fast_dtype)
         return self
 
     def __exit__(self, *exc):
         if self.device == "cpu":
-            _dtype.autocast_state.dtype = self._outer.pop()
+            enabled, dtype = self._outer.pop()
+            set_autocast_enabled("cpu", enabled)
+            set_autocast_dtype("cpu", dtype)
         return False
 
     def __call__(self, func):
@@ -109,5 +112,89 @@ class autocast:
         return wrapper
 
 
+# -- each device type's autocast settings (torch.is_autocast_enabled, get_autocast_dtype, ...) ------------------------
+_DEVICE_TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip", "ve", "fpga", "maia", "xla",
+                 "lazy", "vulkan", "mps", "meta", "hpu", "mtia", "privateuseone")
+_AUTOCAST_TYPES = ("cpu", "cuda", "xpu", "mps", "hpu", "xla", "ipu", "mtia", "privateuseone")
+_BFLOAT16_BY_DEFAULT = ("cpu", "hpu", "xla")
+
+
+def _autocast_device(device_type):
+    if device_type not in _DEVICE_TYPES:
+        raise RuntimeError(f"Expected one of {', '.join(_DEVICE_TYPES)} device type at start of device string: "
+                           f"{device_type}")
+    if device_type not in _AUTOCAST_TYPES:
+        raise RuntimeError("unknown device type for autocast in get_autocast_dispatch_key_from_device_type")
+    return device_type
+
+
 def is_autocast_available(device_type):
-    return False
+    """Whether autocast takes this device type (tapegrad computes only on the CPU: the others' regions are
+    disabled with torch's warning, as on a machine without them)."""
+    if device_type not in _DEVICE_TYPES:
+        _autocast_device(device_type)
+    return device_type in _AUTOCAST_TYPES
+
+
+def is_autocast_enabled(device_type="cuda"):
+    return _dtype.autocast_state.enabled.get(_autocast_device(device_type), False)
+
+
+def set_autocast_enabled(device_type, enabled=None):
+    if enabled is None:  # (the deprecated one-argument form: CUDA's)
+        device_type, enabled = "cuda", device_type
+    _dtype.autocast_state.enabled[_autocast_device(device_type)] = bool(enabled)
+    _sync()
+
+
+def get_autocast_dtype(device_type):
+    state = _dtype.autocast_state.dtypes
+    default = _dtype.bfloat16 if device_type in _BFLOAT16_BY_DEFAULT else _dtype.float16
+    return state.get(_autocast_device(device_type), default)
+
+
+def set_autocast_dtype(device_type, dtype):
+    _dtype.autocast_state.dtypes[_autocast_device(device_type)] = dtype
+    _sync()
+
+
+def _sync():
+    """The CPU's settings as the ops on the autocast lists read them: the dtype, or None where it is off."""
+    state = _dtype.autocast_state
+    state.dtype = get_autocast_dtype("cpu").np if state.enabled.get("cpu") else None
+
+
+def _deprecated(old, new, fn):
+    def call(*args):
+        warnings.warn(f"torch.{old} is deprecated. Please use torch.{new} instead.", DeprecationWarning, stacklevel=2)
+        return fn(*args)
+    call.__name__ = old.split("(")[0]
+    return call
+
+
+is_autocast_cpu_enabled = _deprecated("is_autocast_cpu_enabled()", "is_autocast_enabled('cpu')",
+                                      lambda: is_autocast_enabled("cpu"))
+set_autocast_cpu_enabled = _deprecated("set_autocast_cpu_enabled(enabled)", "set_autocast_enabled('cpu', enabled)",
+                                       lambda enabled: set_autocast_enabled("cpu", enabled))
+get_autocast_cpu_dtype = _deprecated("get_autocast_cpu_dtype()", "get_autocast_dtype('cpu')",
+                                     lambda: get_autocast_dtype("cpu"))
+set_autocast_cpu_dtype = _deprecated("set_autocast_cpu_dtype(dtype)", "set_autocast_dtype('cpu', dtype)",
+                                     lambda dtype: set_autocast_dtype("cpu", dtype))
+get_autocast_gpu_dtype = _deprecated("get_autocast_gpu_dtype()", "get_autocast_dtype('cuda')",
+                                     lambda: get_autocast_dtype("cuda"))
+set_autocast_gpu_dtype = _deprecated("set_autocast_gpu_dtype(dtype)", "set_autocast_dtype('cuda', dtype)",
+                                     lambda dtype: set_autocast_dtype("cuda", dtype))
+_cache_enabled = [True]
+
+
+def is_autocast_cache_enabled():
+    return _cache_enabled[0]
+
+
+def set_autocast_cache_enabled(enabled):
+    """Whether autocast keeps casts of weights for the region (tapegrad casts each use: a setting with no cache)."""
+    _cache_enabled[0] = bool(enabled)
+
+
+def clear_autocast_cache():
+    """Nothing is cached (see set_autocast_cache_enabled)."""

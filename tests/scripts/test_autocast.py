@@ -150,3 +150,44 @@ def test_decorator_form():
             return a @ a
         assert f(t.ones(2, 2)).dtype == t.bfloat16
         assert (t.ones(2, 2) @ t.ones(2, 2)).dtype == t.float32
+
+
+def _settings_program(L):
+    """torch's autocast settings API: each device type's flag and dtype, regions saving and restoring both, the
+    deprecated CPU/GPU forms (with their DeprecationWarnings), the cache switches, torch's errors."""
+    out = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        mm = lambda: str((L.ones(2, 2) @ L.ones(2, 2)).dtype)  # noqa: E731
+        out += [L.amp.is_autocast_available("cpu"), L.amp.is_autocast_available("cuda"),
+                L.amp.is_autocast_available("meta"), str(L.get_autocast_dtype("cpu")), str(L.get_autocast_dtype("cuda")),
+                L.is_autocast_enabled("cpu"), L.is_autocast_enabled()]
+        with L.autocast("cpu", dtype=L.float16):
+            out += [str(L.get_autocast_dtype("cpu")), L.is_autocast_enabled("cpu"), L.is_autocast_cpu_enabled(),
+                    str(L.get_autocast_cpu_dtype()), mm()]
+            with L.autocast("cpu", enabled=False):
+                out += [L.is_autocast_enabled("cpu"), mm()]
+        out += [str(L.get_autocast_dtype("cpu")), L.is_autocast_enabled("cpu")]
+        L.set_autocast_enabled("cpu", True)
+        out += [L.is_autocast_enabled("cpu"), mm()]
+        L.set_autocast_dtype("cpu", L.float16)
+        out.append(mm())
+        L.set_autocast_enabled("cpu", False)
+        out += [mm(), str(L.get_autocast_dtype("cpu"))]
+        L.set_autocast_cpu_dtype(L.bfloat16)
+        out += [str(L.get_autocast_dtype("cpu")), L.is_autocast_cache_enabled()]
+        L.clear_autocast_cache()
+        L.set_autocast_cache_enabled(False)
+        out.append(L.is_autocast_cache_enabled())
+        L.set_autocast_cache_enabled(True)
+        out.append(str(L.get_autocast_gpu_dtype()))
+        for bad in ("foo", "meta"):
+            with pytest.raises(RuntimeError) as e:
+                L.is_autocast_enabled(bad)
+            out.append(str(e.value))
+    # (torch's warnings end with "(Triggered internally at <its C++ source>)", which tapegrad does not add)
+    return out + [sorted(str(w.message).split(" (Triggered internally")[0] for w in caught)]
+
+
+def test_autocast_settings_are_torchs():
+    assert _settings_program(tapegrad) == _settings_program(torch)
