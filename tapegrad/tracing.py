@@ -15,7 +15,9 @@ A later call binds the arguments' and parameters' current arrays to their rows, 
 order, and records one row per output that needs a gradient on the caller's tape (CompiledFunctionBackward).
 That row's backward replays the private tape (compiled, and retained so that the next call can use it
 again) from the output down to the inputs it is asked for. Python code in the function runs only when it
-is traced, as with torch.jit.trace: what it reads besides its arguments and parameters is fixed then.
+is traced, as with torch.jit.trace: what it reads besides its arguments and parameters is fixed then, except
+that tensors it reads from closures, globals and modules are read afresh, and the plain Python values there
+(numbers, flags, strings) are guarded: a changed one makes a new trace (_sources).
 """
 import logging
 import math
@@ -263,6 +265,7 @@ class Compiled:
         self._fullgraph = fullgraph
         self._cache = {}
         self._modules = None  # the modules it calls: their train/eval modes are part of the signature
+        self._values = ()     # the plain Python values it may read (_sources): theirs are too
         self._last_key = None
         self.traces = 0
         self.recompiles = 0
@@ -283,9 +286,13 @@ class Compiled:
                                    "that is neither a tensor nor hashable, or a tensor passed by keyword")
             return fn(*args, **kwargs)
         if self._modules is None:
-            self._modules = _sources(fn)[1]
+            self._modules, self._values = _sources(fn)[1:]
+            self._value_names = tuple(what for what, _ in self._values)
         if self._modules:
             key = (*key, ("modes", tuple(m.training for m in self._modules)))
+        if self._values:  # (each value with its type: 2 and 2.0 make different traces, as int and float tensors)
+            key = (*key, ("values", tuple([(type(v), v) for v in [get() for _, get in self._values]]),
+                          self._value_names))
         entries = self._cache.get(key)
         if type(entries) is str:
             return fn(*args, **kwargs)  # a graph break: this signature runs eagerly
@@ -345,15 +352,29 @@ def _key_change(old, new):
         if a != b:
             if type(b) is tuple and b and b[0] == "modes":
                 return f"a module's train/eval mode changed: {a[1]} -> {b[1]}"
+            if type(b) is tuple and b and b[0] == "values" and type(a) is tuple and len(a[1]) == len(b[1]):
+                k = next(k for k, (x, y) in enumerate(zip(a[1], b[1])) if x != y)
+                return f"a Python value it may read changed: {b[2][k]} {a[1][k][1]!r} -> {b[1][k][1]!r}"
             return f"argument {i} changed: {a} -> {b}"
     return f"the arguments changed: {old[1:]} -> {new[1:]}"
 
 
+_PLAIN = (bool, int, float, str, type(None))
+
+
+def _plain(v):
+    """A Python value a trace may have baked in as a constant, which a guard compares: a number, a string, None,
+    or a tuple of them."""
+    return type(v) in _PLAIN or type(v) is tuple and all(type(x) in _PLAIN for x in v)
+
+
 def _sources(fn):
-    """Where fn reads tensors and modules from: (id(tensor) -> a function returning what that place holds now,
-    the modules it reaches): its closure cells, the globals its code names, and for a module (or a method of one)
-    every submodule's tensor attributes and buffers."""
-    getters, modules = {}, []
+    """Where fn reads tensors, modules and plain Python values from: (id(tensor) -> (what, a function returning what
+    that place holds now), the modules it reaches, [(what, getter) of each plain value]): its closure cells, the
+    globals its code names (and those of the functions it names, a few calls deep), and for a module (or a method
+    of one) every submodule's attributes and buffers. A plain value a trace reads is a constant of it, as
+    torch.compile's guards treat one: a changed one makes a new trace (Compiled.__call__)."""
+    getters, modules, values, seen_code = {}, [], [], set()
 
     def add_module(m):
         for sub in m.modules():
@@ -363,39 +384,56 @@ def _sources(fn):
                     if isinstance(v, Tensor):
                         getters.setdefault(id(v), (f"attribute {type(sub).__name__}.{k}",
                                                    lambda sub=sub, k=k: getattr(sub, k, None)))
+                    elif k != "training" and not k.startswith("_") and _plain(v):
+                        values.append((f"attribute {type(sub).__name__}.{k}", lambda sub=sub, k=k: getattr(sub, k, None)))
+                add_code(getattr(type(sub).forward, "__code__", None), getattr(type(sub).forward, "__globals__", {}),
+                         2)
 
-    def add(v, name, get):
+    def add(v, name, get, depth):
         if isinstance(v, Tensor):
             getters.setdefault(id(v), (name, get))
         elif isinstance(v, Module):
             add_module(v)
         elif isinstance(v, Compiled):
-            add(v._orig_mod, name, lambda: None)
+            add(v._orig_mod, name, lambda: None, depth)
+        elif _plain(v):
+            values.append((name, get))
+        elif depth and type(v).__name__ == "function":  # (a Python function it calls: what that reads, too)
+            add_function(v, depth - 1)
 
-    add(fn, "the compiled module", lambda: None)
+    def add_function(func, depth):
+        code = getattr(func, "__code__", None)
+        if code is None or code in seen_code:
+            return
+        for name, cell in zip(code.co_freevars, func.__closure__ or ()):
+            try:
+                v = cell.cell_contents
+            except ValueError:  # (an empty cell)
+                continue
+            add(v, f"closure variable '{name}'", lambda cell=cell: cell.cell_contents, depth)
+        add_code(code, func.__globals__, depth)
+
+    def add_code(code, g, depth):
+        if code is None or code in seen_code:
+            return
+        seen_code.add(code)
+        names, todo = set(), [code]
+        while todo:  # (the names of nested functions' code too)
+            c = todo.pop()
+            names.update(c.co_names)
+            todo.extend(k for k in c.co_consts if hasattr(k, "co_names"))
+        for name in sorted(names):
+            if name in g:
+                add(g[name], f"global '{name}'", lambda name=name: g.get(name), depth)
+
+    add(fn, "the compiled module", lambda: None, 0)
     func = getattr(fn, "__func__", fn)
     if isinstance(getattr(fn, "__self__", None), Module):
         add_module(fn.__self__)
     if isinstance(fn, Module):
         func = type(fn).forward
-    code = getattr(func, "__code__", None)
-    if code is None:
-        return getters, modules
-    for name, cell in zip(code.co_freevars, func.__closure__ or ()):
-        try:
-            v = cell.cell_contents
-        except ValueError:  # (an empty cell)
-            continue
-        add(v, f"closure variable '{name}'", lambda cell=cell: cell.cell_contents)
-    g, names, todo = func.__globals__, set(), [code]
-    while todo:  # (the names of nested functions' code too)
-        c = todo.pop()
-        names.update(c.co_names)
-        todo.extend(k for k in c.co_consts if hasattr(k, "co_names"))
-    for name in sorted(names):
-        if name in g:
-            add(g[name], f"global '{name}'", lambda name=name: g.get(name))
-    return getters, modules
+    add_function(func, 2)
+    return getters, modules, values
 
 
 def _signature(args, kwargs):

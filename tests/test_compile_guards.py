@@ -174,6 +174,48 @@ def test_a_global_target_is_read_afresh():
     assert f.recompiles == 1 and "global 'TARGET' changed" in f.guard_failures[-1]
 
 
+SCALE = 2.0  # a plain global the compiled functions below read (set by a test)
+
+
+def _scaled(x):
+    return x * SCALE  # (read by a function the compiled one calls)
+
+
+def test_plain_python_values_it_reads_are_guarded():
+    """A number, flag or string a trace read from a global (also through a function it calls), a closure or a
+    module's attribute is a constant of the trace, as torch.compile's guards treat one: changed, it makes a new
+    trace, never a stale replay (a float attribute, a flag choosing a branch; found running torch.compile's
+    tutorial patterns, which replayed the old value)."""
+    global SCALE
+    SCALE = 2.0
+
+    class M(tg.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.use_relu, self.alpha = False, 1.5
+
+        def forward(self, x):
+            return (tg.relu(x) if self.use_relu else x) * self.alpha
+
+    m = M()
+    fm = tg.compile(m, fullgraph=True)
+    fg = tg.compile(lambda x: _scaled(x) + 1, fullgraph=True)
+    shift = 0.5
+    fc = tg.compile(lambda x: x + shift, fullgraph=True)
+    x = tg.tensor([-1.0, 2.0])
+    assert fm(x).tolist() == [-1.5, 3.0] and fg(x).tolist() == [-1.0, 5.0] and fc(x).tolist() == [-0.5, 2.5]
+    m.use_relu = True
+    assert fm(x).tolist() == [0.0, 3.0]
+    m.alpha = -1.0
+    assert fm(x).tolist() == [-0.0, -2.0] and fm.recompiles == 2
+    assert "attribute M.alpha 1.5 -> -1.0" in fm.guard_failures[-1]
+    SCALE = 5.0
+    assert fg(x).tolist() == [-4.0, 11.0] and fg.recompiles == 1 and "global 'SCALE'" in fg.guard_failures[-1]
+    shift = 1
+    assert fc(x).tolist() == [0.0, 3.0] and fc.recompiles == 1
+    assert fc(x).tolist() == [0.0, 3.0] and fc.recompiles == 1  # (the new value's trace serves from then on)
+
+
 def test_a_module_buffer_and_train_eval_mode_are_guarded():
     tg.manual_seed(0)
     torch.manual_seed(0)
