@@ -51,7 +51,13 @@ def _float(dtype):
     return _dtype.default_float.np if dtype is None else _dtype.to_numpy_dtype(dtype)
 
 
+_COPY_CONSTRUCT = ("To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() or "
+                   "sourceTensor.detach().clone().requires_grad_(True), rather than torch.tensor(sourceTensor).")
+
+
 def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    if isinstance(data, Tensor):
+        warnings.warn(_COPY_CONSTRUCT, UserWarning, stacklevel=2)
     meta = _is_meta(device)
     # (a copy of a tensor's value is no constant of a trace: it depends on what the tensor holds)
     made = _tape_local.tracing is not None and not isinstance(data, Tensor) and not (

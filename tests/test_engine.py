@@ -989,3 +989,19 @@ def test_views_share_storage_with_their_base(lib):
     v = x.view(2, 2)
     v.add_(1)
     np.testing.assert_array_equal(x.numpy(), [1.0, 1.0, 1.0, 1.0])
+
+
+def test_tensor_of_a_tensor_warns_as_torch():
+    """torch.tensor(t) copies with torch's UserWarning (the neural style tutorial's Normalization triggers it);
+    tensors inside a list, as_tensor and arrays do not warn."""
+    import warnings
+    caught = []
+    for lib in (torch, tapegrad):
+        m = lib.tensor([0.485])
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            t = lib.tensor(m)
+            lib.tensor([m[0], m[0]]), lib.as_tensor(m), lib.tensor(m.numpy())
+        caught.append([(x.category, str(x.message)) for x in w])
+        assert t.tolist() == m.tolist()
+    assert caught[1] == caught[0] and len(caught[0]) == 1
