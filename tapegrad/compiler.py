@@ -4,7 +4,13 @@ from . import tape as _tape
 from .tracing import reset  # noqa: F401  (forget every compiled function's traces)
 
 __all__ = ["reset", "is_compiling", "is_dynamo_compiling", "disable", "allow_in_graph", "assume_constant_result",
-           "cudagraph_mark_step_begin"]
+           "cudagraph_mark_step_begin", "list_backends"]
+
+
+def list_backends(exclude_tags=("debug", "experimental")):
+    """torch.compiler.list_backends: torch._dynamo's."""
+    from ._dynamo import list_backends
+    return list_backends(exclude_tags)
 
 
 def is_compiling():

@@ -228,6 +228,10 @@ def reset():
 _COMPILED = weakref.WeakSet()
 
 
+class Unsupported(RuntimeError):
+    """torch._dynamo.exc.Unsupported: fullgraph=True and the function cannot be replayed (the reason is said)."""
+
+
 class RecompileError(RuntimeError):
     """torch._dynamo.exc.RecompileError: a compiled function would trace again under error_on_recompile."""
 
@@ -282,7 +286,7 @@ class Compiled:
         key = _signature(args, kwargs)
         if key is None:
             if self._fullgraph:
-                raise RuntimeError("tapegrad.compile(fullgraph=True): cannot replay this function: an argument "
+                raise Unsupported("tapegrad.compile(fullgraph=True): cannot replay this function: an argument "
                                    "that is neither a tensor nor hashable, or a tensor passed by keyword")
             return fn(*args, **kwargs)
         if self._modules is None:
@@ -337,7 +341,7 @@ class Compiled:
         entry = _trace(self._orig_mod, args, kwargs)
         if type(entry) is str:
             if self._fullgraph:
-                raise RuntimeError(f"tapegrad.compile(fullgraph=True): cannot replay this function: {entry}")
+                raise Unsupported(f"tapegrad.compile(fullgraph=True): cannot replay this function: {entry}")
             self._cache[key] = entry
         else:
             self._cache.setdefault(key, []).insert(0, entry)
