@@ -275,3 +275,35 @@ def test_tensor_dataset_fast_path_returns_fresh_tensors():
     xb.add_(100)
     assert x[0].tolist() == [0.0, 1.0]
     assert len(loader) == math.ceil(6 / 4)
+
+
+def test_subset_sampler_without_generator_and_collating_unequal_or_mixed_tensors_are_torchs():
+    """SubsetRandomSampler without a generator permutes with the default generator itself (only RandomSampler
+    seeds a fresh one); default_collate stacks as torch.stack does: its dtype promotion, and its RuntimeError for
+    tensors of unequal sizes (variable-length sequences without a collate_fn), arrays and dicts of them too."""
+    def program(L, data):
+        out = []
+        L.manual_seed(0)
+        out.append(list(data.SubsetRandomSampler([0, 2, 4, 6, 8])))
+        out.append(str(data.default_collate([L.zeros(2), L.zeros(2, dtype=L.int64)]).dtype))
+        out.append(str(data.default_collate([np.zeros(2, np.float32), np.zeros(2, np.int64)]).dtype))
+        for batch in ([L.zeros(2), L.zeros(3)], [np.zeros(2), np.zeros(3)], [{"a": L.zeros(2)}, {"a": L.zeros(3)}]):
+            with pytest.raises(RuntimeError) as e:
+                data.default_collate(batch)
+            out.append(str(e.value))
+        return out
+    assert program(tg, tgd) == program(torch, tud)
+
+
+def test_more_workers_than_cpus_warns_as_torch():
+    import os
+    import warnings
+    n = len(os.sched_getaffinity(0)) + 3 if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1) + 3
+    seen = []
+    for L, data in ((torch, tud), (tg, tgd)):
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            data.DataLoader(data.TensorDataset(L.zeros(8, 2)), batch_size=2, num_workers=n)
+            data.DataLoader(data.TensorDataset(L.zeros(8, 2)), batch_size=2, num_workers=1)
+        seen.append([str(x.message) for x in w])
+    assert seen[1] == seen[0] and len(seen[0]) == 1

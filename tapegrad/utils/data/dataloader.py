@@ -8,6 +8,8 @@ index per tensor instead of stacking samples one by one (the result is the same)
 """
 import collections.abc
 import math
+import os
+import warnings
 
 import numpy as np
 
@@ -26,8 +28,9 @@ _COLLATE_ERR = "default_collate: batch must contain tensors, numpy arrays, numbe
 
 
 def _stack(tensors):
-    if any(t._requires_grad for t in tensors):
-        return ops.stack(tensors, 0)
+    first = tensors[0]._data
+    if any(t._requires_grad or t._data.shape != first.shape or t._data.dtype != first.dtype for t in tensors):
+        return ops.stack(tensors, 0)  # (torch.stack's dtype promotion and its error for unequal sizes)
     return _new(np.stack([t._data for t in tensors]))
 
 
@@ -40,7 +43,7 @@ def default_collate(batch):
     if isinstance(elem, np.ndarray):
         if elem.dtype.kind in "OSUV":
             raise TypeError(_COLLATE_ERR.format(elem.dtype))
-        return _new(np.ascontiguousarray(np.stack(batch)))
+        return _stack([_new(np.ascontiguousarray(b)) for b in batch])  # (torch: as_tensor each, then stack)
     if isinstance(elem, np.generic) and elem.dtype.kind not in "OSUV":
         return _new(np.ascontiguousarray(np.asarray(batch)))
     if isinstance(elem, bool):
@@ -160,6 +163,23 @@ class DataLoader:
         if collate_fn is None:
             collate_fn = default_collate if self._auto_collation else default_convert
         self.collate_fn = collate_fn
+        self.check_worker_number_rationality()
+
+    def check_worker_number_rationality(self):
+        """torch's warning when more worker processes than the CPUs this process may use are asked for."""
+        if not self.num_workers:
+            return
+        cpuset_checked = hasattr(os, "sched_getaffinity")
+        suggest = len(os.sched_getaffinity(0)) if cpuset_checked else os.cpu_count()
+        if suggest is None or self.num_workers > suggest:
+            limit = ("DataLoader is not able to compute a suggested max number of worker in current system."
+                     if suggest is None else
+                     f"Our suggested max number of worker in current system is {suggest}"
+                     f"{'' if cpuset_checked else ' (`cpuset` is not taken into account)'}, which is smaller than "
+                     f"what this DataLoader is going to create.")
+            warnings.warn(f"This DataLoader will create {self.num_workers} worker processes in total. {limit} Please "
+                          f"be aware that excessive worker creation might get DataLoader running slow or even freeze, "
+                          f"lower the worker number to avoid potential slowness/freeze if necessary.", stacklevel=2)
 
     @property
     def _auto_collation(self):
@@ -179,7 +199,6 @@ class DataLoader:
 
     def __iter__(self):
         if self.pin_memory:  # (torch's warning: there is no accelerator to pin memory for)
-            import warnings
             warnings.warn("'pin_memory' argument is set as true but no accelerator is found, then device pinned "
                           "memory won't be used.", stacklevel=2)
         # torch's loader iterator draws a worker base seed from the loader's generator (or the default one)
@@ -188,6 +207,7 @@ class DataLoader:
             if self.persistent_workers and self._iterator is not None:
                 self._iterator.reset()  # (the same workers, and no new base seed, as torch)
                 return self._iterator
+            self.check_worker_number_rationality()
             base_seed = int(random.integers(0, 2 ** 63, (), self.generator))
             it = MultiProcessingIter(self, base_seed)
             if self.persistent_workers:

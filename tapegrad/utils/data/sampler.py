@@ -88,9 +88,8 @@ class SubsetRandomSampler(Sampler):
         self.indices = indices
         self.generator = generator
 
-    def __iter__(self):
-        generator = self.generator if self.generator is not None else _fresh_generator()
-        for i in _randperm(len(self.indices), generator).tolist():
+    def __iter__(self):  # (torch.randperm from the default generator itself: only RandomSampler seeds a fresh one)
+        for i in _randperm(len(self.indices), self.generator).tolist():
             yield self.indices[i]
 
     def __len__(self):
