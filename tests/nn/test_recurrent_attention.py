@@ -821,3 +821,29 @@ def test_an_unrolled_lstm_cell_backward_by_the_replays_rule_gives_the_array_rule
     tol = 1e-4 if dtype == np.float32 else 1e-10
     for a, b in zip(results[1], results[0]):
         np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
+
+
+def test_mismatched_mask_types_warn_as_torch():
+    """A bool padding mask beside a float attention mask (the translation tutorial's decoder masks): torch's
+    deprecation warning from the layer that first sees both, the same values."""
+    def program(L):
+        out = []
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            L.manual_seed(0)
+            x, pad = L.randn(3, 2, 8), L.tensor([[False, False, True]] * 2)
+            mha = L.nn.MultiheadAttention(8, 2)
+            out.append(mha(x, x, x, attn_mask=L.zeros(3, 3), key_padding_mask=pad)[0].detach().numpy())
+            enc = L.nn.TransformerEncoder(L.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0), 2,
+                                          enable_nested_tensor=False)
+            out.append(enc(x, mask=L.zeros(3, 3), src_key_padding_mask=pad).detach().numpy())
+            layer = L.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0)
+            out.append(layer(x, src_mask=L.zeros(3, 3, dtype=L.bool), src_key_padding_mask=L.zeros(2, 3))
+                       .detach().numpy())
+            dec = L.nn.TransformerDecoderLayer(8, 2, 16, dropout=0.0)
+            out.append(dec(x, x, tgt_mask=L.zeros(3, 3), tgt_key_padding_mask=pad).detach().numpy())
+        return out, [str(w.message) for w in caught]
+    (ours, ours_warned), (theirs, their_warned) = program(tg), program(torch)
+    assert ours_warned == their_warned and len(their_warned) == 4
+    for a, b in zip(ours, theirs):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)

@@ -3,6 +3,7 @@ q/k/v_proj_weight when kdim/vdim differ, out_proj), init, masks and errors; F.mu
 arithmetic: the weights path (need_weights) as torch's explicit softmax, the other through
 scaled_dot_product_attention."""
 import math
+import warnings
 
 import numpy as np
 
@@ -16,10 +17,14 @@ from ...tensor import _new
 __all__ = ["MultiheadAttention"]
 
 
-def _canonical_mask(mask, name, dtype):
-    """torch's _canonical_mask: a boolean mask (True: masked out) as a float bias of -inf / 0."""
+def _canonical_mask(mask, name, dtype, other=None, other_name=""):
+    """torch's _canonical_mask: a boolean mask (True: masked out) as a float bias of -inf / 0; with its warning
+    where `other`, the mask beside it, is of another type (a bool padding mask beside a float attention mask)."""
     if mask is None:
         return None
+    if other is not None and ops._tensor(mask)._data.dtype != ops._tensor(other)._data.dtype:
+        warnings.warn(f"Support for mismatched {name} and {other_name} is deprecated. Use same type for both "
+                      f"instead.", stacklevel=3)
     m = ops._tensor(mask)
     if m._data.dtype == np.bool_:
         return _new(np.where(m._data, -np.inf, 0.0).astype(dtype))
@@ -109,7 +114,7 @@ class MultiheadAttention(Module):
         H, hd, dt = self.num_heads, self.head_dim, query._data.dtype
         if E != self.embed_dim:
             raise AssertionError(f"was expecting embedding dimension of {self.embed_dim}, but got {E}")
-        key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask", dt)
+        key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask", dt, attn_mask, "attn_mask")
         if is_causal and attn_mask is None:
             raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the Transformer "
                                "module method `generate_square_subsequent_mask` to create this mask.")

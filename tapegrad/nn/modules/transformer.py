@@ -7,7 +7,7 @@ import warnings
 from ... import creation, ops
 from .. import functional as F, init
 from .activation import GELU, ReLU
-from .attention import MultiheadAttention
+from .attention import MultiheadAttention, _canonical_mask
 from .container import ModuleList
 from .dropout import Dropout
 from .linear import Linear
@@ -62,6 +62,9 @@ class TransformerEncoderLayer(Module):
                                         2 if act is F.gelu or isinstance(act, GELU) else 0)
 
     def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
+        dt = src._data.dtype  # (as torch's: both masks made float biases, with its warning for mismatched ones)
+        src_key_padding_mask = _canonical_mask(src_key_padding_mask, "src_key_padding_mask", dt, src_mask, "src_mask")
+        src_mask = _canonical_mask(src_mask, "src_mask", dt)
         x = src
         if self.norm_first:
             x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
@@ -165,6 +168,9 @@ class TransformerEncoder(Module):
             self.use_nested_tensor = False
 
     def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
+        dt = src._data.dtype
+        src_key_padding_mask = _canonical_mask(src_key_padding_mask, "src_key_padding_mask", dt, mask, "mask")
+        mask = _canonical_mask(mask, "mask", dt)
         output = src
         for mod in self.layers:
             output = mod(output, src_mask=mask, is_causal=bool(is_causal), src_key_padding_mask=src_key_padding_mask)
