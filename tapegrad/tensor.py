@@ -246,7 +246,7 @@ class Tensor:
         return self._is_leaf
 
     def is_inference(self):
-        """Whether it was made under inference_mode (its views of such a tensor made after it: not followed)."""
+        """Whether it was made under inference_mode (a view made of one outside it is not marked, where torch's is)."""
         return self._inference
 
     @property

@@ -4,7 +4,7 @@ import warnings
 
 import numpy as np
 
-from .. import random
+from .. import _strides, random
 from ..creation import empty_like
 from ..grad_mode import no_grad
 from ..ops.elementwise import where
@@ -64,7 +64,8 @@ def _normal(tensor, mean, std, generator):
     _check(tensor)
     if _meta(tensor):
         return tensor
-    dtype, serial = tensor._data.dtype, tensor._strides is not None  # (torch's fill is for contiguous tensors)
+    dtype = tensor._data.dtype
+    serial = not _strides.is_contiguous(tensor._data.shape, tensor._strides)  # (torch's fill: contiguous ones)
     return _write(tensor, random.in_memory_order(tensor._data.shape, tensor._strides, lambda s: random.normal(
         s, generator, random.fill_dtype(dtype), mean=mean, std=std, serial=serial)))
 
