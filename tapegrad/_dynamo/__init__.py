@@ -1,5 +1,6 @@
 """torch._dynamo's user-facing parts for tapegrad.compile: `config` (recompile_limit, error_on_recompile),
-`exc.RecompileError`, `exc.Unsupported` (fullgraph=True refusing a function), `reset()`, `is_compiling()`, `disable`, and `eval_frame.OptimizedModule`."""
+`exc.RecompileError`, `exc.Unsupported` (fullgraph=True refusing a function), `reset()`, `is_compiling()`,
+`disable`, and `eval_frame.OptimizedModule`."""
 import types
 
 from ..compiler import disable, is_compiling  # noqa: F401

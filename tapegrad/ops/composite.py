@@ -271,7 +271,7 @@ def _unnormalize(coord, steps, align_corners):
     if align_corners:
         return shifted * ((steps - 1) / 2)
     out = shifted * (steps / 2) - 0.5
-    if out._data.dtype in (np.float32, np.float64):  # (the sub's rule reads no value: rewritten before any row reads it)
+    if out._data.dtype in (np.float32, np.float64):  # (the sub's rule reads no value: rewritten before a row does)
         out._data[...] = random._fma(shifted._data, steps / 2, -0.5, out._data.dtype)
     return out
 
