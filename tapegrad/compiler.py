@@ -1,16 +1,18 @@
 """torch.compiler: the user-facing switches of torch.compile (tapegrad.compile records a function once and replays
 its tape: docs/compile.md)."""
 from . import tape as _tape
-from .tracing import reset  # noqa: F401  (forget every compiled function's traces)
+from .tracing import BACKENDS, reset  # noqa: F401  (reset: forget every compiled function's traces)
 
 __all__ = ["reset", "is_compiling", "is_dynamo_compiling", "disable", "allow_in_graph", "assume_constant_result",
            "cudagraph_mark_step_begin", "list_backends"]
 
 
+_LISTED = ("cudagraphs", "inductor", "openxla", "tvm")  # (torch's list, less its debug and experimental names)
+
+
 def list_backends(exclude_tags=("debug", "experimental")):
-    """torch.compiler.list_backends: torch._dynamo's."""
-    from ._dynamo import list_backends
-    return list_backends(exclude_tags)
+    """The backend names torch.compile accepts (each means a trace replayed by tapegrad); torch._dynamo's too."""
+    return list(_LISTED) if exclude_tags else sorted(BACKENDS)
 
 
 def is_compiling():

@@ -3,16 +3,9 @@
 `disable`, and `eval_frame.OptimizedModule`."""
 import types
 
-from ..compiler import disable, is_compiling  # noqa: F401
+from ..compiler import disable, is_compiling, list_backends  # noqa: F401
 from ..tracing import BACKENDS, InvalidBackend, RecompileError, Unsupported, config, reset  # noqa: F401
 from . import eval_frame  # noqa: F401
 
 exc = types.SimpleNamespace(RecompileError=RecompileError, InvalidBackend=InvalidBackend, Unsupported=Unsupported)
 
-
-_LISTED = ("cudagraphs", "inductor", "openxla", "tvm")  # (torch's list, less its debug and experimental names)
-
-
-def list_backends(exclude_tags=("debug", "experimental")):
-    """The backend names torch.compile accepts (each means a trace replayed by tapegrad)."""
-    return list(_LISTED) if exclude_tags else sorted(BACKENDS)
