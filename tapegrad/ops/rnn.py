@@ -161,6 +161,30 @@ def _recurrent_weight(w_hh, T, B):
     return np.ascontiguousarray(w_hh.T) if B > 1 and T * B >= 64 else w_hh.T
 
 
+def _steps(T, reverse):
+    """A layer's steps in the recurrence's order, and the step before each (the first has none)."""
+    order = list(range(T - 1, -1, -1)) if reverse else list(range(T))
+    return order, {t: order[k - 1] for k, t in enumerate(order) if k}
+
+
+def _layer_grads(d_in, dh, d_rec, h_prev, inputs, wanted):
+    """A GRU or RNN layer row's array gradients: its input projection's d_in, h0's dh, W_hh's from every step's
+    recurrent adjoint d_rec (T, B, G) and h_{t-1} (T, B, H) in one BLAS call, and b_hh's."""
+    T, B, G = d_rec.shape
+    grads = [d_in if wanted[0] else None, dh if wanted[1] else None,
+             d_rec.reshape(T * B, G).T @ h_prev.reshape(T * B, h_prev.shape[-1]) if wanted[2] else None]
+    if len(inputs) > 3:
+        grads.append(d_rec.sum(axis=(0, 1)) if wanted[3] else None)
+    return tuple(grads)
+
+
+def _layer_vjp_result(d_steps, x, dh, gw, w_hh, gb, b):
+    """A GRU or RNN layer row's Tensor-op gradients (create_graph): the steps' input adjoints stacked, h0's, W_hh's
+    and b_hh's sums, zeros where a layer of no steps has none."""
+    res = (stack(d_steps, 0) if d_steps else _zeros(x), dh, gw if gw is not None else _zeros(w_hh))
+    return res + ((gb if gb is not None else _zeros(b),) if b is not None else ())
+
+
 def _lstm_layer_forward(ctx, gx, h0, c0, w_hh, b_hh=None):
     T, B, G = gx.shape
     H, dt = G // 4, gx.dtype
@@ -203,8 +227,7 @@ def _lstm_layer_backward(seq, hs, g_hs, g_c, inputs, wanted):
     dc = np.zeros((B, H), dt) if g_c is None else np.array(g_c, dt).reshape(B, H)
     zero = np.zeros((B, H), dt)
     g_hs = None if g_hs is None else np.ascontiguousarray(g_hs, dt)
-    order = list(range(T - 1, -1, -1)) if seq.reverse else list(range(T))
-    prev = {t: order[n - 1] for n, t in enumerate(order) if n}  # the step before t in the recurrence
+    order, prev = _steps(T, seq.reverse)
     for t in reversed(order):
         c_prev = cs[prev[t]] if t in prev else seq.c0
         k.lstm_layer_step_backward(acts[t], tcs[t], c_prev, zero if g_hs is None else g_hs[t], dh, dc, d[t])
@@ -234,7 +257,7 @@ def _vjp_lstm_layer_rule(reverse, g_hs, g_c, inputs):
     gx, h, c, w_hh = inputs[:4]
     b = inputs[4] if len(inputs) > 4 else None
     T = gx.shape[0]
-    order = range(T - 1, -1, -1) if reverse else range(T)
+    order = _steps(T, reverse)[0]
     saved = {}
     for t in order:
         a = gx[t] + h.mm(w_hh.t())
@@ -366,8 +389,7 @@ def _gru_layer_arrays(ctx, g, inputs, out, wanted):
     T, B, G = ghs.shape
     H, dt = G // 3, ghs.dtype
     g = np.ascontiguousarray(g, dt)
-    order = list(range(T - 1, -1, -1)) if ctx.reverse else list(range(T))
-    prev = {t: order[k - 1] for k, t in enumerate(order) if k}
+    order, prev = _steps(T, ctx.reverse)
     dgi, dgh = np.empty((T, B, G), dt), np.empty((T, B, G), dt)
     h_prev = np.empty((T, B, H), dt)  # h_{t-1} of every step, in time order
     dh, rec = np.zeros((B, H), dt), np.empty((B, H), dt)
@@ -377,11 +399,7 @@ def _gru_layer_arrays(ctx, g, inputs, out, wanted):
         step(rzs[t], ns[t], ghs[t], h_prev[t], g[t], dh, dgi[t], dgh[t])
         np.matmul(dgh[t], w_hh, out=rec)
         dh += rec
-    grads = [dgi if wanted[0] else None, dh if wanted[1] else None,
-             dgh.reshape(T * B, G).T @ h_prev.reshape(T * B, H) if wanted[2] else None]
-    if len(inputs) > 3:
-        grads.append(dgh.sum(axis=(0, 1)) if wanted[3] else None)
-    return tuple(grads)
+    return _layer_grads(dgi, dh, dgh, h_prev, inputs, wanted)
 
 
 def _vjp_gru_layer(ctx, g, inputs, out):
@@ -389,7 +407,7 @@ def _vjp_gru_layer(ctx, g, inputs, out):
     gi, h, w_hh = inputs[:3]
     b = inputs[3] if len(inputs) > 3 else None
     T = gi.shape[0]
-    order = range(T - 1, -1, -1) if ctx.reverse else range(T)
+    order = _steps(T, ctx.reverse)[0]
     saved = {}
     for t in order:
         gh = h.mm(w_hh.t()) if b is None else h.mm(w_hh.t()) + b
@@ -407,8 +425,7 @@ def _vjp_gru_layer(ctx, g, inputs, out):
         dh = dh_direct + dgh.mm(w_hh)
         gw = dgh.t().mm(h_prev) if gw is None else gw + dgh.t().mm(h_prev)
         gb = dgh.sum(0) if gb is None else gb + dgh.sum(0)
-    res = (stack(dgis, 0) if T else _zeros(gi), dh, gw if gw is not None else _zeros(w_hh))
-    return res + ((gb if gb is not None else _zeros(b),) if b is not None else ())
+    return _layer_vjp_result(dgis, gi, dh, gw, w_hh, gb, b)
 
 
 # -- a whole Elman RNN layer (tanh or relu, one direction): one row ---------------------------------------------
@@ -449,8 +466,7 @@ def _rnn_layer_arrays(ctx, g, inputs, out, wanted):
     w_hh, hs = inputs[2], ctx.hs
     T, B, H = hs.shape
     g = np.ascontiguousarray(g, hs.dtype)
-    order = list(range(T - 1, -1, -1)) if ctx.reverse else list(range(T))
-    prev = {t: order[k - 1] for k, t in enumerate(order) if k}
+    order, prev = _steps(T, ctx.reverse)
     da, h_prev = np.empty_like(hs), np.empty_like(hs)  # h_{t-1} of every step, in time order
     dh = np.zeros((B, H), hs.dtype)
     for t in reversed(order):
@@ -458,11 +474,7 @@ def _rnn_layer_arrays(ctx, g, inputs, out, wanted):
         d, y = g[t] + dh, hs[t]
         da[t] = np.where(y <= 0, 0 * d, d) if ctx.relu else d * (1 - y * y)
         dh = da[t] @ w_hh
-    grads = [da if wanted[0] else None, dh if wanted[1] else None,
-             da.reshape(T * B, H).T @ h_prev.reshape(T * B, H) if wanted[2] else None]
-    if len(inputs) > 3:
-        grads.append(da.sum(axis=(0, 1)) if wanted[3] else None)
-    return tuple(grads)
+    return _layer_grads(da, dh, da, h_prev, inputs, wanted)
 
 
 def _vjp_rnn_layer(ctx, g, inputs, out):
@@ -470,7 +482,7 @@ def _vjp_rnn_layer(ctx, g, inputs, out):
     gx, h, w_hh = inputs[:3]
     b = inputs[3] if len(inputs) > 3 else None
     T = gx.shape[0]
-    order = range(T - 1, -1, -1) if ctx.reverse else range(T)
+    order = _steps(T, ctx.reverse)[0]
     saved = {}
     for t in order:
         a = gx[t] + (h.mm(w_hh.t()) if b is None else h.mm(w_hh.t()) + b)
@@ -487,8 +499,7 @@ def _vjp_rnn_layer(ctx, g, inputs, out):
         dh = da.mm(w_hh)
         gw = da.t().mm(h_prev) if gw is None else gw + da.t().mm(h_prev)
         gb = da.sum(0) if gb is None else gb + da.sum(0)
-    res = (stack(das, 0) if T else _zeros(gx), dh, gw if gw is not None else _zeros(w_hh))
-    return res + ((gb if gb is not None else _zeros(b),) if b is not None else ())
+    return _layer_vjp_result(das, gx, dh, gw, w_hh, gb, b)
 
 
 # (tapegrad.compile's replay recomputes a row with its forward, refreshing the context its backward reads)
