@@ -225,7 +225,8 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
 
 def _linspace(start, end, steps, dt):
     """torch's values: step = (end - start) / (steps - 1) in the dtype, then start + k * step for the first half and
-    end - (steps - 1 - k) * step for the rest, each rounded once (its CPU kernel's fused multiply-adds). float32's
+    end - (steps - 1 - k) * step for the rest, each rounded once (its CPU kernel's fused multiply-adds; twice where
+    torch runs its baseline x86 build, which has none: random._FUSED). float32's
     in float64, where the product is exact; float64's with the product's and the sum's rounding errors added back
     (Dekker's and Knuth's error-free transformations)."""
     s, e = dt(start), dt(end)
@@ -235,6 +236,8 @@ def _linspace(start, end, steps, dt):
     factor = np.where(first, k, k - (steps - 1))  # k, or minus the distance from the end
     base = np.where(first, np.float64(s), np.float64(e))
     with np.errstate(all="ignore"):  # (an infinite or NaN step: the plain sum is its value, as torch's)
+        if not random._FUSED:  # (torch's baseline x86 build has no FMA: the product and the sum each rounded)
+            return (base.astype(dt) + factor.astype(dt) * step).astype(dt)
         if dt is np.float32:
             return (factor * np.float64(step) + base).astype(np.float32)
         p = factor * step

@@ -265,14 +265,15 @@ def affine_grid(theta, size, align_corners=None):
 
 def _unnormalize(coord, steps, align_corners):
     """Pixel coordinates as torch's CPU grid sampler computes them (GridSamplerKernel.cpp): (c + 1) times half the
-    size less one, or fused, (c + 1) times half the size less 0.5 rounded once. Where a sample lies on a pixel
-    centre (the spatial transformer's identity map) the last bit picks the side of its one-sided gradient."""
+    size less one, or (c + 1) times half the size less 0.5, fused where torch's kernel is (random._madd: its AVX2
+    build, not its baseline one). Where a sample lies on a pixel centre (the spatial transformer's identity map)
+    the last bit picks the side of its one-sided gradient."""
     shifted = coord + 1
     if align_corners:
         return shifted * ((steps - 1) / 2)
     out = shifted * (steps / 2) - 0.5
     if out._data.dtype in (np.float32, np.float64):  # (the sub's rule reads no value: rewritten before a row does)
-        out._data[...] = random._fma(shifted._data, steps / 2, -0.5, out._data.dtype)
+        out._data[...] = random._madd(shifted._data, steps / 2, -0.5, out._data.dtype)
     return out
 
 
