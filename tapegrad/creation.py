@@ -68,8 +68,8 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
 def as_tensor(data, dtype=None, device=None):
     if _is_meta(device) or isinstance(data, Tensor) and data.is_meta:
         return tensor(data, dtype=dtype, device="meta")
-    if isinstance(data, Tensor) and (dtype is None or data.dtype is dtype):
-        return data
+    if isinstance(data, Tensor):  # (torch: data.to(dtype), which keeps its history and does not warn)
+        return data if dtype is None or data.dtype is dtype else data.to(dtype)
     if isinstance(data, np.ndarray) and data.flags.c_contiguous and data.dtype.isnative and (
             dtype is None or _dtype.to_numpy_dtype(dtype) == data.dtype):
         _dtype.from_numpy_dtype(data.dtype)

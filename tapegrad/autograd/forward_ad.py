@@ -21,6 +21,7 @@ import numpy as np
 
 from ..grad_mode import enable_grad
 from ..tensor import Tensor, _new
+from .function import FORWARD_MODE
 from .functional import _autograd_grad
 from .graph import AccumulateGrad
 
@@ -195,8 +196,12 @@ def forward_grads(outputs, inputs):
         us = tuple(zeros_like_leaf(o) if o.is_floating_point() and o.requires_grad else None for o in outputs)
         pairs = [(o, u) for o, u in zip(outputs, us) if u is not None]
         if pairs:
-            g = _autograd_grad(tuple(o for o, _ in pairs), inputs, tuple(u for _, u in pairs), create_graph=True,
-                               retain_graph=True)
+            FORWARD_MODE.depth += 1  # (a custom Function's vjp here is its jvp's transpose: function._jvp_as_vjp)
+            try:
+                g = _autograd_grad(tuple(o for o, _ in pairs), inputs, tuple(u for _, u in pairs), create_graph=True,
+                                   retain_graph=True)
+            finally:
+                FORWARD_MODE.depth -= 1
         else:
             g = (None,) * len(inputs)
     live_us = tuple(u for u in us if u is not None)

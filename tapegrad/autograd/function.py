@@ -102,6 +102,8 @@ class BackwardCFunction(Node, FunctionCtx):
 
     @property
     def saved_tensors(self):
+        if self.__dict__.get("_in_jvp"):  # (jvp reads what forward gave save_for_forward)
+            return tuple(self.__dict__.get("saved_for_forward", ()))
         if self._saved is None:  # inside forward, before the row exists
             return tuple(self.to_save)
         if getattr(self, "_tape", None) is not None and not self._traced and not self._alive():
@@ -134,8 +136,21 @@ class BackwardCFunction(Node, FunctionCtx):
                      for gj, meta in zip(grads, self._output_meta)]
         if self._traced and self._tape is not tape_mod._local.tape:  # (a plain backward of a compiled call, not
             self._tape.refresh(_ctx_tensors(self))                     # its trace: the values of that call)
+        if FORWARD_MODE.depth and self._forward_cls.jvp is not Function.jvp:
+            return self._jvp_as_vjp(grads)
         result = _user_backward(self._forward_cls)(self, *grads)
         return self._check_grads(result)
+
+    def _jvp_as_vjp(self, grads):
+        """Forward mode (forward_ad's double-vjp trick) through a Function with a jvp: its vjp is recorded as a map
+        of the output gradients whose own vjp is the user's jvp, so the tangent the trick gives is jvp's, as torch's
+        forward AD calls it (its backward, if any, is not used). The map's values are zeros: the trick's output
+        gradients are linear in zeros."""
+        grads = [_zeros(meta) if gj is None and meta is not None else gj for gj, meta in zip(grads, self._output_meta)]
+        mapped = _JvpAsVjp.apply(self, *grads)
+        mapped = mapped if isinstance(mapped, tuple) else (mapped,)
+        it = iter(mapped)
+        return [next(it) if meta[2] else None for meta in self._input_meta if meta is not None]
 
     def _check_grads(self, result):
         """torch's checks on what backward returned; one gradient per tensor input (the row's args)."""
@@ -275,6 +290,35 @@ def _ctx_tensors(ctx, more=()):
         elif isinstance(v, (list, tuple, dict)):
             found.extend(x for x in (v.values() if isinstance(v, dict) else v) if isinstance(x, Tensor))
     return found
+
+
+class _JvpAsVjp(Function):
+    """The vjp BackwardCFunction._jvp_as_vjp records: zeros for each input of `fn` that requires grad, from the output
+    gradients; differentiated (the trick's second backward), it calls fn's jvp with the inputs' tangents."""
+
+    @staticmethod
+    def forward(ctx, fn, *grads):
+        ctx.fn = fn
+        return tuple(_zeros(meta[:2]) for meta in fn._input_meta if meta is not None and meta[2])
+
+    @staticmethod
+    def backward(ctx, *tangents):
+        fn = ctx.fn
+        it = iter(tangents)
+        inputs = [None if meta is None else next(it) if meta[2] else _zeros(meta[:2]) for meta in fn._input_meta]
+        fn._in_jvp = True
+        try:
+            out = fn._forward_cls.jvp(fn, *inputs)
+        finally:
+            fn._in_jvp = False
+        return (None, *(out if isinstance(out, tuple) else (out,)))
+
+
+class _ForwardMode(threading.local):
+    depth = 0  # > 0 while forward_ad's first backward (the double-vjp trick's) runs: Functions use their jvp
+
+
+FORWARD_MODE = _ForwardMode()
 
 
 class InplaceFunction(Function):

@@ -109,13 +109,24 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         scores = mul(matmul(q, k.transpose(-2, -1)), factor)
         if bias is not None:
             scores = add(scores, bias)
-        weights = softmax(scores, -1)
+        weights = _safe_softmax(scores)
         if dropout_p > 0.0:
             weights = dropout(weights, dropout_p, True)
         out = matmul(weights, v)
     if flash and q._strides is not None:
         out._strides = _laid_out_as(q, out.shape)
     return out
+
+
+def _safe_softmax(scores):
+    """torch's _safe_softmax (its math and flash kernels): softmax over the keys, and zeros for a query whose scores
+    are all -inf (every key masked: a fully padded sequence), where softmax gives NaN; its gradients there are zeros."""
+    tracing = _tape_local.tracing is not None
+    if not tracing and not np.isneginf(scores._data).all(-1).any():
+        return softmax(scores, -1)
+    masked = (scores == -math.inf).all(-1, keepdim=True)  # (a tensor op under tapegrad.compile: a replay recomputes it)
+    zero = made_in_trace(_new(np.zeros((), scores._data.dtype)))
+    return where(masked, zero, softmax(where(masked, zero, scores), -1))
 
 
 def _laid_out_as(q, shape):

@@ -141,3 +141,76 @@ def test_errors_are_torchs(name):
         ERRORS[name](tapegrad)
     assert str(ours.value) == str(theirs.value)
     assert tapegrad.autograd.forward_ad._current_level == -1
+
+
+def _jvp_functions(lib):
+    class Exp(lib.autograd.Function):  # (the forward-mode AD tutorial's: a jvp and no backward)
+        @staticmethod
+        def forward(ctx, foo):
+            result = lib.exp(foo)
+            ctx.result = result
+            return result
+
+        @staticmethod
+        def jvp(ctx, gI):
+            gO = gI * ctx.result
+            ctx.result = None
+            return gO
+
+    class Mix(lib.autograd.Function):  # two outputs, a non-tensor input; a backward that is not the derivative
+        @staticmethod
+        def forward(ctx, x, k, y):
+            ctx.save_for_forward(x, y)
+            ctx.k = k
+            return x * y * k, x + y
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            return g1, None, g2
+
+        @staticmethod
+        def jvp(ctx, tx, tk, ty):
+            x, y = ctx.saved_tensors
+            return ctx.k * (tx * y + x * ty), tx + ty
+
+    class ExpSetup(lib.autograd.Function):  # setup_context style, through torch.func.jvp
+        @staticmethod
+        def forward(x):
+            return x.exp()
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_forward(output)
+
+        @staticmethod
+        def jvp(ctx, t):
+            y, = ctx.saved_tensors
+            return t * y
+    return Exp, Mix, ExpSetup
+
+
+def test_a_custom_functions_jvp_gives_its_forward_mode_tangent():
+    """Forward AD through a custom Function calls its jvp (with what forward gave save_for_forward), as torch's does,
+    whether or not it has a backward (and whatever that backward says); backward mode still uses backward."""
+    results = []
+    for lib in (torch, tapegrad):
+        fwad = lib.autograd.forward_ad
+        Exp, Mix, ExpSetup = _jvp_functions(lib)
+        primal, tangent = lib.tensor([0., 1., 2.], dtype=lib.float64), lib.tensor([1., 0.5, 2.], dtype=lib.float64)
+        row = []
+        with fwad.dual_level():
+            d = fwad.make_dual(primal, tangent)
+            row.append(fwad.unpack_dual(Exp.apply(d)).tangent.tolist())
+            a, b = Mix.apply(d, 3.0, fwad.make_dual(primal + 1, lib.ones(3, dtype=lib.float64)))
+            row += [fwad.unpack_dual(a).tangent.tolist(), fwad.unpack_dual(b).tangent.tolist(),
+                    fwad.unpack_dual((a * 2).sin()).tangent.tolist()]
+        out, t = lib.func.jvp(ExpSetup.apply, (primal,), (tangent,))
+        row += [out.tolist(), t.tolist()]
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        with pytest.raises(NotImplementedError, match="backward or vjp"):
+            Exp.apply(x).sum().backward()
+        Mix.apply(x, 2.0, x)[0].sum().backward()
+        row.append(x.grad.tolist())
+        results.append(row)
+    np.testing.assert_allclose(np.concatenate([np.ravel(r) for r in results[1]]),
+                               np.concatenate([np.ravel(r) for r in results[0]]), rtol=1e-12)

@@ -1,5 +1,6 @@
 """Recurrent layers (and their cells) against torch 2.13: same weights in, same outputs, final states and
 gradients of every parameter and input out; state_dicts both ways; reprs; torch's errors."""
+import importlib
 import re
 import warnings
 
@@ -324,6 +325,48 @@ def test_scaled_dot_product_attention(dtype, mask, scale):
     _check_grads((oa, ob), (ia, ib), dtype)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("kind", ["bool", "float", "key_padding"])
+@pytest.mark.parametrize("compiled", [False, True])
+def test_attention_of_a_fully_masked_query_is_zero_as_torchs_safe_softmax(dtype, kind, compiled):
+    """torch's scaled_dot_product_attention (math and flash kernels: _safe_softmax) gives zeros, and zero gradients,
+    for a query whose every key is masked, where a plain softmax gives NaN; MultiheadAttention without weights too."""
+    q, k, v = _data((2, 3, 4, 5), dtype, 0), _data((2, 3, 6, 5), dtype, 1), _data((2, 3, 6, 7), dtype, 2)
+    m = np.random.default_rng(4).random((4, 6)) > 0.3
+    m[1] = False  # query 1 sees no key
+    ia, ib = _both([q, k, v])
+    if kind == "key_padding":
+        x = _data((2, 6, 8), dtype, 6)
+        kpm = np.zeros((2, 6), bool)
+        kpm[1] = True  # (the second sequence all padding)
+        outs = []
+        for lib, xs in ((tg, tg.tensor(x, requires_grad=True)), (torch, torch.tensor(x, requires_grad=True))):
+            lib.manual_seed(0)
+            mha = lib.nn.MultiheadAttention(8, 2, batch_first=True, dtype=lib.float64 if dtype == np.float64 else None)
+            run = lambda xs, kpm: mha(xs, xs, xs, key_padding_mask=kpm, need_weights=False)[0]  # noqa: E731
+            if compiled and lib is tg:
+                run = tg.compile(run)
+            outs.append((run(xs, lib.tensor(kpm)), xs))
+        (oa, xa), (ob, xb) = outs
+        _check_grads((oa, ob), ([xa], [xb]), dtype)
+        return
+    mask = m if kind == "bool" else np.where(m, 0.0, -np.inf).astype(dtype)
+    run = F_TG.scaled_dot_product_attention
+    if compiled:
+        run = tg.compile(run)
+    oa = run(*ia, attn_mask=tg.tensor(mask))
+    ob = F_TH.scaled_dot_product_attention(*ib, attn_mask=torch.tensor(mask))
+    assert not np.isnan(ob.detach().numpy()).any() and not ob.detach().numpy()[:, :, 1].any()
+    _check_grads((oa, ob), (ia, ib), dtype)
+    if compiled:  # a replay with another mask: a query masked there and not here, and the other way round
+        m2 = np.random.default_rng(5).random((4, 6)) > 0.3
+        m2[2] = False
+        mask2 = m2 if kind == "bool" else np.where(m2, 0.0, -np.inf).astype(dtype)
+        oa = run(*[tg.tensor(a) for a in (q, k, v)], attn_mask=tg.tensor(mask2))
+        ob = F_TH.scaled_dot_product_attention(*[torch.tensor(a) for a in (q, k, v)], attn_mask=torch.tensor(mask2))
+        np.testing.assert_allclose(oa.numpy(), ob.numpy(), **TOL[dtype])
+
+
 def test_sdpa_errors():
     q = np.zeros((2, 3, 4), np.float32)
     _raises_like(lambda: F_TG.scaled_dot_product_attention(tg.tensor(q), tg.tensor(q), tg.tensor(q),
@@ -472,6 +515,30 @@ def test_transformer_full(norm_first):
 
 
 # -- nn.utils.rnn ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("enforce_sorted", [True, False])
+def test_packed_sequence_conversions_and_unpacking(enforce_sorted):
+    """PackedSequence's methods (to, double, long, cpu, ...: data converted, the index tensors moved, self when
+    nothing changes), unpack_sequence and unpad_sequence (which transposes a time-major batch in place), as torch's."""
+    results = []
+    for lib in (torch, tg):
+        from_lib = importlib.import_module(lib.__name__ + ".nn.utils.rnn")
+        seqs = [lib.tensor(_data((n, 2), np.float32, n)) for n in ((3, 2, 1) if enforce_sorted else (2, 3, 1))]
+        p = from_lib.pack_sequence(seqs, enforce_sorted=enforce_sorted)
+        converted = [p.to(lib.float64), p.double(), p.long(), p.int(), p.byte(), p.half().float()]
+        row = [[(c.data.dtype, c.data.tolist(), c.batch_sizes.tolist(), c.sorted_indices is p.sorted_indices,
+                 None if c.unsorted_indices is None else c.unsorted_indices.tolist()) for c in converted]]
+        row.append([p.to(lib.float32) is p, p.cpu() is p, p.to("cpu") is p, p.float() is p, p.is_cuda,
+                    p.is_pinned()])
+        row.append([u.tolist() for u in from_lib.unpack_sequence(p)])
+        padded = from_lib.pad_sequence(seqs)
+        row.append([u.tolist() for u in from_lib.unpad_sequence(padded, lib.tensor([len(s) for s in seqs]))])
+        row.append(tuple(padded.shape))  # (transposed in place)
+        bf = from_lib.pad_sequence(seqs, batch_first=True)
+        row.append([u.tolist() for u in from_lib.unpad_sequence(bf, lib.tensor([len(s) for s in seqs]), True)])
+        results.append(row)
+    assert str(results[1]) == str(results[0])
+
+
 @pytest.mark.parametrize("batch_first", [False, True])
 @pytest.mark.parametrize("padding_side", ["right", "left"])
 def test_pad_sequence(batch_first, padding_side):
@@ -847,3 +914,46 @@ def test_mismatched_mask_types_warn_as_torch():
     assert ours_warned == their_warned and len(their_warned) == 4
     for a, b in zip(ours, theirs):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+PADDINGS = {  # batch of 3, sequence of 4: True is padding
+    "right": [[False, False, True, True], [False, False, False, False], [False, True, True, True]],
+    "all_padded_row": [[False, False, False, True], [True, True, True, True], [False, False, True, True]],
+    "not_left_aligned": [[True, False, False, True], [False, False, False, False], [False, True, False, True]],
+}
+
+
+@pytest.mark.parametrize("mask_check", [True, False])
+@pytest.mark.parametrize("padding", sorted(PADDINGS))
+@pytest.mark.parametrize("setting", ["eval_no_grad", "eval_grad", "train_no_grad", "fastpath_off", "float_mask"])
+def test_transformer_encoder_inference_fast_path_values(setting, padding, mask_check):
+    """torch's TransformerEncoder in eval mode without grad runs its layers on a nested tensor of each sequence's
+    unpadded positions (the count the mask keeps, wherever they are when mask_check is off) and returns zeros at
+    the padded positions, before its final norm; elsewhere it computes every position. Same values as torch's."""
+    outs, warned = [], []
+    kpm = np.array(PADDINGS[padding])
+    for lib in (torch, tg):
+        lib.manual_seed(0)
+        layer = lib.nn.TransformerEncoderLayer(8, 2, 16, 0.0, batch_first=True)
+        norm = lib.nn.LayerNorm(8)
+        with lib.no_grad():
+            norm.bias.fill_(0.25)  # (the padded positions' output is the norm's bias)
+        enc = lib.nn.TransformerEncoder(layer, 2, norm=norm, mask_check=mask_check)
+        enc.train(setting == "train_no_grad")
+        x = lib.tensor(_data((3, 4, 8), np.float32))
+        mask = lib.tensor(kpm)
+        if setting == "float_mask":
+            mask = lib.zeros(3, 4).masked_fill(mask, float("-inf"))
+        lib.backends.mha.set_fastpath_enabled(setting != "fastpath_off")
+        try:
+            with warnings.catch_warnings(record=True) as caught, lib.set_grad_enabled(setting == "eval_grad"):
+                warnings.simplefilter("always")
+                out = enc(x, src_key_padding_mask=mask)
+        finally:
+            lib.backends.mha.set_fastpath_enabled(True)
+        outs.append(out.detach().numpy())
+        warned.append(any("nested tensors is in prototype" in str(w.message) for w in caught))
+    np.testing.assert_allclose(outs[1], outs[0], rtol=1e-5, atol=1e-5)
+    assert np.array_equal(np.isnan(outs[1]), np.isnan(outs[0]))
+    if warned[0]:  # (torch warns once a process: tapegrad's once too, so only where torch's is the first)
+        assert warned[1] or tg.nn.modules.transformer._nested_warned

@@ -46,6 +46,32 @@ def test_environment_queries(case):
         same(QUERIES[case])
 
 
+def _flag_values(t):
+    c = t.backends.cudnn
+    return (c.enabled, c.benchmark, c.deterministic, c.allow_tf32, c.fp32_precision, t.backends.mha.get_fastpath_enabled())
+
+
+def test_cudnn_flags_and_mha_fastpath_set_and_restore_as_torchs():
+    """backends.cudnn.flags (a context manager whose `enabled` defaults to False), set_flags (returns the previous
+    flags), backends.mha.set_fastpath_enabled: the values torch reports inside and after."""
+    def f(t):
+        seen = [_flag_values(t)]
+        with t.backends.cudnn.flags(allow_tf32=False):
+            seen.append(_flag_values(t))
+            with t.backends.cudnn.flags(enabled=True, deterministic=True):
+                seen.append(_flag_values(t))
+            seen.append(_flag_values(t))
+        seen.append(_flag_values(t))
+        orig = t.backends.cudnn.set_flags(_benchmark=True)
+        seen += [orig, _flag_values(t)]
+        t.backends.cudnn.set_flags(*orig)
+        t.backends.mha.set_fastpath_enabled(False)
+        seen.append(_flag_values(t))
+        t.backends.mha.set_fastpath_enabled(True)
+        return seen + [_flag_values(t)]
+    same(f)
+
+
 def test_cuda_and_mps_seeding_leave_the_cpu_stream_alone():
     """In a CPU-only torch, torch.cuda.manual_seed(_all) and torch.mps.manual_seed do not seed the CPU
     generator: a script's CPU stream comes from torch.manual_seed alone."""

@@ -4,7 +4,13 @@
 import copy
 import warnings
 
-from ... import creation, ops
+import numpy as np
+
+from ... import amp, creation, ops
+from ...backends import mha
+from ...grad_mode import is_grad_enabled
+from ...tape import _local as _tape_local, untraceable
+from ...tensor import _new
 from .. import functional as F, init
 from .activation import GELU, ReLU
 from .attention import MultiheadAttention, _canonical_mask
@@ -158,8 +164,8 @@ class TransformerEncoder(Module):
         self.layers = _clones(encoder_layer, num_layers)
         self.num_layers = num_layers
         self.norm = norm
-        self.enable_nested_tensor = enable_nested_tensor  # (a CUDA/fast-path layout in torch: same values)
-        self.use_nested_tensor = enable_nested_tensor
+        self.enable_nested_tensor = enable_nested_tensor
+        self.use_nested_tensor = enable_nested_tensor  # (whether forward may take torch's fast path: _unpadded_lengths)
         self.mask_check = mask_check
         why_not = _why_not_fast_path(encoder_layer)
         if enable_nested_tensor and why_not:
@@ -171,12 +177,56 @@ class TransformerEncoder(Module):
         dt = src._data.dtype
         src_key_padding_mask = _canonical_mask(src_key_padding_mask, "src_key_padding_mask", dt, mask, "mask")
         mask = _canonical_mask(mask, "mask", dt)
+        lengths = self._unpadded_lengths(src, mask, src_key_padding_mask)
+        if lengths is not None:  # each sequence's first `length` positions, unpadded, as torch's nested tensor holds them
+            keep = creation.arange(src.shape[1]) < lengths.unsqueeze(1)
+            src_key_padding_mask = _canonical_mask(keep.logical_not(), "src_key_padding_mask", dt)
         output = src
         for mod in self.layers:
             output = mod(output, src_mask=mask, is_causal=bool(is_causal), src_key_padding_mask=src_key_padding_mask)
+        if lengths is not None:  # (torch's to_padded_tensor(0.0): padded positions are zeros, before the final norm)
+            output = output.masked_fill(keep.logical_not().unsqueeze(-1), 0.0)
         if self.norm is not None:
             output = self.norm(output)
         return output
+
+
+    def _unpadded_lengths(self, src, mask, padding_mask):
+        """The sequences' lengths where torch's forward takes its inference fast path (else None): its layers then
+        run on a nested tensor of each sequence's first `length` positions (the count of positions the padding
+        mask keeps, wherever they are when mask_check is off), and the padded positions of the output are zeros,
+        where the general path computes values for them. torch's conditions, in its order."""
+        first = self.layers[0]
+        if (not mha.get_fastpath_enabled() or not getattr(self, "use_nested_tensor", False) or first.training
+                or src.dim() != 3 or padding_mask is None):
+            return None
+        mask_check = getattr(self, "mask_check", True)
+        if mask_check and _tape_local.tracing is not None:  # (torch.compiler.is_compiling())
+            return None
+        keep = padding_mask._data == 0  # (torch's logical_not of the canonical float mask)
+        lengths = keep.sum(1)
+        if mask_check and not (keep == (np.arange(keep.shape[1]) < lengths[:, None])).all():
+            return None  # (not left aligned)
+        if mask is not None or amp.is_autocast_enabled("cpu"):
+            return None
+        attn = first.self_attn
+        params = (attn.in_proj_weight, attn.in_proj_bias, attn.out_proj.weight, attn.out_proj.bias, first.norm1.weight,
+                  first.norm1.bias, first.norm2.weight, first.norm2.bias, first.linear1.weight, first.linear1.bias,
+                  first.linear2.weight, first.linear2.bias)
+        if is_grad_enabled() and (src.requires_grad or any(p is not None and p.requires_grad for p in params)):
+            return None
+        untraceable("TransformerEncoder's inference fast path reads the padding mask's values")
+        global _nested_warned
+        if not _nested_warned:
+            _nested_warned = True
+            warnings.warn(_NESTED_PROTOTYPE, UserWarning, stacklevel=2)
+        return _new(lengths)
+
+
+_nested_warned = False  # (torch warns once a process)
+_NESTED_PROTOTYPE = ("The PyTorch API of nested tensors is in prototype stage and will change in the near future. We "
+                     "recommend specifying layout=torch.jagged when constructing a nested tensor, as this layout receives "
+                     "active development, has better operator coverage, and works with torch.compile.")
 
 
 class TransformerDecoder(Module):

@@ -5,11 +5,12 @@ from collections import namedtuple
 
 import numpy as np
 
-from ... import creation, ops
+from ... import _dtype, creation, ops
 from ...tape import _local as _tape_local
 from ...tensor import Tensor
 
-__all__ = ["PackedSequence", "pad_sequence", "pack_padded_sequence", "pad_packed_sequence", "pack_sequence"]
+__all__ = ["PackedSequence", "pad_sequence", "unpad_sequence", "pack_padded_sequence", "pad_packed_sequence",
+           "pack_sequence", "unpack_sequence"]
 
 
 def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="right"):
@@ -43,6 +44,59 @@ class PackedSequence(namedtuple("PackedSequence", ["data", "batch_sizes", "sorte
         if unsorted_indices is None and sorted_indices is not None:
             unsorted_indices = _invert(sorted_indices)
         return super().__new__(cls, data, batch_sizes, sorted_indices, unsorted_indices)
+
+    # torch's conversions: of `data`, and of the index tensors to data's device (batch_sizes stays as it is)
+    def pin_memory(self):
+        return type(self)(self.data.pin_memory(), self.batch_sizes, _bind(self.sorted_indices, Tensor.pin_memory),
+                          _bind(self.unsorted_indices, Tensor.pin_memory))
+
+    def to(self, *args, **kwargs):
+        data = self.data.to(*args, **kwargs)
+        if data is self.data:
+            return self
+        move = lambda t: t.to(data.device)  # noqa: E731
+        return type(self)(data, self.batch_sizes, _bind(self.sorted_indices, move), _bind(self.unsorted_indices, move))
+
+    def cuda(self, *args, **kwargs):
+        return self.to(*args, **{"device": "cuda", **kwargs}) if not args else self.to(*args, **kwargs)
+
+    def cpu(self, *args, **kwargs):
+        return self.to(*args, **{"device": "cpu", **kwargs}) if not args else self.to(*args, **kwargs)
+
+    def double(self):
+        return self.to(dtype=_dtype.float64)
+
+    def float(self):
+        return self.to(dtype=_dtype.float32)
+
+    def half(self):
+        return self.to(dtype=_dtype.float16)
+
+    def long(self):
+        return self.to(dtype=_dtype.int64)
+
+    def int(self):
+        return self.to(dtype=_dtype.int32)
+
+    def short(self):
+        return self.to(dtype=_dtype.int16)
+
+    def char(self):
+        return self.to(dtype=_dtype.int8)
+
+    def byte(self):
+        return self.to(dtype=_dtype.uint8)
+
+    @property
+    def is_cuda(self):
+        return self.data.is_cuda
+
+    def is_pinned(self):
+        return self.data.is_pinned()
+
+
+def _bind(optional, fn):
+    return None if optional is None else fn(optional)
 
 
 def _values(t):
@@ -123,3 +177,19 @@ def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_le
 def pack_sequence(sequences, enforce_sorted=True):
     lengths = creation.tensor([s.shape[0] for s in sequences])
     return pack_padded_sequence(pad_sequence(sequences), lengths, enforce_sorted=enforce_sorted)
+
+
+def unpad_sequence(padded_sequences, lengths, batch_first=False):
+    """The sequences of a padded batch, each cut to its length (torch's: it transposes a time-major batch in place)."""
+    if not batch_first:
+        padded_sequences.transpose_(0, 1)
+    idx = creation.arange(padded_sequences.shape[1])
+    if len(padded_sequences) != len(lengths):
+        raise ValueError(f"zip() argument 2 is {'shorter' if len(lengths) < len(padded_sequences) else 'longer'} "
+                         "than argument 1")
+    return [seq[idx < length] for seq, length in zip(padded_sequences, lengths)]
+
+
+def unpack_sequence(packed_sequences):
+    padded_sequences, lengths = pad_packed_sequence(packed_sequences, batch_first=True)
+    return unpad_sequence(padded_sequences, lengths, batch_first=True)
