@@ -1,5 +1,6 @@
 """torch.nn: Module and the layers, losses and containers built on it; functional; init; utils."""
 from . import functional  # noqa: F401
+from . import grad  # noqa: F401  (torch.nn.grad: a convolution's input and weight gradients)
 from . import init  # noqa: F401
 from .parameter import Buffer, Parameter  # noqa: F401
 from .modules import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, Dropout, ELU, Embedding,  # noqa: F401

@@ -202,3 +202,5 @@ from ..ops.volumetric import (adaptive_avg_pool3d, adaptive_max_pool3d, adaptive
 from ..ops.sampling import (functional_alpha_dropout as alpha_dropout, functional_dropout3d as dropout3d,  # noqa: E402
                             functional_feature_alpha_dropout as feature_alpha_dropout,
                             functional_gumbel_softmax as gumbel_softmax, functional_rrelu as rrelu, rrelu_)
+
+from . import grad  # noqa: E402,F401  (torch.nn.functional.grad is torch.nn.grad)

@@ -495,3 +495,36 @@ def test_compile_replays_the_layers_and_matches_eager():
         for a, b in zip(*stats):
             np.testing.assert_array_equal(a.numpy(), b.numpy())
     assert train_bn.traces == 1
+
+
+NN_GRAD = [  # (dims, input shape, weight shape, keyword arguments)
+    (1, (2, 4, 9), (6, 2, 3), dict(stride=2, padding=1, groups=2)),
+    (2, (2, 3, 7, 6), (4, 3, 3, 2), dict()),
+    (2, (1, 2, 9, 8), (3, 2, 3, 2), dict(stride=(2, 1), padding=(1, 2), dilation=(1, 2))),
+    (3, (1, 2, 5, 6, 5), (2, 2, 2, 3, 2), dict(stride=2, padding=1)),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", range(len(NN_GRAD)))
+def test_nn_grad_conv_input_and_weight(case, dtype):
+    """torch.nn.grad.conv{1,2,3}d_input / _weight (the conv-bn fusion tutorial's): torch's values, and their
+    gradients with respect to the weight, the input and the output gradient (second order)."""
+    dims, xs, ws, kw = NN_GRAD[case]
+    results = []
+    for lib in (torch, tg):
+        x = lib.tensor(_fixed(xs, dtype, 1), requires_grad=True)
+        w = lib.tensor(_fixed(ws, dtype, 2), requires_grad=True)
+        conv = getattr(lib.nn.functional, f"conv{dims}d")
+        g = lib.tensor(_fixed(tuple(conv(x, w, None, **kw).shape), dtype, 3), requires_grad=True)
+        gi = getattr(lib.nn.grad, f"conv{dims}d_input")(x.shape, w, g, **kw)
+        gw = getattr(lib.nn.functional.grad, f"conv{dims}d_weight")(x, w.shape, g, **kw)
+        second = lib.autograd.grad((gi * gi).sum() + (gw * gw).sum(), (w, g, x))
+        results.append([t.detach().numpy() for t in (gi, gw, *second)])
+    tol = dict(rtol=1e-4, atol=1e-4) if dtype == np.float32 else dict(rtol=1e-10, atol=1e-10)
+    for a, b in zip(results[1], results[0]):
+        np.testing.assert_allclose(a, b, **tol)
+
+
+def _fixed(shape, dtype, seed):
+    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
