@@ -43,7 +43,17 @@ def is_mpi_available():
 
 
 def is_gloo_available():
-    return False
+    """True where MPI is: init_process_group takes "gloo" (a CPU script's backend) and runs it over MPI."""
+    return is_available()
+
+
+def get_default_backend_for_device(device):
+    """torch's name of the default backend for a device type (gloo for the CPU; tapegrad runs it over MPI)."""
+    device_type = device.type if hasattr(device, "type") else str(device).split(":")[0]
+    backend = {"cpu": "gloo", "cuda": "nccl", "xpu": "xccl"}.get(device_type)
+    if backend is None:
+        raise ValueError(f"Default backend not registered for device : {device_type}")
+    return backend
 
 
 def is_nccl_available():

@@ -49,9 +49,10 @@ def _first(names, default=None):
 def _command(args):
     if args.no_python:
         return [args.training_script, *args.training_script_args]
+    # (through tapegrad's launcher: a script's `import torch` is tapegrad, as under `python -m tapegrad`)
     if args.module:
-        return [sys.executable, "-m", args.training_script, *args.training_script_args]
-    return [sys.executable, args.training_script, *args.training_script_args]
+        return [sys.executable, "-m", "tapegrad", "-m", args.training_script, *args.training_script_args]
+    return [sys.executable, "-m", "tapegrad", args.training_script, *args.training_script_args]
 
 
 def _worker(args):

@@ -1,6 +1,7 @@
 """tapegrad.distributed and nn.parallel in one process, against torch 2.13: names, errors before
 init_process_group, DataParallel, the launcher, and MPI never imported by `import tapegrad`. Runs that start MPI
 go to subprocesses (MPI starts once per process)."""
+import os
 import sys
 
 import pytest
@@ -8,7 +9,7 @@ import torch as real_torch
 
 import tapegrad as torch
 import tapegrad.distributed as dist
-from mpi_helpers import HERE, run, run_python
+from mpi_helpers import HERE, ROOT, run, run_python
 
 
 def message(f):
@@ -167,3 +168,23 @@ def test_readme_example_on_two_processes(tmp_path):
     assert rc == 0, out
     sums = dict(re.findall(r"rank (\d) of 2: weight sum (-?\d+\.\d+)", out))
     assert sorted(sums) == ["0", "1"] and sums["0"] == sums["1"], out  # the replicas stayed equal
+
+
+@pytest.mark.parametrize("as_module", [False, True])
+def test_launcher_runs_a_torch_script_on_tapegrad(tmp_path, as_module):
+    """A script that imports torch, started by the launcher (as a file or with -m), gets tapegrad, as under
+    `python -m tapegrad`: never the real torch installed beside it. torch's backend queries for a CPU script."""
+    script = tmp_path / "torch_script.py"
+    script.write_text("import torch, torch.distributed as dist\n"
+                      "dist.init_process_group(dist.get_default_backend_for_device(torch.device('cpu')))\n"
+                      "x = torch.ones(1) * (dist.get_rank() + 1)\n"
+                      "dist.all_reduce(x)\n"
+                      "print(f'rank {dist.get_rank()}: {torch.__name__} gloo={dist.is_gloo_available()} sum={x.item()}',"
+                      " flush=True)\n"
+                      "dist.destroy_process_group()\n")
+    target = ["-m", "torch_script"] if as_module else [str(script)]
+    rc, out, _ = run([sys.executable, "-m", "tapegrad.distributed.run", "--nproc-per-node", "2", *target],
+                     timeout=90, extra_env={"PYTHONPATH": os.pathsep.join([str(tmp_path), ROOT])})
+    assert rc == 0, out
+    for r in range(2):
+        assert f"rank {r}: tapegrad gloo=True sum=3.0" in out, out

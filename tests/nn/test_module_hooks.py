@@ -475,3 +475,41 @@ def test_torch_module_compile_returns_none():
         assert m.compile() is None and m._compiled_call_impl is not None
     finally:
         torch.distributions.Distribution.set_default_validate_args(validate)
+
+
+def test_forward_hooks_with_kwargs_and_always_call():
+    """register_forward_pre_hook(with_kwargs=True) (sees and may replace args and kwargs; torch's error for another
+    result), register_forward_hook(with_kwargs=True, always_call=True) (run where forward raises, an exception of
+    theirs a warning), prepend, and handles that remove a hook's marks with it."""
+    def run(lib):
+        seen = []
+
+        class Scale(lib.nn.Module):
+            def forward(self, x, scale=1.0, fail=False):
+                if fail:
+                    raise ValueError("forward failed")
+                return x * scale
+        m = Scale()
+        h1 = m.register_forward_pre_hook(lambda mod, a, kw: seen.append(("pre_kw", plain(a), plain(kw))) or
+                                         (a, {**kw, "scale": 2.0}), with_kwargs=True)
+        m.register_forward_pre_hook(lambda mod, a: seen.append(("pre", plain(a))), prepend=True)
+        m.register_forward_hook(lambda mod, a, kw, out: seen.append(("post_kw", plain(kw), plain(out))) or out + 1,
+                                with_kwargs=True)
+        h4 = m.register_forward_hook(lambda mod, a, out: seen.append(("always", plain(out))), always_call=True)
+        x = lib.tensor([1.0, 2.0])
+        seen.append(plain(m(x, scale=3.0)))
+        seen.append(error_of(lambda: m(x, fail=True)))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            m.register_forward_hook(lambda mod, a, out: 1 / 0, always_call=True)
+            seen.append(error_of(lambda: m(x, fail=True)))
+        seen.append([str(w.message) for w in caught])
+        h1.remove()
+        h4.remove()
+        seen.append([len(m._forward_pre_hooks_with_kwargs), len(m._forward_hooks_always_called),
+                     len(m._forward_hooks_with_kwargs)])
+        m.register_forward_pre_hook(lambda mod, a, kw: a, with_kwargs=True)
+        seen.append(error_of(lambda: m(x)))
+        return seen
+    ours, theirs = both(run)
+    assert ours == theirs

@@ -120,7 +120,10 @@ class Module:
         d["_backward_hooks"] = OrderedDict()
         d["_is_full_backward_hook"] = None
         d["_forward_hooks"] = OrderedDict()
+        d["_forward_hooks_with_kwargs"] = OrderedDict()  # (hook id -> True: torch's marks of how each hook is called)
+        d["_forward_hooks_always_called"] = OrderedDict()
         d["_forward_pre_hooks"] = OrderedDict()
+        d["_forward_pre_hooks_with_kwargs"] = OrderedDict()
         d["_state_dict_hooks"] = OrderedDict()
         d["_state_dict_pre_hooks"] = OrderedDict()
         d["_load_state_dict_pre_hooks"] = OrderedDict()
@@ -146,10 +149,49 @@ class Module:
             if self._compiled_call_impl is None:
                 self.__dict__["_call_hooked"] = False  # (all removed: back to the hot path)
             return self.forward(*args, **kwargs)
-        for hook in tuple(self._forward_pre_hooks.values()):
+        pre_kwargs = self._hook_marks("_forward_pre_hooks_with_kwargs")
+        for hook_id, hook in tuple(self._forward_pre_hooks.items()):
+            if hook_id in pre_kwargs:
+                out = hook(self, args, kwargs)
+                if out is not None:
+                    if not (isinstance(out, tuple) and len(out) == 2):
+                        raise RuntimeError("forward pre-hook must return None or a tuple of (new_args, new_kwargs), "
+                                           f"but got {out}.")
+                    args, kwargs = out
+                continue
             out = hook(self, args)
             if out is not None:
                 args = out if isinstance(out, tuple) else (out,)
+        if self._hook_marks("_forward_hooks_always_called"):
+            return self._call_with_always_called_hooks(args, kwargs)
+        return self._call_rest(args, kwargs)
+
+    def _hook_marks(self, name):
+        return self.__dict__.get(name) or ()
+
+    def _call_with_always_called_hooks(self, args, kwargs):
+        """torch's: forward hooks registered with always_call=True run even where the call raised (those it had
+        not run yet, with a result of None; an exception of theirs is a warning), and the call's error is raised."""
+        called = set()
+        try:
+            return self._call_rest(args, kwargs, called)
+        except Exception:
+            always, with_kwargs, result = self._hook_marks("_forward_hooks_always_called"), \
+                self._hook_marks("_forward_hooks_with_kwargs"), None
+            for hook_id, hook in tuple(self._forward_hooks.items()):
+                if hook_id in always and hook_id not in called:
+                    try:
+                        out = hook(self, args, kwargs, result) if hook_id in with_kwargs else hook(self, args, result)
+                        if out is not None:
+                            result = out
+                    except Exception as e:
+                        warnings.warn("module forward hook with ``always_call=True`` raised an exception that was "
+                                      f"silenced as another error was raised in forward: {str(e)}")
+            raise
+
+    def _call_rest(self, args, kwargs, called=None):
+        """_call_impl after the forward pre-hooks: the backward hooks' wrapping, forward, the forward hooks."""
+        backward_hooks, backward_pre_hooks = self._backward_hooks, self._backward_pre_hooks
         bw_hook = None
         if backward_hooks or backward_pre_hooks:
             bw_hook = _BackwardHook(self, list(backward_hooks.values()), list(backward_pre_hooks.values()),
@@ -159,8 +201,12 @@ class Module:
         result = self.forward(*args, **kwargs)
         if bw_hook is not None:
             bw_hook.check_inputs()
-        for hook in tuple(self._forward_hooks.values()):
-            out = hook(self, args, result)
+        with_kwargs = self._hook_marks("_forward_hooks_with_kwargs")
+        always = self._hook_marks("_forward_hooks_always_called") if called is not None else ()
+        for hook_id, hook in tuple(self._forward_hooks.items()):
+            if hook_id in always:
+                called.add(hook_id)
+            out = hook(self, args, kwargs, result) if hook_id in with_kwargs else hook(self, args, result)
             if out is not None:
                 result = out
         if bw_hook is not None:
@@ -179,25 +225,35 @@ class Module:
         self._compiled_call_impl = _compile(self._call_impl, *args, **kwargs)
         self.__dict__["_call_hooked"] = True
 
-    def _add_hook(self, name, hook, prepend=False, on_call=False):
+    def _add_hook(self, name, hook, prepend=False, on_call=False, marks=()):
         """Register hook in this module's hook dict `name` (made if it lacks one: a module loaded from a file saved
-        before it had one); on_call: a hook __call__ runs, so calls take the hooked path from now on."""
+        before it had one); on_call: a hook __call__ runs, so calls take the hooked path from now on; marks: the
+        names of the dicts that mark it (with_kwargs, always_call), which its handle's remove clears too."""
         hooks = self.__dict__.get(name)
         if hooks is None:
             hooks = self.__dict__[name] = OrderedDict()
-        handle = RemovableHandle(hooks)
+        extras = [self.__dict__.setdefault(mark, OrderedDict()) for mark in marks]
+        handle = RemovableHandle(hooks, extra_dict=extras)
         hooks[handle.id] = hook
+        for extra in extras:
+            extra[handle.id] = True
         if prepend:
             hooks.move_to_end(handle.id, last=False)
         if on_call:
             self.__dict__["_call_hooked"] = True
         return handle
 
-    def register_forward_hook(self, hook, *, prepend=False):
-        return self._add_hook("_forward_hooks", hook, prepend, on_call=True)
+    def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False, always_call=False):
+        """hook(module, args, output) (with_kwargs: hook(module, args, kwargs, output)) -> None or a new output;
+        always_call: it runs even where the call raises."""
+        marks = (("_forward_hooks_with_kwargs",) if with_kwargs else ()) + \
+            (("_forward_hooks_always_called",) if always_call else ())
+        return self._add_hook("_forward_hooks", hook, prepend, on_call=True, marks=marks)
 
-    def register_forward_pre_hook(self, hook, *, prepend=False):
-        return self._add_hook("_forward_pre_hooks", hook, prepend, on_call=True)
+    def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
+        """hook(module, args) -> None or new args (with_kwargs: hook(module, args, kwargs) -> None or (args, kwargs))."""
+        marks = ("_forward_pre_hooks_with_kwargs",) if with_kwargs else ()
+        return self._add_hook("_forward_pre_hooks", hook, prepend, on_call=True, marks=marks)
 
     # -- backward hooks (torch's) -------------------------------------------------------------------------
     def register_full_backward_pre_hook(self, hook, prepend=False):
@@ -454,7 +510,8 @@ class Module:
         self.__dict__.update(state)
         for key in ("_forward_hooks", "_forward_pre_hooks", "_state_dict_hooks", "_state_dict_pre_hooks",
                     "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks", "_backward_hooks",
-                    "_backward_pre_hooks"):
+                    "_backward_pre_hooks", "_forward_hooks_with_kwargs", "_forward_hooks_always_called",
+                    "_forward_pre_hooks_with_kwargs"):
             self.__dict__.setdefault(key, OrderedDict())
         self.__dict__.setdefault("_non_persistent_buffers_set", set())
         self.__dict__.setdefault("_is_full_backward_hook", None)
