@@ -1005,3 +1005,12 @@ def test_tensor_of_a_tensor_warns_as_torch():
         caught.append([(x.category, str(x.message)) for x in w])
         assert t.tolist() == m.tolist()
     assert caught[1] == caught[0] and len(caught[0]) == 1
+
+
+@pytest.mark.parametrize("method", ["register_hook", "register_prehook"])
+def test_hooks_on_autograd_nodes_raise_a_clear_error(method):
+    """grad_fn.register_hook / register_prehook are not implemented: NotImplementedError naming them and what to use
+    instead (never an AttributeError, never a hook silently not called)."""
+    y = tapegrad.tensor([1.0, 2.0], requires_grad=True).sin()
+    with pytest.raises(NotImplementedError, match=f"grad_fn.{method} .*tensor.register_hook"):
+        getattr(y.grad_fn, method)(lambda *a: None)

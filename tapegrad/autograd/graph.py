@@ -14,6 +14,11 @@ _NO_EDGE_FIRST = frozenset(("WhereBackward0",))
 FUNCTION_MODULE = "torch.autograd.function."
 
 
+_NODE_HOOKS = ("tapegrad: {what} (a hook on an autograd node) is not implemented: a node is made on demand from its "
+               "tape row. Register the hook on the tensor (tensor.register_hook: the node's output gradient, as a "
+               "pre-hook) or on the module (register_full_backward_hook / register_full_backward_pre_hook).")
+
+
 class Node:
     """The backward function of one tape row, as torch shows it: name(), next_functions."""
     __slots__ = ("_tape", "_row", "_value", "__weakref__")
@@ -30,6 +35,12 @@ class Node:
 
     def name(self):
         return type(self).__name__
+
+    def register_hook(self, fn):
+        raise NotImplementedError(_NODE_HOOKS.format(what="grad_fn.register_hook"))
+
+    def register_prehook(self, fn):
+        raise NotImplementedError(_NODE_HOOKS.format(what="grad_fn.register_prehook"))
 
     def __getattr__(self, name):
         """torch's saved tensors of the node: `_saved_self`, `_saved_other`, `_saved_result`, ... (the values its

@@ -7,12 +7,13 @@ the index map of that view: map[i] = the flat position in the input of output el
 import builtins
 import math
 import numbers
+import warnings
 
 import numpy as np
 
 from .. import _dtype, _meta, _strides, registry
 from ..registry import K_GATHER, K_RESHAPE
-from ..grad_mode import is_grad_enabled
+from ..grad_mode import _state as _grad_state, is_grad_enabled
 from ..tensor import Tensor, _new, VIEWS
 from .elementwise import where
 from ._common import (broadcast_shape, _array_rule_dtype, _as_view, _dim, _dims, _min_max, OPS, _record, _sizes,
@@ -22,7 +23,12 @@ from .reduce import expand
 
 
 def _recording(*xs):  # (tapegrad.compile records data movement on constants too: a replay recomputes it)
-    return is_grad_enabled() and (builtins.any(x._requires_grad for x in xs) or _tape_local.tracing is not None)
+    if not _grad_state.enabled:
+        return False
+    for x in xs:  # (a loop, not any() of a generator: a view op's hot path)
+        if x._requires_grad:
+            return True
+    return _tape_local.tracing is not None
 
 
 # -- reshapes ---------------------------------------------------------------------------------------------
@@ -1237,7 +1243,24 @@ def _mT(self):
 
 
 # Tensor's methods for this module's front-ends (grep `Tensor.<name> =`)
-Tensor.T = property(lambda self: permute(self, *reversed(range(self.ndim))))
+def _T(self):
+    """x.T: its dimensions reversed (permute, as torch's), with torch's once-a-process deprecation warnings for a
+    tensor that is not 2-D."""
+    nd = self._data.ndim
+    if nd != 2 and (nd == 0) not in _T_WARNED:
+        _T_WARNED.add(nd == 0)
+        warnings.warn(_T_DEPRECATED[nd == 0], UserWarning, stacklevel=2)
+    return _view_op(self, np.transpose, OPS["permute"], offset=0)
+
+
+_T_WARNED = set()  # (True: the 0-d warning given; False: the other)
+_T_DEPRECATED = ("The use of `x.T` on tensors of dimension other than 2 to reverse their shape is deprecated and it "
+                 "will throw an error in a future release. Consider `x.mT` to transpose batches of matrices or "
+                 "`x.permute(*torch.arange(x.ndim - 1, -1, -1))` to reverse the dimensions of a tensor.",
+                 "Tensor.T is deprecated on 0-D tensors. This function is the identity in these cases.")
+
+
+Tensor.T = property(_T)
 Tensor.mT = property(_mT)
 Tensor.expand_as = lambda self, other: expand(self, other.shape)
 Tensor.view_as = lambda self, other: reshape(self, other.shape)

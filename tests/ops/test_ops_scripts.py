@@ -652,3 +652,31 @@ def test_storages_and_data_pointers_of_views_are_torchs():
     assert seen[0] == seen[1]
     with pytest.raises(NotImplementedError, match="does not write through a tensor's storage"):
         tapegrad.zeros(2).untyped_storage()[0] = 1
+
+
+T_SCRIPT = """
+import warnings
+import {lib} as torch
+warnings.simplefilter("always")
+with warnings.catch_warnings(record=True) as w:
+    shapes = [tuple(t.T.shape) for t in (torch.randn(3), torch.randn(2, 3, 4), torch.tensor(1.), torch.tensor(2.),
+                                           torch.randn(2, 3), torch.randn(2, 3, 4))]
+x = torch.randn(2, 3, 4, requires_grad=True)
+y = x.T
+y.sum().backward()
+print([str(m.message) for m in w], [m.filename.endswith("<string>") for m in w], shapes, y.grad_fn.name(), y.stride(),
+      tuple(x.grad.shape))
+"""
+
+
+def test_dot_T_reverses_dims_with_torchs_once_a_process_warnings():
+    """x.T of a tensor that is not 2-D warns as torch's does (once a process for 0-d, once for the rest), at the caller's
+    line; its value, grad_fn and strides are permute's."""
+    import subprocess
+    import sys
+    outs = [subprocess.run([sys.executable, "-c", T_SCRIPT.format(lib=lib)], capture_output=True, text=True, timeout=120)
+            for lib in ("torch", "tapegrad")]
+    assert outs[0].returncode == 0 and outs[1].returncode == 0, (outs[0].stderr, outs[1].stderr)
+    import re
+    # (tapegrad's warnings leave out the "(Triggered internally at <torch's C++ source>)" torch appends: tensor.py)
+    assert outs[1].stdout == re.sub(r" \(Triggered internally at [^)]*\)", "", outs[0].stdout)
