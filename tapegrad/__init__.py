@@ -61,6 +61,7 @@ from .version import __version__  # noqa: E402,F401  (torch's API version, a Tor
 from . import version  # noqa: E402,F401
 from .device import device, get_default_device, set_default_device  # noqa: E402,F401
 from . import accelerator, amp, backends, cpu, cuda, mps, xpu  # noqa: E402,F401
+from . import __future__  # noqa: E402,F401  (torch.__future__: nn.Module's conversion settings)
 from .amp import (autocast, clear_autocast_cache, get_autocast_cpu_dtype, get_autocast_dtype,  # noqa: E402,F401
                   get_autocast_gpu_dtype, is_autocast_cache_enabled, is_autocast_cpu_enabled, is_autocast_enabled,
                   set_autocast_cache_enabled, set_autocast_cpu_dtype, set_autocast_cpu_enabled, set_autocast_dtype,

@@ -53,7 +53,13 @@ def _cpu_count():
 
 
 def get_num_threads():
-    return _num_threads if _num_threads is not None else _cpu_count()
+    """set_num_threads's count; before it, as torch's: OMP_NUM_THREADS where that is a positive integer (NumPy's BLAS
+    reads it too), at most the CPUs this process may run on, else those CPUs."""
+    if _num_threads is not None:
+        return _num_threads
+    omp = os.environ.get("OMP_NUM_THREADS", "").strip()
+    cpus = _cpu_count()
+    return min(int(omp), cpus) if omp.isdigit() and int(omp) > 0 else cpus
 
 
 def set_num_threads(n):

@@ -577,8 +577,16 @@ class Tensor:
         else:
             from .ops import to_dtype
             out = to_dtype(self, dtype)
+            if self._strides is not None and _strides.is_dense(self._data.shape, self._strides):
+                out._strides = self._strides  # (preserve_format: a dense layout is kept, as torch's _to_copy)
         if fmt is not None and fmt is not preserve_format:  # (torch: a copy in that format where it differs)
-            out = out.contiguous(memory_format=fmt)
+            if out is self:
+                if _suggested_format(self) is fmt:
+                    return self
+                from . import ops  # (ToCopyBackward0, as torch's _to_copy)
+                out = ops._common._record(ops._common.OPS["cast"], np.array(self._data, copy=True), (self,))
+            out._strides = None if fmt is contiguous_format else \
+                _strides.normal(out._data.shape, _format_strides(out._data.shape, fmt))
         return out
 
     def _to_meta(self, dtype):
@@ -699,6 +707,25 @@ def _format_strides(shape, fmt):
         strides[d] = step
         step *= shape[d]
     return tuple(strides)
+
+
+def _suggested_format(t):
+    """torch's suggest_memory_format: channels_last(_3d) where a 4-d (5-d) tensor's strides read as that layout by
+    torch's rules (is_channels_last_strides_2d/3d: ambiguous cases, such as size-1 dimensions of equal strides, are
+    contiguous_format), else contiguous_format."""
+    shape = t._data.shape
+    if t._strides is None or len(shape) not in (4, 5):
+        return contiguous_format
+    fmt = channels_last if len(shape) == 4 else channels_last_3d
+    strides = t._strides
+    if strides[1] == 0:
+        return contiguous_format
+    low = 0
+    for d in _FORMAT_ORDER[fmt._name][1]:
+        if shape[d] == 0 or strides[d] < low or (d == 0 and low == strides[1]):
+            return contiguous_format
+        low = strides[d] * shape[d] if shape[d] > 1 else strides[d]
+    return fmt
 
 
 def _strides_in_format(shape, strides, fmt):

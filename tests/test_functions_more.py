@@ -437,3 +437,22 @@ def test_memory_format_of_clone_and_module_to():
         with pytest.raises(RuntimeError, match="required rank 4 tensor to use channels_last format"):
             lib.ones(2, 3).clone(memory_format=lib.channels_last)
     assert seen[tg] == seen[torch]
+
+
+@pytest.mark.parametrize("shape", [(2, 4, 1, 1), (2, 1, 3, 3), (2, 3, 4, 5), (1, 3, 1, 5), (3, 1, 1, 1)])
+def test_to_memory_format_takes_torchs_suggested_format(shape):
+    """Tensor.to(memory_format=) returns the tensor itself where torch's suggest_memory_format already names that
+    format (its rules for size-1 dimensions), else a copy (ToCopyBackward0) with the format's own strides; a dtype
+    change keeps a dense layout (preserve_format); Module.to(memory_format=) follows it (1x1 convolutions)."""
+    seen = {}
+    for lib in (torch, tg):
+        cl, contiguous = lib.channels_last, lib.contiguous_format
+        x = lib.zeros(shape, requires_grad=True)
+        y = x.to(memory_format=cl)
+        seen[lib] = [y.stride(), y.grad_fn.name(), y.to(memory_format=cl) is y, y.to(memory_format=contiguous).stride(),
+                     x.to(memory_format=contiguous) is x, x.to(lib.float64, memory_format=cl).stride(),
+                     y.to(lib.float64).stride(), x.detach().permute(0, 2, 3, 1).to(memory_format=cl).stride(),
+                     lib.nn.Conv2d(shape[1], 2, 1).to(memory_format=cl).weight.stride()]
+        y.sum().backward()
+        seen[lib].append(tuple(x.grad.shape))
+    assert seen[tg] == seen[torch]

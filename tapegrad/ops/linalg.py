@@ -12,14 +12,13 @@ from .elementwise import where
 from .reduce import _keep, sum_to_shape
 
 
-def _dtype_name(a):
-    return {"float32": "float", "float64": "double", "int64": "long", "int32": "int"}.get(a.dtype.name, a.dtype.name)
-
-
 def _same_dtype(a, b):
-    if a._data.dtype != b._data.dtype:
-        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_dtype_name(a._data)} != "
-                           f"{_dtype_name(b._data)}")
+    if a._data.dtype != b._data.dtype:  # (torch names the C++ types: long int, c10::BFloat16, ...)
+        if a._data.ndim == 1 and b._data.ndim == 1:  # (matmul of two vectors is torch's dot)
+            raise RuntimeError(f"dot : expected both vectors to have same dtype, but found "
+                               f"{_dtype.scalar_type_name(a._data.dtype)} and {_dtype.scalar_type_name(b._data.dtype)}")
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_dtype.cpp_type_name(a._data.dtype)} "
+                           f"!= {_dtype.cpp_type_name(b._data.dtype)}")
 
 
 def _matmul(a, b):
@@ -128,7 +127,9 @@ def bmm(input, mat2):
         _batch_error(a.shape[0], a.shape[2], b.shape[0], b.shape[1])
     if autocast_state.dtype is not None:
         a, b = _autocast_lower(a, b)
-    _same_dtype(a, b)
+    if a._data.dtype != b._data.dtype:  # (bmm's words)
+        raise RuntimeError(f"expected scalar type {_dtype.scalar_type_name(a._data.dtype)} but found "
+                           f"{_dtype.scalar_type_name(b._data.dtype)}")
     value = _matmul(a._data, b._data)
     if a._data.dtype.kind != "f" and not _dtype.is_bfloat16(a._data.dtype):
         return _new(value)

@@ -387,3 +387,29 @@ def test_parameter_list_and_dict():
 def test_module_init_rejects_arguments_like_torch():
     same_error(lambda lib: lib.nn.Module(1))
     same_error(lambda lib: lib.nn.Module(foo=1))
+
+
+@pytest.mark.parametrize("overwrite", [False, True])
+@pytest.mark.parametrize("swap", [False, True])
+def test_future_conversion_settings(overwrite, swap):
+    """torch.__future__'s settings for Module conversions: the default keeps the Parameter objects (their data and
+    .grad converted in place), overwrite makes new Parameters (a converted .grad each), swap keeps the objects."""
+    import importlib
+    seen = []
+    for lib in (torch, tg):
+        fut = importlib.import_module(lib.__name__ + ".__future__")
+        fut.set_overwrite_module_params_on_conversion(overwrite)
+        fut.set_swap_module_params_on_conversion(swap)
+        try:
+            m = lib.nn.Linear(2, 3)
+            w = m.weight
+            m(lib.ones(1, 2)).sum().backward()
+            g = m.weight.grad
+            m.double()
+            seen.append((fut.get_overwrite_module_params_on_conversion(), fut.get_swap_module_params_on_conversion(),
+                         m.weight is w, str(m.weight.dtype), type(m.weight).__name__, str(m.weight.grad.dtype),
+                         m.weight.grad is g, m.weight.requires_grad, str(w.dtype), m.weight.grad.tolist()))
+        finally:
+            fut.set_overwrite_module_params_on_conversion(False)
+            fut.set_swap_module_params_on_conversion(False)
+    assert seen[1] == seen[0]

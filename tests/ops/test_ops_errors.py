@@ -20,6 +20,13 @@ def F(L):
 
 
 ERRORS = {
+    # matrix products of two dtypes: torch's C++ type names, dot's words for two vectors
+    "matmul_bf16_float": (lambda L: t(L, 2, 2).bfloat16() @ t(L, 2, 2), None),
+    "mm_half_float": (lambda L: L.mm(t(L, 2, 2).half(), t(L, 2, 2)), None),
+    "matmul_long_float": (lambda L: L.matmul(t(L, 2, 2).long(), t(L, 2, 2)), None),
+    "matmul_short_double": (lambda L: L.matmul(t(L, 2, 2, dtype=L.int16), t(L, 2, 2, dtype=L.float64)), None),
+    "matmul_vectors_dtype": (lambda L: t(L, 3) @ t(L, 3, dtype=L.float64), None),
+    "bmm_dtype": (lambda L: L.bmm(t(L, 2, 2, 2), t(L, 2, 2, 2, dtype=L.float64)), None),
     # elementwise
     "broadcast": (lambda L: t(L, 2, 3) + t(L, 4), None),
     "broadcast_sub": (lambda L: L.sub(t(L, 2, 3), t(L, 2, 4)), None),

@@ -233,3 +233,16 @@ def test_hub_downloads_and_loads_a_state_dict(tmp_path):
     assert not (tmp_path / "bad.pt").exists()
     state = tapegrad.hub.load_state_dict_from_url(url, model_dir=str(tmp_path / "cache"))
     assert state["w"].tolist() == [0.0, 1.0, 2.0] and (tmp_path / "cache" / "weights.pt").exists()
+
+
+@pytest.mark.parametrize("omp", [None, "1", "64", "abc", "0"])
+def test_get_num_threads_reads_omp_num_threads_as_torch(omp):
+    """Before set_num_threads: OMP_NUM_THREADS where it is a positive integer, at most the CPUs, else the CPUs."""
+    code = "import {lib} as t; print(t.get_num_threads())"
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+    if omp is not None:
+        env["OMP_NUM_THREADS"] = omp
+    outs = [subprocess.run([sys.executable, "-c", code.format(lib=lib)], capture_output=True, text=True, timeout=120,
+                           env=dict(env, PYTHONPATH=root)).stdout for lib in ("torch", "tapegrad")]
+    assert outs[1] == outs[0] and outs[0].strip()

@@ -36,6 +36,8 @@ PATHS = {
     "backends": ["cudnn", "mha", "mps", "cuda"],
     "backends.cudnn": ["benchmark", "deterministic", "is_available", "flags", "set_flags"],
     "backends.mha": ["get_fastpath_enabled", "set_fastpath_enabled"],
+    "__future__": ["get_overwrite_module_params_on_conversion", "set_overwrite_module_params_on_conversion",
+                   "get_swap_module_params_on_conversion", "set_swap_module_params_on_conversion"],
     "nn.grad": ["conv1d_input", "conv1d_weight", "conv2d_input", "conv2d_weight", "conv3d_input", "conv3d_weight"],
     "nn.utils.rnn": ["pad_sequence", "unpad_sequence", "pack_sequence", "unpack_sequence", "PackedSequence"],
     "backends.mps": ["is_available", "is_built"], "onnx": ["export"],

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ... import _dtype
+from ... import __future__ as _future, _dtype
 from ...creation import empty_like
 from ...grad_mode import no_grad
 from ...tape import NOT_A_SLOT, _local as _tape_local
@@ -645,9 +645,16 @@ class Module:
         if recurse:
             for module in self.children():
                 module._apply(fn)
+        overwrite = _future.get_overwrite_module_params_on_conversion() and \
+            not _future.get_swap_module_params_on_conversion()
         with no_grad():
-            for p in self._parameters.values():
+            for key, p in self._parameters.items():
                 if p is None:
+                    continue
+                if overwrite:  # (torch.__future__: a new Parameter, its .grad converted with it)
+                    new = self._parameters[key] = Parameter(fn(p), p.requires_grad)
+                    if p._grad is not None:
+                        new.grad = fn(p._grad).requires_grad_(p._grad.requires_grad)
                     continue
                 _set_data(p, fn(p))
                 if p._grad is not None:
@@ -678,7 +685,7 @@ class Module:
                                       "device.")
         fmt = kwargs.get("memory_format")
         if fmt is not None:  # (torch: the 4-d and 5-d parameters and buffers take the format's strides)
-            self._apply(lambda t: t.contiguous(memory_format=fmt) if t.dim() in (4, 5) else t)
+            self._apply(lambda t: t.to(memory_format=fmt) if t.dim() in (4, 5) else t)
         if dtype is None:
             return self
         if not dtype.is_floating_point:
