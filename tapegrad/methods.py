@@ -139,7 +139,7 @@ def _unrecorded_arith(self, other, ufunc, alpha=1):
             return False
     untraceable("an in-place op")
     window = self._window
-    if window is not None:
+    if window is not None or self._inference:
         _check_writable(self)
     ufunc(data, value, out=data)
     self._ensure_vc()[0] += 1

@@ -154,6 +154,9 @@ NON_LEAF_GRAD_MESSAGE = (
     "populated during autograd.backward(). If you indeed want the .grad field to be populated for a non-leaf "
     "Tensor, use .retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor by mistake, make sure "
     "you access the leaf Tensor instead. See github.com/pytorch/pytorch/pull/30531 for more information.")
+INFERENCE_INPLACE_MESSAGE = (
+    "Inplace update to inference tensor outside InferenceMode is not allowed.You can make a clone to get a normal "
+    "tensor before doing inplace update.See https://github.com/pytorch/rfcs/pull/17 for more details.")
 SCALAR_MESSAGE = ("Converting a tensor with requires_grad=True to a scalar may lead to unexpected behavior.\n"
                   "Consider using tensor.detach() first.")
 _scalar_warned = False
@@ -232,6 +235,8 @@ class Tensor:
                                "var_no_grad = var.detach().")
         if value and not _dtype.is_float(self._data.dtype):
             raise RuntimeError(not_float_message)
+        if value and self._inference and not _grad_state.inference:
+            raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.")
         self._requires_grad = bool(value)
         self._slot = NOT_A_SLOT
         if value and self._tape is not None:  # back on: the graphs recorded before reach its leaf row again, as
@@ -246,7 +251,7 @@ class Tensor:
         return self._is_leaf
 
     def is_inference(self):
-        """Whether it was made under inference_mode (a view made of one outside it is not marked, where torch's is)."""
+        """Whether it was made under inference_mode, or is a view of a tensor that was."""
         return self._inference
 
     @property

@@ -803,6 +803,37 @@ def test_inference_mode_and_inference_tensors_are_torchs():
     assert _inference_program(tapegrad) == _inference_program(torch)
 
 
+INFERENCE_WRITES = {
+    "add_": lambda L, t: t.add_(1), "mul_scalar": lambda L, t: t.mul_(2), "sub_tensor": lambda L, t: t.sub_(L.ones(3)),
+    "copy_": lambda L, t: t.copy_(L.zeros(3)), "zero_": lambda L, t: t.zero_(), "fill_": lambda L, t: t.fill_(2),
+    "setitem": lambda L, t: t.__setitem__(0, 5.0), "clamp_": lambda L, t: t.clamp_(0, 1),
+    "init": lambda L, t: L.nn.init.zeros_(t), "out": lambda L, t: L.add(L.ones(3), 1, out=t),
+    "view_add_": lambda L, t: t[1:].add_(1), "requires_grad_": lambda L, t: t.requires_grad_(),
+    "clone_add_": lambda L, t: t.clone().add_(1), "detach_add_": lambda L, t: t.detach().add_(1),
+}
+
+
+@pytest.mark.parametrize("mode", ["grad", "no_grad", "inference_false", "inference"])
+@pytest.mark.parametrize("case", sorted(INFERENCE_WRITES))
+def test_writes_into_inference_tensors_raise_as_torchs(case, mode):
+    """An in-place write into an inference tensor (or requires_grad_) outside inference_mode raises torch's
+    RuntimeError, whatever the grad mode; inside inference_mode it is allowed. (torch has written the data when it
+    raises; tapegrad raises before writing: nothing is changed.)"""
+    seen = []
+    for lib in (torch, tapegrad):
+        with lib.inference_mode():
+            t = lib.ones(3) * 3
+        modes = {"grad": lib.enable_grad, "no_grad": lib.no_grad, "inference_false": lambda: lib.inference_mode(False),
+                 "inference": lib.inference_mode}
+        with modes[mode]():
+            try:
+                INFERENCE_WRITES[case](lib, t)
+                seen.append(None)
+            except RuntimeError as e:
+                seen.append(str(e))
+    assert seen[1] == seen[0]
+
+
 def test_grad_mode_is_per_thread():
     seen = {}
 

@@ -56,6 +56,8 @@ def _as_view(x, t, window, output_nr=None):
     """t is torch's view of x, and its value mirrors `window` (a NumPy view into x's storage). output_nr: t's
     place among the views a function returned (split, chunk, unbind), which torch forbids writing into."""
     base = t._base = x if x._base is None else x._base
+    if x._inference:  # (a view of an inference tensor is one, wherever it is made)
+        t._inference = True
     if output_nr is not None:
         t._creation, t._output_nr = "multi", output_nr
     elif x._creation is not None:

@@ -14,7 +14,7 @@ import numpy as np
 from .. import _dtype, _meta, _strides, registry
 from ..registry import K_GATHER, K_RESHAPE
 from ..grad_mode import _state as _grad_state, is_grad_enabled
-from ..tensor import Tensor, _new, VIEWS
+from ..tensor import INFERENCE_INPLACE_MESSAGE, Tensor, _new, VIEWS
 from .elementwise import where
 from ._common import (broadcast_shape, _array_rule_dtype, _as_view, _dim, _dims, _min_max, OPS, _record, _sizes,
                       _tensor, _to_dtype, storage_of)
@@ -310,8 +310,10 @@ def _check_recordable(t, recorded):
 
 
 def _check_writable(t):
-    """torch's refusals before a write into t: memory that is read-only, or a view (an expand) whose elements
-    share memory."""
+    """torch's refusals before a write into t: an inference tensor outside inference_mode, memory that is read-only,
+    or a view (an expand) whose elements share memory."""
+    if t._inference and not _grad_state.inference:
+        raise RuntimeError(INFERENCE_INPLACE_MESSAGE)
     w = t._window
     if w is None:
         return
