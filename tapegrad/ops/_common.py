@@ -281,9 +281,22 @@ def _integer(forward, a, b):
     try:
         return forward(a, b)
     except ValueError as e:
-        if "negative integer powers" in str(e):
+        if "negative integer powers" not in str(e):
+            raise
+        if not isinstance(b, np.ndarray):  # (torch refuses a negative Python-number exponent only)
             raise RuntimeError("Integers to negative integer powers are not allowed.") from None
-        raise
+        return _integer_power_of_tensors(a, b)
+
+
+def _integer_power_of_tensors(a, b):
+    """Integer a ** b for a tensor exponent with negative entries, as torch's kernel: 1 ** n and (-1) ** n as they
+    are, any other base to a negative power 0 (the integer part of its reciprocal)."""
+    a = np.asarray(a)
+    negative = b < 0
+    positive_part = np.power(a, np.where(negative, 0, b))
+    odd = np.remainder(b, 2) != 0
+    reciprocal = np.where(a == 1, 1, np.where(a == -1, np.where(odd, -1, 1), 0))
+    return np.where(negative, reciprocal, positive_part).astype(positive_part.dtype)
 
 
 

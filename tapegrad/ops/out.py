@@ -61,6 +61,7 @@ def with_out(fn, name=None):
     """fn with torch's `out=` keyword. The wrapper has fn's own parameters (generated from its signature), so a
     call without out= costs one plain call more; a signature with *args or **kwargs gets a generic wrapper."""
     name = name or fn.__name__
+    dtype_at = _positional_index(fn, "dtype")
 
     def finish(out, args, kwargs):
         outs = out if isinstance(out, (tuple, list)) else (out,)
@@ -69,8 +70,12 @@ def with_out(fn, name=None):
                                f"differentiation, but one of the arguments requires grad.")
         if name in ("sum", "mean") and len(args) < 2 and kwargs.get("dim") is None:
             raise TypeError(f"{name}() received an invalid combination of arguments - got (Tensor, out=Tensor)")
+        if name in _CREATION and isinstance(out, Tensor):  # (a factory makes out's dtype: rand draws its stream)
+            args, kwargs = _with_dtype(args, kwargs, dtype_at, out.dtype)
         with no_grad():
             result = fn(*args, **kwargs)
+        if isinstance(out, Tensor) and isinstance(result, Tensor) and result._data.dtype != out._data.dtype:
+            _check_out_dtype(name, result._data.dtype, out._data.dtype)
         if isinstance(result, tuple):
             if not isinstance(out, (tuple, list)) or len(out) != len(result):
                 raise TypeError(f"{name}(): argument 'out' must be tuple of Tensors")
@@ -87,6 +92,41 @@ def with_out(fn, name=None):
             return finish(out, args, kwargs)
     functools.update_wrapper(wrapper, fn)
     return wrapper
+
+
+def _positional_index(fn, parameter):
+    """Where `parameter` is among fn's positional parameters (the generated wrapper passes those by position), or
+    None."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    positional = [p.name for p in params if p.kind in (inspect.Parameter.POSITIONAL_ONLY,
+                                                       inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    return positional.index(parameter) if parameter in positional else None
+
+
+def _with_dtype(args, kwargs, at, dtype):
+    """The call's arguments with `dtype` where the caller gave none."""
+    if at is not None and at < len(args):
+        if args[at] is None:
+            args = args[:at] + (dtype,) + args[at + 1:]
+    elif kwargs.get("dtype") is None:
+        kwargs = dict(kwargs, dtype=dtype)
+    return args, kwargs
+
+
+def _check_out_dtype(name, result, out):
+    """torch's refusals of an out= of another dtype where its kernel does not cast: the matrix products, cat."""
+    if name in ("matmul", "mm", "bmm", "mv"):
+        raise RuntimeError(f"Expected out tensor to have dtype {_dtype.cpp_type_name(result)}, but got "
+                           f"{_dtype.cpp_type_name(out)} instead")
+    if name == "dot":
+        raise RuntimeError(f"result dtype {_dtype.scalar_type_name(out)} does not match input dtype "
+                           f"{_dtype.scalar_type_name(result)}")
+    if name in ("cat", "concat", "concatenate") and _dtype.is_float(result) and not _dtype.is_float(out):
+        raise TypeError(f"torch.cat(): input types can't be cast to the desired output type "
+                        f"{_dtype.scalar_type_name(out)}")
 
 
 def _generated(fn, finish):

@@ -680,3 +680,62 @@ def test_dot_T_reverses_dims_with_torchs_once_a_process_warnings():
     import re
     # (tapegrad's warnings leave out the "(Triggered internally at <torch's C++ source>)" torch appends: tensor.py)
     assert outs[1].stdout == re.sub(r" \(Triggered internally at [^)]*\)", "", outs[0].stdout)
+
+
+INT_POWERS = [
+    lambda L: L.tensor([2, 1, -1, 0, 3, -2]) ** L.tensor([-1, -2, -3, 2, 0, -1]),
+    lambda L: L.tensor([0]) ** L.tensor([-1]),
+    lambda L: L.tensor([2]).pow(L.tensor(-1)),
+    lambda L: L.tensor(2) ** L.tensor([-1, 2]),
+    lambda L: 2 ** L.tensor([-1, 2]),
+    lambda L: L.tensor([[1], [-1], [3]], dtype=L.int32) ** L.tensor([-1, -2, 4], dtype=L.int32),
+    lambda L: L.tensor([1, -1, 5], dtype=L.int8) ** L.tensor([-3], dtype=L.int16),
+    lambda L: L.tensor([2, -1]).pow_(L.tensor([-1, -3])),
+]
+
+
+@pytest.mark.parametrize("case", range(len(INT_POWERS)))
+def test_integer_tensors_to_negative_tensor_powers_as_torch(case):
+    """An integer tensor to a tensor of negative integer powers: 1 and -1 as they are, others 0 (torch refuses only a
+    negative Python-number exponent)."""
+    ours, theirs = INT_POWERS[case](tapegrad), INT_POWERS[case](torch)
+    assert ours.tolist() == theirs.tolist() and str(ours.dtype) == str(theirs.dtype)
+
+
+def test_integer_tensor_to_a_negative_number_raises_as_torch():
+    raises_same(lambda L: L.tensor([2]) ** -1)
+
+
+OUT_DTYPES = {
+    "rand_float64": lambda L: L.rand(2, 2, out=L.empty(2, 2, dtype=L.float64)),
+    "randn_float64": lambda L: L.randn(3, out=L.empty(3, dtype=L.float64)),
+    "zeros_int64": lambda L: L.zeros(3, out=L.empty(3, dtype=L.int64)),
+    "ones_bool": lambda L: L.ones(2, out=L.empty(2, dtype=L.bool)),
+    "arange_float": lambda L: L.arange(3, out=L.empty(3)),
+    "randint_float": lambda L: L.randint(0, 5, (3,), out=L.empty(3)),
+    "full_float64": lambda L: L.full((2,), 1.5, out=L.empty(2, dtype=L.float64)),
+    "linspace_float64": lambda L: L.linspace(0, 1, 3, out=L.empty(3, dtype=L.float64)),
+    "eye_int64": lambda L: L.eye(2, out=L.empty(2, 2, dtype=L.int64)),
+    "matmul_float64": lambda L: L.matmul(L.ones(2, 2), L.ones(2, 2), out=L.empty(0, dtype=L.float64)),
+    "mm_int64": lambda L: L.mm(L.ones(2, 2), L.ones(2, 2), out=L.empty(0, dtype=L.int64)),
+    "bmm_float64": lambda L: L.bmm(L.ones(2, 2, 2), L.ones(2, 2, 2), out=L.empty(0, dtype=L.float64)),
+    "mv_float64": lambda L: L.mv(L.ones(2, 2), L.ones(2), out=L.empty(0, dtype=L.float64)),
+    "dot_int64": lambda L: L.dot(L.ones(2), L.ones(2), out=L.empty(0, dtype=L.int64)),
+    "cat_int64": lambda L: L.cat([L.ones(2), L.ones(2)], out=L.empty(0, dtype=L.int64)),
+    "outer_float64": lambda L: L.outer(L.ones(2), L.ones(2), out=L.empty(0, dtype=L.float64)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(OUT_DTYPES))
+def test_out_of_another_dtype_as_torch(case):
+    """A factory with out= makes out's dtype (rand draws that dtype's stream); the matrix products, dot and cat refuse
+    an out= of another dtype with torch's error; elementwise ops cast."""
+    seen = []
+    for L in LIBS:
+        L.manual_seed(0)
+        try:
+            r = OUT_DTYPES[case](L)
+            seen.append((str(r.dtype), r.tolist()))
+        except (RuntimeError, TypeError) as e:
+            seen.append((type(e).__name__, str(e)))
+    assert seen[1] == seen[0]
