@@ -1045,3 +1045,19 @@ def test_hooks_on_autograd_nodes_raise_a_clear_error(method):
     y = tapegrad.tensor([1.0, 2.0], requires_grad=True).sin()
     with pytest.raises(NotImplementedError, match=f"grad_fn.{method} .*tensor.register_hook"):
         getattr(y.grad_fn, method)(lambda *a: None)
+
+
+def test_grad_fn_nodes_are_one_object_per_operation_as_torchs():
+    """A row's node is the same object however it is reached (grad_fn, next_functions), and a leaf's AccumulateGrad
+    too, while something holds them: graph walkers that key on id() see torch's graph."""
+    def program(lib):
+        a = lib.linspace(0., 6.28, 5, requires_grad=True)
+        b = lib.sin(a)
+        c = 2 * b
+        d = c + 1
+        e = b * b
+        n1, n2 = e.grad_fn.next_functions
+        return [c.grad_fn.next_functions[0][0] is b.grad_fn, d.grad_fn.next_functions[0][0] is c.grad_fn,
+                b.grad_fn.next_functions[0][0] is b.grad_fn.next_functions[0][0],
+                b.grad_fn.next_functions[0][0].variable is a, n1[0] is n2[0], n1[0] is b.grad_fn]
+    assert program(tapegrad) == program(torch) == [True] * 6

@@ -1,4 +1,6 @@
 """grad_fn objects, made on demand from a tape row (the tape itself has no per-op Python objects)."""
+import weakref
+
 from .. import registry, saved_tensors
 from ..replay import FREED_MESSAGE
 from ..tape import _local
@@ -74,7 +76,7 @@ class Node:
             op = registry.OPS[tape.op[a]]
             if op.name == "leaf":
                 ref = tape.aux.get(a)
-                out.append((AccumulateGrad(ref() if ref else None), 0))
+                out.append((_accumulator(ref() if ref else None), 0))
             elif op.kind == registry.K_LEAF:
                 out.append((None, 0))
             else:
@@ -99,7 +101,7 @@ class Node:
 
 
 class AccumulateGrad:
-    __slots__ = ("variable",)
+    __slots__ = ("variable", "__weakref__")
 
     def __init__(self, variable):
         self.variable = variable
@@ -113,10 +115,29 @@ class AccumulateGrad:
         return f"<AccumulateGrad object at {hex(id(self))}>"
 
 
+# A row's node, and a leaf's AccumulateGrad, are one object while anything holds them (torch's graph has one node
+# per operation: `c.grad_fn.next_functions[0][0] is b.grad_fn`). Keyed by ids the cached object itself keeps alive.
+_nodes = weakref.WeakValueDictionary()
+_accumulators = weakref.WeakValueDictionary()
+
+
+def _accumulator(variable):
+    node = _accumulators.get(id(variable))
+    if node is None or node.variable is not variable:
+        node = AccumulateGrad(variable)
+        if variable is not None:
+            _accumulators[id(variable)] = node
+    return node
+
+
 def node_for(tape, row, op, value):
     ctx = tape.aux.get(row)
     if isinstance(ctx, Node):  # a custom Function's ctx is its grad_fn (MyFnBackward), as in torch
         return ctx
+    key = (id(tape), row, id(value))
+    node = _nodes.get(key)
+    if node is not None and node._tape is tape and node._row == row and node._value is value:
+        return node
     name = getattr(ctx, "grad_fn_name", None) or registry.OPS[op].grad_fn  # (a fused derivative row: per row)
     cls = _classes.get(name)
     if cls is None:
@@ -124,7 +145,8 @@ def node_for(tape, row, op, value):
         if name == "CompiledFunctionBackward":  # (torch.compile's outputs: an autograd.Function's node)
             attrs["_repr_module"] = FUNCTION_MODULE
         cls = _classes[name] = type(name, (Node,), attrs)
-    return cls(tape, row, value)
+    node = _nodes[key] = cls(tape, row, value)
+    return node
 
 
 # -- saved-tensor hooks ---------------------------------------------------------------------------------------
