@@ -296,13 +296,21 @@ def full_like(input, fill_value, dtype=None, device=None, requires_grad=False, m
 
 
 def rand(*size_args, size=None, generator=None, dtype=None, device=None, requires_grad=False):
-    return _drawn(random.uniform, (_shape(size_args if size is None else (size,)), generator, _float(dtype)),
-                  requires_grad, device)
+    return _drawn(random.uniform, (_shape(size_args if size is None else (size,)), generator,
+                                   _floating(dtype, "check_uniform_bounds")), requires_grad, device)
 
 
 def randn(*size_args, size=None, generator=None, dtype=None, device=None, requires_grad=False):
-    return _drawn(random.normal, (_shape(size_args if size is None else (size,)), generator, _float(dtype)),
-                  requires_grad, device)
+    return _drawn(random.normal, (_shape(size_args if size is None else (size,)), generator,
+                                  _floating(dtype, "normal_kernel_cpu")), requires_grad, device)
+
+
+def _floating(dtype, kernel):
+    """A floating dtype for a draw (the default one for None); another raises torch's error naming its kernel."""
+    dt = _float(dtype)
+    if not _dtype.is_float(dt):
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_dtype.scalar_type_name(dt)}'")
+    return dt
 
 
 def randint(low, high=None, size=None, generator=None, dtype=None, device=None, requires_grad=False):

@@ -62,7 +62,12 @@ def as_array(data, dtype=None):
         data = [as_array(d) for d in data]
     np_dtype = None if dtype is None else _dtype.to_numpy_dtype(dtype)
     if np_dtype is None and not isinstance(data, np.ndarray):
-        a = np.asarray(data)
+        try:
+            a = np.asarray(data)
+        except ValueError as e:
+            if "inhomogeneous" in str(e) and isinstance(data, (list, tuple)):
+                _raise_ragged(data)
+            raise
         if a.dtype.kind == "O" and any(isinstance(v, (float, np.floating)) for v in a.flat):
             a = a.astype(np.float64)  # a float beside an int past int64 (NumPy: objects): torch's is floating
         if a.dtype.kind == "f":
@@ -88,6 +93,33 @@ def as_array(data, dtype=None):
         a = a.astype(a.dtype.newbyteorder("="))
     _dtype.from_numpy_dtype(a.dtype)  # torch's error for unsupported dtypes (object, complex, strings)
     return a
+
+
+def _raise_ragged(data):
+    """torch's error for nested sequences of unequal lengths: the sizes are the first elements' at each depth, and
+    the first sequence (depth first) of another length, or a number where a sequence is due (or the other way
+    round), is named."""
+    sizes, seq = [], data
+    while isinstance(seq, (list, tuple)):
+        sizes.append(len(seq))
+        if not seq:
+            break
+        seq = seq[0]
+    floating = any(isinstance(v, (float, np.floating)) for v in _flat(data))
+
+    def walk(obj, d):
+        if d == len(sizes):
+            if isinstance(obj, (list, tuple)):
+                raise TypeError(f"must be real number, not {type(obj).__name__}" if floating else
+                                f"'{type(obj).__name__}' object cannot be interpreted as an integer")
+            return
+        if not isinstance(obj, (list, tuple)):
+            raise TypeError("not a sequence")
+        if len(obj) != sizes[d]:
+            raise ValueError(f"expected sequence of length {sizes[d]} at dim {d} (got {len(obj)})")
+        for o in obj:
+            walk(o, d + 1)
+    walk(data, 0)
 
 
 def _flat(seq):

@@ -424,7 +424,24 @@ def _compare(np_fn):
 eq, ne, lt, le, gt, ge = (_compare(f) for f in (np.equal, np.not_equal, np.less, np.less_equal,
                                                 np.greater, np.greater_equal))
 logical_and, logical_or, logical_xor = (_compare(f) for f in (np.logical_and, np.logical_or, np.logical_xor))
-bitwise_and, bitwise_or, bitwise_xor = (_compare(f) for f in (np.bitwise_and, np.bitwise_or, np.bitwise_xor))
+def _bitwise(np_fn, name):
+    """A bitwise op of integer or bool operands; floating ones raise torch's NotImplementedError for their (promoted)
+    dtype."""
+    op = _compare(np_fn)
+
+    def fn(input, other):
+        dt = _dtype.result_type(input._data if isinstance(input, Tensor) else as_array(input),
+                                other._data if isinstance(other, Tensor) else other)
+        if dt.kind not in "biu":
+            raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_dtype.scalar_type_name(dt)}'")
+        return op(input, other)
+    fn.__name__ = name
+    return fn
+
+
+bitwise_and, bitwise_or, bitwise_xor = (_bitwise(f, n) for f, n in ((np.bitwise_and, "bitwise_and"),
+                                                                    (np.bitwise_or, "bitwise_or"),
+                                                                    (np.bitwise_xor, "bitwise_xor")))
 greater, less, greater_equal, less_equal, not_equal = gt, lt, ge, le, ne
 
 

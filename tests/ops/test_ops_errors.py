@@ -20,6 +20,19 @@ def F(L):
 
 
 ERRORS = {
+    # bitwise ops of floating operands, ragged nested lists, draws of an integer dtype
+    "bitwise_xor_float": (lambda L: L.bitwise_xor(t(L, 2), t(L, 2)), None),
+    "xor_operator_float": (lambda L: t(L, 2) ^ t(L, 2), None),
+    "bitwise_or_number": (lambda L: L.bitwise_or(t(L, 2), 1), None),
+    "bitwise_and_promoted": (lambda L: L.bitwise_and(t(L, 2, dtype=L.float64), L.ones(2, dtype=L.int64)), None),
+    "ragged_length": (lambda L: L.tensor([[1, 2], [3]]), None),
+    "ragged_number": (lambda L: L.tensor([[1, 2], 3]), None),
+    "ragged_deep": (lambda L: L.tensor([[[1, 2]], [[3]]]), None),
+    "ragged_list_leaf_int": (lambda L: L.tensor([1, [2]]), None),
+    "ragged_list_leaf_float": (lambda L: L.tensor([1.5, [2.0]]), None),
+    "rand_int64": (lambda L: L.rand(2, dtype=L.int64), None),
+    "rand_bool": (lambda L: L.rand(2, dtype=L.bool), None),
+    "randn_int32": (lambda L: L.randn(2, dtype=L.int32), None),
     # matrix products of two dtypes: torch's C++ type names, dot's words for two vectors
     "matmul_bf16_float": (lambda L: t(L, 2, 2).bfloat16() @ t(L, 2, 2), None),
     "mm_half_float": (lambda L: L.mm(t(L, 2, 2).half(), t(L, 2, 2)), None),
