@@ -188,3 +188,51 @@ def test_launcher_runs_a_torch_script_on_tapegrad(tmp_path, as_module):
     assert rc == 0, out
     for r in range(2):
         assert f"rank {r}: tapegrad gloo=True sum=3.0" in out, out
+
+
+def test_elastic_record_decorator_as_torchs():
+    """torchrun scripts' @record: returns the function's result, re-raises its error, a zero SystemExit returns
+    None."""
+    results = []
+    for lib in ("torch", "tapegrad"):
+        errors = __import__("importlib").import_module(lib + ".distributed.elastic.multiprocessing.errors")
+
+        @errors.record
+        def twice(x):
+            return 2 * x
+
+        @errors.record
+        def bad():
+            raise ValueError("boom")
+
+        @errors.record
+        def done():
+            raise SystemExit(0)
+        with pytest.raises(ValueError, match="boom"):
+            bad()
+        results.append((twice(3), done(), twice.__name__))
+    assert results[0] == results[1]
+
+
+def test_ddp_refusals_of_one_process():
+    """On one process (no mpiexec): SyncBatchNorm refused at construction with torch's ValueError; join() and
+    register_comm_hook raise NotImplementedError naming what to do instead."""
+    code = ("import tapegrad as torch, tapegrad.distributed as dist\n"
+            "from tapegrad.nn.parallel import DistributedDataParallel as DDP\n"
+            "dist.init_process_group('gloo')\n"
+            "m = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.BatchNorm1d(2))\n"
+            "try:\n"
+            "    DDP(torch.nn.SyncBatchNorm.convert_sync_batchnorm(m))\n"
+            "except ValueError as e:\n"
+            "    print('sync:', e)\n"
+            "ddp = DDP(torch.nn.Linear(2, 2))\n"
+            "for call in (lambda: ddp.join(), lambda: ddp.register_comm_hook(None, None)):\n"
+            "    try:\n"
+            "        call()\n"
+            "    except NotImplementedError as e:\n"
+            "        print('refused:', str(e).split(':')[0])\n"
+            "dist.destroy_process_group()\n")
+    rc, out, _ = run_python(code)
+    assert rc == 0, out
+    assert "sync: SyncBatchNorm layers only work with GPU modules" in out, out
+    assert out.count("refused: tapegrad's DistributedDataParallel has no") == 2, out

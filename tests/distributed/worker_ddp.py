@@ -98,6 +98,19 @@ for kind in ("sgd", "adam"):
                 opt.step()
                 check(reference, ddp, what)
 
+# a forward under no_grad between a forward and its backward (an EMA or logging forward) leaves the pending
+# averaging alone, as torch's reducer: the gradients are still the whole batch's
+reference, model = make(0), replica()
+ddp = DDP(model, broadcast_buffers=False)  # (a second forward's broadcast would write the buffer the first saved)
+idx, shard = next(iter(batches()))
+loss_of(reference, idx, len(idx)).backward()
+loss = loss_of(ddp, shard, len(idx)) * n
+with torch.no_grad():
+    ddp(X)
+loss.backward()
+for (name, a), b in zip(reference.named_parameters(), model.parameters()):
+    assert np.allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-10, atol=1e-12), ("no_grad forward", name)
+
 # the torch error for a parameter no loss used, without find_unused_parameters
 ddp = DDP(make(0, unused=True))
 ddp(X).sum().backward()

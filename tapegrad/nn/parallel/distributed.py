@@ -128,6 +128,8 @@ class DistributedDataParallel(Module):
         if not params:
             raise RuntimeError("DistributedDataParallel is not needed when a module doesn't have any parameter "
                                "that requires a gradient.")
+        if any(type(m).__name__ == "SyncBatchNorm" for m in module.modules()):  # (torch's check, at construction)
+            raise ValueError("SyncBatchNorm layers only work with GPU modules")
         self.module = module
         d = self.__dict__  # plain attributes (not submodules or parameters)
         d.update(process_group=pg, device_ids=None, output_device=None, dim=dim,
@@ -210,15 +212,16 @@ class DistributedDataParallel(Module):
 
     # -- forward -------------------------------------------------------------------------------------------
     def forward(self, *inputs, **kwargs):
+        syncing = self.require_backward_grad_sync and is_grad_enabled()
         it = self._iteration
-        if it is not None and it.count:
+        if syncing and it is not None and it.count:
             self.__dict__["_iteration"] = None
             missing = [i for i, ready in enumerate(it.ready) if not ready and (it.expected is None or it.expected[i])]
             raise RuntimeError(UNFINISHED.format(rank=self._dist.get_rank(), indices=" ".join(map(str, missing))))
         if self.broadcast_buffers and self.require_forward_param_sync and self.modules_buffers and self._world > 1:
             self._sync_buffers()
         out = self.module(*inputs, **kwargs)
-        if self.require_backward_grad_sync and is_grad_enabled():
+        if syncing:
             expected = None  # every parameter
             if self.find_unused_parameters or self.static_graph:
                 used = _reachable_leaves(_tensors(out, []))
@@ -226,9 +229,19 @@ class DistributedDataParallel(Module):
             self.__dict__["_iteration"] = _Iteration(len(self._params), expected)
             for bucket in self._buckets:
                 bucket.flat = bucket.views = None
-        else:
+        elif is_grad_enabled():  # (under no_sync: its backward accumulates locally)
             self.__dict__["_iteration"] = None
+        # (a forward under no_grad leaves the pending iteration alone, as torch's reducer: an EMA or logging forward
+        # between a forward and its backward does not stop the gradients' averaging)
         return out
+
+    def join(self, divide_by_initial_world_size=True, enable=True, throw_on_early_termination=False):
+        raise NotImplementedError("tapegrad's DistributedDataParallel has no join() for uneven inputs: give every rank "
+                                  "the same number of batches (DistributedSampler pads, or drop_last=True)")
+
+    def register_comm_hook(self, state, hook):
+        raise NotImplementedError("tapegrad's DistributedDataParallel has no communication hooks: its buckets are "
+                                  "averaged by MPI's all-reduce")
 
     @contextlib.contextmanager
     def no_sync(self):
