@@ -13,6 +13,7 @@ memory or hanging.
 """
 import datetime
 import enum
+import multiprocessing
 import os
 import pickle
 import sys
@@ -306,6 +307,20 @@ def _env_int(name):
     return None if v in (None, "") else int(v)
 
 
+def _refuse_spawned_group(world_size):
+    """A process that torch.multiprocessing started (mp.spawn, the DDP tutorial's form) asking for a group of several:
+    MPI cannot join processes started so (MPICH's singletons do not connect, and under mpiexec a child inherits its
+    parent's MPI rank, which MPI then refuses with its own abort). Said before MPI starts, with what to run instead."""
+    asked = world_size if world_size not in (None, -1) else _env_int("WORLD_SIZE")
+    if asked in (None, -1) or asked <= 1 or multiprocessing.parent_process() is None:
+        return
+    raise ValueError(f"init_process_group: this process was started by torch.multiprocessing (mp.spawn) for a group of "
+                     f"{asked}; tapegrad's processes and ranks come from MPI's launcher, which cannot join processes "
+                     f"started so. Start the script without mp.spawn, each process calling init_process_group once: "
+                     f"python -m tapegrad.distributed.run --nproc-per-node {asked} script.py (or mpiexec -n {asked} "
+                     f"python -m tapegrad script.py)")
+
+
 def init_process_group(backend=None, init_method=None, timeout=None, world_size=-1, rank=-1, store=None,
                        group_name="", pg_options=None, device_id=None):
     """Join the default process group: every process mpiexec started (rank and size come from MPI). rank,
@@ -324,6 +339,7 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
         raise ValueError(f"Invalid init_method: '{init_method}'")
     if not is_available():
         raise RuntimeError(EXTRA_HINT)
+    _refuse_spawned_group(world_size)
     MPI = _mpi()
     world = MPI.COMM_WORLD
     actual_rank, actual_size = world.Get_rank(), world.Get_size()

@@ -236,3 +236,31 @@ def test_ddp_refusals_of_one_process():
     assert rc == 0, out
     assert "sync: SyncBatchNorm layers only work with GPU modules" in out, out
     assert out.count("refused: tapegrad's DistributedDataParallel has no") == 2, out
+
+
+SPAWNED = """
+import os, tapegrad as torch, tapegrad.distributed as dist, tapegrad.multiprocessing as mp
+def demo(rank, world_size):
+    os.environ["MASTER_ADDR"] = "localhost"
+    os.environ["MASTER_PORT"] = "12355"
+    dist.init_process_group("gloo", rank=rank, world_size=world_size)
+if __name__ == "__main__":
+    mp.spawn(demo, args=(2,), nprocs=2, join=True)
+"""
+
+
+@pytest.mark.parametrize("under_mpiexec", [False, True])
+def test_the_ddp_tutorials_mp_spawn_is_refused_with_what_to_run(tmp_path, under_mpiexec):
+    """The DDP tutorial's form (mp.spawn, then init_process_group by rank): refused in each child before MPI starts
+    (under mpiexec a child would inherit its parent's MPI rank and MPICH would abort), naming the launcher to use."""
+    from mpi_helpers import mpiexec
+    script = tmp_path / "spawned.py"
+    script.write_text(SPAWNED)
+    command = [sys.executable, str(script)]
+    if under_mpiexec:
+        command = [mpiexec(), "-n", "2"] + command
+    rc, out, _ = run(command, timeout=120)
+    assert rc != 0, out
+    assert "started by torch.multiprocessing (mp.spawn) for a group of 2" in out and \
+        "python -m tapegrad.distributed.run --nproc-per-node 2 script.py" in out, out
+    assert "PMI" not in out and "Abort" not in out, out
