@@ -15,6 +15,7 @@ from .. import _dtype, creation
 from ..grad_mode import is_grad_enabled, no_grad
 from ..tensor import Tensor, VIEWS
 from .shape import _check_writable, _written
+from ..tape.sweep import _user_stacklevel
 from . import sparse as _sparse
 
 
@@ -32,13 +33,19 @@ def write_out(out, result, name):
             raise RuntimeError(f"result type {_dtype.scalar_type_name(value.dtype)} can't be cast to the desired "
                                f"output type {_dtype.scalar_type_name(target.dtype)}")
     if target.shape != value.shape:
-        if target.size:
+        # (at the caller's line; factories resize silently, arange says so)
+        if name == "arange" and target.size != value.size:
+            warnings.warn(f"The number of elements in the out tensor of shape {list(target.shape)} is {target.size} "
+                          f"which does not match the computed number of elements {value.size}. Note that this may "
+                          f"occur as a result of rounding error. The out tensor will be resized to a tensor of shape "
+                          f"{tuple(value.shape)}.", UserWarning, stacklevel=_user_stacklevel())
+        elif target.size and name not in _CREATION:
             warnings.warn(f"An output with one or more elements was resized since it had shape "
                           f"{list(target.shape)}, which does not match the required output shape "
                           f"{list(value.shape)}. This behavior is deprecated, and in a future PyTorch release "
                           f"outputs will not be resized unless they have zero elements. You can explicitly reuse "
                           f"an out tensor t by resizing it, inplace, to zero elements with t.resize_(0).",
-                          UserWarning, stacklevel=3)
+                          UserWarning, stacklevel=_user_stacklevel())
         out._data = target = np.empty(value.shape, target.dtype)
         out._window = out._base = None  # (a storage of its own now)
     _check_writable(out)
@@ -138,7 +145,7 @@ def _generated(fn, finish):
     kinds = inspect.Parameter
     if any(p.kind in (kinds.VAR_POSITIONAL, kinds.VAR_KEYWORD) or p.name == "out" for p in params):
         return None
-    env = {"fn": fn, "finish": finish}
+    env = {"fn": fn, "finish": finish, "__name__": __name__}  # (a frame of tapegrad's: warnings name the caller)
     head, positional, keyword, star = [], [], [], False
     for p in params:
         if p.kind is kinds.KEYWORD_ONLY and not star:

@@ -739,3 +739,26 @@ def test_out_of_another_dtype_as_torch(case):
         except (RuntimeError, TypeError) as e:
             seen.append((type(e).__name__, str(e)))
     assert seen[1] == seen[0]
+
+
+OUT_RESIZES = {
+    "rand": lambda L: L.rand(2, 2, out=L.empty(5)), "zeros": lambda L: L.zeros(3, out=L.empty(5)),
+    "arange": lambda L: L.arange(3, out=L.empty(5)), "linspace": lambda L: L.linspace(0, 1, 3, out=L.empty(5)),
+    "add": lambda L: L.add(L.ones(2), 1, out=L.empty(5)), "cat": lambda L: L.cat([L.ones(2)], out=L.empty(5)),
+    "mm": lambda L: L.mm(L.ones(2, 2), L.ones(2, 2), out=L.empty(5)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(OUT_RESIZES))
+def test_out_resize_warnings_as_torchs(case):
+    """An out= of another size: factories resize it silently, arange with its own warning, the others with torch's
+    deprecation warning, each at the caller's line."""
+    import re
+    seen = []
+    for L in LIBS:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            OUT_RESIZES[case](L)
+        seen.append([(re.sub(r" \(Triggered internally at [^)]*\)", "", str(w.message)), w.filename == __file__)
+                     for w in caught])
+    assert seen[1] == seen[0]

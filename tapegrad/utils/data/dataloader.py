@@ -200,7 +200,7 @@ class DataLoader:
     def __iter__(self):
         if self.pin_memory:  # (torch's warning: there is no accelerator to pin memory for)
             warnings.warn("'pin_memory' argument is set as true but no accelerator is found, then device pinned "
-                          "memory won't be used.", stacklevel=2)
+                          "memory won't be used.")  # (at this line, as torch's at its: shown once a process)
         # torch's loader iterator draws a worker base seed from the loader's generator (or the default one)
         # every time it is made, before the sampler draws anything: do the same, to stay in step
         if self.num_workers > 0:
