@@ -287,7 +287,8 @@ class Compiled:
         if key is None:
             if self._fullgraph:
                 raise Unsupported("tapegrad.compile(fullgraph=True): cannot replay this function: an argument "
-                                   "that is neither a tensor nor hashable, or a tensor passed by keyword")
+                                   "that is neither a tensor nor hashable, a container of tensors (a tuple (h, c)), "
+                                   "or a tensor passed by keyword")
             return fn(*args, **kwargs)
         if self._modules is None:
             self._modules, self._values = _sources(fn)[1:]
@@ -358,6 +359,8 @@ def _key_change(old, new):
                 return f"a module's train/eval mode changed: {a[1]} -> {b[1]}"
             if type(b) is tuple and b and b[0] == "values" and type(a) is tuple and len(a[1]) == len(b[1]):
                 k = next(k for k, (x, y) in enumerate(zip(a[1], b[1])) if x != y)
+                if b[2][k].endswith(("submodules", "(the module object)")):  # (object identities: no values to show)
+                    return f"a module was replaced: {b[2][k]}"
                 return f"a Python value it may read changed: {b[2][k]} {a[1][k][1]!r} -> {b[1][k][1]!r}"
             return f"argument {i} changed: {a} -> {b}"
     return f"the arguments changed: {old[1:]} -> {new[1:]}"
@@ -378,7 +381,7 @@ def _sources(fn):
     globals its code names (and those of the functions it names, a few calls deep), and for a module (or a method
     of one) every submodule's attributes and buffers. A plain value a trace reads is a constant of it, as
     torch.compile's guards treat one: a changed one makes a new trace (Compiled.__call__)."""
-    getters, modules, values, seen_code = {}, [], [], set()
+    getters, modules, values, seen_code, roots = {}, [], [], set(), []
 
     def add_module(m):
         for sub in m.modules():
@@ -397,6 +400,10 @@ def _sources(fn):
         if isinstance(v, Tensor):
             getters.setdefault(id(v), (name, get))
         elif isinstance(v, Module):
+            if v not in roots:
+                roots.append(v)
+                if name != "the compiled module":  # (a global or closure variable assigned another module)
+                    values.append((f"{name} (the module object)", lambda: id(get())))
             add_module(v)
         elif isinstance(v, Compiled):
             add(v._orig_mod, name, lambda: None, depth)
@@ -437,7 +444,27 @@ def _sources(fn):
     if isinstance(fn, Module):
         func = type(fn).forward
     add_function(func, 2)
+    if isinstance(getattr(fn, "__self__", None), Module) and fn.__self__ not in roots:
+        roots.append(fn.__self__)
+    if roots:  # (a parameter or submodule replaced by another object: the trace bound the old one)
+        values.append(("the modules' parameters and submodules", lambda: _structure(roots)))
     return getters, modules, values
+
+
+def _structure(roots):
+    """The identities of the modules' parameters and submodules, depth first: what a trace bound, as a guard."""
+    out = []
+
+    def walk(m):
+        out.extend(map(id, m._parameters.values()))
+        out.append(-1)
+        for child in m._modules.values():
+            out.append(id(child))
+            if child is not None:
+                walk(child)
+    for m in roots:
+        walk(m)
+    return tuple(out)
 
 
 def _signature(args, kwargs):
@@ -448,6 +475,8 @@ def _signature(args, kwargs):
         if isinstance(a, Tensor):
             d = a._data
             key.append((d.shape, d.dtype.str, a._requires_grad, seen.setdefault(id(d), len(seen))))
+        elif isinstance(a, (tuple, list, dict)) and _holds_tensor(a):
+            return None  # (tensors in a container argument, an LSTM's (h, c): not bound by a trace, so eager)
         else:
             key.append((type(a), a))
     for k in sorted(kwargs):
@@ -461,6 +490,11 @@ def _signature(args, kwargs):
     except TypeError:
         return None
     return key
+
+
+def _holds_tensor(container):
+    items = container.values() if isinstance(container, dict) else container
+    return any(isinstance(v, Tensor) or isinstance(v, (tuple, list, dict)) and _holds_tensor(v) for v in items)
 
 
 _ZERO, _UNKNOWN = object(), object()  # a .grad zeroed in place; one the trace cannot know
@@ -1221,13 +1255,15 @@ class _Program:
                 return _FAILED
             arrays.append(t._data)
         self.generation += 1  # (before: a run its guards stop has overwritten values an earlier call kept)
+        states = self._generator_states()
         try:
             self._forward(arrays)
-        except _GuardFailed as e:
+        except _GuardFailed as e:  # (the draws made before the guard are given back: the call that follows makes them)
+            self._set_generator_states(states)
             self.failure = str(e)
             return _FAILED
         V, inputs = self.tape.values, tuple(inputs)
-        outs = [_record(COMPILED, V[r].copy(), inputs, aux=_Call(self, k, arrays)) if grad else
+        outs = [_record(COMPILED, V[r].copy(), inputs, aux=_Call(self, k, arrays, states)) if grad else
                 _new(V[r].copy() if copy else V[r]) for k, (r, grad, copy) in enumerate(zip(self.out_rows, self.out_grad,
                                                                                          self.out_copy))]
         if self.effects:
@@ -1240,16 +1276,31 @@ class _Program:
         """The gradients of a call's inputs (arrays, or None where not wanted): the private tape replayed. (The
         caller's plan has checked that no input changed in place since the call: the row saves all.)"""
         if call.generation != self.generation:  # a later call has replaced the values: recompute this one's
+            now = self._generator_states()  # (its draws again: the generators as they were at that call, then back)
+            self._set_generator_states(call.states)
             try:
                 self._forward(call.arrays)
             except _GuardFailed as e:
                 raise RuntimeError(f"tapegrad.compile: a tensor the compiled function read was changed in place "
                                    f"before this backward, so that a branch it took differs now ({e})") from None
+            finally:
+                self._set_generator_states(now)
             self.generation = call.generation
         targets = [r for r, w in zip(self.input_rows, wanted) if w and r is not None]
         roots = [self.out_rows[call.index]]
         got = iter(run_planned(self.tape, roots, [np.asarray(g)], targets, self._plans))
         return [next(got) if w and r is not None else None for r, w in zip(self.input_rows, wanted)]
+
+
+    def _generator_states(self):
+        """The state of each generator the trace's draws use (None: it draws nothing), before a call draws."""
+        gens = self.tape.generators
+        return [(gen, gen.get_state()) for gen, _ in gens.values()] if gens else None
+
+    @staticmethod
+    def _set_generator_states(states):
+        for gen, state in states or ():
+            gen.set_state(state)
 
 
 class _GuardFailed(Exception):
@@ -1276,11 +1327,13 @@ def _accumulate(t, value, copy):
 
 
 class _Call:
-    """The context of one output of one call: what its backward needs."""
-    __slots__ = ("arrays", "generation", "index", "program")
+    """The context of one output of one call: what its backward needs (the generators' states before it drew: a
+    backward after a later call recomputes its rows with its own draws)."""
+    __slots__ = ("arrays", "generation", "index", "program", "states")
 
-    def __init__(self, program, index, arrays):
+    def __init__(self, program, index, arrays, states=None):
         self.program, self.index, self.generation, self.arrays = program, index, program.generation, arrays
+        self.states = states
 
 
 def _requiring_grad(tape, bind, wants, out_rows):

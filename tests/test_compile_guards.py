@@ -435,3 +435,82 @@ def test_a_compiled_module_copies_pickles_and_saves(tmp_path):
         assert list(other.state_dict()) == ["_orig_mod.weight", "_orig_mod.bias"]
         np.testing.assert_array_equal(other(x).detach().numpy(), want)
         assert other.traces == 1  # (compiled afresh: its own trace)
+
+
+def _two_micro_batches(compiled):
+    """Two calls of a model with dropout, then one backward through both (gradient accumulation's pattern)."""
+    tg.manual_seed(0)
+    m = tg.nn.Sequential(tg.nn.Linear(4, 8), tg.nn.Dropout(0.5), tg.nn.Linear(8, 1))
+    cm = tg.compile(m) if compiled else m
+    xa, xb = tg.randn(3, 4), tg.randn(3, 4)
+    tg.manual_seed(1)
+    la = cm(xa).pow(2).mean()
+    lb = cm(xb).pow(2).mean()
+    (la + lb).backward()
+    return la.item(), lb.item(), m[0].weight.grad.tolist(), tg.rand(1).item()
+
+
+def test_a_backward_after_a_later_call_recomputes_with_that_calls_draws():
+    """A backward through an earlier call, made after a later one replaced the replay's values, recomputes the earlier
+    call's rows with the draws that call made (its dropout mask), and leaves the generator where it was."""
+    assert _two_micro_batches(True) == _two_micro_batches(False)
+
+
+def _branch_after_a_draw(compiled):
+    def f(x):
+        n = tg.rand(1)
+        if x.sum() > 0:
+            return x + n
+        return x - n
+    cf = tg.compile(f) if compiled else f
+    tg.manual_seed(0)
+    seen = []
+    for s in (1, -1, -1, -1, 1, 1):
+        seen.append((cf(tg.ones(2) * s).tolist(), tg.rand(1).item()))
+    return seen
+
+
+def test_a_guard_that_fails_after_a_draw_gives_the_draw_back():
+    """A replay whose guard fails after the function drew: the generator goes back to where the call began, so the
+    eager call or the other trace that follows draws what an eager call would (the stream stays torch's)."""
+    assert _branch_after_a_draw(True) == _branch_after_a_draw(False)
+
+
+NET = None  # a global module a compiled function calls (test_a_replaced_module_or_parameter_traces_again)
+
+
+def test_a_replaced_module_or_parameter_traces_again():
+    """A submodule or a parameter replaced by another object, or a global name assigned another module, while the old
+    one lives on: a new trace (the old trace bound the old object), with the replacement's values."""
+    global NET
+    tg.manual_seed(0)
+    x = tg.randn(4, 3)
+    m = tg.nn.Sequential(tg.nn.Linear(3, 3), tg.nn.Tanh(), tg.nn.Linear(3, 2))
+    cm = tg.compile(m)
+    cm(x)
+    old = m[2]
+    m[2] = tg.nn.Linear(3, 2)
+    assert old is not None and np.allclose(cm(x).detach().numpy(), m(x).detach().numpy())
+    kept = m[0].weight
+    m[0].weight = tg.nn.Parameter(tg.zeros(3, 3))
+    assert kept is not None and np.allclose(cm(x).detach().numpy(), m(x).detach().numpy())
+    NET = tg.nn.Linear(3, 2)
+    cf = tg.compile(lambda t: NET(t))
+    cf(x)
+    first = NET
+    NET = tg.nn.Linear(3, 2)
+    assert first is not NET and np.allclose(cf(x).detach().numpy(), NET(x).detach().numpy())
+    assert cf.guard_failures == ["a module was replaced: global 'NET' (the module object)"]
+
+
+def test_a_container_of_tensors_as_an_argument_runs_eagerly():
+    """A tuple of tensors as an argument (an LSTM's (h, c)): its tensors are not bound by a trace, so the call runs
+    eagerly with the right values (it raised comparing tensors); fullgraph=True says so."""
+    def f(x, hc):
+        return x + hc[0] * hc[1]
+    cf = tg.compile(f)
+    x = tg.ones(2)
+    assert cf(x, (tg.ones(2), tg.ones(2))).tolist() == [2.0, 2.0]
+    assert cf(x, (tg.ones(2), tg.ones(2) * 3)).tolist() == [4.0, 4.0]
+    with pytest.raises(tg._dynamo.exc.Unsupported, match=r"a container of tensors \(a tuple \(h, c\)\)"):
+        tg.compile(f, fullgraph=True)(x, (tg.ones(2), tg.ones(2)))

@@ -124,7 +124,8 @@ def _safe_softmax(scores):
     tracing = _tape_local.tracing is not None
     if not tracing and not np.isneginf(scores._data).all(-1).any():
         return softmax(scores, -1)
-    masked = (scores == -math.inf).all(-1, keepdim=True)  # (a tensor op under tapegrad.compile: a replay recomputes it)
+    # (every score -inf: its largest is; amax and the comparison are rows a tapegrad.compile replay recomputes)
+    masked = scores.amax(-1, keepdim=True) == -math.inf
     zero = made_in_trace(_new(np.zeros((), scores._data.dtype)))
     return where(masked, zero, softmax(where(masked, zero, scores), -1))
 

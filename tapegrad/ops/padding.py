@@ -14,6 +14,7 @@ from ..tensor import _new
 from ._common import OPS, _autocast_lower, _record, _tensor, _to_dtype, autocast_state
 from ..registry import Ctx
 from .conv import _norm_arrays, _normalized, _vjp_norm, layer_norm
+from .elementwise import _sigmoid
 from .shape import _VIEW_MAPS, _gather_forward, _vjp_gather, _remember_map
 
 __all__ = []  # torch.nn.functional's only (nn/functional.py binds them)
@@ -225,8 +226,6 @@ def _vjp_group_norm(ctx, g, inputs, out):
 
 # prelu, hardswish, mish, glu: one row each under torch's grad_fn name; the plain backward is NumPy, the
 # create_graph rule the same derivative in tapegrad ops (so every order works)
-def _np_sigmoid(a):
-    return 0.5 * (1 + np.tanh(0.5 * a))  # (no overflow warning; keeps float32 float32)
 
 
 def _prelu_view(x_shape, w):
@@ -282,7 +281,7 @@ def _mish_forward(ctx, x):
 def _mish_arrays(ctx, g, inputs, out, wanted):
     x = inputs[0]
     t = np.tanh(np.logaddexp(0, x))
-    return ((g * (t + x * _np_sigmoid(x) * (1 - t * t))).astype(g.dtype, copy=False),)
+    return ((g * (t + x * _sigmoid(x) * (1 - t * t))).astype(g.dtype, copy=False),)
 
 
 def _vjp_mish(ctx, g, inputs, out):
@@ -302,12 +301,12 @@ def _glu_halves(ctx, x):
 
 def _glu_forward(ctx, x):
     a, b = _glu_halves(ctx, x)
-    return a * _np_sigmoid(b)
+    return a * _sigmoid(b)
 
 
 def _glu_arrays(ctx, g, inputs, out, wanted):
     a, b = _glu_halves(ctx, inputs[0])
-    s = _np_sigmoid(b)
+    s = _sigmoid(b)
     return (np.concatenate([g * s, g * a * s * (1 - s)], ctx.dim).astype(g.dtype, copy=False),)
 
 

@@ -762,3 +762,26 @@ def test_out_resize_warnings_as_torchs(case):
         seen.append([(re.sub(r" \(Triggered internally at [^)]*\)", "", str(w.message)), w.filename == __file__)
                      for w in caught])
     assert seen[1] == seen[0]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_sigmoid_keeps_full_precision_for_negative_inputs(dtype):
+    """sigmoid (and what is built on it: silu, glu, mish's backward, BCE-with-logits' gradient) to torch's relative
+    precision far into the negative side: float32 sigmoid(-20) is 2e-9, not 0, so BCELoss after it is 20 with gradient
+    -1, not 100 with none."""
+    z = np.array([-80., -40., -20., -10., -1., 0., 1., 10., 20., 40.])
+    seen = []
+    for L in LIBS:
+        F = L.nn.functional
+        x = L.tensor(z, dtype=getattr(L, dtype), requires_grad=True)
+        p = L.sigmoid(x)
+        loss = F.binary_cross_entropy(p, L.ones(len(z), dtype=x.dtype), reduction="none")
+        loss.sum().backward()
+        m = L.tensor(z[:6], dtype=x.dtype, requires_grad=True)
+        F.mish(m).sum().backward()
+        logits = L.tensor(z, dtype=x.dtype, requires_grad=True)
+        F.binary_cross_entropy_with_logits(logits, L.zeros(len(z), dtype=x.dtype), reduction="sum").backward()
+        seen.append([t.detach().numpy().astype(np.float64) for t in
+                     (p, loss, x.grad, F.silu(x), F.glu(x.reshape(-1, 2), -1), m.grad, logits.grad)])
+    for ours, theirs in zip(*seen):
+        np.testing.assert_allclose(ours, theirs, rtol=2e-6 if dtype == "float32" else 1e-8, atol=0)
