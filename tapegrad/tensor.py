@@ -288,8 +288,9 @@ class Tensor:
 
     @property
     def grad(self):
-        if not self._is_leaf and not self._retains_grad:
-            # torch warns at every such read; Python's default filter shows it once per line of code
+        if not self._is_leaf and not self._retains_grad and self._grad is None:
+            # torch warns at every such read of an undefined .grad (backward(inputs=[t]) defines one); Python's
+            # default filter shows it once per line of code
             warnings.warn(NON_LEAF_GRAD_MESSAGE, UserWarning, stacklevel=2)
         if _tape_local.tracing is not None:  # (tapegrad.compile: a .grad that a deferred backward sets)
             _tape_local.tape.read_grad(self)

@@ -1061,3 +1061,45 @@ def test_grad_fn_nodes_are_one_object_per_operation_as_torchs():
                 b.grad_fn.next_functions[0][0] is b.grad_fn.next_functions[0][0],
                 b.grad_fn.next_functions[0][0].variable is a, n1[0] is n2[0], n1[0] is b.grad_fn]
     assert program(tapegrad) == program(torch) == [True] * 6
+
+
+def test_backward_inputs_of_a_retained_non_leaf_accumulate_once():
+    """backward(inputs=[h]) of a non-leaf h: its .grad once (it was twice where h also retained its grad), and no
+    non-leaf warning for a .grad it defined, as torch's."""
+    def program(lib):
+        out = []
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for retain, inputs in ((True, "h"), (False, "h"), (True, "ah")):
+                a = lib.tensor([1., 2.], requires_grad=True)
+                h = a * 3
+                if retain:
+                    h.retain_grad()
+                (h * h).sum().backward(inputs=[a, h] if inputs == "ah" else [h])
+                out.append((h.grad.tolist(), None if a.grad is None else a.grad.tolist()))
+        return out, len(caught)
+    assert program(tapegrad) == program(torch)
+
+
+def test_hardswish_gradient_at_minus_and_plus_three_as_torch():
+    def program(lib):
+        x = lib.tensor([-3., 3., -4., 4., 0., 2.9, -2.9], requires_grad=True)
+        lib.nn.functional.hardswish(x).sum().backward()
+        y = lib.tensor([-3., 3., 0.5], requires_grad=True)
+        g, = lib.autograd.grad(lib.nn.functional.hardswish(y).sum(), y, create_graph=True)
+        return x.grad.tolist(), g.tolist()
+    assert program(tapegrad) == program(torch)
+
+
+@pytest.mark.parametrize("nd", [1, 2])
+def test_conv_transpose_input_gradient_under_create_graph_is_contiguous(nd):
+    """WGAN-GP's `g.view(g.size(0), -1)` of a ConvTranspose's input gradient taken with create_graph: contiguous, as
+    torch's (tapegrad's had the permuted strides of its composition, so view raised)."""
+    def program(lib):
+        gen = np.random.default_rng(0)
+        x = lib.tensor(gen.standard_normal((2, 4) + (4,) * nd), requires_grad=True)
+        w = lib.tensor(gen.standard_normal((4, 3) + (3,) * nd))
+        conv = getattr(lib.nn.functional, f"conv_transpose{nd}d")
+        g, = lib.autograd.grad(conv(x, w, stride=2, padding=1).sum(), x, create_graph=True)
+        return g.stride(), g.is_contiguous(), g.view(g.size(0), -1).shape, np.round(g.detach().numpy(), 6).tolist()
+    assert program(tapegrad) == program(torch)

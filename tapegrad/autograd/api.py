@@ -135,7 +135,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     result = replay.run(tape, roots, seeds, retain_graph, create_graph, targets=targets)
     if inputs is not None:
         for t, g in zip(inputs, _per_input(result, counts)):
-            if g is not None:
+            if g is not None and (t._is_leaf or not t._retains_grad):  # (a retained one the replay has added)
                 add_grad(t, g, create_graph)
 
 

@@ -602,7 +602,8 @@ def _vjp_conv_t(ctx, g, inputs, out):
     x2 = x.reshape(N, G, Cin // G, H * W).permute(1, 0, 3, 2).reshape(G, N * H * W, Cin // G)
     gw = matmul(x2.transpose(1, 2), cols).reshape(w.shape)
     gx2 = matmul(cols, w.reshape(G, Cin // G, -1).transpose(1, 2))  # (G, N*H*W, Cig)
-    gx = gx2.reshape(G, N, H * W, Cin // G).permute(1, 0, 3, 2).reshape(x.shape)
+    # (contiguous, as torch's kernel gives it: the reshape is a view of the permutation, which `.view` refuses)
+    gx = gx2.reshape(G, N, H * W, Cin // G).permute(1, 0, 3, 2).reshape(x.shape).contiguous()
     if len(inputs) == 2:
         return gx, gw
     return gx, gw, g.reshape(N, G * Cog, -1).sum((0, 2))

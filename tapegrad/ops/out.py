@@ -16,7 +16,7 @@ from ..grad_mode import is_grad_enabled, no_grad
 from ..tensor import Tensor, VIEWS
 from .shape import _check_writable, _written
 from ..tape.sweep import _user_stacklevel
-from . import sparse as _sparse
+from . import pointwise as _pointwise, sparse as _sparse
 
 
 
@@ -187,7 +187,9 @@ _CREATION = ("zeros", "ones", "empty", "arange", "eye", "full", "linspace", "ran
 
 __all__ = []
 _ns = globals()
-_SPARSE_AWARE = {"mm": _sparse.mm, "matmul": _sparse.matmul, "spmm": _sparse.spmm}
+# (the front-ends ops/__init__ binds from later modules than this one is imported by: sparse's, pointwise's div)
+_SPARSE_AWARE = {"mm": _sparse.mm, "matmul": _sparse.matmul, "spmm": _sparse.spmm, "div": _pointwise.div,
+                 "divide": _pointwise.div}
 for _name in _NAMES + ("spmm",):
     _fn = _SPARSE_AWARE.get(_name) or getattr(_ops(), _name, None)
     if _fn is not None:

@@ -265,13 +265,14 @@ def _hardswish_forward(ctx, x):
 
 def _hardswish_arrays(ctx, g, inputs, out, wanted):
     x = inputs[0]
-    return (g * np.where(x < -3, 0, np.where(x <= 3, x / 3 + 0.5, 1)).astype(g.dtype, copy=False),)
+    return (g * np.where(x <= -3, 0, np.where(x < 3, x / 3 + 0.5, 1)).astype(g.dtype, copy=False),)  # (torch 2.13:
+    # the outer values at -3 and 3)
 
 
 def _vjp_hardswish(ctx, g, inputs, out):
     from . import where
     x = inputs[0]
-    return (g * where(x < -3, 0.0, where(x <= 3, x / 3 + 0.5, 1.0)),)
+    return (g * where(x <= -3, 0.0, where(x < 3, x / 3 + 0.5, 1.0)),)
 
 
 def _mish_forward(ctx, x):

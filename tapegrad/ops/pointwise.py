@@ -6,12 +6,14 @@ import collections
 import numpy as np
 
 from .. import _dtype, registry
+from ..grad_mode import _state as _grad_state
 from ..tensor import Tensor, _new
 from ._common import OPS, _array_rule_dtype, _record, _sum_to_np, _tensor, _to_dtype, broadcast_shape
 from .elementwise import abs, acos, asin, atan, atan2, ge, isnan, le, mul, neg, pow, sign, trunc, where
+from .elementwise import div as _true_div
 from .reduce import sum_to_shape
 
-__all__ = ["absolute", "acosh", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctan2", "arctanh", "asinh",
+__all__ = ["absolute", "acosh", "div", "divide", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctan2", "arctanh", "asinh",
            "atanh", "bitwise_left_shift", "bitwise_not", "bitwise_right_shift", "can_cast", "copysign", "deg2rad",
            "fix", "float_power", "floor_divide", "fmax", "fmin", "fmod", "frac", "frexp", "gcd", "heaviside", "hypot",
            "isneginf", "isposinf", "isreal", "lcm", "ldexp", "logaddexp", "logaddexp2", "nan_to_num", "negative",
@@ -285,6 +287,35 @@ def floor_divide(input, other):
         return _new(np.asanyarray(np.floor_divide(a._data, b._data), dt))
 
 
+def div(input, other, *, rounding_mode=None):
+    """input / other, broadcasting (gradients g / b and -g * y / b, DivBackward0); rounding_mode "trunc" or "floor"
+    rounds the quotient (integers stay integers, divided exactly; integer division by zero raises as torch's), with a
+    zero gradient, as torch's."""
+    if rounding_mode is None:
+        return _true_div(input, other)
+    if rounding_mode not in ("trunc", "floor"):
+        raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
+                           f"'{rounding_mode}'")
+    a, b, dt = _operands(input, other, "div")
+    x, y = a._data, b._data
+    if dt.kind != "f":
+        if dt == np.bool_:
+            raise NotImplementedError(f'"div_{rounding_mode}_cpu" not implemented for \'Bool\'')
+        _no_integer_zero(y)
+        q = np.floor_divide(x, y)
+        if rounding_mode == "trunc":  # (towards zero: one more where the floor went below a negative quotient)
+            q = q + ((x - q * y != 0) & ((x < 0) != (y < 0)))
+        return _new(np.asanyarray(q, dt))
+    with np.errstate(all="ignore"):
+        exact = np.asanyarray(np.floor_divide(x, y) if rounding_mode == "floor" else np.trunc(x / y), dt)
+    if _grad_state.enabled and (a._requires_grad or b._requires_grad):  # (zero gradients: a rounding row on x / y)
+        return _record(OPS["floor" if rounding_mode == "floor" else "trunc"], exact, (_true_div(a, b),))
+    return _new(exact)
+
+
+divide = div
+
+
 def heaviside(input, values):
     """0 where input < 0 (or NaN), 1 where input > 0, values where input == 0. No gradient: torch has none."""
     x, v = _tensor(input), _tensor(values)
@@ -403,6 +434,7 @@ def _to(name, np_type):
     return method
 
 
+Tensor.div = Tensor.divide = div  # (rounding_mode; `/` stays elementwise's div)
 Tensor.fmod = fmod
 Tensor.remainder = remainder
 Tensor.__mod__ = remainder

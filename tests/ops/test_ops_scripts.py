@@ -785,3 +785,40 @@ def test_sigmoid_keeps_full_precision_for_negative_inputs(dtype):
                      (p, loss, x.grad, F.silu(x), F.glu(x.reshape(-1, 2), -1), m.grad, logits.grad)])
     for ours, theirs in zip(*seen):
         np.testing.assert_allclose(ours, theirs, rtol=2e-6 if dtype == "float32" else 1e-8, atol=0)
+
+
+ROUNDED_DIVS = {
+    "float_floor": lambda L, a: L.div(a, 2, rounding_mode="floor"),
+    "float_trunc_tensor": lambda L, a: L.div(a, L.tensor([2., 2., -2., 2., 3., 2.]), rounding_mode="trunc"),
+    "method_floor_negative": lambda L, a: a.div(-3, rounding_mode="floor"),
+    "divide_trunc": lambda L, a: L.divide(a, -3, rounding_mode="trunc"),
+    "int_floor": lambda L, a: L.div(L.tensor([7, -7, 9, -9, 0]), 2, rounding_mode="floor"),
+    "int_trunc_negative": lambda L, a: L.tensor([7, -7, 9, -9, 0]).div(L.tensor(-2), rounding_mode="trunc"),
+    "number_by_tensor": lambda L, a: L.div(7, L.tensor([2, -2]), rounding_mode="trunc"),
+    "int_by_float": lambda L, a: L.div(L.tensor([7, -7]), 2.5, rounding_mode="floor"),
+    "by_zero_float": lambda L, a: L.div(L.tensor([1., -1.]), 0., rounding_mode="floor"),
+    "in_place": lambda L, a: L.tensor([5., -5.]).div_(2, rounding_mode="floor"),
+    "out": lambda L, a: L.div(L.tensor([3., 4.]), 2, rounding_mode="floor", out=L.empty(2)),
+    "none": lambda L, a: L.div(a, 4, rounding_mode=None),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ROUNDED_DIVS))
+def test_div_rounding_mode_as_torch(case):
+    """div / divide / div_ with rounding_mode "trunc" or "floor": values and dtypes as torch's (integers divided
+    exactly), and a zero gradient for the rounded float quotient."""
+    seen = []
+    for L in LIBS:
+        a = L.tensor([7., -7., 7.5, -7.5, 0., -0.5], requires_grad=True)
+        r = ROUNDED_DIVS[case](L, a)
+        grad = None
+        if r.requires_grad:
+            r.sum().backward()
+            grad = a.grad.tolist()
+        seen.append((r.tolist(), str(r.dtype), grad))
+    assert seen[1] == seen[0]
+
+
+def test_div_rounding_mode_errors_as_torch():
+    raises_same(lambda L: L.div(L.tensor([1]), 0, rounding_mode="floor"))
+    raises_same(lambda L: L.div(L.tensor([1.]), 2, rounding_mode="round"))
