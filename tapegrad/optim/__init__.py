@@ -16,3 +16,4 @@ from .rprop import Rprop  # noqa: F401
 from .sgd import SGD  # noqa: F401
 from .sparse_adam import SparseAdam  # noqa: F401
 from . import lr_scheduler  # noqa: F401
+from . import swa_utils  # noqa: F401  (AveragedModel, SWALR, update_bn)
