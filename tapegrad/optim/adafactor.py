@@ -2,6 +2,7 @@
 in torch's variant (relative step size, update clipping by d, no first moment)."""
 import numpy as np
 
+from .. import _dtype
 from ..tensor import _new
 from .optimizer import (Optimizer, _add_scaled_, _bump, _check_lr_size, _grads_of, _group_defaults, _lerp_, _scalar,
                         _step_tensor, _steps_to_tensors)
@@ -65,7 +66,7 @@ class Adafactor(Optimizer):
                 if maximize:
                     grad = -grad
                 if eps1 is None:  # as torch: the first parameter's dtype decides for the whole group
-                    eps1 = float(np.finfo(data.dtype).eps)
+                    eps1 = float(_dtype.finfo(_dtype.from_numpy_dtype(data.dtype)).eps)  # (bfloat16's too)
                 step_t = state["step"]._data
                 step_t += 1
                 step_float = float(step_t)

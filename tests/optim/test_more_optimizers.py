@@ -408,3 +408,22 @@ def test_add_param_group_after_steps_matches_torch(name):
     for a, b in zip(runs[tg][0], runs[torch][0]):
         _assert_close(a, b, "float64")
     _assert_states_close(runs[tg][1], runs[torch][1], "float64")
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_adafactor_on_reduced_precision_parameters_as_torch(dtype):
+    """Adafactor's eps1 default is the parameter dtype's machine epsilon: bfloat16's too (it raised: NumPy's finfo has
+    no bfloat16)."""
+    seen = []
+    for lib in (torch, tg):
+        lib.manual_seed(0)
+        p = lib.nn.Parameter(lib.randn(4, 3).to(getattr(lib, dtype)))
+        opt = lib.optim.Adafactor([p], lr=0.01)
+        for _ in range(3):
+            opt.zero_grad()
+            (p.float() ** 2).sum().backward()
+            opt.step()
+        seen.append((np.array(p.float().tolist()), str(opt.state[p]["row_var"].dtype)))
+    assert seen[1][1] == seen[0][1]
+    # (within two of the dtype's ulps: torch's reduced-precision kernels round some steps in another order)
+    np.testing.assert_allclose(seen[1][0], seen[0][0], rtol=2 * 2.0 ** (-7 if dtype == "bfloat16" else -10))
