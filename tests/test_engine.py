@@ -1103,3 +1103,17 @@ def test_conv_transpose_input_gradient_under_create_graph_is_contiguous(nd):
         g, = lib.autograd.grad(conv(x, w, stride=2, padding=1).sum(), x, create_graph=True)
         return g.stride(), g.is_contiguous(), g.view(g.size(0), -1).shape, np.round(g.detach().numpy(), 6).tolist()
     assert program(tapegrad) == program(torch)
+
+
+def test_prelu_second_derivative_reaches_its_input_as_zeros():
+    """PReLU's input gradient is piecewise constant in the input: its second derivative there is zeros (torch's),
+    not None (which left optimizers skipping the parameters before it)."""
+    def program(lib):
+        gen = np.random.default_rng(0)
+        x = lib.tensor(gen.standard_normal((2, 3, 4)), requires_grad=True)
+        b = lib.tensor(gen.standard_normal((3, 4)), requires_grad=True)
+        a = lib.tensor([0.25, 0.1, -0.3], dtype=lib.float64, requires_grad=True)
+        g, = lib.autograd.grad(lib.nn.functional.prelu(x + b, a).sum(), x, create_graph=True)
+        (g ** 2).sum().backward()
+        return x.grad.tolist(), b.grad.tolist(), a.grad.tolist()
+    assert program(tapegrad) == program(torch)

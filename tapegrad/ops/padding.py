@@ -14,7 +14,7 @@ from ..tensor import _new
 from ._common import OPS, _autocast_lower, _record, _tensor, _to_dtype, autocast_state
 from ..registry import Ctx
 from .conv import _norm_arrays, _normalized, _vjp_norm, layer_norm
-from .elementwise import _sigmoid
+from .elementwise import _sigmoid, _with_input
 from .shape import _VIEW_MAPS, _gather_forward, _vjp_gather, _remember_map
 
 __all__ = []  # torch.nn.functional's only (nn/functional.py binds them)
@@ -253,7 +253,7 @@ def _vjp_prelu(ctx, g, inputs, out):
     x, w = inputs
     wv = w.reshape((1, -1) + (1,) * (x.ndim - 2)) if x.ndim >= 2 and w.numel() != 1 else w.reshape(())
     positive = x > 0
-    gx = where(positive, g, wv * g)
+    gx = _with_input(where(positive, g, wv * g), x)  # (x's second derivative: zeros, not none, as torch's)
     part = where(positive, 0.0, x * g)
     axes = tuple(i for i in range(x.ndim) if not (i == 1 and w.numel() != 1 and x.ndim >= 2))
     return gx, (part.sum(axes) if axes else part).reshape(tuple(w.shape))
