@@ -203,4 +203,5 @@ from ..ops.sampling import (functional_alpha_dropout as alpha_dropout, functiona
                             functional_feature_alpha_dropout as feature_alpha_dropout,
                             functional_gumbel_softmax as gumbel_softmax, functional_rrelu as rrelu, rrelu_)
 
+from ..ops.arrange import pdist  # noqa: E402,F401  (torch.nn.functional.pdist is torch.pdist)
 from . import grad  # noqa: E402,F401  (torch.nn.functional.grad is torch.nn.grad)

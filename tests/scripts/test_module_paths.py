@@ -28,7 +28,7 @@ PATHS = {
     "autograd.profiler": ["profile", "record_function"], "xpu": ["is_available", "device_count"], "nn.init": ["xavier_uniform_", "sparse_", "xavier_uniform"],
     "functional": ["einsum", "split", "meshgrid", "norm", "unique", "tensordot", "broadcast_tensors", "cdist",
                    "atleast_1d", "block_diag", "cartesian_prod", "chain_matmul", "unravel_index"],
-    "nn.functional": ["relu", "mse_loss"], "nn.parameter": ["Parameter"],
+    "nn.functional": ["relu", "mse_loss", "pdist"], "nn.parameter": ["Parameter"],
     "optim.lr_scheduler": ["StepLR", "LambdaLR"], "optim": ["SGD", "Adam", "swa_utils"],
     "optim.swa_utils": ["AveragedModel", "SWALR", "update_bn", "get_ema_multi_avg_fn", "get_swa_multi_avg_fn",
                         "get_ema_avg_fn", "get_swa_avg_fn"],
