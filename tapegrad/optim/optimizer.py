@@ -45,11 +45,16 @@ def _bump(p, times=1):
         vc[0] += times
 
 
+_HOOK_DICTS = ("_optimizer_step_pre_hooks", "_optimizer_step_post_hooks", "_optimizer_state_dict_pre_hooks",
+               "_optimizer_state_dict_post_hooks", "_optimizer_load_state_dict_pre_hooks",
+               "_optimizer_load_state_dict_post_hooks")  # (torch's attribute names)
+
+
 class Optimizer:
     def __init__(self, params, defaults):
         self.defaults = defaults
-        self._optimizer_step_pre_hooks = OrderedDict()
-        self._optimizer_step_post_hooks = OrderedDict()
+        for name in _HOOK_DICTS:
+            setattr(self, name, OrderedDict())
         if isinstance(params, Tensor):
             raise TypeError("params argument given to the optimizer should be an iterable of Tensors or dicts, "
                             "but got " + _typename(params))
@@ -68,8 +73,8 @@ class Optimizer:
 
     def __setstate__(self, state):
         self.__dict__.update(state)
-        self.__dict__.setdefault("_optimizer_step_pre_hooks", OrderedDict())
-        self.__dict__.setdefault("_optimizer_step_post_hooks", OrderedDict())
+        for name in _HOOK_DICTS:
+            self.__dict__.setdefault(name, OrderedDict())
 
     def __repr__(self):
         format_string = self.__class__.__name__ + " ("
@@ -162,15 +167,35 @@ class Optimizer:
         with enable_grad():
             return closure()
 
-    def register_step_pre_hook(self, hook):
-        handle = RemovableHandle(self._optimizer_step_pre_hooks)
-        self._optimizer_step_pre_hooks[handle.id] = hook
+    def _add_hook(self, name, hook, prepend=False):
+        hooks = self.__dict__.setdefault(name, OrderedDict())
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = hook
+        if prepend:
+            hooks.move_to_end(handle.id, last=False)
         return handle
 
+    def register_step_pre_hook(self, hook):
+        return self._add_hook("_optimizer_step_pre_hooks", hook)
+
     def register_step_post_hook(self, hook):
-        handle = RemovableHandle(self._optimizer_step_post_hooks)
-        self._optimizer_step_post_hooks[handle.id] = hook
-        return handle
+        return self._add_hook("_optimizer_step_post_hooks", hook)
+
+    def register_state_dict_pre_hook(self, hook, prepend=False):
+        """hook(optimizer), before state_dict() packs the state."""
+        return self._add_hook("_optimizer_state_dict_pre_hooks", hook, prepend)
+
+    def register_state_dict_post_hook(self, hook, prepend=False):
+        """hook(optimizer, state_dict) -> None or the state_dict to return instead."""
+        return self._add_hook("_optimizer_state_dict_post_hooks", hook, prepend)
+
+    def register_load_state_dict_pre_hook(self, hook, prepend=False):
+        """hook(optimizer, state_dict) -> None or the state_dict to load instead."""
+        return self._add_hook("_optimizer_load_state_dict_pre_hooks", hook, prepend)
+
+    def register_load_state_dict_post_hook(self, hook, prepend=False):
+        """hook(optimizer), after load_state_dict() has loaded the state."""
+        return self._add_hook("_optimizer_load_state_dict_post_hooks", hook, prepend)
 
     def _stepped(self, step, args, kwargs):
         """The subclass's step; it wrote the parameters' arrays in place (NumPy or a compiled pass, past the ops'
@@ -216,6 +241,8 @@ class Optimizer:
 
     # -- state dicts --------------------------------------------------------------------------------
     def state_dict(self):
+        for hook in list(self.__dict__.get("_optimizer_state_dict_pre_hooks", {}).values()):
+            hook(self)
         param_mappings = {}
         start_index = 0
 
@@ -230,10 +257,19 @@ class Optimizer:
 
         param_groups = [pack_group(g) for g in self.param_groups]
         packed_state = {(param_mappings[id(k)] if isinstance(k, Tensor) else k): v for k, v in self.state.items()}
-        return {"state": packed_state, "param_groups": param_groups}
+        state_dict = {"state": packed_state, "param_groups": param_groups}
+        for hook in list(self.__dict__.get("_optimizer_state_dict_post_hooks", {}).values()):
+            result = hook(self, state_dict)
+            if result is not None:
+                state_dict = result
+        return state_dict
 
     def load_state_dict(self, state_dict):
         state_dict = state_dict.copy()
+        for hook in list(self.__dict__.get("_optimizer_load_state_dict_pre_hooks", {}).values()):
+            result = hook(self, state_dict)
+            if result is not None:
+                state_dict = result
         groups = self.param_groups
         saved_groups = copy.deepcopy(state_dict["param_groups"])
         if len(groups) != len(saved_groups):
@@ -275,6 +311,8 @@ class Optimizer:
 
         self.__setstate__({"state": state,
                            "param_groups": [update_group(g, ng) for g, ng in zip(groups, saved_groups)]})
+        for hook in list(self.__dict__.get("_optimizer_load_state_dict_post_hooks", {}).values()):
+            hook(self)
 
 
 # -- torch's hyper-parameter checks, each written once ------------------------------------------------------

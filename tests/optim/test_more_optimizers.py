@@ -427,3 +427,26 @@ def test_adafactor_on_reduced_precision_parameters_as_torch(dtype):
     assert seen[1][1] == seen[0][1]
     # (within two of the dtype's ulps: torch's reduced-precision kernels round some steps in another order)
     np.testing.assert_allclose(seen[1][0], seen[0][0], rtol=2 * 2.0 ** (-7 if dtype == "bfloat16" else -10))
+
+
+def test_optimizer_state_dict_hooks_as_torchs():
+    """register_state_dict_pre/post_hook and register_load_state_dict_pre/post_hook: their order (prepend), what
+    they see, a returned state_dict used instead, handles that remove them."""
+    def program(lib):
+        p = lib.nn.Parameter(lib.ones(2))
+        opt = lib.optim.Adam([p], lr=0.1)
+        p.grad = lib.ones(2)
+        opt.step()
+        log = []
+        h = opt.register_state_dict_pre_hook(lambda o: log.append("pre"))
+        opt.register_state_dict_post_hook(lambda o, sd: log.append(("post", sorted(sd))) or {**sd, "extra": 1})
+        opt.register_state_dict_post_hook(lambda o, sd: log.append(("first", sorted(sd))), prepend=True)
+        sd = opt.state_dict()
+        opt.register_load_state_dict_pre_hook(
+            lambda o, sd: log.append(("load_pre", sorted(sd))) or {k: v for k, v in sd.items() if k != "extra"})
+        opt.register_load_state_dict_post_hook(lambda o: log.append(("load_post", o.state[p]["step"].item())))
+        opt.load_state_dict(sd)
+        h.remove()
+        opt.state_dict()
+        return sorted(sd), log
+    assert program(tg) == program(torch)
