@@ -16,6 +16,7 @@ import numpy as np
 from .. import _dtype, registry
 from ..grad_mode import is_grad_enabled, no_grad
 from ..tape import guard, traced_value, untraceable
+from ..tape.sweep import _user_stacklevel
 from ..tensor import Tensor, _new
 from ._common import OPS, _array_rule_dtype, _dim, _dims, _record, _tensor, _to_dtype, broadcast_shape
 from .elementwise import where
@@ -320,7 +321,8 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):
         raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.")
     if not _warned_beta[0]:  # (once per process, as torch's TORCH_WARN_ONCE)
         _warned_beta[0] = True
-        warnings.warn("index_reduce() is in beta and the API may change at any time.", UserWarning, stacklevel=2)
+        warnings.warn("index_reduce() is in beta and the API may change at any time.", UserWarning,
+                      stacklevel=_user_stacklevel())  # (torch's C++ warning names the caller's line)
     index, idx, d = _index_source("index_reduce_", x, dim, index, source)
     if _first_bad(idx, 0, x.shape[d] if x.ndim else 1) is not None:
         raise IndexError("index out of range in self")

@@ -10,7 +10,9 @@ every other op raises torch's NotImplementedError for the SparseCPU backend, nev
 Hybrid tensors (values with dense dims) are made only by embedding's sparse gradient (read, coalesce, to_dense,
 add, scalar mul/div, neg; the rest raises); sparse tensors that require grad themselves are not supported.
 """
+import functools
 import math
+import warnings
 
 import numpy as np
 
@@ -21,6 +23,7 @@ from .linalg import matmul as _dense_matmul, mm as _dense_mm
 from .shape import cat, _gather, index_select, scatter_add, scatter_flat
 from .reduce import sum as dense_sum
 from .. import _format
+from ..tape.sweep import _user_stacklevel
 
 
 class layout:
@@ -470,10 +473,61 @@ def zero_sparse_(t):
 
 
 # -- constructors ---------------------------------------------------------------------------------------------------
+class check_sparse_tensor_invariants:
+    """torch.sparse.check_sparse_tensor_invariants: whether constructors check their input (a context manager, a
+    decorator, and enable()/disable()/is_enabled() for the process). tapegrad always checks what a kernel relies on
+    (indices within the size); the setting decides torch's warning, given once a process to a constructor told
+    neither way, that "checks are implicitly disabled"."""
+    _state = {"enabled": False, "explicit": False}
+
+    def __init__(self, enable=True):
+        self.state = bool(enable)
+
+    @staticmethod
+    def is_enabled():
+        return check_sparse_tensor_invariants._state["enabled"]
+
+    @staticmethod
+    def enable():
+        check_sparse_tensor_invariants._state.update(enabled=True, explicit=True)
+
+    @staticmethod
+    def disable():
+        check_sparse_tensor_invariants._state.update(enabled=False, explicit=True)
+
+    def __enter__(self):
+        self.saved = self._state["enabled"]
+        self._state.update(enabled=self.state, explicit=True)
+
+    def __exit__(self, *exc):
+        self._state["enabled"] = self.saved  # (once told, torch stays told: no warning after the block either)
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def with_setting(*args, **kwargs):
+            with check_sparse_tensor_invariants(self.state):
+                return fn(*args, **kwargs)
+        return with_setting
+
+
+_warned_implicit = [False]
+
+
+def _warn_implicit_invariants(check_invariants):
+    if check_invariants is None and not check_sparse_tensor_invariants._state["explicit"] and not _warned_implicit[0]:
+        _warned_implicit[0] = True  # (torch's TORCH_WARN_ONCE, at the caller's line)
+        warnings.warn("Sparse invariant checks are implicitly disabled. Memory errors (e.g. SEGFAULT) will occur when "
+                      "operating on a sparse tensor which violates the invariants, but checks incur performance "
+                      "overhead. To silence this warning, explicitly opt in or out. See "
+                      "`torch.sparse.check_sparse_tensor_invariants.__doc__` for guidance. ", UserWarning,
+                      stacklevel=_user_stacklevel())
+
+
 def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, pin_memory=False,
                       requires_grad=False, check_invariants=None, is_coalesced=None):
     """torch.sparse_coo_tensor; the indices are always checked against the size (torch's check_invariants
     messages): an index outside it would write outside the dense result."""
+    _warn_implicit_invariants(check_invariants)
     if device is not None and str(device).partition(":")[0] != "cpu":   # (torch's sparse message differs)
         raise RuntimeError(f"PyTorch is not linked with support for {str(device).partition(':')[0]} devices")
     ind = indices._data if isinstance(indices, Tensor) else np.asanyarray(as_array(indices))

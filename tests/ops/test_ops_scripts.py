@@ -822,3 +822,50 @@ def test_div_rounding_mode_as_torch(case):
 def test_div_rounding_mode_errors_as_torch():
     raises_same(lambda L: L.div(L.tensor([1]), 0, rounding_mode="floor"))
     raises_same(lambda L: L.div(L.tensor([1.]), 2, rounding_mode="round"))
+
+
+SPARSE_INVARIANTS_SCRIPT = """
+import warnings
+import torch
+warnings.simplefilter("always")
+i, v = torch.tensor([[0, 1], [1, 0]]), torch.ones(2)
+torch.sparse_coo_tensor(i, v, (2, 2), check_invariants=False); print("told this call: no warning")
+torch.sparse_coo_tensor(i, v); print("first untold: the warning")
+torch.sparse_coo_tensor(i, v, (2, 2)); print("second: none (once a process)")
+check = torch.sparse.check_sparse_tensor_invariants()(torch.sparse.check_sparse_tensor_invariants.is_enabled)
+print("decorated", check(), torch.sparse.check_sparse_tensor_invariants.is_enabled())
+"""
+
+SPARSE_INVARIANTS_TOLD = """
+import warnings
+import torch
+warnings.simplefilter("always")
+i, v = torch.tensor([[0, 1], [1, 0]]), torch.ones(2)
+with torch.sparse.check_sparse_tensor_invariants(enable=False):
+    torch.sparse_coo_tensor(i, v, (2, 2)); print("inside", torch.sparse.check_sparse_tensor_invariants.is_enabled())
+print("after", torch.sparse.check_sparse_tensor_invariants.is_enabled())
+torch.sparse_coo_tensor(i, v); print("told once, told for good: no warning")
+torch.sparse.check_sparse_tensor_invariants.enable(); print(torch.sparse.check_sparse_tensor_invariants.is_enabled())
+"""
+
+
+def test_sparse_invariants_setting_and_its_warning(tmp_path):
+    """torch 2.13 warns once a process, at the caller's line, that a sparse constructor told neither way does not
+    check its input; check_sparse_tensor_invariants (context manager, decorator, enable/disable) tells it."""
+    import os
+    import re
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    for name, text in (("untold.py", SPARSE_INVARIANTS_SCRIPT), ("told.py", SPARSE_INVARIANTS_TOLD)):
+        script = tmp_path / name
+        script.write_text(text)
+        outputs = []
+        for launch in ([], ["-m", "tapegrad"]):
+            r = subprocess.run([sys.executable, *launch, str(script)], capture_output=True, text=True, timeout=120,
+                               env=dict(os.environ, PYTHONPATH=root), cwd=tmp_path)
+            assert r.returncode == 0, r.stderr
+            outputs.append((r.stdout, re.sub(r" \(Triggered internally at [^)]*\)", "", r.stderr)))
+        warned = "implicitly disabled" in outputs[0][1]
+        assert warned == (name == "untold.py") and (not warned or f"{script}:7: UserWarning" in outputs[0][1])
+        assert outputs[1] == outputs[0]
