@@ -5,9 +5,9 @@
 import numpy as np
 from ..tensor import _new
 
-__all__ = ["Constraint", "boolean", "cat", "dependent", "dependent_property", "greater_than", "greater_than_eq",
+__all__ = ["Constraint", "boolean", "cat", "corr_cholesky", "dependent", "dependent_property", "greater_than", "greater_than_eq",
            "independent", "integer_interval", "interval", "half_open_interval", "is_dependent", "less_than",
-           "lower_cholesky", "lower_triangular", "nonnegative", "nonnegative_integer", "one_hot", "positive",
+           "lower_cholesky", "lower_triangular", "MixtureSameFamilyConstraint", "multinomial", "nonnegative", "nonnegative_integer", "one_hot", "positive",
            "positive_semidefinite", "positive_definite", "positive_integer", "real", "real_vector", "simplex",
            "square", "stack", "symmetric", "unit_interval"]
 
@@ -113,6 +113,35 @@ class _IndependentConstraint(Constraint):
 
     def __repr__(self):
         return f"{self.__class__.__name__[1:]}({repr(self.base_constraint)}, {self.reinterpreted_batch_ndims})"
+
+
+class MixtureSameFamilyConstraint(Constraint):
+    """The component distribution's constraint, checked with the mixture's rightmost batch dim added back."""
+
+    def __init__(self, base_constraint):
+        if not isinstance(base_constraint, Constraint):
+            raise AssertionError(f"base_constraint must be a Constraint, got {type(base_constraint).__name__}")
+        self.base_constraint = base_constraint
+        super().__init__()
+
+    @property
+    def is_discrete(self):
+        return self.base_constraint.is_discrete
+
+    @property
+    def event_dim(self):
+        return self.base_constraint.event_dim
+
+    def check(self, value):
+        result = self.base_constraint.check(value.unsqueeze(-1 - self.event_dim))
+        if value.dim() < self.event_dim:
+            raise ValueError(f"Expected value.dim() >= {self.event_dim} but got {value.dim()}")
+        data = result._data
+        keep = value.dim() - self.event_dim
+        return _bool_tensor(data.reshape(data.shape[:keep] + (-1,)).all(-1))
+
+    def __repr__(self):
+        return f"{self.__class__.__name__}({repr(self.base_constraint)})"
 
 
 class _Boolean(Constraint):
@@ -270,6 +299,30 @@ class _LowerCholesky(Constraint):
         return _bool_tensor(lower & positive_diagonal)
 
 
+class _CorrCholesky(Constraint):
+    """Lower-triangular square matrices with positive diagonals and rows of unit length."""
+    event_dim = 2
+
+    def check(self, value):
+        v = value._data
+        tol = np.finfo(v.dtype).eps * v.shape[-1] * 10  # (torch's fudge factor)
+        unit_rows = (np.abs(np.linalg.norm(v, axis=-1) - 1.0) <= tol).all(-1)
+        return _bool_tensor(_LowerCholesky().check(value)._data & unit_rows)
+
+
+class _Multinomial(Constraint):
+    """Nonnegative integer values summing to at most upper_bound (torch checks this weaker condition)."""
+    is_discrete = True
+    event_dim = 1
+
+    def __init__(self, upper_bound):
+        self.upper_bound = upper_bound
+
+    def check(self, x):
+        v = x._data
+        return _bool_tensor((v >= 0).all(-1) & (v.sum(-1) <= _np(self.upper_bound)))
+
+
 class _Square(Constraint):
     event_dim = 2
 
@@ -344,6 +397,8 @@ half_open_interval = _HalfOpenInterval
 simplex = _Simplex()
 lower_triangular = _LowerTriangular()
 lower_cholesky = _LowerCholesky()
+corr_cholesky = _CorrCholesky()
+multinomial = _Multinomial
 square = _Square()
 symmetric = _Symmetric()
 positive_semidefinite = _PositiveSemidefinite()

@@ -6,7 +6,8 @@ import numpy as np
 from .._dtype import to_numpy_dtype
 from ..tensor import _new
 
-__all__ = ["broadcast_all", "logits_to_probs", "clamp_probs", "probs_to_logits", "lazy_property"]
+__all__ = ["broadcast_all", "logits_to_probs", "clamp_probs", "probs_to_logits", "lazy_property", "tril_matrix_to_vec",
+           "vec_to_tril_matrix"]
 
 euler_constant = 0.57721566490153286060  # Euler Mascheroni Constant
 
@@ -88,3 +89,28 @@ class lazy_property:
 class _lazy_property_and_property(lazy_property, property):
     def __init__(self, wrapped):
         property.__init__(self, wrapped)
+
+
+def _tril_mask(n, diag):
+    arange = np.arange(n)
+    return arange < arange.reshape(-1, 1) + (diag + 1)
+
+
+def tril_matrix_to_vec(mat, diag=0):
+    """The lower-triangular elements of a (batch of) D x D matrix, row by row."""
+    n = mat.shape[-1]
+    if diag < -n or diag >= n:
+        raise ValueError(f"diag ({diag}) provided is outside [{-n}, {n - 1}].")
+    return mat[..., _tg().tensor(_tril_mask(n, diag))]
+
+
+def vec_to_tril_matrix(vec, diag=0):
+    """A (batch of) lower-triangular D x D matrix filled row by row from the last dim of vec."""
+    n = (-(1 + 2 * diag) + ((1 + 2 * diag) ** 2 + 8 * vec.shape[-1] + 4 * abs(diag) * (diag + 1)) ** 0.5) / 2
+    if round(n) - n > np.finfo(to_numpy_dtype(vec.dtype)).eps:
+        raise ValueError(f"The size of last dimension is {vec.shape[-1]} which cannot be expressed as "
+                         "the lower triangular part of a square D x D matrix.")
+    n = round(n)
+    mat = vec.new_zeros(tuple(vec.shape[:-1]) + (n, n))
+    mat[..., _tg().tensor(_tril_mask(n, diag))] = vec
+    return mat
