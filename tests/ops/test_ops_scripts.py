@@ -869,3 +869,31 @@ def test_sparse_invariants_setting_and_its_warning(tmp_path):
         warned = "implicitly disabled" in outputs[0][1]
         assert warned == (name == "untold.py") and (not warned or f"{script}:7: UserWarning" in outputs[0][1])
         assert outputs[1] == outputs[0]
+
+
+NUMPY_NAMES = ["x.argmax(axis=1)", "x.sum(axis=1, keepdims=True)", "L.cat([x, x], axis=0)", "L.cumprod(x, axis=0)",
+               "x.cumsum(axis=1)", "L.sum(x, axis=1)", "x.mean(axis=0, keepdims=True)", "x.max(axis=1)",
+               "x.min(axis=1, keepdims=True)", "L.argmin(x, axis=1)", "x.amax(axis=1)", "x.std(axis=0)",
+               "x.var(axis=0, keepdims=True)", "L.std_mean(x, axis=0)", "x.prod(axis=1)", "(x > 3).any(axis=1)",
+               "L.logsumexp(x, axis=1)", "L.softmax(x, axis=1)", "x.log_softmax(axis=1)", "x[None].squeeze(axis=0)",
+               "x.unsqueeze(axis=0)", "L.concatenate([x, x], axis=1)", "L.stack([x, x], axis=1)", "x.sort(axis=1)",
+               "x.nanmean(axis=0)", "x.median(axis=0)", "x.count_nonzero(axis=0)", "x.unbind(axis=1)",
+               "x.gather(axis=1, index=L.tensor([[0], [1], [2]]))", "L.cummax(x, axis=0)", "L.topk(x, 2, axis=1)",
+               "L.narrow(x, axis=0, start=0, length=1)", "L.var_mean(x, axis=1)", "x.logcumsumexp(axis=0)"]
+
+
+@pytest.mark.parametrize("call", NUMPY_NAMES)
+def test_numpy_keyword_names_as_torchs(call):
+    """torch's C++-bound functions and methods take axis= for dim= and keepdims= for keepdim= (d2l's
+    `argmax(axis=1)`, diffusion code's `cumprod(alphas, axis=0)`)."""
+    a, b = (eval(call, {"L": L, "x": L.arange(12.0).reshape(3, 4)}) for L in LIBS)
+    same(tuple(a) if isinstance(a, tuple) else a, tuple(b) if isinstance(b, tuple) else b)
+
+
+@pytest.mark.parametrize("call", ["L.nn.functional.softmax(x, axis=1)", "x.norm(dim=1, keepdims=True)",
+                                  "x.split(2, axis=1)", "x.sum(dim=1, bogus=0)"])
+def test_numpy_keyword_names_refused_where_torch_refuses(call):
+    """torch's Python-written functions (nn.functional's, Tensor.norm, Tensor.split) refuse them: a TypeError."""
+    for L in LIBS:
+        with pytest.raises(TypeError, match="unexpected keyword argument"):
+            eval(call, {"L": L, "x": L.arange(12.0).reshape(3, 4)})
