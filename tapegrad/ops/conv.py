@@ -1244,6 +1244,9 @@ def _vjp_norm(ctx, g, inputs, out):
 
 def _normalized(ctx, xd, wd, bd):
     """The forward on arrays; keeps xhat and invstd in ctx for the backward (the compiled kernels: the statistics)."""
+    if xd.dtype.itemsize == 2:  # float16, bfloat16: in float32 (ATen's accumulate type), the result rounded once
+        f32 = (None if a is None else a.astype(np.float32) for a in (wd, bd))
+        return _normalized(ctx, xd.astype(np.float32), *f32).astype(xd.dtype)
     if _norm_fast(ctx, xd):
         return _norm_fast_forward(ctx, xd, wd, bd)
     if ctx.training:
@@ -1261,6 +1264,15 @@ def _normalized(ctx, xd, wd, bd):
         value = value + bd.reshape(ctx.pshape)
     ctx.xhat, ctx.invstd = xhat, invstd
     return np.asanyarray(value, xd.dtype, order="C")
+
+
+def _affine(t, dt):
+    """A norm's weight or bias for an input of dtype dt: in dt, but a float32 one for a float16 / bfloat16 input
+    (ATen's mixed-type norms, as under autocast: its gradient is float32's, not rounded to the input's dtype)."""
+    if t is None:
+        return None
+    t = _tensor(t)
+    return t if dt.itemsize == 2 and t._data.dtype == np.float32 else _to_dtype(t, dt)
 
 
 def _normalize(op, x, w, b, ctx):
@@ -1292,10 +1304,10 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
             y = (x - rm) * (rv + float(eps)).rsqrt()
             y = y if weight is None else y * _to_dtype(_tensor(weight), dt).reshape(pshape)
             return y if bias is None else y + _to_dtype(_tensor(bias), dt).reshape(pshape)
-        ctx.mean = _tensor(running_mean)._data.astype(dt).reshape(pshape)
-        ctx.var = _tensor(running_var)._data.astype(dt).reshape(pshape)
-    w = None if weight is None else _to_dtype(_tensor(weight), dt)
-    b = None if bias is None else _to_dtype(_tensor(bias), dt)
+        stats = dt if dt.itemsize != 2 else np.float32  # (float16, bfloat16 inputs: in float32, see _normalized)
+        ctx.mean = _tensor(running_mean)._data.astype(stats).reshape(pshape)
+        ctx.var = _tensor(running_var)._data.astype(stats).reshape(pshape)
+    w, b = _affine(weight, dt), _affine(bias, dt)
     out = _normalize("batch_norm", x, w, b, ctx)
     if training and running_mean is not None:
         args = (ctx, _tensor(running_mean), _tensor(running_var), float(momentum), n)
@@ -1333,8 +1345,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     axes = tuple(range(x.ndim - k, x.ndim))
     dt = x._data.dtype
     ctx = Ctx(axes=axes, paxes=tuple(range(x.ndim - k)), pshape=ns, eps=float(eps), training=True, layout="rows")
-    w = None if weight is None else _to_dtype(_tensor(weight), dt)
-    b = None if bias is None else _to_dtype(_tensor(bias), dt)
+    w, b = _affine(weight, dt), _affine(bias, dt)
     return _normalize("layer_norm", x, w, b, ctx)
 
 

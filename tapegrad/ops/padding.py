@@ -13,7 +13,7 @@ from .._meta import MetaArray as _MetaArray, make as _make_meta
 from ..tensor import _new
 from ._common import OPS, _autocast_lower, _record, _tensor, _to_dtype, autocast_state
 from ..registry import Ctx
-from .conv import _norm_arrays, _normalized, _vjp_norm, layer_norm
+from .conv import _affine, _norm_arrays, _normalized, _vjp_norm, layer_norm
 from .elementwise import _sigmoid, _with_input
 from .shape import _VIEW_MAPS, _gather_forward, _vjp_gather, _remember_map
 
@@ -183,7 +183,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     dt = x._data.dtype
     ctx = Ctx(shape4=(N, G, C // G, rest), axes=(2, 3), paxes=(0, 3), pshape=(1, G, C // G, 1), eps=float(eps),
               training=True, layout=None)
-    affine = [None if t is None else _to_dtype(_tensor(t), dt) for t in (weight, bias)]
+    affine = [_affine(t, dt) for t in (weight, bias)]
     for name, t in zip(("weight", "bias"), affine):
         if t is not None and (t.ndim != 1 or t.numel() != C):  # (torch shows the weight's shape for either)
             shown = list(affine[0].shape) if affine[0] is not None else [0]

@@ -462,7 +462,7 @@ def _paired(name, input, dim, unbiased, keepdim, correction):
     ctx = Ctx(keep=_keep_shape(x.shape, dims), dims=dims, denom=max(0.0, n - c), std=name == "std_mean", n=n)
     spread = _record(OPS[name + "_spread"], _var_forward(ctx, x._data, keepdim), (x,), aux=ctx)
     with np.errstate(all="ignore"):
-        mean = _np_reduce(np.mean, x._data, dims, keepdim).astype(x._data.dtype, copy=False)
+        mean = _mean_forward(ctx, x._data, keepdim)
     return spread, _record(OPS[name + "_mean"], mean, (x,), aux=ctx)
 
 
@@ -474,9 +474,10 @@ def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     return _paired("var_mean", input, dim, unbiased, keepdim, correction)
 
 
-def _mean_forward(ctx, data):
+def _mean_forward(ctx, data, keepdim=True):
+    accumulate = np.float32 if data.dtype.itemsize == 2 else None  # (bfloat16: NumPy would sum in bfloat16)
     with np.errstate(all="ignore"):
-        return _np_reduce(np.mean, data, ctx.dims, True).astype(data.dtype, copy=False)
+        return _np_reduce(np.mean, data, ctx.dims, keepdim, dtype=accumulate).astype(data.dtype, copy=False)
 
 
 def _vjp_pair_mean(ctx, g, inputs, out):
