@@ -63,9 +63,19 @@ class Spec:
     sample_rtol: 0 when the draws are bit for bit, else the relative tolerance of the samples (their transform
     calls log1p, log, tan, ...: torch's vectorised SLEEF and NumPy's libm round the last bit differently)."""
 
-    def __init__(self, params, make, value, sample_rtol=(0, 0), icdf=True, discrete=False):
+    def __init__(self, params, make, value, sample_rtol=(0, 0), cdf_missing=False):
         self.params, self.make, self.value = params, make, value
-        self.sample_rtol, self.icdf, self.discrete = sample_rtol, icdf, discrete
+        self.sample_rtol, self.cdf_missing = sample_rtol, cdf_missing
+
+
+DF = RNG.uniform(0.5, 6.0, size=BATCH)
+DF[0, :3] = [0.7, 1.5, 2.0]   # StudentT's NaN and inf mean / variance branches, FisherSnedecor's NaN mode / mean
+CB_PROBS = PROBS.copy()
+CB_PROBS[0, :3] = [0.5, 0.4995, 0.5009]   # ContinuousBernoulli's Taylor region (0.499, 0.501]
+KAPPA = RNG.uniform(0.2, 8.0, size=BATCH)
+KAPPA[0, :2] = [1e-6, 20.0]   # VonMises: the proposal's Taylor branch, and large concentrations
+GP_CONC = RNG.uniform(-0.9, 0.9, size=BATCH)
+GP_CONC[0, :3] = [0.0, -1.0, 1e-10]   # GeneralizedPareto: the Exponential case (isclose to 0), the Uniform one
 
 
 def _real(rng):
@@ -76,10 +86,63 @@ def _pos(rng):
     return rng.uniform(0.05, 5.0, size=(2,) + BATCH)
 
 
+def _counts(high):
+    def draw(rng):
+        v = rng.integers(0, high + 1, size=(2,) + BATCH).astype(np.float64)
+        v[:, 0, 0] = 0   # (Poisson's rate 0 and NegativeBinomial's total_count 0 sit at [0, 0])
+        return v
+    return draw
+
+
+def _unit(rng):
+    v = rng.uniform(0.0, 1.0, size=(2,) + BATCH)
+    v[0, 0, :2] = [0.0, 1.0]
+    return v
+
+
+def _gp_values(rng):
+    return LOC + POS2 * rng.uniform(0.01, 0.95, size=(2,) + BATCH)
+
+
+DF_SMALL = DF.copy()
+DF_SMALL[0, :2] = [0.001, 0.002]
+RATE_0 = POS * 3
+RATE_0[0, 0] = 0.0
+LOC_0 = LOC.copy()
+LOC_0[0, :2] = 0.0   # Binomial: _clamp_by_zero's gradient of 1/2 at logit 0
+BINOM_N = np.full(BATCH, 10.0)
+BINOM_N_MIXED = RNG.integers(0, 12, size=BATCH).astype(np.float64)
+NB_N = RNG.uniform(0.5, 6.0, size=BATCH)
+NB_N[0, 0] = 0.0   # total_count 0: log_prob's masked_fill of lgamma(0)
+
 SPECS = {
     "Exponential": Spec([POS], lambda M, r: M.Exponential(r), _pos),
     "Cauchy": Spec([LOC, POS2], lambda M, a, b: M.Cauchy(a, b), _real, sample_rtol=(2e-6, 1e-14)),
     "Laplace": Spec([LOC, POS2], lambda M, a, b: M.Laplace(a, b), _real, sample_rtol=(5e-7, 1e-15)),
+    "Poisson": Spec([RATE_0], lambda M, r: M.Poisson(r), _counts(8)),   # rate 0: xlogy(0, 0) = 0
+    "PoissonLarge": Spec([POS * 30], lambda M, r: M.Poisson(r), _counts(60)),   # rate >= 10: the PTRS sampler
+    "Geometric": Spec([PROBS], lambda M, p: M.Geometric(p), _counts(6)),
+    "GeometricLogits": Spec([LOC], lambda M, q: M.Geometric(logits=q), _counts(6)),
+    "Binomial": Spec([BINOM_N, PROBS], lambda M, n, p: M.Binomial(n.detach(), p), _counts(10)),
+    "BinomialLarge": Spec([BINOM_N * 10, PROBS], lambda M, n, p: M.Binomial(n.detach(), p), _counts(100)),  # BTRS
+    "BinomialInt": Spec([PROBS], lambda M, p: M.Binomial(7, probs=p), _counts(7)),
+    "BinomialLogits": Spec([BINOM_N_MIXED, LOC_0], lambda M, n, q: M.Binomial(n.detach(), logits=q),
+                           lambda rng: np.floor(BINOM_N_MIXED * rng.uniform(size=(2,) + BATCH))),
+    "NegativeBinomial": Spec([NB_N, PROBS * 0.9], lambda M, n, p: M.NegativeBinomial(n, p), _counts(8)),
+    "NegativeBinomialLogits": Spec([NB_N + 0.5, LOC], lambda M, n, q: M.NegativeBinomial(n, logits=q), _counts(8)),
+    "Chi2": Spec([DF], lambda M, d: M.Chi2(d), _pos, cdf_missing=True),
+    "StudentT": Spec([DF, LOC, POS2], lambda M, d, a, b: M.StudentT(d, a, b), _real, sample_rtol=(1e-6, 1e-14)),
+    "StudentTDf": Spec([DF], lambda M, d: M.StudentT(d), _real, sample_rtol=(1e-6, 1e-14)),
+    "FisherSnedecor": Spec([DF, DF[::-1].copy() * 2], lambda M, a, b: M.FisherSnedecor(a, b), _pos),
+    # tiny df1: Gamma draws clamped to tiny, samples near the bottom of the range
+    "FisherSnedecorSmall": Spec([DF_SMALL, DF], lambda M, a, b: M.FisherSnedecor(a, b), _pos),
+    "ContinuousBernoulli": Spec([CB_PROBS], lambda M, p: M.ContinuousBernoulli(p), _unit,
+                                sample_rtol=(1e-5, 1e-12)),
+    "ContinuousBernoulliLogits": Spec([LOC * 3], lambda M, q: M.ContinuousBernoulli(logits=q), _unit,
+                                      sample_rtol=(1e-5, 1e-12)),
+    "VonMises": Spec([LOC, KAPPA], lambda M, a, k: M.VonMises(a, k), _real, sample_rtol=(0, 1e-14)),
+    "GeneralizedPareto": Spec([LOC, POS2, GP_CONC], lambda M, a, b, c: M.GeneralizedPareto(a, b, c), _gp_values,
+                              sample_rtol=(1e-5, 1e-13)),
 }
 
 
@@ -115,28 +178,47 @@ def agree(ra, rb, t, atol=None):
 NAMES = list(SPECS)
 
 
+@pytest.fixture
+def default_dtype(request):
+    """Both libraries' default dtype set to the test's (torch's GeneralizedPareto compares its concentration
+    with torch.tensor(0.0), of the default dtype: float64 parameters raise otherwise, see
+    test_generalized_pareto_default_dtype_mismatch)."""
+    def set_to(tdt, gdt):
+        torch.set_default_dtype(tdt)
+        tg.set_default_dtype(gdt)
+    yield set_to
+    torch.set_default_dtype(torch.float32)
+    tg.set_default_dtype(tg.float32)
+
+
 @pytest.mark.parametrize("npdt,tdt,gdt", DTYPES, ids=DT_IDS)
 @pytest.mark.parametrize("name", NAMES)
-def test_values(name, npdt, tdt, gdt):
+def test_values(name, npdt, tdt, gdt, default_dtype):
+    default_dtype(tdt, gdt)
     a, b, _, _ = build(name, npdt, tdt, gdt)
     tv, gv = values(name, npdt, tdt, gdt)
     t = tol(npdt)
-    close(a.log_prob(tv), b.log_prob(gv), t)
+    agree(outcome(lambda: a.log_prob(tv)), outcome(lambda: b.log_prob(gv)), t)
     for prop in ("mean", "mode", "variance", "stddev"):
         agree(outcome(lambda: getattr(a, prop)), outcome(lambda: getattr(b, prop)), t)
     agree(outcome(a.entropy), outcome(b.entropy), t)
     agree(outcome(a.perplexity), outcome(b.perplexity), t * 10)
-    agree(outcome(lambda: a.cdf(tv)), outcome(lambda: b.cdf(gv)), t)
+    if SPECS[name].cdf_missing:   # torch's Gamma.cdf calls torch.special.gammainc, which tapegrad lacks
+        assert isinstance(outcome(lambda: b.cdf(gv)), tuple) and outcome(lambda: b.cdf(gv))[0] is NotImplementedError
+    else:
+        agree(outcome(lambda: a.cdf(tv)), outcome(lambda: b.cdf(gv)), t)
     q = np.random.default_rng(1).uniform(0.02, 0.98, size=(2,) + BATCH).astype(npdt)
     agree(outcome(lambda: a.icdf(T(q, tdt))), outcome(lambda: b.icdf(G(q, gdt))), t * 10)
     assert b.has_rsample == a.has_rsample and b.has_enumerate_support == a.has_enumerate_support
     if a.has_enumerate_support:
-        same(a.enumerate_support(), b.enumerate_support())
-        same(a.enumerate_support(expand=False), b.enumerate_support(expand=False))
+        for expand in (True, False):
+            ea, eb = outcome(lambda: a.enumerate_support(expand)), outcome(lambda: b.enumerate_support(expand))
+            same(ea, eb) if not isinstance(ea, tuple) else agree(ea, eb, 0)
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_shapes_and_expand(name):
+def test_shapes_and_expand(name, default_dtype):
+    default_dtype(torch.float64, tg.float64)
     a, b, _, _ = build(name, np.float64, torch.float64, tg.float64)
     assert repr(b.batch_shape) == repr(a.batch_shape) and repr(b.event_shape) == repr(a.event_shape)
     for shape in [(), (2,), (3, 1)]:
@@ -178,12 +260,14 @@ def test_sample_streams_equal_torch(name, npdt, tdt, gdt, sample_shape):
 
 
 @pytest.mark.parametrize("npdt,tdt,gdt", DTYPES, ids=DT_IDS)
-@pytest.mark.parametrize("name", [n for n in NAMES if TD.__dict__.get(n, getattr(TD, n)).has_rsample])
+@pytest.mark.parametrize("name", [n for n in NAMES if build(n, np.float64, torch.float64, tg.float64)[0].has_rsample])
 def test_rsample_gradients(name, npdt, tdt, gdt):
     a, b, ta, ga = build(name, npdt, tdt, gdt, grad=True)
     torch.manual_seed(5)
     tg.manual_seed(5)
     xa, xb = a.rsample((2,)), b.rsample((2,))
+    assert xa.requires_grad and xb.requires_grad
+    assert not b.sample().requires_grad
     t = tol(npdt) * 10
     close(xa, xb, t)
     w = np.random.default_rng(2).normal(size=tuple(xa.shape)).astype(npdt)
@@ -198,7 +282,8 @@ def test_rsample_gradients(name, npdt, tdt, gdt):
 
 @pytest.mark.parametrize("npdt,tdt,gdt", DTYPES, ids=DT_IDS)
 @pytest.mark.parametrize("name", NAMES)
-def test_log_prob_and_entropy_gradients(name, npdt, tdt, gdt):
+def test_log_prob_and_entropy_gradients(name, npdt, tdt, gdt, default_dtype):
+    default_dtype(tdt, gdt)
     a, b, ta, ga = build(name, npdt, tdt, gdt, grad=True)
     tv, gv = values(name, npdt, tdt, gdt)
     la, lb = a.log_prob(tv).sum(), b.log_prob(gv).sum()
@@ -215,8 +300,10 @@ def test_log_prob_and_entropy_gradients(name, npdt, tdt, gdt):
 
 
 @pytest.mark.parametrize("npdt,tdt,gdt", DTYPES, ids=DT_IDS)
-@pytest.mark.parametrize("name", [n for n in NAMES if n in ("Exponential", "Cauchy", "Laplace")])
-def test_cdf_icdf_gradients(name, npdt, tdt, gdt):
+@pytest.mark.parametrize("name", ["Exponential", "Cauchy", "Laplace", "ContinuousBernoulli", "ContinuousBernoulliLogits",
+                                  "GeneralizedPareto"])
+def test_cdf_icdf_gradients(name, npdt, tdt, gdt, default_dtype):
+    default_dtype(tdt, gdt)
     a, b, ta, ga = build(name, npdt, tdt, gdt, grad=True)
     tv, gv = values(name, npdt, tdt, gdt)
     q = np.random.default_rng(1).uniform(0.02, 0.98, size=(2,) + BATCH).astype(npdt)
@@ -224,6 +311,15 @@ def test_cdf_icdf_gradients(name, npdt, tdt, gdt):
     (b.cdf(gv).sum() + b.icdf(G(q, gdt)).sum()).backward()
     for p, r in zip(ta, ga):
         close(p.grad, r.grad, tol(npdt) * 10)
+
+
+def test_generalized_pareto_default_dtype_mismatch():
+    # float64 parameters against the float32 torch.tensor(0.0): torch raises, and so does tapegrad
+    a = TD.GeneralizedPareto(T([0.0]), T([1.0]), T([0.5]))
+    b = D.GeneralizedPareto(G([0.0]), G([1.0]), G([0.5]))
+    for method in ("log_prob", "cdf", "log_cdf", "log_survival_function"):
+        _messages(lambda: getattr(a, method)(T([0.5])), lambda: getattr(b, method)(G([0.5])), RuntimeError)
+    close(a.icdf(T([0.5])), b.icdf(G([0.5])), 1e-15)   # icdf compares with zeros_like: no mismatch
 
 
 def _messages(fn_t, fn_g, exc=ValueError):
@@ -241,6 +337,32 @@ PARAM_ERRORS = [
     lambda M, t: M.Cauchy(t([float("nan"), 1.0]), t([1.0, 1.0])),
     lambda M, t: M.Laplace(t([0.0, 1.0]), t([0.0, 1.0])),
     lambda M, t: M.Laplace(t([0.0, float("nan")]), t([1.0, 1.0])),
+    lambda M, t: M.Poisson(t([1.0, -0.5])),
+    lambda M, t: M.Geometric(t([0.5, 1.5])),
+    lambda M, t: M.Geometric(t([0.5, 0.0])),   # Geometric's own check: probs > 0
+    lambda M, t: M.Geometric(t([0.5]), t([0.1])),
+    lambda M, t: M.Geometric(),
+    lambda M, t: M.Binomial(t([10.0, 2.5]), t([0.5, 0.5])),
+    lambda M, t: M.Binomial(t([10.0, -1.0]), t([0.5, 0.5])),
+    lambda M, t: M.Binomial(10, t([0.5, 1.5])),
+    lambda M, t: M.Binomial(10, t([0.5]), t([0.1])),
+    lambda M, t: M.Binomial(10),
+    lambda M, t: M.NegativeBinomial(t([-1.0, 2.0]), t([0.5, 0.5])),
+    lambda M, t: M.NegativeBinomial(t([1.0, 2.0]), t([0.5, 1.0])),
+    lambda M, t: M.NegativeBinomial(t([1.0, 2.0]), logits=t([0.5, float("nan")])),
+    lambda M, t: M.NegativeBinomial(t([1.0, 2.0])),
+    lambda M, t: M.Chi2(t([1.0, 0.0])),
+    lambda M, t: M.StudentT(t([1.0, -2.0])),
+    lambda M, t: M.StudentT(t([1.0, 2.0]), t([0.0, 0.0]), t([1.0, 0.0])),
+    lambda M, t: M.FisherSnedecor(t([1.0, 2.0]), t([0.0, 1.0])),
+    # an explicit validate_args (True or False) checks probs before the clamp
+    lambda M, t: M.ContinuousBernoulli(t([0.2, 1.5]), validate_args=True),
+    lambda M, t: M.ContinuousBernoulli(t([0.2, -0.5]), validate_args=False),
+    lambda M, t: M.ContinuousBernoulli(probs=t([0.2]), logits=t([0.1])),
+    lambda M, t: M.VonMises(t([0.0, 1.0]), t([1.0, -1.0])),
+    lambda M, t: M.VonMises(t([0.0, 1.0]), t([1.0, 0.0])),
+    lambda M, t: M.GeneralizedPareto(t([0.0, 1.0]), t([1.0, -1.0]), t([0.1, 0.2])),
+    lambda M, t: M.GeneralizedPareto(t([0.0, 1.0]), t([1.0, 1.0]), t([0.1, float("nan")])),
 ]
 
 
@@ -249,11 +371,32 @@ def test_parameter_validation_errors(make):
     _messages(lambda: make(TD, lambda x: torch.tensor(x)), lambda: make(D, lambda x: tg.tensor(x)))
 
 
+def test_continuous_bernoulli_default_validation_clamps():
+    # validate_args left unset: out-of-range probs are clamped into [eps, 1 - eps] and then pass, as torch's
+    a = TD.ContinuousBernoulli(torch.tensor([0.2, -0.5, 1.5]))
+    b = D.ContinuousBernoulli(tg.tensor([0.2, -0.5, 1.5]))
+    same(a.probs, b.probs)
+    close(a.mean, b.mean, 1e-6)
+
+
 SAMPLE_ERRORS = [
     (lambda M, t: M.Exponential(t([1.0, 2.0])), [1.0, -1.0]),
     (lambda M, t: M.Exponential(t([1.0, 2.0])), [[1.0, 1.0, 1.0]]),
     (lambda M, t: M.Cauchy(t([0.0, 1.0]), t([1.0, 1.0])), [0.0, float("nan")]),
     (lambda M, t: M.Laplace(t([0.0, 1.0]), t([1.0, 1.0])), [float("nan"), 1.0]),
+    (lambda M, t: M.Poisson(t([1.0, 2.0])), [1.0, 1.5]),
+    (lambda M, t: M.Poisson(t([1.0, 2.0])), [-1.0, 1.0]),
+    (lambda M, t: M.Geometric(t([0.5, 0.2])), [1.0, 0.5]),
+    (lambda M, t: M.Binomial(t([3.0, 5.0]), t([0.5, 0.2])), [4.0, 4.0]),   # the support depends on total_count
+    (lambda M, t: M.Binomial(t([3.0, 5.0]), t([0.5, 0.2])), [1.0, 0.5]),
+    (lambda M, t: M.NegativeBinomial(t([3.0, 5.0]), t([0.5, 0.2])), [1.0, -2.0]),
+    (lambda M, t: M.Chi2(t([3.0, 5.0])), [1.0, -2.0]),
+    (lambda M, t: M.StudentT(t([3.0, 5.0])), [1.0, float("nan")]),
+    (lambda M, t: M.FisherSnedecor(t([3.0, 5.0]), t([3.0, 5.0])), [1.0, 0.0]),
+    (lambda M, t: M.ContinuousBernoulli(t([0.3, 0.6])), [1.0, 1.5]),
+    (lambda M, t: M.VonMises(t([0.3, 0.6]), t([1.0, 2.0])), [float("nan"), 1.0]),
+    (lambda M, t: M.GeneralizedPareto(t([0.0, 1.0]), t([1.0, 1.0]), t([0.5, -0.5])), [-0.5, 1.5]),
+    (lambda M, t: M.GeneralizedPareto(t([0.0, 1.0]), t([1.0, 1.0]), t([0.5, -0.5])), [0.5, 3.5]),  # > 1 + 1/0.5
 ]
 
 
@@ -269,15 +412,35 @@ def test_sample_validation_needs_a_tensor():
 
 
 SCALAR_ARGS = [
-    ("Exponential", (1.5,)),
-    ("Cauchy", (0.5, 2.0)),
-    ("Laplace", (-0.5, 2.0)),
+    ("Exponential", lambda M, t: M.Exponential(t(1.5))),
+    ("Cauchy", lambda M, t: M.Cauchy(t(0.5), t(2.0))),
+    ("Laplace", lambda M, t: M.Laplace(t(-0.5), t(2.0))),
+    ("Poisson", lambda M, t: M.Poisson(t(3.5))),
+    ("Geometric", lambda M, t: M.Geometric(t(0.3))),
+    ("GeometricLogits", lambda M, t: M.Geometric(logits=t(-0.5))),
+    ("Binomial", lambda M, t: M.Binomial(t(10.0), t(0.3))),
+    ("BinomialLogits", lambda M, t: M.Binomial(t(10.0), logits=t(0.3))),
+    ("NegativeBinomial", lambda M, t: M.NegativeBinomial(t(3.0), t(0.4))),
+    ("NegativeBinomialLogits", lambda M, t: M.NegativeBinomial(t(3.0), logits=t(0.4))),
+    ("Chi2", lambda M, t: M.Chi2(t(3.0))),
+    ("StudentTDf", lambda M, t: M.StudentT(t(3.0))),
+    ("StudentT", lambda M, t: M.StudentT(t(3.0), t(1.0), t(2.0))),
+    ("FisherSnedecor", lambda M, t: M.FisherSnedecor(t(3.0), t(5.0))),
+    ("ContinuousBernoulli", lambda M, t: M.ContinuousBernoulli(t(0.3))),
+    ("ContinuousBernoulliLogits", lambda M, t: M.ContinuousBernoulli(logits=t(0.3))),
+    ("VonMises", lambda M, t: M.VonMises(t(0.5), t(2.0))),
+    ("GeneralizedPareto", lambda M, t: M.GeneralizedPareto(t(0.0), t(1.0), t(0.2))),
 ]
 
 
-@pytest.mark.parametrize("name,args", SCALAR_ARGS)
-def test_scalar_parameters_and_reprs(name, args):
-    a, b = getattr(TD, name)(*args), getattr(D, name)(*args)
+@pytest.mark.parametrize("kind", ["number", "0-d", "1-element"])
+@pytest.mark.parametrize("name,make", SCALAR_ARGS, ids=[n for n, _ in SCALAR_ARGS])
+def test_scalar_parameters_and_reprs(name, make, kind):
+    """Python numbers (tensors of the default dtype, batch_shape ()), 0-d tensors (their repr prints the number)
+    and one-element tensors (printed in full)."""
+    conv = {"number": lambda lib: (lambda x: x), "0-d": lambda lib: lib.tensor,
+            "1-element": lambda lib: (lambda x: lib.tensor([x]))}[kind]
+    a, b = make(TD, conv(torch)), make(D, conv(tg))
     assert repr(b) == repr(a)
     assert repr(b.batch_shape) == repr(a.batch_shape)
     for k in a.arg_constraints:
@@ -289,17 +452,15 @@ def test_scalar_parameters_and_reprs(name, args):
     rtol = SPECS[name].sample_rtol[0]
     close(xa, xb, rtol, 0) if rtol else same(xa, xb)
     xa, xb = a.sample(), b.sample()
-    assert tuple(xb.shape) == tuple(xa.shape) == ()
+    assert tuple(xb.shape) == tuple(xa.shape)
     v = arr(xa)
     close(a.log_prob(torch.tensor(v)), b.log_prob(tg.tensor(v)), 2e-6)
-    # a one-element tensor parameter prints in full, a larger one as its size
-    pa, pb = build(name, np.float64, torch.float64, tg.float64)[:2]
-    assert repr(pb) == repr(pa)
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_support_and_constraints(name):
+def test_support_constraints_and_repr(name):
     a, b, _, _ = build(name, np.float64, torch.float64, tg.float64)
+    assert repr(b) == repr(a)
     assert repr(b.support) == repr(a.support)
     assert b.support.is_discrete == a.support.is_discrete and b.support.event_dim == a.support.event_dim
     assert set(b.arg_constraints) == set(a.arg_constraints)
@@ -307,11 +468,38 @@ def test_support_and_constraints(name):
         assert repr(b.arg_constraints[k]) == repr(a.arg_constraints[k])
     tv, gv = values(name, np.float64, torch.float64, tg.float64)
     same(a.support.check(tv), b.support.check(gv))
+    for attr in ("param_shape", "df"):
+        if hasattr(a, attr):
+            pa, pb = getattr(a, attr), getattr(b, attr)
+            assert repr(pb) == repr(pa) if attr == "param_shape" else close(pa, pb, 0) is None
+
+
+def test_lazy_probs_and_logits():
+    for name in ("Geometric", "GeometricLogits", "Binomial", "BinomialLogits", "NegativeBinomial",
+                 "NegativeBinomialLogits", "ContinuousBernoulli", "ContinuousBernoulliLogits"):
+        for npdt, tdt, gdt in DTYPES:
+            a, b, _, _ = build(name, npdt, tdt, gdt)
+            close(a.probs, b.probs, tol(npdt))
+            close(a.logits, b.logits, tol(npdt))
 
 
 def test_module_paths():
+    from tapegrad.distributions.binomial import Binomial
     from tapegrad.distributions.cauchy import Cauchy
+    from tapegrad.distributions.chi2 import Chi2
+    from tapegrad.distributions.continuous_bernoulli import ContinuousBernoulli
     from tapegrad.distributions.exponential import Exponential
+    from tapegrad.distributions.fishersnedecor import FisherSnedecor
+    from tapegrad.distributions.generalized_pareto import GeneralizedPareto
+    from tapegrad.distributions.geometric import Geometric
     from tapegrad.distributions.laplace import Laplace
-    assert (Cauchy, Exponential, Laplace) == (D.Cauchy, D.Exponential, D.Laplace)
-    assert issubclass(Exponential, D.ExponentialFamily) and not issubclass(Cauchy, D.ExponentialFamily)
+    from tapegrad.distributions.negative_binomial import NegativeBinomial
+    from tapegrad.distributions.poisson import Poisson
+    from tapegrad.distributions.studentT import StudentT
+    from tapegrad.distributions.von_mises import VonMises
+    classes = (Binomial, Cauchy, Chi2, ContinuousBernoulli, Exponential, FisherSnedecor, GeneralizedPareto, Geometric,
+               Laplace, NegativeBinomial, Poisson, StudentT, VonMises)
+    assert classes == tuple(getattr(D, c.__name__) for c in classes)
+    for c in classes:   # the same class hierarchy as torch's
+        tc = getattr(TD, c.__name__)
+        assert [k.__name__ for k in c.__mro__] == [k.__name__ for k in tc.__mro__]
