@@ -2,14 +2,15 @@
 
 The values of sort and topk are gathers (index map forward, compiled scatter-add adjoint); their index maps
 depend on the data: while tapegrad.compile traces, the indices are a row that a replay recomputes and the values'
-index map follows them (_sorted). Orders are stable: ties keep their input order,
-and NaN sorts above every number, as torch's CPU sort.
+index map follows them (_sorted). sort and argsort order ties as torch's CPU sort: stable=True (and a 1-D integer
+tensor of 32,768 or more ascending: ATen's radix sort) in input order, else as libstdc++'s std::sort leaves them
+(kernels/sort.py); topk's ties come in input order. NaN sorts above every number, as torch's.
 """
 import math
 
 import numpy as np
 
-from .. import random, registry
+from .. import kernels, random, registry
 from ..tensor import Tensor, _new
 from ._common import OPS, _dim, _tensor
 from .reduce import return_types
@@ -26,6 +27,21 @@ def _stable_order(a, axis, descending):
     n = a.shape[axis]
     flipped = np.flip(a, axis)
     return (n - 1) - np.flip(np.argsort(flipped, axis=axis, kind="stable"), axis)
+
+
+_RADIX_SORTED = 32768  # (ATen's GRAIN_SIZE: a 1-D integer tensor of this many elements or more sorts by radix, stably)
+
+
+def torch_order(a, axis, descending, stable=False):
+    """The indices torch.sort gives: stable where ATen's sort is (stable=True; radix sorts), else std::sort's."""
+    if stable or a.shape[axis] <= 16 or (a.ndim == 1 and a.size >= _RADIX_SORTED and a.dtype.kind in "iu"
+                                          and not descending):
+        return _stable_order(a, axis, descending)  # (std::sort of 16 or fewer is an insertion sort: stable)
+    rows = np.moveaxis(a, axis, -1)
+    keys = rows.reshape(-1, rows.shape[-1])
+    order = kernels.module("sort").std_sort_rows(keys.view(np.uint8) if keys.dtype == np.bool_ else keys,
+                                                 bool(descending))
+    return np.moveaxis(order.reshape(rows.shape), -1, axis)
 
 
 def _values_at(x, op, d, idx):
@@ -56,7 +72,7 @@ def sort(input, dim=-1, descending=False, stable=False):
     if x.ndim == 0:
         return return_types.sort(_values_at(x, op, 0, None), _new(np.zeros_like(x._data, np.int64)))
     return return_types.sort(*_sorted(x, op, d, lambda a: np.asanyarray(
-        _stable_order(a, d, bool(descending)), dtype=np.int64, order="C")))
+        torch_order(a, d, bool(descending), stable), dtype=np.int64, order="C")))
 
 
 def argsort(input, dim=-1, descending=False, stable=False):
@@ -65,7 +81,7 @@ def argsort(input, dim=-1, descending=False, stable=False):
     if x.ndim == 0:
         return _new(np.zeros_like(x._data, np.int64))  # (zeros_like: a meta tensor's index is meta)
     def indices(a):
-        return np.ascontiguousarray(_stable_order(a, d, bool(descending)), dtype=np.int64)
+        return np.ascontiguousarray(torch_order(a, d, bool(descending), stable), dtype=np.int64)
     return traced_value(_new(indices(x._data)), indices, x)
 
 

@@ -897,3 +897,33 @@ def test_numpy_keyword_names_refused_where_torch_refuses(call):
     for L in LIBS:
         with pytest.raises(TypeError, match="unexpected keyword argument"):
             eval(call, {"L": L, "x": L.arange(12.0).reshape(3, 4)})
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "int32", "uint8", "bool"])
+@pytest.mark.parametrize("descending", [False, True])
+def test_sort_orders_ties_as_torch(dtype, descending):
+    """torch.sort(stable=False) leaves ties in libstdc++ std::sort's order past 16 elements (a padded batch's
+    `lengths.sort(descending=True)`, pack_padded_sequence(enforce_sorted=False)); stable=True and ATen's radix sort
+    of a long 1-D integer tensor keep input order. Before, every order was stable: a different batch order, and
+    different dropout masks, from the first step."""
+    rng = np.random.default_rng(7)
+    shapes = [(17,), (40,), (3, 300), (500, 2), (40000,)]
+    for shape in shapes:
+        a = rng.integers(0, 3, shape).astype(dtype)
+        if dtype.startswith("float"):
+            a[rng.random(shape) < 0.05] = np.nan
+        for dim in range(len(shape)):
+            for stable in (False, True):
+                got, want = (L.sort(L.tensor(a), dim=dim, descending=descending, stable=stable).indices.numpy()
+                             for L in (tapegrad, torch))
+                np.testing.assert_array_equal(got, want, err_msg=f"{shape} dim {dim} stable {stable}")
+                got, want = (L.argsort(L.tensor(a), dim=dim, descending=descending).numpy() for L in (tapegrad, torch))
+                np.testing.assert_array_equal(got, want)
+
+
+def test_pack_padded_sequence_unsorted_lengths_in_torchs_order():
+    lengths = [3, 2] * 9
+    got, want = (L.nn.utils.rnn.pack_padded_sequence(L.zeros(3, 18, 1), L.tensor(lengths), enforce_sorted=False)
+                 for L in (tapegrad, torch))
+    assert got.sorted_indices.tolist() == want.sorted_indices.tolist()
+    assert got.unsorted_indices.tolist() == want.unsorted_indices.tolist()

@@ -8,6 +8,7 @@ import numpy as np
 from ... import _dtype, creation, ops
 from ...tape import _local as _tape_local
 from ...tensor import Tensor
+from ...ops.sort import torch_order
 
 __all__ = ["PackedSequence", "pad_sequence", "unpad_sequence", "pack_padded_sequence", "pad_packed_sequence",
            "pack_sequence", "unpack_sequence"]
@@ -129,7 +130,7 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
                                "to sidestep this requirement if you do not need ONNX exportability.")
         order = None
     else:
-        order = np.argsort(-lens, kind="stable")
+        order = torch_order(lens, 0, True)  # (torch.sort(lengths, descending=True): its order of equal lengths)
         lens = lens[order]
         x = x.index_select(1, creation.tensor(order))
     if len(lens) and lens[-1] <= 0:
