@@ -774,6 +774,52 @@ def test_no_grad_and_set_grad_enabled(lib):
     assert not f().requires_grad
 
 
+def _decorated_modes(L):
+    """Grad modes as decorators: a generator function's body runs under the mode between its yields (the caller's
+    mode outside), `@no_grad` / `@inference_mode` without parentheses, set_grad_enabled(False) as a decorator gives
+    the mode back at once, a decorated class (torch's FutureWarning), and set_grad_enabled's repr."""
+    import warnings
+    w = L.ones(2, requires_grad=True)
+    seen = []
+
+    @L.no_grad()
+    def steps():
+        for _ in range(2):
+            got = yield (w * 2).requires_grad, L.is_grad_enabled()
+            seen.append((got, L.is_grad_enabled()))
+    g = steps()
+    seen += [next(g), L.is_grad_enabled(), g.send("sent"), L.is_grad_enabled()]
+
+    @L.inference_mode
+    def infer():
+        yield L.is_inference_mode_enabled()
+    seen += [list(infer()), L.is_inference_mode_enabled()]
+
+    @L.set_grad_enabled(False)
+    def off():
+        return L.is_grad_enabled()
+    seen += [L.is_grad_enabled(), off(), L.is_grad_enabled(), repr(L.set_grad_enabled(True))]
+
+    @L.enable_grad
+    def on():
+        return L.is_grad_enabled()
+    with L.no_grad():
+        seen.append(on())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+
+        @L.no_grad()
+        class Made:
+            def __init__(self):
+                self.grad = L.is_grad_enabled()
+        seen += [Made().grad, [(w.category, str(w.message)) for w in caught]]
+    return seen
+
+
+def test_grad_modes_as_decorators_as_torchs():
+    assert _decorated_modes(tapegrad) == _decorated_modes(torch)
+
+
 def _inference_program(L):
     x = L.ones(2)
     r = [L.is_inference_mode_enabled()]
