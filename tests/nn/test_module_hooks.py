@@ -513,3 +513,27 @@ def test_forward_hooks_with_kwargs_and_always_call():
         return seen
     ours, theirs = both(run)
     assert ours == theirs
+
+
+def _load_without_num_batches_tracked(L):
+    """A state_dict without `_metadata` (rebuilt key by key, or from before torch 0.4.1) has no version: BatchNorm
+    fills in num_batches_tracked (its own); one that carries version 2 must have it."""
+    L.manual_seed(0)
+    bn = L.nn.BatchNorm2d(3)
+    bn(L.randn(2, 3, 4, 4))
+    rebuilt = {k: v for k, v in bn.state_dict().items() if k != "num_batches_tracked"}
+    seen = [str(bn.load_state_dict(rebuilt, strict=False)), str(bn.load_state_dict(rebuilt)),
+            int(bn.num_batches_tracked)]
+    model = L.nn.Sequential(L.nn.Conv2d(1, 3, 1), L.nn.BatchNorm2d(3))
+    versioned = model.state_dict()
+    del versioned["1.num_batches_tracked"]
+    try:
+        model.load_state_dict(versioned)
+    except RuntimeError as e:
+        seen.append(str(e))
+    seen.append(str(model.load_state_dict(dict(versioned))))
+    return seen
+
+
+def test_batch_norm_loads_a_state_dict_without_num_batches_tracked_as_torch():
+    assert _load_without_num_batches_tracked(tg) == _load_without_num_batches_tracked(torch)

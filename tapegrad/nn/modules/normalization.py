@@ -49,6 +49,19 @@ class _NormBase(Module):
             self.register_buffer("num_batches_tracked", None)
         self.reset_parameters()
 
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                              error_msgs):
+        # a state_dict of version < 2, or with no version (no _metadata: a dict rebuilt key by key, an old checkpoint)
+        # may lack num_batches_tracked: torch fills it in (this module's own, or 0)
+        version = local_metadata.get("version", None)
+        if (version is None or version < 2) and self.track_running_stats:
+            key = prefix + "num_batches_tracked"
+            if key not in state_dict:
+                state_dict[key] = self.num_batches_tracked if self.num_batches_tracked is not None \
+                    and self.num_batches_tracked.device.type != "meta" else creation.tensor(0, dtype=np.int64)
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                                      error_msgs)
+
     def reset_running_stats(self):
         if self.track_running_stats:
             self.running_mean.zero_()
