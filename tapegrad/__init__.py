@@ -73,7 +73,7 @@ from ._runtime import (are_deterministic_algorithms_enabled, get_default_dtype, 
                        use_deterministic_algorithms)
 from ._torch_alias import install_as_torch  # noqa: E402,F401
 _LAZY_SUBMODULES = ("onnx", "hub", "serialization", "_dynamo", "_logging",  # (_dynamo, _logging: compile)
-                    "multiprocessing", "compiler")
+                    "multiprocessing", "compiler", "_C")
 
 
 def __getattr__(name):  # torch.onnx / torch.hub load on first use, as `import torch.onnx` would
@@ -95,6 +95,24 @@ def warmup():
 
 def is_tensor(obj):
     return isinstance(obj, Tensor)
+
+
+def is_inference(input):
+    return input.is_inference()
+
+
+def _standard_gamma(input, generator=None):
+    """torch._standard_gamma: Gamma(alpha, 1) draws, differentiable in alpha (torch's implicit gradient)."""
+    from .distributions import _ops  # (torch.distributions: its modules load on first use)
+    if generator is not None or not input.requires_grad:
+        return tensor(_ops.standard_gamma_np(input._data, generator))
+    return _ops.standard_gamma(input)
+
+
+def _sample_dirichlet(input, generator=None):
+    """torch._sample_dirichlet: Dirichlet(alpha) draws (torchvision's RandomMixup / RandomCutmix)."""
+    from .distributions import _ops  # (torch.distributions: its modules load on first use)
+    return tensor(_ops.sample_dirichlet_np(input._data, generator))
 
 
 def numel(input):

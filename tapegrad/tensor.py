@@ -465,7 +465,7 @@ class Tensor:
 
     def __array__(self, dtype=None, copy=None):
         untraceable("a value read into Python (__array__)")
-        if type(self._data) is MetaArray:
+        if type(self._data) is MetaArray or self._requires_grad:
             self.numpy()  # (torch's error)
         return self._data if dtype is None else self._data.astype(dtype)
 
@@ -479,9 +479,13 @@ class Tensor:
         if self._requires_grad and (not _scalar_warned or _runtime.warn_always) and is_grad_enabled():
             _scalar_warned = True  # torch warns once per process (TORCH_WARN_ONCE)
             warnings.warn(SCALAR_MESSAGE, UserWarning, stacklevel=2)
+        if self._data.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
         return float(self.item())
 
     def __int__(self):
+        if self._data.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
         return int(self.item())
 
     def __index__(self):

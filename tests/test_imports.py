@@ -18,6 +18,7 @@ LAZY_TARGETS = {
     "tapegrad._torch_alias": "the launcher's `import torch` alias: loaded on first use",
     "tapegrad.rule_reads": "the analysis of a rule's source: only for an op declared since rule_saves.py was "
                            "generated",
+    "tapegrad.distributions": "torch.distributions: its modules load on first use (`import tapegrad` stays fast)",
     "tapegrad.derivatives": "the symbolic differentiation of a derivative expression: only for an op declared "
                             "since derived_rules.py was generated",
 }

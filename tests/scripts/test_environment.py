@@ -246,3 +246,36 @@ def test_get_num_threads_reads_omp_num_threads_as_torch(omp):
     outs = [subprocess.run([sys.executable, "-c", code.format(lib=lib)], capture_output=True, text=True, timeout=120,
                            env=dict(env, PYTHONPATH=root)).stdout for lib in ("torch", "tapegrad")]
     assert outs[1] == outs[0] and outs[0].strip()
+
+
+def test_cpu_library_backends_and_torch_c_entries():
+    """torch.backends.mkldnn / mkl / openmp / cpu / opt_einsum (tapegrad calls none of those libraries: not available,
+    their flags settable), torch._C's entries that code outside torch calls (torchvision's _log_api_usage_once), and
+    a clear AttributeError for the rest; torch.is_inference, torch._standard_gamma / _sample_dirichlet (torchvision's
+    mixup) drawing torch's streams."""
+    b = tapegrad.backends
+    assert [b.mkldnn.is_available(), b.mkl.is_available(), b.openmp.is_available()] == [False, False, False]
+    assert b.cpu.get_cpu_capability() == "DEFAULT" and b.opt_einsum.is_available() is False
+    with b.mkldnn.flags(enabled=False):
+        assert b.mkldnn.enabled is False
+    assert b.mkldnn.enabled is True
+    with b.mkldnn.verbose(b.mkldnn.VERBOSE_ON), b.mkl.verbose(b.mkl.VERBOSE_ON):
+        pass
+    with pytest.raises(ValueError, match="opt_einsum is not available"):
+        b.opt_einsum.set_flags(True)
+    assert tapegrad._C._log_api_usage_once("torchvision.models.resnet.ResNet") is None
+    assert tapegrad._C._get_tracing_state() is None
+    with pytest.raises(AttributeError, match=r"tapegrad has no C\+\+ extension"):
+        tapegrad._C._cuda_getDeviceCount
+    alpha = [[0.5, 1.0, 2.0], [3.0, 0.2, 1.0]]
+    for L in (tapegrad, torch):
+        L.manual_seed(0)
+    draws = [[L._sample_dirichlet(L.tensor(alpha)), L._standard_gamma(L.tensor(alpha)),
+              L._standard_gamma(L.tensor(alpha, dtype=L.float64), L.Generator().manual_seed(5))]
+             for L in (tapegrad, torch)]
+    for ours, theirs in zip(*draws):
+        assert str(ours.dtype) == str(theirs.dtype)
+        assert ours.tolist() == theirs.tolist()
+    assert [torch.is_inference(torch.ones(1)), tapegrad.is_inference(tapegrad.ones(1))] == [False, False]
+    with tapegrad.inference_mode():
+        assert tapegrad.is_inference(tapegrad.ones(1))
