@@ -1163,3 +1163,20 @@ def test_prelu_second_derivative_reaches_its_input_as_zeros():
         (g ** 2).sum().backward()
         return x.grad.tolist(), b.grad.tolist(), a.grad.tolist()
     assert program(tapegrad) == program(torch)
+
+
+def test_python_scalars_and_numpy_of_tensors_refused_as_torch():
+    """int()/float() of several elements is torch's ValueError (a common `int(labels)` mistake), and NumPy's
+    conversion of a tensor that requires grad raises as .numpy() does."""
+    seen = []
+    for L in (tapegrad, torch):
+        row = []
+        for convert in (int, float, complex, lambda t: "%d" % t, np.asarray,
+                        lambda t: np.array(L.ones(2, requires_grad=True) * 2)):
+            try:
+                convert(L.tensor([1.0, 2.0]))
+                row.append(None)
+            except Exception as e:  # noqa: BLE001
+                row.append((type(e).__name__, str(e)))
+        seen.append(row)
+    assert seen[0] == seen[1]
