@@ -211,6 +211,7 @@ class Tensor:
     _creation = None      # a view torch refuses recorded in-place ops on: "multi" (split, unbind), "no_grad"
     _views_without_cell = False  # a base's: views of it were made before it had a version cell (_ensure_vc)
     _inference = False    # made under inference_mode (is_inference)
+    _transform_done = False  # a torch.func transform's own leaf, after its call (autograd/forward_ad.undo)
     _output_nr = 0
     _op = 0               # opcode of the op that made this tensor (its grad_fn's name)
     __array_priority__ = 1000  # make `ndarray * Tensor` defer to Tensor.__rmul__

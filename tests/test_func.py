@@ -478,3 +478,22 @@ def test_per_sample_grads_script_under_the_launcher(tmp_path):
         assert out.returncode == 0, out.stderr
     assert "fc1.weight (32, 16, 8)" in outs[0].stdout and "False" not in outs[0].stdout
     assert outs[1].stdout == outs[0].stdout
+
+
+def _nested_on_constants(lib):
+    """Transforms nested over tensors that need no grad: the inner transform's own leaves are inside the outer call,
+    so no result requires grad (before, each did, and a loop `w = w - lr * grad(grad(f))(w)` chained its graphs)."""
+    F = api(lib)
+    x, w = T(lib, A), T(lib, S)
+    g = F.grad(lambda w: F.grad(lambda x: (w * x * x).sum())(x).sum())(w)
+    jac = F.jacrev(lambda v: F.grad(lambda x: (lib.tanh(v * x) * x).sum())(x))(T(lib, A))
+    jf = F.jacfwd(F.grad(lambda x: (x ** 3).sum()))(x)
+    gj = F.grad(lambda v: F.jacrev(lambda x: (v * x).sin())(x).sum())(T(lib, A))
+    hv = lib.vmap(F.hessian(lambda x: (x ** 3).sum()))(T(lib, B))
+    for _ in range(3):
+        w = w - 0.1 * F.grad(lambda w: F.grad(lambda x: (w * x * x).sum())(x).sum())(w)
+    return g, jac, jf, gj, hv, w
+
+
+def test_nested_transforms_of_constants_require_no_grad():
+    same(_nested_on_constants(tapegrad), _nested_on_constants(torch))

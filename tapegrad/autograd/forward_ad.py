@@ -153,7 +153,7 @@ def _reaches_other_leaf(t, own, closed):
     """Whether a gradient from t reaches a leaf that requires grad other than those in `own` (ids): one of
     the caller's tensors, or a parameter the function read. `closed`: grad_fn nodes known not to."""
     if t.is_leaf:
-        return id(t) not in own
+        return id(t) not in own and not t._transform_done
     seen, stack = set(), [t.grad_fn]
     while stack:
         node = stack.pop()
@@ -161,7 +161,8 @@ def _reaches_other_leaf(t, own, closed):
             if nxt is None or nxt in closed or nxt in seen:
                 continue
             if isinstance(nxt, AccumulateGrad):
-                if nxt.variable is None or id(nxt.variable) not in own:
+                v = nxt.variable  # (None: a leaf that died, an inner transform's own; no caller can hold it)
+                if v is not None and id(v) not in own and not v._transform_done:
                     return True
                 continue
             seen.add(nxt)
@@ -178,7 +179,11 @@ def _detached_unless_outer(t, own, closed=None):
 
 def undo(tensors, own):
     """The transform's results as its caller sees them: each detached unless its graph reaches a tensor that
-    requires grad outside the transform (then it keeps its graph, as torch's result at the outer level)."""
+    requires grad outside the transform (then it keeps its graph, as torch's result at the outer level). The
+    transform's own leaves are done: to an enclosing transform they are inside its call, not outside tensors
+    (grad(lambda w: grad(f)(x, w).sum())(w) requires no grad, as torch's)."""
+    for leaf in own.values():
+        leaf._transform_done = True
     closed = set()
     return tuple(_detached_unless_outer(t, own, closed) if isinstance(t, Tensor) else t for t in tensors)
 
