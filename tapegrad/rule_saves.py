@@ -224,6 +224,7 @@ SAVES = {
     'linalg_inv': 192,
     'linalg_solve': 192,
     'linalg_solve_triangular': 192,
+    'cholesky_solve': 192,
     'linalg_cholesky': 192,
     'cholesky': 192,
     'linalg_qr_Q': 192,

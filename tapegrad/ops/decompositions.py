@@ -543,14 +543,39 @@ def _cholesky_rule(L, ctx, g, inputs, out):
 
 
 def cholesky_solve(input, input2, upper=False, *, out=None):
-    """A^{-1} B for A = L L^T (or U^T U), by two triangular solves."""
+    """A^{-1} B for A = L L^T (or U^T U), by two triangular solves: one row, torch's CholeskySolveBackward0 (its
+    factor's gradient is the whole matrix -(G X^T + X G^T) L, not a triangle: a leaf factor's upper entries get it)."""
     _no_out(out)
     B, low = _tensor(input), _matrix("cholesky_solve", input2)
-    if upper:
-        y = solve_triangular(low.mT, B, upper=False)
-        return solve_triangular(low, y, upper=True)
-    y = solve_triangular(low, B, upper=False)
-    return solve_triangular(low.mT, y, upper=True)
+    if B._data.dtype != low._data.dtype:
+        raise RuntimeError(f"Expected b and A to have the same dtype, but found b of type {_type_name(B._data)} and A "
+                           f"of type {_type_name(low._data)} instead.")
+    if B.ndim < 2:
+        raise RuntimeError(f"b should have at least 2 dimensions, but has {B.ndim} dimensions instead")
+    if B.shape[-2] != low.shape[-1]:
+        raise RuntimeError(f"Incompatible matrix sizes for cholesky_solve: each A matrix is {low.shape[-1]} by "
+                           f"{low.shape[-1]} but each b matrix is {B.shape[-2]} by {B.shape[-1]}")
+    ctx = Ctx(upper=bool(upper))
+    with np.errstate(all="ignore"):
+        x = _cholesky_solve_arrays(ctx, B._data, low._data)
+    return _record(OPS["cholesky_solve"], x, (B, low), aux=ctx)
+
+
+def _cholesky_solve_arrays(ctx, b, factor):
+    if ctx.upper:
+        return _solve_tri_arrays(factor, _solve_tri_arrays(np.swapaxes(factor, -1, -2), b, False), True)
+    return _solve_tri_arrays(np.swapaxes(factor, -1, -2), _solve_tri_arrays(factor, b, False), True)
+
+
+def _cholesky_solve_rule(L, ctx, g, inputs, out):
+    """torch's cholesky_solve_backward: gB = A^{-1} g; gL = -(S L) (lower) or -(L S) (upper), S = gB X^T + X gB^T."""
+    B, factor = inputs
+    # (gB by this op itself, so that under create_graph its factor's gradient is whole too, as torch's)
+    gB = _cholesky_solve_arrays(ctx, g, factor) if L is _ARRAYS else cholesky_solve(g, factor, ctx.upper)
+    common = L.mm(gB, L.mT(out))
+    common = common + L.mT(common)
+    gL = -L.mm(factor, common) if ctx.upper else -L.mm(common, factor)
+    return L.sum_to(gB, B.shape), L.sum_to(gL, factor.shape)
 
 
 def cholesky_inverse(input, upper=False, *, out=None):
@@ -1051,6 +1076,7 @@ _declare("linalg_solve", "LinalgSolveExBackward0",
              _solve_arrays(a, b[..., None] if ctx.vector else b, ctx.left)), _solve_rule)
 _declare("linalg_solve_triangular", "LinalgSolveTriangularBackward0",
          lambda ctx, a, b: _solve_tri_arrays(a, b, ctx.upper, ctx.left, ctx.unit), _solve_triangular_rule)
+_declare("cholesky_solve", "CholeskySolveBackward0", _cholesky_solve_arrays, _cholesky_solve_rule)
 _declare("linalg_cholesky", "LinalgCholeskyExBackward0",
          lambda ctx, a: np.swapaxes(np.linalg.cholesky(a), -1, -2).copy() if ctx.upper else np.linalg.cholesky(a),
          _cholesky_rule)

@@ -52,7 +52,12 @@ CASES = [
     Case("cholesky", [A((3, 3))], fn=lambda L, a: spd(L, a).cholesky(), id="top", rtol=R),
     Case("cholesky_ex", [A((3, 3))], fn=lambda L, a: L.linalg.cholesky_ex(spd(L, a)).L, rtol=R),
     Case("cholesky_solve", [A((3, 2)), A((3, 3))],
-         fn=lambda L, b, a: L.cholesky_solve(b, L.linalg.cholesky(spd(L, a))), rtol=R, grad_fn=False),
+         fn=lambda L, b, a: L.cholesky_solve(b, L.linalg.cholesky(spd(L, a))), rtol=R),
+    # (a full factor, of which the forward reads one triangle: torch's gradient is the whole matrix, which no finite
+    # difference sees)
+    Case("cholesky_solve", [A((2, 3, 2)), A((3, 3))],
+         fn=lambda L, b, a: L.cholesky_solve(b, a + 3 * L.eye(3, dtype=a.dtype), upper=True), id="full", rtol=R,
+         fd=False),
     Case("cholesky_inverse", [A((3, 3))], fn=lambda L, a: L.cholesky_inverse(L.linalg.cholesky(spd(L, a))),
          rtol=R, grad_fn=False),
     Case("qr", [A((4, 3))], fn=lambda L, a: tuple(L.linalg.qr(a)), rtol=R),
