@@ -4,10 +4,10 @@ Do not edit by hand."""
 RULES = {
     '-0.5 * g * y * y * y': (('g', 'y'), '-0.5 * a * b * b * b', 'g * b * b * b * -0.5', 'g * b * b * (-0.5 * a) + g * b * (-0.5 * a * b) + g * (-0.5 * a * b * b)'),
     '-g': None,
+    '-g * (a / b / b)': None,
+    '-g * (c / x / x)': (('g', 'x'), '-a * (c / b / b)', '-(g * (c / b / b))', '-(g * -a / b) * c / (b * b) + -(g * -a) * (c / b) / (b * b)'),
     '-g * sin(x)': (('g', 'x'), '-a * sin(b)', '-(g * sin(b))', 'g * -a * cos(b)'),
     '-g * y * y': (('g', 'y'), '-a * b * b', '-(g * b * b)', 'g * b * -a + g * (-a * b)'),
-    '-g * y / b': None,
-    '-g * y / x': None,
     '-g / sqrt(1 - x * x)': (('g', 'x'), '-a / sqrt(1 - b * b)', '-(g / sqrt(1 - b * b))', '-(-g * -a / (sqrt(1 - b * b) * sqrt(1 - b * b)) * (1 / (2 * sqrt(1 - b * b)))) * b + -(-g * -a / (sqrt(1 - b * b) * sqrt(1 - b * b)) * (1 / (2 * sqrt(1 - b * b)))) * b'),
     '0 * g': None,
     '2 * g * x': (('g', 'x'), '2 * a * b', 'g * b * 2', 'g * (2 * a)'),

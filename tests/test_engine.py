@@ -1180,3 +1180,17 @@ def test_python_scalars_and_numpy_of_tensors_refused_as_torch():
                 row.append((type(e).__name__, str(e)))
         seen.append(row)
     assert seen[0] == seen[1]
+
+
+def test_in_place_on_a_view_of_a_quotient_as_torch():
+    """Division's gradients read its operands, as torch's (-g * ((a / b) / b)), not its result: an in-place op on a
+    view of the quotient (FisherSnedecor's rsample clamps one) leaves its backward valid, as in torch."""
+    seen = []
+    for L in (tapegrad, torch):
+        a = L.tensor([1.0, 3.0], requires_grad=True)
+        b = L.tensor([2.0, 5.0], requires_grad=True)
+        y = (a / b).view(2)
+        y.clamp_(min=0.4)
+        y.sum().backward()
+        seen.append((a.grad.tolist(), b.grad.tolist()))
+    assert seen[0] == seen[1]

@@ -177,7 +177,7 @@ def unary(op, X, Y, G, GX, c, c2):
             x = X[i]
             y = Y[i]
             g = G[i]
-            GX[i] += where(x > 0, g, g * (y + c))
+            GX[i] += where(x <= 0, where(x < 0, g * (y + c), g * c), g)
     elif op == 38:  # hardtanh
         for i in range(n):
             x = X[i]
@@ -223,9 +223,8 @@ def unary(op, X, Y, G, GX, c, c2):
     elif op == 52:  # div_st
         for i in range(n):
             x = X[i]
-            y = Y[i]
             g = G[i]
-            GX[i] += -g * y / x
+            GX[i] += -g * (c / x / x)
     elif op == 54:  # pow_ts
         for i in range(n):
             x = X[i]
@@ -393,11 +392,12 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
             for o in range(outer):
                 for j in range(inner):
                     k = o * inner + j
+                    ia = o * ao + j * aj
                     ib = o * bo + j * bj
+                    a = A[ia]
                     b = B[ib]
-                    y = Y[k]
                     g = G[k]
-                    GB[ib] += -g * y / b
+                    GB[ib] += -g * (a / b / b)
     elif op == 53:  # pow
         if need_a:
             for o in range(outer):
@@ -1069,7 +1069,27 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     a = A[ia]
                     g = G[k]
                     GB[ib] += g / a
-    elif op == 103:  # pow_ts_backward
+    elif op == 103:  # div_st_backward
+        if need_a:
+            for o in range(outer):
+                for j in range(inner):
+                    k = o * inner + j
+                    ia = o * ao + j * aj
+                    ib = o * bo + j * bj
+                    b = B[ib]
+                    g = G[k]
+                    GA[ia] += -(g * (c / b / b))
+        if need_b:
+            for o in range(outer):
+                for j in range(inner):
+                    k = o * inner + j
+                    ia = o * ao + j * aj
+                    ib = o * bo + j * bj
+                    a = A[ia]
+                    b = B[ib]
+                    g = G[k]
+                    GB[ib] += -(g * -a / b) * c / (b * b) + -(g * -a) * (c / b) / (b * b)
+    elif op == 104:  # pow_ts_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -1089,7 +1109,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     b = B[ib]
                     g = G[k]
                     GB[ib] += _select(c == 0, 0 * (g * a), (g * a)) * c * ((c - 1) * power(b, c - 1 - 1))
-    elif op == 104:  # atan2_ts_backward
+    elif op == 105:  # atan2_ts_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -1109,7 +1129,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     b = B[ib]
                     g = G[k]
                     GB[ib] += -where((b == 0) & (c == 0), 0 * g, g) * (a * c) / ((b * b + c * c) * (b * b + c * c)) * b + -where((b == 0) & (c == 0), 0 * g, g) * (a * c) / ((b * b + c * c) * (b * b + c * c)) * b
-    elif op == 105:  # atan2_st_backward
+    elif op == 106:  # atan2_st_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -1129,7 +1149,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     b = B[ib]
                     g = G[k]
                     GB[ib] += -where((c == 0) & (b == 0), 0 * g, g) * (-a * c) / ((c * c + b * b) * (c * c + b * b)) * b + -where((c == 0) & (b == 0), 0 * g, g) * (-a * c) / ((c * c + b * b) * (c * c + b * b)) * b
-    elif op == 106:  # gelu_tanh_backward
+    elif op == 107:  # gelu_tanh_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -1149,7 +1169,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     b = B[ib]
                     g = G[k]
                     GB[ib] += g * a * (1 + b * (1 - sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b))) * 1.5957691216057308 * (1 + 0.134145 * b * b)) * (sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)) * (1 - sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)))) * 1.5957691216057308 + g * a * (1 + b * (1 - sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b))) * 1.5957691216057308 * (1 + 0.134145 * b * b)) * (sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)) * (1 - sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)))) * 1.5957691216057308 * b * b * 0.044715 + g * a * (1 + b * (1 - sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b))) * 1.5957691216057308 * (1 + 0.134145 * b * b)) * (sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)) * (1 - sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)))) * 1.5957691216057308 * b * (0.044715 * b) + g * a * (1 + b * (1 - sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b))) * 1.5957691216057308 * (1 + 0.134145 * b * b)) * (sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)) * (1 - sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)))) * 1.5957691216057308 * (0.044715 * b * b) + g * a * sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)) * (1 + 0.134145 * b * b) * 1.5957691216057308 * (1 - sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b))) + -(g * a * sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)) * (1 + 0.134145 * b * b) * 1.5957691216057308 * b) * (sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)) * (1 - sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)))) * 1.5957691216057308 + -(g * a * sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)) * (1 + 0.134145 * b * b) * 1.5957691216057308 * b) * (sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)) * (1 - sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)))) * 1.5957691216057308 * b * b * 0.044715 + -(g * a * sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)) * (1 + 0.134145 * b * b) * 1.5957691216057308 * b) * (sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)) * (1 - sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)))) * 1.5957691216057308 * b * (0.044715 * b) + -(g * a * sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)) * (1 + 0.134145 * b * b) * 1.5957691216057308 * b) * (sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)) * (1 - sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)))) * 1.5957691216057308 * (0.044715 * b * b) + g * a * sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)) * (b * (1 - sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b))) * 1.5957691216057308) * b * 0.134145 + g * a * sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)) * (b * (1 - sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b))) * 1.5957691216057308) * (0.134145 * b)
-    elif op == 107:  # log_sigmoid_backward
+    elif op == 108:  # log_sigmoid_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -1188,5 +1208,5 @@ CODES = {'neg': 4, 'exp': 5, 'log': 6, 'sqrt': 7, 'sin': 8, 'cos': 9, 'tan': 10,
          87, 'exp2_backward': 88, 'asin_backward': 89, 'acos_backward': 90, 'atan_backward': 91, 'sinh_backward':
          92, 'cosh_backward': 93, 'erf_backward': 94, 'gelu_backward': 95, 'silu_backward': 96, 'softplus_backward':
          97, 'leaky_relu_backward': 98, 'hardtanh_backward': 99, 'mul_backward0': 100, 'mul_backward1': 101,
-         'div_backward0': 102, 'pow_ts_backward': 103, 'atan2_ts_backward': 104, 'atan2_st_backward': 105,
-         'gelu_tanh_backward': 106, 'log_sigmoid_backward': 107}
+         'div_backward0': 102, 'div_st_backward': 103, 'pow_ts_backward': 104, 'atan2_ts_backward': 105,
+         'atan2_st_backward': 106, 'gelu_tanh_backward': 107, 'log_sigmoid_backward': 108}

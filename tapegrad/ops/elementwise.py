@@ -227,7 +227,9 @@ def _integer_power(a, n):
 registry.binary("add", np.add, "g", "g")
 registry.binary("sub", np.subtract, "g", "-g", st="RsubBackward1")
 registry.binary("mul", np.multiply, "g * b", "g * a")
-registry.binary("div", np.true_divide, "g / b", "-g * y / b")
+# (the divisor's gradient from the operands, torch's -g * ((a / b) / b): not from the result, which an in-place op on
+# a view of it may change, as torch lets it)
+registry.binary("div", np.true_divide, "g / b", "-g * (a / b / b)")
 registry.binary("pow", _power, "g * _select(b == 0, 0 * b, b * a ** (b - 1))",  # torch: 0 for x ** 0, even at 0, NaN
                 "where((a == 0) & (b >= 0), 0 * g, g * y * log(a))", grad_fn="PowBackward1", ts="PowBackward0",
                 st="PowBackward2")
