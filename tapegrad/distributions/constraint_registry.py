@@ -125,26 +125,22 @@ def _transform_to_corr_cholesky(constraint):
     return transforms.CorrCholeskyTransform()
 
 
-# constraints.cat / stack, and transforms' stand-ins for them while tapegrad's constraints module lacks them
+# constraints.cat / stack
 @biject_to.register(constraints.cat)
-@biject_to.register(transforms._Cat)
 def _biject_to_cat(constraint):
     return transforms.CatTransform([biject_to(c) for c in constraint.cseq], constraint.dim, constraint.lengths)
 
 
 @transform_to.register(constraints.cat)
-@transform_to.register(transforms._Cat)
 def _transform_to_cat(constraint):
     return transforms.CatTransform([transform_to(c) for c in constraint.cseq], constraint.dim, constraint.lengths)
 
 
 @biject_to.register(constraints.stack)
-@biject_to.register(transforms._Stack)
 def _biject_to_stack(constraint):
     return transforms.StackTransform([biject_to(c) for c in constraint.cseq], constraint.dim)
 
 
 @transform_to.register(constraints.stack)
-@transform_to.register(transforms._Stack)
 def _transform_to_stack(constraint):
     return transforms.StackTransform([transform_to(c) for c in constraint.cseq], constraint.dim)

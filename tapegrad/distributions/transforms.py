@@ -3,8 +3,6 @@ following torch 2.13.
 
 tapegrad's Size slices and sums to plain tuples (torch's stay torch.Size): the shape methods here give back a
 Size where torch's would (`_size_like`), so forward_shape / inverse_shape and their messages print as torch's.
-constraints.cat / constraints.stack are not in tapegrad's constraints module yet: CatTransform and
-StackTransform take their domains from the module when it has them, else from the equivalents below.
 """
 import functools
 import math
@@ -812,80 +810,6 @@ class PositiveDefiniteTransform(Transform):
         return LowerCholeskyTransform().inv(y)
 
 
-# constraints.cat / constraints.stack as torch's, for a constraints module that has not got them
-class _Cat(constraints.Constraint):
-    def __init__(self, cseq, dim=0, lengths=None):
-        if not all(isinstance(c, constraints.Constraint) for c in cseq):
-            raise AssertionError("All elements of cseq must be Constraint instances")
-        self.cseq = list(cseq)
-        if lengths is None:
-            lengths = [1] * len(self.cseq)
-        self.lengths = list(lengths)
-        if len(self.lengths) != len(self.cseq):
-            raise AssertionError(f"lengths ({len(self.lengths)}) must match cseq ({len(self.cseq)})")
-        self.dim = dim
-        super().__init__()
-
-    @property
-    def is_discrete(self):
-        return any(c.is_discrete for c in self.cseq)
-
-    @property
-    def event_dim(self):
-        return max(c.event_dim for c in self.cseq)
-
-    def check(self, value):
-        if not (-value.dim() <= self.dim < value.dim()):
-            raise AssertionError(f"dim {self.dim} out of range for value with {value.dim()} dimensions")
-        checks = []
-        start = 0
-        for constr, length in zip(self.cseq, self.lengths):
-            v = value.narrow(self.dim, start, length)
-            checks.append(constr.check(v))
-            start = start + length
-        return _tg().cat(checks, self.dim)
-
-
-class _Stack(constraints.Constraint):
-    def __init__(self, cseq, dim=0):
-        if not all(isinstance(c, constraints.Constraint) for c in cseq):
-            raise AssertionError("All elements of cseq must be Constraint instances")
-        self.cseq = list(cseq)
-        self.dim = dim
-        super().__init__()
-
-    @property
-    def is_discrete(self):
-        return any(c.is_discrete for c in self.cseq)
-
-    @property
-    def event_dim(self):
-        dim = max(c.event_dim for c in self.cseq)
-        if self.dim + dim < 0:
-            dim += 1
-        return dim
-
-    def check(self, value):
-        if not (-value.dim() <= self.dim < value.dim()):
-            raise AssertionError(f"dim {self.dim} out of range for value with {value.dim()} dimensions")
-        vs = [value.select(self.dim, i) for i in range(value.size(self.dim))]
-        return _tg().stack([constr.check(v) for v, constr in zip(vs, self.cseq)], self.dim)
-
-
-def _cat_constraint(cseq, dim, lengths):
-    try:
-        return constraints.cat(cseq, dim, lengths)
-    except NotImplementedError:
-        return _Cat(cseq, dim, lengths)
-
-
-def _stack_constraint(cseq, dim):
-    try:
-        return constraints.stack(cseq, dim)
-    except NotImplementedError:
-        return _Stack(cseq, dim)
-
-
 def _check_dim(t, dim, what):
     if not (-t.dim() <= dim < t.dim()):
         raise AssertionError(f"dim {dim} out of range for {what} with {t.dim()} dimensions")
@@ -976,11 +900,11 @@ class CatTransform(Transform):
 
     @constraints.dependent_property
     def domain(self):
-        return _cat_constraint([t.domain for t in self.transforms], self.dim, self.lengths)
+        return constraints.cat([t.domain for t in self.transforms], self.dim, self.lengths)
 
     @constraints.dependent_property
     def codomain(self):
-        return _cat_constraint([t.codomain for t in self.transforms], self.dim, self.lengths)
+        return constraints.cat([t.codomain for t in self.transforms], self.dim, self.lengths)
 
 
 class StackTransform(Transform):
@@ -1045,11 +969,11 @@ class StackTransform(Transform):
 
     @constraints.dependent_property
     def domain(self):
-        return _stack_constraint([t.domain for t in self.transforms], self.dim)
+        return constraints.stack([t.domain for t in self.transforms], self.dim)
 
     @constraints.dependent_property
     def codomain(self):
-        return _stack_constraint([t.codomain for t in self.transforms], self.dim)
+        return constraints.stack([t.codomain for t in self.transforms], self.dim)
 
 
 class CumulativeDistributionTransform(Transform):

@@ -435,9 +435,9 @@ def test_registry(registry, name):
 
 
 def test_registry_cat_stack():
-    gcat = GT._Cat([GC.positive, GC.real, GC.unit_interval], 1, [1, 2, 1])
+    gcat = GC.cat([GC.positive, GC.real, GC.unit_interval], 1, [1, 2, 1])
     tcat = TC.cat([TC.positive, TC.real, TC.unit_interval], 1, [1, 2, 1])
-    gst = GT._Stack([GC.positive, GC.real], 0)
+    gst = GC.stack([GC.positive, GC.real], 0)
     tst = TC.stack([TC.positive, TC.real], 0)
     for gc, tc in ((gcat, tcat), (gst, tst)):
         assert gc.event_dim == tc.event_dim and gc.is_discrete == tc.is_discrete and repr(gc) == repr(tc)
