@@ -85,7 +85,17 @@ def from_numpy(ndarray):
         raise ValueError("given numpy array has byte order different from the native byte order. Conversion "
                          "between byte orders is currently not supported.")
     _dtype.from_numpy_dtype(ndarray.dtype)
+    global _from_numpy_warned
+    if not ndarray.flags.writeable and not _from_numpy_warned:
+        _from_numpy_warned = True  # (torch warns once a process; tapegrad refuses the writes: _check_writable)
+        warnings.warn("The given NumPy array is not writable, and PyTorch does not support non-writable tensors. This "
+                      "means writing to this tensor will result in undefined behavior. You may want to copy the array "
+                      "to protect its data or make it writable before converting it to a tensor. This type of warning "
+                      "will be suppressed for the rest of this program.", UserWarning, stacklevel=2)
     return _new(ndarray if ndarray.flags.c_contiguous else np.ascontiguousarray(ndarray))
+
+
+_from_numpy_warned = False
 
 
 class _TensorType(type):

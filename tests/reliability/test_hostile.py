@@ -301,9 +301,18 @@ def test_numpy_inputs_of_any_layout_give_torchs_values_and_gradients(name, entry
 
 
 def test_from_numpy_of_a_read_only_array_refuses_in_place_writes():
+    """torch warns (once a process) that writing is undefined behaviour, and writes; tapegrad warns as torch and
+    refuses the write (the memory may be an immutable buffer's)."""
+    import warnings
     ro = np.ones(3)
     ro.setflags(write=False)
-    t = tapegrad.from_numpy(ro)
+    tapegrad.creation._from_numpy_warned = False
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        t = tapegrad.from_numpy(ro)
+        tapegrad.from_numpy(ro)
+    assert [str(w.message)[:39] for w in caught] == ["The given NumPy array is not writable, "]
+    assert caught[0].filename == __file__
     with pytest.raises(RuntimeError, match="read-only"):
         t.add_(1.0)
     with pytest.raises(RuntimeError, match="read-only"):
