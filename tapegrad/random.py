@@ -524,7 +524,7 @@ def permutation(n, generator=None):
 def bernoulli(p, generator=None):
     """torch.bernoulli(p) for a float32 or float64 array p: u < p with one float32 draw (24 bits) per element
     for float32 p, one float64 draw (53 bits) for float64 p. Returns 0/1 in p's dtype."""
-    p = np.ascontiguousarray(p)
+    p = np.asarray(p)  # (not ascontiguousarray: it makes a 0-d array 1-d)
     if p.dtype not in (np.float32, np.float64):
         raise TypeError(f"bernoulli: p must be float32 or float64, got {p.dtype}")
     if p.size and not ((p >= 0).all() and (p <= 1).all()):
@@ -802,7 +802,7 @@ def _sample_poisson(lam, u53):
 def poisson(rates, generator=None):
     """torch.poisson(rates): one sample_poisson per element in C order (float64 uniforms drawn one at a time
     as it asks), cast to rates' dtype."""
-    rates = np.ascontiguousarray(rates)
+    rates = np.asarray(rates)  # (not ascontiguousarray: it makes a 0-d array 1-d)
     flat = rates.reshape(-1).astype(np.float64).tolist()
     gen = _gen(generator)
     u53 = lambda: float(gen._u53(1)[0])  # noqa: E731

@@ -476,3 +476,14 @@ def test_fills_walk_a_tensors_memory_as_torchs(fill, layout, dtype):
     if fill != "dropout":  # (x * mask: tapegrad's elementwise results are contiguous, docs/compatibility.md)
         assert results[1][1] == results[0][1]
     assert_same_bits(arr(results[1][2]), arr(results[0][2]))  # (the generators moved alike)
+
+
+def test_samplers_of_0d_tensors_keep_their_shape_as_torch():
+    """poisson and bernoulli of a 0-d tensor are 0-d (NumPy's ascontiguousarray made them 1-d)."""
+    seen = []
+    for L in (tapegrad, torch):
+        L.manual_seed(3)
+        draws = [L.poisson(L.tensor(3.5)), L.bernoulli(L.tensor(0.5)), L.bernoulli(L.tensor(0.5, dtype=L.float64)),
+                 L.binomial(L.tensor(5.0), L.tensor(0.3))]
+        seen.append([(tuple(d.shape), d.item()) for d in draws])
+    assert seen[0] == seen[1]
