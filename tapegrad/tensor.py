@@ -167,10 +167,29 @@ def tensor_type_name(a):
 
 
 class Size(tuple):
-    """torch.Size: a tuple that prints as torch does."""
+    """torch.Size: a tuple that prints as torch does; its slices, sums and repeats are Sizes, as torch's."""
 
     def __repr__(self):
         return f"torch.Size({list(self)})"
+
+    def __getitem__(self, key):
+        item = tuple.__getitem__(self, key)
+        return Size(item) if type(key) is slice else item
+
+    def __add__(self, other):
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return Size(tuple.__add__(self, other))
+
+    def __radd__(self, other):
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return Size(tuple.__add__(other, self))
+
+    def __mul__(self, n):
+        return Size(tuple.__mul__(self, n))
+
+    __rmul__ = __mul__
 
     def numel(self):
         n = 1

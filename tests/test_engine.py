@@ -1194,3 +1194,11 @@ def test_in_place_on_a_view_of_a_quotient_as_torch():
         y.sum().backward()
         seen.append((a.grad.tolist(), b.grad.tolist()))
     assert seen[0] == seen[1]
+
+
+def test_size_slices_and_sums_are_sizes_as_torch():
+    seen = []
+    for L in (tapegrad, torch):
+        s = L.Size([2, 3, 4])
+        seen.append([repr(v) for v in (s[:-1], s[1], s + (5,), (1,) + s, s * 2, s[::2], s + s)])
+    assert seen[0] == seen[1]
