@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from .. import kernels, random, registry
+from .. import _dtype, kernels, random, registry
 from ..tensor import Tensor, _new
 from ._common import OPS, _dim, _tensor
 from .reduce import return_types
@@ -147,7 +147,7 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
     p = x._data
     if p.ndim not in (1, 2):
         raise RuntimeError("prob_dist must be 1 or 2 dim")
-    if p.dtype.kind != "f":
+    if p.dtype.kind != "f" and not _dtype.is_bfloat16(p.dtype):
         raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: "
                            f"{ {'i': 'Long', 'u': 'Byte', 'b': 'Bool'}.get(p.dtype.kind, p.dtype.name)}")
     n = int(num_samples)
@@ -178,13 +178,14 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
             result = np.take(_stable_order(keys, 1, True), np.arange(n), axis=1)
     else:
         result = np.empty((rows.shape[0], n), np.int64)
+        accumulate = np.float32 if p.dtype.itemsize == 2 else p.dtype  # (float16, bfloat16: ATen sums in float)
         for i, row in enumerate(rows):
             if np.any(~(row >= 0)):
                 raise RuntimeError("invalid multinomial distribution (encountering probability entry < 0)")
             if not np.all(np.isfinite(row)):
                 raise RuntimeError("invalid multinomial distribution (encountering probability entry = infinity "
                                    "or NaN)")
-            cum = np.cumsum(row, dtype=p.dtype)
+            cum = np.cumsum(row, dtype=accumulate)
             total = cum[-1]
             if not total > 0:
                 raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")

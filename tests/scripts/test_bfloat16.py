@@ -267,3 +267,20 @@ def test_norms_of_bfloat16_inputs_as_torch():
         g, w = np.asarray(g.detach().float().tolist()), np.asarray(w.detach().float().tolist())
         np.testing.assert_allclose(g, w, rtol=0, atol=2 * BF16_STEP * np.abs(w).max())
     assert str(got[-1].dtype) == "torch.float32"  # (the float32 bias's gradient: not rounded to bfloat16 on its way)
+
+
+def _multinomial_draws(t):
+    draws = []
+    for dtype in (t.bfloat16, t.float16):
+        for seed in range(12):
+            t.manual_seed(seed)
+            p = t.rand(3, 7).to(dtype)
+            draws += [t.multinomial(p, 1), t.multinomial(p, 3), t.multinomial(p, 5, replacement=True)]
+    return draws
+
+
+def test_multinomial_of_reduced_float_probabilities_as_torch():
+    """bfloat16 probabilities (nanoGPT's sampling under autocast) are taken; with replacement, the cumulative sums
+    are float32 as ATen's accumulate type for float16 / bfloat16."""
+    for ours, theirs in zip(_multinomial_draws(tapegrad), _multinomial_draws(torch)):
+        assert ours.tolist() == theirs.tolist()
