@@ -142,6 +142,26 @@ def test_worker_error_is_reraised_as_torch():
     assert first_error(tapegrad) == first_error(torch)
 
 
+class MissingKey:
+    def __len__(self):
+        return 2
+
+    def __getitem__(self, i):
+        return {"a": 1}["label"]
+
+
+def test_worker_key_error_prints_its_traceback_as_lines_as_torch():
+    """torch wraps a worker's KeyError message (KeyErrorMessage) so that its traceback prints as lines, not as the
+    repr of one string (a missing key in __getitem__ is a common dataset bug)."""
+    def caught(lib):
+        try:
+            next(iter(lib.utils.data.DataLoader(MissingKey(), num_workers=1)))
+        except KeyError as e:
+            text = str(e)
+            return text.splitlines()[0], "\\n" in text, text.strip().splitlines()[-1], repr(e.args[0])[:9]
+    assert caught(tapegrad) == caught(torch)
+
+
 @pytest.mark.parametrize("kw", [dict(num_workers=0, prefetch_factor=2), dict(num_workers=0, persistent_workers=True),
                                 dict(num_workers=-1), dict(num_workers=1, prefetch_factor=-1)])
 def test_bad_options_as_torch(kw):

@@ -32,6 +32,14 @@ def get_worker_info():
     return _worker_info
 
 
+class KeyErrorMessage(str):
+    """A str whose repr is itself (torch._utils.KeyErrorMessage), so that a KeyError's message prints as lines."""
+    __slots__ = ()
+
+    def __repr__(self):
+        return self
+
+
 class ExceptionWrapper:
     """An exception raised in a worker, re-raised in the main process with torch's message."""
 
@@ -43,6 +51,10 @@ class ExceptionWrapper:
 
     def reraise(self):
         msg = f"Caught {self.exc_type.__name__} {self.where}.\nOriginal {self.exc_msg}"
+        if self.exc_type is KeyError:  # (KeyError prints its argument's repr: the traceback on one line)
+            msg = KeyErrorMessage(msg)
+        elif getattr(self.exc_type, "message", None):  # (an exception whose first argument is not its message)
+            raise self.exc_type(message=msg)
         try:
             exception = self.exc_type(msg)
         except Exception:
