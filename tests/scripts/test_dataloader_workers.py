@@ -2,6 +2,7 @@
 seed, including what the dataset draws inside the workers (each worker's seeds), worker_init_fn,
 get_worker_info, prefetch_factor, persistent_workers and errors raised in a worker."""
 import random
+import warnings
 
 import numpy as np
 import pytest
@@ -230,3 +231,29 @@ def test_out_of_order_delivers_every_batch_once_as_torch(kw, tmp_path):
 def loader_in_order(kw):
     tapegrad.manual_seed(0)
     return tapegrad.utils.data.DataLoader(list(range(20)), **kw)
+
+
+class ThreeLong(torch.utils.data.IterableDataset):
+    def __iter__(self):
+        return iter(range(3))
+
+    def __len__(self):
+        return 3
+
+
+@pytest.mark.parametrize("num_workers", [0, 2])
+def test_iterable_dataset_past_its_length_warns_as_torch(num_workers):
+    """An IterableDataset whose replicas in the workers are not split yields more batches than the len() reported:
+    torch warns at each one past it (the warning that tells users their workers duplicate samples)."""
+    import re
+
+    def run(lib):
+        dataset = type("ThreeLong", (lib.utils.data.IterableDataset,), dict(ThreeLong.__dict__))()
+        dl = lib.utils.data.DataLoader(dataset, batch_size=1, num_workers=num_workers)
+        n = len(dl)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            batches = list(dl)
+        return n, len(batches), [(re.sub(" at 0x[0-9a-f]+", "", str(w.message)), w.filename) for w in caught]
+    ours, theirs = run(tapegrad), run(torch)
+    assert ours == theirs and len(ours[2]) == (3 if num_workers else 0)

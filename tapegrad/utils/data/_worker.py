@@ -8,6 +8,7 @@ import queue
 import random as _pyrandom
 import sys
 import traceback
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -60,6 +61,18 @@ class ExceptionWrapper:
         except Exception:
             raise RuntimeError(msg) from None
         raise exception
+
+
+def warn_past_length(dataset, reported, yielded, num_workers, stacklevel):
+    """torch's warning when an IterableDataset yields more batches than the len() it reported (its replicas in the
+    workers not split: each worker yields the whole dataset)."""
+    message = (f"Length of IterableDataset {dataset} was reported to be {reported}(when accessing len(dataloader)), "
+               f"but {yielded} samples have been fetched. ")
+    if num_workers > 0:
+        message += ("For multiprocessing data-loading, this could be caused by not properly configuring the "
+                    "IterableDataset replica at each worker. Please see "
+                    "https://pytorch.org/docs/stable/data.html#torch.utils.data.IterableDataset for examples.")
+    warnings.warn(message, stacklevel=stacklevel)
 
 
 class _IterableStop:
@@ -225,6 +238,7 @@ class MultiProcessingIter:
         return iter(self.loader._index_sampler)
 
     def reset(self, first=False):
+        self.num_yielded, self.reported_length = 0, self.loader._IterableDataset_len_called
         self.sampler_iter = self._indices()
         self.send_idx = self.rcvd_idx = 0
         self.task_info = {}
@@ -318,6 +332,9 @@ class MultiProcessingIter:
         self._try_put_index()
         if isinstance(data, ExceptionWrapper):
             data.reraise()
+        self.num_yielded += 1
+        if self.iterable and self.reported_length is not None and self.num_yielded > self.reported_length:
+            warn_past_length(self.loader.dataset, self.reported_length, self.num_yielded, self.num_workers, 4)
         return data
 
     def shutdown(self):

@@ -17,7 +17,7 @@ from ... import random
 from ...tensor import Tensor, _new
 from .dataset import IterableDataset, TensorDataset
 from .sampler import BatchSampler, RandomSampler, SequentialSampler
-from ._worker import MultiProcessingIter, WorkerInfo, get_worker_info  # noqa: F401
+from ._worker import MultiProcessingIter, WorkerInfo, get_worker_info, warn_past_length  # noqa: F401
 from ... import ops
 
 __all__ = ["DataLoader", "default_collate", "default_convert", "get_worker_info"]
@@ -123,6 +123,7 @@ class DataLoader:
         self.multiprocessing_context = multiprocessing_context
         self.in_order = in_order
         self._iterator = None
+        self._IterableDataset_len_called = None
         self.dataset = dataset
         self.num_workers = num_workers
         self.pin_memory = pin_memory
@@ -191,7 +192,7 @@ class DataLoader:
 
     def __len__(self):
         if self._iterable:
-            n = len(self.dataset)
+            n = self._IterableDataset_len_called = len(self.dataset)  # (an iterator made after warns past it)
             if self.batch_size is not None:
                 n = n // self.batch_size if self.drop_last else math.ceil(n / self.batch_size)
             return n
@@ -241,6 +242,13 @@ class DataLoader:
                 yield collate(dataset[i])
 
     def _iter_iterable(self):
+        reported = self._IterableDataset_len_called
+        for yielded, batch in enumerate(self._iterable_batches(), 1):
+            if reported is not None and yielded > reported:
+                warn_past_length(self.dataset, reported, yielded, 0, 3)
+            yield batch
+
+    def _iterable_batches(self):
         collate = self.collate_fn
         if self.batch_size is None:
             for sample in self.dataset:
