@@ -9,6 +9,7 @@ with torch's message. 1-d ops are the 2-d ones on an (N, C, 1, L) view.
 import builtins
 import math
 import numbers
+import warnings
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
@@ -16,6 +17,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from .. import _dtype, _meta, kernels, random, registry
 from ..tensor import _new
 from ..tape import _local as _tape_local, traced_value
+from ..tape.sweep import _user_stacklevel
 from ._common import OPS, _autocast_lower, _record, _tensor, _to_dtype, autocast_state
 from .elementwise import mul
 from .nn import _dropout_draw
@@ -475,6 +477,7 @@ def _conv(nd, input, weight, bias, stride, padding, dilation, groups):
             for kk, dd in zip(k, d):  # torch puts the odd one at the end
                 total = dd * (kk - 1)
                 pads.append((total // 2, total - total // 2))
+            _warn_asymmetric_same(pads)
         else:
             raise RuntimeError(f"Invalid padding string: '{padding}'")
     else:
@@ -827,6 +830,7 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
             if builtins.max(s) != 1:
                 raise RuntimeError("padding='same' is not supported for strided convolutions")
             pads = [(dd * (kk - 1) // 2, dd * (kk - 1) - dd * (kk - 1) // 2) for kk, dd in zip(k, d)]
+            _warn_asymmetric_same(pads)
         else:
             raise RuntimeError(f"Invalid padding string: '{padding}'")
     else:
@@ -1282,6 +1286,17 @@ def _normalize(op, x, w, b, ctx):
     return _record(OPS[op], value, inputs, aux=ctx)
 
 
+_warned_same = [False]
+
+
+def _warn_asymmetric_same(pads):
+    """torch's TORCH_WARN_ONCE for padding='same' whose two sides differ (an even kernel, odd dilation)."""
+    if not _warned_same[0] and any(a != b for a, b in pads):
+        _warned_same[0] = True
+        warnings.warn("Using padding='same' with even kernel lengths and odd dilation may require a zero-padded copy "
+                      "of the input be created", UserWarning, stacklevel=_user_stacklevel())
+
+
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
     x = _tensor(input)
     C = x.shape[1] if x.ndim > 1 else 1
@@ -1382,7 +1397,6 @@ def dropout1d(input, p=0.5, training=True, inplace=False):
 def dropout2d(input, p=0.5, training=True, inplace=False):
     x = _tensor(input)
     if x.ndim not in (3, 4):
-        import warnings
         warnings.warn(f"dropout2d: Received a {x.ndim}-D input to dropout2d, which is deprecated and will result in "
                       f"an error in a future release. To retain the behavior and silence this warning, please use "
                       f"dropout instead. Note that dropout2d exists to provide channel-wise dropout on inputs with 2 "

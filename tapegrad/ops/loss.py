@@ -181,6 +181,11 @@ def _class_layout(x, t, weight):
                          f"({t.shape[0] if t.ndim else 1}).")
     elif x.ndim == 2 and t.ndim != 1:
         raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    elif x.ndim == 4 and t.ndim != 3:  # (torch's nll_loss2d: its own checks for a 4-D input)
+        raise RuntimeError(f"only batches of spatial targets supported (3D tensors) but got targets of dimension: "
+                           f"{t.ndim}")
+    elif x.ndim == 4 and t.shape != x.shape[:1] + x.shape[2:]:
+        raise RuntimeError(f"size mismatch (got input: {list(x.shape)} , target: {list(t.shape)}")
     elif x.ndim > 2 and t.shape != x.shape[:1] + x.shape[2:]:
         raise RuntimeError(f"Expected target size {list(x.shape[:1] + x.shape[2:])}, got {list(t.shape)}")
     if t._data.dtype not in (np.int64, np.uint8):
@@ -487,6 +492,11 @@ def _bce_logits_full_forward(ctx, zd, yd, *extra):
 
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
     input, target = _autocast_float32(input, target)  # (torch's CPU autocast: in float32)
+    if size_average is None and reduce is None and reduction == "mean":
+        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
+                      "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
+                      "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
+                      stacklevel=2)
     reduction = _reduction(reduction, size_average, reduce) if reduction != "batchmean" else reduction
     x, t = _tensor(input), _tensor(target)
     loss = exp(t) * (t - x) if log_target else where(t > 0, t * log(where(t > 0, t, 1.0)), 0.0) - t * x

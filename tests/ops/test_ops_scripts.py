@@ -927,3 +927,44 @@ def test_pack_padded_sequence_unsorted_lengths_in_torchs_order():
                  for L in (tapegrad, torch))
     assert got.sorted_indices.tolist() == want.sorted_indices.tolist()
     assert got.unsorted_indices.tolist() == want.unsorted_indices.tolist()
+
+
+WARNINGS_SCRIPT = """
+import warnings
+import torch
+import torch.nn.functional as F
+warnings.simplefilter("always")
+F.conv1d(torch.randn(1, 2, 10), torch.randn(3, 2, 4), padding="same")
+F.conv2d(torch.randn(1, 2, 10, 10), torch.randn(3, 2, 3, 4), padding="same")
+F.conv1d(torch.randn(1, 2, 10), torch.randn(3, 2, 3), padding="same", dilation=2)
+F.kl_div(torch.rand(2, 3).log(), torch.rand(2, 3))
+F.kl_div(torch.rand(2, 3).log(), torch.rand(2, 3), reduction="batchmean")
+x = torch.randn(1, 1, 2, 2)
+F.upsample(x, scale_factor=2); F.upsample_bilinear(x, scale_factor=2); F.upsample_nearest(x, scale_factor=2)
+for inp, tgt in [((2, 3, 4, 5), (2, 3, 5)), ((2, 3, 4, 5), (2, 4, 5, 1)), ((2, 3, 4), (2, 5)), ((2, 3, 4, 5, 6), (2, 4, 5, 7))]:
+    for loss in (F.cross_entropy, F.nll_loss):
+        try:
+            loss(torch.zeros(inp), torch.zeros(tgt, dtype=torch.long))
+        except RuntimeError as e:
+            print(e)
+"""
+
+
+def test_deprecation_warnings_and_spatial_target_errors_as_torch(tmp_path):
+    """padding='same' with an even kernel (torch warns once a process, at the caller's line), F.kl_div's 'mean',
+    F.upsample*'s deprecations; cross_entropy / nll_loss of a 4-D input with the wrong target: nll_loss2d's words."""
+    import os
+    import re
+    import subprocess
+    import sys
+    script = tmp_path / "warns.py"
+    script.write_text(WARNINGS_SCRIPT)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    outputs = []
+    for launch in ([], ["-m", "tapegrad"]):
+        r = subprocess.run([sys.executable, *launch, str(script)], capture_output=True, text=True, timeout=120,
+                           env=dict(os.environ, PYTHONPATH=root), cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+        outputs.append((r.stdout, re.sub(r" \(Triggered internally at [^)]*\)", "", r.stderr)))
+    assert outputs[0][1].count("UserWarning") == 5 and "size mismatch" in outputs[0][0]
+    assert outputs[1] == outputs[0]
