@@ -15,11 +15,14 @@ an object with one tag:
     {"ndarray": "t1"}   {"dtype": "float32"}
     {"module": "pkg.mod:Class", "id": int, "state": [[NAME, NODE], ...]}   {"module_ref": int}
     {"function": "tapegrad.mod:name"}    (one of tapegrad's own functions, e.g. a layer's activation)
+    {"class": "pkg.mod:Class"}    (an nn.Module class, e.g. torchvision's `self._norm_layer = nn.BatchNorm2d`)
+    {"partial": [NODE, NODE, NODE]}    (functools.partial of a class or function: func, args list, keywords dict)
 Tensors with the same "id" load as one object; tensors naming the same member share storage.
 
 A whole nn.Module (torch.save(model)) is stored as its class's name and its attribute dict (parameters,
-buffers, submodules, plain attributes, tapegrad's own functions by name); registered hooks, or attributes that
-are not data (other functions, open files, arbitrary objects), make save raise. Loading makes the object with
+buffers, submodules, plain attributes, tapegrad's own functions by name, nn.Module classes and functools.partial
+of them); registered hooks, or attributes that are not data (other functions, open files, arbitrary objects), make
+save raise. A class named by the file is resolved as a saved module's is (below). Loading makes the object with
 object.__new__ and fills its __dict__: no __init__, __setstate__ or any other code of the class runs, and no
 module is imported except tapegrad's own. The class must be tapegrad's own (tapegrad.nn), or allowed with
 torch.serialization.add_safe_globals / safe_globals (as torch.load(weights_only=True) requires), or, with
@@ -32,6 +35,7 @@ members whose sizes add up to no more than the file's size are accepted, so no d
 the loader allocate more than the file holds.
 """
 import contextlib
+import functools
 import io
 import math
 import os
@@ -229,6 +233,13 @@ class _Writer:
         from .nn.modules.module import Module
         if isinstance(obj, Module):
             return self._module(obj, depth)
+        if isinstance(obj, type) and issubclass(obj, Module):
+            if "<locals>" in obj.__qualname__:
+                raise TypeError(f"tapegrad.save cannot store the class {obj.__qualname__}, defined inside a function")
+            return {"class": _class_name(obj)}
+        if isinstance(obj, functools.partial):
+            return {"partial": [self.encode(obj.func, depth + 1), self.encode(list(obj.args), depth + 1),
+                                self.encode(dict(obj.keywords), depth + 1)]}
         name = _tapegrad_function_name(obj)
         if name is not None:
             return {"function": name}
@@ -467,6 +478,18 @@ class _Reader:
         (tag, value), = node.items()
         if tag == "function":
             return _tapegrad_function(value)
+        if tag == "class":
+            if not isinstance(value, str):
+                _fail("invalid class node")
+            return _module_class(value, self.weights_only)
+        if tag == "partial":
+            if not isinstance(value, list) or len(value) != 3:
+                _fail("invalid partial node")
+            func, args, keywords = (self.decode(v, depth + 1) for v in value)
+            if not callable(func) or not isinstance(args, list) or not isinstance(keywords, dict) or \
+                    not all(isinstance(k, str) for k in keywords):
+                _fail("invalid partial node")
+            return functools.partial(func, *args, **keywords)
         if tag in ("list", "tuple", "size"):
             if not isinstance(value, list):
                 _fail(f"invalid {tag} node")

@@ -433,3 +433,32 @@ def test_crc_mismatch_is_detected(tmp_path):
     data[at + 5] ^= 0x40       # change a value inside the array data only
     with pytest.raises(SerializationError, match="corrupt"):
         tg.load(io.BytesIO(bytes(data)))
+
+
+class _WithLayerFactories(tg.nn.Module):
+    """torchvision's ResNet keeps `self._norm_layer = nn.BatchNorm2d`; other models a functools.partial of one."""
+
+    def __init__(self, norm, act, block):
+        super().__init__()
+        self.norm, self.act, self.block = norm, act, block
+        self.bn = norm(3)
+
+
+def test_whole_module_with_class_and_partial_attributes_round_trips():
+    import functools
+    F = tg.nn.functional
+    m = _WithLayerFactories(functools.partial(tg.nn.BatchNorm2d, eps=1e-3), functools.partial(F.relu, inplace=True),
+                            tg.nn.Linear)
+    buf = io.BytesIO()
+    tg.save(m, buf)
+    buf.seek(0)
+    back = tg.load(buf, weights_only=False)
+    assert back.norm.func is tg.nn.BatchNorm2d and back.norm.keywords == {"eps": 1e-3} and back.bn.eps == 1e-3
+    assert back.act.func is F.relu and back.act.keywords == {"inplace": True} and back.block is tg.nn.Linear
+    assert isinstance(back.norm(4), tg.nn.BatchNorm2d)
+    buf.seek(0)
+    with pytest.raises(Exception, match="Weights only load failed"):  # (its own class is not allowed by default)
+        tg.load(buf)
+    with tg.serialization.safe_globals([_WithLayerFactories]):
+        buf.seek(0)
+        assert tg.load(buf).block is tg.nn.Linear  # (tapegrad's own classes need no allowing)
