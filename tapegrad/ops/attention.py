@@ -13,7 +13,7 @@ import warnings
 
 import numpy as np
 
-from .. import _strides, registry
+from .. import _dtype, _strides, registry
 from ._common import OPS, _record, _tensor
 from ..tape import _local as _tape_local, made_in_trace
 from ..tensor import Tensor, _new
@@ -101,8 +101,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         warnings.warn("Flash attention kernel not used because:")
         raise RuntimeError("No available kernel.  Aborting execution.")
     flash = flash and SDP_BACKENDS["flash"]
-    if (flash and attn_mask is None and dt in _ROW_DTYPES and q.shape[:2] == k.shape[:2] == v.shape[:2]
-            and q.shape[3] == k.shape[3] == v.shape[3] > 0 and L > 0 and S > 0):
+    if (flash and attn_mask is None and (dt in _ROW_DTYPES or _dtype.is_bfloat16(dt))
+            and q.shape[:2] == k.shape[:2] == v.shape[:2] and q.shape[3] == k.shape[3] == v.shape[3] > 0 and L > 0
+            and S > 0):
         ctx = registry.Ctx(scale=factor, causal=bool(is_causal))
         out = _record(OPS["sdpa"], _sdpa_forward(ctx, q._data, k._data, v._data), (q, k, v), aux=ctx)
     else:
@@ -143,7 +144,7 @@ def _laid_out_as(q, shape):
     return _strides.normal(shape, strides)
 
 
-_ROW_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+_ROW_DTYPES = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.float16))  # (bfloat16: _row_dtype)
 _CAUSAL = {}
 
 
@@ -159,7 +160,11 @@ def _causal_bias(L, S, dtype):
 
 
 def _sdpa_forward(ctx, q, k, v):
-    """softmax(q k^T scale + causal bias) v on arrays; the weights stay in ctx for the backward."""
+    """softmax(q k^T scale + causal bias) v on arrays; the weights stay in ctx for the backward. float16 and
+    bfloat16 inputs in float32, rounded once at the end, as torch's CPU flash kernel accumulates (under CPU autocast
+    a GPT's attention is bfloat16)."""
+    if q.dtype.itemsize == 2:
+        return _sdpa_forward(ctx, *(a.astype(np.float32) for a in (q, k, v))).astype(q.dtype)
     w = np.matmul(q, np.swapaxes(k, -1, -2))
     w *= w.dtype.type(ctx.scale)
     if ctx.causal:

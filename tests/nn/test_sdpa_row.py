@@ -1,4 +1,4 @@
-"""F.scaled_dot_product_attention's one-row path (ops.attention: 4-d float32/float64 q, k, v of one batch shape
+"""F.scaled_dot_product_attention's one-row path (ops.attention: 4-d float q, k, v of one batch shape
 and head size, no attn_mask, no dropout) against torch 2.13: torch's grad_fn name, values and gradients with
 and without is_causal (and more keys than queries), inputs that are transposed views (a GPT block's head
 split), second order against torch's math backend (its flash row has no double backward), and
@@ -184,3 +184,24 @@ def test_causal_bias_masks_attention_as_torchs(variant):
         np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-14)
     with pytest.raises(AssertionError, match=f"{variant} only supports 2D tensors"):
         getattr(tg.nn.attention.bias, variant)(1, 2, 3)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_bfloat16_attention_in_float32_rounded_once(causal):
+    """bfloat16 q, k, v (a GPT under CPU autocast) through the row in float32, rounded once as torch's flash kernel
+    accumulates: the float32 attention's values rounded (each step rounded to bfloat16 was 1 step off on a third of
+    the outputs); within one bfloat16 step of torch's, gradients too."""
+    rng = np.random.default_rng(4)
+    arrays = [rng.standard_normal((2, 2, 16, 8)).astype(np.float32) for _ in range(3)]
+    seen = []
+    for L in (tg, torch):
+        q, k, v = (L.tensor(a).bfloat16().requires_grad_() for a in arrays)
+        y = L.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        (y.float() * L.linspace(-1.0, 1.0, y.numel()).reshape(y.shape)).sum().backward()
+        seen.append([t.detach().float().numpy() for t in (y, q.grad, k.grad, v.grad)])
+        if L is tg:
+            exact = L.nn.functional.scaled_dot_product_attention(*(t.detach().float() for t in (q, k, v)),
+                                                                 is_causal=causal)
+            np.testing.assert_array_equal(seen[0][0], exact.bfloat16().float().numpy())
+    for ours, theirs in zip(*seen):
+        np.testing.assert_allclose(ours, theirs, rtol=2 ** -7, atol=2 ** -7 * np.abs(theirs).max())
