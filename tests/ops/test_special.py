@@ -245,3 +245,14 @@ def test_distributions_use_the_public_ops():
         res[key] = (v.detach().numpy(), g.numpy())
     for got, want in zip(res["tapegrad"], res["torch"]):
         _close(got, want, 1e-12)
+
+
+def test_float32_log10_of_powers_of_ten_is_exact_as_torchs():
+    """NumPy's float32 log10 is an ulp off at powers of ten (floor(log10(0.001)) was -4); torch's is exact, and within
+    an ulp of the correctly rounded value elsewhere."""
+    import torch
+    powers = [1e-6, 1e-3, 1e-2, 0.1, 1.0, 10.0, 100.0, 1000.0, 1e6]
+    assert tapegrad.tensor(powers).log10().tolist() == [-6.0, -3.0, -2.0, -1.0, 0.0, 1.0, 2.0, 3.0, 6.0]
+    r = np.random.default_rng(0).uniform(0.01, 100, 10000).astype(np.float32)
+    ours, theirs = tapegrad.tensor(r).log10().numpy(), torch.tensor(r).log10().numpy()
+    np.testing.assert_allclose(ours, theirs, rtol=2 ** -23)  # (torch's SIMD log10 is within an ulp on any CPU)
