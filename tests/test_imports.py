@@ -31,6 +31,8 @@ CALLS_UP = {
     ("tapegrad.tensor", "tapegrad.ops"): "Tensor sits below the ops: its few methods that call an op (dim "
                                          "checks, clone, to)",
     ("tapegrad.tensor", "tapegrad.autograd"): "Tensor.backward calls the autograd API",
+    ("tapegrad.autograd.gradcheck", "tapegrad.func"): "check_batched_grad's vmap (torch.func's transforms call the "
+                                                      "autograd API)",
     ("tapegrad.tensor", "tapegrad.autograd.graph"): "Tensor.grad_fn builds the API's node view",
     ("tapegrad.ops.reduce", "tapegrad.ops.shape"): "reduce and shape call each other (max along a dim is a "
                                                     "gather; shape's expand_as is reduce's expand)",

@@ -196,3 +196,16 @@ def test_a_tensor_never_holds_a_numpy_scalar():
     assert type(t._data) is np.ndarray and t._data.shape == ()
     (t * 3).backward()
     assert t.grad.item() == 3.0
+
+
+def _batched(L):
+    L.manual_seed(0)
+    x = L.randn(3, dtype=L.double, requires_grad=True)
+    w = L.randn(3, 2, dtype=L.double, requires_grad=True)
+    verdicts = [L.autograd.gradcheck(lambda a, b: ((a @ b).tanh(), a.sin()), (x, w), check_batched_grad=True),
+                L.autograd.gradgradcheck(lambda a, b: (a @ b).tanh(), (x, w), check_batched_grad=True)]
+    return verdicts, L.randn(2).tolist()  # (the check draws its grad_outputs as torch's: the stream after it too)
+
+
+def test_check_batched_grad_runs_torchs_check():
+    assert _batched(tapegrad) == _batched(torch)
