@@ -25,7 +25,12 @@ def sign(x):
 
 @njit(inline="always", **JIT)
 def sigmoid(x):
-    return 0.5 * (math.tanh(0.5 * x) + 1.0)
+    """1 / (1 + exp(-x)) to full relative precision for negative x too (e / (1 + e), e = exp(x)): the tanh form
+    cancelled, so the softplus and silu gradients of x < -15 lost their digits (float32: 0 below -10)."""
+    if x >= 0:
+        return 1.0 / (1.0 + math.exp(-x))
+    e = math.exp(x)
+    return e / (1.0 + e)
 
 
 @njit(inline="always", **JIT)

@@ -781,8 +781,10 @@ def test_sigmoid_keeps_full_precision_for_negative_inputs(dtype):
         F.mish(m).sum().backward()
         logits = L.tensor(z, dtype=x.dtype, requires_grad=True)
         F.binary_cross_entropy_with_logits(logits, L.zeros(len(z), dtype=x.dtype), reduction="sum").backward()
+        s = L.tensor(z, dtype=x.dtype, requires_grad=True)  # (their compiled backwards' sigmoid: it cancelled too)
+        (F.softplus(s) + F.silu(s)).sum().backward()
         seen.append([t.detach().numpy().astype(np.float64) for t in
-                     (p, loss, x.grad, F.silu(x), F.glu(x.reshape(-1, 2), -1), m.grad, logits.grad)])
+                     (p, loss, x.grad, F.silu(x), F.glu(x.reshape(-1, 2), -1), m.grad, logits.grad, s.grad)])
     for ours, theirs in zip(*seen):
         np.testing.assert_allclose(ours, theirs, rtol=2e-6 if dtype == "float32" else 1e-8, atol=0)
 
