@@ -579,8 +579,13 @@ def histc(input, bins=100, min=0, max=0):
             raise RuntimeError(f"torch.histc: range of [{lo:g}, {hi:g}] is not finite")
         if lo > hi:
             raise RuntimeError("torch.histc: max must be larger than min")
-        a = a[(a >= lo) & (a <= hi)].astype(np.float64)
-        pos = ((a - lo) * bins / (hi - lo)).astype(np.int64)
+        # (ATen's linear interpolation, in the input's dtype: (x - lo) * bins / (hi - lo), truncated; in float64 a
+        # float32 value on a bin edge fell in the bin below torch's)
+        t = a.dtype.type
+        lo_t, hi_t = t(lo), t(hi)
+        a = a[(a >= lo_t) & (a <= hi_t)]
+        with np.errstate(all="ignore"):
+            pos = ((a - lo_t) * t(bins) / (hi_t - lo_t)).astype(np.int64)
         return np.bincount(np.minimum(pos, bins - 1), minlength=bins).astype(x._data.dtype)
     return traced_value(_new(hist(x._data)), hist, x)
 

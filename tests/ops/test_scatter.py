@@ -319,3 +319,12 @@ def test_compile_recomputes_searches_and_counts():
     lambda L: L.tensor(X).index_put((L.tensor([0]),), 1.0)])
 def test_index_put_argument_types(call):
     check_error(call)
+
+
+def test_histc_bins_float32_values_on_edges_as_torch():
+    """ATen interpolates a value's bin in the input's dtype: float32 0.7 of [0, 1] in 10 bins is bin 7 (in float64,
+    6); a float32 input's counts differ from its float64 copy's, as torch's do."""
+    r = np.random.default_rng(0).normal(size=10000).astype(np.float32)
+    same(lambda L: (L.histc(L.tensor([0.1 * i for i in range(11)]), bins=10, min=0.0, max=1.0),
+                    L.histc(L.tensor([0.7]), bins=10, min=0.0, max=1.0), L.histc(L.tensor(r), bins=37),
+                    L.histc(L.tensor(r), bins=7, min=-1, max=1.5), L.histc(L.tensor(r, dtype=L.float64), bins=37)))
