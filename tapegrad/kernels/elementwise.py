@@ -177,7 +177,7 @@ def unary(op, X, Y, G, GX, c, c2):
             x = X[i]
             y = Y[i]
             g = G[i]
-            GX[i] += where(x <= 0, where(x < 0, g * (y + c), g * c), g)
+            GX[i] += where(x > 0, g, where(x < 0, g * (y + c), g * (c + 0 * x)))
     elif op == 38:  # hardtanh
         for i in range(n):
             x = X[i]

@@ -185,10 +185,10 @@ _softplus = _unary("softplus", lambda x, c, c2: np.where(x * c > c2, x, np.logad
                    "where(x * c > c2, g, g * sigmoid(c * x))")
 _leaky_relu = _unary("leaky_relu", lambda x, c, c2: np.where(x > 0, x, x * c),
                      "_with_input(where(x > 0, g, g * c), x)")
-# (as torch's elu_backward: NaN takes the slope 1 of x > 0; at 0 the slope c, a constant there, so the second
-# derivative is 0 where elu_double_backward masks x < 0)
+# (at 0 the slope c, a constant there, so the second derivative is 0 where torch's elu_double_backward masks x < 0;
+# NaN in, NaN out: torch's gradient at NaN is its vector lanes' NaN or its scalar tail's 1, by the CPU's width)
 _elu = _unary("elu", lambda x, c, c2: np.where(x > 0, x, c * np.expm1(np.minimum(x, 0))),
-              "where(x <= 0, where(x < 0, g * (y + c), g * c), g)")  # NaN in, NaN out
+              "where(x > 0, g, where(x < 0, g * (y + c), g * (c + 0 * x)))")
 _hardtanh = _unary("hardtanh", lambda x, c, c2: np.clip(x, c, c2),
                    "where((x <= c) | (x >= c2), 0 * g, g + 0 * x)")  # NaN in, NaN out
 _clamp = _unary("clamp", lambda x, c, c2: np.minimum(np.maximum(x, c), c2), "where((x >= c) & (x <= c2), g, 0 * g)",

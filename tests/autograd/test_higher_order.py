@@ -640,16 +640,17 @@ def test_every_differentiable_registry_op_is_covered():
 
 
 @pytest.mark.parametrize("name", ["elu", "elu_alpha2", "selu", "celu", "celu_half"])
-def test_elu_family_derivatives_at_zero_and_nan_as_torch(name):
-    """elu's first derivative at 0 is its slope alpha, at NaN the slope 1 (torch's elu_backward); its second at 0 is
-    0 (elu_double_backward masks x < 0): a PINN's collocation points from an odd linspace include 0."""
+def test_elu_family_derivatives_at_zero_as_torch(name):
+    """elu's first derivative at 0 is its slope alpha; its second at 0 is 0 (torch's elu_double_backward masks
+    x < 0): a PINN's collocation points from an odd linspace include 0. (At NaN torch's answer depends on the CPU's
+    vector width: test_hostile's NaN test holds tapegrad to NaN.)"""
     import torch
     fns = {"elu": lambda F, x: F.elu(x), "elu_alpha2": lambda F, x: F.elu(x, alpha=2.0), "selu": lambda F, x: F.selu(x),
            "celu": lambda F, x: F.celu(x), "celu_half": lambda F, x: F.celu(x, 0.5)}
     seen = []
     for L in (tapegrad, torch):
-        x = L.tensor([-0.5, 0.0, 0.5, float("nan")], dtype=L.float64, requires_grad=True)
+        x = L.tensor([-0.5, 0.0, 0.5], dtype=L.float64, requires_grad=True)
         g1, = L.autograd.grad(fns[name](L.nn.functional, x).sum(), x, create_graph=True)
         g2, = L.autograd.grad(g1.sum(), x)
-        seen.append(g1.tolist() + g2.tolist()[:3])  # (left: the second derivative at NaN, nan here, 0 in torch)
+        seen.append(g1.tolist() + g2.tolist())
     np.testing.assert_allclose(np.array(seen[0]), np.array(seen[1]), rtol=1e-14)
