@@ -208,7 +208,7 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
         raise RuntimeError("step must be nonzero")
     vals = (start, end, step)
     if dtype is None:
-        dtype = _dtype.default_float if any(isinstance(v, float) for v in vals) else _dtype.int64
+        dtype = _dtype.default_float if any(isinstance(v, (float, np.floating)) for v in vals) else _dtype.int64
     n = max(0, math.ceil((end - start) / step))
     if n > 2 ** 63 - 1:  # NumPy's ValueError otherwise
         raise RuntimeError("invalid size, possible overflow?")

@@ -3,6 +3,7 @@
 A Tensor holds no graph object: `grad_fn` is made on demand from its tape row. Attribute defaults live
 on the class, so making an op's result sets only the attributes that differ (the recording hot path).
 """
+import builtins
 import warnings
 import weakref
 
@@ -12,6 +13,7 @@ from . import _dtype, _format, _meta, _runtime, _strides
 from ._meta import MetaArray
 from .grad_mode import INFERENCE_ON, _state as _grad_state, is_grad_enabled
 from .tape import F_REQ, F_STOP, OP_LEAF, _local as _tape_local, NOT_A_SLOT, new_version_cell, untraceable, Watch
+from .tape.sweep import _user_stacklevel
 from .device import check, CPU, META
 
 _F32, _F64, _I64 = np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.int64)
@@ -50,6 +52,7 @@ def register_view(t, window):
 
 def as_array(data, dtype=None):
     """A C-contiguous, native-byte-order ndarray for data (nested lists, scalars, arrays, Tensors)."""
+    tensors = False
     if dtype is None and type(data) is float:  # (the common case first: torch.tensor(0.0))
         return np.array(data, _dtype.default_float.np)
     if isinstance(data, Tensor):
@@ -57,10 +60,16 @@ def as_array(data, dtype=None):
         if type(data) is MetaArray:  # (torch.tensor(meta): a meta tensor, no values to copy)
             return data if dtype is None else _meta.make(data.shape, _dtype.to_numpy_dtype(dtype))
     elif isinstance(data, (list, tuple)) and any(isinstance(d, Tensor) for d in _flat(data)):
-        if any(isinstance(d, Tensor) and type(d._data) is MetaArray for d in _flat(data)):
+        tensors = [d for d in _flat(data) if isinstance(d, Tensor)]
+        if any(type(d._data) is MetaArray for d in tensors):
             raise NotImplementedError(_meta.NO_DATA)
-        data = [as_array(d) for d in data]
+        if any(d._data.size != 1 for d in tensors):  # (a sequence's tensors are its numbers, as torch reads them)
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        data = _tensors_as_scalars(data)
+        tensors = True
     np_dtype = None if dtype is None else _dtype.to_numpy_dtype(dtype)
+    if np_dtype is None and not isinstance(data, np.ndarray):
+        np_dtype = _numpy_elements_dtype(data, warn=not (isinstance(data, list) and tensors))
     if np_dtype is None and not isinstance(data, np.ndarray):
         try:
             a = np.asarray(data)
@@ -93,6 +102,47 @@ def as_array(data, dtype=None):
         a = a.astype(a.dtype.newbyteorder("="))
     _dtype.from_numpy_dtype(a.dtype)  # torch's error for unsupported dtypes (object, complex, strings)
     return a
+
+
+def _tensors_as_scalars(seq):
+    """A nested sequence with each (one-element) Tensor as a 0-d array of its value, as torch reads them."""
+    return [_tensors_as_scalars(d) if isinstance(d, (list, tuple)) else
+            d._data.reshape(()) if isinstance(d, Tensor) else d for d in seq]
+
+
+_warned_array_list = False
+
+
+def _numpy_elements_dtype(data, warn=True):
+    """torch's dtype for data that holds NumPy scalars or arrays: their dtypes promoted with the Python numbers'
+    (a float: the default dtype, an int: int64) as torch promotes (`torch.tensor(np.float64(1.5))` and
+    `torch.tensor([np.ones(2), np.zeros(2)])` are float64); None for data of Python numbers only."""
+    if isinstance(data, np.generic):
+        return data.dtype
+    if not isinstance(data, (list, tuple)):
+        return None
+    global _warned_array_list
+    if warn and data and isinstance(data[0], np.ndarray) and not _warned_array_list:
+        _warned_array_list = True  # (torch's TORCH_WARN_ONCE, at the caller's line)
+        warnings.warn("Creating a tensor from a list of numpy.ndarrays is extremely slow. Please consider converting "
+                      "the list to a single numpy.ndarray with numpy.array() before converting to a tensor.",
+                      UserWarning, stacklevel=_user_stacklevel())
+    found, numpy = set(), False
+    for v in _flat(data):
+        if isinstance(v, (np.generic, np.ndarray)):
+            numpy = True
+            found.add(v.dtype)
+        elif isinstance(v, builtins.bool):
+            found.add(np.dtype(np.bool_))
+        elif isinstance(v, builtins.int):
+            found.add(np.dtype(np.int64))
+        elif isinstance(v, builtins.float):
+            found.add(_dtype.default_float.np)
+        else:
+            return None  # (another type: the general path says what torch says of it)
+    if not numpy or any(d.kind not in "biuf" and not _dtype.is_bfloat16(d) for d in found):
+        return None
+    return _dtype.result_type(*(np.empty(1, d) for d in found))
 
 
 def _raise_ragged(data):

@@ -933,9 +933,11 @@ def test_pack_padded_sequence_unsorted_lengths_in_torchs_order():
 
 WARNINGS_SCRIPT = """
 import warnings
+import numpy as np
 import torch
 import torch.nn.functional as F
 warnings.simplefilter("always")
+torch.tensor([np.ones(2), np.zeros(2)]); torch.tensor([np.ones(2), np.zeros(2)])
 F.conv1d(torch.randn(1, 2, 10), torch.randn(3, 2, 4), padding="same")
 F.conv2d(torch.randn(1, 2, 10, 10), torch.randn(3, 2, 3, 4), padding="same")
 F.conv1d(torch.randn(1, 2, 10), torch.randn(3, 2, 3), padding="same", dilation=2)
@@ -953,7 +955,8 @@ for inp, tgt in [((2, 3, 4, 5), (2, 3, 5)), ((2, 3, 4, 5), (2, 4, 5, 1)), ((2, 3
 
 
 def test_deprecation_warnings_and_spatial_target_errors_as_torch(tmp_path):
-    """padding='same' with an even kernel (torch warns once a process, at the caller's line), F.kl_div's 'mean',
+    """A list of arrays to torch.tensor and padding='same' with an even kernel (torch warns once a process, at the
+    caller's line), F.kl_div's 'mean',
     F.upsample*'s deprecations; cross_entropy / nll_loss of a 4-D input with the wrong target: nll_loss2d's words."""
     import os
     import re
@@ -968,5 +971,32 @@ def test_deprecation_warnings_and_spatial_target_errors_as_torch(tmp_path):
                            env=dict(os.environ, PYTHONPATH=root), cwd=tmp_path)
         assert r.returncode == 0, r.stderr
         outputs.append((r.stdout, re.sub(r" \(Triggered internally at [^)]*\)", "", r.stderr)))
-    assert outputs[0][1].count("UserWarning") == 5 and "size mismatch" in outputs[0][0]
+    assert outputs[0][1].count("UserWarning") == 6 and "size mismatch" in outputs[0][0]
     assert outputs[1] == outputs[0]
+
+
+NUMPY_SCALAR_DATA = {
+    "float64_scalar": lambda np_: np_.float64(1.5), "float64_in_list": lambda np_: [np_.float64(1.0), 2.0],
+    "float_then_float64": lambda np_: [1.0, np_.float64(2.0)], "int32_with_int": lambda np_: [np_.int32(1), 2],
+    "int32_with_float": lambda np_: [np_.int32(1), 2.5], "float16_with_float": lambda np_: [np_.float16(1), 2.5],
+    "int64_with_bool": lambda np_: [np_.int64(3), True], "nested": lambda np_: [[np_.float32(1)], [np_.float64(2)]],
+    "bool_scalar": lambda np_: np_.bool_(True), "uint8_int8": lambda np_: [np_.uint8(3), np_.int8(2)],
+    "arrays": lambda np_: [np_.ones(2, np_.float32), np_.zeros(2)]}
+
+
+@pytest.mark.parametrize("case", sorted(NUMPY_SCALAR_DATA))
+def test_tensor_of_numpy_scalars_takes_their_dtype_as_torch(case):
+    """torch.tensor / as_tensor infer NumPy scalars' and arrays' dtypes, promoted with Python numbers' as torch
+    promotes (`torch.tensor(np.mean(x))` is float64; Python floats alone give the default dtype)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (torch's once-a-process warning for a list of arrays)
+        made = [(L.tensor(NUMPY_SCALAR_DATA[case](np)), L.as_tensor(NUMPY_SCALAR_DATA[case](np))) for L in LIBS]
+    for ours, theirs in zip(made[1], made[0]):
+        same(theirs, ours)
+
+
+def test_tensor_of_tensors_reads_their_values_as_torch():
+    same(*both(lambda L: (L.tensor([L.tensor(1.0), L.tensor(2.5)]), L.tensor([[L.tensor([1.0])]]),
+                          L.tensor([L.tensor(1, dtype=L.int32), 2]), L.tensor([L.tensor(1.0, dtype=L.float64), 2.0]),
+                          L.arange(np.float32(2.5)))))
+    raises_same(lambda L: L.tensor([L.ones(2), L.zeros(2)]))
