@@ -6,9 +6,11 @@ Importing compiles nothing: kernels load on first backward (or `tapegrad.warmup(
 """
 import warnings as _warnings
 
-# torch computes log(0) = -inf and sqrt(-1) = nan silently; NumPy warns. Silence only warnings raised
-# from tapegrad's own op code (a filter costs nothing until a warning fires; np.errstate costs 1 us/op).
-_warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"tapegrad\.")
+# torch computes log(0) = -inf and sqrt(-1) = nan silently; NumPy warns. Silence only NumPy's floating-point
+# messages raised from tapegrad's own op code (a filter costs nothing until a warning fires; np.errstate costs
+# 1 us/op): tapegrad's own RuntimeWarnings (torch's, e.g. an ambiguous kl_divergence) still show.
+_warnings.filterwarnings("ignore", message=r"(divide by zero|overflow|underflow|invalid value) encountered in",
+                         category=RuntimeWarning, module=r"tapegrad\.")
 
 from ._allocator import keep_freed_memory as _keep_freed_memory
 _keep_freed_memory()  # (a training step's freed blocks reused, not faulted in again: _allocator.py)

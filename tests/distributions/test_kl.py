@@ -526,3 +526,35 @@ def test_cat_stack_constraints_with_transforms():
         assert isinstance(M.StackTransform([M.ExpTransform()], 0).domain, C.stack)
     for a, b in zip(*res):
         close(a, b, 1e-12) if a.dtype != torch.bool else np.testing.assert_array_equal(arr(b), arr(a))
+
+
+AMBIGUOUS_SCRIPT = """
+import torch
+import torch.distributions as D
+class A(D.Normal): pass
+class B(D.Normal): pass
+@D.register_kl(A, D.Normal)
+def f(p, q): return torch.tensor(1.)
+@D.register_kl(D.Normal, B)
+def g(p, q): return torch.tensor(2.)
+print(D.kl_divergence(A(0., 1.), B(0., 1.)), torch.log(torch.tensor([0.0, 1.0])))
+"""
+
+
+def test_ambiguous_kl_warns_while_numpy_floating_point_messages_stay_silent(tmp_path):
+    """With Python's default filters: torch's RuntimeWarning for an ambiguous pair shows (tapegrad's filter hid every
+    RuntimeWarning from its modules), NumPy's 'divide by zero' for log(0) does not (torch has none)."""
+    import os
+    import subprocess
+    import sys
+    script = tmp_path / "ambiguous.py"
+    script.write_text(AMBIGUOUS_SCRIPT)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    outputs = []
+    for launch in ([], ["-m", "tapegrad"]):
+        r = subprocess.run([sys.executable, *launch, str(script)], capture_output=True, text=True, timeout=120,
+                           env=dict(os.environ, PYTHONPATH=root), cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+        outputs.append((r.stdout, [line for line in r.stderr.splitlines() if "Warning" in line]))
+    assert [w.split(": ", 1)[1] for w in outputs[1][1]] == [w.split(": ", 1)[1] for w in outputs[0][1]]
+    assert outputs[1][0] == outputs[0][0] and len(outputs[0][1]) == 1
