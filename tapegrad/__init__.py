@@ -106,6 +106,7 @@ def is_inference(input):
 def _standard_gamma(input, generator=None):
     """torch._standard_gamma: Gamma(alpha, 1) draws, differentiable in alpha (torch's implicit gradient)."""
     from .distributions import _ops  # (torch.distributions: its modules load on first use)
+    random.require_float("gamma_cpu", input._data.dtype)
     if generator is not None or not input.requires_grad:
         return tensor(_ops.standard_gamma_np(input._data, generator))
     return _ops.standard_gamma(input)
@@ -114,6 +115,7 @@ def _standard_gamma(input, generator=None):
 def _sample_dirichlet(input, generator=None):
     """torch._sample_dirichlet: Dirichlet(alpha) draws (torchvision's RandomMixup / RandomCutmix)."""
     from .distributions import _ops  # (torch.distributions: its modules load on first use)
+    random.require_float("dirichlet", input._data.dtype)
     return tensor(_ops.sample_dirichlet_np(input._data, generator))
 
 

@@ -424,6 +424,7 @@ def uniform_(self, *args, generator=None, **kwargs):
     low, high = (list(args) + [kwargs.pop("from", 0.0), kwargs.pop("to", 1.0)][len(args):])[:2]
     if kwargs:
         raise TypeError(f"uniform_() got an unexpected keyword argument '{next(iter(kwargs))}'")
+    random.require_float("check_uniform_bounds", self._data.dtype)
     if low > high:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={low} > to={high}")
     dtype = random.fill_dtype(self._data.dtype)
@@ -431,6 +432,7 @@ def uniform_(self, *args, generator=None, **kwargs):
 
 
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
+    random.require_float("normal_kernel_cpu", self._data.dtype)
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
     dtype = random.fill_dtype(self._data.dtype)

@@ -799,6 +799,12 @@ def _sample_poisson(lam, u53):
             return x
 
 
+def require_float(kernel, dtype):
+    """torch's refusal of a floating-point sampler on an integer or bool tensor (before any draw: the stream stays)."""
+    if not _dtype.is_float(np.dtype(dtype)):
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{_dtype.scalar_type_name(np.dtype(dtype))}\'')
+
+
 def poisson(rates, generator=None):
     """torch.poisson(rates): one sample_poisson per element in C order (float64 uniforms drawn one at a time
     as it asks), cast to rates' dtype."""

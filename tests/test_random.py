@@ -487,3 +487,26 @@ def test_samplers_of_0d_tensors_keep_their_shape_as_torch():
                  L.binomial(L.tensor(5.0), L.tensor(0.3))]
         seen.append([(tuple(d.shape), d.item()) for d in draws])
     assert seen[0] == seen[1]
+
+
+INTEGER_SAMPLERS = {"normal_": lambda L, t: t.normal_(), "uniform_": lambda L, t: t.uniform_(),
+                    "bernoulli": lambda L, t: L.bernoulli(t), "standard_gamma": lambda L, t: L._standard_gamma(t),
+                    "dirichlet": lambda L, t: L._sample_dirichlet(t),
+                    "Normal": lambda L, t: L.distributions.Normal(t, 1.0).sample()}
+
+
+@pytest.mark.parametrize("name", sorted(INTEGER_SAMPLERS))
+def test_float_samplers_refuse_integer_tensors_as_torch(name):
+    """torch's NotImplementedError, before any draw (the generator stays in step); they filled integers."""
+    seen = []
+    for L in (tapegrad, torch):
+        L.manual_seed(0)
+        row = []
+        for dtype in (L.long, L.int32, L.bool):
+            try:
+                INTEGER_SAMPLERS[name](L, L.ones(3, dtype=dtype))
+                row.append(None)
+            except NotImplementedError as e:
+                row.append(str(e))
+        seen.append((row, L.rand(2).tolist()))
+    assert seen[0] == seen[1] and None not in seen[0][0]

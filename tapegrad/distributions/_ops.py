@@ -373,6 +373,7 @@ def rsample_dirichlet(concentration):
 def normal_np(mean, std):
     """torch.normal(mean, std) for arrays: a standard normal of the broadcast shape, times std, plus mean."""
     mean, std = np.asarray(mean), np.asarray(std)
+    _random.require_float("normal_kernel_cpu", np.result_type(mean, std))
     if std.size and not (std >= 0).all():
         raise RuntimeError("normal expects all elements of std >= 0.0")
     shape = np.broadcast_shapes(mean.shape, std.shape)

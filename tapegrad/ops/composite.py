@@ -195,6 +195,7 @@ def bernoulli(input, p=None, *, generator=None):
     untraceable("a random draw (bernoulli)")
     if p is not None:
         return _new(random.bernoulli_scalar(x._data.shape, float(p), generator, x._data.dtype))
+    random.require_float("bernoulli_tensor_cpu_p_", x._data.dtype)
     return _new(random.bernoulli(x._data, generator))
 
 
