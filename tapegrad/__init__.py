@@ -131,5 +131,6 @@ from . import testing  # noqa: E402,F401  (torch.testing: assert_close, make_ten
 from .ops.metric_loss import (aten_hinge_embedding_loss as hinge_embedding_loss,  # noqa: E402,F401
                               aten_margin_ranking_loss as margin_ranking_loss,  # (torch.X: reduction an int)
                               aten_poisson_nll_loss as poisson_nll_loss, aten_triplet_margin_loss as triplet_margin_loss)
+from ._foreach import *  # noqa: E402,F401,F403  (torch._foreach_*: list-wise ops)
 from . import _numpy_names  # noqa: E402  (last: axis= / keepdims= on every function and method torch binds from C++)
 _numpy_names.install(Tensor, globals())
