@@ -32,6 +32,7 @@ bernoulli out (aten/src/ATen/native/cpu/DistributionKernels.cpp, "Disable MKL rn
 https://github.com/pytorch/pytorch/issues/132395 is addressed"), so Intel and AMD CPUs, with or without
 AVX-512, run the serial kernel: one float64 draw per element.
 """
+import contextlib
 import functools
 import math
 import operator
@@ -292,6 +293,20 @@ def initial_seed():
 
 def get_rng_state():
     return default_generator.get_state()
+
+
+@contextlib.contextmanager
+def fork_rng(devices=None, enabled=True, _caller="fork_rng", _devices_kw="devices", device_type=None):
+    """torch.random.fork_rng: the default generator's state restored on leaving the block (a CPU build has no
+    device generators to fork)."""
+    if not enabled:
+        yield
+        return
+    state = get_rng_state()
+    try:
+        yield
+    finally:
+        set_rng_state(state)
 
 
 def set_rng_state(new_state):

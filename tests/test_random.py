@@ -510,3 +510,22 @@ def test_float_samplers_refuse_integer_tensors_as_torch(name):
                 row.append(str(e))
         seen.append((row, L.rand(2).tolist()))
     assert seen[0] == seen[1] and None not in seen[0][0]
+
+
+def test_fork_rng_restores_the_stream_as_torch():
+    def run(L):
+        L.manual_seed(0)
+        with L.random.fork_rng():
+            L.manual_seed(5)
+            inside = L.rand(1).item()
+        after = L.rand(1).item()
+        with L.random.fork_rng(enabled=False):
+            L.rand(1)
+        try:
+            with L.random.fork_rng(devices=[]):
+                L.rand(3)
+                raise ValueError
+        except ValueError:
+            pass
+        return inside, after, L.rand(1).item()
+    assert run(tapegrad) == run(torch)
