@@ -8,7 +8,7 @@ import numpy as np
 from . import _dtype, _meta, _strides, random
 from .device import is_meta as _is_meta
 from .tape import _local as _tape_local, made_in_trace
-from .tensor import Tensor, _flat, _new, as_array
+from .tensor import Tensor, _flat, _new, as_array, refuse_negative_strides
 from .tensor import _format_strides, _memory_format_arg, channels_last, channels_last_3d, preserve_format
 
 
@@ -58,6 +58,8 @@ _COPY_CONSTRUCT = ("To copy construct from a tensor, it is recommended to use so
 def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False):
     if isinstance(data, Tensor):
         warnings.warn(_COPY_CONSTRUCT, UserWarning, stacklevel=2)
+    elif isinstance(data, np.ndarray):
+        refuse_negative_strides(data)
     meta = _is_meta(device)
     # (a copy of a tensor's value is no constant of a trace: it depends on what the tensor holds)
     made = _tape_local.tracing is not None and not isinstance(data, Tensor) and not (
@@ -85,6 +87,7 @@ def from_numpy(ndarray):
         raise ValueError("given numpy array has byte order different from the native byte order. Conversion "
                          "between byte orders is currently not supported.")
     _dtype.from_numpy_dtype(ndarray.dtype)
+    refuse_negative_strides(ndarray)
     global _from_numpy_warned
     if not ndarray.flags.writeable and not _from_numpy_warned:
         _from_numpy_warned = True  # (torch warns once a process; tapegrad refuses the writes: _check_writable)
@@ -409,6 +412,8 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
     C-contiguous NumPy array or buffer is aliased); copy=True always copies, copy=False refuses to."""
     if _is_meta(device) and not (isinstance(obj, Tensor) and obj.is_meta):
         return tensor(obj, dtype=dtype, device=device, requires_grad=requires_grad)
+    if isinstance(obj, np.ndarray):
+        refuse_negative_strides(obj)
     if isinstance(obj, Tensor):
         if dtype is not None and _dtype.to_numpy_dtype(dtype) != obj._data.dtype:
             if copy is False:

@@ -104,6 +104,14 @@ def as_array(data, dtype=None):
     return a
 
 
+def refuse_negative_strides(a):
+    """torch's refusal of a NumPy array with a negative stride (`arr[::-1]`), which it cannot alias."""
+    if a.ndim and min(a.strides) < 0:
+        raise ValueError("At least one stride in the given numpy array is negative, and tensors with negative strides "
+                         "are not currently supported. (You can probably work around this by making a copy of your "
+                         "array  with array.copy().) ")
+
+
 def _tensors_as_scalars(seq):
     """A nested sequence with each (one-element) Tensor as a 0-d array of its value, as torch reads them."""
     return [_tensors_as_scalars(d) if isinstance(d, (list, tuple)) else
@@ -294,6 +302,8 @@ class Tensor:
         if len(args) == 1 and isinstance(args[0], Size):  # (a torch.Size is the sizes, as torch's)
             self._data = np.zeros(tuple(args[0]), np_dtype)
         elif len(args) == 1 and not isinstance(args[0], (int, np.integer)):
+            if isinstance(args[0], np.ndarray):
+                refuse_negative_strides(args[0])
             self._data = as_array(args[0], dtype=np_dtype)
         elif not args:  # (torch.Tensor(): an empty vector)
             self._data = np.zeros(0, np_dtype)
