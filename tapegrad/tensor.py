@@ -4,6 +4,7 @@ A Tensor holds no graph object: `grad_fn` is made on demand from its tape row. A
 on the class, so making an op's result sets only the attributes that differ (the recording hot path).
 """
 import builtins
+import functools
 import warnings
 import weakref
 
@@ -227,25 +228,30 @@ def tensor_type_name(a):
 class Size(tuple):
     """torch.Size: a tuple that prints as torch does; its slices, sums and repeats are Sizes, as torch's."""
 
+    def __new__(cls, sizes=()):
+        if isinstance(sizes, Tensor):  # (torch.Size(torch.tensor([2, 3])): the tensor's values)
+            sizes = sizes.tolist()
+        return tuple.__new__(cls, [int(s) if isinstance(s, Tensor) else s for s in sizes])
+
     def __repr__(self):
         return f"torch.Size({list(self)})"
 
     def __getitem__(self, key):
         item = tuple.__getitem__(self, key)
-        return Size(item) if type(key) is slice else item
+        return _size_of(item) if type(key) is slice else item
 
     def __add__(self, other):
         if not isinstance(other, tuple):
             return NotImplemented
-        return Size(tuple.__add__(self, other))
+        return _size_of(tuple.__add__(self, other))
 
     def __radd__(self, other):
         if not isinstance(other, tuple):
             return NotImplemented
-        return Size(tuple.__add__(other, self))
+        return _size_of(tuple.__add__(other, self))
 
     def __mul__(self, n):
-        return Size(tuple.__mul__(self, n))
+        return _size_of(tuple.__mul__(self, n))
 
     __rmul__ = __mul__
 
@@ -254,6 +260,9 @@ class Size(tuple):
         for s in self:
             n *= s
         return n
+
+
+_size_of = functools.partial(tuple.__new__, Size)  # (a shape tuple as a Size without Size.__new__'s Python call)
 
 
 # torch's warnings, without the "(Triggered internally at <torch's C++ source>)" it appends: tapegrad has no
@@ -445,12 +454,12 @@ class Tensor:
     # -- shape and conversion -----------------------------------------------------------------------
     @property
     def shape(self):
-        return Size(self._data.shape)
+        return _size_of(self._data.shape)
 
     def size(self, dim=None):
         shape = self._data.shape
         if dim is None:
-            return Size(shape)
+            return _size_of(shape)
         if type(dim) is int and -len(shape) <= dim < len(shape):  # (the common case: no import, no checks)
             return shape[dim]
         from .ops import _dim

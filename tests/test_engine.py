@@ -1200,5 +1200,6 @@ def test_size_slices_and_sums_are_sizes_as_torch():
     seen = []
     for L in (tapegrad, torch):
         s = L.Size([2, 3, 4])
-        seen.append([repr(v) for v in (s[:-1], s[1], s + (5,), (1,) + s, s * 2, s[::2], s + s)])
+        seen.append([repr(v) for v in (s[:-1], s[1], s + (5,), (1,) + s, s * 2, s[::2], s + s, L.Size(L.tensor([2, 3])),
+                                        L.Size([L.tensor(2), 3]), L.zeros(2, 3).shape[1:])])
     assert seen[0] == seen[1]
