@@ -29,6 +29,9 @@ def accepting_numpy_names(fn):
     @functools.wraps(fn)
     def with_numpy_names(*args, **kwargs):
         if kwargs and not kwargs.keys().isdisjoint(ALIASES):
+            for numpy_name, torch_name in ALIASES.items():
+                if numpy_name in kwargs and torch_name in kwargs:  # (both spellings: torch knows only one)
+                    raise TypeError(f"{fn.__name__}() got an unexpected keyword argument '{numpy_name}'")
             kwargs = {ALIASES.get(k, k): v for k, v in kwargs.items()}
         return fn(*args, **kwargs)
     return with_numpy_names

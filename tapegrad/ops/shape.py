@@ -820,8 +820,18 @@ def index_select(input, dim, index):
     return guard(_gather(x, flat, OPS["index_select"], np.take(x._data, idx, axis=d)), index, remap=remap)
 
 
-def take_along_dim(input, indices, dim):
-    return gather(input, dim, indices)
+def take_along_dim(input, indices, dim=None):
+    """gather, with torch's extras: no dim takes from the flattened input, and the other dims broadcast."""
+    x, idx = _tensor(input), _tensor(indices)
+    if dim is None:
+        return gather(x.reshape(-1), 0, idx.reshape(-1))
+    d = _dim(dim, x.ndim)
+    if idx.ndim == x.ndim and tuple(idx.shape[:d] + idx.shape[d + 1:]) != tuple(x.shape[:d] + x.shape[d + 1:]):
+        ones = lambda t: tuple(t.shape[:d]) + (1,) + tuple(t.shape[d + 1:])  # noqa: E731
+        common = list(np.broadcast_shapes(ones(x), ones(idx)))
+        x = x.expand(*(common[:d] + [x.shape[d]] + common[d + 1:]))
+        idx = idx.expand(*(common[:d] + [idx.shape[d]] + common[d + 1:]))
+    return gather(x, d, idx)
 
 
 def masked_fill(input, mask, value):

@@ -893,7 +893,8 @@ def test_numpy_keyword_names_as_torchs(call):
 
 
 @pytest.mark.parametrize("call", ["L.nn.functional.softmax(x, axis=1)", "x.norm(dim=1, keepdims=True)",
-                                  "x.split(2, axis=1)", "x.sum(dim=1, bogus=0)"])
+                                  "x.split(2, axis=1)", "x.sum(dim=1, bogus=0)", "x.sum(dim=0, axis=1)",
+                                  "x.sum(0, keepdim=True, keepdims=True)"])
 def test_numpy_keyword_names_refused_where_torch_refuses(call):
     """torch's Python-written functions (nn.functional's, Tensor.norm, Tensor.split) refuse them: a TypeError."""
     for L in LIBS:

@@ -328,3 +328,11 @@ def test_histc_bins_float32_values_on_edges_as_torch():
     same(lambda L: (L.histc(L.tensor([0.1 * i for i in range(11)]), bins=10, min=0.0, max=1.0),
                     L.histc(L.tensor([0.7]), bins=10, min=0.0, max=1.0), L.histc(L.tensor(r), bins=37),
                     L.histc(L.tensor(r), bins=7, min=-1, max=1.5), L.histc(L.tensor(r, dtype=L.float64), bins=37)))
+
+
+def test_take_along_dim_flattened_and_broadcast_and_searchsorted_side_conflict_as_torch():
+    X6 = np.arange(6.0).reshape(2, 3)
+    same(lambda L: (L.take_along_dim(L.tensor(X6), L.tensor([0, 5])),
+                    L.take_along_dim(L.tensor(X6), L.tensor([[2]]), 1),
+                    L.take_along_dim(L.tensor(X6), L.tensor([[1, 0, 1]]), 0)))
+    check_error(lambda L: L.searchsorted(L.tensor([1.0, 2.0]), L.tensor([1.5]), side="left", right=True))
