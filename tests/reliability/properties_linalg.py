@@ -79,6 +79,7 @@ def _slogdet(L, x, R):
 CASES = {
     "cholesky": _cholesky,
     "linalg_cholesky": lambda L, x, R: L.linalg.cholesky(_spd(L, x)) + L.linalg.cholesky(_spd(L, x), upper=True),
+    "cholesky_solve": lambda L, x, R: L.cholesky_solve(R.leaf((3, 2)), L.linalg.cholesky(_spd(L, x))),
     "linalg_cross": lambda L, x, R: L.linalg.cross(L.cat([x, x, x], 1)[:, :3], R.leaf((1, 3))),
     "linalg_det": lambda L, x, R: L.linalg.det(_square(L, x)),
     "linalg_slogdet": _slogdet,  # also records linalg_slogdet_sign
