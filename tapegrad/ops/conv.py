@@ -1403,7 +1403,6 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
                       f"spatial dimensions, a channel dimension, and an optional batch dimension (i.e. 3D or 4D "
                       f"inputs).")
     if x.ndim == 3:
-        import warnings
         warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout "
                       "behavior is desired - input is interpreted as shape (N, C, L), where C is the channel dim. "
                       "This behavior will change in a future release to interpret the input as one without a batch "

@@ -1001,3 +1001,16 @@ def test_tensor_of_tensors_reads_their_values_as_torch():
                           L.tensor([L.tensor(1, dtype=L.int32), 2]), L.tensor([L.tensor(1.0, dtype=L.float64), 2.0]),
                           L.arange(np.float32(2.5)))))
     raises_same(lambda L: L.tensor([L.ones(2), L.zeros(2)]))
+
+
+@pytest.mark.parametrize("shape", [(2, 8), (2, 3, 8), (2, 3, 4, 4), (1, 2, 3, 4, 4)])
+def test_dropout2d_warnings_by_rank_as_torch(shape):
+    """pytorch/examples mnist_rnn feeds Dropout2d a 2-D batch: torch warns and drops."""
+    seen = []
+    for L in LIBS:
+        L.manual_seed(0)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            out = L.nn.Dropout2d(0.5)(L.ones(shape))
+        seen.append((out.tolist(), [str(w.message)[:60] for w in caught]))
+    assert seen[0] == seen[1]
