@@ -19,10 +19,9 @@ def _columns(tensors, args):
     columns = []
     for a in args:
         if isinstance(a, (list, tuple)):
+            if len(a) != n and a and isinstance(a[0], Tensor):
+                raise RuntimeError(f"Tensor lists must have the same number of tensors, got {n} and {len(a)}")
             if len(a) != n:
-                kind = "Tensor lists" if a and isinstance(a[0], Tensor) else "Scalar list"
-                if kind == "Tensor lists":
-                    raise RuntimeError(f"Tensor lists must have the same number of tensors, got {n} and {len(a)}")
                 raise RuntimeError(f"Tensor list must have same number of elements as scalar list, got {n} and "
                                    f"{len(a)}")
             columns.append(list(a))
@@ -96,7 +95,6 @@ __all__ = ["_foreach_norm", "_foreach_max", "_foreach_powsum", "_foreach_copy_",
 for _name in _UNARY + _BINARY:
     for _inplace in (False, True):
         _fn = _foreach(_name + ("_" if _inplace else ""), _inplace)
-        _fn.__name__ = f"_foreach_{_name}" + ("_" if _inplace else "")
         globals()[_fn.__name__] = _fn
         __all__.append(_fn.__name__)
 del _name, _inplace, _fn
