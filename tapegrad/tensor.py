@@ -136,20 +136,28 @@ def _numpy_elements_dtype(data, warn=True):
         warnings.warn("Creating a tensor from a list of numpy.ndarrays is extremely slow. Please consider converting "
                       "the list to a single numpy.ndarray with numpy.array() before converting to a tensor.",
                       UserWarning, stacklevel=_user_stacklevel())
-    found, numpy = set(), False
+    types, stack = set(), [data]
+    while stack:  # (the leaves' types, a C-speed map per sequence: a list of 100,000 floats costs 2 ms)
+        seq = stack.pop()
+        kinds = set(map(type, seq))
+        if list in kinds or tuple in kinds:
+            stack.extend(s for s in seq if type(s) is list or type(s) is tuple)
+            kinds -= {list, tuple}
+        types |= kinds
+    if not any(issubclass(t, (np.generic, np.ndarray)) for t in types):
+        return None  # (Python numbers only: the general path)
+    python_types = {builtins.float: _dtype.default_float.np, builtins.int: np.dtype(np.int64),
+                    builtins.bool: np.dtype(np.bool_)}
+    found = set()
     for v in _flat(data):
-        if isinstance(v, (np.generic, np.ndarray)):
-            numpy = True
+        python = python_types.get(type(v))
+        if python is not None:
+            found.add(python)
+        elif isinstance(v, (np.generic, np.ndarray)):
             found.add(v.dtype)
-        elif isinstance(v, builtins.bool):
-            found.add(np.dtype(np.bool_))
-        elif isinstance(v, builtins.int):
-            found.add(np.dtype(np.int64))
-        elif isinstance(v, builtins.float):
-            found.add(_dtype.default_float.np)
         else:
             return None  # (another type: the general path says what torch says of it)
-    if not numpy or any(d.kind not in "biuf" and not _dtype.is_bfloat16(d) for d in found):
+    if any(d.kind not in "biuf" and not _dtype.is_bfloat16(d) for d in found):
         return None
     return _dtype.result_type(*(np.empty(1, d) for d in found))
 
