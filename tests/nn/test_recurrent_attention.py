@@ -955,3 +955,19 @@ def test_transformer_encoder_inference_fast_path_values(setting, padding, mask_c
     assert np.array_equal(np.isnan(outs[1]), np.isnan(outs[0]))
     if warned[0]:  # (torch warns once a process: tapegrad's once too, so only where torch's is the first)
         assert warned[1] or tg.nn.modules.transformer._nested_warned
+
+
+def test_lstm_given_one_tensor_as_hx_fails_as_torchs():
+    """nn.LSTM indexes hx (hx[0], hx[1]) as torch's does: a lone tensor in place of (h0, c0) gives torch's IndexError
+    (one layer) or its rank error (two)."""
+    seen = []
+    for L in (tg, torch):
+        m = L.nn.LSTM(3, 4, batch_first=True)
+        row = []
+        for hx in (L.zeros(1, 2, 4), L.zeros(2, 2, 4)):
+            try:
+                m(L.zeros(2, 5, 3), hx)
+            except (IndexError, RuntimeError) as e:
+                row.append((type(e).__name__, str(e)))
+        seen.append(row)
+    assert seen[0] == seen[1] and len(seen[0]) == 2

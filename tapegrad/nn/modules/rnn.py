@@ -347,7 +347,7 @@ class LSTM(RNNBase):
             return self._forward_packed(input, hx)
         x, batched = self._prepare(input, hx, "LSTM")
         if hx is not None:
-            h0, c0 = hx
+            h0, c0 = hx[0], hx[1]  # (indexed, as torch's: a lone tensor given as hx fails as there)
             if batched and (h0.ndim != 3 or c0.ndim != 3):
                 raise RuntimeError(f"For batched 3-D input, hx and cx should also be 3-D but got ({h0.ndim}-D, "
                                    f"{c0.ndim}-D) tensors")
