@@ -98,10 +98,11 @@ def flatten(input, start_dim=0, end_dim=-1):
 
 def unflatten(input, dim, sizes):
     x = _tensor(input)
-    d = _dim(dim, x.ndim)
+    shape = x._data.shape
+    d = _dim(dim, len(shape))
     sizes = _sizes(tuple(sizes))
-    inner = _infer_shape(_new(np.empty(x.shape[d], np.bool_)), sizes)
-    return _reshape(x, x.shape[:d] + inner + x.shape[d + 1:], OPS["view"])
+    inner = _infer_shape(_new(np.empty(shape[d], np.bool_)), sizes)
+    return _reshape(x, shape[:d] + inner + shape[d + 1:], OPS["view"])
 
 
 def squeeze(input, dim=None):
@@ -115,8 +116,9 @@ def squeeze(input, dim=None):
 
 def unsqueeze(input, dim):
     x = _tensor(input)
-    d = _dim(dim, x.ndim + 1)
-    return _reshape(x, x.shape[:d] + (1,) + x.shape[d:], OPS["unsqueeze"])
+    shape = x._data.shape  # (a tuple: a Size's slices and sums run Python, 1 us of a 2.5 us unsqueeze)
+    d = _dim(dim, len(shape) + 1)
+    return _reshape(x, shape[:d] + (1,) + shape[d:], OPS["unsqueeze"])
 
 
 # -- the gather mechanism -----------------------------------------------------------------------------------
