@@ -7,6 +7,7 @@ import numbers
 import warnings
 
 from .tensor import Tensor
+from ._warnings import user_stacklevel
 
 _warned = []
 _N, _T = numbers.Number, Tensor
@@ -74,7 +75,7 @@ def _warn(name, old, new):
     if not _warned:
         _warned.append(name)
         warnings.warn(f"This overload of {name} is deprecated:\n\t{old}\nConsider using one of the following "
-                      f"signatures instead:\n\t{new}", UserWarning, stacklevel=3)
+                      f"signatures instead:\n\t{new}", UserWarning, stacklevel=user_stacklevel())
 
 
 def _named(overloads, name):

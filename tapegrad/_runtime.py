@@ -7,6 +7,7 @@ import os
 import warnings
 
 from . import _dtype
+from ._warnings import user_stacklevel
 
 _num_threads = None
 _interop_threads = None
@@ -36,7 +37,7 @@ def set_default_tensor_type(t):
         _warned_default_tensor_type.append(t)
         warnings.warn("torch.set_default_tensor_type() is deprecated as of PyTorch 2.1, please use "
                       "torch.set_default_dtype() and torch.set_default_device() as alternatives.", UserWarning,
-                      stacklevel=2)
+                      stacklevel=user_stacklevel())
     name = t if isinstance(t, str) else f"{getattr(t, '__module__', '')}.{getattr(t, '__name__', '')}"
     if name.startswith("torch.cuda."):
         raise AssertionError("Torch not compiled with CUDA enabled")
@@ -106,7 +107,7 @@ def set_float32_matmul_precision(precision):
     if precision not in ("highest", "high", "medium"):
         import warnings
         warnings.warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the current"
-                      f"setFloat32MatmulPrecision call has no effect.", UserWarning, stacklevel=2)
+                      f"setFloat32MatmulPrecision call has no effect.", UserWarning, stacklevel=user_stacklevel())
         return
     _matmul_precision = precision
 

@@ -17,6 +17,7 @@ import weakref
 import numpy as np
 
 from . import registry, tape as tape_mod
+from ._warnings import user_stacklevel
 
 _enabled = False       # global, as torch's
 _check_nan = True
@@ -46,7 +47,7 @@ class detect_anomaly:
         self.prev, self.prev_check_nan = _enabled, _check_nan
         self.check_nan = check_nan
         warnings.warn("Anomaly Detection has been enabled. This mode will increase the runtime and should only "
-                      "be enabled for debugging.", stacklevel=2)
+                      "be enabled for debugging.", stacklevel=user_stacklevel())
 
     def __enter__(self):
         _set(True, self.check_nan)
@@ -131,13 +132,13 @@ def warn_error(tape, row, name):
     else:
         msg = f"Error detected in {name}. Traceback of forward call that caused the error:\n"
         msg += "".join(entry[1].format())
-    warnings.warn(msg, UserWarning, stacklevel=4)
+    warnings.warn(msg, UserWarning, stacklevel=user_stacklevel())
     parent = entry[2] if entry is not None else None
     while parent is not None:  # one more warning per backward that recorded the failing row, as torch
         pname, frames, parent = parent
         warnings.warn(f"\n\nPrevious calculation was induced by {pname}. Traceback of forward call that induced the "
                       f"previous calculation:\n" + ("".join(frames.format()) if frames is not None else ""),
-                      UserWarning, stacklevel=4)
+                      UserWarning, stacklevel=user_stacklevel())
 
 
 def nan_message(name, index):

@@ -3,12 +3,13 @@ import types
 import warnings
 
 from .amp import autocast as _autocast
+from ._warnings import user_stacklevel
 
 
 class _CpuAutocast(_autocast):
     def __init__(self, enabled=True, dtype=None, cache_enabled=True):
         warnings.warn("`torch.cpu.amp.autocast(args...)` is deprecated. Please use "
-                      "`torch.amp.autocast('cpu', args...)` instead.", FutureWarning, stacklevel=2)
+                      "`torch.amp.autocast('cpu', args...)` instead.", FutureWarning, stacklevel=user_stacklevel())
         super().__init__("cpu", dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
 
 

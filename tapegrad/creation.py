@@ -10,6 +10,7 @@ from .device import is_meta as _is_meta
 from .tape import _local as _tape_local, made_in_trace
 from .tensor import Tensor, _flat, _new, as_array, refuse_negative_strides
 from .tensor import _format_strides, _memory_format_arg, channels_last, channels_last_3d, preserve_format
+from ._warnings import user_stacklevel
 
 
 def _finish(data, dtype=None, requires_grad=False, made=True, meta=False):
@@ -57,7 +58,7 @@ _COPY_CONSTRUCT = ("To copy construct from a tensor, it is recommended to use so
 
 def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False):
     if isinstance(data, Tensor):
-        warnings.warn(_COPY_CONSTRUCT, UserWarning, stacklevel=2)
+        warnings.warn(_COPY_CONSTRUCT, UserWarning, stacklevel=user_stacklevel())
     elif isinstance(data, np.ndarray):
         refuse_negative_strides(data)
     meta = _is_meta(device)
@@ -94,7 +95,7 @@ def from_numpy(ndarray):
         warnings.warn("The given NumPy array is not writable, and PyTorch does not support non-writable tensors. This "
                       "means writing to this tensor will result in undefined behavior. You may want to copy the array "
                       "to protect its data or make it writable before converting it to a tensor. This type of warning "
-                      "will be suppressed for the rest of this program.", UserWarning, stacklevel=2)
+                      "will be suppressed for the rest of this program.", UserWarning, stacklevel=user_stacklevel())
     return _new(ndarray if ndarray.flags.c_contiguous else np.ascontiguousarray(ndarray))
 
 
@@ -193,7 +194,7 @@ def _range(start, end, step=1, dtype=None, device=None, requires_grad=False):
     """torch.range (deprecated in torch, with its warning): start to end inclusive, in the default float dtype."""
     warnings.warn("torch.range is deprecated and will be removed in a future release because its behavior is "
                   "inconsistent with Python's range builtin. Instead, use torch.arange, which produces values in "
-                  "[start, end).", UserWarning, stacklevel=2)
+                  "[start, end).", UserWarning, stacklevel=user_stacklevel())
     meta = _is_meta(device)
     if step == 0 or (end - start) * step < 0:
         raise RuntimeError("upper bound and lower bound inconsistent with step sign")
@@ -482,7 +483,7 @@ def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
                       "means you can write to the underlying (supposedly non-writable) buffer using the tensor. You "
                       "may want to copy the buffer to protect its data or make it writable before converting it to a "
                       "tensor. This type of warning will be suppressed for the rest of this program.", UserWarning,
-                      stacklevel=2)
+                      stacklevel=user_stacklevel())
     data = np.frombuffer(view.cast("B") if view.format != "B" or view.ndim != 1 else view, dtype=np_dtype,
                          count=count, offset=offset)
     return _finish(data, None, requires_grad)

@@ -4,6 +4,7 @@ import inspect
 import sys
 import threading
 import warnings
+from ._warnings import user_stacklevel
 
 class _State(threading.local):
     enabled = True     # a class default: each thread starts with grad mode on
@@ -42,7 +43,7 @@ class _Mode:
         if inspect.isclass(fn):
             warnings.warn("Decorating classes is deprecated and will be disabled in future versions. You should only "
                           "decorate functions or methods. To preserve the current behavior of class decoration, you "
-                          "can directly decorate the `__init__` method and nothing else.", FutureWarning, stacklevel=2)
+                          "can directly decorate the `__init__` method and nothing else.", FutureWarning, stacklevel=user_stacklevel())
             fn = (lambda cls: lambda *args, **kwargs: cls(*args, **kwargs))(fn)
         if inspect.isgeneratorfunction(fn):
             return _wrap_generator(self.clone, fn)

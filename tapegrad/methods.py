@@ -15,6 +15,7 @@ from .tensor import as_array, _new, Tensor, VIEWS
 from .creation import _shape
 from .registry import OPS, reads_input
 from . import _deprecated, _dtype, _strides, random
+from ._warnings import user_stacklevel
 
 
 Tensor.type_as = lambda self, other: self.to(other.dtype)
@@ -331,7 +332,7 @@ def apply_(self, callable):
 
 
 def _volatile(self):
-    warnings.warn("volatile was removed (Variable.volatile is always False)", UserWarning, stacklevel=2)
+    warnings.warn("volatile was removed (Variable.volatile is always False)", UserWarning, stacklevel=user_stacklevel())
     return False
 
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from . import _dtype, _meta
 from .device import CPU
+from ._warnings import user_stacklevel
 
 __all__ = ["TypedStorage", "UntypedStorage"]
 
@@ -110,5 +111,5 @@ def storage(self):
         warnings.warn("TypedStorage is deprecated. It will be removed in the future and UntypedStorage will be the "
                       "only storage class. This should only matter to you if you are using storages directly.  To "
                       "access UntypedStorage directly, use tensor.untyped_storage() instead of tensor.storage()",
-                      UserWarning, stacklevel=2)
+                      UserWarning, stacklevel=user_stacklevel())
     return TypedStorage(_owner_array(self))

@@ -14,8 +14,8 @@ from . import _dtype, _format, _meta, _runtime, _strides
 from ._meta import MetaArray
 from .grad_mode import INFERENCE_ON, _state as _grad_state, is_grad_enabled
 from .tape import F_REQ, F_STOP, OP_LEAF, _local as _tape_local, NOT_A_SLOT, new_version_cell, untraceable, Watch
-from .tape.sweep import _user_stacklevel
 from .device import check, CPU, META
+from ._warnings import user_stacklevel
 
 _F32, _F64, _I64 = np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.int64)
 
@@ -135,7 +135,7 @@ def _numpy_elements_dtype(data, warn=True):
         _warned_array_list = True  # (torch's TORCH_WARN_ONCE, at the caller's line)
         warnings.warn("Creating a tensor from a list of numpy.ndarrays is extremely slow. Please consider converting "
                       "the list to a single numpy.ndarray with numpy.array() before converting to a tensor.",
-                      UserWarning, stacklevel=_user_stacklevel())
+                      UserWarning, stacklevel=user_stacklevel())
     types, stack = set(), [data]
     while stack:  # (the leaves' types, a C-speed map per sequence: a list of 100,000 floats costs 2 ms)
         seq = stack.pop()
@@ -388,7 +388,7 @@ class Tensor:
         if not self._is_leaf and not self._retains_grad and self._grad is None:
             # torch warns at every such read of an undefined .grad (backward(inputs=[t]) defines one); Python's
             # default filter shows it once per line of code
-            warnings.warn(NON_LEAF_GRAD_MESSAGE, UserWarning, stacklevel=2)
+            warnings.warn(NON_LEAF_GRAD_MESSAGE, UserWarning, stacklevel=user_stacklevel())
         if _tape_local.tracing is not None:  # (tapegrad.compile: a .grad that a deferred backward sets)
             _tape_local.tape.read_grad(self)
         return self._grad
@@ -575,7 +575,7 @@ class Tensor:
         global _scalar_warned
         if self._requires_grad and (not _scalar_warned or _runtime.warn_always) and is_grad_enabled():
             _scalar_warned = True  # torch warns once per process (TORCH_WARN_ONCE)
-            warnings.warn(SCALAR_MESSAGE, UserWarning, stacklevel=2)
+            warnings.warn(SCALAR_MESSAGE, UserWarning, stacklevel=user_stacklevel())
         if self._data.size != 1:
             raise ValueError("only one element tensors can be converted to Python scalars")
         return float(self.item())

@@ -10,6 +10,7 @@ import functools
 import warnings
 
 from .. import _dtype
+from .._warnings import user_stacklevel
 
 
 class GradScaler:
@@ -21,7 +22,7 @@ class GradScaler:
         self._device = str(device)
         if enabled and self._device == "cuda":
             warnings.warn("torch.cuda.amp.GradScaler is enabled, but CUDA is not available.  Disabling.",
-                          UserWarning, stacklevel=2)
+                          UserWarning, stacklevel=user_stacklevel())
             enabled = False
         if enabled:
             raise NotImplementedError(f"tapegrad: GradScaler(device={self._device!r}, enabled=True) is not "
@@ -77,12 +78,12 @@ class autocast:
         self.fast_dtype = dtype
         if enabled and device_type == "cuda":
             warnings.warn("CUDA is not available or torch_xla is imported. Disabling autocast.", UserWarning,
-                          stacklevel=2)
+                          stacklevel=user_stacklevel())
             enabled = False
         if enabled and device_type == "cpu" and dtype not in (_dtype.bfloat16, _dtype.float16):
             warnings.warn("In CPU autocast, but the target dtype is not supported. Disabling autocast.\nCPU "
                           "Autocast only supports dtypes of torch.bfloat16, torch.float16 currently.", UserWarning,
-                          stacklevel=2)
+                          stacklevel=user_stacklevel())
             enabled = False
         if enabled and device_type != "cpu":
             raise NotImplementedError(f"tapegrad: autocast(device_type={device_type!r}) is not implemented "
@@ -166,7 +167,7 @@ def _sync():
 
 def _deprecated(old, new, fn):
     def call(*args):
-        warnings.warn(f"torch.{old} is deprecated. Please use torch.{new} instead.", DeprecationWarning, stacklevel=2)
+        warnings.warn(f"torch.{old} is deprecated. Please use torch.{new} instead.", DeprecationWarning, stacklevel=user_stacklevel())
         return fn(*args)
     call.__name__ = old.split("(")[0]
     return call

@@ -9,6 +9,7 @@ from ..tensor import as_array, _new, Tensor
 from .. import ops, replay
 from ..accumulate import add_grad
 from .. import tape as tape_mod
+from .._warnings import user_stacklevel
 
 
 class _VariableMeta(type):
@@ -23,7 +24,7 @@ class Variable(metaclass=_VariableMeta):
     def __new__(cls, data, requires_grad=False, volatile=False):
         if volatile:
             warnings.warn("volatile was removed and now has no effect. Use `with torch.no_grad():` instead.",
-                          UserWarning, stacklevel=2)
+                          UserWarning, stacklevel=user_stacklevel())
         if not isinstance(data, Tensor):
             raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
         t = data.detach()

@@ -17,6 +17,7 @@ from ..creation import rand, randn_like, zeros
 from ..ops import allclose, stack
 from ..tensor import _new as new, Tensor
 from .api import grad
+from .._warnings import user_stacklevel
 
 __all__ = ["gradcheck", "gradgradcheck", "GradcheckError"]
 
@@ -73,7 +74,7 @@ def _check_inputs(tupled_inputs):
             if inp._data.dtype != np.float64:
                 warnings.warn(f"Input #{idx} requires gradient and is not a double precision floating point or "
                               f"complex. This check will likely fail if all the inputs are not of double precision "
-                              f"floating point or complex. ", stacklevel=4)
+                              f"floating point or complex. ", stacklevel=user_stacklevel())
             any_input_requiring_grad = True
     if not any_input_requiring_grad:
         raise ValueError("gradcheck expects at least one input tensor to require gradient, but none of them have "
@@ -216,7 +217,7 @@ def _test_undefined_backward_mode(func, inputs):
     def warn_bc_breaking():
         warnings.warn("Backwards compatibility: New undefined gradient support checking feature is enabled by "
                       "default, but it may break existing callers of this function. If this is true for you, you can "
-                      'call this function with "check_undefined_grad=False" to disable the feature', stacklevel=4)
+                      'call this function with "check_undefined_grad=False" to disable the feature', stacklevel=user_stacklevel())
 
     outputs = _differentiable_outputs(func(*inputs))
     try:

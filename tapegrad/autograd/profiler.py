@@ -35,6 +35,7 @@ from time import perf_counter_ns
 
 from ..tensor import Tensor
 from .profiler_util import DeviceType, EventList, FunctionEvent, FunctionEventAvg, Interval  # noqa: F401
+from .._warnings import user_stacklevel
 
 __all__ = ["profile", "record_function", "emit_nvtx", "emit_itt", "EventList", "FunctionEvent",
            "FunctionEventAvg", "DeviceType", "kineto_available", "load_nvprof", "KinetoStepTracker"]
@@ -427,7 +428,7 @@ class profile:
         self.use_cuda = use_cuda
         if use_cuda:
             warnings.warn("The attribute `use_cuda` will be deprecated soon, please use ``use_device = 'cuda'`` "
-                          "instead.", FutureWarning, stacklevel=2)
+                          "instead.", FutureWarning, stacklevel=user_stacklevel())
             self.use_device = "cuda"
         else:
             self.use_device = use_device
@@ -451,11 +452,11 @@ class profile:
             raise AssertionError("Device-only events supported only with Kineto (use_kineto=True)")
         if self.use_device is not None:
             if self.use_device not in _DEVICES:
-                warnings.warn(f"The {self.use_device} is not a valid device option.", stacklevel=2)
+                warnings.warn(f"The {self.use_device} is not a valid device option.", stacklevel=user_stacklevel())
                 self.use_device = None
             elif self.use_device in ("cuda", "xpu", "hpu"):  # tapegrad runs on the CPU only
                 warnings.warn(f"{self.use_device.upper()} is not available, disabling {self.use_device.upper()} "
-                              "profiling", stacklevel=2)
+                              "profiling", stacklevel=user_stacklevel())
                 self.use_cuda = False
                 self.use_device = None
             else:

@@ -26,6 +26,7 @@ import numpy as np
 
 from .. import _runtime
 from ..tensor import Tensor
+from .._warnings import user_stacklevel
 
 EXTRA_HINT = ('tapegrad.distributed needs mpi4py and an MPI library: pip install "tapegrad[distributed]" '
               '(installs mpi4py and mpich)')
@@ -119,7 +120,7 @@ class _reduce_op:
 
     def __getattribute__(self, key):
         warnings.warn("`torch.distributed.reduce_op` is deprecated, please use `torch.distributed.ReduceOp` "
-                      "instead", FutureWarning, stacklevel=2)
+                      "instead", FutureWarning, stacklevel=user_stacklevel())
         return object.__getattribute__(self, key)
 
 
@@ -204,7 +205,7 @@ def _group(group):
 
 def _not_in_group(name):
     warnings.warn(f"Running {name} on global rank {get_rank()} which does not belong to the given group.",
-                  stacklevel=3)
+                  stacklevel=user_stacklevel())
 
 
 def _root(pg, name, rank, group_rank):
@@ -389,7 +390,7 @@ def _share_cores(world):
         warnings.warn(f"tapegrad.distributed: {here} ranks share this machine's cores, but threadpoolctl is not "
                       f"installed to give each rank's BLAS its share (pip install \"tapegrad[distributed]\"); set "
                       f"OMP_NUM_THREADS={max(1, _runtime._cpu_count() // here)} to avoid oversubscribing the cores",
-                      stacklevel=3)
+                      stacklevel=user_stacklevel())
         return None
     return threadpool_limits(limits=max(1, _runtime._cpu_count() // here), user_api="blas")
 

@@ -7,6 +7,7 @@ from . import constraints
 from .utils import lazy_property
 from ..grad_mode import no_grad
 from ..tensor import Size, Tensor
+from .._warnings import user_stacklevel
 
 __all__ = ["Distribution"]
 
@@ -54,7 +55,7 @@ class Distribution:
                 arg_constraints = {}
                 warnings.warn(f"{self.__class__} does not define `arg_constraints`. "
                               "Please set `arg_constraints = {}` or initialize the distribution "
-                              "with `validate_args=False` to turn off validation.", stacklevel=2)
+                              "with `validate_args=False` to turn off validation.", stacklevel=user_stacklevel())
             for param, constraint in arg_constraints.items():
                 if constraints.is_dependent(constraint):
                     continue
@@ -113,7 +114,7 @@ class Distribution:
         raise NotImplementedError
 
     def sample_n(self, n):
-        warnings.warn("`sample_n(n)` will be deprecated. Use `sample((n,))` instead.", FutureWarning, stacklevel=2)
+        warnings.warn("`sample_n(n)` will be deprecated. Use `sample((n,))` instead.", FutureWarning, stacklevel=user_stacklevel())
         return self.sample(_Size((n,)))
 
     def log_prob(self, value):
@@ -155,7 +156,7 @@ class Distribution:
         except NotImplementedError:
             warnings.warn(f"{self.__class__} does not define `support` to enable sample validation. Please "
                           "initialize the distribution with `validate_args=False` to turn off validation.",
-                          stacklevel=2)
+                          stacklevel=user_stacklevel())
             return
         valid = support.check(value)
         if not _all_true(valid):

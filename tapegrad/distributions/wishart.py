@@ -12,6 +12,7 @@ from .gamma import Gamma
 from .multivariate_normal import _precision_to_scale_tril
 from .utils import _eps, lazy_property
 from ..tensor import Size
+from .._warnings import user_stacklevel
 
 __all__ = ["Wishart"]
 
@@ -107,7 +108,7 @@ class Wishart(ExponentialFamily):
 
         if self.df.lt(event_shape[-1]).any():
             warnings.warn("Low df values detected. Singular samples are highly likely to occur for ndim - 1 < df "
-                          "< ndim.", stacklevel=2)
+                          "< ndim.", stacklevel=user_stacklevel())
 
         super().__init__(batch_shape, event_shape, validate_args=validate_args)
         self._batch_dims = [-(x + 1) for x in range(len(self._batch_shape))]
@@ -212,7 +213,7 @@ class Wishart(ExponentialFamily):
             is_singular = is_singular.amax(self._batch_dims)
 
         if is_singular.any():
-            warnings.warn("Singular sample detected.", stacklevel=2)
+            warnings.warn("Singular sample detected.", stacklevel=user_stacklevel())
 
             for _ in range(max_try_correction):
                 sample_new = self._bartlett_sampling(is_singular[is_singular].shape)

@@ -13,6 +13,7 @@ from .elementwise import div, mul, sub
 from .arrange import _scaled_sum
 from .linalg import matmul
 from .shape import cat, index_select, masked_fill
+from .._warnings import user_stacklevel
 
 __all__ = ["addcdiv", "addcmul", "addmm", "bernoulli", "broadcast_shapes", "broadcast_tensors", "broadcast_to", "diff",
            "divide", "is_floating_point", "is_nonzero", "masked_select", "meshgrid", "multiply", "nonzero",
@@ -114,7 +115,7 @@ def meshgrid(*tensors, indexing=None):
         tensors = tuple(tensors[0])
     if indexing is None:
         warnings.warn("torch.meshgrid: in an upcoming release, it will be required to pass the indexing argument.",
-                      UserWarning, stacklevel=2)
+                      UserWarning, stacklevel=user_stacklevel())
         indexing = "ij"
     if indexing not in ("ij", "xy"):
         raise RuntimeError(f"torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but received: {indexing}")
@@ -235,7 +236,7 @@ def _base_coords(steps, align_corners, dtype):
 def affine_grid(theta, size, align_corners=None):
     """Sampling grids (N, H, W, 2) of the affine maps theta (N, 2, 3) over an output of size (N, C, H, W)."""
     if align_corners is None:
-        warnings.warn(_ALIGN_WARNING, stacklevel=2)
+        warnings.warn(_ALIGN_WARNING, stacklevel=user_stacklevel())
         align_corners = False
     t = _tensor(theta)
     if not t.is_floating_point():
@@ -252,7 +253,7 @@ def affine_grid(theta, size, align_corners=None):
     if align_corners and min(size[-2:]) == 1:
         warnings.warn("Since version 1.3.0, affine_grid behavior has changed for unit-size grids when "
                       "align_corners=True. This is not an intended use case of affine_grid. See the documentation "
-                      "of affine_grid for details.", stacklevel=2)
+                      "of affine_grid for details.", stacklevel=user_stacklevel())
     elif min(size) <= 0:
         raise ValueError(f"Expected non-zero, positive output size. Got {list(size)}")
     n, _, h, w = size
@@ -291,7 +292,7 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
         raise NotImplementedError(f"tapegrad: grid_sample with mode='{mode}', padding_mode='{padding_mode}' is not "
                                   f"implemented (bilinear or nearest, zeros or border)")
     if align_corners is None:
-        warnings.warn(_ALIGN_WARNING, stacklevel=2)
+        warnings.warn(_ALIGN_WARNING, stacklevel=user_stacklevel())
         align_corners = False
     x, g = _tensor(input), _tensor(grid)
     untraceable("grid_sample (the pixels it reads are chosen by the grid's values)")

@@ -17,10 +17,10 @@ from numpy.lib.stride_tricks import sliding_window_view
 from .. import _dtype, _meta, kernels, random, registry
 from ..tensor import _new
 from ..tape import _local as _tape_local, traced_value
-from ..tape.sweep import _user_stacklevel
 from ._common import OPS, _autocast_lower, _record, _tensor, _to_dtype, autocast_state
 from .elementwise import mul
 from .nn import _dropout_draw
+from .._warnings import user_stacklevel
 
 # torch.X has these with these signatures; the rest are torch.nn.functional's only (nn/functional.py)
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "max_pool1d", "max_pool2d",
@@ -1294,7 +1294,7 @@ def _warn_asymmetric_same(pads):
     if not _warned_same[0] and any(a != b for a, b in pads):
         _warned_same[0] = True
         warnings.warn("Using padding='same' with even kernel lengths and odd dilation may require a zero-padded copy "
-                      "of the input be created", UserWarning, stacklevel=_user_stacklevel())
+                      "of the input be created", UserWarning, stacklevel=user_stacklevel())
 
 
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):

@@ -21,6 +21,7 @@ from .elementwise import where
 from .linalg import matmul
 from .reduce import sum_to_shape
 from .shape import cat, stack
+from .._warnings import user_stacklevel
 
 __all__ = ["cholesky", "cholesky_inverse", "cholesky_solve", "cross", "det", "inverse", "logdet", "matrix_exp",
            "matrix_power", "pinverse", "qr", "slogdet", "svd"]
@@ -526,7 +527,7 @@ def cholesky(input, upper=False, *, out=None):
                   "PyTorch release.\nL = torch.cholesky(A)\nshould be replaced with\nL = torch.linalg.cholesky(A)\n"
                   "and\nU = torch.cholesky(A, upper=True)\nshould be replaced with\nU = torch.linalg.cholesky(A).mH\n"
                   "This transform will produce equivalent results for all valid (symmetric positive definite) inputs.",
-                  UserWarning, stacklevel=2)
+                  UserWarning, stacklevel=user_stacklevel())
     return cholesky_linalg(input, upper=upper, out=out, name="cholesky", op="cholesky")
 
 
@@ -983,7 +984,7 @@ def cross(input, other, dim=None, *, out=None):
     if dim is None:
         warnings.warn("Using torch.cross without specifying the dim arg is deprecated.\nPlease either pass the dim "
                       "explicitly or simply use torch.linalg.cross.\nThe default value of dim will change to agree "
-                      "with that of linalg.cross in a future release.", UserWarning, stacklevel=2)
+                      "with that of linalg.cross in a future release.", UserWarning, stacklevel=user_stacklevel())
         shape = np.broadcast_shapes(a.shape, b.shape)
         dim = next((i for i, s in enumerate(shape) if s == 3), -1)
     return linalg_cross(a, b, dim=dim, out=out)

@@ -20,6 +20,7 @@ from .conv import batch_norm
 from .sparse import mm as sparse_mm, sparse_coo_tensor, sparse_rows
 from ..grad_mode import is_grad_enabled
 from ..tape import untraceable
+from .._warnings import user_stacklevel
 
 __all__ = []  # torch.nn.functional's only (nn/functional.py binds them; tapegrad/__init__ the torch.X ones)
 
@@ -202,7 +203,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     if w._data.dtype == np.int64 and x._data.dtype.kind == "f":
         warnings.warn("Argument order of nn.functional.embedding_bag was changed. Usage `embedding_bag(weight, "
                       "input, ...)` is deprecated, and should now be `embedding_bag(input, weight, ...)`.",
-                      stacklevel=2)
+                      stacklevel=user_stacklevel())
         x, w = w, x
     psw = None if per_sample_weights is None else _tensor(per_sample_weights)
     if psw is not None and tuple(x.shape) != tuple(psw.shape):

@@ -17,23 +17,24 @@ from .elementwise import _div_scalar, _mul_scalar, _sigmoid, abs, clamp_min, exp
 from .reduce import log_softmax, mean, softmax, sum
 from ..tape import guard
 from .shape import _reshape
+from .._warnings import user_stacklevel
 
 # A pointwise loss row records its reduction as its place here, from 1 (_code), in its iattr: the compiled replay's
 # R_NONE, R_MEAN, R_SUM (kernels/runtime.py), with which it runs the row's rule itself.
 _REDUCTIONS = ("none", "mean", "sum")
 
 
-def _reduction(reduction, size_average=None, reduce=None, stacklevel=3):
+def _reduction(reduction, size_average=None, reduce=None):
     """torch's legacy size_average / reduce arguments, mapped to a reduction with torch's warning, and its check."""
     if size_average is not None or reduce is not None:
         size_average = True if size_average is None else size_average
         reduce = True if reduce is None else reduce
         reduction = "none" if not reduce else "mean" if size_average else "sum"
         warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{reduction}' "
-                      f"instead.", stacklevel=stacklevel)
+                      f"instead.", stacklevel=user_stacklevel())
     if reduction == "elementwise_mean":  # (torch's name for "mean" before 1.0, still taken with a warning)
         warnings.warn("reduction='elementwise_mean' is deprecated. Please use reduction='mean' instead.",
-                      stacklevel=3)
+                      stacklevel=user_stacklevel())
         return "mean"
     if reduction not in _REDUCTIONS:
         raise ValueError(f"{reduction} is not a valid value for reduction")
@@ -80,7 +81,7 @@ def _pair(input, target):
     if t._data.shape != x._data.shape:
         warnings.warn(f"Using a target size ({t.shape}) that is different to the input size ({x.shape}). This will "
                       f"likely lead to incorrect results due to broadcasting. Please ensure they have the same size.",
-                      stacklevel=3)
+                      stacklevel=user_stacklevel())
     shape = broadcast_shape(x._data.shape, t._data.shape)
     dt = _dtype.result_type(x._data, t._data)
     if not _dtype.is_float(dt):
@@ -496,7 +497,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
         warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
                       "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
                       "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
-                      stacklevel=2)
+                      stacklevel=user_stacklevel())
     reduction = _reduction(reduction, size_average, reduce) if reduction != "batchmean" else reduction
     x, t = _tensor(input), _tensor(target)
     loss = exp(t) * (t - x) if log_target else where(t > 0, t * log(where(t > 0, t, 1.0)), 0.0) - t * x

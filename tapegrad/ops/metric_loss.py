@@ -20,7 +20,7 @@ __all__ = []  # torch.nn.functional's only (nn/functional.py binds them)
 
 
 def _legacy(reduction, size_average, reduce):
-    return _reduction(reduction, size_average, reduce, stacklevel=4)
+    return _reduction(reduction, size_average, reduce)
 
 
 def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, reduce=None, reduction="mean"):

@@ -15,8 +15,8 @@ from .. import _dtype, creation
 from ..grad_mode import is_grad_enabled, no_grad
 from ..tensor import Tensor, VIEWS
 from .shape import _check_writable, _written
-from ..tape.sweep import _user_stacklevel
 from . import pointwise as _pointwise, sparse as _sparse
+from .._warnings import user_stacklevel
 
 
 
@@ -38,14 +38,14 @@ def write_out(out, result, name):
             warnings.warn(f"The number of elements in the out tensor of shape {list(target.shape)} is {target.size} "
                           f"which does not match the computed number of elements {value.size}. Note that this may "
                           f"occur as a result of rounding error. The out tensor will be resized to a tensor of shape "
-                          f"{tuple(value.shape)}.", UserWarning, stacklevel=_user_stacklevel())
+                          f"{tuple(value.shape)}.", UserWarning, stacklevel=user_stacklevel())
         elif target.size and name not in _CREATION:
             warnings.warn(f"An output with one or more elements was resized since it had shape "
                           f"{list(target.shape)}, which does not match the required output shape "
                           f"{list(value.shape)}. This behavior is deprecated, and in a future PyTorch release "
                           f"outputs will not be resized unless they have zero elements. You can explicitly reuse "
                           f"an out tensor t by resizing it, inplace, to zero elements with t.resize_(0).",
-                          UserWarning, stacklevel=_user_stacklevel())
+                          UserWarning, stacklevel=user_stacklevel())
         out._data = target = np.empty(value.shape, target.dtype)
         out._window = out._base = None  # (a storage of its own now)
     _check_writable(out)

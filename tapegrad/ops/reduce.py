@@ -15,6 +15,7 @@ from . import elementwise
 from .elementwise import where
 from ._common import (OPS, _array_rule_dtype, _as_view, _autocast_float32, _dim, _dims, _float, _in_float32, _mask,
                       _record, _sizes, _tensor, _to_dtype, summed_dims, window_of)
+from .._warnings import user_stacklevel
 
 
 def _reduce(name_all, name_dim, np_fn, input, dim, keepdim, dtype, scale_of):

@@ -26,6 +26,7 @@ from .conv import (Ctx, _adaptive_matrix, _conv_kernels, _max_pool_arrays, _pool
                    adaptive_avg_pool1d, adaptive_avg_pool2d)
 from .linalg import matmul
 from .shape import _gather, _gather_forward, _vjp_gather, scatter_flat
+from .._warnings import user_stacklevel
 
 __all__ = ["pixel_shuffle", "pixel_unshuffle"]  # torch.X has these; the rest are torch.nn.functional's only
 
@@ -657,19 +658,19 @@ def _resample_separable(x, nd, output_size, scale_factors, mode, align_corners, 
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
-    warnings.warn("`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` instead.", stacklevel=2)
+    warnings.warn("`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` instead.", stacklevel=user_stacklevel())
     return interpolate(input, size, scale_factor, mode, align_corners)
 
 
 def upsample_nearest(input, size=None, scale_factor=None):
     warnings.warn("`nn.functional.upsample_nearest` is deprecated. Use `nn.functional.interpolate` instead.",
-                  stacklevel=2)
+                  stacklevel=user_stacklevel())
     return interpolate(input, size, scale_factor, mode="nearest")
 
 
 def upsample_bilinear(input, size=None, scale_factor=None):
     warnings.warn("`nn.functional.upsample_bilinear` is deprecated. Use `nn.functional.interpolate` instead.",
-                  stacklevel=2)
+                  stacklevel=user_stacklevel())
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
 
 

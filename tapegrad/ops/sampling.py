@@ -24,6 +24,7 @@ from ..tensor import Tensor, _new
 from ._common import _tensor, broadcast_shape
 from .elementwise import add, mul, sign
 from .out import write_out
+from .._warnings import user_stacklevel
 
 __all__ = ["normal", "poisson", "binomial", "randint_like", "rrelu", "rrelu_", "alpha_dropout", "alpha_dropout_",
            "feature_alpha_dropout", "feature_alpha_dropout_", "feature_dropout", "feature_dropout_"]
@@ -320,7 +321,7 @@ def functional_dropout3d(input, p=0.5, training=True, inplace=False):
                       f"an error in a future release. To retain the behavior and silence this warning, please use "
                       f"dropout instead. Note that dropout3d exists to provide channel-wise dropout on inputs with 3 "
                       f"spatial dimensions, a channel dimension, and an optional batch dimension (i.e. 4D or 5D "
-                      f"inputs).", stacklevel=2)
+                      f"inputs).", stacklevel=user_stacklevel())
     batched = dim == 5
     if not batched:
         x = x.unsqueeze_(0) if inplace else x.unsqueeze(0)
@@ -335,7 +336,7 @@ def functional_gumbel_softmax(logits, tau=1, hard=False, eps=1e-10, dim=-1):
     """F.gumbel_softmax: torch's composition (empty_like(logits).exponential_().log() as the Gumbel noise;
     hard=True returns the one-hot y_hard - y_soft.detach() + y_soft, whose gradient is y_soft's)."""
     if eps != 1e-10:
-        warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
+        warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=user_stacklevel())
     logits = _tensor(logits)
     gumbels = -_new(random.exponential(tuple(logits.shape), 1.0, None, logits._data.dtype)).log()
     gumbels = (logits + gumbels) / tau

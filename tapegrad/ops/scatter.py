@@ -16,13 +16,13 @@ import numpy as np
 from .. import _dtype, registry
 from ..grad_mode import is_grad_enabled, no_grad
 from ..tape import guard, traced_value, untraceable
-from ..tape.sweep import _user_stacklevel
 from ..tensor import Tensor, _new
 from ._common import OPS, _array_rule_dtype, _dim, _dims, _record, _tensor, _to_dtype, broadcast_shape
 from .elementwise import where
 from .reduce import expand
 from .shape import (_READS_CONSTANT, _along, _gather, _gather_forward, _index_key, _index_map,
                     _masked_fill_arrays, _vjp_gather, _vjp_masked_fill, gather, getitem, masked_fill, scatter_add)
+from .._warnings import user_stacklevel
 
 __all__ = ["argwhere", "bincount", "bucketize", "count_nonzero", "diagonal_scatter", "histc", "index_add",
            "index_copy", "index_fill", "index_put", "index_reduce", "masked_scatter", "put", "scatter",
@@ -150,7 +150,7 @@ def _scatter_legacy_reduce(x, src, positions, idx, reduce, is_tensor):
         _warned_reduce[0] = True
         warnings.warn("The reduce argument of torch.scatter with Tensor src is deprecated and will be removed in a "
                       "future PyTorch release. Use torch.scatter_reduce instead for more reduction options.",
-                      UserWarning, stacklevel=3)
+                      UserWarning, stacklevel=user_stacklevel())
     if is_grad_enabled() and (x._requires_grad or is_tensor and src._requires_grad):
         raise NotImplementedError("tapegrad: scatter(reduce=...) on a tensor that requires grad is not implemented "
                                   "(torch records it with no derivative; scatter_reduce has one)")
@@ -322,7 +322,7 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):
     if not _warned_beta[0]:  # (once per process, as torch's TORCH_WARN_ONCE)
         _warned_beta[0] = True
         warnings.warn("index_reduce() is in beta and the API may change at any time.", UserWarning,
-                      stacklevel=_user_stacklevel())  # (torch's C++ warning names the caller's line)
+                      stacklevel=user_stacklevel())  # (torch's C++ warning names the caller's line)
     index, idx, d = _index_source("index_reduce_", x, dim, index, source)
     if _first_bad(idx, 0, x.shape[d] if x.ndim else 1) is not None:
         raise IndexError("index out of range in self")

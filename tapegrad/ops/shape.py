@@ -20,6 +20,7 @@ from ._common import (broadcast_shape, _array_rule_dtype, _as_view, _dim, _dims,
                       _tensor, _to_dtype, storage_of)
 from ..tape import _local as _tape_local, guard, made_in_trace
 from .reduce import expand
+from .._warnings import user_stacklevel
 
 
 def _recording(*xs):  # (tapegrad.compile records data movement on constants too: a replay recomputes it)
@@ -1263,7 +1264,7 @@ def _T(self):
     nd = self._data.ndim
     if nd != 2 and (nd == 0) not in _T_WARNED:
         _T_WARNED.add(nd == 0)
-        warnings.warn(_T_DEPRECATED[nd == 0], UserWarning, stacklevel=2)
+        warnings.warn(_T_DEPRECATED[nd == 0], UserWarning, stacklevel=user_stacklevel())
     return _view_op(self, np.transpose, OPS["permute"], offset=0)
 
 

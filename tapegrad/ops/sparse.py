@@ -23,7 +23,7 @@ from .linalg import matmul as _dense_matmul, mm as _dense_mm
 from .shape import cat, _gather, index_select, scatter_add, scatter_flat
 from .reduce import sum as dense_sum
 from .. import _format
-from ..tape.sweep import _user_stacklevel
+from .._warnings import user_stacklevel
 
 
 class layout:
@@ -520,7 +520,7 @@ def _warn_implicit_invariants(check_invariants):
                       "operating on a sparse tensor which violates the invariants, but checks incur performance "
                       "overhead. To silence this warning, explicitly opt in or out. See "
                       "`torch.sparse.check_sparse_tensor_invariants.__doc__` for guidance. ", UserWarning,
-                      stacklevel=_user_stacklevel())
+                      stacklevel=user_stacklevel())
 
 
 def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, pin_memory=False,

@@ -12,6 +12,7 @@ from ..creation import _shape, empty_strided
 from ..device import cpu_only as _check_device
 from ..storage import storage as _storage, untyped_storage as _untyped_storage
 from ..tensor import Size, Tensor, _new, as_array, storage_of
+from .._warnings import user_stacklevel
 
 __all__ = ["adjoint", "conj", "conj_physical", "conj_physical_", "is_complex", "is_conj", "is_neg",
            "is_signed", "resolve_conj", "resolve_neg", "typename"]
@@ -60,7 +61,7 @@ def is_signed(input):
 
 
 def _zero_d(x, what):
-    warnings.warn(f"{what} is deprecated on 0-D tensors. Consider using x.conj().", UserWarning, stacklevel=3)
+    warnings.warn(f"{what} is deprecated on 0-D tensors. Consider using x.conj().", UserWarning, stacklevel=user_stacklevel())
     return x
 
 

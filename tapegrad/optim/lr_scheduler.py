@@ -10,6 +10,7 @@ from functools import partial, wraps
 from ..tape import _local as _tape_local, untraceable as _untraceable
 from ..tensor import Tensor
 from .optimizer import Optimizer
+from .._warnings import user_stacklevel
 
 __all__ = ["LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR", "ConstantLR", "LinearLR", "ExponentialLR",
            "SequentialLR", "CosineAnnealingLR", "ChainedScheduler", "ReduceLROnPlateau", "CyclicLR",
@@ -117,17 +118,17 @@ class LRScheduler:
                               "initialization. Please, make sure to call `optimizer.step()` before "
                               "`lr_scheduler.step()`. See more details at "
                               "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate",
-                              UserWarning, stacklevel=2)
+                              UserWarning, stacklevel=user_stacklevel())
             elif not getattr(self.optimizer, "_opt_called", False):
                 warnings.warn("Detected call of `lr_scheduler.step()` before `optimizer.step()`. In PyTorch 1.1.0 "
                               "and later, you should call them in the opposite order: `optimizer.step()` before "
                               "`lr_scheduler.step()`.  Failure to do this will result in PyTorch skipping the first "
                               "value of the learning rate schedule. See more details at "
                               "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate",
-                              UserWarning, stacklevel=2)
+                              UserWarning, stacklevel=user_stacklevel())
         self._step_count += 1
         if epoch is not None:
-            warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)
+            warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=user_stacklevel())
         self._update_lr(epoch)
 
     def _update_lr(self, epoch=None):
@@ -148,7 +149,7 @@ class LRScheduler:
     def _warn_outside_step(self):
         if not self._get_lr_called_within_step:
             warnings.warn("To get the last learning rate computed by the scheduler, please use `get_last_lr()`.",
-                          UserWarning, stacklevel=3)
+                          UserWarning, stacklevel=user_stacklevel())
 
 
 class _LRScheduler(LRScheduler):
@@ -501,7 +502,7 @@ class ReduceLROnPlateau(LRScheduler):
         if epoch is None:
             epoch = self.last_epoch + 1
         else:
-            warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)
+            warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=user_stacklevel())
         self.last_epoch = epoch
         if self._is_better(current, self.best):
             self.best = current

@@ -15,6 +15,7 @@ from ..tape import _local as _tape_local
 from ..ops.shape import _written
 from ..tensor import VIEWS, Tensor, _new, tensor_type_name
 from ..utils.hooks import RemovableHandle
+from .._warnings import user_stacklevel
 
 __all__ = ["Optimizer", "required"]
 
@@ -123,7 +124,7 @@ class Optimizer:
             import warnings
             warnings.warn("optimizer contains a parameter group with duplicate parameters; in future, this will "
                           "cause an error; see github.com/pytorch/pytorch/issues/40967 for more information",
-                          stacklevel=3)
+                          stacklevel=user_stacklevel())
         seen = set()
         for group in self.param_groups:
             seen.update(id(p) for p in group["params"])

@@ -12,6 +12,7 @@ from ..nn.modules.batchnorm import _BatchNorm
 from ..nn.modules.module import Module
 from ..tensor import Tensor
 from .lr_scheduler import LRScheduler, _format_param
+from .._warnings import user_stacklevel
 
 __all__ = ["AveragedModel", "update_bn", "SWALR", "get_ema_multi_avg_fn", "get_swa_multi_avg_fn", "get_ema_avg_fn",
            "get_swa_avg_fn"]
@@ -186,7 +187,7 @@ class SWALR(LRScheduler):
     def get_lr(self):
         if not self._get_lr_called_within_step:
             warnings.warn("To get the last learning rate computed by the scheduler, please use `get_last_lr()`.",
-                          UserWarning, stacklevel=2)
+                          UserWarning, stacklevel=user_stacklevel())
         step = self._step_count - 1
         if self.anneal_epochs == 0:
             step = max(1, step)

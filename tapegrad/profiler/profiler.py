@@ -14,6 +14,7 @@ from functools import partial
 from warnings import warn
 
 from ..autograd import profiler as prof
+from .._warnings import user_stacklevel
 
 __all__ = ["supported_activities", "ProfilerAction", "schedule", "tensorboard_trace_handler", "profile",
            "ExecutionTraceObserver"]
@@ -22,7 +23,7 @@ PROFILER_STEP_NAME = "ProfilerStep"
 _WARNINGS_SHOWN = set()
 
 
-def _warn_once(msg, category=UserWarning, stacklevel=2):
+def _warn_once(msg, category=UserWarning, stacklevel=user_stacklevel()):
     if msg not in _WARNINGS_SHOWN:
         _WARNINGS_SHOWN.add(msg)
         warn(msg, category=category, stacklevel=stacklevel)
@@ -98,7 +99,7 @@ def schedule(*, wait, warmup, active, repeat=0, skip_first=0, skip_first_wait=0)
             f"Invalid profiler schedule arguments. Got wait={wait} (need >= 0), warmup={warmup} (need >= 0), "
             f"active={active} (need > 0), repeat={repeat} (need >= 0), skip_first={skip_first} (need >= 0).")
     if warmup == 0:
-        warn("Profiler won't be using warmup, this can skew profiler results", stacklevel=2)
+        warn("Profiler won't be using warmup, this can skew profiler results", stacklevel=user_stacklevel())
     return schedule_fn
 
 
@@ -279,7 +280,7 @@ class profile(_KinetoProfile):
         else:
             activities_set = supported_activities()
         if use_cuda is not None:
-            warn("`use_cuda` is deprecated, use `activities` argument instead", FutureWarning, stacklevel=2)
+            warn("`use_cuda` is deprecated, use `activities` argument instead", FutureWarning, stacklevel=user_stacklevel())
             if use_cuda:
                 activities_set.add(ProfilerActivity.CUDA)
             elif ProfilerActivity.CUDA in activities_set:

@@ -8,6 +8,7 @@ import numpy as np
 
 from .. import kernels, registry
 from .. import tape as T  # (the package: its tunable thresholds are read at call time, as tests change them)
+from .._warnings import user_stacklevel
 
 
 class Sweep:
@@ -264,12 +265,5 @@ class Sweep:
     def warn_growth(self):
         """Issue the pending growth warning, naming the user's line that is running now."""
         message, self.growth_pending = self.growth_pending, None
-        warnings.warn(message, T.TapeGrowthWarning, stacklevel=_user_stacklevel())
+        warnings.warn(message, T.TapeGrowthWarning, stacklevel=user_stacklevel())
 
-
-def _user_stacklevel():
-    """The stacklevel of the first frame outside tapegrad, so a warning names the user's line."""
-    f, level = sys._getframe(1), 1
-    while f is not None and f.f_globals.get("__name__", "").startswith("tapegrad"):
-        f, level = f.f_back, level + 1
-    return level

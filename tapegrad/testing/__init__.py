@@ -10,6 +10,7 @@ from .. import _dtype, creation, random as _random
 from ..device import cpu_only as _check_device
 from ..ops.comparison import isclose
 from ..tensor import Tensor, _new
+from .._warnings import user_stacklevel
 
 __all__ = ["assert_allclose", "assert_close", "make_tensor"]
 
@@ -227,7 +228,7 @@ def assert_allclose(actual, expected, rtol=None, atol=None, equal_nan=True, msg=
     tolerances and no dtype check."""
     warnings.warn("`torch.testing.assert_allclose()` is deprecated since 1.12 and will be removed in a future release. "
                   "Please use `torch.testing.assert_close()` instead. You can find detailed upgrade instructions in "
-                  "https://github.com/pytorch/pytorch/issues/61844.", FutureWarning, stacklevel=2)
+                  "https://github.com/pytorch/pytorch/issues/61844.", FutureWarning, stacklevel=user_stacklevel())
     if not isinstance(actual, Tensor):
         actual = creation.tensor(actual)
     if not isinstance(expected, Tensor):

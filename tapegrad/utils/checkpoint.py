@@ -22,6 +22,7 @@ from ..grad_mode import enable_grad, no_grad
 from ..random import get_rng_state, set_rng_state
 from ..replay import is_checkpoint_valid
 from ..tensor import Tensor
+from .._warnings import user_stacklevel
 
 __all__ = ["checkpoint", "checkpoint_sequential", "CheckpointFunction", "CheckpointError", "detach_variable",
            "check_backward_validity", "noop_context_fn"]
@@ -65,7 +66,7 @@ def detach_variable(inputs):
 
 def check_backward_validity(inputs):
     if not any(isinstance(x, Tensor) and x.requires_grad for x in inputs):
-        warnings.warn(NO_INPUT_GRAD, stacklevel=3)
+        warnings.warn(NO_INPUT_GRAD, stacklevel=user_stacklevel())
 
 
 class CheckpointFunction(Function):
@@ -118,7 +119,7 @@ def checkpoint(function, *args, use_reentrant=None, context_fn=noop_context_fn, 
                debug=False, early_stop=True, preserve_rng_state=True, **kwargs):
     """torch.utils.checkpoint.checkpoint (module docstring)."""
     if use_reentrant is None:
-        warnings.warn(NO_FLAG, stacklevel=2)
+        warnings.warn(NO_FLAG, stacklevel=user_stacklevel())
         use_reentrant = True
     if use_reentrant:
         if context_fn is not noop_context_fn or debug:
@@ -178,7 +179,7 @@ def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwar
     """torch.utils.checkpoint.checkpoint_sequential: `functions` (a Sequential or a list of modules) in `segments`
     chunks, each but the last checkpointed."""
     if use_reentrant is None:
-        warnings.warn(NO_FLAG, stacklevel=2)
+        warnings.warn(NO_FLAG, stacklevel=user_stacklevel())
         use_reentrant = True
     preserve = kwargs.pop("preserve_rng_state", True)
     if kwargs:

@@ -13,6 +13,7 @@ from ..parameter import Parameter
 from .linear import NonDynamicallyQuantizableLinear
 from .module import Module
 from ...tensor import _new
+from ..._warnings import user_stacklevel
 
 __all__ = ["MultiheadAttention"]
 
@@ -24,7 +25,7 @@ def _canonical_mask(mask, name, dtype, other=None, other_name=""):
         return None
     if other is not None and ops._tensor(mask)._data.dtype != ops._tensor(other)._data.dtype:
         warnings.warn(f"Support for mismatched {name} and {other_name} is deprecated. Use same type for both "
-                      f"instead.", stacklevel=3)
+                      f"instead.", stacklevel=user_stacklevel())
     m = ops._tensor(mask)
     if m._data.dtype == np.bool_:
         return _new(np.where(m._data, -np.inf, 0.0).astype(dtype))

@@ -4,6 +4,7 @@ import warnings
 
 from .. import functional as F
 from .normalization import _LazyNormBase, _NormBase
+from ..._warnings import user_stacklevel
 
 __all__ = ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"]
 
@@ -46,7 +47,7 @@ class _InstanceNorm(_NormBase):
                                  f"({self.num_features}), but got: {input.size(feature_dim)}.")
             warnings.warn(f"input's size at dim={feature_dim} does not match num_features. You can silence this "
                           f"warning by not passing in num_features, which is not used because affine=False",
-                          stacklevel=2)
+                          stacklevel=user_stacklevel())
         if input.dim() == self._no_batch_dim:
             return self._apply_instance_norm(input.unsqueeze(0)).squeeze(0)
         return self._apply_instance_norm(input)

@@ -4,6 +4,7 @@ import warnings
 from .. import functional as F
 from .distance import PairwiseDistance
 from .module import Module
+from ..._warnings import user_stacklevel
 
 __all__ = ["L1Loss", "MSELoss", "SmoothL1Loss", "HuberLoss", "CrossEntropyLoss", "NLLLoss", "BCELoss",
            "BCEWithLogitsLoss", "MarginRankingLoss", "HingeEmbeddingLoss", "CosineEmbeddingLoss", "TripletMarginLoss",
@@ -16,7 +17,7 @@ def _legacy_reduction(size_average, reduce):
     reduce = True if reduce is None else reduce
     reduction = "mean" if size_average and reduce else "sum" if reduce else "none"
     warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{reduction}' instead.",
-                  stacklevel=3)
+                  stacklevel=user_stacklevel())
     return reduction
 
 
@@ -87,7 +88,7 @@ class NLLLoss2d(NLLLoss):
     def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
         warnings.warn("`NLLLoss2d` has been deprecated. Please use `NLLLoss` instead as a drop-in replacement and see "
                       "https://pytorch.org/docs/main/nn.html#torch.nn.NLLLoss for more details.", FutureWarning,
-                      stacklevel=2)
+                      stacklevel=user_stacklevel())
         super().__init__(weight, size_average, ignore_index, reduce, reduction)
 
 

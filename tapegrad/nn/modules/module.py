@@ -18,6 +18,7 @@ from ...utils.hooks import RemovableHandle
 from ..parameter import Buffer, Parameter
 from ._backward_hook import _BackwardHook
 from ...device import check
+from ..._warnings import user_stacklevel
 
 __all__ = ["Module"]
 
@@ -212,7 +213,7 @@ class Module:
         if bw_hook is not None:
             if (bw_hook.full or backward_pre_hooks) and not isinstance(result, (Tensor, tuple)):
                 warnings.warn("For backward hooks to be called, module output should be a Tensor or a tuple of "
-                              f"Tensors but received {type(result)}", stacklevel=2)
+                              f"Tensors but received {type(result)}", stacklevel=user_stacklevel())
             if backward_hooks and not bw_hook.full:
                 bw_hook.warn_non_full(given, result)
             result = bw_hook.setup_output_hook(result)
@@ -759,7 +760,7 @@ class Module:
         if args:  # the deprecated positional form: state_dict(destination, prefix, keep_vars)
             warnings.warn("Positional args are being deprecated, use kwargs instead. Refer to "
                           "https://pytorch.org/docs/main/generated/torch.nn.Module.html#torch.nn.Module.state_dict"
-                          " for details.", FutureWarning, stacklevel=2)
+                          " for details.", FutureWarning, stacklevel=user_stacklevel())
             if destination is None:
                 destination = args[0]
             if len(args) > 1 and prefix == "":
@@ -827,7 +828,7 @@ class Module:
                                           f"parameter in the current model, which is a no-op. (Did you mean to pass "
                                           f"`assign=True` to assign items in the state dictionary to their "
                                           f"corresponding key in the module instead of copying them in place?)",
-                                          UserWarning, stacklevel=2)
+                                          UserWarning, stacklevel=user_stacklevel())
                         param.copy_(input_param)
             except Exception as ex:
                 error_msgs.append(f'While copying the parameter named "{key}", whose dimensions in the model are '

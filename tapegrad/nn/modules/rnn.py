@@ -18,6 +18,7 @@ from ...ops.shape import _row_copy, _transpose_as_in_place
 from .. import functional as F, init
 from ..parameter import Parameter
 from .module import Module
+from ..._warnings import user_stacklevel
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
@@ -59,7 +60,7 @@ class RNNBase(Module):
         if dropout > 0 and num_layers == 1:
             warnings.warn("dropout option adds dropout after all but last recurrent layer, so non-zero dropout "
                           f"expects num_layers greater than 1, but got dropout={dropout} and "
-                          f"num_layers={num_layers}", stacklevel=2)
+                          f"num_layers={num_layers}", stacklevel=user_stacklevel())
         if not isinstance(bias, bool):
             raise TypeError(f"bias should be of type bool, got: {type(bias).__name__}")
         if not isinstance(batch_first, bool):

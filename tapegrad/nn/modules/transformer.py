@@ -18,6 +18,7 @@ from .container import ModuleList
 from .dropout import Dropout
 from .linear import Linear
 from .module import Module
+from ..._warnings import user_stacklevel
 
 __all__ = ["Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
            "TransformerDecoderLayer"]
@@ -170,7 +171,7 @@ class TransformerEncoder(Module):
         why_not = _why_not_fast_path(encoder_layer)
         if enable_nested_tensor and why_not:
             warnings.warn(f"enable_nested_tensor is True, but self.use_nested_tensor is False because {why_not}",
-                          stacklevel=2)
+                          stacklevel=user_stacklevel())
             self.use_nested_tensor = False
 
     def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
@@ -219,7 +220,7 @@ class TransformerEncoder(Module):
         global _nested_warned
         if not _nested_warned:
             _nested_warned = True
-            warnings.warn(_NESTED_PROTOTYPE, UserWarning, stacklevel=2)
+            warnings.warn(_NESTED_PROTOTYPE, UserWarning, stacklevel=user_stacklevel())
         return _new(lengths)
 
 

@@ -7,6 +7,7 @@ import numpy as np
 from ...ops.sparse import _unsupported
 from ...tape import _local as _tape_local, untraceable
 from ...tensor import Tensor, _new
+from ..._warnings import user_stacklevel
 
 __all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm"]
 
@@ -77,7 +78,7 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
 
 def clip_grad_norm(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):
     warnings.warn("`torch.nn.utils.clip_grad_norm` is now deprecated in favor of "
-                  "`torch.nn.utils.clip_grad_norm_`.", FutureWarning, stacklevel=2)
+                  "`torch.nn.utils.clip_grad_norm_`.", FutureWarning, stacklevel=user_stacklevel())
     return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)
 
 

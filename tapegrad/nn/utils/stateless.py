@@ -7,6 +7,7 @@ import warnings
 from ...tensor import Tensor
 from ..modules.module import Module
 from ..parallel import DataParallel
+from ..._warnings import user_stacklevel
 
 __all__ = ["functional_call"]
 
@@ -170,7 +171,7 @@ def functional_call(module, parameters_and_buffers, args=None, kwargs=None, *, t
     warnings.warn("`torch.nn.utils.stateless.functional_call` is deprecated as of PyTorch 2.0 "
                   "and will be removed in a future version of PyTorch. "
                   "Please use `torch.func.functional_call` instead which is a drop-in replacement.",
-                  FutureWarning, stacklevel=2)
+                  FutureWarning, stacklevel=user_stacklevel())
     return _functional_call(module, parameters_and_buffers, args, kwargs, tie_weights=tie_weights, strict=strict)
 
 

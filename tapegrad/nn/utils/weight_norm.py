@@ -7,6 +7,7 @@ tapegrad's ops (so they are differentiable, to any order); parametrizations.weig
 import warnings
 
 from ..parameter import Parameter, UninitializedParameter
+from ..._warnings import user_stacklevel
 
 __all__ = ["WeightNorm", "weight_norm", "remove_weight_norm"]
 
@@ -51,7 +52,7 @@ class WeightNorm:
 
     @staticmethod
     def apply(module, name, dim):
-        warnings.warn(_DEPRECATION, FutureWarning, stacklevel=2)
+        warnings.warn(_DEPRECATION, FutureWarning, stacklevel=user_stacklevel())
         for hook in module._forward_pre_hooks.values():
             if isinstance(hook, WeightNorm) and hook.name == name:
                 raise RuntimeError(f"Cannot register two weight_norm hooks on the same parameter {name}")

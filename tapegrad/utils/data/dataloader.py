@@ -19,6 +19,7 @@ from .dataset import IterableDataset, TensorDataset
 from .sampler import BatchSampler, RandomSampler, SequentialSampler
 from ._worker import MultiProcessingIter, WorkerInfo, get_worker_info, warn_past_length  # noqa: F401
 from ... import ops
+from ..._warnings import user_stacklevel
 
 __all__ = ["DataLoader", "default_collate", "default_convert", "get_worker_info"]
 
@@ -180,7 +181,7 @@ class DataLoader:
                      f"what this DataLoader is going to create.")
             warnings.warn(f"This DataLoader will create {self.num_workers} worker processes in total. {limit} Please "
                           f"be aware that excessive worker creation might get DataLoader running slow or even freeze, "
-                          f"lower the worker number to avoid potential slowness/freeze if necessary.", stacklevel=2)
+                          f"lower the worker number to avoid potential slowness/freeze if necessary.", stacklevel=user_stacklevel())
 
     @property
     def _auto_collation(self):

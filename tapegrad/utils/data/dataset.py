@@ -5,6 +5,7 @@ import math
 import warnings
 
 from .sampler import _randperm
+from ..._warnings import user_stacklevel
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "StackDataset", "ConcatDataset", "ChainDataset", "Subset",
            "random_split"]
@@ -143,7 +144,7 @@ def random_split(dataset, lengths, generator=None):
         for i, length in enumerate(lengths):
             if length == 0:
                 warnings.warn(f"Length of split at index {i} is 0. This might result in an empty dataset.",
-                              stacklevel=2)
+                              stacklevel=user_stacklevel())
     if sum(lengths) != n:
         raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
     indices = _randperm(n, generator).tolist()
