@@ -7,41 +7,8 @@ import pytest
 import torch
 
 import tapegrad as tg
+from parity import D, TD, DTYPES, DT_IDS, T, G, arr, close, same, tol, messages
 
-D, TD = tg.distributions, torch.distributions
-DTYPES = [(np.float32, torch.float32, tg.float32), (np.float64, torch.float64, tg.float64)]
-DT_IDS = ["float32", "float64"]
-
-
-def T(x, dt=torch.float64, grad=False):
-    return torch.tensor(np.asarray(x), dtype=dt, requires_grad=grad)
-
-
-def G(x, dt=tg.float64, grad=False):
-    return tg.tensor(np.asarray(x), dtype=dt, requires_grad=grad)
-
-
-def arr(x):
-    if isinstance(x, torch.Tensor):
-        return x.detach().numpy()
-    return np.asarray(x.detach()._data)
-
-
-def close(a, b, tol):
-    a, b = arr(a), arr(b)
-    assert a.shape == b.shape, (a.shape, b.shape)
-    assert a.dtype == b.dtype, (a.dtype, b.dtype)
-    np.testing.assert_allclose(b, a, rtol=tol, atol=tol, equal_nan=True)
-
-
-def same(a, b):
-    a, b = arr(a), arr(b)
-    assert a.shape == b.shape and a.dtype == b.dtype, (a.shape, b.shape, a.dtype, b.dtype)
-    np.testing.assert_array_equal(b, a)
-
-
-def tol(npdt):
-    return 2e-5 if npdt == np.float32 else 1e-12
 
 
 RNG = np.random.default_rng(1234)
@@ -348,14 +315,6 @@ def test_kl_registry():
          D.kl.kl_divergence(MyNormal(G([0.0]), G([1.0])), MyNormal(G([1.0]), G([2.0]))))
 
 
-def _messages(fn_t, fn_g, exc=ValueError):
-    with pytest.raises(exc) as et:
-        fn_t()
-    with pytest.raises(exc) as eg:
-        fn_g()
-    assert str(eg.value) == str(et.value)
-
-
 @pytest.mark.parametrize("make", [
     lambda M, t: M.Normal(t([0.0, 1.0]), t([1.0, -1.0])),
     lambda M, t: M.Normal(t([0.0, float("nan")]), t([1.0, 1.0])),
@@ -380,7 +339,7 @@ def _messages(fn_t, fn_g, exc=ValueError):
     lambda M, t: M.MultivariateNormal(t([0.0]), scale_tril=t([1.0])),
 ])
 def test_parameter_validation_errors(make):
-    _messages(lambda: make(TD, lambda x: torch.tensor(x)), lambda: make(D, lambda x: tg.tensor(x)))
+    messages(lambda: make(TD, lambda x: torch.tensor(x)), lambda: make(D, lambda x: tg.tensor(x)))
 
 
 @pytest.mark.parametrize("make,value", [
@@ -399,7 +358,7 @@ def test_parameter_validation_errors(make):
     (lambda M, t: M.MultivariateNormal(t([0.0, 0.0]), t([[1.0, 0.0], [0.0, 1.0]])), [0.0, 1.0, 2.0]),
 ])
 def test_sample_validation_errors(make, value):
-    _messages(lambda: make(TD, lambda x: torch.tensor(x)).log_prob(torch.tensor(value)),
+    messages(lambda: make(TD, lambda x: torch.tensor(x)).log_prob(torch.tensor(value)),
               lambda: make(D, lambda x: tg.tensor(x)).log_prob(tg.tensor(value)))
 
 
@@ -417,7 +376,7 @@ def test_validate_args_switches():
         D.Distribution.set_default_validate_args(True)
     with pytest.raises(ValueError):
         D.Normal(tg.tensor([0.0]), tg.tensor([-1.0]))
-    _messages(lambda: TD.Distribution.set_default_validate_args(2), lambda: D.Distribution.set_default_validate_args(2))
+    messages(lambda: TD.Distribution.set_default_validate_args(2), lambda: D.Distribution.set_default_validate_args(2))
 
 
 def test_reprs_and_constraints():
@@ -544,9 +503,9 @@ def test_exponential_family_generic_entropy_and_kl():
     TE, GE = make(TD, TD.ExponentialFamily), make(D, D.ExponentialFamily)
     close(TD.kl_divergence(TE(T([0.5, 2.0])), TE(T([1.5, 1.0]))),
           D.kl_divergence(GE(G([0.5, 2.0])), GE(G([1.5, 1.0]))), 1e-12)
-    _messages(lambda: TD.kl_divergence(TD.Bernoulli(T([0.3])), TD.Gamma(T([1.0]), T([1.0]))),
+    messages(lambda: TD.kl_divergence(TD.Bernoulli(T([0.3])), TD.Gamma(T([1.0]), T([1.0]))),
               lambda: D.kl_divergence(D.Bernoulli(G([0.3])), D.Gamma(G([1.0]), G([1.0]))), NotImplementedError)
-    _messages(lambda: TD.kl_divergence(TD.MultivariateNormal(torch.zeros(2), torch.eye(2)),
+    messages(lambda: TD.kl_divergence(TD.MultivariateNormal(torch.zeros(2), torch.eye(2)),
                                        TD.MultivariateNormal(torch.zeros(3), torch.eye(3))),
               lambda: D.kl_divergence(D.MultivariateNormal(tg.zeros(2), tg.eye(2)),
                                       D.MultivariateNormal(tg.zeros(3), tg.eye(3))))

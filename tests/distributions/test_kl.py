@@ -9,17 +9,9 @@ import pytest
 import torch
 
 import tapegrad as tg
+from parity import D, TD, DTYPES, DT_IDS, arr
 
-D, TD = tg.distributions, torch.distributions
 GC, TC = D.constraints, TD.constraints
-DTYPES = [(np.float32, torch.float32, tg.float32), (np.float64, torch.float64, tg.float64)]
-DT_IDS = ["float32", "float64"]
-
-
-def arr(x):
-    if isinstance(x, torch.Tensor):
-        return x.detach().numpy()
-    return np.asarray(x.detach()._data)
 
 
 def close(a, b, tol):

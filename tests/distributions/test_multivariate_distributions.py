@@ -8,33 +8,8 @@ import pytest
 import torch
 
 import tapegrad as tg
+from parity import D, TD, DTYPES, DT_IDS, arr, close, same, tol
 
-D, TD = tg.distributions, torch.distributions
-DTYPES = [(np.float32, torch.float32, tg.float32), (np.float64, torch.float64, tg.float64)]
-DT_IDS = ["float32", "float64"]
-
-
-def arr(x):
-    if isinstance(x, torch.Tensor):
-        return x.detach().numpy()
-    return np.asarray(x.detach()._data)
-
-
-def close(a, b, tol):
-    a, b = arr(a), arr(b)
-    assert a.shape == b.shape, (a.shape, b.shape)
-    assert a.dtype == b.dtype, (a.dtype, b.dtype)
-    np.testing.assert_allclose(b, a, rtol=tol, atol=tol, equal_nan=True)
-
-
-def same(a, b):
-    a, b = arr(a), arr(b)
-    assert a.shape == b.shape and a.dtype == b.dtype, (a.shape, b.shape, a.dtype, b.dtype)
-    np.testing.assert_array_equal(b, a)
-
-
-def tol(npdt):
-    return 2e-5 if npdt == np.float32 else 1e-12
 
 
 RNG = np.random.default_rng(4321)

@@ -7,41 +7,8 @@ import pytest
 import torch
 
 import tapegrad as tg
+from parity import D, TD, DTYPES, DT_IDS, T, G, arr, close, same, tol, messages
 
-D, TD = tg.distributions, torch.distributions
-DTYPES = [(np.float32, torch.float32, tg.float32), (np.float64, torch.float64, tg.float64)]
-DT_IDS = ["float32", "float64"]
-
-
-def T(x, dt=torch.float64, grad=False):
-    return torch.tensor(np.asarray(x), dtype=dt, requires_grad=grad)
-
-
-def G(x, dt=tg.float64, grad=False):
-    return tg.tensor(np.asarray(x), dtype=dt, requires_grad=grad)
-
-
-def arr(x):
-    if isinstance(x, torch.Tensor):
-        return x.detach().numpy()
-    return np.asarray(x.detach()._data)
-
-
-def close(a, b, tol, atol=None):
-    a, b = arr(a), arr(b)
-    assert a.shape == b.shape, (a.shape, b.shape)
-    assert a.dtype == b.dtype, (a.dtype, b.dtype)
-    np.testing.assert_allclose(b, a, rtol=tol, atol=tol if atol is None else atol, equal_nan=True)
-
-
-def same(a, b):
-    a, b = arr(a), arr(b)
-    assert a.shape == b.shape and a.dtype == b.dtype, (a.shape, b.shape, a.dtype, b.dtype)
-    np.testing.assert_array_equal(b, a)
-
-
-def tol(npdt):
-    return 2e-5 if npdt == np.float32 else 1e-12
 
 
 RNG = np.random.default_rng(4321)
@@ -319,16 +286,8 @@ def test_generalized_pareto_default_dtype_mismatch():
     a = TD.GeneralizedPareto(T([0.0]), T([1.0]), T([0.5]))
     b = D.GeneralizedPareto(G([0.0]), G([1.0]), G([0.5]))
     for method in ("log_prob", "cdf", "log_cdf", "log_survival_function"):
-        _messages(lambda: getattr(a, method)(T([0.5])), lambda: getattr(b, method)(G([0.5])), RuntimeError)
+        messages(lambda: getattr(a, method)(T([0.5])), lambda: getattr(b, method)(G([0.5])), RuntimeError)
     close(a.icdf(T([0.5])), b.icdf(G([0.5])), 1e-15)   # icdf compares with zeros_like: no mismatch
-
-
-def _messages(fn_t, fn_g, exc=ValueError):
-    with pytest.raises(exc) as et:
-        fn_t()
-    with pytest.raises(exc) as eg:
-        fn_g()
-    assert str(eg.value) == str(et.value)
 
 
 PARAM_ERRORS = [
@@ -371,7 +330,7 @@ PARAM_ERRORS = [
 
 @pytest.mark.parametrize("make", PARAM_ERRORS)
 def test_parameter_validation_errors(make):
-    _messages(lambda: make(TD, lambda x: torch.tensor(x)), lambda: make(D, lambda x: tg.tensor(x)))
+    messages(lambda: make(TD, lambda x: torch.tensor(x)), lambda: make(D, lambda x: tg.tensor(x)))
 
 
 def test_continuous_bernoulli_default_validation_clamps():
@@ -407,12 +366,12 @@ SAMPLE_ERRORS = [
 
 @pytest.mark.parametrize("make,value", SAMPLE_ERRORS)
 def test_sample_validation_errors(make, value):
-    _messages(lambda: make(TD, lambda x: torch.tensor(x)).log_prob(torch.tensor(value)),
+    messages(lambda: make(TD, lambda x: torch.tensor(x)).log_prob(torch.tensor(value)),
               lambda: make(D, lambda x: tg.tensor(x)).log_prob(tg.tensor(value)))
 
 
 def test_sample_validation_needs_a_tensor():
-    _messages(lambda: TD.Exponential(torch.tensor([1.0])).log_prob(1.0),
+    messages(lambda: TD.Exponential(torch.tensor([1.0])).log_prob(1.0),
               lambda: D.Exponential(tg.tensor([1.0])).log_prob(1.0))
 
 

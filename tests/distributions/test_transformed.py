@@ -10,56 +10,8 @@ import pytest
 import torch
 
 import tapegrad as tg
+from parity import D, TD, DTYPES, DT_IDS, close, same, near, tol, seed, messages
 
-D, TD = tg.distributions, torch.distributions
-DTYPES = [(np.float32, torch.float32, tg.float32), (np.float64, torch.float64, tg.float64)]
-DT_IDS = ["float32", "float64"]
-
-
-def arr(x):
-    if isinstance(x, torch.Tensor):
-        return x.detach().numpy()
-    return np.asarray(x.detach()._data)
-
-
-def close(a, b, tol):
-    a, b = arr(a), arr(b)
-    assert a.shape == b.shape, (a.shape, b.shape)
-    assert a.dtype == b.dtype, (a.dtype, b.dtype)
-    np.testing.assert_allclose(b, a, rtol=tol, atol=tol, equal_nan=True)
-
-
-def same(a, b):
-    a, b = arr(a), arr(b)
-    assert a.shape == b.shape and a.dtype == b.dtype, (a.shape, b.shape, a.dtype, b.dtype)
-    np.testing.assert_array_equal(b, a)
-
-
-def near(a, b, npdt):
-    """Within a few ulps: the same random draws pushed through transcendental functions (tanh, exp, log, pow),
-    whose last bit in torch is its vectorized (SLEEF) kernels' own. The draws themselves are compared bit for
-    bit (`same`) where the tests can reach them."""
-    a, b = arr(a), arr(b)
-    assert a.shape == b.shape and a.dtype == b.dtype, (a.shape, b.shape, a.dtype, b.dtype)
-    t = 1e-6 if npdt == np.float32 else 1e-14
-    np.testing.assert_allclose(b, a, rtol=t, atol=t)
-
-
-def tol(npdt):
-    return 2e-5 if npdt == np.float32 else 1e-12
-
-
-def seed(s=3):
-    torch.manual_seed(s)
-    tg.manual_seed(s)
-
-
-def _messages(fn_t, fn_g, exc=ValueError):
-    with pytest.raises(exc) as et:
-        fn_t()
-    with pytest.raises(exc) as eg:
-        fn_g()
-    assert str(eg.value) == str(et.value)
 
 
 RNG = np.random.default_rng(2024)
@@ -264,13 +216,13 @@ def test_independent_enumerate_and_errors():
     same(t0.enumerate_support(expand=False), g0.enumerate_support(expand=False))
     t2, g2 = TD.Independent(tb, 2), D.Independent(gb, 2)
     assert not g2.has_enumerate_support and repr(g2.support) == repr(t2.support)
-    _messages(lambda: t2.enumerate_support(), lambda: g2.enumerate_support(), NotImplementedError)
-    _messages(lambda: TD.Independent(tb, 3), lambda: D.Independent(gb, 3))
+    messages(lambda: t2.enumerate_support(), lambda: g2.enumerate_support(), NotImplementedError)
+    messages(lambda: TD.Independent(tb, 3), lambda: D.Independent(gb, 3))
     v = [[1.0, 0.0, 1.0]]
     close(t2.log_prob(torch.tensor(v)), g2.log_prob(tg.tensor(v)), 1e-6)
     # the base distribution validates the value
-    _messages(lambda: t2.log_prob(torch.tensor([[0.5, 0.0, 1.0]])), lambda: g2.log_prob(tg.tensor([[0.5, 0.0, 1.0]])))
-    _messages(lambda: TD.Independent(TD.Normal(0.0, 1.0), 0).mode * 0 + TD.Independent(tb, 1).cdf(torch.tensor(0.)),
+    messages(lambda: t2.log_prob(torch.tensor([[0.5, 0.0, 1.0]])), lambda: g2.log_prob(tg.tensor([[0.5, 0.0, 1.0]])))
+    messages(lambda: TD.Independent(TD.Normal(0.0, 1.0), 0).mode * 0 + TD.Independent(tb, 1).cdf(torch.tensor(0.)),
               lambda: D.Independent(D.Normal(0.0, 1.0), 0).mode * 0 + D.Independent(gb, 1).cdf(tg.tensor(0.)),
               NotImplementedError)
     assert D.Independent.arg_constraints == {} and D.Independent[D.Normal] is not None
@@ -395,18 +347,18 @@ def test_transformed_distribution_errors():
     for M, mod in ((TD, torch), (D, tg)):
         with pytest.raises(ValueError, match="transforms must be a Transform or a list of Transforms"):
             M.TransformedDistribution(M.Normal(0.0, 1.0), [M.ExpTransform(), 3])
-    _messages(lambda: TD.TransformedDistribution(TD.Normal(0.0, 1.0), (TD.ExpTransform(),)),
+    messages(lambda: TD.TransformedDistribution(TD.Normal(0.0, 1.0), (TD.ExpTransform(),)),
               lambda: D.TransformedDistribution(D.Normal(0.0, 1.0), (D.ExpTransform(),)))
-    _messages(lambda: TD.TransformedDistribution(TD.Normal(torch.zeros(4), 1.0), TD.CorrCholeskyTransform()),
+    messages(lambda: TD.TransformedDistribution(TD.Normal(torch.zeros(4), 1.0), TD.CorrCholeskyTransform()),
               lambda: D.TransformedDistribution(D.Normal(tg.zeros(4), 1.0), D.CorrCholeskyTransform()),
               ValueError)
-    _messages(lambda: TD.TransformedDistribution(TD.Normal(0.0, 1.0), TD.StickBreakingTransform()),
+    messages(lambda: TD.TransformedDistribution(TD.Normal(0.0, 1.0), TD.StickBreakingTransform()),
               lambda: D.TransformedDistribution(D.Normal(0.0, 1.0), D.StickBreakingTransform()))
     # the sample is validated against the support
     t = TD.TransformedDistribution(TD.Normal(torch.zeros(2), 1.0), [TD.ExpTransform()])
     g = D.TransformedDistribution(D.Normal(tg.zeros(2), 1.0), [D.ExpTransform()])
-    _messages(lambda: t.log_prob(torch.tensor([1.0, -1.0])), lambda: g.log_prob(tg.tensor([1.0, -1.0])))
-    _messages(lambda: t.log_prob(torch.tensor([1.0, 1.0, 1.0])), lambda: g.log_prob(tg.tensor([1.0, 1.0, 1.0])))
+    messages(lambda: t.log_prob(torch.tensor([1.0, -1.0])), lambda: g.log_prob(tg.tensor([1.0, -1.0])))
+    messages(lambda: t.log_prob(torch.tensor([1.0, 1.0, 1.0])), lambda: g.log_prob(tg.tensor([1.0, 1.0, 1.0])))
     # a subclass with its own __init__ needs its own expand
     for M in (TD, D):
         class Mine(M.TransformedDistribution):
@@ -610,7 +562,7 @@ def test_scalar_parameters(name):
     lambda M, t: M.RelaxedOneHotCategorical(t(0.5)),
 ])
 def test_parameter_validation_errors(make):
-    _messages(lambda: make(TD, lambda x: torch.tensor(x)), lambda: make(D, lambda x: tg.tensor(x)))
+    messages(lambda: make(TD, lambda x: torch.tensor(x)), lambda: make(D, lambda x: tg.tensor(x)))
 
 
 @pytest.mark.parametrize("make,value", [
@@ -626,7 +578,7 @@ def test_parameter_validation_errors(make):
     (lambda M, t: M.Gumbel(t([0.0, 1.0]), t([1.0, 1.0])), [0.5, 0.5, 0.5]),
 ])
 def test_sample_validation_errors(make, value):
-    _messages(lambda: make(TD, lambda x: torch.tensor(x)).log_prob(torch.tensor(value)),
+    messages(lambda: make(TD, lambda x: torch.tensor(x)).log_prob(torch.tensor(value)),
               lambda: make(D, lambda x: tg.tensor(x)).log_prob(tg.tensor(value)))
 
 

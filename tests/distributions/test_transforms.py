@@ -9,29 +9,11 @@ import pytest
 import torch
 
 import tapegrad as tg
+from parity import DTYPES, DT_IDS, arr, close, tol
 
 TT, GT = torch.distributions.transforms, tg.distributions.transforms
 TC, GC = torch.distributions.constraints, tg.distributions.constraints
 TR, GR = torch.distributions.constraint_registry, tg.distributions.constraint_registry
-DTYPES = [(np.float32, torch.float32, tg.float32), (np.float64, torch.float64, tg.float64)]
-DT_IDS = ["float32", "float64"]
-
-
-def arr(x):
-    if isinstance(x, torch.Tensor):
-        return x.detach().numpy()
-    return np.asarray(x.detach()._data)
-
-
-def close(a, b, tol):
-    a, b = arr(a), arr(b)
-    assert a.shape == b.shape, (a.shape, b.shape)
-    assert a.dtype == b.dtype, (a.dtype, b.dtype)
-    np.testing.assert_allclose(b, a, rtol=tol, atol=tol, equal_nan=True)
-
-
-def tol(npdt):
-    return 2e-5 if npdt == np.float32 else 1e-12
 
 
 RNG = np.random.default_rng(77)
