@@ -9,7 +9,7 @@ from itertools import chain
 
 import numpy as np
 
-from .. import kernels
+from .. import _dtype, kernels
 from ..grad_mode import enable_grad
 from ..tape import _local as _tape_local
 from ..ops.shape import _written
@@ -17,7 +17,24 @@ from ..tensor import VIEWS, Tensor, _new, tensor_type_name
 from ..utils.hooks import RemovableHandle
 from .._warnings import user_stacklevel
 
-__all__ = ["Optimizer", "required"]
+__all__ = ["Optimizer", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook"]
+
+_global_optimizer_pre_hooks = OrderedDict()  # (torch's: run before every optimizer's own step pre hooks)
+_global_optimizer_post_hooks = OrderedDict()  # (and after its post hooks)
+
+
+def register_optimizer_step_pre_hook(hook):
+    """hook(optimizer, args, kwargs) -> None or (new_args, new_kwargs), before every optimizer's step."""
+    handle = RemovableHandle(_global_optimizer_pre_hooks)
+    _global_optimizer_pre_hooks[handle.id] = hook
+    return handle
+
+
+def register_optimizer_step_post_hook(hook):
+    """hook(optimizer, args, kwargs), after every optimizer's step."""
+    handle = RemovableHandle(_global_optimizer_post_hooks)
+    _global_optimizer_post_hooks[handle.id] = hook
+    return handle
 
 
 class _RequiredParameter:
@@ -177,9 +194,11 @@ class Optimizer:
         return handle
 
     def register_step_pre_hook(self, hook):
+        """hook(optimizer, args, kwargs) -> None or (new_args, new_kwargs): args are step's, self first (torch's)."""
         return self._add_hook("_optimizer_step_pre_hooks", hook)
 
     def register_step_post_hook(self, hook):
+        """hook(optimizer, args, kwargs), after the step."""
         return self._add_hook("_optimizer_step_post_hooks", hook)
 
     def register_state_dict_pre_hook(self, hook, prepend=False):
@@ -199,9 +218,10 @@ class Optimizer:
         return self._add_hook("_optimizer_load_state_dict_post_hooks", hook, prepend)
 
     def _stepped(self, step, args, kwargs):
-        """The subclass's step; it wrote the parameters' arrays in place (NumPy or a compiled pass, past the ops'
-        write path), so their live views are given the new values, as torch's share its memory."""
-        out = step(self, *args, **kwargs)
+        """The subclass's step(*args, **kwargs) (args[0] the optimizer); it wrote the parameters' arrays in place
+        (NumPy or a compiled pass, past the ops' write path), so their live views are given the new values, as
+        torch's share its memory."""
+        out = step(*args, **kwargs)
         if VIEWS:
             for group in self.param_groups:
                 for p in group["params"]:
@@ -218,17 +238,23 @@ class Optimizer:
         def hooked_step(self, *args, **kwargs):
             if _tape_local.tracing is not None:  # tapegrad.compile: run by each replay, after the traced rows
                 return _tape_local.tape.defer("step", getattr(self, "step"), args, self._params(), kwargs)
-            if not (self._optimizer_step_pre_hooks or self._optimizer_step_post_hooks) or \
+            args = (self,) + args  # (the hooks' args, as torch's: the optimizer first)
+            if not (self._optimizer_step_pre_hooks or self._optimizer_step_post_hooks or _global_optimizer_pre_hooks
+                    or _global_optimizer_post_hooks) or \
                     self.__dict__.get("_in_hooked_step"):  # a subclass's step calling super().step()
                 return self._stepped(step, args, kwargs)
             self._in_hooked_step = True
             try:
-                for hook in list(self._optimizer_step_pre_hooks.values()):
+                for hook in list(chain(_global_optimizer_pre_hooks.values(), self._optimizer_step_pre_hooks.values())):
                     result = hook(self, args, kwargs)
                     if result is not None:
-                        args, kwargs = result
+                        if not (isinstance(result, tuple) and len(result) == 2):
+                            raise RuntimeError(f"{step} must return None or a tuple of (new_args, new_kwargs), but "
+                                               f"got {result}.")
+                        args, kwargs = result  # (torch calls step(*args): args[0] the optimizer it runs on)
                 out = self._stepped(step, args, kwargs)
-                for hook in list(self._optimizer_step_post_hooks.values()):
+                for hook in list(chain(self._optimizer_step_post_hooks.values(),
+                                       _global_optimizer_post_hooks.values())):
                     hook(self, args, kwargs)
             finally:
                 self._in_hooked_step = False
@@ -283,11 +309,11 @@ class Optimizer:
 
         def cast(param, value, key=None):
             if isinstance(value, Tensor) and value.is_sparse:  # (SGD's momentum buffer of a sparse gradient)
-                dtype = param.dtype if param._data.dtype.kind == "f" and value.dtype.is_floating_point else None
+                dtype = param.dtype if _dtype.is_float(param._data.dtype) and value.dtype.is_floating_point else None
                 return (value if dtype is None else value.to(dtype)).clone()
             if isinstance(value, Tensor):
                 data = value._data
-                if key != "step" and param._data.dtype.kind == "f" and data.dtype.kind == "f":
+                if key != "step" and _dtype.is_float(param._data.dtype) and _dtype.is_float(data.dtype):
                     data = data.astype(param._data.dtype)
                 return _new(np.array(data, copy=True))
             if isinstance(value, dict):

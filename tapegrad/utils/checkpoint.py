@@ -12,7 +12,12 @@ function again (generator state restored) under hooks that collect the recompute
 returns its own. It works with `autograd.grad` and with inputs that need no gradient, and its side effects are
 torch's (a BatchNorm's running statistics updated again by the recompute). tapegrad's tape keeps the values a
 backward reads whatever the hooks do (docs/architecture.md), so this variant saves no memory here.
+
+Selective checkpointing (`context_fn=functools.partial(create_selective_checkpoint_contexts, policy)`) takes torch's
+API, but tapegrad cannot tell the ops apart inside a checkpoint (it has no dispatcher to intercept them): the
+recompute runs every op, as plain checkpointing does (create_selective_checkpoint_contexts says what follows).
 """
+import enum
 import warnings
 
 from ..autograd.api import backward as _backward
@@ -25,7 +30,8 @@ from ..tensor import Tensor
 from .._warnings import user_stacklevel
 
 __all__ = ["checkpoint", "checkpoint_sequential", "CheckpointFunction", "CheckpointError", "detach_variable",
-           "check_backward_validity", "noop_context_fn"]
+           "check_backward_validity", "noop_context_fn", "CheckpointPolicy", "SelectiveCheckpointContext",
+           "create_selective_checkpoint_contexts"]
 
 NO_FLAG = ("torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly. Starting in PyTorch "
            "2.9, calling checkpoint without use_reentrant will raise an exception. use_reentrant=False is "
@@ -201,3 +207,74 @@ def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwar
         input = checkpoint(run(start, end), input, use_reentrant=use_reentrant, preserve_rng_state=preserve)
     return run(end + 1, len(functions) - 1)(input)
 
+
+# -- selective activation checkpointing: torch's API ------------------------------------------------------------
+class SelectiveCheckpointContext:
+    """What torch passes a policy function with each op: is_recompute (always False) and op_output."""
+
+    def __init__(self, *, is_recompute, op_output=None):
+        self.is_recompute = is_recompute
+        self.op_output = op_output
+
+
+class CheckpointPolicy(enum.Enum):
+    """Whether an op's output is saved by the forward (*_SAVE) or recomputed in the backward (*_RECOMPUTE);
+    MUST_* may not be overridden by torch.compile. tapegrad recomputes every op whatever the policy says
+    (create_selective_checkpoint_contexts)."""
+    MUST_SAVE = 0
+    PREFER_SAVE = 1
+    MUST_RECOMPUTE = 2
+    PREFER_RECOMPUTE = 3
+    MUST_CPU_OFFLOAD = 4
+    PREFER_CPU_OFFLOAD = 5
+
+
+class _CachingTorchDispatchMode(_NullContext):
+    """The forward's context of the pair (torch's class name); in torch it asks the policy about each op."""
+
+    def __init__(self, policy_fn, storage):
+        self.policy_fn, self.storage = policy_fn, storage
+
+
+class _CachedTorchDispatchMode(_NullContext):
+    """The recompute's context of the pair (torch's class name); in torch it hands back the saved outputs."""
+
+    def __init__(self, policy_fn, storage, allow_cache_entry_mutation=False):
+        self.storage, self.allow_cache_entry_mutation = storage, allow_cache_entry_mutation
+
+
+_OP_TYPES = ("OpOverload", "HigherOrderOperator")  # (torch.ops.aten.mm.default's kinds; tapegrad has no such ops)
+
+
+def create_selective_checkpoint_contexts(policy_fn_or_list, allow_cache_entry_mutation=False):
+    """The (forward, recompute) contexts of selective checkpointing, for checkpoint(..., use_reentrant=False,
+    context_fn=functools.partial(create_selective_checkpoint_contexts, policy)): policy is a function
+    policy(ctx, op, *args, **kwargs) -> CheckpointPolicy (or bool), or a list of ops to save.
+
+    tapegrad cannot tell ops apart inside a checkpoint, so its recompute runs every op, as a policy answering
+    PREFER_RECOMPUTE for all does, and the policy function is never called. Values and gradients are torch's for
+    any policy: the recomputed ops give the numbers the saved ones hold (the CPU generator's state restored),
+    and tapegrad's tape keeps the forward's values for the backward whatever the checkpoint does. What differs:
+    a policy's own side effects; an op torch would hand back from its cache runs again (a BatchNorm's running
+    statistics are updated by the recompute, as in plain checkpointing); and torch's errors for a second
+    backward through saved ops or for a mutated saved tensor are not raised."""
+    if isinstance(policy_fn_or_list, list):
+        for op in policy_fn_or_list:
+            kind = type(op).__name__
+            if kind not in _OP_TYPES:
+                extra = ("Please update the OpOverloadPacket to a specific OpOverload.For example, if you have "
+                         "`torch.ops.aten.mm`, change it to `torch.ops.aten.mm.default`."
+                         if kind == "OpOverloadPacket" else "")
+                raise ValueError(f"Expected op in `op_list` to be an OpOverload but got: {op} of type {type(op)}. "
+                                 f"{extra}")
+        ops = policy_fn_or_list
+
+        def policy_fn(ctx, op, *args, **kwargs):
+            return CheckpointPolicy.MUST_SAVE if op in ops else CheckpointPolicy.PREFER_RECOMPUTE
+    elif callable(policy_fn_or_list):
+        policy_fn = policy_fn_or_list
+    else:
+        raise TypeError("policy_fn_or_list must be either a function or a list of ops.")
+    storage = {}
+    return (_CachingTorchDispatchMode(policy_fn, storage),
+            _CachedTorchDispatchMode(None, storage, allow_cache_entry_mutation))

@@ -1,10 +1,7 @@
 """DataLoader worker processes, as torch runs them: worker i seeds Python's `random` and tapegrad's generator
 with base_seed + i and NumPy's with torch's _generate_state(base_seed, i), runs worker_init_fn(i), then
-fetches the batches whose indices the main process sends it; the main process yields them in order (or as
-they come, with in_order=False)."""
-import itertools
-import os
-import queue
+fetches the batches whose indices the main process sends it (dataloader._MultiProcessingDataLoaderIter, which
+yields them in order, or as they come with in_order=False)."""
 import random as _pyrandom
 import sys
 import traceback
@@ -12,8 +9,6 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
-
-_POLL_S = 5.0  # how often a waiting main process checks that its workers are alive
 
 
 @dataclass(frozen=True)
@@ -197,167 +192,3 @@ def worker_loop(dataset, index_queue, data_queue, iterable, auto_collation, coll
         pass
     data_queue.cancel_join_thread()
     data_queue.close()
-
-
-class MultiProcessingIter:
-    """The main process's side: dispatches index batches round-robin, prefetch_factor per worker, and
-    yields results in order, or as they arrive with in_order=False, a new batch then going only to a worker
-    with fewer than its share of the outstanding tasks (torch's _MultiProcessingDataLoaderIter)."""
-
-    def __init__(self, loader, base_seed):
-        import multiprocessing
-        self.loader = loader
-        self.num_workers = loader.num_workers
-        self.prefetch_factor = loader.prefetch_factor
-        self.iterable = loader._iterable
-        self.persistent = loader.persistent_workers
-        self.timeout = loader.timeout
-        self.in_order = loader.in_order
-        ctx = loader.multiprocessing_context
-        if ctx is None:
-            ctx = multiprocessing.get_context()
-        elif isinstance(ctx, str):
-            ctx = multiprocessing.get_context(ctx)
-        self.data_queue = ctx.Queue()
-        self.index_queues, self.workers = [], []
-        for i in range(self.num_workers):
-            q = ctx.Queue()
-            q.cancel_join_thread()
-            w = ctx.Process(target=worker_loop, daemon=True, args=(
-                loader.dataset, q, self.data_queue, self.iterable, loader._auto_collation, loader.collate_fn,
-                loader.batch_size, loader.drop_last, base_seed, loader.worker_init_fn, i, self.num_workers))
-            w.start()
-            self.index_queues.append(q)
-            self.workers.append(w)
-        self.shut_down = False
-        self.reset(first=True)
-
-    def _indices(self):
-        if self.iterable:
-            return itertools.repeat(None)  # (each worker draws from its own copy of the iterable)
-        return iter(self.loader._index_sampler)
-
-    def reset(self, first=False):
-        self.num_yielded, self.reported_length = 0, self.loader._IterableDataset_len_called
-        self.sampler_iter = self._indices()
-        self.send_idx = self.rcvd_idx = 0
-        self.task_info = {}
-        self.workers_status = [True] * self.num_workers
-        self.workers_num_tasks = [0] * self.num_workers
-        self.worker_cycle = itertools.cycle(range(self.num_workers))
-        if not first:
-            for q in self.index_queues:
-                q.put(_Resume())
-            pending = self.num_workers
-            while pending:
-                idx, _ = self._get_data()
-                if isinstance(idx, _Resume):
-                    pending -= 1
-        for _ in range(self.prefetch_factor * self.num_workers):
-            self._try_put_index()
-
-    def _try_put_index(self):
-        try:
-            index = next(self.sampler_iter)
-        except StopIteration:
-            return
-        max_tasks = self.prefetch_factor * self.num_workers
-        for _ in range(self.num_workers):
-            worker = next(self.worker_cycle)
-            if self.workers_status[worker] and (
-                    self.in_order or self.workers_num_tasks[worker] < max_tasks // sum(self.workers_status)):
-                break
-        else:
-            return
-        self.index_queues[worker].put((self.send_idx, index))
-        self.task_info[self.send_idx] = (worker,)
-        self.workers_num_tasks[worker] += 1
-        self.send_idx += 1
-
-    def _get_data(self):
-        waited = 0.0
-        while True:
-            step = _POLL_S if self.timeout <= 0 else min(_POLL_S, self.timeout - waited)
-            try:
-                return self.data_queue.get(timeout=step)
-            except queue.Empty:
-                waited += step
-                dead = [w.pid for i, w in enumerate(self.workers) if self.workers_status[i] and not w.is_alive()]
-                if dead:
-                    self.shutdown()
-                    raise RuntimeError(f"DataLoader worker (pid(s) {', '.join(map(str, dead))}) exited "
-                                       f"unexpectedly") from None
-                if self.timeout > 0 and waited >= self.timeout:
-                    self.shutdown()
-                    raise RuntimeError(f"DataLoader timed out after {self.timeout} seconds") from None
-
-    def __iter__(self):
-        return self
-
-    def __next__(self):
-        while True:
-            while self.rcvd_idx < self.send_idx:
-                info = self.task_info.get(self.rcvd_idx)
-                if info is not None and (len(info) == 2 or self.workers_status[info[0]]):
-                    break
-                self.task_info.pop(self.rcvd_idx, None)
-                self.rcvd_idx += 1
-            else:
-                if not self.persistent:
-                    self.shutdown()
-                raise StopIteration
-            if len(self.task_info[self.rcvd_idx]) == 2:
-                worker, data = self.task_info.pop(self.rcvd_idx)
-                self.rcvd_idx += 1
-                return self._process(data, worker)
-            idx, data = self._get_data()
-            if isinstance(idx, _Resume):
-                continue
-            if isinstance(data, _IterableStop):
-                self.workers_status[data.worker_id] = False
-                self.task_info.pop(idx, None)
-                self._try_put_index()
-                continue
-            if idx != self.rcvd_idx:
-                if not self.in_order:  # (the slot it leaves is skipped when rcvd_idx reaches it)
-                    return self._process(data, self.task_info.pop(idx)[0])
-                self.task_info[idx] += (data,)
-                continue
-            worker = self.task_info.pop(idx)[0]
-            self.rcvd_idx += 1
-            return self._process(data, worker)
-
-    def _process(self, data, worker):
-        self.workers_num_tasks[worker] -= 1
-        self._try_put_index()
-        if isinstance(data, ExceptionWrapper):
-            data.reraise()
-        self.num_yielded += 1
-        if self.iterable and self.reported_length is not None and self.num_yielded > self.reported_length:
-            warn_past_length(self.loader.dataset, self.reported_length, self.num_yielded, self.num_workers, 4)
-        return data
-
-    def shutdown(self):
-        if self.shut_down:
-            return
-        self.shut_down = True
-        for q in self.index_queues:
-            try:
-                q.put(None)
-            except (OSError, ValueError):
-                pass
-        for w in self.workers:
-            w.join(timeout=5.0)
-            if w.is_alive():
-                w.terminate()
-        for q in self.index_queues:
-            q.close()
-        self.data_queue.cancel_join_thread()
-        self.data_queue.close()
-
-    def __del__(self):
-        if os.getpid is not None:  # (not at interpreter shutdown)
-            try:
-                self.shutdown()
-            except Exception:
-                pass

@@ -1,5 +1,7 @@
 """torch.utils.data.dataloader: DataLoader, default_collate, default_convert, get_worker_info.
 
+iter(loader) returns torch's iterator objects, _SingleProcessDataLoaderIter or _MultiProcessingDataLoaderIter
+(both _BaseDataLoaderIter: len(), _num_yielded), made at the same points of the random streams as torch's.
 num_workers > 0 runs worker processes as torch does (_worker.py): the same worker seeds, worker_init_fn,
 prefetch_factor, persistent_workers, and batches in the sampler's order (as they come with in_order=False).
 
@@ -7,8 +9,10 @@ A DataLoader over a TensorDataset with the default collate gathers each batch wi
 index per tensor instead of stacking samples one by one (the result is the same).
 """
 import collections.abc
+import itertools
 import math
 import os
+import queue
 import warnings
 
 import numpy as np
@@ -16,12 +20,15 @@ import numpy as np
 from ... import random
 from ...tensor import Tensor, _new
 from .dataset import IterableDataset, TensorDataset
-from .sampler import BatchSampler, RandomSampler, SequentialSampler
-from ._worker import MultiProcessingIter, WorkerInfo, get_worker_info, warn_past_length  # noqa: F401
+from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
+from ._worker import (ExceptionWrapper, WorkerInfo, _Fetcher, _IterableStop, _Resume,  # noqa: F401
+                      get_worker_info, warn_past_length, worker_loop)
 from ... import ops
 from ..._warnings import user_stacklevel
 
 __all__ = ["DataLoader", "default_collate", "default_convert", "get_worker_info"]
+
+_POLL_S = 5.0  # how often a waiting main process checks that its workers are alive
 
 
 # -- collation -----------------------------------------------------------------------------------------
@@ -154,9 +161,12 @@ class DataLoader:
         elif batch_size is None and drop_last:
             raise ValueError("batch_size=None option disables auto-batching and is mutually exclusive with "
                              "drop_last")
-        if sampler is None and not self._iterable:
-            sampler = RandomSampler(dataset, generator=generator) if shuffle else SequentialSampler(dataset)
-        if batch_size is not None and batch_sampler is None and not self._iterable:
+        if sampler is None:
+            if self._iterable:  # (torch's: None for each sample; len() of it raises, as torch's)
+                sampler = _InfiniteConstantSampler()
+            else:
+                sampler = RandomSampler(dataset, generator=generator) if shuffle else SequentialSampler(dataset)
+        if batch_size is not None and batch_sampler is None:
             batch_sampler = BatchSampler(sampler, batch_size, drop_last)
         self.batch_size = batch_size
         self.drop_last = drop_last
@@ -185,7 +195,7 @@ class DataLoader:
 
     @property
     def _auto_collation(self):
-        return self.batch_sampler is not None or self._iterable and self.batch_size is not None
+        return self.batch_sampler is not None
 
     @property
     def _index_sampler(self):
@@ -200,66 +210,264 @@ class DataLoader:
         return len(self._index_sampler)
 
     def __iter__(self):
-        if self.pin_memory:  # (torch's warning: there is no accelerator to pin memory for)
+        # a new iterator each time (it draws the worker base seed from the loader's generator, or the default one,
+        # as torch's does), but persistent workers' one only once, and reset at each later call (no new seed)
+        if self.persistent_workers and self.num_workers > 0:
+            if self._iterator is None:
+                self._iterator = self._get_iterator()
+            else:
+                self._iterator._reset(self)
+            return self._iterator
+        return self._get_iterator()
+
+    def _get_iterator(self):
+        if self.num_workers == 0:
+            return _SingleProcessDataLoaderIter(self)
+        self.check_worker_number_rationality()
+        return _MultiProcessingDataLoaderIter(self)
+
+
+class _InfiniteConstantSampler(Sampler):
+    """The sampler of an IterableDataset's loader: None forever (the dataset itself says what comes next)."""
+
+    def __iter__(self):
+        while True:
+            yield None
+
+
+# -- the iterators ------------------------------------------------------------------------------------------
+class _BaseDataLoaderIter:
+    """One pass over a loader, as torch's: __next__ counts _num_yielded (and warns past an IterableDataset's
+    reported length), len() is the loader's index sampler's."""
+
+    def __init__(self, loader):
+        self._dataset = loader.dataset
+        self._iterable = loader._iterable
+        self._IterableDataset_len_called = loader._IterableDataset_len_called
+        self._auto_collation = loader._auto_collation
+        self._drop_last = loader.drop_last
+        self._index_sampler = loader._index_sampler
+        self._num_workers = loader.num_workers
+        if loader.pin_memory:  # (torch's warning: there is no accelerator to pin memory for)
             warnings.warn("'pin_memory' argument is set as true but no accelerator is found, then device pinned "
                           "memory won't be used.")  # (at this line, as torch's at its: shown once a process)
-        # torch's loader iterator draws a worker base seed from the loader's generator (or the default one)
-        # every time it is made, before the sampler draws anything: do the same, to stay in step
-        if self.num_workers > 0:
-            if self.persistent_workers and self._iterator is not None:
-                self._iterator.reset()  # (the same workers, and no new base seed, as torch)
-                return self._iterator
-            self.check_worker_number_rationality()
-            base_seed = int(random.integers(0, 2 ** 63, (), self.generator))
-            it = MultiProcessingIter(self, base_seed)
-            if self.persistent_workers:
-                self._iterator = it
-            return it
-        random.integers(0, 2 ** 63, (), self.generator)
-        if self._iterable:
-            return self._iter_iterable()
-        fast = (isinstance(self.dataset, TensorDataset) and self.collate_fn is default_collate
-                and isinstance(self.batch_sampler, BatchSampler) and type(self.batch_sampler) is BatchSampler
-                and not any(t._requires_grad for t in self.dataset.tensors))
-        if fast and type(self.batch_sampler.sampler) in (RandomSampler, SequentialSampler):
-            return self._iter_tensor_batches()
-        return self._iter_map()
+        self._pin_memory = False
+        self._timeout = loader.timeout
+        self._collate_fn = loader.collate_fn
+        self._sampler_iter = iter(self._index_sampler)  # (before the base seed, as torch's)
+        self._base_seed = int(random.integers(0, 2 ** 63, (), loader.generator))
+        self._persistent_workers = loader.persistent_workers
+        self._num_yielded = 0
 
-    def _iter_tensor_batches(self):
-        arrays = [t._data for t in self.dataset.tensors]
-        batches = self.batch_sampler._index_arrays()
+    def __iter__(self):
+        return self
+
+    def _reset(self, loader, first_iter=False):
+        self._sampler_iter = iter(self._index_sampler)
+        self._num_yielded = 0
+        self._IterableDataset_len_called = loader._IterableDataset_len_called
+
+    def _next_index(self):
+        return next(self._sampler_iter)  # (StopIteration at the end)
+
+    def _next_data(self):
+        raise NotImplementedError
+
+    def __next__(self):
+        data = self._next_data()
+        self._num_yielded += 1
+        if self._iterable and self._IterableDataset_len_called is not None and \
+                self._num_yielded > self._IterableDataset_len_called:
+            warn_past_length(self._dataset, self._IterableDataset_len_called, self._num_yielded, self._num_workers, 3)
+        return data
+
+    def __len__(self):
+        return len(self._index_sampler)
+
+    def __getstate__(self):
+        raise NotImplementedError("{} cannot be pickled", self.__class__.__name__)  # (torch's message, as it is)
+
+
+class _SingleProcessDataLoaderIter(_BaseDataLoaderIter):
+    """num_workers=0: the batches fetched in this process. Over a TensorDataset with the default collate and
+    sampler, each batch is one NumPy fancy index per tensor (the module docstring)."""
+
+    def __init__(self, loader):
+        super().__init__(loader)
+        if self._timeout != 0:
+            raise AssertionError("_SingleProcessDataLoaderIter requires timeout == 0")
+        self._dataset_fetcher = _Fetcher(self._dataset, self._iterable, self._auto_collation, self._collate_fn,
+                                         loader.batch_size, self._drop_last)
+        batch_sampler = loader.batch_sampler
+        self._fast = (isinstance(self._dataset, TensorDataset) and self._collate_fn is default_collate
+                      and type(batch_sampler) is BatchSampler
+                      and type(batch_sampler.sampler) in (RandomSampler, SequentialSampler)
+                      and not any(t._requires_grad for t in self._dataset.tensors))
+        self._tensor_batches = self._gather() if self._fast else None
+
+    def _reset(self, loader, first_iter=False):
+        super()._reset(loader, first_iter)
+        self._tensor_batches = self._gather() if self._fast else None
+
+    def _gather(self):
+        arrays = [t._data for t in self._dataset.tensors]
+        batches = self._index_sampler._index_arrays()
         if batches is None:  # (a sampler too long to draw at once: its batches one at a time)
-            batches = (np.asarray(b, np.int64) for b in self.batch_sampler)
+            batches = (np.asarray(b, np.int64) for b in self._sampler_iter)
         for idx in batches:
             yield [_new(a[idx]) for a in arrays]
 
-    def _iter_map(self):
-        dataset, collate = self.dataset, self.collate_fn
-        if self._auto_collation:
-            for indices in self.batch_sampler:
-                yield collate([dataset[i] for i in indices])
-        else:
-            for i in self.sampler:
-                yield collate(dataset[i])
+    def _next_data(self):
+        if self._tensor_batches is not None:
+            return next(self._tensor_batches)
+        return self._dataset_fetcher.fetch(self._next_index())  # (StopIteration at the end)
 
-    def _iter_iterable(self):
-        reported = self._IterableDataset_len_called
-        for yielded, batch in enumerate(self._iterable_batches(), 1):
-            if reported is not None and yielded > reported:
-                warn_past_length(self.dataset, reported, yielded, 0, 3)
-            yield batch
 
-    def _iterable_batches(self):
-        collate = self.collate_fn
-        if self.batch_size is None:
-            for sample in self.dataset:
-                yield collate(sample)
+class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
+    """Worker processes (_worker.py) fed index batches round-robin, prefetch_factor per worker; results in
+    order, or as they arrive with in_order=False, a new batch then going only to a worker with fewer than its
+    share of the outstanding tasks (torch's)."""
+
+    def __init__(self, loader):
+        import multiprocessing
+        super().__init__(loader)
+        self._prefetch_factor = loader.prefetch_factor
+        self._in_order = loader.in_order
+        ctx = loader.multiprocessing_context
+        if ctx is None:
+            ctx = multiprocessing.get_context()
+        elif isinstance(ctx, str):
+            ctx = multiprocessing.get_context(ctx)
+        self._data_queue = ctx.Queue()
+        self._index_queues, self.workers = [], []
+        for i in range(self._num_workers):
+            q = ctx.Queue()
+            q.cancel_join_thread()
+            w = ctx.Process(target=worker_loop, daemon=True, args=(
+                self._dataset, q, self._data_queue, self._iterable, self._auto_collation, self._collate_fn,
+                loader.batch_size, self._drop_last, self._base_seed, loader.worker_init_fn, i, self._num_workers))
+            w.start()
+            self._index_queues.append(q)
+            self.workers.append(w)
+        self._shutdown = False
+        self._reset(loader, first_iter=True)
+
+    def _reset(self, loader, first_iter=False):
+        super()._reset(loader, first_iter)
+        self._send_idx = self._rcvd_idx = 0
+        self._task_info = {}
+        self._workers_status = [True] * self._num_workers
+        self._workers_num_tasks = [0] * self._num_workers
+        self._worker_queue_idx_cycle = itertools.cycle(range(self._num_workers))
+        if not first_iter:  # (persistent workers: each restarts its iterable, and answers)
+            for q in self._index_queues:
+                q.put(_Resume())
+            pending = self._num_workers
+            while pending:
+                idx, _ = self._get_data()
+                if isinstance(idx, _Resume):
+                    pending -= 1
+        for _ in range(self._prefetch_factor * self._num_workers):
+            self._try_put_index()
+
+    def _try_put_index(self):
+        try:
+            index = self._next_index()
+        except StopIteration:
             return
-        batch = []
-        for sample in self.dataset:
-            batch.append(sample)
-            if len(batch) == self.batch_size:
-                yield collate(batch)
-                batch = []
-        if batch and not self.drop_last:
-            yield collate(batch)
+        max_tasks = self._prefetch_factor * self._num_workers
+        for _ in range(self._num_workers):
+            worker = next(self._worker_queue_idx_cycle)
+            if self._workers_status[worker] and (
+                    self._in_order or self._workers_num_tasks[worker] < max_tasks // sum(self._workers_status)):
+                break
+        else:
+            return
+        self._index_queues[worker].put((self._send_idx, index))
+        self._task_info[self._send_idx] = (worker,)
+        self._workers_num_tasks[worker] += 1
+        self._send_idx += 1
+
+    def _get_data(self):
+        waited = 0.0
+        while True:
+            step = _POLL_S if self._timeout <= 0 else min(_POLL_S, self._timeout - waited)
+            try:
+                return self._data_queue.get(timeout=step)
+            except queue.Empty:
+                waited += step
+                dead = [w.pid for i, w in enumerate(self.workers) if self._workers_status[i] and not w.is_alive()]
+                if dead:
+                    self.shutdown()
+                    raise RuntimeError(f"DataLoader worker (pid(s) {', '.join(map(str, dead))}) exited "
+                                       f"unexpectedly") from None
+                if self._timeout > 0 and waited >= self._timeout:
+                    self.shutdown()
+                    raise RuntimeError(f"DataLoader timed out after {self._timeout} seconds") from None
+
+    def _next_data(self):
+        while True:
+            while self._rcvd_idx < self._send_idx:
+                info = self._task_info.get(self._rcvd_idx)
+                if info is not None and (len(info) == 2 or self._workers_status[info[0]]):
+                    break
+                self._task_info.pop(self._rcvd_idx, None)
+                self._rcvd_idx += 1
+            else:
+                if not self._persistent_workers:
+                    self.shutdown()
+                raise StopIteration
+            if len(self._task_info[self._rcvd_idx]) == 2:
+                worker, data = self._task_info.pop(self._rcvd_idx)
+                self._rcvd_idx += 1
+                return self._process_data(data, worker)
+            idx, data = self._get_data()
+            if isinstance(idx, _Resume):
+                continue
+            if isinstance(data, _IterableStop):
+                self._workers_status[data.worker_id] = False
+                self._task_info.pop(idx, None)
+                self._try_put_index()
+                continue
+            if idx != self._rcvd_idx:
+                if not self._in_order:  # (the slot it leaves is skipped when _rcvd_idx reaches it)
+                    return self._process_data(data, self._task_info.pop(idx)[0])
+                self._task_info[idx] += (data,)
+                continue
+            worker = self._task_info.pop(idx)[0]
+            self._rcvd_idx += 1
+            return self._process_data(data, worker)
+
+    def _process_data(self, data, worker):
+        self._workers_num_tasks[worker] -= 1
+        self._try_put_index()
+        if isinstance(data, ExceptionWrapper):
+            data.reraise()
+        return data
+
+    def shutdown(self):
+        if self._shutdown:
+            return
+        self._shutdown = True
+        for q in self._index_queues:
+            try:
+                q.put(None)
+            except (OSError, ValueError):
+                pass
+        for w in self.workers:
+            w.join(timeout=5.0)
+            if w.is_alive():
+                w.terminate()
+        for q in self._index_queues:
+            q.close()
+        self._data_queue.cancel_join_thread()
+        self._data_queue.close()
+
+    _shutdown_workers = shutdown  # (torch's name: training libraries call it on a persistent loader's iterator)
+
+    def __del__(self):
+        if os.getpid is not None and "_shutdown" in self.__dict__:  # (not at interpreter shutdown, nor half made)
+            try:
+                self.shutdown()
+            except Exception:
+                pass
