@@ -16,7 +16,7 @@ import weakref
 
 import numpy as np
 
-from . import registry, tape as tape_mod
+from . import _dtype, registry, tape as tape_mod
 from ._warnings import user_stacklevel
 
 _enabled = False       # global, as torch's
@@ -150,7 +150,7 @@ def has_nan(g):
     if g is None:
         return False
     data = np.asarray(getattr(g, "_data", g))  # (a Tensor's array, or an array)
-    return data.dtype.kind == "f" and bool(np.isnan(data).any())
+    return _dtype.is_float(data.dtype) and bool(np.isnan(data).any())
 
 
 def run_named(tape, row, fn, *args):

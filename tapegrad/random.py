@@ -42,6 +42,7 @@ import platform
 import numpy as np
 
 from . import _dtype, _libm, _strides, kernels
+from .device import device as _device
 from .tape import untraceable
 from .tensor import _new
 
@@ -169,15 +170,22 @@ def _os_random_64():
     return int.from_bytes(os.urandom(8), "little")
 
 
+_CPU = _device("cpu")
+
+
 class Generator:
     """torch.Generator for the CPU: manual_seed, seed, initial_seed, get_state, set_state."""
 
     def __init__(self, device="cpu"):
-        if str(device) != "cpu":
+        if str(device) not in ("cpu", "cpu:0"):
             raise RuntimeError(f"tapegrad has only the CPU generator, got device {device!r}")
-        self.device = "cpu"
         self._bits = np.random.MT19937()
         self._reseed(_DEFAULT_SEED)
+
+    @property
+    def device(self):
+        """torch.device('cpu') (read-only, as torch's)."""
+        return _CPU
 
     def _reseed(self, seed):
         self._seed = seed
@@ -329,10 +337,10 @@ def _gen(generator):
 
 
 def fill_dtype(dtype):
-    """The dtype torch's in-place fills (uniform_, normal_) draw in for a tensor of `dtype`: its own float dtype;
-    float64 for any other, then cast."""
+    """The dtype torch's in-place fills (uniform_, normal_) draw in for a tensor of `dtype`: its own float dtype
+    (bfloat16 included: drawn as float16 is); float64 for any other, then cast."""
     dtype = np.dtype(dtype)
-    return dtype if dtype in (np.float16, np.float32, np.float64) else np.dtype(np.float64)
+    return dtype if dtype in (np.float16, np.float32, np.float64) or dtype.name == "bfloat16" else np.dtype(np.float64)
 
 
 def _numel(shape):

@@ -172,14 +172,21 @@ def _check_guards(tape, need):
             for cell, version, dtype, shape in entries:
                 if cell[0] != version:
                     name = "CPUBoolType" if dtype == np.bool_ else tensor_type_name(np.empty(0, dtype))
-                    raise RuntimeError(_version_message(f"[{name} {list(shape)}]", int(cell[0]), version))
+                    _raise_version_error(tape, row, f"[{name} {list(shape)}]", int(cell[0]), version)
 
 
-def _version_message(what, current, expected):
-    return (f"one of the variables needed for gradient computation has been modified by an inplace operation: "
-            f"{what} is at version {current}; expected version {expected} instead. Hint: enable anomaly detection "
-            f"to find the operation that failed to compute its gradient, with "
-            f"torch.autograd.set_detect_anomaly(True, check_nan=False).")
+def _raise_version_error(tape, row, what, current, expected):
+    """torch's in-place error; in anomaly mode after its "Error detected in ..." warning for the row whose
+    backward reads the value (where it was recorded), and with the hint that points at that warning."""
+    if anomaly.is_anomaly_enabled():
+        anomaly.warn_error(tape, row, row_name(tape, row))
+        hint = ("the backtrace further above shows the operation that failed to compute its gradient. The variable "
+                "in question was changed in there or anywhere later. Good luck!")
+    else:
+        hint = ("enable anomaly detection to find the operation that failed to compute its gradient, with "
+                "torch.autograd.set_detect_anomaly(True, check_nan=False).")
+    raise RuntimeError(f"one of the variables needed for gradient computation has been modified by an inplace "
+                       f"operation: {what} is at version {current}; expected version {expected} instead. Hint: {hint}")
 
 
 def _raise_plan_error(tape, row, arg):
@@ -204,7 +211,7 @@ def _raise_plan_error(tape, row, arg):
     if producer.kind != registry.K_LEAF:
         name = re.sub(r"Backward\d*$", "", row_name(tape, owner))
         what += ", which is output 0 of " + ("torch::autograd::" if name == "CopySlices" else "") + name + ","
-    raise RuntimeError(_version_message(what, current, expected))
+    _raise_version_error(tape, row, what, current, expected)
 
 
 # -- the compiled path --------------------------------------------------------------------------------

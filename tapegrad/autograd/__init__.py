@@ -1,6 +1,7 @@
 """torch.autograd: backward, grad, Variable, grad modes."""
-from .grad_mode import (enable_grad, inference_mode, is_grad_enabled, no_grad,  # noqa: F401
-                        set_grad_enabled)
+from .grad_mode import (enable_grad, enforce_grad_layout_policy, inference_mode, is_grad_enabled,  # noqa: F401
+                        is_multithreading_enabled, is_view_replay_enabled, no_grad, set_grad_enabled,
+                        set_multithreading_enabled)
 from ..anomaly import detect_anomaly, set_detect_anomaly  # noqa: F401
 from .api import Variable, backward, grad  # noqa: F401
 from .function import Function  # noqa: F401

@@ -6,10 +6,12 @@ import numpy as np
 
 from .._meta import MetaArray
 from ..tensor import as_array, _new, Tensor
-from .. import ops, replay
+from .. import _dtype, ops, replay
 from ..accumulate import add_grad
 from .. import tape as tape_mod
 from .._warnings import user_stacklevel
+from ..grad_mode import enable_grad, no_grad
+from .graph import GradientEdge, edge_tensor, tasks
 
 
 class _VariableMeta(type):
@@ -60,7 +62,7 @@ def _seeds(outputs, grad_outputs, create_graph):
             if g.shape != out.shape:
                 raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape} and "
                                    f"output[{i}] has a shape of {out.shape}.")
-            if g._data.dtype.kind != "f" and out._data.dtype.kind == "f":
+            if not _dtype.is_float(g._data.dtype) and _dtype.is_float(out._data.dtype):
                 raise RuntimeError(f"For complex Tensors, both grad_output and output are required to have the "
                                    f"same dtype. Mismatch in dtype: grad_output[{i}] has a dtype of "
                                    f"{g.dtype} and output[{i}] has a dtype of {out.dtype}.")
@@ -115,6 +117,20 @@ def _per_input(result, counts):
     return out
 
 
+def _run_task(tape, roots, seeds, retain_graph, create_graph, targets, accumulate=True):
+    """replay.run, then the callbacks its hooks queued (register_multi_grad_hook), in its grad mode."""
+    outer, tasks.current = tasks.current, None
+    try:
+        result = replay.run(tape, roots, seeds, retain_graph, create_graph, targets=targets, accumulate=accumulate)
+    finally:
+        done, tasks.current = tasks.current, outer
+    if done:
+        with enable_grad() if create_graph else no_grad():
+            for callback in done:
+                callback()
+    return result
+
+
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, grad_variables=None,
              inputs=None):
     """Accumulate the gradients of `tensors` into the leaves' .grad (torch.autograd.backward)."""
@@ -133,23 +149,48 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
             if not t._requires_grad:
                 raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
         targets, counts = _targets(tape, inputs)
-    result = replay.run(tape, roots, seeds, retain_graph, create_graph, targets=targets)
+    if create_graph:
+        _warn_reference_cycle()
+    result = _run_task(tape, roots, seeds, retain_graph, create_graph, targets)
     if inputs is not None:
         for t, g in zip(inputs, _per_input(result, counts)):
             if g is not None and (t._is_leaf or not t._retains_grad):  # (a retained one the replay has added)
                 add_grad(t, g, create_graph)
 
 
+_cycle_warned = False
+
+
+def _warn_reference_cycle():
+    """torch's engine warns once per process when backward() records its gradients (TORCH_WARN_ONCE)."""
+    global _cycle_warned
+    if not _cycle_warned:
+        _cycle_warned = True
+        warnings.warn("Using backward() with create_graph=True will create a reference cycle between the parameter "
+                      "and its gradient which can cause a memory leak. We recommend using autograd.grad when creating "
+                      "the graph to avoid this. If you have to use this function, make sure to reset the .grad fields "
+                      "of your parameters to None after use to break the cycle and avoid the leak.", UserWarning,
+                      stacklevel=user_stacklevel())
+
+
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, only_inputs=True,
          allow_unused=None, is_grads_batched=False, materialize_grads=False):
     """The gradients of outputs with respect to inputs, returned (not accumulated into .grad)."""
+    if type(inputs) is GradientEdge:  # (a tuple itself)
+        inputs = (inputs,)
     outputs, inputs = _as_tuple(outputs), _as_tuple(inputs)
+    if any(type(t) is GradientEdge for t in inputs):
+        inputs = tuple(edge_tensor(t) if type(t) is GradientEdge else t for t in inputs)
     _refuse_meta(outputs)
     if allow_unused is None:
         allow_unused = materialize_grads
     if materialize_grads and allow_unused is False:
         raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, "
                          "but got: allow_unused=False.")
+    if not only_inputs:
+        warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to True). To accumulate "
+                      "gradient for other parts of the graph, please use torch.autograd.backward.", FutureWarning,
+                      stacklevel=user_stacklevel())
     if not inputs:
         raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
     for i, t in enumerate(inputs):
@@ -163,7 +204,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         retain_graph = create_graph
     tape, roots = _rows(outputs)
     targets, counts = _targets(tape, inputs)
-    result = replay.run(tape, roots, seeds, retain_graph, create_graph, targets=targets, accumulate=False)
+    result = _run_task(tape, roots, seeds, retain_graph, create_graph, targets, accumulate=False)
     result = _per_input(result, counts)
     out = []
     for i, (t, g) in enumerate(zip(inputs, result)):

@@ -19,6 +19,7 @@ backward of that call.
 """
 import inspect
 import threading
+import warnings
 import weakref
 
 import numpy as np
@@ -31,6 +32,7 @@ from ..ops._common import _record
 from ..replay import current_pass, FREED_MESSAGE
 from .. import _dtype
 from .. import tape as tape_mod
+from .._warnings import user_stacklevel
 
 __all__ = ["Function", "FunctionCtx", "BackwardCFunction", "once_differentiable", "InplaceFunction"]
 
@@ -182,7 +184,7 @@ class BackwardCFunction(Node, FunctionCtx):
                     raise RuntimeError(f"Function {name} returned an invalid gradient at index {i} - got "
                                        f"{list(r.shape)} but expected shape compatible with {list(shape)}")
             if r._data.dtype != dtype:
-                r = r.to(r.dtype if dtype.kind != "f" else _torch_dtype(dtype))
+                r = r.to(r.dtype if not _dtype.is_float(dtype) else _torch_dtype(dtype))
             out.append(r)
         return out
 
@@ -198,6 +200,12 @@ class FunctionMeta(type):
 
 class Function(FunctionCtx, metaclass=FunctionMeta):
     """Base class for user-defined differentiable operations (torch.autograd.Function)."""
+
+    def __init__(self, *args, **kwargs):
+        warnings.warn(f"{self.__class__} should not be instantiated. Methods on autograd functions are all static, "
+                      f"so you should invoke them on the class itself. Instantiating an autograd function will "
+                      f"raise an error in a future version of PyTorch.", DeprecationWarning,
+                      stacklevel=user_stacklevel())
 
     def __call__(self, *args, **kwargs):
         raise RuntimeError("Legacy autograd function with non-static forward method is deprecated. Please use "
@@ -369,7 +377,7 @@ def _finish(ctx, args, tensors, outputs, recording, traced=None):
             o._data = np.ascontiguousarray(o._data, o._data.dtype.newbyteorder("="))
         results.append(o)
         meta.append((o._data.shape, o._data.dtype))
-        if recording and o._data.dtype.kind == "f" and id(original) not in non_diff:
+        if recording and _dtype.is_float(o._data.dtype) and id(original) not in non_diff:
             recorded[len(results) - 1] = (o, original)
     if not recorded:
         return tuple(results)
@@ -526,7 +534,7 @@ def once_differentiable(fn):
 
 
 def _delayed_error(o):
-    if not isinstance(o, Tensor) or o._data.dtype.kind != "f":
+    if not isinstance(o, Tensor) or not _dtype.is_float(o._data.dtype):
         return o
     source = _new(o._data, requires_grad=True)  # a stand-in leaf: differentiating further raises at this row
     return _record(_DELAYED, o._data, (source,))

@@ -1,9 +1,14 @@
-"""grad_fn objects, made on demand from a tape row (the tape itself has no per-op Python objects)."""
+"""grad_fn objects, made on demand from a tape row (the tape itself has no per-op Python objects), and
+torch.autograd.graph's functions: saved-tensor hooks, gradient edges, multi-grad hooks."""
+import functools
+import threading
 import weakref
+from typing import NamedTuple
 
 from .. import registry, saved_tensors
 from ..replay import FREED_MESSAGE
 from ..tape import _local
+from ..tensor import Tensor, wrap
 
 _classes = {}
 # torch lists an edge per operand of these, (None, 0) for a Python number (`x * 2`), which tapegrad records
@@ -16,9 +21,13 @@ _NO_EDGE_FIRST = frozenset(("WhereBackward0",))
 FUNCTION_MODULE = "torch.autograd.function."
 
 
+# A node's hooks would need the replay to stop at its row and run the row's backward in Python (a post-hook sees
+# and may replace the gradients of each input separately, which the compiled replay adds into shared adjoints)
 _NODE_HOOKS = ("tapegrad: {what} (a hook on an autograd node) is not implemented: a node is made on demand from its "
-               "tape row. Register the hook on the tensor (tensor.register_hook: the node's output gradient, as a "
-               "pre-hook) or on the module (register_full_backward_hook / register_full_backward_pre_hook).")
+               "tape row, and the compiled replay adds a row's input gradients straight into their sums. Register "
+               "the hook on the tensor (tensor.register_hook: the node's output gradient, as a pre-hook; "
+               "register_post_accumulate_grad_hook for a leaf's AccumulateGrad) or on the module "
+               "(register_full_backward_hook / register_full_backward_pre_hook).")
 
 
 class Node:
@@ -110,6 +119,12 @@ class AccumulateGrad:
         return "torch::autograd::AccumulateGrad"
 
     next_functions = ()
+
+    def register_hook(self, fn):
+        raise NotImplementedError(_NODE_HOOKS.format(what="AccumulateGrad.register_hook"))
+
+    def register_prehook(self, fn):
+        raise NotImplementedError(_NODE_HOOKS.format(what="AccumulateGrad.register_prehook"))
 
     def __repr__(self):
         return f"<AccumulateGrad object at {hex(id(self))}>"
@@ -206,3 +221,141 @@ class disable_saved_tensors_hooks:
 def _check_hooks_allowed():
     if _hooks_disabled:
         raise RuntimeError(_hooks_disabled[-1])
+
+
+# -- gradient edges, versions, multi-grad hooks ---------------------------------------------------------------
+class GradientEdge(NamedTuple):
+    """Object representing a given gradient edge within the autograd graph: (node, output_nr), an input of
+    autograd.grad as the tensor it was taken from."""
+    node: object
+    output_nr: int
+    ownership_token: object = None
+
+
+def _get_grad_fn_or_grad_acc(t):
+    if isinstance(t, GradientEdge):
+        return t.node
+    if t.requires_grad and t.grad_fn is None:
+        return _accumulator(t)
+    return t.grad_fn
+
+
+def get_gradient_edge(tensor):
+    """The gradient edge where the gradient of `tensor` is computed: autograd.grad(loss, edge) is
+    autograd.grad(loss, tensor)."""
+    if not tensor.requires_grad:
+        raise RuntimeError("It is not possible to get the gradient edge for a Tensor that does not require "
+                           "gradients")
+    return GradientEdge(_get_grad_fn_or_grad_acc(tensor), tensor._output_nr)
+
+
+def edge_tensor(edge):
+    """The tensor of the row a GradientEdge's node stands for (autograd.grad's input)."""
+    node = edge.node
+    if isinstance(node, AccumulateGrad):
+        return node.variable
+    if not node._alive():
+        raise RuntimeError(FREED_MESSAGE)
+    return wrap(node._tape, node._row)
+
+
+def increment_version(tensor):
+    """Bump the version counter of a tensor (or of each of an iterable of tensors), as an in-place op does: a
+    backward that reads its saved value then raises torch's in-place error."""
+    for t in (tensor,) if isinstance(tensor, Tensor) else tensor:
+        if not t._inference:  # (an inference tensor has no version counter: torch leaves it alone)
+            t._bump_version()
+
+
+class _Task(list):
+    """The running backward's callbacks (torch's graph task, for register_multi_grad_hook): autograd.api runs them
+    when it ends."""
+    __hash__, __eq__ = object.__hash__, object.__eq__
+
+
+class _Tasks(threading.local):
+    current = None  # the _Task of this thread's running backward, made when a hook first asks for it
+
+
+tasks = _Tasks()
+
+
+def current_task():
+    """The running backward's _Task (a nested backward has its own); call only from a hook."""
+    task = tasks.current
+    if task is None:
+        task = tasks.current = _Task()
+    return task
+
+
+class _MultiHandle:
+    """The handles of a multi-grad hook's per-tensor hooks, removed together (a RemovableHandle's interface:
+    tapegrad.utils imports autograd, so the class is not subclassed)."""
+
+    def __init__(self, handles):
+        self.handles = handles
+
+    def remove(self):
+        for handle in self.handles:
+            handle.remove()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *args):
+        self.remove()
+
+    def __getstate__(self):
+        return self.handles
+
+    def __setstate__(self, state):
+        self.handles = state
+
+
+def register_multi_grad_hook(tensors, fn, *, mode="all"):
+    """mode="all": fn(grads) once the gradients of the tensors this backward reaches are computed, None for the
+    others (each backward that reaches one); mode="any": fn(grad) at the first of them. tapegrad calls an "all"
+    hook when its backward ends rather than at the last gradient (its replay does not say in advance which
+    rows it runs): the same gradients, after the backward's other hooks and .grad updates."""
+    supported_modes = ("all", "any")
+    lock = threading.Lock()
+    if mode not in supported_modes:
+        raise ValueError(f"Expects mode to be one of {supported_modes} but got {mode}")
+    if mode == "all":
+        buffers = weakref.WeakKeyDictionary()  # backward (its current_task()) -> the gradients so far
+        n = len(tensors)
+
+        def get_inner_hook(idx):
+            def inner_hook(grad):
+                task = current_task()
+                with lock:
+                    buffer = buffers.get(task)
+                    if buffer is None:
+                        buffer = buffers[task] = [None] * n
+                        task.append(lambda: fn(buffers.pop(task)))
+                buffer[idx] = grad
+            return inner_hook
+
+        handles = tuple(t.register_hook(get_inner_hook(i)) for i, t in enumerate(tensors))
+    else:
+        ran_hook = weakref.WeakKeyDictionary()
+
+        @functools.wraps(fn)
+        def wrapped_fn(grad):
+            task = current_task()
+            with lock:
+                prev, ran_hook[task] = ran_hook.get(task, False), True
+            if prev:
+                return
+            fn(grad)
+
+        handles = tuple(t.register_hook(wrapped_fn) for t in tensors if t.requires_grad)
+    return _MultiHandle(handles)
+
+
+def allow_mutation_on_saved_tensors():
+    """Not implemented (raises NotImplementedError)."""
+    raise NotImplementedError(
+        "tapegrad: torch.autograd.graph.allow_mutation_on_saved_tensors is not implemented: torch clones a saved "
+        "tensor when an in-place op is about to write it (a dispatch mode over every op), and tapegrad's in-place "
+        "ops write the arrays its tape holds. Clone the tensor before modifying it in place (`y = y.clone()`).")

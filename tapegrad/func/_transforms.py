@@ -388,7 +388,13 @@ def _forward_columns(flat_out, flat_primals, push, create_graph):
 
 def _reverse_rows(flat_out, marked, create_graph):
     """Each output's Jacobian with respect to each marked input, output-major, a row per output element (one
-    backward each): jacrev's, also jacfwd's where there are fewer outputs than inputs."""
+    backward each): jacrev's, also jacfwd's where there are fewer outputs than inputs. Under enable_grad, as
+    torch's transforms differentiate whatever the caller's grad mode (create_graph keeps results detached)."""
+    with enable_grad():
+        return _reverse_rows_enabled(flat_out, marked, create_graph)
+
+
+def _reverse_rows_enabled(flat_out, marked, create_graph):
     flat = []
     for o in flat_out:
         n = o.numel()
