@@ -1,14 +1,17 @@
-"""Sparse COO tensors, as far as graph networks use them: build (sparse_coo_tensor, Tensor.to_sparse), read
-(indices, values, to_dense, coalesce), and multiply with a dense matrix (mm, spmm, matmul, @, torch.sparse.mm)
-from either side, with gradients with respect to the dense operand and the values; and the gradient that
-embedding(sparse=True) gives its weight (`sparse_rows`), with its accumulation into `.grad` (`accumulate_`:
-torch's merge of two entry lists) and `zero_`.
+"""Sparse COO tensors: build (sparse_coo_tensor, Tensor.to_sparse / to_sparse_coo), read (indices, values,
+to_dense, coalesce), multiply with a dense matrix (mm, spmm, matmul, @, torch.sparse.mm, bmm, smm, hspmm) from
+either side, multiply elementwise by a dense tensor, select (index_select, narrow_copy, Tensor.sparse_mask), and
+torch.sparse.softmax / log_softmax / spdiags; with gradients with respect to the dense operand and the values; and
+the gradient that embedding(sparse=True) gives its weight (`sparse_rows`), with its accumulation into `.grad`
+(`accumulate_`: torch's merge of two entry lists) and `zero_`.
 
 A SparseTensor holds its indices (an int64 array, sparse_dim x nnz), its values (a Tensor, which may carry a
 history: the gradient with respect to the values flows through it) and its size. It has no dense storage:
 every other op raises torch's NotImplementedError for the SparseCPU backend, never a silent densification.
-Hybrid tensors (values with dense dims) are made only by embedding's sparse gradient (read, coalesce, to_dense,
-add, scalar mul/div, neg; the rest raises); sparse tensors that require grad themselves are not supported.
+Hybrid tensors (values with dense dims) are made only by embedding's sparse gradient and hspmm (read, coalesce,
+to_dense, add, scalar mul/div, neg; the rest raises). A sparse tensor that requires grad itself is a leaf of its
+values (`_set_own_grad`): the ops above reach it through them, and its `.grad` shows their gradient as torch's
+(sparse at its indices), or dense where torch's derivative reads it as dense (`_dense_stand_in`).
 """
 import functools
 import math
@@ -18,9 +21,10 @@ import numpy as np
 
 from .. import _dtype, registry
 from ..tensor import as_array, _new, Size, Tensor
-from ._common import _dim, OPS, _record, _tensor, _to_dtype
-from .linalg import matmul as _dense_matmul, mm as _dense_mm
-from .shape import cat, _gather, index_select, scatter_add, scatter_flat
+from ._common import _dim, broadcast_shape, OPS, _record, _tensor, _to_dtype
+from .linalg import bmm as _dense_bmm, matmul as _dense_matmul, mm as _dense_mm
+from . import shape as _shape
+from .shape import cat, _gather, scatter_add, scatter_flat
 from .reduce import sum as dense_sum
 from .. import _format
 from .._warnings import user_stacklevel
@@ -46,8 +50,9 @@ sparse_coo = layout("sparse_coo")
 def _unsupported(name):
     return NotImplementedError(
         f"Could not run 'aten::{name}' with arguments from the 'SparseCPU' backend. tapegrad supports on sparse "
-        f"COO tensors: mm/spmm/matmul with a dense matrix, to_dense, coalesce, indices/values, add to a dense "
-        f"tensor, scalar mul/div, neg, t/transpose, sum; call .to_dense() first for the rest.")
+        f"COO tensors: mm/spmm/matmul/bmm with a dense matrix, to_dense, coalesce, indices/values, add to a dense "
+        f"tensor, mul by a number or a dense tensor, div by a number, neg, t/transpose, sum, index_select, "
+        f"narrow_copy; call .to_dense() first for the rest.")
 
 
 class SparseTensor(Tensor):
@@ -98,13 +103,30 @@ class SparseTensor(Tensor):
 
     @requires_grad.setter
     def requires_grad(self, value):
-        if value:
-            raise NotImplementedError("tapegrad: a sparse tensor that requires grad itself is not supported; give "
-                                      "its values requires_grad=True instead")
+        self._set_own_grad(value)
 
     def requires_grad_(self, requires_grad=True):
-        self.requires_grad = requires_grad
+        self._set_own_grad(requires_grad)
         return self
+
+    def _set_own_grad(self, value, not_float="only Tensors of floating point dtype can require gradients"):
+        """A sparse leaf that requires grad: its values become a leaf of their own (an alias of the values' array,
+        so the tensor they came from does not start requiring grad), whose gradient `.grad` shows as torch's."""
+        vals = self._vals
+        if bool(value) == vals._requires_grad:
+            return
+        if not vals.is_leaf or not value:
+            vals.requires_grad_(value)   # (torch's error for a non-leaf)
+            return
+        if not _dtype.is_float(vals._data.dtype):
+            raise RuntimeError(not_float)
+        vals = _new(vals._data)
+        vals.requires_grad_(True)
+        self.__dict__.update(_vals=vals, _own_grad=True)
+
+    def _owns_grad(self):
+        """Whether this is a sparse leaf that requires grad (its .grad is its own)."""
+        return self.__dict__.get("_own_grad", False) and self._vals._requires_grad and self._vals.is_leaf
 
     @property
     def is_leaf(self):
@@ -116,7 +138,47 @@ class SparseTensor(Tensor):
 
     @property
     def grad(self):
-        return None
+        """torch's gradient of a sparse leaf: sparse at the coalesced indices (the dense gradient masked there; flagged
+        uncoalesced, as torch.sparse.mm's) from
+        the ops whose derivative torch writes sparse (torch.sparse.mm, to_dense, mul, sum, softmax, ...), dense once
+        an op whose derivative is dense (torch.mm, @, matmul, dense + sparse: `_dense_stand_in`) has added to it."""
+        if not self._owns_grad():
+            return None
+        gv, stand_in = self._vals.grad, self.__dict__.get("_stand_in")
+        gd = stand_in[0].grad if stand_in is not None else None
+        if gv is None:
+            return gd
+        cached = self.__dict__.get("_grad_view")
+        if self._coalesced:
+            if cached is None or cached[0]._vals is not gv:   # (one object while gv accumulates in place)
+                cached = self.__dict__["_grad_view"] = (_make(self._ind, gv, self._size, False),)
+            sparse = cached[0]
+        else:
+            first, ind = self._unique_entries()
+            sparse = _make(ind, _new(gv._data[first]), self._size, False)
+            if cached is None:
+                cached = self.__dict__["_grad_view"] = (sparse,)
+            else:
+                cached[0].__dict__.update(_vals=sparse._vals)   # (the same object, as torch's)
+            sparse = cached[0]
+        return sparse if gd is None else _dense_plus(gd, sparse, False)
+
+    @grad.setter
+    def grad(self, value):
+        if value is not None:
+            raise NotImplementedError("tapegrad: assigning a gradient to a sparse tensor is not supported")
+        if self._owns_grad():
+            self._vals.grad = None
+            stand_in = self.__dict__.get("_stand_in")
+            if stand_in is not None:
+                stand_in[0].grad = None
+        self.__dict__.pop("_grad_view", None)
+
+    def _unique_entries(self):
+        """The first entry at each distinct index, and the distinct indices (in row-major order)."""
+        flat = np.ravel_multi_index(tuple(self._ind), self._size) if self._ind.size else np.zeros(0, np.int64)
+        unique, first = np.unique(flat, return_index=True)
+        return first, np.stack(np.unravel_index(unique, self._size)).astype(np.int64).reshape(self.ndim, -1)
 
     def __repr__(self):
         suffixes = ["requires_grad=True"] if self._vals._requires_grad else []
@@ -278,7 +340,7 @@ class SparseTensor(Tensor):
         if isinstance(other, SparseTensor):
             raise _unsupported("mul.Tensor (sparse * sparse)")
         if isinstance(other, Tensor) and other.ndim:
-            raise _unsupported("mul.Tensor (sparse * dense)")
+            return _mul_dense(self, other)
         return _make(self._ind, self._vals * other, self._size, self._coalesced)
 
     __mul__ = __rmul__ = multiply = mul
@@ -338,7 +400,22 @@ class SparseTensor(Tensor):
         return matmul(other, self)
 
     def smm(self, mat2):
-        return mm(self, mat2)
+        return smm(self, mat2)
+
+    def hspmm(self, mat2):
+        return hspmm(self, mat2)
+
+    def bmm(self, mat2):
+        return bmm(self, mat2)
+
+    def index_select(self, dim, index):
+        return index_select(self, dim, index)
+
+    def narrow_copy(self, dim, start, length):
+        return narrow_copy(self, dim, start, length)
+
+    def to_sparse_coo(self):
+        return self
 
 
 def _dense_plus(dense, sparse, negate):
@@ -348,6 +425,9 @@ def _dense_plus(dense, sparse, negate):
         raise RuntimeError(f"add: expected 'self' and 'other' to have same size, but self has size "
                            f"{list(dense.shape)} while other has size {list(sparse._size)} (FYI: dense-sparse "
                            f"addition does not currently support broadcasting)")
+    if sparse._owns_grad():
+        stand_in = _dense_stand_in(sparse)
+        return dense - stand_in if negate else dense + stand_in
     dt = _dtype.result_type(dense._data, sparse._vals._data)
     vals = _to_dtype(sparse._vals, dt)
     if negate:
@@ -525,8 +605,9 @@ def _warn_implicit_invariants(check_invariants):
 
 def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, pin_memory=False,
                       requires_grad=False, check_invariants=None, is_coalesced=None):
-    """torch.sparse_coo_tensor; the indices are always checked against the size (torch's check_invariants
-    messages): an index outside it would write outside the dense result."""
+    """torch.sparse_coo_tensor; the indices are checked against the size (torch's messages) only when
+    check_invariants (or check_sparse_tensor_invariants) asks, as torch's: an index outside it is NumPy's error
+    in the ops that read it, never a write outside an array."""
     _warn_implicit_invariants(check_invariants)
     if device is not None and str(device).partition(":")[0] != "cpu":   # (torch's sparse message differs)
         raise RuntimeError(f"PyTorch is not linked with support for {str(device).partition(':')[0]} devices")
@@ -542,9 +623,6 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, pi
     vals = values if isinstance(values, Tensor) else _new(as_array(values))
     if dtype is not None:
         vals = vals.to(dtype)
-    if requires_grad:
-        raise NotImplementedError("tapegrad: a sparse tensor that requires grad itself is not supported; give its "
-                                  "values requires_grad=True instead")
     if vals.ndim != 1:
         raise NotImplementedError("tapegrad: hybrid sparse COO tensors (values with dense dimensions) are not "
                                   "supported")
@@ -559,7 +637,7 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, pi
     if len(size) != sparse_dim:
         raise RuntimeError(f"'len(size) == sparse_dim + dense_dim' is not satisfied: len(size) = {len(size)}, "
                            f"sparse_dim = {sparse_dim}, dense_dim = 0")
-    if nnz:
+    if nnz and (check_invariants or check_invariants is None and check_sparse_tensor_invariants.is_enabled()):
         for d in range(sparse_dim):
             lo, hi = int(ind[d].min()), int(ind[d].max())
             if lo < 0:
@@ -567,7 +645,10 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, pi
             if hi >= size[d]:
                 raise RuntimeError(f"size is inconsistent with indices: for dim {d}, size is {size[d]} but found "
                                    f"index {hi}")
-    return _make(ind, vals, size, bool(is_coalesced) or nnz <= 1)
+    out = _make(ind, vals, size, bool(is_coalesced) or nnz <= 1)
+    if requires_grad:
+        out._set_own_grad(True, "Only Tensors of floating point and complex dtype can require gradients")
+    return out
 
 
 def to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None):
@@ -643,11 +724,29 @@ def mm(input, mat2):
         a = _tensor(input)
         if a.ndim != 2:
             raise RuntimeError("self must be a matrix")
+        if mat2._owns_grad() and mat2.ndim == 2 and a.shape[1] == mat2._size[0]:
+            return _dense_mm(a, _dense_stand_in(mat2))
         return mm(mat2.t(), a.t()).t()   # (its checks and messages are torch's, which also transposes)
     if input.dense_dim():
         raise _unsupported("mm (a hybrid sparse tensor)")
     b = _tensor(mat2)
     _check_mm(input.shape, b.shape, input.ndim, b.ndim)
+    if input._owns_grad():
+        return _dense_mm(_dense_stand_in(input), b)
+    return _grad_in_values_mm(input, b)
+
+
+def sparse_grad_mm(mat1, mat2):
+    """torch.sparse.mm: mm, but a sparse leaf's gradient is sparse (its derivative is masked to its indices)."""
+    if isinstance(mat1, SparseTensor) and mat1._owns_grad() and not isinstance(mat2, SparseTensor):
+        b = _tensor(mat2)
+        _check_mm(mat1.shape, b.shape, mat1.ndim, b.ndim)
+        return _grad_in_values_mm(mat1, b)
+    return mm(mat1, mat2)
+
+
+def _grad_in_values_mm(input, b):
+    """sparse @ dense recorded on the values and the dense operand (torch.sparse.mm's derivative: sparse)."""
     structure = input.__dict__.get("_structure")
     if structure is None:
         structure = input.__dict__["_structure"] = _Product(input._ind[0], input._ind[1], *input._size)
@@ -681,6 +780,8 @@ def matmul(input, other):
     if a_sparse and not b_sparse:
         b = _tensor(other)
         if input.ndim == 2 and b.ndim == 1:
+            if input._owns_grad() and b.shape[0] == input._size[1]:
+                return _dense_matmul(_dense_stand_in(input), b)
             return mm(input, b.unsqueeze(1)).squeeze(1)
     if b_sparse and not a_sparse:
         a = _tensor(input)
@@ -706,8 +807,246 @@ def sparse_sum(input, dim=None, dtype=None):
     return s.coalesce()
 
 
+# -- a sparse leaf's dense stand-in, sparse * dense, selection, products, softmax (torch's COO kernels) ---------------
+def _dense_stand_in(sparse):
+    """torch.mm, @, matmul and dense ± sparse read a sparse leaf as dense: torch's derivative for it is dense (all of
+    g @ mat2.T, not masked to its indices). They read this stand-in instead: a dense leaf holding the sparse tensor's
+    value, whose .grad the sparse tensor's .grad adds in; made again (its .grad carried over) once the values change."""
+    vals = sparse._vals
+    held = sparse.__dict__.get("_stand_in")
+    if held is None or held[1] != vals._version:
+        dense = np.zeros(sparse._size, vals._data.dtype)
+        np.add.at(dense.reshape(-1), sparse._flat_index().reshape(-1), vals._data.reshape(-1))
+        leaf = _new(dense).requires_grad_(True)
+        if held is not None:
+            leaf.grad = held[0].grad
+        held = sparse.__dict__["_stand_in"] = (leaf, vals._version)
+    return held[0]
+
+
+def _mul_dense(sparse, dense):
+    """sparse * dense (either order, torch's sparse_mask of the product): the values times the dense tensor's
+    elements at their indices, with the sparse operand's indices; the dense operand's gradient is sparse, as torch's."""
+    if sparse.dense_dim():
+        raise _unsupported("mul.Tensor (a hybrid tensor * dense)")
+    shape = broadcast_shape(tuple(dense.shape), sparse._size)
+    if shape != sparse._size:
+        raise RuntimeError("sparse_binary_op_intersection_cpu(): expects sparse inputs with equal dimensionality, "
+                           "number of sparse dimensions, and shape of sparse dimensions")
+    dt = _dtype.result_type(sparse._vals._data, dense._data)
+    vals, d = _to_dtype(sparse._vals, dt), _to_dtype(dense, dt)
+    if tuple(d.shape) != shape:
+        d = d.expand(shape)
+    flat = sparse._flat_index()
+    out = vals._data * np.ascontiguousarray(d._data).reshape(-1)[flat]
+    ctx = registry.Ctx(flat=flat, ind=sparse._ind, size=sparse._size)
+    return _make(sparse._ind, _record(OPS["sparse_mul_dense"], out, (vals, d), aux=ctx), sparse._size,
+                 sparse._coalesced)
+
+
+def index_select(input, dim, index):
+    """torch.index_select; of a sparse tensor: for each index in turn, the entries at it along dim (in their order)."""
+    if not isinstance(input, SparseTensor):
+        return _shape.index_select(input, dim, index)
+    if input.dense_dim():
+        raise _unsupported("index_select (a hybrid tensor)")
+    d = _dim(dim, input.ndim)
+    idx = np.asarray(as_array(index._data if isinstance(index, Tensor) else index), np.int64)
+    if idx.ndim > 1:
+        raise IndexError("index_select(): Index is supposed to be a vector")
+    idx = idx.reshape(-1)
+    n = input._size[d]
+    bad = idx[(idx < -n) | (idx >= n)]
+    if bad.size:
+        raise IndexError(f"index_select(): index contains {bad[0]} that is out of range for tensor of size "
+                         f"{list(input._size)} at dimension {d}")
+    idx = np.where(idx < 0, idx + n, idx)
+    order = np.argsort(input._ind[d], kind="stable")
+    along = input._ind[d][order]
+    lo, counts = np.searchsorted(along, idx, "left"), np.searchsorted(along, idx, "right")
+    counts = counts - lo
+    total = int(counts.sum())
+    ends = np.cumsum(counts)
+    take = order[np.repeat(lo - (ends - counts), counts) + np.arange(total)]
+    ind = input._ind[:, take]
+    ind[d] = np.repeat(np.arange(idx.size, dtype=np.int64), counts)
+    size = input._size[:d] + (idx.size,) + input._size[d + 1:]
+    return _make(ind, _shape.index_select(input._vals, 0, _new(take)), size, total <= 1)
+
+
+def narrow_copy(input, dim, start, length):
+    """Tensor.narrow_copy of a sparse tensor: the entries in [start, start + length) along dim, shifted."""
+    if input.dense_dim():
+        raise _unsupported("narrow_copy (a hybrid tensor)")
+    if not 0 <= dim < input.ndim:
+        raise RuntimeError(f"Dimension {dim} out of range. Expecting 0 <= dim < {input.ndim}.")
+    if start < 0 or length < 0 or start + length > input._size[dim]:
+        raise RuntimeError(f"Invalid range to narrow. range(start, start+length) must be a subset of range(0, "
+                           f"{input._size[dim]}).")
+    take = np.flatnonzero((input._ind[dim] >= start) & (input._ind[dim] < start + length))
+    ind = input._ind[:, take]
+    ind[dim] -= start
+    size = input._size[:dim] + (length,) + input._size[dim + 1:]
+    return _make(ind, _shape.index_select(input._vals, 0, _new(take)), size, input._coalesced)
+
+
+def zeros_like(input, dtype=None):
+    """torch.zeros_like of a sparse tensor: no entries, coalesced (creation.zeros_like's sparse case)."""
+    k = input.sparse_dim()
+    dt = input._vals._data.dtype if dtype is None else _dtype.to_numpy_dtype(dtype)
+    return _make(np.zeros((k, 0), np.int64), _new(np.zeros((0,) + input._size[k:], dt)), input._size, True)
+
+
+def sparse_mask(self, mask):
+    """Tensor.sparse_mask(mask): self's elements at the mask's indices, with its indices (as they are: torch keeps
+    an uncoalesced mask's order and duplicates); the gradient reaches self's elements there."""
+    if not isinstance(mask, SparseTensor):
+        raise RuntimeError("sparse_mask(): expected mask to be a sparse COO tensor")
+    if isinstance(self, SparseTensor):
+        raise _unsupported("sparse_mask (of a sparse tensor)")
+    x = _tensor(self)
+    if tuple(x.shape) != mask._size:
+        raise RuntimeError(f"sparse_mask(): operands have incompatible sizes; self has size {list(x.shape)} but mask "
+                           f"has size {list(mask._size)}")
+    if mask.dense_dim():
+        raise _unsupported("sparse_mask (a hybrid mask)")
+    vals = _shape.index_select(x.reshape(-1), 0, _new(mask._flat_index().reshape(-1)))
+    return _make(mask._ind, vals, mask._size, mask._coalesced)
+
+
+def to_sparse_coo(self):
+    """Tensor.to_sparse_coo: to_sparse()."""
+    return to_sparse(self)
+
+
+def _no_derivative(values, inputs, name):
+    """values (an array) as a Tensor whose backward raises torch's error (torch has no derivative for `name`)."""
+    return _record(OPS["sparse_no_derivative"], values, inputs, aux=name)
+
+
+def _product_rows(sparse, mat2, name):
+    """The rows of sparse @ mat2 that have entries in sparse (torch's sspaddmm / hspmm), as arrays."""
+    b = _tensor(mat2)
+    if not isinstance(sparse, SparseTensor):
+        raise RuntimeError(f"tensor.{name}(...) can only be called on sparse tensors")
+    if sparse.ndim != 2 or sparse.dense_dim():
+        raise _unsupported(f"{name} (a matrix of 2 sparse dims)")
+    if b.ndim != 2 or b.shape[0] != sparse._size[1]:
+        raise RuntimeError(f"{name}: Argument #3: Expected dim 0 size {sparse._size[1]}, got "
+                           f"{b.shape[0] if b.ndim else 0}")
+    rows = np.unique(sparse._ind[0])
+    s = sparse.coalesce().detach()
+    full = _rows_product(s._ind[0], s._ind[1], s._vals._data, sparse._size[0], b._data)
+    return rows, full[rows], b
+
+
+def smm(input, mat2):
+    """torch.smm: sparse @ dense as a sparse matrix (each row with entries in input, whole); no derivative."""
+    rows, prod, b = _product_rows(input, mat2, "sspaddmm")
+    n = b.shape[1]
+    ind = np.stack([np.repeat(rows, n), np.tile(np.arange(n, dtype=np.int64), rows.size)])
+    return _make(ind, _no_derivative(prod.reshape(-1), (input._vals, b), "sspaddmm"), (input._size[0], n), False)
+
+
+def hspmm(mat1, mat2):
+    """torch.hspmm: sparse @ dense as a hybrid COO matrix (a row of values per row with entries); no derivative."""
+    rows, prod, b = _product_rows(mat1, mat2, "hspmm")
+    return _make(rows.reshape(1, -1), _no_derivative(prod, (mat1._vals, b), "hspmm"),
+                 (mat1._size[0], b.shape[1]), False)
+
+
+def bmm(input, mat2):
+    """torch.bmm; a sparse (b, n, m) batch times a dense (b, m, p) one, as one block-diagonal sparse @ dense."""
+    if not isinstance(input, SparseTensor):
+        return _dense_bmm(input, mat2)
+    b = _tensor(mat2)
+    if input.sparse_dim() != 3:
+        raise RuntimeError(f"bmm_sparse: Tensor 'self' must have 3 sparse dims, but has {input.sparse_dim()}")
+    if b.ndim != 3:
+        raise RuntimeError(f"bmm_sparse: Tensor 'mat2' must have 3 dims, but has {b.ndim}")
+    (nb, n, m), (bb, mb, p) = input._size, tuple(b.shape)
+    if nb != bb:
+        raise RuntimeError("bmm_sparse: 'self.size(0)' and 'mat2.size(0)' must match")
+    if m != mb:
+        raise RuntimeError("bmm_sparse: 'self.size(2)' and 'mat2.size(1)' must match")
+    ind = np.stack([input._ind[0] * n + input._ind[1], input._ind[0] * m + input._ind[2]])
+    flat = _make(ind, input._vals, (nb * n, nb * m), False)
+    return mm(flat, b.reshape(nb * m, p)).reshape(nb, n, p)
+
+
+def _softmax(input, dim, dtype, log):
+    """torch.sparse.(log_)softmax: over each line of entries along dim (the unspecified ones are -inf), coalesced."""
+    name = "log_softmax" if log else "softmax"
+    if not isinstance(input, SparseTensor):
+        raise NotImplementedError(f"Could not run 'aten::_sparse_{name}' with arguments from the 'CPU' backend.")
+    if input.dense_dim():
+        raise _unsupported(f"_sparse_{name} (a hybrid tensor)")
+    d = _dim(dim, input.ndim)
+    vals = input._vals if dtype is None else input._vals.to(dtype)
+    if not _dtype.is_float(vals._data.dtype):
+        raise NotImplementedError(f'"softmax" not implemented for \'{_dtype.scalar_type_name(vals._data.dtype)}\'')
+    c = _make(input._ind, vals, input._size, input._coalesced).coalesce()
+    if not c._nnz():
+        return c
+    keep = [k for k in range(c.ndim) if k != d]
+    line = np.ravel_multi_index(tuple(c._ind[keep]), [c._size[k] for k in keep]) if keep else np.zeros(c._nnz(), int)
+    _, group = np.unique(line, return_inverse=True)
+    group = group.reshape(-1).astype(np.int64)
+    v = c._vals
+    top = np.full(int(group.max()) + 1, -np.inf, v._data.dtype)
+    np.maximum.at(top, group, v._data)
+    shifted = v - _new(top[group])
+    e = shifted.exp()
+    at = _new(group)
+    total = scatter_add(_new(np.zeros(top.shape, v._data.dtype)), 0, at, e)
+    out = shifted - _shape.index_select(total.log(), 0, at) if log else e / _shape.index_select(total, 0, at)
+    return _make(c._ind, out, c._size, True)
+
+
+def softmax(input, dim, dtype=None):
+    return _softmax(input, dim, dtype, False)
+
+
+def log_softmax(input, dim, dtype=None):
+    return _softmax(input, dim, dtype, True)
+
+
+def spdiags(diagonals, offsets, shape, layout=None):
+    """torch.sparse.spdiags: diagonals' row k on the offsets[k]-th diagonal (column j takes diagonals[k, j]), COO
+    (torch's CSR/CSC layouts are not supported); no derivative, as torch's."""
+    dg, off = _tensor(diagonals), np.asarray(as_array(offsets._data if isinstance(offsets, Tensor) else offsets))
+    if layout is strided:
+        raise RuntimeError("Only output layouts (Sparse, SparseCsc, SparseCsr) are supported, got Strided")
+    if layout is not None and layout is not sparse_coo:
+        raise NotImplementedError(f"tapegrad: spdiags(layout={layout!r}) is not supported")
+    if dg.ndim == 1:
+        dg = dg.unsqueeze(0)
+    off = off.reshape(-1).astype(np.int64)
+    if dg.ndim != 2:
+        raise RuntimeError(f"Diagonals must be vector or matrix, got {dg.ndim}-D")
+    if dg.shape[0] != off.size:
+        raise RuntimeError(f"Number of diagonals ({dg.shape[0]}) does not match the number of offsets ({off.size})")
+    if np.unique(off).size != off.size:
+        raise RuntimeError("Offset tensor contains duplicate values")
+    rows_n, cols_n = (int(x) for x in shape)
+    L = dg.shape[1]
+    rows, cols, at = [], [], []
+    for k, o in enumerate(off.tolist()):
+        j = np.arange(max(0, o), min(cols_n, rows_n + o, L), dtype=np.int64)
+        rows.append(j - o)
+        cols.append(j)
+        at.append(k * L + j)
+    ind = np.stack([np.concatenate(rows), np.concatenate(cols)]) if rows else np.zeros((2, 0), np.int64)
+    flat = np.concatenate(at) if at else np.zeros(0, np.int64)
+    out = _make(ind, _no_derivative(dg._data.reshape(-1)[flat], (dg,), "_spdiags"), (rows_n, cols_n),
+                ind.shape[1] <= 1)
+    return out
+
+
 def _install():
     Tensor.to_sparse = to_sparse
+    Tensor.to_sparse_coo = to_sparse_coo
+    Tensor.sparse_mask = sparse_mask
     Tensor.to_dense = to_dense
     Tensor.layout = strided
     _refuse_dense_methods()
@@ -718,7 +1057,7 @@ def _vjp_sparse_mm(ctx, g, inputs, out):
     """ctx: the sparse structure. d/dvalues[e] = <g[row e], dense[col e]>; d/ddense = sparse.T @ g."""
     vals, dense = inputs
     rows, cols = _new(ctx.ind_rows), _new(ctx.ind_cols)
-    gv = (index_select(g, 0, rows) * index_select(dense, 0, cols)).sum(1)
+    gv = (_shape.index_select(g, 0, rows) * _shape.index_select(dense, 0, cols)).sum(1)
     return gv, _sparse_mm(ctx.transposed(), vals, g)
 
 
@@ -730,9 +1069,33 @@ def _sparse_mm_arrays(ctx, g, inputs, out, wanted):
     return gv, gd
 
 
+def _vjp_sparse_mul_dense(ctx, g, inputs, out):
+    """d/dvalues = g * dense there; d/ddense: sparse, the values times g at the sparse operand's indices."""
+    vals, dense = inputs
+    gv = g * _shape.index_select(dense.reshape(-1), 0, _new(ctx.flat))
+    return gv, _make(ctx.ind, g * vals, ctx.size, False)   # (torch's flag: uncoalesced)
+
+
+def _sparse_mul_dense_arrays(ctx, g, inputs, out, wanted):
+    vals, dense = inputs
+    gv = g * np.ascontiguousarray(dense).reshape(-1)[ctx.flat] if wanted[0] else None
+    return gv, _make(ctx.ind, _new(g * vals), ctx.size, False) if wanted[1] else None
+
+
+def _vjp_no_derivative(ctx, g, inputs, out, wanted=None):
+    raise RuntimeError(f"derivative for aten::{ctx} is not implemented")
+
+
+registry.python("sparse_mul_dense", "MulBackward0", None, _vjp_sparse_mul_dense, array_vjp=_sparse_mul_dense_arrays,
+                unreplayable="its sparsity pattern (the sparse tensor's indices) is saved in its context, which a "
+                             "replay cannot rebind")
+registry.python("sparse_no_derivative", "NotImplemented", None, _vjp_no_derivative, array_vjp=_vjp_no_derivative,
+                unreplayable="torch has no derivative for it (smm, hspmm, spdiags): a backward through it raises")
 registry.python("sparse_mm", "MmBackward0", None, _vjp_sparse_mm, array_vjp=_sparse_mm_arrays,
                 unreplayable="its sparsity pattern (the sparse tensor's indices) is saved in its context, which a "
                              "replay cannot rebind")
 
 
-__all__ = ["sparse_coo_tensor", "spmm"]  # (layout, strided, sparse_coo: exported by tapegrad/__init__.py)
+# (index_select, bmm: the sparse-aware front-ends, which ops/__init__ binds over shape's and linalg's; layout,
+# strided, sparse_coo: exported by tapegrad/__init__.py)
+__all__ = ["sparse_coo_tensor", "spmm", "smm", "hspmm", "index_select", "bmm"]
