@@ -8,16 +8,23 @@ torch's: LSTM i, f, g, o; GRU r, z, n. A plain backward runs the array rules (an
 replay's compiled copy of them: kernels/runtime.py, _lstm_cell_rule); create_graph runs the
 same derivative written in Tensor ops, so it is recorded and second order works. Both directions of every
 step run compiled kernels (kernels/rnn.py); an LSTM step's forward computes c' and h' together.
+
+float16 and bfloat16 cells (and autocast's, whose gates are bfloat16 and states float32) run torch's composite cell
+instead, op by op, each result rounded as torch's kernels round it; a bfloat16 LSTM layer runs as torch's oneDNN one
+(lstm_layer_reduced: float32 gates, the states rounded each step).
 """
+import contextlib
+
 import numpy as np
 
 from .. import kernels, registry
 from ..registry import Ctx
 from ..tape import FREED_MESSAGE
 from ..tensor import _new
-from ._common import OPS, _record, _tensor
+from ._common import OPS, _record, _tensor, _to_dtype, autocast_state
 from .elementwise import _with_input, where
-from .shape import cat, stack
+from .nn import linear
+from .shape import _row_copy, cat, stack
 
 
 def _check_pair(gx, gh, k):
@@ -36,6 +43,8 @@ def lstm_cell_step(gx, gh, cx):
     H = gx.shape[-1] // 4
     if cx.shape != gx.shape[:-1] + (H,):
         raise RuntimeError(f"expected a cell state of shape {gx.shape[:-1] + (H,)}, got {tuple(cx.shape)}")
+    if gx._data.dtype.char not in "fd":
+        return _lstm_cell_ops(gx, gh, cx)
     ctx = Ctx(H=H)
     cy = _lstm_c_forward(ctx, gx._data, gh._data, cx._data)
     # (iattr: the id of the pair of ids of the arrays both rows' backward reads, for the replay's compiled rule)
@@ -44,6 +53,15 @@ def lstm_cell_step(gx, gh, cx):
     h = _record(OPS["lstm_cell_h"], _lstm_h_forward(hctx, gx._data, gh._data, c._data), (gx, gh, c),
                 iattr=id(ctx.saved), aux=hctx)
     return h, c
+
+
+def _lstm_cell_ops(gx, gh, cx):
+    """torch's CPU LSTM cell in float16 and bfloat16, composed of ops, each result rounded to its dtype: under autocast
+    c (float32) makes f c, c' and h' float32, as there."""
+    i, f, g, o = (gh + gx).chunk(4, -1)
+    i, f, g, o = i.sigmoid(), f.sigmoid(), g.tanh(), o.sigmoid()
+    cy = f * cx + i * g
+    return o * cy.tanh(), cy
 
 
 def _lstm_c_forward(ctx, gx, gh, cx):
@@ -123,17 +141,19 @@ def _vjp_lstm_h(ctx, g, inputs, out):
 
 
 # -- a whole LSTM layer (one direction): two rows, the output sequence and the last cell state -------------------
-def lstm_layer(gx, h0, c0, w_hh, b_hh=None, reverse=False):
+def lstm_layer(gx, h0, c0, w_hh, b_hh=None, reverse=False, dtype=None):
     """(out (T, B, H), c_T (B, H)) of one direction of an LSTM layer from every step's input projection
     gx = x W_ih^T + b_ih (T, B, 4H), the initial states (B, H) and the recurrent weights: torch's
     MkldnnRnnLayerBackward0, one row for the sequence (whose last step is h_T) and one for c_T, instead of
     three rows per step. The forward runs the recurrence over arrays (one BLAS call and a few NumPy passes a
     step); the backward runs it in reverse (one compiled pass and one BLAS call a step) and gets W_hh's
-    gradient as one BLAS call over all steps. `reverse` runs from the last step to the first."""
+    gradient as one BLAS call over all steps. `reverse` runs from the last step to the first. `dtype` (float32
+    inputs): the reduced dtype each step's h and c are rounded to, and the rows' values in it, the second row's
+    (h_T, c_T) stacked (lstm_layer_reduced)."""
     inputs = (gx, h0, c0, w_hh) + (() if b_hh is None else (b_hh,))
-    ctx = _LayerCtx(reverse=bool(reverse))
+    ctx = _LayerCtx(reverse=bool(reverse), dtype=dtype, g_last=None)
     out = _record(OPS["lstm_layer"], _lstm_layer_forward(ctx, *(t._data for t in inputs)), inputs, aux=ctx)
-    cctx = Ctx(reverse=bool(reverse), seq_ctx=ctx)
+    cctx = Ctx(reverse=bool(reverse), seq_ctx=ctx, dtype=dtype)
     # (the c_T row's rule reads the hidden states too: an input of it, which keeps them while that row lives)
     inputs += (out,)
     c_last = _record(OPS["lstm_layer_c"], _lstm_layer_c_forward(cctx, *(t._data for t in inputs)), inputs, aux=cctx)
@@ -143,6 +163,54 @@ def lstm_layer(gx, h0, c0, w_hh, b_hh=None, reverse=False):
     return out, c_last
 
 
+def lstm_layer_reduced(x, h0, c0, w_ih, w_hh, b_ih=None, b_hh=None, reverse=False):
+    """(out (T, B, H), h_T, c_T (B, H)) of one direction of a bfloat16 LSTM layer (x (T, B, I), all in one dtype;
+    float16 under a float16 autocast, where torch's oneDNN raises) as torch's oneDNN layer (mkldnn_rnn_layer,
+    autocast's too) computes it: the gates in float32 from x W_ih^T + h W_hh^T + (b_ih + b_hh rounded once),
+    c' = f c + i g and h' = o tanh(c') in float32; h' (the output and the next step's h) and the c' carried on
+    are rounded. Runs lstm_layer on float32 copies (casts, so the gradients are float32 ones rounded once), its
+    projection outside any autocast region."""
+    f32 = np.dtype(np.float32)
+    with _no_autocast():
+        b = None if b_ih is None else _to_dtype(b_ih + b_hh, f32)
+        gx = linear(_to_dtype(x, f32), _to_dtype(w_ih, f32), b)
+        out, last = lstm_layer(gx, _to_dtype(h0, f32), _to_dtype(c0, f32), _to_dtype(w_hh, f32), reverse=reverse,
+                               dtype=x._data.dtype)
+    return out, _row_copy(last, 0), _row_copy(last, 1)
+
+
+@contextlib.contextmanager
+def _no_autocast():
+    """ops below torch's autocast dispatch (a region's thread-local dtype cleared for the block)."""
+    saved, autocast_state.dtype = autocast_state.dtype, None
+    try:
+        yield
+    finally:
+        autocast_state.dtype = saved
+
+
+def _rounding(step, dtype):
+    """An LSTM layer's forward step, then rounded to dtype in place as torch's oneDNN reduced-float layer keeps it
+    (its workspace): h', c' and the gate activations, and tanh(c') of the rounded c' (h' itself is o tanh(c') of
+    the float32 values)."""
+    def rounded(gx, gh, c, acts, cy, tc, hy):
+        step(gx, gh, c, acts, cy, tc, hy)
+        hy[...] = hy.astype(dtype)
+        cy[...] = cy.astype(dtype)
+        acts[...] = acts.astype(dtype)
+        np.tanh(cy, out=tc)
+    return rounded
+
+
+def _rounding_backward(step, dtype):
+    """An LSTM layer's backward step, its gate pre-activations' adjoint then rounded to dtype (oneDNN's
+    reduced-float layer; the state adjoints stay float32)."""
+    def rounded(acts, tc, c_prev, g_h, dh, dc, d):
+        step(acts, tc, c_prev, g_h, dh, dc, d)
+        d[...] = d.astype(dtype)
+    return rounded
+
+
 class _LayerCtx(Ctx):
     """The sequence row's context, which the c_T row's reads too (tape.share_context). It keeps no reference to the
     sequence row's own value (the hidden states: its rule is given them as `out`, the c_T row's as its last input),
@@ -150,7 +218,7 @@ class _LayerCtx(Ctx):
     without backward (an evaluation loop without no_grad) kept every call's graph."""
 
     def free_saved(self):
-        self.acts = self.cs = self.tcs = self.h0 = self.c0 = None
+        self.acts = self.cs = self.tcs = self.h0 = self.c0 = self.g_last = None
 
 
 def _recurrent_weight(w_hh, T, B):
@@ -194,7 +262,7 @@ def _lstm_layer_forward(ctx, gx, h0, c0, w_hh, b_hh=None):
     w_t = _recurrent_weight(w_hh, T, B)
     h, c = h0, np.asanyarray(c0, dt, order="C")
     rec = np.empty((B, G), dt)
-    step = _kernels().lstm_forward
+    step = _kernels().lstm_forward if ctx.dtype is None else _rounding(_kernels().lstm_forward, ctx.dtype)
     for t in (range(T - 1, -1, -1) if ctx.reverse else range(T)):
         np.matmul(h, w_t, out=rec)
         if b_hh is not None:
@@ -203,34 +271,43 @@ def _lstm_layer_forward(ctx, gx, h0, c0, w_hh, b_hh=None):
         h, c = hs[t], cs[t]
     ctx.acts, ctx.cs, ctx.tcs = acts, cs, tcs
     ctx.h0, ctx.c0 = np.asanyarray(h0, dt), np.asanyarray(c0, dt)
-    return hs
+    return hs if ctx.dtype is None else hs.astype(ctx.dtype)
 
 
 def _lstm_layer_c_forward(ctx, *inputs):
-    """c_T, computed by the sequence row's pass (which runs just before, in a replay too)."""
+    """c_T, computed by the sequence row's pass (which runs just before, in a replay too). A reduced-float layer's
+    row is (h_T, c_T) stacked: oneDNN's h_T is an output of its own, whose adjoint enters the recurrence unrounded
+    (added to the last step's in float32), not the output's last step's."""
     seq = ctx.seq_ctx
-    return seq.cs[0 if ctx.reverse else -1].copy() if seq.cs.shape[0] else seq.c0.copy()
+    last = 0 if ctx.reverse else -1
+    c = seq.cs[last] if seq.cs.shape[0] else seq.c0
+    if ctx.dtype is None:
+        return c.copy()
+    hs = inputs[-1]
+    return np.stack([(hs[last] if hs.shape[0] else seq.h0).astype(ctx.dtype), c.astype(ctx.dtype)])
 
 
-def _lstm_layer_backward(seq, hs, g_hs, g_c, inputs, wanted):
+def _lstm_layer_backward(seq, hs, g_hs, g_c, inputs, wanted, g_h=None):
     """Both rows' array rule: the reverse recurrence from the output's adjoint g_hs or c_T's g_c (hs: the hidden
-    states)."""
+    states; g_h: h_T's adjoint, a reduced-float layer's)."""
     w_hh = inputs[3]
     acts, cs, tcs = seq.acts, seq.cs, seq.tcs
     if acts is None:  # (the other row's backward freed them: _LayerCtx)
         raise RuntimeError(FREED_MESSAGE)
     T, B, G = acts.shape
     H, dt = G // 4, acts.dtype
-    k = _kernels()
+    step = _kernels().lstm_layer_step_backward
+    if seq.dtype is not None:  # (hs: the row's value, the rounded hidden states)
+        hs, step = hs.astype(dt), _rounding_backward(step, seq.dtype)
     d = np.empty_like(acts)
-    dh = np.zeros((B, H), dt)
+    dh = np.zeros((B, H), dt) if g_h is None else np.array(g_h, dt)
     dc = np.zeros((B, H), dt) if g_c is None else np.array(g_c, dt).reshape(B, H)
     zero = np.zeros((B, H), dt)
     g_hs = None if g_hs is None else np.ascontiguousarray(g_hs, dt)
     order, prev = _steps(T, seq.reverse)
     for t in reversed(order):
         c_prev = cs[prev[t]] if t in prev else seq.c0
-        k.lstm_layer_step_backward(acts[t], tcs[t], c_prev, zero if g_hs is None else g_hs[t], dh, dc, d[t])
+        step(acts[t], tcs[t], c_prev, zero if g_hs is None else g_hs[t], dh, dc, d[t])
         np.matmul(d[t], w_hh, out=dh)
     grads = [d if wanted[0] else None, dh if wanted[1] else None, dc if wanted[2] else None, None]
     if wanted[3]:
@@ -244,16 +321,29 @@ def _lstm_layer_backward(seq, hs, g_hs, g_c, inputs, wanted):
 
 
 def _lstm_layer_arrays(ctx, g, inputs, out, wanted):
-    return _lstm_layer_backward(ctx, out, g, None, inputs, wanted)
+    if ctx.dtype is None:
+        return _lstm_layer_backward(ctx, out, g, None, inputs, wanted)
+    last, ctx.g_last = ctx.g_last, None  # ((h_T, c_T)'s adjoint, from its row's rule: _lstm_layer_c_arrays)
+    if last is None:
+        return _lstm_layer_backward(ctx, out, g, None, inputs, wanted)
+    return _lstm_layer_backward(ctx, out, g, last[1], inputs, wanted, last[0])
 
 
 def _lstm_layer_c_arrays(ctx, g, inputs, out, wanted):
-    """(inputs: the sequence row's, then its output, the hidden states, which get no gradient from c_T.)"""
-    return _lstm_layer_backward(ctx.seq_ctx, inputs[-1], None, g, inputs[:-1], wanted[:-1]) + (None,)
+    """(inputs: the sequence row's, then its output, the hidden states, which get no gradient from c_T.)
+    A reduced-float layer runs one reverse recurrence for all adjoints, as torch's (its rounding of each step's
+    adjoint makes two runs' sum differ): this row, whose rule runs first, leaves (h_T, c_T)'s adjoint to the
+    sequence row's rule and gives the hidden states a zero adjoint, so that that rule runs."""
+    seq = ctx.seq_ctx
+    if seq.dtype is None:
+        return _lstm_layer_backward(seq, inputs[-1], None, g, inputs[:-1], wanted[:-1]) + (None,)
+    seq.g_last = np.array(g, np.float32)
+    return (None,) * (len(inputs) - 1) + (np.zeros(inputs[-1].shape, inputs[-1].dtype),)
 
 
-def _vjp_lstm_layer_rule(reverse, g_hs, g_c, inputs):
-    """The same reverse recurrence in tapegrad ops, the forward recomputed from the inputs (create_graph)."""
+def _vjp_lstm_layer_rule(reverse, g_hs, g_c, inputs, dtype=None, g_h=None):
+    """The same reverse recurrence in tapegrad ops, the forward recomputed from the inputs (create_graph); dtype: the
+    one h and the carried c round to (their casts pass gradients through unchanged), g_h h_T's adjoint."""
     gx, h, c, w_hh = inputs[:4]
     b = inputs[4] if len(inputs) > 4 else None
     T = gx.shape[0]
@@ -269,8 +359,10 @@ def _vjp_lstm_layer_rule(reverse, g_hs, g_c, inputs):
         c = f * c + i * gg
         tc = c.tanh()
         h = o * tc
+        if dtype is not None:
+            h, c = _to_dtype(_to_dtype(h, dtype), h._data.dtype), _to_dtype(_to_dtype(c, dtype), c._data.dtype)
         saved[t] = (i, f, gg, o, c_prev, tc, h_prev)
-    dh = _zeros(h)
+    dh = _zeros(h) if g_h is None else g_h
     dc = _zeros(c) if g_c is None else g_c
     ds, gw = [None] * T, None
     for t in reversed(order):
@@ -289,11 +381,13 @@ def _vjp_lstm_layer_rule(reverse, g_hs, g_c, inputs):
 
 
 def _vjp_lstm_layer(ctx, g, inputs, out):
-    return _vjp_lstm_layer_rule(ctx.reverse, g, None, inputs)
+    return _vjp_lstm_layer_rule(ctx.reverse, g, None, inputs, ctx.dtype)
 
 
 def _vjp_lstm_layer_c(ctx, g, inputs, out):
-    return _vjp_lstm_layer_rule(ctx.reverse, None, g, inputs[:-1]) + (None,)
+    if ctx.dtype is None:
+        return _vjp_lstm_layer_rule(ctx.reverse, None, g, inputs[:-1]) + (None,)
+    return _vjp_lstm_layer_rule(ctx.reverse, None, g[1], inputs[:-1], ctx.dtype, g[0]) + (None,)
 
 
 # -- GRU --------------------------------------------------------------------------------------------------
@@ -304,8 +398,19 @@ def gru_cell_step(gi, gh, hx):
     H = gi.shape[-1] // 3
     if hx.shape != gi.shape[:-1] + (H,):
         raise RuntimeError(f"expected a hidden state of shape {gi.shape[:-1] + (H,)}, got {tuple(hx.shape)}")
+    if gi._data.dtype.char not in "fd":
+        return _gru_cell_ops(gi, gh, hx)
     ctx = Ctx(H=H)
     return _record(OPS["gru_cell"], _gru_forward(ctx, gi._data, gh._data, hx._data), (gi, gh, hx), aux=ctx)
+
+
+def _gru_cell_ops(gi, gh, hx):
+    """torch's CPU GRU cell in float16 and bfloat16, composed of ops as _lstm_cell_ops (autocast's float32 h makes
+    h' float32)."""
+    (ir, iz, i_n), (hr, hz, hn) = gi.chunk(3, -1), gh.chunk(3, -1)
+    r, z = (hr + ir).sigmoid(), (hz + iz).sigmoid()
+    n = (i_n + hn * r).tanh()
+    return (hx - n) * z + n
 
 
 def _gru_forward(ctx, a, b, h):

@@ -5,15 +5,19 @@ reprs, argument checks and error messages, so state_dicts load across.
 A cell step is two linear rows (x W_ih^T + b_ih, h W_hh^T + b_hh) and the fused cell rows of ops/rnn.py; a
 sequence layer projects every step's input in one linear row first; an LSTM layer (float32/float64, without
 proj_size) then runs its whole recurrence as two rows (ops.rnn.lstm_layer: torch's MkldnnRnnLayerBackward0), a GRU
-layer as one (ops.rnn.gru_layer), RNN step by step. A PackedSequence input runs step t on the batch_sizes[t]
-sequences still going; an LSTM with proj_size projects each h by weight_hr (one more row), step by step.
+layer as one (ops.rnn.gru_layer), RNN step by step. float16 and bfloat16 layers go step by step through torch's
+composite cells, except a bfloat16 LSTM layer (without proj_size), which torch runs in oneDNN
+(ops.rnn.lstm_layer_reduced), and so does autocast, casting the layer's input, states and weights. A
+PackedSequence input runs step t on the batch_sizes[t] sequences still going; an LSTM with proj_size projects
+each h by weight_hr (one more row), step by step.
 """
 import math
 import numbers
 import warnings
 
 from ... import _dtype, creation, ops
-from ...ops.rnn import gru_cell_step, gru_layer, lstm_cell_step, lstm_layer, rnn_layer
+from ...ops._common import _autocast_lower, autocast_state
+from ...ops.rnn import gru_cell_step, gru_layer, lstm_cell_step, lstm_layer, lstm_layer_reduced, rnn_layer
 from ...ops.shape import _row_copy, _transpose_as_in_place
 from .. import functional as F, init
 from ..parameter import Parameter
@@ -36,6 +40,14 @@ def _step(mode, gx, h, c, w_hh, b_hh, w_hr=None):
         return gru_cell_step(gx, gh, h), None
     a = gx + gh
     return (ops.tanh(a) if mode == "RNN_TANH" else ops.relu(a)), None
+
+
+def _onednn_reduced(x):
+    """Whether torch's CPU LSTM runs input x in its oneDNN layer in a reduced float: bfloat16, or anything but float64
+    under autocast, whose lower-precision list has mkldnn_rnn_layer (float16 without autocast runs composite)."""
+    if autocast_state.dtype is not None:
+        return x._data.dtype.char != "d"
+    return _dtype.is_bfloat16(x._data.dtype)
 
 
 class RNNBase(Module):
@@ -136,7 +148,7 @@ class RNNBase(Module):
     # -- forward ----------------------------------------------------------------------------------------
     def _check_input(self, input, expected_dim=3):
         w = self._flat_weights[0]
-        if input.dtype != w.dtype:
+        if input.dtype != w.dtype and autocast_state.dtype is None:
             raise ValueError(f"RNN input dtype ({input.dtype}) does not match weight dtype ({w.dtype}). "
                              f"Convert input: input.to({w.dtype}), or convert model: model.to({input.dtype})")
         if input.ndim != expected_dim:
@@ -162,13 +174,22 @@ class RNNBase(Module):
         T = x.shape[0]
         hs, cs = [], []
         layer_input = x
+        onednn = T and lstm and not self.proj_size and _onednn_reduced(x)
         for layer in range(self.num_layers):
             outs = []
             for d in range(D):
                 k = layer * D + d
                 w_ih, w_hh, b_ih, b_hh, w_hr = self._weights(k)
-                gx_all = F.linear(layer_input, w_ih, b_ih)  # every step's input projection, one row
                 h, c = h0[k], c0[k] if lstm else None  # (views: an in-place write to h0 is caught, as torch's)
+                if onednn:  # torch's oneDNN layer in bfloat16 (under autocast its inputs cast, as there)
+                    args = (layer_input, h, c, w_ih, w_hh, b_ih, b_hh)
+                    out, h, c = lstm_layer_reduced(*(_autocast_lower(*args) if autocast_state.dtype else args),
+                                                   reverse=bool(d))
+                    outs.append(out)
+                    hs.append(h)
+                    cs.append(c)
+                    continue
+                gx_all = F.linear(layer_input, w_ih, b_ih)  # every step's input projection, one row
                 if T and gx_all.dtype in (_dtype.float32, _dtype.float64) and (not lstm or w_hr is None):
                     # the whole recurrence: two rows for an LSTM, one otherwise (a proj_size LSTM goes step by step)
                     if lstm:
