@@ -1,8 +1,8 @@
-"""torch.linalg: the norms, and the factorizations and solvers of ops/decompositions.py (on NumPy's LAPACK).
-A name torch.linalg has and tapegrad lacks (eig, eigvals, lu, lu_factor, lu_solve, ldl_factor,
-householder_product: NumPy has no LU, LDL or Householder routines, and no complex dtype here) is an AttributeError
-naming it."""
+"""torch.linalg: the norms, and the factorizations and solvers of ops/decompositions.py (on NumPy's LAPACK) and
+ops/lu.py (LU, LDL, Householder: on LAPACK's getrf and sytrf), each with torch's out=. A name torch.linalg has and
+tapegrad lacks (eig, eigvals: complex results, no complex dtype here) is an AttributeError naming it."""
 import collections
+import functools
 import math
 
 import numpy as np
@@ -16,26 +16,29 @@ from .ops.decompositions import (LinAlgError, _LinAlgError, cholesky_ex, det, ei
                                  slogdet_linalg as slogdet, solve, solve_triangular, svdvals)
 from .ops.decompositions import cholesky_linalg as cholesky, linalg_cross as cross, qr_linalg as qr  # noqa: F401
 from .ops.decompositions import _type_name, svd_linalg as svd  # noqa: F401
+from .ops.lu import (householder_product, ldl_factor, ldl_factor_ex, ldl_solve, linalg_lu as lu,  # noqa: F401
+                     linalg_lu_solve as lu_solve, lu_factor, lu_factor_ex)
+from .ops.out import write_out
 from .ops.shape import stack
-from .tensor import _new
+from .grad_mode import is_grad_enabled, no_grad
+from .tensor import Tensor, _new
 
-__all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eigh", "eigvalsh", "inv",
-           "inv_ex", "lstsq", "matmul", "matrix_exp", "matrix_norm", "matrix_power", "matrix_rank", "multi_dot",
-           "norm", "pinv", "qr", "slogdet", "solve", "solve_ex", "solve_triangular", "svd", "svdvals", "tensorinv",
-           "tensorsolve", "vander", "vecdot", "vector_norm"]
+__all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eigh", "eigvalsh",
+           "householder_product", "inv", "inv_ex", "ldl_factor", "ldl_factor_ex", "ldl_solve", "lstsq", "lu",
+           "lu_factor", "lu_factor_ex", "lu_solve", "matmul", "matrix_exp", "matrix_norm", "matrix_power",
+           "matrix_rank", "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "solve_ex", "solve_triangular", "svd",
+           "svdvals", "tensorinv", "tensorsolve", "vander", "vecdot", "vector_norm"]
 
 
 def solve_ex(A, B, *, left=True, check_errors=False, out=None):
     """(result, info): info 0 (a singular A raises, as with check_errors=True: NumPy's solver reports no pivot)."""
-    x = solve(A, B, left=left, out=out)
+    x = solve(A, B, left=left)
     return _solve_ex_type(x, _new(np.zeros(x.shape[:-2] if x.ndim >= 2 else (), np.int32)))
 
 
 def cond(A, p=None, *, out=None):
     """The condition number in the p-norm: S_max / S_min for p None or 2 (S_min / S_max for -2), else
     matrix_norm(A, p) * matrix_norm(inv(A), p) (square A)."""
-    if out is not None:
-        raise NotImplementedError("tapegrad: out= of linalg.cond is not implemented")
     x = _tensor(A)
     if x.ndim < 2:
         raise RuntimeError("linalg.cond: The input tensor A must have at least 2 dimensions.")
@@ -51,8 +54,6 @@ def cond(A, p=None, *, out=None):
 
 def tensorinv(A, ind=2, *, out=None):
     """The inverse of A read as a matrix of its first ind dimensions by the rest, shaped back (rest + first)."""
-    if out is not None:
-        raise NotImplementedError("tapegrad: out= of linalg.tensorinv is not implemented")
     x = _tensor(A)
     if ind <= 0:
         raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
@@ -65,21 +66,20 @@ def tensorinv(A, ind=2, *, out=None):
 
 def tensorsolve(A, B, dims=None, *, out=None):
     """X with tensordot(A, X, X.ndim) = B: A (with `dims` moved last) read as a matrix of B's size."""
-    if out is not None:
-        raise NotImplementedError("tapegrad: out= of linalg.tensorsolve is not implemented")
     a, b = _tensor(A), _tensor(B)
     if dims is not None:
         dims = [_dim(d, a.ndim) for d in dims]
         a = a.movedim(dims, list(range(a.ndim - len(dims), a.ndim)))
     rest = a.shape[b.ndim:]
+    if math.prod(rest) != math.prod(b.shape):
+        raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[other.ndim:]) == "
+                           f"prod(self.shape[:other.ndim]), but got {math.prod(rest)} != {math.prod(b.shape)}")
     x = solve(a.reshape(math.prod(b.shape), math.prod(rest)), b.reshape(-1))
     return x.reshape(*rest)
 
 
 def vecdot(x, y, *, dim=-1, out=None):
     """sum(x * y) over dim (real inputs: conj is the identity), broadcasting."""
-    if out is not None:
-        raise NotImplementedError("tapegrad: out= of linalg.vecdot is not implemented")
     return (_tensor(x) * _tensor(y)).sum(dim)
 
 
@@ -153,3 +153,70 @@ def _solve_ex_type():
 
 
 _solve_ex_type = _solve_ex_type()
+
+
+# -- out= ------------------------------------------------------------------------------------------------------
+# torch's native linalg kernels: the name their out= refusal (an argument that requires grad) gives
+_ATEN = {"cholesky": "linalg_cholesky_ex", "cholesky_ex": "linalg_cholesky_ex", "cross": "linalg_cross",
+         "det": "_linalg_det", "eigh": "_linalg_eigh", "eigvalsh": "_linalg_eigh",
+         "householder_product": "linalg_householder_product", "inv": "linalg_inv_ex", "inv_ex": "linalg_inv_ex",
+         "lu": "linalg_lu", "lu_factor": "linalg_lu_factor_ex", "lu_factor_ex": "linalg_lu_factor_ex",
+         "lu_solve": "linalg_lu_solve", "matmul": "matmul", "matrix_power": "matmul", "multi_dot": "mm",
+         "pinv": "linalg_pinv", "qr": "linalg_qr", "slogdet": "_linalg_slogdet", "solve": "_linalg_solve_ex",
+         "solve_ex": "_linalg_solve_ex", "solve_triangular": "linalg_solve_triangular", "svd": "_linalg_svd",
+         "svdvals": "_linalg_svd", "vecdot": "sum", "vector_norm": "linalg_vector_norm"}
+# an out of another dtype than the result's: torch's refusal ({w}/{g}: C++ type names, {W}/{G}: scalar type names),
+# or (None) a cast; the default is the native kernels' refusal
+_DTYPE = {"matrix_norm": "linalg.matrix_norm expected out tensor dtype {W} but got: {G}",
+          "norm": "linalg.norm expected out tensor dtype {W} but got: {G}",
+          "multi_dot": "multi_dot(): expected out tensor to have dtype {w} but got {g}",
+          "solve_triangular": "expected scalar type {W} but found {G}",
+          "vecdot": "linalg.vecdot: Expected out of dtype{W} but found {G}",
+          "cond": None, "householder_product": None, "matrix_rank": None, "pinv": None, "tensorinv": None,
+          "tensorsolve": None}
+_DEFAULT_DTYPE = "Expected out tensor to have dtype {w}, but got {g} instead"
+_NAMES = sorted(_ATEN.keys() | _DTYPE.keys() | {"ldl_factor", "ldl_factor_ex", "ldl_solve"})
+
+
+def _tensors(values):
+    for v in values:
+        if isinstance(v, (list, tuple)):
+            yield from _tensors(v)
+        elif isinstance(v, Tensor):
+            yield v
+
+
+def _with_out(fn, name):
+    """fn with torch.linalg's out= (a Tensor, or a tuple for a tuple result): the result computed without grad,
+    then written into out (resized as torch resizes it), with torch's refusals."""
+    aten, message = _ATEN.get(name), _DTYPE.get(name, _DEFAULT_DTYPE)
+
+    @functools.wraps(fn)
+    def wrapper(*args, out=None, **kwargs):
+        if out is None:
+            return fn(*args, **kwargs)
+        outs = tuple(out) if isinstance(out, (tuple, list)) else (out,)
+        if aten is not None and is_grad_enabled() and any(
+                t.requires_grad for t in _tensors((*args, *kwargs.values(), *outs))):
+            raise RuntimeError(f"{aten}(): functions with out=... arguments don't support automatic "
+                               f"differentiation, but one of the arguments requires grad.")
+        with no_grad():
+            result = fn(*args, **kwargs)
+        results = result if isinstance(result, tuple) else (result,)
+        if len(outs) != len(results) or isinstance(result, tuple) != isinstance(out, (tuple, list)):
+            raise TypeError(f"linalg_{name}(): argument 'out' must be "
+                            f"{'tuple of Tensors' if isinstance(result, tuple) else 'Tensor'}, not "
+                            f"{type(out).__name__}")
+        for o, r in zip(outs, results):
+            if message is not None and isinstance(o, Tensor) and o._data.dtype != r._data.dtype:
+                w, g = r._data.dtype, o._data.dtype
+                raise RuntimeError(message.format(w=_dtype.cpp_type_name(w), g=_dtype.cpp_type_name(g),
+                                                  W=_dtype.scalar_type_name(w), G=_dtype.scalar_type_name(g)))
+            write_out(o, r, name)
+        return type(result)(*outs) if isinstance(result, tuple) else out
+    return wrapper
+
+
+for _name in _NAMES:
+    globals()[_name] = _with_out(globals()[_name], _name)
+del _name

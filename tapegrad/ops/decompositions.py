@@ -9,11 +9,14 @@ eigh) records one row per output; the rules are linear in the output adjoints, s
 torch's single rule. A rule needing another factor recomputes the factorization from the row's input, with the
 same options: LAPACK is deterministic, so the factors (their signs included) are the forward's."""
 import collections
+import ctypes
+import glob
+import os
 import warnings
 
 import numpy as np
 
-from .. import registry, tape as tape_mod
+from .. import _dtype, registry, tape as tape_mod
 from ..registry import Ctx
 from ..tensor import Tensor, _new
 from ._common import OPS, _array_rule_dtype, _dim, _record, _sum_to_np, _tensor
@@ -67,7 +70,7 @@ def _matrix(name, A, square=True, what="A"):
     A = _tensor(A)
     if A.ndim < 2:
         raise RuntimeError(f"{name}: The input tensor {what} must have at least 2 dimensions.")
-    if A._data.dtype.kind != "f":
+    if not _dtype.is_float(A._data.dtype):
         raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. Got {_type_name(A._data)}")
     if square and A.shape[-1] != A.shape[-2]:
         raise RuntimeError(f"{name}: {what} must be batches of square matrices, but they are {A.shape[-2]} by "
@@ -131,6 +134,33 @@ def _not_pd(m):
         return False
     except np.linalg.LinAlgError:
         return True
+
+
+# -- LAPACK routines NumPy does not expose ----------------------------------------------------------------------
+COL_MAJOR = 102  # LAPACKE's column-major layout: each matrix passed as its transpose's C-ordered copy
+_LAPACKE = {}
+
+
+def _lapacke(name, dtype):
+    """LAPACKE_sNAME (float32) or LAPACKE_dNAME (float64) of the ILP64 OpenBLAS bundled with NumPy's wheels (the
+    library kernels/blas.py calls gemm in; found the same way, without Numba) as a ctypes function returning its
+    int64 info, or None where NumPy bundles none. Callers pass ctypes values (64-bit integers)."""
+    key = ("d" if np.dtype(dtype) == np.float64 else "s") + name
+    if key not in _LAPACKE:
+        _LAPACKE[key] = None
+        package = os.path.dirname(np.__file__)
+        for path in sorted(glob.glob(os.path.join(package, os.pardir, "numpy.libs", "*openblas64*"))
+                           + glob.glob(os.path.join(package, ".libs", "*openblas64*"))):
+            try:
+                lib = ctypes.CDLL(path)
+            except OSError:
+                continue
+            function = getattr(lib, f"scipy_LAPACKE_{key}64_", None) or getattr(lib, f"LAPACKE_{key}64_", None)
+            if function is not None:
+                function.restype = ctypes.c_int64
+                _LAPACKE[key] = function
+                break
+    return _LAPACKE[key]
 
 
 # -- the namespaces the rules are written over -----------------------------------------------------------------
@@ -831,8 +861,11 @@ def _pinv_array(a, atol, rtol, hermitian):
     return np.matmul(np.swapaxes(vh, -1, -2) * sinv[..., None, :], np.swapaxes(u, -1, -2))
 
 
-def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
+def pinv(A, rcond=None, hermitian=False, *, atol=None, rtol=None, out=None):
+    """rcond: torch's older overload, the rtol (atol then 0)."""
     _no_out(out)
+    if rcond is not None:
+        rtol = rcond
     A = _matrix("linalg.pinv", A, square=False)
     value = _pinv_array(A._data, _tolerance(atol, A._data), _tolerance(rtol, A._data), hermitian)
     return _record(OPS["linalg_pinv"], value, (A,))
@@ -862,10 +895,12 @@ def _pinv_rule(L, ctx, g, inputs, out):
 
 
 def lstsq(A, B, rcond=None, *, driver=None):
-    """torch's CPU default driver 'gelsy': the minimum-norm least-squares solution (by NumPy's gelsd: the same for
-    matrices of full rank), the rank; residuals and singular_values empty (gelsy computes neither)."""
-    if driver not in (None, "gelsy"):
-        raise NotImplementedError(f"tapegrad: linalg.lstsq driver={driver!r} is not implemented")
+    """By the LAPACK driver torch's CPU uses (gelsy by default; gelsd, gelss, gels), each matrix of the broadcast
+    batch: the solution, and what that driver gives: rank (A's batch shape; all but gels), singular_values (gelsd,
+    gelss), residuals (not gelsy: the squared norms of B - A X's rows when m > n and every A has full rank)."""
+    if driver not in (None, "gels", "gelsy", "gelsd", "gelss"):
+        raise RuntimeError("torch.linalg.lstsq: parameter `driver` should be one of (gels, gelsy, gelsd, gelss)")
+    driver = driver or "gelsy"
     A, B = _matrix("torch.linalg.lstsq", A, square=False, what="input"), _tensor(B)
     vector = B.ndim == A.ndim - 1
     if (B.shape[-1] if vector else B.shape[-2]) != A.shape[-2]:
@@ -874,17 +909,63 @@ def lstsq(A, B, rcond=None, *, driver=None):
     tape_mod.untraceable("linalg.lstsq's rank is computed from the input's values")
     a, b = A._data, B._data[..., None] if vector else B._data
     m, n = a.shape[-2:]
-    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-    a, b = np.broadcast_to(a, batch + a.shape[-2:]), np.broadcast_to(b, batch + b.shape[-2:])
     cond = np.finfo(a.dtype).eps * max(m, n) if rcond is None else rcond
-    x = np.zeros(batch + (n, b.shape[-1]), a.dtype)
-    rank = np.zeros(batch, np.int64)
-    for i in np.ndindex(*batch):
-        x[i], _, rank[i], _ = np.linalg.lstsq(a[i], b[i], rcond=cond)
+    x, rank, s = _lstsq_arrays(a, b, driver, cond)
+    residuals = np.zeros(0, a.dtype)
+    if driver != "gelsy" and m > n and x.size and (driver == "gels" or np.all(rank == n)):
+        residuals = (x[..., n:, :] ** 2).sum(-2)
+    x = x[..., :n, :]
     ctx = Ctx(vector=vector)
-    solution = _record(OPS["linalg_lstsq"], np.ascontiguousarray(x[..., 0]) if vector else x, (A, B), aux=ctx)
-    residuals = _record(OPS["linalg_lstsq_residuals"], np.zeros(0, a.dtype), (A, B), aux=ctx)
-    return return_types.linalg_lstsq(solution, residuals, _new(rank), _new(np.zeros(0, a.dtype)))
+    solution = _record(OPS["linalg_lstsq"], np.ascontiguousarray(x[..., 0] if vector else x), (A, B), aux=ctx)
+    residuals = _record(OPS["linalg_lstsq_residuals"], residuals, (A, B), aux=ctx)
+    return return_types.linalg_lstsq(solution, residuals, _new(rank), _new(s))
+
+
+def _lstsq_arrays(a, b, driver, cond):
+    """(the driver's B: X in its first n rows, residual terms below when m > n; rank of A's batch shape; singular
+    values), by LAPACKE's driver (NumPy's gelsd where NumPy bundles no LAPACK)."""
+    m, n = a.shape[-2:]
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    nrhs, rows = b.shape[-1], max(m, n)
+    out = np.zeros(batch + (nrhs, rows), a.dtype)  # each B column-major: its transpose, C-ordered
+    out[..., :m] = np.swapaxes(np.broadcast_to(b, batch + b.shape[-2:]), -1, -2)
+    aa = np.array(np.swapaxes(np.broadcast_to(a, batch + a.shape[-2:]), -1, -2), order="C")
+    own = a.shape[:-2]
+    rank = np.zeros(own if driver != "gels" else (0,), np.int64)
+    s = np.zeros(own + (min(m, n),) if driver in ("gelsd", "gelss") else (0,), a.dtype)
+    fn = _lapacke(driver, a.dtype)
+    real = ctypes.c_double if a.dtype == np.float64 else ctypes.c_float
+    i64, ptr, layout = ctypes.c_int64, ctypes.c_void_p, ctypes.c_int(COL_MAJOR)
+    for i in np.ndindex(*batch):
+        if not (m and n and nrhs):
+            continue
+        # (a batch A broadcast over B's batch: each copy gives the same rank; A's batch index keeps it)
+        j = tuple(0 if d == 1 else k for d, k in zip(own, i[len(batch) - len(own):]))
+        ai, bi = aa[i], out[i]
+        if fn is None:
+            x, _, r, sv = np.linalg.lstsq(ai.T, bi.T[:m], rcond=cond)
+            bi[:, :n] = x.T
+            if driver != "gels":
+                rank[j] = r
+            if s.size:
+                s[j] = sv
+            continue
+        r, sv = i64(0), np.zeros(min(m, n), a.dtype)
+        if driver == "gels":
+            fn(layout, ctypes.c_char(b"N"), i64(m), i64(n), i64(nrhs), ptr(ai.ctypes.data), i64(m),
+               ptr(bi.ctypes.data), i64(rows))
+        elif driver == "gelsy":
+            jpvt = np.zeros(n, np.int64)
+            fn(layout, i64(m), i64(n), i64(nrhs), ptr(ai.ctypes.data), i64(m), ptr(bi.ctypes.data), i64(rows),
+               ptr(jpvt.ctypes.data), real(cond), ctypes.byref(r))
+        else:
+            fn(layout, i64(m), i64(n), i64(nrhs), ptr(ai.ctypes.data), i64(m), ptr(bi.ctypes.data), i64(rows),
+               ptr(sv.ctypes.data), real(cond), ctypes.byref(r))
+        if driver != "gels":
+            rank[j] = r.value
+        if s.size:
+            s[j] = sv
+    return np.ascontiguousarray(np.swapaxes(out, -1, -2)), rank, s
 
 
 def _lstsq_rule(L, ctx, g, inputs, out):
@@ -973,7 +1054,7 @@ def linalg_cross(input, other, *, dim=-1, out=None):
         raise RuntimeError(f"expected scalar type {_type_name(a._data)} but found {_type_name(b._data)}")
     # (np.cross along any axis but the last gives a strided view: values are C-contiguous, which kernels assume)
     value = np.asanyarray(np.cross(*np.broadcast_arrays(a._data, b._data), axisa=d, axisb=d, axisc=d), order="C")
-    if a._data.dtype.kind != "f":
+    if not _dtype.is_float(a._data.dtype):
         return _new(np.asanyarray(value, a._data.dtype))
     return _record(OPS["linalg_cross"], value, (a, b), aux=Ctx(dim=d))
 
@@ -1038,7 +1119,7 @@ def matrix_exp(A):
         raise RuntimeError("linalg.matrix_exp: Expected a square matrix or batch of square matrices. Got "
                            f"{A.ndim}-D tensor with shape {list(A.shape)}." if A.ndim >= 2 else
                            "linalg.matrix_exp: The input tensor A must have at least 2 dimensions.")
-    if A._data.dtype.kind != "f":
+    if not _dtype.is_float(A._data.dtype):
         raise RuntimeError(f"linalg.matrix_exp: Expected a floating point or complex tensor as input. Got "
                            f"{_type_name(A._data)}")
     return _record(OPS["linalg_matrix_exp"], _expm(A._data), (A,))
@@ -1121,3 +1202,4 @@ Tensor.svd = svd
 Tensor.matrix_power = matrix_power
 Tensor.matrix_exp = matrix_exp
 Tensor.cross = cross
+

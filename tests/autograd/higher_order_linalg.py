@@ -40,6 +40,12 @@ def _cholesky(T, x):
         return T.cholesky(_spd(T, x))
 
 
+def _lu(T, x):
+    """L and U of x + 3 I (its pivots fixed near x), stacked by rows."""
+    _, L, U = T.linalg.lu(_shift(T, x) if x.shape[-2] == x.shape[-1] else x)
+    return T.cat([L.reshape(-1), U.reshape(-1)])
+
+
 def _slogdet(T, x):
     sign, logabs = T.linalg.slogdet(x)
     return sign * logabs
@@ -91,6 +97,12 @@ CASES = [  # (args, kwargs) of test_higher_order._case
     (("linalg_cross_dim", lambda T, a, b: T.linalg.cross(a, b, dim=0), [(3, 2), (3, 1)]),
      {"covers": ("linalg_cross",), "eps": 1e-3}),
     (("linalg_matrix_exp", lambda T, x: T.linalg.matrix_exp(x), [(3, 3)]), {"eps": 1e-4, "low": -0.8, "high": 0.8}),
+    (("linalg_lu_factor", lambda T, x: T.linalg.lu_factor(_shift(T, x)).LU, [(3, 3)]), {"eps": 1e-4}),
+    (("linalg_lu_factor_wide", lambda T, x: T.linalg.lu_factor(_shift(T, x[..., :3]).repeat(1, 2)[:, :4]).LU,
+      [(3, 3)]), {"covers": ("linalg_lu_factor",), "eps": 1e-4}),
+    (("linalg_lu", lambda T, x: _lu(T, x), [(3, 3)]), {"covers": ("linalg_lu_L", "linalg_lu_U"), "eps": 1e-4}),
+    (("linalg_lu_tall", lambda T, x: _lu(T, T.cat([_shift(T, x), x[:1]], 0)), [(3, 3)]),
+     {"covers": ("linalg_lu_L", "linalg_lu_U"), "eps": 1e-4}),
 ]
 
 EXEMPT = {}  # registry op name -> why no higher-order case can exist, naming the test that covers it instead

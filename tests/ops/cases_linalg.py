@@ -119,4 +119,19 @@ CASES = [
          id="dims", rtol=R, grad_fn=False),
     Case("matrix_exp", [A((3, 3))], fn=lambda L, a: L.linalg.matrix_exp(a), rtol=R),
     Case("matrix_exp", [A((2, 3, 3), "big")], fn=lambda L, a: L.matrix_exp(a * 0.2), id="scaled", rtol=1e-3),
+    Case("lu_factor", [A((2, 3, 3))], fn=lambda L, a: L.linalg.lu_factor(shifted(L, a)).LU, rtol=R),
+    Case("lu_factor", [A((3, 4))], fn=lambda L, a: L.linalg.lu_factor_ex(a).LU, id="wide", rtol=R),
+    Case("lu", [A((4, 3))], fn=lambda L, a: tuple(L.linalg.lu(a))[1:], id="tall", rtol=R),
+    Case("lu", [A((3, 3))], fn=lambda L, a: tuple(L.linalg.lu(shifted(L, a)))[1:], rtol=R),
+    # (composed of triangular solves and gathers: torch's LuUnpackBackward0, LinalgLuSolveBackward0 and
+    # LinalgHouseholderProductBackward0 are other grad_fns over the same gradients)
+    Case("lu_unpack", [A((3, 3))], fn=lambda L, a: tuple(L.lu_unpack(*L.linalg.lu_factor(shifted(L, a))))[1:],
+         rtol=R, grad_fn=False),
+    Case("lu_solve", [A((2, 3, 3)), A((3, 2))],
+         fn=lambda L, a, b: L.linalg.lu_solve(*L.linalg.lu_factor(shifted(L, a)), b), rtol=R, grad_fn=False),
+    Case("lu_solve", [A((3, 3)), A((2, 3))],
+         fn=lambda L, a, b: L.linalg.lu_solve(*L.linalg.lu_factor(shifted(L, a)), b, left=False, adjoint=True),
+         id="right_adjoint", rtol=R, grad_fn=False),
+    Case("householder_product", [A((4, 3)), A((2,), "pos")],
+         fn=lambda L, a, t: L.linalg.householder_product(a, t), rtol=R, grad_fn=False),
 ]

@@ -94,6 +94,8 @@ CASES = {
     "linalg_qr": _qr,  # linalg_qr_Q and linalg_qr_R
     "linalg_svd": _svd,  # linalg_svd_U, linalg_svd_S and linalg_svd_Vh
     "linalg_eigh": _eigh,  # linalg_eigh_values and linalg_eigh_vectors
+    "linalg_lu_factor": lambda L, x, R: L.linalg.lu_factor(_square(L, x)).LU,
+    "linalg_lu": lambda L, x, R: (lambda P, Lo, U: P @ Lo + Lo @ U)(*L.linalg.lu(_tall(L, x))),  # linalg_lu_L, _U
 }
 
 # torch's LAPACK results are often column-major; a chained case may refuse a non-contiguous input (nll_loss2d's
