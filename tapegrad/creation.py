@@ -8,7 +8,7 @@ import numpy as np
 from . import _dtype, _meta, _strides, random
 from .device import is_meta as _is_meta
 from .tape import _local as _tape_local, made_in_trace
-from .tensor import Tensor, _flat, _new, as_array, refuse_negative_strides
+from .tensor import Tensor, _flat, _new, as_array, as_index, refuse_negative_strides
 from .tensor import _format_strides, _memory_format_arg, channels_last, channels_last_3d, preserve_format
 from ._warnings import user_stacklevel
 
@@ -37,6 +37,7 @@ def _shape(size):
             size = tuple(first)
     if len(size) < 3 and all(type(s) is int and 0 <= s < 2 ** 31 for s in size):  # (their product fits int64)
         return tuple(size)
+    size = tuple(map(as_index, size))
     for s in size:
         if not isinstance(s, (int, np.integer)) or isinstance(s, bool):
             raise TypeError(f"empty(): argument 'size' must be tuple of ints, but found element of type "
@@ -408,21 +409,30 @@ def scalar_tensor(s, *, dtype=None, layout=None, device=None, pin_memory=False, 
     return _finish(np.array(s, _float(dtype)), None, requires_grad, meta=meta)
 
 
-def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
+def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=None):
     """torch.asarray: obj as a tensor, sharing memory where it can (a tensor of that dtype is returned itself, a
-    C-contiguous NumPy array or buffer is aliased); copy=True always copies, copy=False refuses to."""
+    C-contiguous NumPy array or buffer is aliased); copy=True always copies, copy=False refuses to. A tensor keeps
+    its history unless requires_grad=False (torch 2.13's default, with its warning once)."""
     if _is_meta(device) and not (isinstance(obj, Tensor) and obj.is_meta):
-        return tensor(obj, dtype=dtype, device=device, requires_grad=requires_grad)
+        return tensor(obj, dtype=dtype, device=device, requires_grad=bool(requires_grad))
     if isinstance(obj, np.ndarray):
         refuse_negative_strides(obj)
     if isinstance(obj, Tensor):
+        global _asarray_warned
+        if requires_grad is None and obj._requires_grad and not _asarray_warned:
+            _asarray_warned = True
+            warnings.warn("torch.asarray: unspecified requires_grad now defaults to obj.requires_grad instead of "
+                          "False. Pass requires_grad=False explicitly to get the old behavior and silence this "
+                          "warning.", UserWarning, stacklevel=user_stacklevel())
+        if requires_grad is False and obj._requires_grad:
+            obj = obj.detach()
         if dtype is not None and _dtype.to_numpy_dtype(dtype) != obj._data.dtype:
             if copy is False:
                 raise ValueError(f"can't alias tensor with dtype '{_dtype.scalar_type_name(obj._data.dtype)}' into "
                                  f"dtype '{_dtype.scalar_type_name(_dtype.to_numpy_dtype(dtype))}'.")
-            t = _new(obj._data.astype(_dtype.to_numpy_dtype(dtype)))
+            t = obj.to(dtype)
         elif copy:
-            t = _new(obj._data.copy())
+            t = obj.clone()
         else:
             t = obj
         if requires_grad and not t._requires_grad:
@@ -445,10 +455,13 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
                              "can't alias NumPy array that is not contiguous.")
         _dtype.from_numpy_dtype(want)
         data = arr if alias and not copy else np.ascontiguousarray(arr, dtype=want).copy()
-        return _finish(data, None, requires_grad)
+        return _finish(data, None, bool(requires_grad))
     if copy is False:
         raise ValueError("can't alias arbitrary sequence into a tensor.")
-    return tensor(obj, dtype=dtype, requires_grad=requires_grad)
+    return tensor(obj, dtype=dtype, requires_grad=bool(requires_grad))
+
+
+_asarray_warned = False
 
 
 _frombuffer_warned = False

@@ -30,7 +30,7 @@ def _inplace(self, result):
     _refuse_leaf_write(self)
     value = result._data
     if value.dtype != self._data.dtype:
-        if value.dtype.kind == "f" and self._data.dtype.kind != "f" or value.dtype.kind in "iu" and \
+        if _dtype.is_float(value.dtype) and not _dtype.is_float(self._data.dtype) or value.dtype.kind in "iu" and \
                 self._data.dtype.kind == "b":
             raise RuntimeError(f"result type {_dtype.scalar_type_name(value.dtype)} can't be cast to the desired output type "
                                f"{_dtype.scalar_type_name(self._data.dtype)}")
@@ -167,6 +167,26 @@ Tensor.__iadd__ = _make_inplace(Tensor.add, np.add)
 Tensor.__isub__ = _make_inplace(Tensor.sub, np.subtract)
 Tensor.__imul__ = _make_inplace(Tensor.mul, np.multiply)
 Tensor.__itruediv__ = _make_inplace(Tensor.div)
+Tensor.__ifloordiv__ = _make_inplace(Tensor.floor_divide)
+Tensor.__imod__ = _make_inplace(Tensor.remainder)
+Tensor.__ipow__ = _make_inplace(Tensor.pow)
+Tensor.__iand__ = _make_inplace(Tensor.bitwise_and)
+Tensor.__ior__ = _make_inplace(Tensor.bitwise_or)
+Tensor.__ixor__ = _make_inplace(Tensor.bitwise_xor)
+Tensor.__ilshift__ = _make_inplace(Tensor.bitwise_left_shift)
+Tensor.__irshift__ = _make_inplace(Tensor.bitwise_right_shift)
+
+
+def _contains(self, element):
+    """`x in t`: whether any element equals x (torch's Tensor.__contains__)."""
+    if not isinstance(element, (Tensor, numbers.Number)):
+        raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you passed in a "
+                           f"{type(element)}.")
+    return bool((self == element).any().item())
+
+
+Tensor.__contains__ = _contains
+Tensor.__reversed__ = lambda self: self if self._data.ndim == 0 else self.flip(0)
 
 
 def _iadd_naming_growth(iadd):
@@ -362,16 +382,16 @@ def _new_shape(size, name):
     return _shape(size)
 
 
-def new_zeros(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
-    return _new_like(self, np.zeros(_new_shape(size, "new_zeros")), dtype, requires_grad, device)
+def new_zeros(self, *sizes, size=None, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
+    return _new_like(self, np.zeros(_new_shape(ops._sizes_or_keyword(sizes, size, "new_zeros", "size"), "new_zeros")), dtype, requires_grad, device)
 
 
-def new_ones(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
-    return _new_like(self, np.ones(_new_shape(size, "new_ones")), dtype, requires_grad, device)
+def new_ones(self, *sizes, size=None, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
+    return _new_like(self, np.ones(_new_shape(ops._sizes_or_keyword(sizes, size, "new_ones", "size"), "new_ones")), dtype, requires_grad, device)
 
 
-def new_empty(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
-    return _new_like(self, np.zeros(_new_shape(size, "new_empty")), dtype, requires_grad, device)  # zeroed
+def new_empty(self, *sizes, size=None, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
+    return _new_like(self, np.zeros(_new_shape(ops._sizes_or_keyword(sizes, size, "new_empty", "size"), "new_empty")), dtype, requires_grad, device)  # zeroed
 
 
 def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False, layout=None,

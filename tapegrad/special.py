@@ -10,6 +10,7 @@ from .ops import elementwise, reduce
 from .ops import special as _s
 from .ops._common import _float, _tensor
 from .ops.nn import round as _round
+from .ops.out import with_out
 
 __all__ = ["digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2", "expit", "expm1", "gammaln", "i0", "i0e",
            "i1", "i1e", "log1p", "log_ndtr", "log_softmax", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri",
@@ -51,3 +52,10 @@ def softmax(input, dim, *, dtype=None):
 
 def log_softmax(input, dim, *, dtype=None):
     return reduce.log_softmax(input, dim, dtype=dtype)
+
+
+# out= on each, as torch.special's (but softmax and log_softmax, which take none)
+for _name in __all__:
+    if _name not in ("softmax", "log_softmax"):
+        globals()[_name] = with_out(globals()[_name])  # (named as torch's messages name it: sigmoid, special_i0e)
+del _name

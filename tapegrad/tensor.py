@@ -51,6 +51,14 @@ def register_view(t, window):
         entry[2] = 2 * len(refs) + 8
 
 
+def as_index(s):
+    """s, or the int of an integer tensor of one element: torch takes such a tensor wherever it takes an int size or
+    dim (`torch.zeros(lengths.max(), 2)`, `x.view(n, -1)`), through its __index__."""
+    if isinstance(s, Tensor) and s._data.dtype.kind in "iu" and s._data.size == 1:
+        return int(s._data.reshape(()))
+    return s
+
+
 def as_array(data, dtype=None):
     """A C-contiguous, native-byte-order ndarray for data (nested lists, scalars, arrays, Tensors)."""
     tensors = False

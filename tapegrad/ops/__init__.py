@@ -4,7 +4,7 @@ One module per concern; each public function here is also a `tapegrad.` function
 methods (methods.py). Every check happens before a value reaches the tape, so the compiled replay
 never sees a bad shape or index.
 """
-from ._common import _dim, _dims, _tensor, broadcast_shape, detach, to_dtype  # noqa: F401
+from ._common import _dim, _dims, _sizes_or_keyword, _tensor, broadcast_shape, detach, to_dtype  # noqa: F401
 from .elementwise import *  # noqa: F401,F403
 from .elementwise import _clamp, _select, _with_input  # noqa: F401
 from .reduce import *  # noqa: F401,F403
@@ -34,13 +34,14 @@ from .resample import __all__ as _rs_all
 from .composite import *  # noqa: F401,F403  (functions composed of the ops above; torch's aliases)
 from .composite import __all__ as _co_all, INPLACE as _co_inplace
 from . import pointwise as _pw, arrange as _ar, scatter as _sc, statistics as _st, special as _sf
-from . import decompositions as _de, volumetric as _vo, sampling as _sa
+from . import decompositions as _de, lu as _lu, volumetric as _vo, sampling as _sa
 from .pointwise import *  # noqa: F401,F403  (fmod, remainder, hypot, logaddexp, bitwise ops, dtype helpers, ...)
 from .arrange import *  # noqa: F401,F403  (rot90, tensor_split, kron, tensordot, cdist, baddbmm, ...)
 from .scatter import *  # noqa: F401,F403  (scatter, index_add/fill/copy, index_put, searchsorted, bincount)
 from .statistics import *  # noqa: F401,F403  (cumulative ops, median, quantile, nan-reductions, mode)
 from .special import *  # noqa: F401,F403  (lgamma, digamma, polygamma, erfinv, i0, xlogy: the special functions)
 from .decompositions import *  # noqa: F401,F403  (det, inverse, solve, cholesky, qr, svd, eigh; products)
+from .lu import *  # noqa: F401,F403  (lu, lu_unpack, lu_solve, triangular_solve, geqrf, orgqr, ormqr)
 from .volumetric import *  # noqa: F401,F403  (3-d pooling, power-average pooling, local response normalization)
 from .sampling import *  # noqa: F401,F403  (torch.normal, poisson, binomial; the random fills' draws)
 from . import comparison as _cm, windows as _wi, histogram as _hi, diagonals as _di, tensor_info as _ti
@@ -52,9 +53,13 @@ from .tensor_info import *  # noqa: F401,F403  (conj & co. on real tensors, adjo
 
 # the Tensor methods with in-place forms (`x.scatter_`), listed by the modules that bind them (methods.py makes them)
 INPLACE = (_co_inplace + _pw.INPLACE + _ar.INPLACE + _sc.INPLACE + _st.INPLACE + _sf.INPLACE + _de.INPLACE + _vo.INPLACE
-           + _sa.INPLACE + _cm.INPLACE + _wi.INPLACE + _hi.INPLACE + _di.INPLACE + _ti.INPLACE)
+           + _lu.INPLACE + _sa.INPLACE + _cm.INPLACE + _wi.INPLACE + _hi.INPLACE + _di.INPLACE + _ti.INPLACE)
 
-__all__ = ([n for m in (_e, _r, _s, _l, _o, _n, _c, _pw, _ar, _sc, _st, _sf, _de, _vo, _sa, _cm, _wi, _hi, _di, _ti)
+__all__ = ([n for m in (_e, _r, _s, _l, _o, _n, _c, _pw, _ar, _sc, _st, _sf, _de, _lu, _vo, _sa, _cm, _wi, _hi, _di, _ti)
             for n in m.__all__] + ["detach"]
            + _so_all + _la_all + _sp_all + _rs_all + _co_all)
-del _e, _r, _s, _l, _o, _n, _c, _pw, _ar, _sc, _st, _sf, _de, _vo, _sa, _cm, _wi, _hi, _di, _ti, _so_all, _la_all, _sp_all, _rs_all, _co_all, _co_inplace
+del _e, _r, _s, _l, _o, _n, _c, _pw, _ar, _sc, _st, _sf, _de, _lu, _vo, _sa, _cm, _wi, _hi, _di, _ti, _so_all, _la_all, _sp_all, _rs_all, _co_all, _co_inplace
+
+from . import out as _out  # noqa: E402  (out= on torch's functions: once every front-end above is bound)
+_out.bind()
+del _out

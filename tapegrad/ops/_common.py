@@ -7,7 +7,7 @@ import numpy as np
 from .. import _dtype, _meta, registry, saved_tensors, tape as tape_mod
 from ..saved_tensors import OPEN as _saved_tensors_hooks
 from ..grad_mode import INFERENCE_ON, _state as _grad_mode
-from ..tensor import Tensor, _new, as_array, register_view, storage_of
+from ..tensor import Tensor, _new, as_array, as_index, register_view, storage_of
 
 OPS = registry.BY_NAME
 _tape_local = tape_mod._local
@@ -146,8 +146,8 @@ def _autocast_lower(*tensors):
     """torch's CPU autocast "lower precision" ops (matmul, mm, bmm, linear, conv, einsum, prelu): float32 and
     float16 operands (not float64) cast to the region's dtype, the cast recorded so that gradients flow back."""
     dt = autocast_state.dtype
-    return tuple(_to_dtype(t, dt) if t is not None and t._data.dtype in (np.float32, np.float16) else t
-                 for t in tensors)
+    return tuple(_to_dtype(t, dt) if t is not None and _dtype.is_float(t._data.dtype) and t._data.dtype != np.float64
+                 else t for t in tensors)
 
 
 def _autocast_float32(*args):
@@ -212,6 +212,7 @@ def _dim(d, ndim):
     """Normalise a dim argument; torch's IndexError when it is out of range."""
     if type(d) is int and -ndim <= d < ndim:  # (the common case first)
         return d % ndim
+    d = as_index(d)
     if not isinstance(d, (int, np.integer)) or isinstance(d, bool):
         raise TypeError(f"dim must be an int, got {type(d).__name__}")
     lo, hi = (-1, 0) if ndim == 0 else (-ndim, ndim - 1)
@@ -237,11 +238,21 @@ def _mask(dims):
     return m
 
 
+def _sizes_or_keyword(sizes, keyword, name, keyword_name):
+    """Sizes given positionally or as torch's keyword (`x.view(size=(3, 2))`, `x.permute(dims=(1, 0))`)."""
+    if keyword is None:
+        return sizes
+    if sizes:
+        raise TypeError(f"{name}() got multiple values for argument '{keyword_name}'")
+    return (keyword,)
+
+
 def _sizes(sizes):
     if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
         sizes = tuple(sizes[0])
     if all(type(s) is int for s in sizes):  # (the common case first)
         return tuple(sizes)
+    sizes = tuple(map(as_index, sizes))
     for s in sizes:
         if not isinstance(s, (int, np.integer)) or isinstance(s, bool):
             raise TypeError(f"expected a sequence of integers, got {type(s).__name__}")
@@ -252,7 +263,7 @@ def _tensor_tensor(op, forward, a, b, to_float=False, check=None):
     """`to_float`: the result is floating point for integer operands too (true division, atan2), in the
     default dtype (float32 unless set) as torch computes it; `check(a, b)`: torch's dtype errors, off the hot path."""
     da, db = a._data, b._data
-    if da.dtype == db.dtype and da.dtype.kind == "f":  # the hot path: no promotion; NumPy checks the shapes
+    if da.dtype == db.dtype and da.dtype.kind == "f":  # the hot path (float32/64: bfloat16 rounds per op below)
         try:
             out = forward(da, db)
         except ValueError:
@@ -274,6 +285,16 @@ def _tensor_tensor(op, forward, a, b, to_float=False, check=None):
 
 
 _meta.FRONT_ENDS.add(_tensor_tensor.__code__)  # (torch's error for meta and CPU operands, _meta._mixed)
+
+
+def wrap_integer(c, dt):
+    """A Python int as torch casts it into an integer dtype: wrapped, two's complement (`uint8 + (-1)` is 255,
+    `uint8_image < -1` compares with 255), where NumPy raises OverflowError."""
+    if type(c) is int and dt.kind in "iu" and -2 ** 63 <= c < 2 ** 63:
+        info = np.iinfo(dt)
+        if not info.min <= c <= info.max:
+            return np.int64(c).astype(dt)
+    return c
 
 
 def _integer(forward, a, b):

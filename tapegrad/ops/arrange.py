@@ -13,11 +13,12 @@ import numpy as np
 from .. import _dtype
 from ..device import cpu_only as _cpu_only
 from ..tensor import Tensor, _new
-from ._common import _dim, _sizes, _tensor, _to_dtype
+from ._common import _autocast_lower, _dim, _sizes, _tensor, _to_dtype, autocast_state
 from .conv import batch_norm as _batch_norm
 from .elementwise import where
 from .layers import instance_norm as _instance_norm
 from .layout import diag, triu_indices
+from . import sparse as _sparse
 from .linalg import bmm, dot, matmul, mv, outer, vector_norm
 from .metric_loss import cosine_embedding_loss as _cosine_embedding_loss
 from .padding import group_norm as _group_norm, prelu
@@ -129,6 +130,8 @@ def split_with_sizes(input, split_sizes, dim=0):
 
 
 def narrow_copy(input, dim, start, length):
+    if getattr(input, "is_sparse", False):  # (a sparse COO tensor: ops/sparse.py's)
+        return _sparse.narrow_copy(input, dim, start, length)
     x = _tensor(input)
     d = _dim(dim, x.dim())
     if start + length > x.shape[d]:
@@ -267,7 +270,7 @@ def vander(x, N=None, increasing=False):
         x = _new(x._data.astype(np.int64))
     elif x._data.dtype.kind in "iu":
         x = _new(x._data.astype(np.int64))
-    powers = _new(np.arange(n, dtype=x._data.dtype if x._data.dtype.kind == "f" else np.int64))
+    powers = _new(np.arange(n, dtype=x._data.dtype if _dtype.is_float(x._data.dtype) else np.int64))
     out = x.unsqueeze(1) ** powers
     return out if increasing else flip(out, [1])
 
@@ -280,7 +283,7 @@ def logspace(start, end, steps, base=10.0, dtype=None, layout=None, device=None,
     np_dt = _dtype.default_float.np if dtype is None else _dtype.to_numpy_dtype(dtype)
     exps = np.linspace(float(start), float(end), steps, dtype=np.float64)
     out = np.power(float(base), exps)
-    t = _new(out.astype(np_dt) if np_dt.kind == "f" else out.astype(np_dt))
+    t = _new(out.astype(np_dt) if _dtype.is_float(np_dt) else out.astype(np_dt))
     return t.requires_grad_(True) if requires_grad else t
 
 
@@ -295,14 +298,20 @@ def _scaled_sum(input, product, beta, alpha):
     return (x if beta == 1 else x * beta) + product
 
 
+def autocast_input(input):
+    """addmm, baddbmm and addbmm are CPU autocast "lower precision" ops: their input is cast with the product's
+    operands (else it promotes the sum back to float32)."""
+    return _autocast_lower(_tensor(input))[0] if autocast_state.dtype is not None else input
+
+
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
     """beta * input + alpha * (batch1 @ batch2), batched."""
-    return _scaled_sum(input, bmm(batch1, batch2), beta, alpha)
+    return _scaled_sum(autocast_input(input), bmm(batch1, batch2), beta, alpha)
 
 
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
     """beta * input + alpha * sum_b batch1[b] @ batch2[b]."""
-    return _scaled_sum(input, bmm(batch1, batch2).sum(0), beta, alpha)
+    return _scaled_sum(autocast_input(input), bmm(batch1, batch2).sum(0), beta, alpha)
 
 
 def addmv(input, mat, vec, *, beta=1, alpha=1):
@@ -344,10 +353,8 @@ def vdot(input, other):
     return dot(a, b)
 
 
-def tensordot(a, b, dims=2, out=None):
+def tensordot(a, b, dims=2):
     """Contract a's dims[0] with b's dims[1] (an int n: a's last n with b's first n)."""
-    if out is not None:
-        raise NotImplementedError("tapegrad: tensordot's out= is not implemented")
     a, b = _tensor(a), _tensor(b)
     if isinstance(dims, Tensor):
         dims = dims.tolist()

@@ -30,7 +30,7 @@ def _additive_mask(mask, dtype, name="attn_mask"):
         if _tape_local.tracing is not None and isinstance(mask, Tensor):  # (compile: recomputed from the mask)
             return where(m, made_in_trace(_new(np.zeros((), dtype))), made_in_trace(_new(np.full((), -np.inf, dtype))))
         return made_in_trace(_new(np.where(m._data, 0.0, -np.inf).astype(dtype)))
-    if m._data.dtype.kind != "f":
+    if not _dtype.is_float(m._data.dtype):
         raise RuntimeError(f"Expected {name} dtype to be bool or float or to match query dtype, but got "
                            f"{name}.dtype: {m.dtype}")
     return m
@@ -71,8 +71,12 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if not (SDP_BACKENDS["math"] or SDP_BACKENDS["flash"]):
         raise RuntimeError("No viable backend for scaled_dot_product_attention was found. This is likely due to "
                            "turning off both the math kernel and the fused kernels.")
-    if enable_gqa:
-        raise NotImplementedError("tapegrad: scaled_dot_product_attention(enable_gqa=True) is not implemented")
+    if enable_gqa and q.ndim >= 3 and k.ndim >= 3 and v.ndim >= 3:  # grouped-query attention: key/value heads shared
+        heads = q._data.shape[-3]
+        if heads % k._data.shape[-3] or heads % v._data.shape[-3]:
+            raise RuntimeError("Number of heads in key and value must divide the number of heads in ")
+        k = k.repeat_interleave(heads // k._data.shape[-3], -3)
+        v = v.repeat_interleave(heads // v._data.shape[-3], -3)
     if q.ndim < 2 or k.ndim < 2 or v.ndim < 2:
         raise RuntimeError("scaled_dot_product_attention: expected query, key and value of at least 2 dimensions")
     if not (q._data.dtype == k._data.dtype == v._data.dtype):

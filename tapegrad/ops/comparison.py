@@ -10,15 +10,29 @@ from ..tape import traced_value
 from ..tensor import Size, Tensor, _new
 from ._common import _tensor, broadcast_shape
 
-__all__ = ["isclose", "isin", "unravel_index"]
+__all__ = ["allclose", "isclose", "isin", "unravel_index"]
 INPLACE = ()
 
 
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     """torch.isclose: |input - other| <= atol + rtol * |other|, elementwise (broadcast), as a bool tensor."""
-    for name, v in (("input", input), ("other", other)):
+    _check_close_operands("isclose", input, other, rtol, atol)
+
+    def values(a, b):
+        return _isclose_arrays(a, b, rtol, atol, equal_nan)
+    return traced_value(_new(values(input._data, other._data)), values, input, other)  # (recomputed at each replay)
+
+
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """torch.allclose: isclose's checks and values, all of them."""
+    _check_close_operands("allclose", input, other, rtol, atol)
+    return bool(_isclose_arrays(input._data, other._data, rtol, atol, equal_nan).all())
+
+
+def _check_close_operands(name, input, other, rtol, atol):
+    for which, v in (("input", input), ("other", other)):
         if not isinstance(v, Tensor):
-            raise TypeError(f"isclose(): argument '{name}' (position {1 if name == 'input' else 2}) must be Tensor, "
+            raise TypeError(f"{name}(): argument '{which}' (position {1 if which == 'input' else 2}) must be Tensor, "
                             f"not {type(v).__name__}")
     a, b = input._data, other._data
     if a.dtype != b.dtype:
@@ -29,10 +43,6 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
         raise RuntimeError(f"atol must be greater than or equal to zero, but got {atol}")
     broadcast_shape(a.shape, b.shape)  # (torch's message for shapes that do not broadcast)
 
-    def values(a, b):
-        return _isclose_arrays(a, b, rtol, atol, equal_nan)
-    return traced_value(_new(values(a, b)), values, input, other)  # (tapegrad.compile: recomputed at each replay)
-
 
 def _isclose_arrays(a, b, rtol, atol, equal_nan):
     equal = a == b
@@ -41,7 +51,7 @@ def _isclose_arrays(a, b, rtol, atol, equal_nan):
     # integers compare in the default float dtype, floats in their own (as torch computes it)
     work = a.dtype if _dtype.is_float(a.dtype) else _dtype.default_float.np
     if _dtype.is_bfloat16(work) or work == np.float16:
-        work = np.float32
+        work = np.dtype(np.float32)
     x, y = a.astype(work), b.astype(work)
     with np.errstate(invalid="ignore", over="ignore"):
         within = np.abs(x - y) <= work.type(atol) + work.type(rtol) * np.abs(y)
@@ -120,3 +130,4 @@ def unravel_index(indices, shape):
 
 
 Tensor.isclose = isclose
+Tensor.allclose = allclose

@@ -8,9 +8,9 @@ from .. import random
 from ..creation import _linspace
 from ..tape import untraceable
 from ..tensor import Size, Tensor, _new
-from ._common import _dim, _sizes, _tensor, broadcast_shape
+from ._common import _dim, _sizes, _sizes_or_keyword, _tensor, broadcast_shape
 from .elementwise import div, mul, sub
-from .arrange import _scaled_sum
+from .arrange import _scaled_sum, autocast_input
 from .linalg import matmul
 from .shape import cat, index_select, masked_fill
 from .._warnings import user_stacklevel
@@ -42,7 +42,7 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
         raise RuntimeError(f"mat1 must be a matrix, got {m1.dim()}-D tensor")
     if m2.dim() != 2:
         raise RuntimeError(f"mat2 must be a matrix, got {m2.dim()}-D tensor")
-    return _scaled_sum(input, matmul(m1, m2), beta, alpha)
+    return _scaled_sum(autocast_input(input), matmul(m1, m2), beta, alpha)
 
 
 def nonzero(input, *, as_tuple=False):
@@ -67,10 +67,10 @@ def masked_select(input, mask):
     return x[m]
 
 
-def tile(input, *dims):
+def tile(input, *sizes, dims=None):
     """repeat, with dims padded by leading ones to the input's rank (torch.tile(x, dims), x.tile(*dims))."""
     x = _tensor(input)
-    dims = _sizes(dims)
+    dims = _sizes(_sizes_or_keyword(sizes, dims, "tile", "dims"))
     return x.repeat(*((1,) * (x.dim() - len(dims)) + dims))
 
 

@@ -1373,7 +1373,7 @@ def _feature_dropout(input, p, training, inplace, batched):
         return x
     lead = 2 if batched else 1
     shape = tuple(x.shape[:lead]) + (1,) * (x.ndim - lead)
-    dt = x._data.dtype if x._data.dtype.kind == "f" else np.dtype(np.float32)
+    dt = x._data.dtype if _dtype.is_float(x._data.dtype) else np.dtype(np.float32)
     if p == 1:
         mask = np.zeros(shape, dt)
     elif _tape_local.tracing is not None and not inplace:  # tapegrad.compile: a mask each replay draws again

@@ -9,7 +9,7 @@ from ..tensor import (Tensor, _format_strides, _memory_format_arg, _new, as_arra
                       preserve_format)
 from ..tape import _local as _tape_local, made_in_trace
 from ._common import (OPS, _array_rule_dtype, _float, _in_float32, _integer, _is_scalar, _record, _tensor,
-                      _tensor_tensor, _to_dtype, broadcast_shape)
+                      _tensor_tensor, _to_dtype, broadcast_shape, wrap_integer)
 from .. import registry
 
 
@@ -49,13 +49,13 @@ def _make_unary(name):
         x = input if type(input) is Tensor else _tensor(input)
         if _dtype.is_reduced_float(x._data.dtype):
             return _record(op, _in_float32(lambda a: forward(a, c, c2), x._data), (x,), c, c2)
-        if x._data.dtype.kind != "f":
+        if not _dtype.is_float(x._data.dtype):
             _refuse_integer(name, x._data.dtype)
             if name == "sign" and x._data.dtype == np.bool_:
                 return _new(x._data.copy())
             if keeps_int:
                 out = np.asanyarray(forward(x._data, c, c2))
-                return _new(out.astype(np.float32) if out.dtype.kind == "f" else out)  # float bounds: float32
+                return _new(out.astype(np.float32) if _dtype.is_float(out.dtype) else out)  # float bounds: float32
             x = _float(x)
         return _record(op, forward(x._data, c, c2), (x,), c, c2)
     fn.__name__ = name
@@ -92,9 +92,11 @@ def _make_binary(name, commutative=False, to_float=False, check=None):
         dt = _dtype.result_type(x._data, c)
         if _dtype.is_reduced_float(dt):
             return _bfloat16_scalar(name, sop, ts, _to_dtype(x, dt), float(c))
-        if to_float and dt.kind != "f":
+        if to_float and not _dtype.is_float(dt):
             dt = _dtype.default_float.np
-        if dt.kind != "f":  # integer or bool arithmetic: nothing to differentiate
+        if not _dtype.is_float(dt):  # integer or bool arithmetic: nothing to differentiate
+            if name != "pow":  # (pow's exponent stays a number: torch's pow(Tensor, Scalar))
+                c = wrap_integer(c, dt)
             a, b = (x._data, c) if sop is ts else (c, x._data)
             return _new(np.asanyarray(_integer(forward, a, b), dtype=dt))
         x = _to_dtype(x, dt)
@@ -325,7 +327,12 @@ def _bfloat16_alpha(fn, input, other, alpha):
 
 
 div = _make_binary("div", to_float=True)
-pow = _make_binary("pow", check=_no_bool_power)
+_pow = _make_binary("pow", check=_no_bool_power)
+
+
+def pow(input, exponent):
+    """input ** exponent, with torch's argument names (`torch.pow(x, exponent=2)`); `**` calls _pow itself."""
+    return _pow(input, exponent)
 atan2 = _make_binary("atan2", to_float=True)
 
 
@@ -423,6 +430,8 @@ def _compare(np_fn):
             broadcast_shape(np.shape(a), np.shape(b))
         elif _dtype.is_bfloat16(a.dtype) and _is_scalar(b):  # torch rounds the number to bfloat16 first
             b = np.asanyarray(b, np.float32).astype(a.dtype)
+        elif type(b) is int and a.dtype.kind in "iu":
+            b = wrap_integer(b, a.dtype)
         out = _new(np.asanyarray(np_fn(a, b)))
         if _tape_local.tracing is not None:  # (tapegrad.compile: a comparison a branch may read)
             _tape_local.tape.record_compare(np_fn, input, other, a, b, out)
@@ -443,7 +452,8 @@ def _bitwise(np_fn, name):
                                 other._data if isinstance(other, Tensor) else other)
         if dt.kind not in "biu":
             raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_dtype.scalar_type_name(dt)}'")
-        return op(input, other)
+        out = op(input, other)  # (NumPy's promotion: a 0-d int64 with int32 elements gives int64, torch's int32)
+        return out if out._data.dtype == dt else _new(out._data.astype(dt))
     fn.__name__ = name
     return fn
 
@@ -472,10 +482,6 @@ def isfinite(input):
 
 def equal(input, other):
     return input.shape == other.shape and bool(np.array_equal(input._data, other._data))
-
-
-def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
-    return bool(np.allclose(input._data, other._data, rtol=rtol, atol=atol, equal_nan=equal_nan))
 
 
 def where(condition, input=None, other=None):
@@ -520,7 +526,7 @@ Tensor.where = lambda self, condition, other: where(condition, self, other)
 Tensor.__mul__ = mul
 Tensor.__rmul__ = mul
 Tensor.__truediv__ = div
-Tensor.__pow__ = pow
+Tensor.__pow__ = _pow
 Tensor.__neg__ = neg
 Tensor.__abs__ = abs
 Tensor.__eq__ = eq
@@ -591,7 +597,6 @@ Tensor.isnan = isnan
 Tensor.isinf = isinf
 Tensor.isfinite = isfinite
 Tensor.equal = equal
-Tensor.allclose = allclose
 Tensor.rsub = rsub
 Tensor.logical_xor = logical_xor
 Tensor.greater = gt

@@ -42,7 +42,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     x = _tensor(input)
     ns = (int(normalized_shape),) if isinstance(normalized_shape, numbers.Integral) else tuple(
         int(s) for s in normalized_shape)
-    if x._data.dtype.kind != "f":
+    if not _dtype.is_float(x._data.dtype):
         raise NotImplementedError(f"\"rms_norm\" not implemented for '{_TORCH_NAMES.get(x._data.dtype.name)}'")
     if not ns:
         raise RuntimeError("Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one "
@@ -55,7 +55,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
         raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape [*"  # (torch's words)
                            f"{', '.join(str(s) for s in ns)}], but got input of size{list(x.shape)}")
     dt = x._data.dtype
-    eps = float(np.finfo(dt).eps) if eps is None else float(eps)
+    eps = float(_dtype.finfo(_dtype.from_numpy_dtype(dt)).eps) if eps is None else float(eps)
     dims = tuple(range(x.ndim - k, x.ndim))
     out = x * ((x * x).mean(dims, keepdim=True) + eps).rsqrt()
     return out if weight is None else out * _to_dtype(_tensor(weight), dt)
@@ -91,7 +91,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     a, b = _tensor(x1), _tensor(x2)
     dt = _dtype.result_type(a._data, b._data)
-    if dt.kind != "f":
+    if not _dtype.is_float(dt):
         raise RuntimeError(f"expected common dtype to be floating point, yet common dtype is "
                            f"{_TORCH_NAMES.get(dt.name, dt.name)}")
     shape = broadcast_shape(a.shape, b.shape)
@@ -200,7 +200,7 @@ _INDEX_CHECK = ("Expected i < index_size to be true, but got false.  (Could this
 def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False, mode="mean",
                   sparse=False, per_sample_weights=None, include_last_offset=False, padding_idx=None):
     x, w = _tensor(input), _tensor(weight)
-    if w._data.dtype == np.int64 and x._data.dtype.kind == "f":
+    if w._data.dtype == np.int64 and _dtype.is_float(x._data.dtype):
         warnings.warn("Argument order of nn.functional.embedding_bag was changed. Usage `embedding_bag(weight, "
                       "input, ...)` is deprecated, and should now be `embedding_bag(input, weight, ...)`.",
                       stacklevel=user_stacklevel())
@@ -317,9 +317,11 @@ def _embedding_bag_row(w, psw, keep, kept, bag, B, mode, inv_freq=None, sparse=F
     V, D = w.shape
     dt = w._data.dtype
     ctx = _Bags(mode, kept, bag, B, V, inv_freq, sparse)
-    if dt not in (np.float32, np.float64):  # (float16, which tapegrad does not differentiate: in float32)
-        return _new(_embedding_bag_row(_new(w._data.astype(np.float32)), None if psw is None else _new(
-            psw._data.astype(np.float32)), keep, kept, bag, B, mode)._data.astype(dt))
+    if dt not in (np.float32, np.float64):  # (float16, bfloat16: in float32 through recorded casts, rounded once)
+        f32 = np.dtype(np.float32)
+        wide = _embedding_bag_row(_to_dtype(w, f32), None if psw is None else _to_dtype(psw, f32), keep, kept, bag,
+                                  B, mode, inv_freq)
+        return _to_dtype(wide, dt)
     wd = np.asanyarray(w._data, order="C")
     out = np.zeros((B, D), dt)
     if mode == "max":

@@ -98,7 +98,19 @@ def dot(input, other):
     return _matmul_tensors(a, b)  # (not on torch's autocast list)
 
 
-inner = dot
+def inner(input, other):
+    """The sum over both inputs' last dimension, for each pair of their other indices (dot of 1-d inputs; a 0-d
+    input multiplies)."""
+    a, b = _tensor(input), _tensor(other)
+    if a.ndim == 0 or b.ndim == 0:
+        return a * b
+    if a.shape[-1] != b.shape[-1]:
+        raise RuntimeError(f"inner() the last dimension must match on both input tensors but got shapes "
+                           f"{list(a.shape)} and {list(b.shape)}")
+    if a.ndim == 1 and b.ndim == 1:
+        return dot(a, b)
+    k = a.shape[-1]
+    return matmul(a.reshape(-1, k), b.reshape(-1, k).t()).reshape(a.shape[:-1] + b.shape[:-1])
 
 
 def mm(input, mat2):
@@ -201,6 +213,8 @@ def _parse_einsum(equation, operands):
 
 
 def einsum(equation, *operands):
+    if not isinstance(equation, str):  # the sublist form: einsum(op1, [0, 1], op2, [1, 2], [0, 2])
+        equation, operands = _sublist_equation((equation,) + operands)
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     xs = [_tensor(x) for x in operands]
@@ -213,6 +227,28 @@ def einsum(equation, *operands):
     if not _dtype.is_float(dt):
         return _new(value)
     return _record(OPS["einsum"], value, tuple(xs), aux=(subs, out))
+
+
+def _sublist_equation(args):
+    """(equation, operands) of einsum's sublist form: each operand followed by its subscripts (ints below 52 or
+    Ellipsis), then optionally the output's."""
+    letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+    def word(sublist):
+        out = ""
+        for s in sublist:
+            if s is Ellipsis:
+                out += "..."
+            elif isinstance(s, (int, np.integer)) and 0 <= s < 52:
+                out += letters[s]
+            else:
+                raise ValueError("einsum(): expected subscript to be within the range [0, 52), but got " + str(s))
+        return out
+    operands, subscripts = args[0:len(args) - len(args) % 2:2], args[1:len(args) - len(args) % 2:2]
+    equation = ",".join(word(s) for s in subscripts)
+    if len(args) % 2:
+        equation += "->" + word(args[-1])
+    return equation, operands
 
 
 def _einsum_forward(ctx, *arrays):
@@ -336,6 +372,8 @@ def _vector_norm(x, ord, dim, keepdim, dtype, name):
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
                            f"{_dtype.from_numpy_dtype(x._data.dtype).name.capitalize().replace('Int64', 'Long')}")
     p = float(ord)
+    if isinstance(dim, (tuple, list)) and not dim:  # (dim=[]: every dim, as torch)
+        dim = None
     dims = tuple(range(x.ndim)) if dim is None else (() if x.ndim == 0 else tuple(sorted(_dims(dim, x.ndim))))
     data = x._data
     if math.isinf(p) and any(x.shape[d] == 0 for d in dims) or math.isinf(p) and data.size == 0:

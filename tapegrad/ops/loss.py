@@ -323,7 +323,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     if not _dtype.is_float(x._data.dtype):
         raise RuntimeError(f'"log_softmax_lastdim_kernel_impl" not implemented for '
                            f"'{_dtype.from_numpy_dtype(x._data.dtype).name.capitalize()}'")
-    if t._data.dtype.kind == "f" and t.shape == x.shape:
+    if _dtype.is_float(t._data.dtype) and t.shape == x.shape:
         return _cross_entropy_probs(x, t, weight, ignore_index, reduction, label_smoothing)
     if label_smoothing > 0:
         return _cross_entropy_smoothed(x, t, weight, ignore_index, reduction, label_smoothing)

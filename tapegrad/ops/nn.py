@@ -88,7 +88,7 @@ def dropout(input, p=0.5, train=True, inplace=False):
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not train or p == 0:
         return x
-    dt = x._data.dtype if x._data.dtype.kind == "f" else np.dtype(np.float32)
+    dt = x._data.dtype if _dtype.is_float(x._data.dtype) else np.dtype(np.float32)
     # (torch's mask is empty_like(input).bernoulli_(1 - p): drawn in the input's memory order where it is dense)
     strides = x._strides if x._strides is not None and _strides.is_dense(x._data.shape, x._strides) else None
     if type(x._data) is _MetaArray:  # (a meta mask: nothing drawn, as torch's)
@@ -227,7 +227,7 @@ def _clamp_tensor(op, x, bounds, which):
     x = _to_dtype(x, dt)
     bounds = tuple(_to_dtype(b, dt) for b in bounds)
     out = _clamp_tensor_forward(which, x._data, *[b._data for b in bounds])
-    if dt.kind != "f":
+    if not _dtype.is_float(dt):
         return _new(out)
     return _record(op, out, (x,) + bounds, aux=which)
 
@@ -267,14 +267,18 @@ def lerp(input, end, weight):
     """start + weight * (end - start) (LerpBackward0 for a number weight, LerpBackward1 for a Tensor)."""
     s, e = _tensor(input), _tensor(end)
     if s._data.dtype != e._data.dtype:
-        raise RuntimeError(f"expected dtype {s.dtype} for `end` but got dtype {e.dtype}")
-    if s._data.dtype.kind != "f":
+        raise RuntimeError(f"expected dtype {_dtype.cpp_type_name(s._data.dtype)} for `end` but got dtype "
+                           f"{_dtype.cpp_type_name(e._data.dtype)}")
+    if not _dtype.is_float(s._data.dtype):
         raise RuntimeError('"lerp_kernel_scalar" not implemented for \'Long\'')
     shape = broadcast_shape(s.shape, e.shape)
     if isinstance(weight, Tensor):
         w = weight
+        if w._data.ndim == 0 and _dtype.is_float(w._data.dtype):  # (a 0-d weight of any float dtype: torch casts it)
+            w = _to_dtype(w, s._data.dtype)
         if w._data.dtype != s._data.dtype:
-            raise RuntimeError(f"expected dtype {s.dtype} for `weight` but got dtype {w.dtype}")
+            raise RuntimeError(f"expected dtype {_dtype.cpp_type_name(s._data.dtype)} for `weight` but got dtype "
+                               f"{_dtype.cpp_type_name(w._data.dtype)}")
         shape = broadcast_shape(shape, w.shape)
         return _record(OPS["lerp_tensor"], _lerp_tensor_forward(None, s._data, e._data, w._data), (s, e, w))
     c = float(weight)

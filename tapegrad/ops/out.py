@@ -15,7 +15,7 @@ from .. import _dtype, creation
 from ..grad_mode import is_grad_enabled, no_grad
 from ..tensor import Tensor, VIEWS
 from .shape import _check_writable, _written
-from . import pointwise as _pointwise, sparse as _sparse
+from . import sparse as _sparse
 from .._warnings import user_stacklevel
 
 
@@ -79,8 +79,12 @@ def with_out(fn, name=None):
             raise TypeError(f"{name}() received an invalid combination of arguments - got (Tensor, out=Tensor)")
         if name in _CREATION and isinstance(out, Tensor):  # (a factory makes out's dtype: rand draws its stream)
             args, kwargs = _with_dtype(args, kwargs, dtype_at, out.dtype)
-        with no_grad():
-            result = fn(*args, **kwargs)
+        autocast, _dtype.autocast_state.dtype = _dtype.autocast_state.dtype, None  # (out= ops are not autocast)
+        try:
+            with no_grad():
+                result = fn(*args, **kwargs)
+        finally:
+            _dtype.autocast_state.dtype = autocast
         if isinstance(out, Tensor) and isinstance(result, Tensor) and result._data.dtype != out._data.dtype:
             _check_out_dtype(name, result._data.dtype, out._data.dtype)
         if isinstance(result, tuple):
@@ -180,24 +184,33 @@ _NAMES = ("add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_di
           "exp", "log", "sqrt", "rsqrt", "abs", "neg", "negative", "sin", "cos", "tan", "tanh", "sigmoid", "sign",
           "floor", "ceil", "round", "trunc", "clamp", "clip", "maximum", "minimum", "atan2", "log1p", "expm1",
           "reciprocal", "square", "eq", "ne", "lt", "le", "gt", "ge", "where", "gather", "index_select",
-          "logsumexp", "amax", "amin", "argmax", "argmin", "tril", "triu", "diag", "roll", "lerp", "erf",
-          "logical_not", "logical_and", "logical_or", "logical_xor", "sort", "topk", "multinomial")
+          "logsumexp", "amax", "amin", "argmax", "argmin", "tril", "triu", "diag", "lerp", "erf",
+          "logical_not", "logical_and", "logical_or", "logical_xor", "sort", "topk", "multinomial", "std", "var",
+          "norm", "softmax", "log_softmax", "addmm", "addmv", "addbmm", "baddbmm", "addr", "addcmul", "addcdiv",
+          "max", "min", "median", "nanmedian", "mode", "kthvalue", "cummax", "cummin", "masked_select", "nansum",
+          "nanmean", "cumprod", "logcumsumexp", "quantile", "nanquantile", "tensordot", "remainder", "fmod",
+          "floor_divide", "fmax", "fmin", "hypot", "logaddexp", "logaddexp2", "xlogy", "copysign", "log2", "log10",
+          "exp2", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "arcsin", "arccos", "arctan",
+          "erfc", "erfinv", "lgamma", "digamma", "polygamma", "logit", "i0", "sinc", "frac", "fix", "sgn",
+          "nan_to_num", "searchsorted", "bucketize", "kron", "take", "histc", "gcd", "lcm", "bitwise_and",
+          "bitwise_or", "bitwise_xor", "bitwise_not", "signbit", "heaviside", "nextafter", "ldexp", "float_power",
+          "msort", "mvlgamma", "deg2rad", "rad2deg", "isin", "isneginf", "isposinf", "index_add",
+          "index_copy", "scatter", "scatter_add", "scatter_reduce")
 _CREATION = ("zeros", "ones", "empty", "arange", "eye", "full", "linspace", "randn", "rand", "randint",
              "randperm")
 
 __all__ = []
-_ns = globals()
-# (the front-ends ops/__init__ binds from later modules than this one is imported by: sparse's, pointwise's div)
-_SPARSE_AWARE = {"mm": _sparse.mm, "matmul": _sparse.matmul, "spmm": _sparse.spmm, "div": _pointwise.div,
-                 "divide": _pointwise.div}
-for _name in _NAMES + ("spmm",):
-    _fn = _SPARSE_AWARE.get(_name) or getattr(_ops(), _name, None)
-    if _fn is not None:
-        _ns[_name] = with_out(_fn, _name)
-        __all__.append(_name)
-for _name in _CREATION:
-    _fn = getattr(creation, _name, None)
-    if _fn is not None:
-        _ns[_name] = with_out(_fn, _name)
-        __all__.append(_name)
-del _ns, _name, _fn
+
+
+def bind():
+    """Wrap the package's functions in out= (ops/__init__ calls this once every front-end is bound there: this
+    module is imported earlier, by sampling's write_out)."""
+    ns = globals()
+    # (tapegrad.mm and tapegrad.matmul take sparse operands; ops' own, which the other ops call, do not)
+    sparse_aware = {"mm": _sparse.mm, "matmul": _sparse.matmul}
+    for name in _NAMES + ("spmm",):
+        ns[name] = with_out(sparse_aware.get(name) or getattr(_ops(), name), name)
+        __all__.append(name)
+    for name in _CREATION:
+        ns[name] = with_out(getattr(creation, name), name)
+        __all__.append(name)

@@ -8,10 +8,10 @@ import math
 
 import numpy as np
 
-from .. import registry
+from .. import _dtype, registry
 from .._meta import MetaArray as _MetaArray, make as _make_meta
 from ..tensor import _new
-from ._common import OPS, _autocast_lower, _record, _tensor, _to_dtype, autocast_state
+from ._common import OPS, _autocast_lower, _in_float32, _record, _tensor, _to_dtype, autocast_state
 from ..registry import Ctx
 from .conv import _affine, _norm_arrays, _normalized, _vjp_norm, layer_norm
 from .elementwise import _sigmoid, _with_input
@@ -341,7 +341,8 @@ def prelu(input, weight):
 
 def hardswish(input, inplace=False):
     x = _tensor(input)
-    out = _record(OPS["hardswish"], _hardswish_forward(None, x._data), (x,))
+    out = _record(OPS["hardswish"], _in_float32(lambda a: _hardswish_forward(None, a), x._data)
+                  if _dtype.is_reduced_float(x._data.dtype) else _hardswish_forward(None, x._data), (x,))
     return x.copy_(out) if inplace else out
 
 

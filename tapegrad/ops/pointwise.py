@@ -51,7 +51,7 @@ def _binary(name, np_fn, integer_check=None):
     op's integer errors), or torch's error where it has no integer kernel (integer_check None)."""
     def fn(input, other):
         a, b, dt = _operands(input, other, name)
-        if dt.kind != "f":
+        if not _dtype.is_float(dt):
             if integer_check is None or dt == np.bool_:
                 raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_dtype.scalar_type_name(dt)}'")
             integer_check(b._data)
@@ -166,7 +166,7 @@ def _declare_unary(name, grad_fn, np_fn, dx):
 
     def fn(input):
         x = _tensor(input)
-        if x._data.dtype.kind != "f":
+        if not _dtype.is_float(x._data.dtype):
             x = _new(x._data.astype(_dtype.default_float.np))
         with np.errstate(all="ignore"):
             return _record(OPS[name], np.asanyarray(np_fn(x._data)), (x,))
@@ -188,7 +188,7 @@ atanh = arctanh = _declare_unary("atanh", "AtanhBackward0", np.arctanh, lambda x
 # -- compositions ---------------------------------------------------------------------------------------------------
 def _floating(x):
     """x (a Tensor) in the default float dtype if it is bool or integer, as torch's float-only functions."""
-    return x if x._data.dtype.kind == "f" else _new(x._data.astype(_dtype.default_float.np))
+    return x if _dtype.is_float(x._data.dtype) else _new(x._data.astype(_dtype.default_float.np))
 
 
 def deg2rad(input):
@@ -204,7 +204,7 @@ def rad2deg(input):
 def frac(input):
     """input - trunc(input) (gradient g, as torch's)."""
     x = _tensor(input)
-    if x._data.dtype.kind != "f":
+    if not _dtype.is_float(x._data.dtype):
         raise NotImplementedError(f"\"frac_cpu\" not implemented for '{_dtype.scalar_type_name(x._data.dtype)}'")
     return x - x.trunc()
 
@@ -219,7 +219,7 @@ def copysign(input, other):
     x = _tensor(input)
     o = other._data if isinstance(other, Tensor) else np.asanyarray(other)
     dt = _dtype.result_type(x._data, other._data if isinstance(other, Tensor) else other)
-    if dt.kind != "f":
+    if not _dtype.is_float(dt):
         dt = _dtype.default_float.np
     x = _to_dtype(x, dt)
     negative_bit = _new(np.signbit(o))  # (where broadcasts it)
@@ -258,12 +258,13 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
     gradient passes where input is finite, as torch's."""
     x = _tensor(input)
     a = x._data
-    if a.dtype.kind != "f":
+    if not _dtype.is_float(a.dtype):
         return _new(a.copy())
-    info = np.finfo(a.dtype)
+    info = _dtype.finfo(_dtype.from_numpy_dtype(a.dtype))  # (ml_dtypes' limits for bfloat16)
     posinf = info.max if posinf is None else posinf
     neginf = info.min if neginf is None else neginf
-    filled = np.nan_to_num(a, nan=nan, posinf=posinf, neginf=neginf)
+    wide = a.astype(np.float32) if _dtype.is_reduced_float(a.dtype) else a  # (NumPy's nan_to_num: float kinds only)
+    filled = np.nan_to_num(wide, nan=nan, posinf=posinf, neginf=neginf).astype(a.dtype)
     return where(_new(np.isfinite(a)), x, _new(filled))
 
 
@@ -279,7 +280,7 @@ def float_power(input, exponent):
 def floor_divide(input, other):
     """floor(input / other) (Python's //; integer division by zero raises, as torch). No gradient: torch has none."""
     a, b, dt = _operands(input, other, "floor_divide")
-    if dt.kind != "f":
+    if not _dtype.is_float(dt):
         _no_integer_zero(b._data)
         if dt == np.bool_:
             raise NotImplementedError('"div_floor_cpu" not implemented for \'Bool\'')
@@ -298,7 +299,7 @@ def div(input, other, *, rounding_mode=None):
                            f"'{rounding_mode}'")
     a, b, dt = _operands(input, other, "div")
     x, y = a._data, b._data
-    if dt.kind != "f":
+    if not _dtype.is_float(dt):
         if dt == np.bool_:
             raise NotImplementedError(f'"div_{rounding_mode}_cpu" not implemented for \'Bool\'')
         _no_integer_zero(y)
@@ -334,7 +335,7 @@ def frexp(input):
     """(mantissa, exponent): input = mantissa * 2 ** exponent, |mantissa| in [0.5, 1); exponent int32. The
     mantissa's gradient is g / 2 ** exponent, as torch's."""
     x = _tensor(input)
-    if x._data.dtype.kind != "f":
+    if not _dtype.is_float(x._data.dtype):
         raise RuntimeError("torch.frexp() only supports floating-point dtypes")
     m, e = np.frexp(x._data)
     mantissa = x * _new(np.ldexp(np.ones((), x._data.dtype), -e).astype(x._data.dtype))
@@ -348,7 +349,7 @@ _Frexp.__repr__ = lambda self: f"torch.return_types.frexp(\nmantissa={self.manti
 def nextafter(input, other):
     """The next float after input towards other. No gradient here."""
     a, b, dt = _operands(input, other, "nextafter")
-    if dt.kind != "f":
+    if not _dtype.is_float(dt):
         raise NotImplementedError(f"\"nextafter_cpu\" not implemented for '{_dtype.scalar_type_name(dt)}'")
     return _new(np.nextafter(a._data, b._data))
 
@@ -382,16 +383,23 @@ def lcm(input, other):
 
 def bitwise_not(input):
     x = _tensor(input)
-    if x._data.dtype.kind == "f":
+    if _dtype.is_float(x._data.dtype):
         raise NotImplementedError("\"bitwise_not_cpu\" not implemented for "
                            f"'{_dtype.scalar_type_name(x._data.dtype)}'")
     return _new(np.invert(x._data))
 
 
+def _invert(input):
+    """`~x`: bitwise not of integers and bools; torch refuses floats with a TypeError (bitwise_not's error differs)."""
+    if _dtype.is_float(input._data.dtype):
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
+    return bitwise_not(input)
+
+
 def _shift(name, np_fn):
     def fn(input, other):
         a, b, dt = _operands(input, other, name)
-        if dt.kind == "f" or dt == np.bool_:
+        if _dtype.is_float(dt) or dt == np.bool_:
             raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_dtype.scalar_type_name(dt)}'")
         return _new(np.asanyarray(np_fn(a._data, b._data), dt))
     fn.__name__ = name
@@ -473,6 +481,11 @@ Tensor.bitwise_and = Tensor.__and__
 Tensor.bitwise_or = Tensor.__or__
 Tensor.bitwise_xor = Tensor.__xor__
 Tensor.bitwise_not = bitwise_not
+Tensor.__invert__ = _invert
+Tensor.__pos__ = positive
+Tensor.__rand__ = lambda self, other: Tensor.__and__(_tensor(other), self)
+Tensor.__ror__ = lambda self, other: Tensor.__or__(_tensor(other), self)
+Tensor.__rxor__ = lambda self, other: Tensor.__xor__(_tensor(other), self)
 Tensor.bitwise_left_shift = Tensor.__lshift__ = bitwise_left_shift
 Tensor.bitwise_right_shift = Tensor.__rshift__ = bitwise_right_shift
 Tensor.__rlshift__ = lambda self, other: bitwise_left_shift(other, self)

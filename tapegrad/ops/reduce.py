@@ -3,6 +3,7 @@ adjoints' shapes (expand, sum_to_shape)."""
 import builtins
 import collections
 import math
+import warnings
 
 import numpy as np
 
@@ -14,7 +15,7 @@ from ..tape import follow_indices, traced_value
 from . import elementwise
 from .elementwise import where
 from ._common import (OPS, _array_rule_dtype, _as_view, _autocast_float32, _dim, _dims, _float, _in_float32, _mask,
-                      _record, _sizes, _tensor, _to_dtype, summed_dims, window_of)
+                      _record, _sizes, _sizes_or_keyword, _tensor, _to_dtype, summed_dims, window_of)
 from .._warnings import user_stacklevel
 
 
@@ -33,7 +34,7 @@ def _reduce(name_all, name_dim, np_fn, input, dim, keepdim, dtype, scale_of):
     elif x._data.dtype.kind in "biu":  # torch sums bool and every integer type in int64
         x = _int_to_long(x)
     ndim = x._data.ndim
-    dims = (tuple(range(ndim)) if dim is None else _dims(dim, ndim)) if ndim else ()
+    dims = _rdims(dim, ndim, empty_is_all=True) if ndim else ()  # (dim=[]: every dim, as torch)
     data = x._data.astype(np.float32) if _dtype.is_reduced_float(x._data.dtype) else x._data  # (float32 sums)
     out = np_fn(data, dims, keepdim)
     if out.dtype != x._data.dtype:
@@ -102,9 +103,9 @@ def sum_to_shape(x, shape):
     return _record(OPS["sum_to_shape"], out, (x,), 1.0, 0.0, _mask(dims))
 
 
-def expand(input, *sizes):
+def expand(input, *sizes, size=None):
     x = _tensor(input)
-    sizes = _sizes(sizes)
+    sizes = _sizes(_sizes_or_keyword(sizes, size, "expand", "size"))
     if len(sizes) < x.ndim:
         raise RuntimeError(f"expand(torch.FloatTensor{{{list(x.shape)}}}, size={list(sizes)}): the number of sizes "
                            f"provided ({len(sizes)}) must be greater or equal to the number of dimensions in the "
@@ -166,7 +167,7 @@ def prod(input, dim=None, keepdim=False, dtype=None):
         _dim(dim, x.ndim)
     dims = _rdims(dim, x.ndim)
     out = _np_reduce(np.prod, x._data, dims, keepdim and dim is not None).astype(x._data.dtype, copy=False)
-    if x._data.dtype.kind != "f":
+    if not _dtype.is_float(x._data.dtype):
         return _new(out)
     ctx = Ctx(keep=_keep_shape(x.shape, dims), dims=dims, n=math.prod(x.shape[d] for d in dims))
     return _record(OPS["prod_all" if dim is None else "prod"], out, (x,), aux=ctx)
@@ -187,11 +188,19 @@ def _correction(name, x, dim, unbiased, correction):
 def _var(name, input, dim, unbiased, keepdim, correction):
     x = _tensor(input)
     dim, c = _correction(name, x, dim, unbiased, correction)
-    dims = _rdims(dim, x.ndim)
+    dims = _rdims(dim, x.ndim, empty_is_all=True)
     n = math.prod(x.shape[d] for d in dims)
+    _warn_degrees_of_freedom(name, n, c)
     denom = builtins.max(0.0, n - c)
     ctx = Ctx(keep=_keep_shape(x.shape, dims), dims=dims, denom=denom, std=name == "std")
     return _record(OPS[name], _var_forward(ctx, x._data, keepdim), (x,), aux=ctx)
+
+
+def _warn_degrees_of_freedom(name, n, correction):
+    """torch's warning where var or std divide by n - correction <= 0 (`x.std()` of one element: NaN)."""
+    if n - correction <= 0:
+        warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly less than the reduction "
+                      f"factor (input numel divided by output numel).", UserWarning, stacklevel=user_stacklevel())
 
 
 def _var_forward(ctx, data, keepdim=True):
@@ -231,7 +240,7 @@ def _extreme(name, np_fn, input, dim, keepdim):
     dims = _rdims(dim, x.ndim, empty_is_all=True)
     _check_nonempty(name, x, dims, not all_dims)
     out = _np_reduce(np_fn, x._data, dims, keepdim)
-    if x._data.dtype.kind != "f":
+    if not _dtype.is_float(x._data.dtype):
         return _new(out)
     return _record(OPS[name], out, (x,), aux=Ctx(keep=_keep_shape(x.shape, dims), dims=dims))
 
@@ -266,7 +275,7 @@ def _max_min(name, input, dim, keepdim, other):
             raise TypeError(f"{name}() received an invalid combination of arguments - got (keepdim=bool)")
         _check_nonempty(name, x, (), False)
         out = np.asanyarray(np.max(x._data) if name == "max" else np.min(x._data))
-        if x._data.dtype.kind != "f":
+        if not _dtype.is_float(x._data.dtype):
             return _new(out)
         dims = tuple(range(x.ndim))
         return _record(OPS[name + "_all"], out, (x,), aux=Ctx(keep=(1,) * x.ndim, dims=dims))
@@ -450,7 +459,7 @@ def cumsum(input, dim, dtype=None):
     x = _cast_arg(_tensor(input), dtype) if dtype is not None else _int_to_long(_tensor(input))
     d = _dim(dim, x.ndim)
     out = _cumsum_forward(d, x._data)
-    if x._data.dtype.kind != "f":
+    if not _dtype.is_float(x._data.dtype):
         return _new(out)
     return _record(OPS["cumsum"], out, (x,), aux=d)
 

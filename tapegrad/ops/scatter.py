@@ -36,7 +36,7 @@ def _place(name, x, src, positions, *saved):
     """x with the flat positions P replaced by src (P's shape; later duplicates win, as NumPy's assignment)."""
     out = x._data.copy()
     out.reshape(-1)[positions.reshape(-1)] = src._data.reshape(-1)
-    if out.dtype.kind != "f":
+    if not _dtype.is_float(out.dtype):
         return _new(out)
     mask = np.zeros(out.shape, np.bool_)
     mask.reshape(-1)[positions.reshape(-1)] = True
@@ -47,7 +47,7 @@ def _accumulate(name, x, src, positions, *saved):
     """x with src (P's shape) added at the flat positions P, duplicates summed."""
     out = x._data.copy()
     np.add.at(out.reshape(-1), positions.reshape(-1), src._data.reshape(-1))
-    if out.dtype.kind != "f":
+    if not _dtype.is_float(out.dtype):
         return _new(out)
     return guard(_record(OPS[name], out, (x, src), aux=positions), *saved)
 
@@ -58,7 +58,7 @@ def _fill(name, x, positions, value, *saved):
     mask.reshape(-1)[positions.reshape(-1)] = True
     v = value._data if isinstance(value, Tensor) else value
     out = np.where(mask, np.asanyarray(v).astype(x._data.dtype), x._data)
-    if out.dtype.kind != "f":
+    if not _dtype.is_float(out.dtype):
         return _new(out)
     tensor_value = isinstance(value, Tensor)
     inputs = (x,) + ((_to_dtype(value, x._data.dtype),) if tensor_value and value._requires_grad else ())
@@ -184,11 +184,11 @@ def _scatter_reduce_array(x, d, idx, src, reduce, include_self):
 
 
 def _lowest(dt):
-    return -np.inf if dt.kind == "f" else False if dt.kind == "b" else np.iinfo(dt).min
+    return -np.inf if _dtype.is_float(dt) else False if dt.kind == "b" else np.iinfo(dt).min
 
 
 def _highest(dt):
-    return np.inf if dt.kind == "f" else True if dt.kind == "b" else np.iinfo(dt).max
+    return np.inf if _dtype.is_float(dt) else True if dt.kind == "b" else np.iinfo(dt).max
 
 
 def _along_shape(shape, d, idx):
@@ -210,7 +210,7 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
     index, idx, d = _scatter_index("scatter", x, dim, index, src)
     src = _part(src, idx.shape)
     out = _scatter_reduce_array(x._data, d, idx, src._data, reduce, include_self)
-    if out.dtype.kind != "f":
+    if not _dtype.is_float(out.dtype):
         return _new(out)
     ctx = (d, _new(idx), reduce, include_self)
     return guard(_record(OPS["scatter_reduce"], out, (x, src), aux=ctx), index)
@@ -533,6 +533,8 @@ def argwhere(input):
 def count_nonzero(input, dim=None):
     """The number of nonzero elements (over dim: an int or a tuple), int64."""
     x = _tensor(input)
+    if isinstance(dim, (tuple, list)) and not dim:  # (dim=[]: every dim, as torch)
+        dim = None
     dims = _dims(dim, x.ndim) if x.ndim else ()
     out = np.asanyarray(np.count_nonzero(x._data, axis=dims if dim is not None else None), np.int64)
     return traced_value(_new(out), lambda a: np.asanyarray(np.count_nonzero(a, axis=dims if dim is not None else None),
@@ -564,7 +566,7 @@ def histc(input, bins=100, min=0, max=0):
     """A histogram of `bins` equal bins over [min, max] (both 0: the input's range; a single value v: [v-1, v+1]);
     elements outside are ignored, max falls in the last bin."""
     x = _tensor(input)
-    if x._data.dtype.kind != "f":
+    if not _dtype.is_float(x._data.dtype):
         raise NotImplementedError(f'"histogram_cpu" not implemented for \'{_type(x._data)}\'')
     if bins <= 0:
         raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")

@@ -14,9 +14,10 @@ import numpy as np
 from .. import _dtype, _meta, _strides, registry
 from ..registry import K_GATHER, K_RESHAPE
 from ..grad_mode import _state as _grad_state, is_grad_enabled
-from ..tensor import INFERENCE_INPLACE_MESSAGE, Tensor, _new, VIEWS
+from ..tensor import INFERENCE_INPLACE_MESSAGE, Tensor, _new, VIEWS, as_index
 from .elementwise import where
 from ._common import (broadcast_shape, _array_rule_dtype, _as_view, _dim, _dims, _min_max, OPS, _record, _sizes,
+                      _sizes_or_keyword,
                       _tensor, _to_dtype, storage_of)
 from ..tape import _local as _tape_local, guard, made_in_trace
 from .reduce import expand
@@ -68,16 +69,17 @@ def _infer_shape(x, shape):
     return shape
 
 
-def reshape(input, *shape):
+def reshape(input, *sizes, shape=None):
     x = _tensor(input)
-    return _reshape(x, _infer_shape(x, _sizes(shape)), OPS["reshape"])
+    return _reshape(x, _infer_shape(x, _sizes(_sizes_or_keyword(sizes, shape, "reshape", "shape"))), OPS["reshape"])
 
 
-def view(input, *shape):
+def view(input, *sizes, size=None):
     x = _tensor(input)
-    if len(shape) == 1 and isinstance(shape[0], _dtype.dtype):
+    sizes = _sizes_or_keyword(sizes, size, "view", "size")
+    if len(sizes) == 1 and isinstance(sizes[0], _dtype.dtype):
         raise NotImplementedError("tapegrad: view(dtype) is not supported")
-    shape = _infer_shape(x, _sizes(shape))
+    shape = _infer_shape(x, _sizes(sizes))
     if x._strides is not None and _strides.of_view(x._data.shape, x._strides, shape) is None:
         raise RuntimeError(_strides.VIEW_MESSAGE)
     return _reshape(x, shape, OPS["view"])
@@ -445,9 +447,9 @@ def t(input):
     return _view_op(x, np.transpose, OPS["t"], offset=0)
 
 
-def permute(input, *dims):
+def permute(input, *order, dims=None):
     x = _tensor(input)
-    dims = _sizes(dims)
+    dims = _sizes(_sizes_or_keyword(order, dims, "permute", "dims"))
     if len(dims) != x.ndim:
         raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not match the "
                            f"length of the desired ordering of dimensions i.e. input.dim() = {x.ndim} is not "
@@ -482,9 +484,9 @@ def flip(input, *dims, **kw):
     return _view_op(x, lambda a: np.flip(a, dims), OPS["flip"])
 
 
-def repeat(input, *sizes):
+def repeat(input, *sizes, repeats=None):
     x = _tensor(input)
-    sizes = _sizes(sizes)
+    sizes = _sizes(_sizes_or_keyword(sizes, repeats, "repeat", "repeats"))
     if len(sizes) < x.ndim:
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of dimensions of "
                            "tensor")
@@ -567,6 +569,8 @@ def split(tensor, split_size_or_sections, dim=0):
     x = _tensor(tensor)
     d = _dim(dim, x.ndim)
     n = x.shape[d]
+    if isinstance(split_size_or_sections, Tensor) and split_size_or_sections.ndim == 0:
+        split_size_or_sections = as_index(split_size_or_sections)
     if isinstance(split_size_or_sections, (int, np.integer)):
         size = int(split_size_or_sections)
         if size < 0:
@@ -652,7 +656,7 @@ def cat(tensors, dim=0, *, out=None):
     every, dt = _promote_all(tensors)
     parts = [p for p, s in zip(every, skipped) if not s]
     value = np.concatenate([p._data for p in parts], axis=d)
-    if dt.kind != "f" or not _recording(*every):
+    if not _dtype.is_float(dt) or not _recording(*every):
         return _new(value)
     sizes = [None if s else p._data.shape[d] for p, s in zip(every, skipped)]
     return _record(OPS["cat"], value, tuple(every), aux=(d, sizes))
@@ -682,7 +686,7 @@ def _cat_same(tensors, dim):
         datas.append(a)
         requires = requires or t_._requires_grad
     value = np.concatenate(datas, axis=d)
-    if dt.kind != "f" or not is_grad_enabled() or not (requires or _tape_local.tracing is not None):
+    if not _dtype.is_float(dt) or not is_grad_enabled() or not (requires or _tape_local.tracing is not None):
         return _new(value)
     return _record(OPS["cat"], value, tuple(tensors), aux=(d, [a.shape[d] for a in datas]))
 
@@ -701,7 +705,7 @@ def stack(tensors, dim=0, *, out=None):
     d = _dim(dim, tensors[0].ndim + 1)
     parts, dt = _promote_all(tensors)
     value = np.stack([p._data for p in parts], axis=d)
-    if dt.kind != "f" or not _recording(*parts):
+    if not _dtype.is_float(dt) or not _recording(*parts):
         return _new(value)
     return _record(OPS["stack"], value, tuple(parts), aux=d)
 
@@ -789,7 +793,7 @@ def scatter_add(input, dim, index, src):
     src_part = src._data[tuple(slice(0, s) for s in idx.shape)]
     out = x._data.copy()
     np.add.at(out.reshape(-1), flat.reshape(-1), src_part.reshape(-1))
-    if x._data.dtype.kind != "f":
+    if not _dtype.is_float(x._data.dtype):
         return _new(out)
     return guard(_record(OPS["scatter_add"], out, (x, src), aux=(d, index)), index)
 
@@ -850,7 +854,7 @@ def masked_fill(input, mask, value):
     out = np.where(mask._data, np.asanyarray(v).astype(x._data.dtype), x._data)
     tensor_value = isinstance(value, Tensor)
     inputs = (x,) + ((_to_dtype(value, x._data.dtype),) if tensor_value and value._requires_grad else ())
-    if x._data.dtype.kind != "f":
+    if not _dtype.is_float(x._data.dtype):
         return _new(out)
     if _tape_local.tracing is not None:  # tapegrad.compile: as where(), whose mask is a row a replay reads
         fill = _to_dtype(value, x._data.dtype) if tensor_value else made_in_trace(_new(np.asanyarray(v, x._data.dtype)))
@@ -1295,7 +1299,7 @@ Tensor.swapaxes = transpose
 Tensor.swapdims = transpose
 Tensor.repeat = repeat
 Tensor.flip = flip
-Tensor.split = split
+Tensor.split = lambda self, split_size, dim=0: split(self, split_size, dim)  # (torch's method names it split_size)
 Tensor.chunk = chunk
 Tensor.narrow = narrow
 Tensor.select = select

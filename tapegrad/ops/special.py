@@ -578,7 +578,7 @@ def _binary(name, forward, input, other):
 
 def _result_float(a, b):
     dt = np.dtype(_dtype.result_type(a, b))
-    return dt if dt.kind == "f" else np.dtype(_dtype.default_float.np)
+    return dt if _dtype.is_float(dt) else np.dtype(_dtype.default_float.np)
 
 
 def xlogy(input, other):

@@ -22,7 +22,7 @@ from . import elementwise, reduce
 from ._common import OPS, _array_rule_dtype, _dim, _record, _tensor
 from .reduce import (_amax_arrays, _cast_arg, _correction, _int_to_long, _keep, _keep_shape, _np_reduce, _rdims,
                      _std_arrays, _var_arrays, _var_forward, _vjp_amax, _vjp_max_all, _max_all_arrays, _vjp_std,
-                     _vjp_var, _values_indices)
+                     _vjp_var, _values_indices, _warn_degrees_of_freedom)
 from .shape import _gather, _gather_forward, _index_map, _vjp_gather
 
 return_types = Ctx(cummax=_values_indices("cummax"), cummin=_values_indices("cummin"),
@@ -76,7 +76,7 @@ def _kth_positions(a, d, k_of):
     """The input positions of the k-th element (0-based) of each slice along d in sorted order, k = k_of(valid
     counts, n) with valid the number of non-NaN elements of each slice (keepdim shape)."""
     order = _sorted_nan_last(a, d)
-    valid = (np.sum(~np.isnan(a), axis=d, keepdims=True) if a.dtype.kind == "f"
+    valid = (np.sum(~np.isnan(a), axis=d, keepdims=True) if _dtype.is_float(a.dtype)
              else np.full(_keep_shape(a.shape, (d,)), a.shape[d]))
     k = np.asanyarray(k_of(valid, a.shape[d]), dtype=np.int64)
     return np.take_along_axis(order, k, d)
@@ -92,11 +92,11 @@ def _cum_select(name, cls, input, dim, better):
     def indices(a):
         run = better.accumulate(a, axis=d)
         hit = a == run
-        if a.dtype.kind == "f":
+        if _dtype.is_float(a.dtype):
             hit |= np.isnan(a)
         at = np.arange(a.shape[d]).reshape((-1,) + (1,) * (a.ndim - d - 1))
         return np.maximum.accumulate(np.where(hit, at, 0), axis=d)
-    if x._data.dtype.kind not in "fc":  # (no gradient: the indices pick the values directly)
+    if not _dtype.is_float(x._data.dtype):  # (no gradient: the indices pick the values directly)
         idx = indices(x._data)
         return cls(_new(np.take_along_axis(x._data, idx, d)), _new(np.asanyarray(idx, dtype=np.int64, order="C")))
     return cls(*_select(x, OPS[name], d, True, indices))
@@ -115,14 +115,14 @@ def _whole_median(name, input, ignore_nan):
     is a NaN for median). The gradient is torch's evenly_distribute_backward: ties share it."""
     x = _tensor(input)
     out = _median_all_value(x._data, ignore_nan)
-    if x._data.dtype.kind != "f":
+    if not _dtype.is_float(x._data.dtype):
         return _new(out)
     return _record(OPS[name + "_all"], out, (x,), aux=Ctx(keep=(1,) * x.ndim, dims=tuple(range(x.ndim))))
 
 
 def _median_all_value(a, ignore_nan):
     flat = np.sort(a.reshape(-1))
-    nan = flat.dtype.kind == "f"
+    nan = _dtype.is_float(flat.dtype)
     valid = int(np.sum(~np.isnan(flat))) if nan else flat.size
     if flat.size == 0 or ignore_nan and valid == 0 or not ignore_nan and valid < flat.size:
         return np.asanyarray(np.nan if nan else 0, a.dtype)   # (an empty integer input: torch's value is unspecified)
@@ -260,27 +260,21 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan):
     return out.unsqueeze(0).transpose(0, -1).squeeze(-1)
 
 
-def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
+def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
     """torch's quantile: the sorted values at rank q * (n - 1), interpolated as `interpolation` says."""
-    if out is not None:
-        raise NotImplementedError("tapegrad: quantile(out=) is not implemented")
     return _quantile(input, q, dim, keepdim, interpolation, False)
 
 
-def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
-    if out is not None:
-        raise NotImplementedError("tapegrad: nanquantile(out=) is not implemented")
+def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
     return _quantile(input, q, dim, keepdim, interpolation, True)
 
 
 # -- cumulative products and log-sum-exp ----------------------------------------------------------------------
-def cumprod(input, dim, *, dtype=None, out=None):
-    if out is not None:
-        raise NotImplementedError("tapegrad: cumprod(out=) is not implemented")
+def cumprod(input, dim, *, dtype=None):
     x = _cast_arg(_tensor(input), dtype) if dtype is not None else _int_to_long(_tensor(input))
     d = _dim(dim, x.ndim)
     value = _cumprod_forward(d, x._data)
-    if x._data.dtype.kind != "f":
+    if not _dtype.is_float(x._data.dtype):
         return _new(value)
     return _record(OPS["cumprod"], value, (x,), aux=d)
 
@@ -333,9 +327,7 @@ def _cumprod_arrays(ctx, g, inputs, out, wanted):
     return (grad,)
 
 
-def logcumsumexp(input, dim, *, out=None):
-    if out is not None:
-        raise NotImplementedError("tapegrad: logcumsumexp(out=) is not implemented")
+def logcumsumexp(input, dim):
     x = _tensor(input)
     if not _dtype.is_float(x._data.dtype):
         raise NotImplementedError(f"\"logcumsumexp_out_cpu\" not implemented for "
@@ -386,13 +378,11 @@ def _logcumsumexp_arrays(ctx, g, inputs, out, wanted):
 
 
 # -- NaN-ignoring and paired reductions --------------------------------------------------------------------------
-def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
-    if out is not None:
-        raise NotImplementedError("tapegrad: nansum(out=) is not implemented")
+def nansum(input, dim=None, keepdim=False, *, dtype=None):
     x = _cast_arg(_tensor(input), dtype) if dtype is not None else _int_to_long(_tensor(input))
     dims = _rdims(dim, x.ndim, empty_is_all=True)
     value = _np_reduce(np.nansum, x._data, dims, keepdim).astype(x._data.dtype, copy=False)
-    if x._data.dtype.kind != "f":
+    if not _dtype.is_float(x._data.dtype):
         return _new(value)
     return _record(OPS["nansum"], value, (x,), aux=Ctx(keep=_keep_shape(x.shape, dims), dims=dims))
 
@@ -415,10 +405,8 @@ def _nansum_arrays(ctx, g, inputs, out, wanted):
         return (np.broadcast_to(_keep(g, ctx.keep), x.shape) * ~np.isnan(x),)
 
 
-def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
+def nanmean(input, dim=None, keepdim=False, *, dtype=None):
     """torch's composite: nansum over the count of non-NaN elements."""
-    if out is not None:
-        raise NotImplementedError("tapegrad: nanmean(out=) is not implemented")
     x = _tensor(input)
     if not _dtype.is_float(x._data.dtype):
         raise RuntimeError(f"nanmean(): expected input to have floating point or complex dtype but got "
@@ -447,7 +435,7 @@ def aminmax(input, *, dim=None, keepdim=False):
         value = _np_reduce(fn, x._data, dims, keepdim)
         if x._data.dtype == np.bool_:
             value = value.astype(np.bool_)
-        results.append(_new(value) if x._data.dtype.kind != "f" else _record(OPS[name], value, (x,), aux=ctx))
+        results.append(_new(value) if not _dtype.is_float(x._data.dtype) else _record(OPS[name], value, (x,), aux=ctx))
     return return_types.aminmax(*results)
 
 
@@ -459,6 +447,7 @@ def _paired(name, input, dim, unbiased, keepdim, correction):
     dim, c = _correction(name, x, dim, unbiased, correction)
     dims = _rdims(dim, x.ndim, empty_is_all=True)
     n = math.prod(x.shape[d] for d in dims)
+    _warn_degrees_of_freedom(name, n, c)
     ctx = Ctx(keep=_keep_shape(x.shape, dims), dims=dims, denom=max(0.0, n - c), std=name == "std_mean", n=n)
     spread = _record(OPS[name + "_spread"], _var_forward(ctx, x._data, keepdim), (x,), aux=ctx)
     with np.errstate(all="ignore"):
@@ -522,7 +511,7 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
         if aw.ndim > 1:
             raise RuntimeError(f"cov(): expected aweights to have one or fewer dimensions but got aweights with "
                                f"{aw.ndim} dimensions")
-        if aw._data.dtype.kind != "f":
+        if not _dtype.is_float(aw._data.dtype):
             raise RuntimeError(f"cov(): expected aweights to have floating point dtype but got aweights with "
                                f"{_dtype.scalar_type_name(aw._data.dtype)} dtype")
         if aw.numel() != n:

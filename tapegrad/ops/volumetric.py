@@ -88,14 +88,14 @@ def _too_small(C, sizes, outs):
 
 # -- max pooling: strided windows, torch's selection order ---------------------------------------------------------
 def _lowest(dt):
-    return -np.inf if dt.kind == "f" else np.iinfo(dt).min
+    return -np.inf if _dtype.is_float(dt) else np.iinfo(dt).min
 
 
 def _choose(win, first_valid):
     """Positions along the last axis of win (..., K) torch's max pooling picks: the first maximum; where there is a
     NaN the last NaN; where the maximum is the lowest value (-inf), the window's first element (first_valid)."""
     pos = np.argmax(win, axis=-1)
-    if win.dtype.kind == "f":
+    if _dtype.is_float(win.dtype):
         nan = np.isnan(win)
         has_nan = nan.any(axis=-1)
         if has_nan.any():
@@ -128,7 +128,7 @@ def _max_pool3d_planes(ctx, xd):
         val, at = xp[(slice(None),) + sl], ip[sl]
         first = np.where((first < 0) & (at >= 0), at, first)
         take = val > best
-        if a.dtype.kind == "f":
+        if _dtype.is_float(a.dtype):
             take |= np.isnan(val)
         best = np.where(take, val, best)
         local = np.where(take, at, local)
@@ -217,12 +217,12 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     dt = xd.dtype
     if dt not in (np.float32, np.float64, np.int64):
         raise NotImplementedError(f"\"avg_pool3d_out_frame\" not implemented for '{_dtype.scalar_type_name(dt)}'")
-    mdt = dt if dt.kind == "f" else np.dtype(np.float64)
+    mdt = dt if _dtype.is_float(dt) else np.dtype(np.float64)
     mats = [_avg_matrix(sizes[i], k[i], s[i], p[i], outs[i], ceil_mode, count_include_pad, divisor_override, mdt)
             for i in range(3)]
     out_shape = ((N,) if x.ndim == 5 else ()) + (C,) + outs
     ctx = Ctx(mats=mats, xshape=(N, C) + sizes, oshape=(N, C) + outs, out_shape=out_shape)
-    if dt.kind != "f":  # (no gradient: an integer input's average is a plain value)
+    if not _dtype.is_float(dt):  # (no gradient: an integer input's average is a plain value)
         if divisor_override is not None:
             div = np.int64(divisor_override)
         else:
@@ -266,7 +266,7 @@ def adaptive_avg_pool3d(input, output_size):
                            f"received {{{outs[0]}, {outs[1]},{outs[2]}}}")
     N, C, D, H, W = _adaptive_input(x, "adaptive_avg_pool3d", "")
     xd = x._data
-    if xd.dtype.kind != "f":
+    if not _dtype.is_float(xd.dtype):
         raise NotImplementedError(f"\"adaptive_avg_pool3d_cpu\" not implemented for "
                                   f"'{_dtype.scalar_type_name(xd.dtype)}'")
     if outs == (1, 1, 1):  # (torch's special case: a mean)

@@ -155,7 +155,7 @@ def _tensor_msg(a, b, matches, rtol, atol):
 
 def _argmax(v):
     """torch.max's index: a NaN wins (the first one), else the first maximum."""
-    nan = np.flatnonzero(np.isnan(v)) if v.dtype.kind == "f" else ()
+    nan = np.flatnonzero(np.isnan(v)) if _dtype.is_float(v.dtype) else ()
     return int(nan[0]) if len(nan) else int(np.argmax(v))
 
 

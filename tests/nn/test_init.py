@@ -170,3 +170,12 @@ def test_parameters_to_vector_round_trip():
     assert vec.shape == (8,)
     tg.nn.utils.vector_to_parameters(vec * 0 + 1, m.parameters())
     assert m.weight.detach().numpy().min() == 1.0 and m.bias.detach().numpy().max() == 1.0
+
+
+def test_vector_to_parameters_of_a_short_vector_is_torchs_error():
+    messages = []
+    for L in (torch, tg):
+        with pytest.raises(RuntimeError) as e:
+            L.nn.utils.vector_to_parameters(L.ones(3), L.nn.Linear(3, 4).parameters())
+        messages.append(str(e.value))
+    assert messages[0] == messages[1]

@@ -205,3 +205,27 @@ def test_bfloat16_attention_in_float32_rounded_once(causal):
             np.testing.assert_array_equal(seen[0][0], exact.bfloat16().float().numpy())
     for ours, theirs in zip(*seen):
         np.testing.assert_allclose(ours, theirs, rtol=2 ** -7, atol=2 ** -7 * np.abs(theirs).max())
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("heads", [(4, 2, 2), (4, 4, 2), (4, 1, 1)])
+def test_grouped_query_attention_as_torch(heads, causal):
+    """enable_gqa=True: key and value heads shared by groups of query heads (Llama's attention), values and
+    gradients as torch's."""
+    hq, hk, hv = heads
+    arrays = _data([(2, hq, 3, 8), (2, hk, 5, 8), (2, hv, 5, 6)], np.float64, hq + hk)
+    results = []
+    for lib in (torch, tg):
+        q, k, v = (lib.tensor(a, requires_grad=True) for a in arrays)
+        out = lib.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
+        (out * lib.arange(out.numel(), dtype=out.dtype).reshape(out.shape)).sum().backward()
+        results.append([t.detach().numpy() for t in (out, q.grad, k.grad, v.grad)])
+    for got, want in zip(results[1], results[0]):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_grouped_query_attention_refuses_heads_that_do_not_divide():
+    for lib in (torch, tg):
+        with pytest.raises(RuntimeError, match="Number of heads in key and value must divide"):
+            lib.nn.functional.scaled_dot_product_attention(lib.randn(1, 4, 3, 8), lib.randn(1, 3, 5, 8),
+                                                           lib.randn(1, 2, 5, 6), enable_gqa=True)

@@ -158,18 +158,7 @@ def test_array_rule_equals_torch_and_the_tensor_rule(name, dtype):
         np.testing.assert_allclose(a, e, **tol)
 
 
-# Open, front ends (not these rules): these record nothing for bfloat16 inputs, so no gradient flows; torch's do
-_BFLOAT16_NOT_RECORDED = {"prod", "prod_all", "scatter_add", "lerp", "lerp_tensor", "clamp_tensor", "clamp_min_tensor",
-                          "clamp_max_tensor"}
-
-
-_NOT_RECORDED = pytest.mark.xfail(strict=True, reason="the front end records no row for bfloat16 (its `dtype.kind "
-                                  "!= 'f'` test leaves ml_dtypes' bfloat16 out: no gradient) or refuses it (lerp)")
-
-
-@pytest.mark.parametrize("name,dtype", [
-    pytest.param(name, dtype, marks=_NOT_RECORDED if dtype == "bfloat16" and CASES[name][0] & _BFLOAT16_NOT_RECORDED
-                 else ()) for name in CASES for dtype in ("float16", "bfloat16")])
+@pytest.mark.parametrize("name,dtype", [(name, dtype) for name in CASES for dtype in ("float16", "bfloat16")])
 def test_array_rule_of_a_reduced_float_row_equals_the_tensor_rule(name, dtype):
     """A float16 or bfloat16 row's rule is given float32 arrays (replay._reduced_float_rule), either kind."""
     ops, fn, make = CASES[name]

@@ -303,3 +303,244 @@ def test_cube_is_torchs_to_the_bit_for_negative_bases(dtype):
     got, want = (L.tensor(base.astype(dtype)) ** 3 for L in (tapegrad, torch))
     assert str(got.dtype) == str(want.dtype)
     np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+@pytest.mark.parametrize("name", ["sum", "mean", "std", "var", "nansum", "nanmean", "amax", "count_nonzero", "norm",
+                                  "std_mean"])
+@pytest.mark.parametrize("dim", [[], ()])
+def test_an_empty_dim_list_reduces_every_dim_as_torch(name, dim):
+    """`x.sum(dim=list(range(1, x.dim())))` of a 1-d x: torch reduces every dim (it returned x). std's and var's
+    gradients are left out: torch's are inf there (its backward counts one element for an empty dim list)."""
+    def run(L):
+        x = L.tensor(X, requires_grad=name not in ("count_nonzero", "std", "var", "std_mean"))
+        out = getattr(L, name)(x, dim=dim)
+        out = out[0] if isinstance(out, tuple) else out
+        if x.requires_grad:
+            (out * 3).sum().backward()
+            return out, x.grad
+        return out
+    assert_same(run)
+    for L in LIBS:
+        assert getattr(L, "sum")(L.tensor(X), dim=dim, keepdim=True).shape == (1, 1)
+
+
+SIZE_FROM_TENSOR = {
+    "zeros": lambda L, n, x: L.zeros(n, 2), "zeros_tuple": lambda L, n, x: L.zeros((n, 2)),
+    "zeros_size": lambda L, n, x: L.zeros(size=(n,)), "zeros_1d_tensor": lambda L, n, x: L.zeros(L.tensor([3])),
+    "empty": lambda L, n, x: L.empty(n), "full": lambda L, n, x: L.full((n,), 1.0),
+    "rand": lambda L, n, x: L.rand(n), "randn": lambda L, n, x: L.randn(2, n),
+    "randint": lambda L, n, x: L.randint(0, 5, (n,)), "new_zeros": lambda L, n, x: x.new_zeros(n),
+    "view": lambda L, n, x: x.view(n, -1), "reshape": lambda L, n, x: x.reshape(-1, n),
+    "expand": lambda L, n, x: L.ones(1).expand(n), "repeat": lambda L, n, x: L.ones(2).repeat(n),
+    "unflatten": lambda L, n, x: x.unflatten(0, (n, -1)), "split": lambda L, n, x: x.split(n)[1],
+    "unsqueeze": lambda L, n, x: L.ones(2, 2, 2).unsqueeze(n), "sum_dim": lambda L, n, x: x.view(2, 3).sum(n - 3),
+    "permute": lambda L, n, x: x.view(2, 3).permute(n - 2, n - 3),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SIZE_FROM_TENSOR))
+def test_integer_tensors_of_one_element_are_sizes_and_dims_as_torch(name):
+    """`torch.zeros(lengths.max(), 2)`: torch reads a size or dim from an integer tensor through __index__."""
+    shapes = []
+    for L in LIBS:
+        L.manual_seed(0)
+        shapes.append(tuple(SIZE_FROM_TENSOR[name](L, L.tensor(3), L.arange(6.0)).shape))
+    assert shapes[0] == shapes[1]
+
+
+@pytest.mark.parametrize("op", ["//=", "%=", "**=", "&=", "|=", "^=", "<<=", ">>="])
+def test_augmented_assignments_write_in_place_as_torch(op):
+    """`done |= new` writes into the tensor the name holds (an alias sees it), as torch's in-place methods."""
+    out = []
+    for L in LIBS:
+        a = L.tensor([5, 6, 7]) if op != "**=" else L.tensor([1.0, 2.0, 3.0])
+        alias = a
+        scope = {"a": a}
+        exec(f"a {op} 2", {}, scope)
+        out.append((scope["a"] is alias, alias.tolist(), str(alias.dtype)))
+    assert out[0] == out[1]
+
+
+def test_augmented_assignments_keep_torchs_autograd_rules():
+    for L in LIBS:
+        y = L.tensor([1.0, 2.0], requires_grad=True) * 1
+        y **= 3
+        y.sum().backward()
+        with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+            x = L.tensor([1.0], requires_grad=True)
+            x **= 2
+        with pytest.raises(RuntimeError, match="can't be cast to the desired output type Long"):
+            i = L.tensor([5, 6])
+            i //= 1.5
+    x = [L.tensor([1.0, 2.0], requires_grad=True) for L in LIBS]
+    for t in x:
+        y = t * 1
+        y **= 3
+        y.sum().backward()
+    np.testing.assert_array_equal(x[0].grad.numpy(), x[1].grad.numpy())
+
+
+UNARY_AND_REFLECTED = {
+    "invert_int": lambda L: ~L.tensor([0, 1, 5]),
+    "invert_uint8": lambda L: ~L.tensor([0, 3], dtype=L.uint8),
+    "invert_bool": lambda L: ~L.tensor([True, False]),
+    "pos": lambda L: +L.tensor([1.0, -2.0]),
+    "rand": lambda L: True & L.tensor([True, False]),
+    "ror": lambda L: 1 | L.tensor([2, 4]),
+    "rxor_int32": lambda L: 3 ^ L.tensor([1, 2], dtype=L.int32),
+    "contains": lambda L: L.tensor([2 in L.tensor([[1, 2], [3, 4]]), 7 in L.tensor([1.0, 2.0]),
+                                    L.tensor(2) in L.tensor([1, 2])]),
+    "reversed": lambda L: L.stack(list(reversed(L.tensor([[1, 2], [3, 4]])))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNARY_AND_REFLECTED))
+def test_unary_and_reflected_operators_as_torch(name):
+    out = [UNARY_AND_REFLECTED[name](L) for L in LIBS]
+    assert out[0].tolist() == out[1].tolist() and str(out[0].dtype) == str(out[1].dtype)
+
+
+def test_invert_of_a_float_tensor_is_torchs_type_error():
+    for L in LIBS:
+        with pytest.raises(TypeError, match=r"~ \(operator.invert\) is only implemented on integer and Boolean"):
+            ~L.ones(2)
+        with pytest.raises(RuntimeError, match="only supports Tensor or scalar"):
+            "a" in L.ones(2)
+
+
+CLOSE = {
+    "shapes": lambda L: L.allclose(L.ones(3, 4), L.ones(5)),
+    "dtypes": lambda L: L.allclose(L.ones(2), L.ones(2).double()),
+    "number": lambda L: L.allclose(L.ones(2), 1.0),
+    "close": lambda L: L.allclose(L.tensor([1.0, 2.0]), L.tensor([1.0, 2.0]) + 1e-7),
+    "broadcast": lambda L: L.allclose(L.ones(3, 4), L.ones(4)),
+    "ints": lambda L: L.allclose(L.tensor([1, 2]), L.tensor([1, 2])),
+    "nan": lambda L: L.allclose(L.tensor([float("nan")]), L.tensor([float("nan")]), equal_nan=True),
+    "half": lambda L: L.isclose(L.ones(2).half(), L.ones(2).half() + 1e-3).tolist(),
+    "bfloat16": lambda L: L.isclose(L.ones(2).bfloat16(), L.ones(2).bfloat16()).tolist(),
+    "method": lambda L: L.ones(2).allclose(L.ones(2)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CLOSE))
+def test_allclose_and_isclose_as_torch(name):
+    """allclose is isclose's checks and values (it was NumPy's: shapes, dtypes and numbers torch refuses passed)."""
+    out = []
+    for L in LIBS:
+        try:
+            out.append(CLOSE[name](L))
+        except (TypeError, RuntimeError) as e:
+            out.append((type(e), str(e)))
+    assert out[0] == out[1]
+
+
+def test_lerp_takes_a_zero_dim_weight_of_any_float_dtype_as_torch():
+    """An EMA's `p.lerp_(q, torch.tensor(0.1))` on float64 or bfloat16 parameters: torch casts a 0-d weight."""
+    out = []
+    for L in LIBS:
+        x = L.tensor([1.0, 2.0], dtype=L.float64, requires_grad=True)
+        w = L.tensor(0.25, requires_grad=True)
+        r = x.lerp(x.detach() * 3, w)
+        r.sum().backward()
+        messages = []
+        for a, b, c in [(L.ones(2), L.ones(2, dtype=L.long), 0.5), (L.ones(2), L.ones(2).double(), 0.5),
+                        (L.ones(2), L.ones(2), L.ones(2).double())]:
+            with pytest.raises(RuntimeError) as e:
+                L.lerp(a, b, c)
+            messages.append(str(e.value))
+        out.append((r.tolist(), str(r.dtype), w.grad.item(), str(w.grad.dtype), x.grad.tolist(), messages,
+                    L.ones(2).bfloat16().lerp(L.zeros(2).bfloat16(), L.tensor(0.5)).tolist()))
+    assert out[0] == out[1]
+
+
+def test_var_and_std_warn_of_no_degrees_of_freedom_as_torch():
+    """`returns.std()` of one element: NaN, with torch's warning (at the caller's line)."""
+    import warnings
+    messages = []
+    for L in LIBS:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            values = [L.ones(1).std(), L.ones(3, 1).var(1), L.var_mean(L.ones(1))[0], L.ones(2).std(correction=2),
+                      L.std_mean(L.ones(1))[0], L.ones(2).std()]
+        messages.append([str(w.message).split(" (Triggered")[0] for w in caught])
+        assert [w.filename for w in caught] == [__file__] * 5
+        assert all(np.isnan(v.tolist()).all() for v in values[:5])
+    assert messages[0] == messages[1] and len(messages[0]) == 5
+
+
+def test_asarray_of_a_tensor_keeps_its_history_unless_told_as_torch():
+    """torch 2.13: an unspecified requires_grad follows obj's (warned once); False detaches; dtype= and copy=True
+    record ToCopyBackward0 / CloneBackward0."""
+    out = []
+    for L in LIBS:
+        b = L.tensor([1.0, 2.0, 3.0], requires_grad=True) + 2
+        rows = []
+        for kw in [{}, dict(requires_grad=False), dict(requires_grad=True), dict(dtype=L.float64), dict(copy=True),
+                   dict(dtype=L.float64, requires_grad=False), dict(copy=True, requires_grad=True)]:
+            r = L.asarray(b, **kw)
+            rows.append((r.tolist(), str(r.dtype), r is b, r.requires_grad, r.is_leaf,
+                         type(r.grad_fn).__name__ if r.grad_fn is not None else None))
+        out.append(rows)
+    assert out[0] == out[1]
+
+
+KEYWORD_SPELLINGS = {
+    "permute": lambda L, x: x.permute(dims=(1, 0)), "torch.permute": lambda L, x: L.permute(x, dims=(1, 0)),
+    "view": lambda L, x: x.view(size=(3, 2)), "reshape": lambda L, x: x.reshape(shape=(3, 2)),
+    "torch.reshape": lambda L, x: L.reshape(x, shape=(3, 2)), "expand": lambda L, x: x[:1].expand(size=(2, 3)),
+    "repeat": lambda L, x: x.repeat(repeats=(1, 2)), "tile": lambda L, x: x.tile(dims=(2,)),
+    "split": lambda L, x: x.split(split_size=1)[1], "new_zeros": lambda L, x: x.new_zeros(size=(2,)),
+    "new_ones": lambda L, x: x.new_ones(size=(2,)), "new_empty": lambda L, x: x.new_empty(size=(2,)).zero_(),
+    "pow": lambda L, x: x.pow(exponent=2), "torch.pow": lambda L, x: L.pow(x, exponent=2),
+}
+
+
+@pytest.mark.parametrize("name", sorted(KEYWORD_SPELLINGS))
+def test_sizes_and_exponents_by_torchs_keyword_names(name):
+    out = [KEYWORD_SPELLINGS[name](L, L.arange(6.0).reshape(2, 3)).tolist() for L in LIBS]
+    assert out[0] == out[1]
+
+
+def test_sizes_given_both_ways_are_refused():
+    for L in LIBS:
+        with pytest.raises(TypeError):
+            L.arange(6.0).view(3, size=(3, 2))
+        with pytest.raises(TypeError, match="multiple values for argument 'dims'"):
+            L.ones(2, 3).permute(1, dims=0)
+
+
+INNER_AND_SUBLISTS = {
+    "inner_nd": lambda L, x: L.inner(x, L.ones(4, 3, dtype=x.dtype)),
+    "inner_scalar": lambda L, x: L.inner(x, L.tensor(2.0)),
+    "inner_1d": lambda L, x: L.inner(x[0], x[1]),
+    "einsum_sublist": lambda L, x: L.einsum(x, [0, 1], L.ones(3, 4, dtype=x.dtype), [1, 2], [0, 2]),
+    "einsum_sublist_ellipsis": lambda L, x: L.einsum(x, [Ellipsis, 1], L.ones(3, 4, dtype=x.dtype), [1, 2]),
+    "einsum_sublist_trace": lambda L, x: L.einsum(x[:, :2], [0, 0]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(INNER_AND_SUBLISTS))
+def test_inner_of_any_rank_and_einsum_sublists_as_torch(name):
+    def run(L):
+        x = L.tensor(X[:2, :3], requires_grad=True)
+        out = INNER_AND_SUBLISTS[name](L, x)
+        out.sum().backward()
+        return out, x.grad
+    assert_same(run)
+    for L in LIBS:
+        with pytest.raises(RuntimeError, match="inner\\(\\) the last dimension must match"):
+            L.inner(L.ones(2, 3), L.ones(2, 4))
+
+
+INTEGER_SCALARS = {
+    "add_negative": lambda L, img: img + (-1), "mul_wraps": lambda L, img: img * 300,
+    "lt_negative": lambda L, img: img < -1, "eq_past_range": lambda L, img: img == 256,
+    "int8_add": lambda L, img: L.tensor([1], dtype=L.int8) + 200, "rsub": lambda L, img: 300 - img,
+}
+
+
+@pytest.mark.parametrize("name", sorted(INTEGER_SCALARS))
+def test_python_ints_outside_an_integer_dtype_wrap_as_torch(name):
+    """torch casts a Python int into the tensor's integer dtype (two's complement) where NumPy raises OverflowError."""
+    out = [INTEGER_SCALARS[name](L, L.tensor([0, 10, 250], dtype=L.uint8)) for L in LIBS]
+    assert out[0].tolist() == out[1].tolist() and str(out[0].dtype) == str(out[1].dtype)

@@ -249,6 +249,26 @@ def test_device_and_storage_flags():
     (lambda L, a, b, o: L.zeros(2, 2, out=o), (2, 2), "float32"),
     (lambda L, a, b, o: L.arange(5, out=o), (5,), "int64"),
     (lambda L, a, b, o: L.gt(a, b, out=o), (3, 4), "bool"),
+    (lambda L, a, b, o: L.std(a, 1, out=o), (3,), "float32"),
+    (lambda L, a, b, o: L.var(a, 1, out=o), (3,), "float32"),
+    (lambda L, a, b, o: L.norm(a, dim=1, out=o), (3,), "float32"),
+    (lambda L, a, b, o: L.softmax(a, 1, out=o), (3, 4), "float32"),
+    (lambda L, a, b, o: L.log_softmax(a, 1, out=o), (3, 4), "float32"),
+    (lambda L, a, b, o: L.addmm(L.zeros(3, 3), a, b.t(), out=o), (3, 3), "float32"),
+    (lambda L, a, b, o: L.addcmul(a, a, b, out=o), (3, 4), "float32"),
+    (lambda L, a, b, o: L.addcdiv(a, a, b + 5, out=o), (3, 4), "float32"),
+    (lambda L, a, b, o: L.masked_select(a, a > 0, out=o), (0,), "float32"),
+    (lambda L, a, b, o: L.nansum(a, 1, out=o), (3,), "float32"),
+    (lambda L, a, b, o: L.cumprod(a, 1, out=o), (3, 4), "float32"),
+    (lambda L, a, b, o: L.tensordot(a, b, dims=([1], [1]), out=o), (3, 3), "float32"),
+    (lambda L, a, b, o: L.remainder(a, 1.5, out=o), (3, 4), "float32"),
+    (lambda L, a, b, o: L.fmod(a, 1.5, out=o), (3, 4), "float32"),
+    (lambda L, a, b, o: L.log2(a.abs(), out=o), (3, 4), "float32"),
+    (lambda L, a, b, o: L.erfinv(a / 3, out=o), (3, 4), "float32"),
+    (lambda L, a, b, o: L.nan_to_num(a.log(), out=o), (3, 4), "float32"),
+    (lambda L, a, b, o: L.searchsorted(L.tensor([0.0, 1.0]), a, out=o), (3, 4), "int64"),
+    (lambda L, a, b, o: L.hypot(a, b, out=o), (3, 4), "float32"),
+    (lambda L, a, b, o: L.take(a, L.tensor([0, 5]), out=o), (2,), "float32"),
 ])
 def test_out_writes_into_and_returns_the_out_tensor(call, out_shape, out_dtype):
     def run(L):
@@ -266,6 +286,17 @@ def test_out_resizes_with_torch_warning():
         with pytest.warns(UserWarning, match="An output with one or more elements was resized"):
             lib.add(lib.ones(2), 1, out=o)
         assert o.tolist() == [2.0, 2.0]
+
+
+def test_out_of_a_values_indices_pair():
+    def run(L):
+        a = L.tensor(X[:3, :4])
+        pairs = [(L.zeros(3), L.zeros(3, dtype=L.int64)) for _ in range(3)]
+        for f, o in zip((L.max, L.min, L.median), pairs):
+            r = f(a, 1, out=o)
+            assert r[0] is o[0] and r[1] is o[1]
+        return [t for o in pairs for t in o]
+    same(*both(run))
 
 
 def test_out_of_sort_and_topk():
@@ -567,13 +598,6 @@ def test_sparse_errors(call):
 def test_sparse_ops_tapegrad_lacks_raise_torchs_not_implemented_error(call):
     with pytest.raises(NotImplementedError, match="with arguments from the 'SparseCPU' backend"):
         call(sp(tapegrad))
-
-
-def test_sparse_leaf_requiring_grad_is_refused_clearly():
-    with pytest.raises(NotImplementedError, match="requires grad itself"):
-        sp(tapegrad, requires_grad=True)
-    with pytest.raises(NotImplementedError, match="requires grad itself"):
-        sp(tapegrad).requires_grad_()
 
 
 # -- tapegrad.compile ------------------------------------------------------------------------------------------------

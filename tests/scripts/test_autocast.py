@@ -37,6 +37,10 @@ def dtypes_inside(t):
         "add float32": lambda: x @ w.T + t.ones(3), "sum after": lambda: (x @ w.T).sum(),
         "Linear module": lambda: t.nn.Linear(6, 3)(x), "Conv2d module": lambda: t.nn.Conv2d(2, 3, 3)(img),
         "sdpa": lambda: F.scaled_dot_product_attention(x[None], x[None], x[None]),
+        "addmm": lambda: t.addmm(t.zeros(3), x, w.T), "baddbmm": lambda: t.baddbmm(t.zeros(1, 4, 3), x[None], w.T[None]),
+        "addbmm": lambda: t.addbmm(t.zeros(4, 3), x[None], w.T[None]),
+        "mm out= (not autocast)": lambda: t.mm(x, w.T, out=t.empty(4, 3)),
+        "matmul of float32 and float16": lambda: x @ w.T.half(),
     }
     with t.autocast("cpu"):
         assert t.is_autocast_enabled("cpu") and not t.is_autocast_enabled()

@@ -284,3 +284,206 @@ def test_multinomial_of_reduced_float_probabilities_as_torch():
     are float32 as ATen's accumulate type for float16 / bfloat16."""
     for ours, theirs in zip(_multinomial_draws(tapegrad), _multinomial_draws(torch)):
         assert ours.tolist() == theirs.tolist()
+
+
+# Ops that must record a row for bfloat16 inputs that require grad, as for float32: each was once computed
+# without a row (its float check read NumPy's kind "f", which ml_dtypes' bfloat16 is not), so a gradient through it
+# was silently dropped.
+_A = [[0.31, -1.7, 2.9, 0.05], [1.25, -0.4, 3.7, -2.2], [0.6, 1.1, -0.9, 0.25]]
+_B = [[0.5, 0.25, -1.5, 2.0]]
+_UNIT = [[0.31, -0.7, 0.9, 0.05], [0.25, -0.4, 0.7, -0.2], [0.6, 0.1, -0.9, 0.45]]
+RECORDED = {
+    "cat": lambda t, a, b: t.cat([a, b]),
+    "stack": lambda t, a, b: t.stack([a, a * 2]),
+    "hstack": lambda t, a, b: t.hstack([a, a]),
+    "vstack": lambda t, a, b: t.vstack([a, b]),
+    "block_diag": lambda t, a, b: t.block_diag(a, b),
+    "cartesian_prod": lambda t, a, b: t.cartesian_prod(a[0], b[0]),
+    "amax": lambda t, a, b: a.amax(1),
+    "max": lambda t, a, b: a.max(),
+    "max_dim": lambda t, a, b: a.max(1).values,
+    "prod": lambda t, a, b: a.prod(1),
+    "cumsum": lambda t, a, b: a.cumsum(1),
+    "cumprod": lambda t, a, b: a.cumprod(1),
+    "cummax": lambda t, a, b: a.cummax(1).values,
+    "nansum": lambda t, a, b: a.nansum(1),
+    "masked_fill": lambda t, a, b: a.masked_fill(a > 0.5, 0.0),
+    "masked_scatter": lambda t, a, b: a.masked_scatter(a > 0.5, b.expand(3, 4) * 3),
+    "index_fill": lambda t, a, b: a.index_fill(1, t.tensor([0, 2]), -1.0),
+    "index_copy": lambda t, a, b: a.index_copy(0, t.tensor([1]), b),
+    "index_add": lambda t, a, b: a.index_add(0, t.tensor([1]), b),
+    "scatter": lambda t, a, b: a.scatter(0, t.tensor([[1, 0, 2, 1]]), b),
+    "scatter_add": lambda t, a, b: a.scatter_add(0, t.tensor([[1, 0, 2, 1]]), b),
+    "scatter_reduce": lambda t, a, b: a.scatter_reduce(0, t.tensor([[1, 0, 2, 1]]), b, "amax"),
+    "clamp_tensor": lambda t, a, b: a.clamp(min=b, max=b + 1),
+    "nan_to_num": lambda t, a, b: a.nan_to_num(),
+    "asinh": lambda t, a, b: a.asinh(),
+    "atanh": lambda t, a, b: (a * 0.2).atanh(),
+    "acosh": lambda t, a, b: (a.abs() + 1.5).acosh(),
+    "deg2rad": lambda t, a, b: a.deg2rad(),
+    "rad2deg": lambda t, a, b: a.rad2deg(),
+    "lerp": lambda t, a, b: a.lerp(b.expand(3, 4), 0.25),
+    "lerp_tensor": lambda t, a, b: a.lerp(b.expand(3, 4), a.sigmoid()),
+    "setitem": lambda t, a, b: _setitem(a, b),
+    "index_put": lambda t, a, b: a.index_put((t.tensor([0, 2]),), b[0]),
+    "take_along_dim": lambda t, a, b: t.take_along_dim(a, t.tensor([[0], [3], [1]]), 1),
+    "gather": lambda t, a, b: a.gather(1, t.tensor([[0], [3], [1]])),
+    "where": lambda t, a, b: t.where(a > 0, a, b),
+    "flip": lambda t, a, b: a.flip(1),
+    "roll": lambda t, a, b: a.roll(1, 1),
+    "repeat": lambda t, a, b: a.repeat(2, 1),
+    "tril": lambda t, a, b: a.tril(),
+    "diag": lambda t, a, b: a[0].diag(),
+    "pad": lambda t, a, b: t.nn.functional.pad(a, (1, 2)),
+    "sort": lambda t, a, b: a.sort(1).values,
+    "topk": lambda t, a, b: a.topk(2, 1).values,
+    "norm": lambda t, a, b: a.norm(dim=1),
+    "logsumexp": lambda t, a, b: a.logsumexp(1),
+    "copysign": lambda t, a, b: a.copysign(b.detach()),  # (other: torch's zero gradient, tapegrad's none)
+    "hypot": lambda t, a, b: a.hypot(b),
+    "logaddexp": lambda t, a, b: a.logaddexp(b),
+    "xlogy": lambda t, a, b: a.xlogy(b.abs() + 0.5),
+    "frac": lambda t, a, b: a.frac(),
+    "atan2": lambda t, a, b: a.atan2(b),
+    "hardswish": lambda t, a, b: t.nn.functional.hardswish(a),
+    "mish": lambda t, a, b: t.nn.functional.mish(a),
+    "glu": lambda t, a, b: t.nn.functional.glu(a, 1),
+    "hardsigmoid": lambda t, a, b: t.nn.functional.hardsigmoid(a),
+    "softplus": lambda t, a, b: t.nn.functional.softplus(a),
+    "elu": lambda t, a, b: t.nn.functional.elu(a),
+    "selu": lambda t, a, b: t.nn.functional.selu(a),
+    "celu": lambda t, a, b: t.nn.functional.celu(a),
+    "silu": lambda t, a, b: t.nn.functional.silu(a),
+    "gelu_tanh": lambda t, a, b: t.nn.functional.gelu(a, approximate="tanh"),
+    "leaky_relu": lambda t, a, b: t.nn.functional.leaky_relu(a, 0.1),
+    "hardtanh": lambda t, a, b: t.nn.functional.hardtanh(a),
+    "relu6": lambda t, a, b: t.nn.functional.relu6(a),
+    "logsigmoid": lambda t, a, b: t.nn.functional.logsigmoid(a),
+    "softsign": lambda t, a, b: t.nn.functional.softsign(a),
+    "tanhshrink": lambda t, a, b: t.nn.functional.tanhshrink(a),
+    "softshrink": lambda t, a, b: t.nn.functional.softshrink(a),
+    "hardshrink": lambda t, a, b: t.nn.functional.hardshrink(a),
+    "threshold": lambda t, a, b: t.nn.functional.threshold(a, 0.5, -1.0),
+    "prelu": lambda t, a, b: t.nn.functional.prelu(a, b[0, :1]),
+    "normalize": lambda t, a, b: t.nn.functional.normalize(a, dim=1),
+    "group_norm": lambda t, a, b: t.nn.functional.group_norm(a[None], 3),
+    "mse_loss": lambda t, a, b: t.nn.functional.mse_loss(a, b.expand(3, 4)),
+    "smooth_l1_loss": lambda t, a, b: t.nn.functional.smooth_l1_loss(a, b.expand(3, 4)),
+    "bce_with_logits": lambda t, a, b: t.nn.functional.binary_cross_entropy_with_logits(a, b.expand(3, 4).sigmoid()),
+    "kl_div": lambda t, a, b: t.nn.functional.kl_div(a.log_softmax(1), b.expand(3, 4).softmax(1), reduction="batchmean"),
+    "nll_loss": lambda t, a, b: t.nn.functional.nll_loss(a, t.tensor([0, 3, 1])),
+    "max_pool1d": lambda t, a, b: t.nn.functional.max_pool1d(a[None], 2),
+    "avg_pool1d": lambda t, a, b: t.nn.functional.avg_pool1d(a[None], 2),
+    "conv1d": lambda t, a, b: t.nn.functional.conv1d(a[None], b[None].expand(2, 3, 4)[:, :, :2]),
+    "interpolate": lambda t, a, b: t.nn.functional.interpolate(a[None], scale_factor=2, mode="nearest"),
+    "embedding": lambda t, a, b: t.nn.functional.embedding(t.tensor([0, 2, 2]), a),
+    "unfold": lambda t, a, b: a.unfold(1, 2, 1),
+    "diff": lambda t, a, b: a.diff(dim=1),
+    "trace": lambda t, a, b: a[:, :3].trace(),
+    "kron": lambda t, a, b: t.kron(a[:2, :2], b[:, :2]),
+    "einsum": lambda t, a, b: t.einsum("ij,kj->ik", a, b),
+    "triu": lambda t, a, b: a.triu(1),
+    "std": lambda t, a, b: a.std(1),
+    "var_mean": lambda t, a, b: t.var_mean(a, 1)[0],
+    "dist": lambda t, a, b: t.dist(a, b.expand(3, 4)),
+    "renorm": lambda t, a, b: a.renorm(2, 0, 1.0),
+    "dropout_eval": lambda t, a, b: t.nn.functional.dropout(a, 0.5, training=False),
+    "rms_norm": lambda t, a, b: t.nn.functional.rms_norm(a, (4,), b[0]),
+    "layer_norm": lambda t, a, b: t.nn.functional.layer_norm(a, (4,), b[0]),
+    "cosine_similarity": lambda t, a, b: t.nn.functional.cosine_similarity(a, b, dim=1),
+    "cross_entropy_probs": lambda t, a, b: t.nn.functional.cross_entropy(a, (b.expand(3, 4) * 2).softmax(1)),
+    "cross_entropy": lambda t, a, b: t.nn.functional.cross_entropy(a, t.tensor([0, 3, 1])),
+    "sdpa_float_mask": lambda t, a, b: t.nn.functional.scaled_dot_product_attention(a[None], a[None], a[None],
+                                                                                    attn_mask=b[:, :3].expand(3, 3)[None]),
+    "softmax": lambda t, a, b: a.softmax(1),
+    # (log_softmax: torch's bfloat16 kernel over the last dim rounds its sum and log to bfloat16; tapegrad rounds once)
+    "median": lambda t, a, b: a.median(1).values,
+    "amin": lambda t, a, b: a.amin(0),
+    "min": lambda t, a, b: a.min(),
+    "fmod": lambda t, a, b: a.fmod(0.7),
+    "remainder": lambda t, a, b: a.remainder(0.7),
+    "aminmax": lambda t, a, b: a.aminmax()[1],
+    "cross": lambda t, a, b: t.linalg.cross(a[:, :3], b[:, :3].expand(3, 3)),
+    "embedding_bag": lambda t, a, b: t.nn.functional.embedding_bag(t.tensor([0, 2, 1, 1]), a, t.tensor([0, 2])),
+}
+
+
+def _setitem(a, b):
+    c = a.clone()
+    c[0] = b[0] * 2
+    return c
+
+
+@pytest.mark.parametrize("name", sorted(RECORDED))
+def test_ops_record_bfloat16_gradients_as_torch(name):
+    fn = RECORDED[name]
+    results = []
+    for t in (torch, tapegrad):
+        data = _UNIT if name == "atanh" else _A
+        a = t.tensor(data).bfloat16().requires_grad_()
+        b = t.tensor(_B).bfloat16().requires_grad_()
+        out = fn(t, a, b)
+        assert out.dtype == t.bfloat16 and out.requires_grad, (name, out.dtype, out.requires_grad)
+        weights = t.arange(out.numel()).reshape(out.shape).float() / 7 + 0.5
+        (out.float() * weights).sum().backward()
+        results.append((out, a.grad, b.grad))
+    (want, wa, wb), (got, ga, gb) = results
+    np.testing.assert_allclose(values(got), values(want), rtol=2 * BF16_STEP, atol=1e-6)
+    for g, w in ((ga, wa), (gb, wb)):
+        assert (g is None) == (w is None), name
+        if w is not None:
+            np.testing.assert_allclose(values(g), values(w), rtol=4 * BF16_STEP, atol=2e-2)
+
+
+def test_custom_functions_optimizer_state_and_casts_of_bfloat16_as_torch():
+    out = []
+    for t in (torch, tapegrad):
+        class Square(t.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(x)
+                return x * x
+
+            @staticmethod
+            def backward(ctx, g):
+                x, = ctx.saved_tensors
+                return 2 * x * g.float()  # (a float32 gradient for a bfloat16 input: cast back, as torch)
+
+        a = t.tensor([1.5, -2.0, 0.25]).bfloat16().requires_grad_()
+        y = Square.apply(a)
+        y.float().sum().backward()
+        w = t.nn.Parameter(t.ones(3).bfloat16())
+        opt = t.optim.Adam([w])
+        w.grad = t.ones(3).bfloat16()
+        opt.step()
+        state = opt.state_dict()
+        state["state"][0]["exp_avg"] = state["state"][0]["exp_avg"].float()
+        opt.load_state_dict(state)  # (floating state takes the parameter's dtype)
+        with pytest.raises(RuntimeError) as e:
+            t.zeros(3, dtype=t.int64).add_(t.ones(3).bfloat16())
+        out.append((y.requires_grad, str(y.dtype), a.grad.tolist(), str(a.grad.dtype),
+                    str(opt.state[w]["exp_avg"].dtype), str(e.value)))
+    assert out[0] == out[1]
+
+
+FILLS = {
+    "uniform_": lambda t: t.empty(5, dtype=t.bfloat16).uniform_(),
+    "uniform_bounds": lambda t: t.empty(7, dtype=t.bfloat16).uniform_(-2, 3),
+    "normal_short": lambda t: t.empty(5, dtype=t.bfloat16).normal_(),
+    "normal_long": lambda t: t.empty(20, dtype=t.bfloat16).normal_(1, 2),
+    "Linear": lambda t: t.nn.Linear(4, 3, dtype=t.bfloat16).weight,
+    "kaiming_normal_": lambda t: t.nn.init.kaiming_normal_(t.empty(4, 8, dtype=t.bfloat16)),
+    "xavier_uniform_": lambda t: t.nn.init.xavier_uniform_(t.empty(4, 8, dtype=t.bfloat16)),
+    "exponential_": lambda t: t.empty(4, dtype=t.bfloat16).exponential_(),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FILLS))
+def test_random_fills_of_bfloat16_tensors_as_torch(name):
+    """`nn.Linear(..., dtype=torch.bfloat16)` and `uniform_`/`normal_` of a bfloat16 tensor draw torch's stream (it
+    was drawn as float64)."""
+    got = []
+    for t in (torch, tapegrad):
+        t.manual_seed(0)
+        got.append(values(FILLS[name](t)))
+    np.testing.assert_array_equal(got[1], got[0])

@@ -7,7 +7,7 @@ import warnings
 
 import numpy as np
 
-from ... import creation, ops
+from ... import _dtype, creation, ops
 from .. import functional as F, init
 from ..parameter import Parameter
 from .linear import NonDynamicallyQuantizableLinear
@@ -29,7 +29,7 @@ def _canonical_mask(mask, name, dtype, other=None, other_name=""):
     m = ops._tensor(mask)
     if m._data.dtype == np.bool_:
         return _new(np.where(m._data, -np.inf, 0.0).astype(dtype))
-    if m._data.dtype.kind != "f":
+    if not _dtype.is_float(m._data.dtype):
         raise AssertionError(f"only bool and floating types of {name} are supported")
     return m
 

@@ -18,6 +18,9 @@ def vector_to_parameters(vec, parameters):
     data = vec._data.reshape(-1)
     for param in parameters:
         n = param._data.size
+        if data[pointer: pointer + n].size != n:  # (torch's view_as error)
+            raise RuntimeError(f"shape '{list(param._data.shape)}' is invalid for input of size "
+                               f"{data[pointer: pointer + n].size}")
         np.copyto(param._data, data[pointer: pointer + n].reshape(param._data.shape), casting="unsafe")
         param._bump_version()
         pointer += n
