@@ -17,7 +17,7 @@ from . import attention  # noqa: F401,E402  (torch.nn.attention: sdpa_kernel, SD
 from .modules import GRU, GRUCell, LSTM, LSTMCell, RNN, RNNBase, RNNCell, RNNCellBase  # noqa: F401
 from .modules import (MultiheadAttention, Transformer, TransformerDecoder, TransformerDecoderLayer,  # noqa: F401
                       TransformerEncoder, TransformerEncoderLayer)
-from .modules import Conv3d, ConvTranspose1d, ConvTranspose2d  # noqa: F401
+from .modules import Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d  # noqa: F401
 from .modules import (AdaptiveMaxPool1d, AdaptiveMaxPool2d, Fold, MaxUnpool1d, MaxUnpool2d,  # noqa: F401
                       PixelShuffle, PixelUnshuffle, Unfold, Upsample, UpsamplingBilinear2d, UpsamplingNearest2d)
 from .modules import (Bilinear, ChannelShuffle, CosineEmbeddingLoss, CosineSimilarity, EmbeddingBag,  # noqa: F401
@@ -32,7 +32,7 @@ from .parallel import DataParallel  # noqa: F401
 from .modules import (AdaptiveAvgPool3d, AdaptiveMaxPool3d, AvgPool3d, BatchNorm3d, CrossMapLRN2d,  # noqa: F401
                       LocalResponseNorm, LPPool1d, LPPool2d, LPPool3d, MaxPool3d, MaxUnpool3d, SyncBatchNorm)
 from .modules import (AdaptiveLogSoftmaxWithLoss, LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d, LazyConv1d,  # noqa: F401
-                      LazyConv2d, LazyConv3d, LazyConvTranspose1d, LazyConvTranspose2d, LazyInstanceNorm1d,
+                      LazyConv2d, LazyConv3d, LazyConvTranspose1d, LazyConvTranspose2d, LazyConvTranspose3d, LazyInstanceNorm1d,
                       LazyInstanceNorm2d, LazyInstanceNorm3d, LazyLinear, MultiLabelMarginLoss, MultiMarginLoss,
                       NLLLoss2d, SoftMarginLoss)
 from .modules import AlphaDropout, Dropout3d, FeatureAlphaDropout, RReLU  # noqa: F401

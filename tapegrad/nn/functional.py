@@ -180,7 +180,7 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
 
 
 from ..ops.attention import scaled_dot_product_attention  # noqa: E402,F401
-from ..ops.conv import conv3d, conv_transpose1d, conv_transpose2d  # noqa: E402,F401
+from ..ops.conv import conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d  # noqa: E402,F401
 from ..ops.resample import (adaptive_max_pool1d, adaptive_max_pool1d_with_indices, adaptive_max_pool2d,  # noqa: E402
                             adaptive_max_pool2d_with_indices, fold, interpolate, max_unpool1d, max_unpool2d,  # noqa
                             pixel_shuffle, pixel_unshuffle, unfold, upsample, upsample_bilinear,  # noqa: F401

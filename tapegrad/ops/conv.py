@@ -14,7 +14,7 @@ import warnings
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from .. import _dtype, _meta, kernels, random, registry
+from .. import _dtype, _meta, creation, kernels, random, registry
 from ..tensor import _new
 from ..tape import _local as _tape_local, traced_value
 from ._common import OPS, _autocast_lower, _record, _tensor, _to_dtype, autocast_state
@@ -23,7 +23,7 @@ from .nn import _dropout_draw
 from .._warnings import user_stacklevel
 
 # torch.X has these with these signatures; the rest are torch.nn.functional's only (nn/functional.py)
-__all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "max_pool1d", "max_pool2d",
+__all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "max_pool1d", "max_pool2d",
            "max_pool1d_with_indices", "avg_pool1d",
            "adaptive_avg_pool1d", "layer_norm"]
 
@@ -697,6 +697,62 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
 
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     return _conv_transpose(2, input, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """conv3d's adjoint, composed of differentiable ops: the input spread `stride` apart into zeros, then conv3d with
+    the weight's in/out channels swapped per group and its taps flipped, padded by dilation * (k - 1) - padding (a
+    negative one crops)."""
+    x, w = _tensor(input), _tensor(weight)
+    if autocast_state.dtype is not None:
+        x, w, bias = _autocast_lower(x, w, None if bias is None else _tensor(bias))
+    if isinstance(padding, str):
+        raise TypeError("conv_transpose3d(): argument 'padding' must be tuple of ints, not str")
+    if x.ndim not in (4, 5):
+        raise RuntimeError(f"Expected 4D (unbatched) or 5D (batched) input to conv_transpose3d, but got input of "
+                           f"size: {list(x.shape)}")
+    if w.ndim != 5:
+        raise RuntimeError(f"Expected 5-dimensional weight for 5-dimensional input, but got {w.ndim}-dimensional "
+                           f"weight of size {list(w.shape)} instead")
+    s, p, op, d = (_pair(v, 3) for v in (stride, padding, output_padding, dilation))
+    if builtins.min(s) <= 0:
+        raise RuntimeError("non-positive stride is not supported")
+    if builtins.min(p) < 0:
+        raise RuntimeError("negative padding is not supported")
+    if builtins.min(op) < 0:
+        raise RuntimeError("negative output_padding is not supported")
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    if not all(o < ss or o < dd for o, ss, dd in zip(op, s, d)):
+        raise RuntimeError("output padding must be smaller than either stride or dilation")
+    batched = x.ndim == 5
+    if not batched:
+        x = x.unsqueeze(0)
+    cin, cog = w.shape[0], w.shape[1]
+    k = tuple(w.shape[2:])
+    if cin % groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, but "
+                           f"got weight of size [{list(w.shape)}] instead")
+    if x.shape[1] != cin:
+        raise RuntimeError(f"Given transposed=1, weight of size {list(w.shape)}, expected input{list(x.shape)} to "
+                           f"have {cin} channels, but got {x.shape[1]} channels instead")
+    spatial = tuple(x.shape[2:])
+    out = tuple((n - 1) * s[i] - 2 * p[i] + d[i] * (k[i] - 1) + op[i] + 1 for i, n in enumerate(spatial))
+    if builtins.min(out) < 1:
+        raise RuntimeError(f"Given input size per channel: ({' x '.join(map(str, spatial))}). Calculated output size "
+                           f"per channel: ({' x '.join(map(str, out))}). Output size is too small")
+    spread = x
+    if builtins.max(s) > 1 or builtins.max(op) > 0:
+        spread = creation.zeros(x.shape[:2] + tuple((n - 1) * s[i] + 1 + op[i] for i, n in enumerate(spatial)),
+                                dtype=x.dtype)
+        spread[(slice(None), slice(None)) + tuple(slice(0, (n - 1) * s[i] + 1, s[i]) for i, n in enumerate(spatial))] = x
+    margins = [d[i] * (k[i] - 1) - p[i] for i in range(3)]
+    if builtins.min(margins) < 0:  # (more padding than the kernel reaches: the spread input's edges cut off)
+        spread = spread[(slice(None), slice(None)) + tuple(slice(-m, spread.shape[2 + i] + m) if m < 0 else
+                                                           slice(None) for i, m in enumerate(margins))]
+    flipped = w.reshape((groups, cin // groups, cog) + k).transpose(1, 2).reshape((groups * cog, cin // groups) + k)
+    y = conv3d(spread, flipped.flip(2, 3, 4), bias, 1, tuple(builtins.max(m, 0) for m in margins), d, groups)
+    return y if batched else y.squeeze(0)
 
 
 # -- 3-d convolution: one row (torch's ConvolutionBackward0): im2col, one matmul per group, col2im back ----------

@@ -545,3 +545,40 @@ def test_average_pools_keep_nan_and_inf_in_their_windows(name, args, shape):
         seen[lib] = (y.detach().numpy(), t.grad.numpy())
     for a, b in zip(seen[tapegrad], seen[torch]):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("kw", [{}, dict(stride=2), dict(stride=(2, 1, 3), padding=1, output_padding=(1, 0, 2)),
+                                dict(padding=2, dilation=2), dict(groups=2, stride=2, padding=(0, 1, 2)),
+                                dict(padding=(2, 1, 2))], ids=str)
+def test_conv_transpose3d_as_torch(kw):
+    """nn.ConvTranspose3d / F.conv_transpose3d (composed of conv3d: the input spread into zeros, the weight flipped):
+    values and gradients of input, weight and bias as torch's, float64."""
+    results = []
+    for L in (torch, tapegrad):
+        L.manual_seed(0)
+        m = L.nn.ConvTranspose3d(4, 6, (3, 2, 3), **kw).double()
+        x = L.tensor(np.random.default_rng(1).standard_normal((2, 4, 3, 4, 5)), requires_grad=True)
+        y = m(x)
+        (y * L.arange(y.numel(), dtype=y.dtype).reshape(y.shape).sin()).sum().backward()
+        results.append([t.detach().numpy() for t in (y, x.grad, m.weight.grad, m.bias.grad)] + [repr(m)])
+    for got, want in zip(results[1], results[0]):
+        if isinstance(want, str):
+            assert got == want
+        else:
+            np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10)
+
+
+def test_conv_transpose3d_output_size_lazy_and_errors_as_torch():
+    out = []
+    for L in (torch, tapegrad):
+        L.manual_seed(0)
+        row = [tuple(L.nn.ConvTranspose3d(2, 3, 3, stride=2)(L.randn(1, 2, 4, 4, 4), output_size=(10, 9, 10)).shape)]
+        lazy = L.nn.LazyConvTranspose3d(5, 2)
+        row += [tuple(lazy(L.randn(1, 3, 2, 2, 2)).shape), repr(lazy)]
+        for args, kw in [((L.randn(1, 3, 2, 2, 2), L.randn(2, 2, 1, 1, 1)), {}),
+                         ((L.randn(1, 2, 2, 2, 2), L.randn(2, 2, 1, 1, 1)), dict(padding=3))]:
+            with pytest.raises(RuntimeError) as e:
+                L.nn.functional.conv_transpose3d(*args, **kw)
+            row.append(str(e.value))
+        out.append(row)
+    assert out[0] == out[1]

@@ -19,7 +19,7 @@ from .pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d
                       MaxPool2d)
 from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm  # noqa: F401
 from .pointwise import GLU, Hardswish, Mish, PReLU  # noqa: F401
-from .conv import Conv3d, ConvTranspose1d, ConvTranspose2d  # noqa: F401
+from .conv import Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d  # noqa: F401
 from .fold import Fold, Unfold  # noqa: F401
 from .pixelshuffle import PixelShuffle, PixelUnshuffle  # noqa: F401
 from .pooling import AdaptiveMaxPool1d, AdaptiveMaxPool2d, MaxUnpool1d, MaxUnpool2d  # noqa: F401
@@ -45,7 +45,8 @@ from .normalization import BatchNorm3d, CrossMapLRN2d, LocalResponseNorm, SyncBa
 from .loss import MultiLabelMarginLoss, MultiMarginLoss, NLLLoss2d, SoftMarginLoss  # noqa: F401
 from .adaptive import AdaptiveLogSoftmaxWithLoss  # noqa: F401
 from .linear import LazyLinear  # noqa: F401
-from .conv import LazyConv1d, LazyConv2d, LazyConv3d, LazyConvTranspose1d, LazyConvTranspose2d  # noqa: F401
+from .conv import (LazyConv1d, LazyConv2d, LazyConv3d, LazyConvTranspose1d, LazyConvTranspose2d,  # noqa: F401
+                   LazyConvTranspose3d)
 from .normalization import LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d  # noqa: F401
 from .instancenorm import LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d  # noqa: F401
 from .activation import RReLU  # noqa: F401

@@ -9,7 +9,7 @@ from ..parameter import Parameter, UninitializedParameter
 from .lazy import LazyModuleMixin
 from .module import Module
 
-__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
 
 
 def _ntuple(v, n):
@@ -170,6 +170,13 @@ class ConvTranspose2d(_ConvTransposeNd):
         return self._transposed_forward(F.conv_transpose2d, input, output_size)
 
 
+class ConvTranspose3d(_ConvTransposeNd):
+    _nd = 3
+
+    def forward(self, input, output_size=None):
+        return self._transposed_forward(F.conv_transpose3d, input, output_size)
+
+
 class _LazyConvXdMixin(LazyModuleMixin):
     def reset_parameters(self):
         if not self.has_uninitialized_params() and self.in_channels != 0:
@@ -250,3 +257,9 @@ class LazyConvTranspose2d(_LazyConvTransposeNd, ConvTranspose2d):
     """torch.nn.LazyConvTranspose2d: in_channels from the first input."""
 
     cls_to_become = ConvTranspose2d
+
+
+class LazyConvTranspose3d(_LazyConvTransposeNd, ConvTranspose3d):
+    """torch.nn.LazyConvTranspose3d: in_channels from the first input."""
+
+    cls_to_become = ConvTranspose3d
