@@ -574,6 +574,12 @@ class Tensor:
             self.numpy()  # (torch's error)
         return self._data if dtype is None else self._data.astype(dtype)
 
+    def __array_wrap__(self, array, context=None, return_scalar=False):
+        """A NumPy ufunc of a tensor gives a tensor (`np.exp(t)`), bools as uint8, as torch's __array_wrap__."""
+        if array.dtype == np.bool_:
+            array = array.astype(np.uint8)
+        return _new(array if array.flags.c_contiguous else array.copy(order="C"))
+
     def __len__(self):
         if self._data.ndim == 0:
             raise TypeError("len() of a 0-d tensor")

@@ -544,3 +544,21 @@ def test_python_ints_outside_an_integer_dtype_wrap_as_torch(name):
     """torch casts a Python int into the tensor's integer dtype (two's complement) where NumPy raises OverflowError."""
     out = [INTEGER_SCALARS[name](L, L.tensor([0, 10, 250], dtype=L.uint8)) for L in LIBS]
     assert out[0].tolist() == out[1].tolist() and str(out[0].dtype) == str(out[1].dtype)
+
+
+NUMPY_ON_TENSORS = {
+    "exp": lambda t: np.exp(t), "add": lambda t: np.add(t, 1), "maximum": lambda t: np.maximum(t, 2.0),
+    "isnan": lambda t: np.isnan(t), "greater": lambda t: np.greater(t, 1.5), "clip": lambda t: np.clip(t, 1.5, 3),
+    "cumsum": lambda t: np.cumsum(t), "argmax": lambda t: np.argmax(t), "transposed": lambda t: np.sqrt(t.view(3, 1).t()),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NUMPY_ON_TENSORS))
+def test_numpy_ufuncs_on_a_tensor_give_a_tensor_as_torch(name):
+    """torch's __array_wrap__: `np.exp(t)` is a tensor (bools as uint8), not an ndarray."""
+    out = []
+    for L in LIBS:
+        r = NUMPY_ON_TENSORS[name](L.tensor([1.0, 2.0, 4.0]))
+        assert isinstance(r, L.Tensor), type(r)
+        out.append((r.tolist(), str(r.dtype), tuple(r.shape)))
+    assert out[0] == out[1]
