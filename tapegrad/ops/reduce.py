@@ -442,8 +442,12 @@ def log_softmax(input, dim=None, dtype=None, _stacklevel=3):
 
 
 def _log_softmax_forward(d, data):
-    if _dtype.is_reduced_float(data.dtype):  # (float16, bfloat16: in float32, rounded once, as torch's)
-        return _in_float32(lambda a: _log_softmax_forward(d, a), data)
+    if _dtype.is_reduced_float(data.dtype):
+        if data.size and d == data.ndim - 1:  # torch's last-dim kernel keeps its sum and its log in the input's dtype
+            z = _shifted(data.astype(np.float32), d)
+            total = np.add.reduce(np.exp(z), d, None, None, True).astype(data.dtype).astype(np.float32)
+            return (z - np.log(total).astype(data.dtype).astype(np.float32)).astype(data.dtype)
+        return _in_float32(lambda a: _log_softmax_forward(d, a), data)  # (other dims: in float32, rounded once)
     if data.ndim == 0 or data.size == 0:
         return data - data if data.ndim == 0 else data.copy()
     out = _softmax_kernel(d, data, True)

@@ -396,7 +396,8 @@ RECORDED = {
     "sdpa_float_mask": lambda t, a, b: t.nn.functional.scaled_dot_product_attention(a[None], a[None], a[None],
                                                                                     attn_mask=b[:, :3].expand(3, 3)[None]),
     "softmax": lambda t, a, b: a.softmax(1),
-    # (log_softmax: torch's bfloat16 kernel over the last dim rounds its sum and log to bfloat16; tapegrad rounds once)
+    "log_softmax": lambda t, a, b: a.log_softmax(1),  # (the last dim: torch rounds its sum and log to bfloat16)
+    "log_softmax_dim0": lambda t, a, b: a.log_softmax(0),
     "median": lambda t, a, b: a.median(1).values,
     "amin": lambda t, a, b: a.amin(0),
     "min": lambda t, a, b: a.min(),
@@ -487,3 +488,13 @@ def test_random_fills_of_bfloat16_tensors_as_torch(name):
         t.manual_seed(0)
         got.append(values(FILLS[name](t)))
     np.testing.assert_array_equal(got[1], got[0])
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("shape,dim", [((64, 37), 1), ((16, 1000), 1), ((40, 7), 0), ((3, 4, 5), 1), ((2, 3, 33), -1)])
+def test_log_softmax_of_reduced_floats_is_torchs_bit_for_bit(dtype, shape, dim):
+    """Over the last dim torch's kernel rounds the sum of exponentials and its log to the input's dtype; over
+    another it computes in float32 and rounds once: both reproduced exactly."""
+    a = np.random.default_rng(sum(shape)).standard_normal(shape) * 3
+    got, want = (t.log_softmax(t.tensor(a).to(getattr(t, dtype)), dim).float().numpy() for t in (tapegrad, torch))
+    np.testing.assert_array_equal(got, want)
