@@ -971,3 +971,34 @@ def test_lstm_given_one_tensor_as_hx_fails_as_torchs():
                 row.append((type(e).__name__, str(e)))
         seen.append(row)
     assert seen[0] == seen[1] and len(seen[0]) == 2
+
+
+@pytest.mark.parametrize("bias_kv,zero_attn", [(True, False), (False, True), (True, True)])
+@pytest.mark.parametrize("need_weights", [True, False])
+@pytest.mark.parametrize("batch_first", [False, True])
+def test_multihead_attention_bias_kv_and_zero_attn_as_torch(bias_kv, zero_attn, need_weights, batch_first):
+    """add_bias_kv (a learned key and value appended, xavier_normal_ init, state_dict keys bias_k/bias_v) and
+    add_zero_attn (a zero key and value per head), with both masks: values, weights and gradients as torch's."""
+    results = []
+    for L in (torch, tg):
+        L.manual_seed(1)
+        m = L.nn.MultiheadAttention(8, 2, add_bias_kv=bias_kv, add_zero_attn=zero_attn, batch_first=batch_first).double()
+        rng = np.random.default_rng(2)
+        q = L.tensor(rng.standard_normal((3, 4, 8)), requires_grad=True)
+        k = L.tensor(rng.standard_normal((5, 4, 8) if not batch_first else (3, 5, 8)))
+        n, s = (4, 5) if not batch_first else (3, 5)
+        kpm = L.zeros(n, s, dtype=L.bool)
+        kpm[0, -1] = True
+        am = L.zeros(q.shape[0] if not batch_first else q.shape[1], s, dtype=L.float64)
+        am[1, 0] = float("-inf")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # (mismatched mask types: torch's deprecation warning)
+            o, w = m(q, k, k, key_padding_mask=kpm, attn_mask=am, need_weights=need_weights)
+        (o.sum() + (w.sum() if w is not None else 0)).backward()
+        grads = [q.grad] + [p.grad for p in m.parameters()]
+        results.append(([t.detach().numpy() for t in (o,) + ((w,) if w is not None else ()) + tuple(grads)],
+                        list(m.state_dict())))
+    (want, want_keys), (got, got_keys) = results
+    assert got_keys == want_keys
+    for g, t in zip(got, want):
+        np.testing.assert_allclose(g, t, rtol=1e-10, atol=1e-12)

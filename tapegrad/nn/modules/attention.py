@@ -18,6 +18,11 @@ from ..._warnings import user_stacklevel
 __all__ = ["MultiheadAttention"]
 
 
+def _pad_one(mask):
+    """A float mask with one more key (not masked)."""
+    return None if mask is None else F.pad(mask, (0, 1))
+
+
 def _canonical_mask(mask, name, dtype, other=None, other_name=""):
     """torch's _canonical_mask: a boolean mask (True: masked out) as a float bias of -inf / 0; with its warning
     where `other`, the mask beside it, is of another type (a bool padding mask beside a float attention mask)."""
@@ -43,9 +48,6 @@ class MultiheadAttention(Module):
             raise ValueError(f"embed_dim and num_heads must be greater than 0, got embed_dim={embed_dim} and "
                              f"num_heads={num_heads} instead")
         super().__init__()
-        if add_bias_kv or add_zero_attn:
-            raise NotImplementedError("tapegrad: MultiheadAttention(add_bias_kv=True / add_zero_attn=True) is not "
-                                      "implemented")
         self.embed_dim = embed_dim
         self.kdim = kdim if kdim is not None else embed_dim
         self.vdim = vdim if vdim is not None else embed_dim
@@ -71,7 +73,11 @@ class MultiheadAttention(Module):
         else:
             self.register_parameter("in_proj_bias", None)
         self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, dtype=dtype)
-        self.bias_k = self.bias_v = None
+        if add_bias_kv:  # (a learned key and value appended to every sequence)
+            self.bias_k = Parameter(creation.empty((1, 1, embed_dim), dtype=dtype, device=device))
+            self.bias_v = Parameter(creation.empty((1, 1, embed_dim), dtype=dtype, device=device))
+        else:
+            self.bias_k = self.bias_v = None
         self.add_zero_attn = add_zero_attn
         self._reset_parameters()
 
@@ -85,6 +91,9 @@ class MultiheadAttention(Module):
         if self.in_proj_bias is not None:
             init.constant_(self.in_proj_bias, 0.0)
             init.constant_(self.out_proj.bias, 0.0)
+        if self.bias_k is not None:
+            init.xavier_normal_(self.bias_k)
+            init.xavier_normal_(self.bias_v)
 
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
                 average_attn_weights=True, is_causal=False):
@@ -138,9 +147,17 @@ class MultiheadAttention(Module):
                                        f"but should be {(N * H, L, S)}.")
             else:
                 raise RuntimeError(f"attn_mask's dimension {attn_mask.ndim} is not supported")
+        if self.bias_k is not None:  # (torch's order: after the masks' checks, each mask padded for the new key)
+            k = ops.cat([k, self.bias_k.repeat(1, N, 1)])
+            v = ops.cat([v, self.bias_v.repeat(1, N, 1)])
+            attn_mask, key_padding_mask, S = _pad_one(attn_mask), _pad_one(key_padding_mask), S + 1
         q = q.reshape(L, N * H, hd).transpose(0, 1)
         k = k.reshape(S, N * H, hd).transpose(0, 1)
         v = v.reshape(S, N * H, hd).transpose(0, 1)
+        if self.add_zero_attn:  # (a zero key and value appended, per head)
+            zeros = creation.zeros((N * H, 1, hd), dtype=k.dtype)
+            k, v = ops.cat([k, zeros], 1), ops.cat([v, zeros], 1)
+            attn_mask, key_padding_mask, S = _pad_one(attn_mask), _pad_one(key_padding_mask), S + 1
         if key_padding_mask is not None:
             if tuple(key_padding_mask.shape) != (N, S):
                 raise AssertionError(f"expecting key_padding_mask shape of {(N, S)}, but got "
