@@ -36,3 +36,6 @@ from .modules import (AdaptiveLogSoftmaxWithLoss, LazyBatchNorm1d, LazyBatchNorm
                       LazyInstanceNorm2d, LazyInstanceNorm3d, LazyLinear, MultiLabelMarginLoss, MultiMarginLoss,
                       NLLLoss2d, SoftMarginLoss)
 from .modules import AlphaDropout, Dropout3d, FeatureAlphaDropout, RReLU  # noqa: F401
+from .modules.attention import multi_head_attention_forward as _mha_forward  # noqa: E402
+functional.multi_head_attention_forward = _mha_forward  # (torch.nn.functional's, defined beside the module it computes)
+del _mha_forward

@@ -1002,3 +1002,28 @@ def test_multihead_attention_bias_kv_and_zero_attn_as_torch(bias_kv, zero_attn, 
     assert got_keys == want_keys
     for g, t in zip(got, want):
         np.testing.assert_allclose(g, t, rtol=1e-10, atol=1e-12)
+
+
+def test_multi_head_attention_forward_functional_as_torch():
+    """F.multi_head_attention_forward on a module's weights (packed and separate projections)."""
+    results = []
+    for L in (torch, tg):
+        L.manual_seed(0)
+        m = L.nn.MultiheadAttention(8, 2, add_bias_kv=True).double()
+        rng = np.random.default_rng(3)
+        q = L.tensor(rng.standard_normal((3, 4, 8)), requires_grad=True)
+        k = L.tensor(rng.standard_normal((5, 4, 8)))
+        o, w = L.nn.functional.multi_head_attention_forward(q, k, k, 8, 2, m.in_proj_weight, m.in_proj_bias, m.bias_k,
+                                                            m.bias_v, True, 0.0, m.out_proj.weight, m.out_proj.bias,
+                                                            training=False)
+        (o.sum() + w.sum()).backward()
+        m2 = L.nn.MultiheadAttention(8, 2, kdim=6, vdim=5).double()
+        kk, vv = L.tensor(rng.standard_normal((5, 4, 6))), L.tensor(rng.standard_normal((5, 4, 5)))
+        o2, w2 = L.nn.functional.multi_head_attention_forward(
+            q, kk, vv, 8, 2, None, m2.in_proj_bias, None, None, False, 0.0, m2.out_proj.weight, m2.out_proj.bias,
+            use_separate_proj_weight=True, q_proj_weight=m2.q_proj_weight, k_proj_weight=m2.k_proj_weight,
+            v_proj_weight=m2.v_proj_weight, need_weights=False)
+        assert w2 is None
+        results.append([t.detach().numpy() for t in (o, w, q.grad, m.in_proj_weight.grad, m.bias_k.grad, o2)])
+    for got, want in zip(results[1], results[0]):
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)

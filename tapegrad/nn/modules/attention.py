@@ -202,3 +202,37 @@ class MultiheadAttention(Module):
             ws = self.q_proj_weight, self.k_proj_weight, self.v_proj_weight
         bs = (None, None, None) if b is None else (b[:E], b[E:2 * E], b[2 * E:])
         return tuple(F.linear(x, wi, bi) for x, wi, bi in zip((query, key, value), ws, bs))
+
+
+class _Weights:
+    """What MultiheadAttention._attend reads of a module, given as F.multi_head_attention_forward's arguments."""
+    _attend, _project = MultiheadAttention._attend, MultiheadAttention._project
+
+    def __init__(self, **attributes):
+        self.__dict__.update(attributes)
+
+
+def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads, in_proj_weight, in_proj_bias,
+                                 bias_k, bias_v, add_zero_attn, dropout_p, out_proj_weight, out_proj_bias,
+                                 training=True, key_padding_mask=None, need_weights=True, attn_mask=None,
+                                 use_separate_proj_weight=False, q_proj_weight=None, k_proj_weight=None,
+                                 v_proj_weight=None, static_k=None, static_v=None, average_attn_weights=True,
+                                 is_causal=False):
+    """torch.nn.functional.multi_head_attention_forward: MultiheadAttention's computation on given weights
+    (sequence-first inputs)."""
+    if static_k is not None or static_v is not None:
+        raise NotImplementedError("tapegrad: multi_head_attention_forward(static_k=, static_v=) is not implemented")
+    if use_separate_proj_weight and (q_proj_weight is None or k_proj_weight is None or v_proj_weight is None):
+        raise AssertionError("use_separate_proj_weight is True but q_proj_weight, k_proj_weight or v_proj_weight "
+                             "is None")
+    head_dim = embed_dim_to_check // num_heads
+    if head_dim * num_heads != embed_dim_to_check:
+        raise AssertionError(f"embed_dim {embed_dim_to_check} not divisible by num_heads {num_heads}")
+    weights = _Weights(embed_dim=embed_dim_to_check, num_heads=num_heads, head_dim=head_dim,
+                       _qkv_same_embed_dim=not use_separate_proj_weight, in_proj_weight=in_proj_weight,
+                       in_proj_bias=in_proj_bias, q_proj_weight=q_proj_weight, k_proj_weight=k_proj_weight,
+                       v_proj_weight=v_proj_weight, bias_k=bias_k, bias_v=bias_v, add_zero_attn=add_zero_attn,
+                       dropout=dropout_p, training=training,
+                       out_proj=_Weights(weight=out_proj_weight, bias=out_proj_bias))
+    return weights._attend(query, key, value, key_padding_mask, need_weights, attn_mask, average_attn_weights,
+                           is_causal)
