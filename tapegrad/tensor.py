@@ -387,6 +387,11 @@ class Tensor:
     def is_leaf(self):
         return self._is_leaf
 
+    @property
+    def output_nr(self):
+        """Its place among the outputs of the function that made it (chunk's second piece: 1)."""
+        return self._output_nr
+
     def is_inference(self):
         """Whether it was made under inference_mode, or is a view of a tensor that was."""
         return self._inference

@@ -562,3 +562,13 @@ def test_numpy_ufuncs_on_a_tensor_give_a_tensor_as_torch(name):
         assert isinstance(r, L.Tensor), type(r)
         out.append((r.tolist(), str(r.dtype), tuple(r.shape)))
     assert out[0] == out[1]
+
+
+def test_output_nr_as_torch():
+    out = []
+    for L in LIBS:
+        x = L.ones(4, requires_grad=True)
+        a, b = (x * 1).chunk(2)
+        out.append([x.output_nr, a.output_nr, b.output_nr, (x * 2).output_nr, x.split(1)[3].output_nr]
+                   + [t.output_nr for t in (x * 1).view(2, 2).unbind(0)])
+    assert out[0] == out[1]
