@@ -6,7 +6,7 @@ import ast
 import numpy as np
 
 from . import anomaly, ops, registry
-from .accumulate import into_leaf, watched
+from .accumulate import current_pass, edges, into_leaf, node_rows, run_node_posthooks, run_node_prehooks, watched
 from .grad_mode import enable_grad
 from .ops import sum_to_shape
 from .ops._common import _record
@@ -27,9 +27,13 @@ def run_graph(tape, need, roots, seeds, targets, accumulate, vjp=None):
     target_set = set(targets or ())
     traced = anomaly.is_anomaly_enabled()
     check = traced and anomaly.is_anomaly_check_nan_enabled()
+    nodes = tape.__dict__.get("node_hooks")  # (made by the first grad_fn.register_hook / register_prehook)
     with enable_grad():
         for i in np.flatnonzero(need[: max(roots) + 1])[::-1].tolist():
             if i not in grads:
+                continue
+            if nodes and i in nodes and nodes[i].active():
+                _graph_node(tape, i, nodes[i], need, grads, target_set, vjp)
                 continue
             g = grads[i] if i in target_set else grads.pop(i)
             if tape.flags[i] & F_STOP:
@@ -63,6 +67,51 @@ def run_graph(tape, need, roots, seeds, targets, accumulate, vjp=None):
                         else grads[a] + ga
     if targets is not None:
         return [grads.get(r) for r in targets]
+
+
+def _graph_node(tape, row, hooks, need, grads, target_set, vjp):
+    """run_graph's step at the first row it reaches of a node with hooks (replay._node_row's, recorded): its
+    output gradients through its tensors' hooks and its pre-hooks, its rule, its hooks, and the input gradients
+    added to `grads`. A multi-output node's further rows, whose gradients it takes, are then passed over."""
+    rows = node_rows(tape, row)
+    outs = []
+    for r in rows:
+        g = (grads.get(r) if r in target_set else grads.pop(r, None)) if need[r] else None
+        if g is not None and tape.flags[r] & F_STOP:
+            g = watched(tape, r, g, graph=True)
+        outs.append(g)
+    op = registry.OPS[tape.op[row]]
+    args = tape.row_args(row)
+    inputs = [wrap(tape, a) for a in args]
+    ctx = tape.aux.get(row)
+    function = op.name == "function"
+    if function:  # a custom Function: the further outputs' gradients their rows stashed
+        pending = ctx._pending if ctx.__dict__.get("_pending_token") is current_pass() else {}
+        first = outs[0]
+        outs = [pending.get(j) for j in range(len(ctx._output_meta))]
+        outs[ctx._primary] = first
+    outs = run_node_prehooks(hooks, tuple(outs), True)
+    total = [None] * len(args)
+    if function:
+        ctx._pending_token, ctx._pending = current_pass(), {j: g for j, g in enumerate(outs) if j != ctx._primary
+                                                            and g is not None}
+        total = list(vjp(op, tape, row, outs[ctx._primary], inputs))
+    else:
+        for r, g in zip(rows, outs):
+            if g is not None:
+                for j, ga in enumerate(vjp(registry.OPS[tape.op[r]], tape, r, g, inputs)):
+                    if ga is not None and need[args[j]]:
+                        total[j] = ga if total[j] is None else total[j] + ga
+    total = [None if ga is None or not need[a] else
+             ga.to_dense() if type(ga) is SparseTensor else sum_to_shape(ga, tape.values[a].shape)
+             for a, ga in zip(args, total)]
+    index = edges(tape, row, len(args))
+    grad_inputs = run_node_posthooks(hooks, tuple(None if j is None else total[j] for j in index), outs, True)
+    for j, ga in zip(index, grad_inputs):
+        if j is None or ga is None or not need[args[j]]:
+            continue
+        a = args[j]
+        grads[a] = grads[a] + ga if a in grads else ga
 
 
 def _checked_graph_vjp(vjp, op, tape, row, g, inputs, args, need, check):

@@ -8,12 +8,12 @@ rows in Python instead (create_graph.py); where gradients end up, hooks and leav
 import ctypes
 import re
 import sys
-import threading
 
 import numpy as np
 
 from . import _dtype, anomaly, kernels, registry, saved_tensors, tape as tape_mod
-from .accumulate import add_grad, run_hooks, run_post_accumulate_hooks, watched
+from .accumulate import (accumulate_node, add_grad, current_pass, edges, leaf_hooked, leaf_node_hooks, node_rows,
+                         passes, run_hooks, run_node_posthooks, run_node_prehooks, run_post_accumulate_hooks, watched)
 from .anomaly import has_nan, row_name, run_named
 from .create_graph import graph_vjp, run_graph
 from .grad_mode import no_grad
@@ -27,12 +27,7 @@ from .tensor import Tensor, _new, tensor_type_name, wrap
 # together (kernels.runtime._layout); NO_REUSE turns that off.
 REUSE_MIN, NO_REUSE = 4096, 1 << 62
 
-_local = threading.local()
-
-
-def current_pass():
-    """A token for the backward running in this thread (a nested backward has its own)."""
-    return getattr(_local, "token", None)
+_local = passes  # (this thread's backward: its token, current_pass(), and whether checkpoints are valid)
 
 
 def is_checkpoint_valid():
@@ -251,6 +246,7 @@ def _run_compiled(rt, tape, need, owned, offsets, recycle, adj, kinds, roots, se
         if leaves is None:
             leaves = np.flatnonzero(need & (tape.op[:len(need)] == OP_LEAF))
         aux = tape.aux
+        hooked = leaf_hooked[0]  # (leaves whose AccumulateGrad has hooks: none, in most programs)
         for r in leaves.tolist():
             ref = aux.get(r)
             t = ref() if ref is not None else None
@@ -276,6 +272,11 @@ def _run_compiled(rt, tape, need, owned, offsets, recycle, adj, kinds, roots, se
             if t._hooks:
                 g = run_hooks(t, g, False)
             if targets is None and t._requires_grad:  # (requires_grad_(False) since recorded: torch skips it)
+                if hooked:
+                    hooks = leaf_node_hooks(t)
+                    if hooks is not None:
+                        accumulate_node(t, hooks, g, False)
+                        continue
                 if t._grad is None:  # (add_grad's first case, written out: a model may have thousands of leaves)
                     t._grad = g
                 else:
@@ -340,6 +341,10 @@ def _drive(rt, tape, i, need, owned, own, offsets, recycle, adj, kinds, adjoint,
                               adj[2], adj[3])
             if i < 0:
                 break
+            nodes = tape.__dict__.get("node_hooks")  # (made by the first grad_fn.register_hook / register_prehook)
+            if nodes and i in nodes and _node_row(tape, i, nodes[i], need, kinds, recycle, adjoint):
+                i, resume = i - 1, False
+                continue
             if tape.flags[i] & F_STOP and i in tape.watch:
                 watched(tape, i, adjoint(i), graph=False)
             if kinds[tape.op[i]] >= registry.K_PYTHON or _half_rule(tape, i, kinds):  # (K_RULE's too)
@@ -356,6 +361,120 @@ def _drive(rt, tape, i, need, owned, own, offsets, recycle, adj, kinds, adjoint,
     finally:
         if stopped is not None:
             tape.unmark(stopped, F_STOP)
+
+
+def _node_row(tape, row, hooks, need, kinds, recycle, adjoint):
+    """A row of a node with hooks (grad_fn.register_prehook / register_hook), where the replay stopped: the
+    node's output gradients through its tensors' hooks and its pre-hooks, its rule (each input's gradient
+    separately), its hooks, then the input gradients added on. A multi-output node (unbind, split) runs once, at
+    its first row the replay reaches (every consumer of its outputs has run by then), and its other rows are then
+    passed over. Returns False for a row the replay runs as usual (its node's hooks were all removed)."""
+    token = current_pass()
+    if hooks.ran is token:  # (a further row of a multi-output node that has run)
+        return True
+    if not hooks.active():
+        return False
+    hooks.ran = token
+    rows = node_rows(tape, row)
+    for r in rows:  # (torch runs the tensors' hooks before the node's pre-hooks)
+        if need[r] and tape.flags[r] & F_STOP and r in tape.watch:
+            watched(tape, r, adjoint(r), graph=False)
+    op = registry.OPS[tape.op[row]]
+    args = tape.row_args(row)
+    wanted = [bool(need[a]) for a in args]
+    ctx = tape.aux.get(row)
+    function = op.name == "function"
+    if function:  # a custom Function: each output's gradient, the further ones stashed by their rows
+        outs = _function_outputs(tape, row, ctx, need, adjoint)
+    else:
+        outs = tuple(_out_grad(tape, r, adjoint) if need[r] else None for r in rows)
+    outs = run_node_prehooks(hooks, outs, False)
+    total = [None] * len(args)
+    with no_grad():
+        if function:
+            ctx._pending_token, ctx._pending = token, {j: g for j, g in enumerate(outs) if j != ctx._primary
+                                                       and g is not None}
+            total = _shaped(tape, args, wanted, op.vjp(ctx, outs[ctx._primary], [wrap(tape, a) for a in args],
+                                                       wrap(tape, row)))
+        else:
+            for r, g in zip(rows, outs):
+                if g is None:
+                    continue
+                for j, gj in enumerate(_node_rule(tape, r, kinds, args, wanted, g)):
+                    if gj is not None and wanted[j]:
+                        total[j] = gj if total[j] is None else _new(total[j]._data + gj._data)
+    grad_inputs = tuple(None if j is None or not wanted[j] else total[j] for j in edges(tape, row, len(args)))
+    grad_inputs = run_node_posthooks(hooks, grad_inputs, outs, False)
+    for j, g in zip(edges(tape, row, len(args)), grad_inputs):
+        if j is None or g is None or not wanted[j]:
+            continue
+        a = args[j]
+        value = tape.values[a]
+        g = g._data if type(g) is not SparseTensor else g
+        if type(g) is SparseTensor:
+            add_into_dense(adjoint(a), g)
+            continue
+        if g.shape != value.shape:
+            g = _sum_to_np(g, value.shape)
+        target = adjoint(a)
+        target += g
+    for r in rows:
+        if need[r] and recycle[r]:  # (as the replay does once a row has run: another row's adjoint takes the block)
+            adjoint(r)[...] = 0
+    return True
+
+
+def _node_rule(tape, row, kinds, args, wanted, g):
+    """A hooked row's input gradients (Tensors or None, each of its input's shape) for its output gradient g."""
+    op = registry.OPS[tape.op[row]]
+    if kinds[tape.op[row]] >= registry.K_PYTHON or _half_rule(tape, row, kinds):
+        grads = _row_rule(op, tape, row, args, wanted, g._data.astype(tape.values[row].dtype, copy=False)
+                          if tape.dtype[row] != 2 else g._data.astype(np.float64))
+    else:  # (a row the compiled replay would run: its rule on tensors, as create_graph evaluates it)
+        grads = graph_vjp(op, tape, row, g, [wrap(tape, a) for a in args])
+    return _shaped(tape, args, wanted, grads)
+
+
+def _shaped(tape, args, wanted, grads):
+    """Input gradients as torch hands them to a node's hooks: Tensors of their inputs' shapes (summed over
+    broadcast dimensions) and float16 / bfloat16 inputs' dtypes, None where the input needs none."""
+    out = []
+    for a, w, ga in zip(args, wanted, grads):
+        if ga is None or not w:
+            out.append(None)
+            continue
+        if type(ga) is SparseTensor:
+            ga = ga.to_dense()
+        ga = ga._data if isinstance(ga, Tensor) else np.asarray(ga)
+        value = tape.values[a]
+        if ga.shape != value.shape:
+            ga = _sum_to_np(ga, value.shape)
+        if ga.dtype != value.dtype and tape.dtype[a] == 2:
+            ga = ga.astype(value.dtype)
+        out.append(_new(ga))
+    return out
+
+
+def _function_outputs(tape, row, ctx, need, adjoint):
+    """A custom Function node's output gradients: its row's adjoint (None when only its further outputs' rows,
+    which send zeros, reached it), and those its further outputs' rows stashed in this backward."""
+    outs = [None] * len(ctx._output_meta)
+    pending = ctx._pending if ctx.__dict__.get("_pending_token") is current_pass() else {}
+    for j, g in pending.items():
+        outs[j] = g if isinstance(g, Tensor) else _new(np.asarray(g))
+    n = len(need)
+    at = np.flatnonzero(tape.args[:int(tape.argptr[n])] == row)
+    users = np.searchsorted(tape.argptr[:n + 1], at, side="right") - 1
+    users = users[need[users]]
+    if not users.size or any(registry.OPS[tape.op[u]].name != "function_output" for u in users.tolist()):
+        outs[ctx._primary] = _out_grad(tape, row, adjoint)
+    return tuple(outs)
+
+
+def _out_grad(tape, row, adjoint):
+    """A row's adjoint as a Tensor of its own, in the row's dtype (a float16 row's adjoint is float64)."""
+    a = adjoint(row)
+    return _new(a.astype(tape.values[row].dtype) if tape.dtype[row] == 2 else a.copy())
 
 
 def _handover(tape, targets, plan):
@@ -433,25 +552,7 @@ def _python_row(tape, row, need, adjoint, owned, own, check_nan=False):
     wanted = [bool(need[a]) for a in args]  # (a row has a few inputs: cheaper than need[args].tolist())
     if not any(wanted):
         return
-    grads = None
-    half = tape.dtype[row] == 2  # (a float16 or bfloat16 row)
-    if op.kind == registry.K_CAST:  # (a half or bfloat16 row: the float64 adjoint rounded to its dtype first)
-        grads = [adjoint(row).astype(tape.values[row].dtype).astype(tape.values[args[0]].dtype)]
-    elif half and op.name not in _RECORDED_DTYPES:
-        # its rule in float32, the results rounded to the inputs' dtypes below
-        grads = _reduced_float_rule(op, tape, row, adjoint, args, wanted)
-    else:
-        g = adjoint(row)
-        if half:  # (a custom backward of float16 / bfloat16 values: its gradient in their dtype)
-            g = g.astype(tape.values[row].dtype)
-        if op.array_vjp is not None:
-            values = tape.values
-            grads = op.array_vjp(tape.aux.get(row), g, [values[a] for a in args], values[row], wanted)
-    if grads is None:
-        with no_grad():
-            grads = op.vjp(tape.aux.get(row), _new(g), [wrap(tape, a) for a in args], wrap(tape, row))
-    grads = [g if g is None or type(g) is np.ndarray or type(g) is SparseTensor else g._data if isinstance(g, Tensor)
-             else np.asarray(g) for g in grads]
+    grads = _row_rule(op, tape, row, args, wanted, adjoint(row))
     values = tape.values
     for j, a in enumerate(args):
         g = grads[j]
@@ -480,11 +581,33 @@ def _python_row(tape, row, need, adjoint, owned, own, check_nan=False):
             target += g
 
 
+def _row_rule(op, tape, row, args, wanted, g):
+    """The gradients of a Python row's inputs (arrays, SparseTensors or None) given its adjoint g."""
+    grads = None
+    half = tape.dtype[row] == 2  # (a float16 or bfloat16 row)
+    if op.kind == registry.K_CAST:  # (a half or bfloat16 row: the float64 adjoint rounded to its dtype first)
+        grads = [g.astype(tape.values[row].dtype).astype(tape.values[args[0]].dtype)]
+    elif half and op.name not in _RECORDED_DTYPES:
+        # its rule in float32, the results rounded to the inputs' dtypes by the caller
+        grads = _reduced_float_rule(op, tape, row, g, args, wanted)
+    else:
+        if half:  # (a custom backward of float16 / bfloat16 values: its gradient in their dtype)
+            g = g.astype(tape.values[row].dtype)
+        if op.array_vjp is not None:
+            values = tape.values
+            grads = op.array_vjp(tape.aux.get(row), g, [values[a] for a in args], values[row], wanted)
+    if grads is None:
+        with no_grad():
+            grads = op.vjp(tape.aux.get(row), _new(g), [wrap(tape, a) for a in args], wrap(tape, row))
+    return [g if g is None or type(g) is np.ndarray or type(g) is SparseTensor else g._data if isinstance(g, Tensor)
+            else np.asarray(g) for g in grads]
+
+
 # Rows whose backward is the user's (a custom Function's) or a replayed call's: they see the recorded dtypes
 _RECORDED_DTYPES = frozenset(("function", "function_output", "delayed_error", "compiled", "traced_rule"))
 
 
-def _reduced_float_rule(op, tape, row, adjoint, args, wanted):
+def _reduced_float_rule(op, tape, row, adjoint_row, args, wanted):
     """A float16 or bfloat16 row's rule as torch's CPU kernels compute one: its gradient rounded to the row's
     dtype (torch's is a tensor of it), then the rule on float32 values (the registry expression of an
     elementwise op, or the op's vjp), each result rounded once by the caller."""
@@ -495,7 +618,7 @@ def _reduced_float_rule(op, tape, row, adjoint, args, wanted):
         t = _new(v.astype(f32) if _dtype.is_reduced_float(v.dtype) else v)  # (not a bool or integer input)
         t._requires_grad = bool(tape.flags[r] & tape_mod.F_REQ)
         return t
-    g = adjoint(row).astype(tape.values[row].dtype).astype(f32)
+    g = adjoint_row.astype(tape.values[row].dtype).astype(f32)
     if op.array_vjp is not None:
         grads = op.array_vjp(tape.aux.get(row), g, [up(a)._data for a in args], up(row)._data, wanted)
         if grads is not None:

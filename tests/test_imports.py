@@ -159,14 +159,27 @@ def test_every_stated_reason_is_still_needed():
 
 
 def test_the_bottom_imports_nothing_above_it():
-    """The op table, grad mode, the dtype table and where warnings point import no other tapegrad module but the
-    op table's own derived data (rule_saves.py and derived_rules.py, which import none; rule_reads.py and
-    derivatives.py for an op missing there) and grad mode's warnings (_warnings.py)."""
+    """The op table, grad mode, the dtype table, where warnings point and NumPy's bundled OpenBLAS (_openblas.py,
+    which kernels/blas.py and ops/decompositions.py share) import no other tapegrad module but the op table's own
+    derived data (rule_saves.py and derived_rules.py, which import none; rule_reads.py and derivatives.py for an op
+    missing there) and grad mode's warnings (_warnings.py)."""
     allowed = {"registry": {"rule_saves", "rule_reads", "RULES", "derive"}, "grad_mode": {"user_stacklevel"}}
-    for name in ("registry", "grad_mode", "_dtype", "rule_saves", "rule_reads", "_warnings"):
+    for name in ("registry", "grad_mode", "_dtype", "rule_saves", "rule_reads", "_warnings", "_openblas"):
         tree = ast.parse((ROOT / f"{name}.py").read_text())
         inner = {alias.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level
                  for alias in n.names}
         top_level = {alias.name for n in tree.body if isinstance(n, ast.Import) for alias in n.names
                      if alias.name.startswith("tapegrad")}
         assert inner <= allowed.get(name, set()) and not top_level, f"{name}.py imports {inner | top_level}"
+
+
+def test_openblas_search_is_one_numba_free_module():
+    """NumPy's bundled OpenBLAS is searched for in one place (_openblas.py), which imports no Numba (ops/decompositions.py
+    calls it at `import tapegrad`'s level; kernels/blas.py, which imports Numba, calls it too)."""
+    tree = ast.parse((ROOT / "_openblas.py").read_text())
+    imported = {alias.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for alias in n.names}
+    imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+    assert imported <= {"ctypes", "glob", "os", "numpy"}, imported
+    for path in ROOT.rglob("*.py"):
+        if path.name != "_openblas.py":
+            assert "openblas64*" not in path.read_text(), f"{path} searches for NumPy's OpenBLAS itself"

@@ -7,7 +7,7 @@ import numpy as np
 from .._meta import MetaArray
 from ..tensor import as_array, _new, Tensor
 from .. import _dtype, ops, replay
-from ..accumulate import add_grad
+from ..accumulate import accumulate_node, add_grad, leaf_hooked, leaf_node_hooks
 from .. import tape as tape_mod
 from .._warnings import user_stacklevel
 from ..grad_mode import enable_grad, no_grad
@@ -155,7 +155,11 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     if inputs is not None:
         for t, g in zip(inputs, _per_input(result, counts)):
             if g is not None and (t._is_leaf or not t._retains_grad):  # (a retained one the replay has added)
-                add_grad(t, g, create_graph)
+                hooks = leaf_node_hooks(t) if leaf_hooked[0] and t._is_leaf else None
+                if hooks is not None:  # (its AccumulateGrad's hooks: torch runs that node for backward's inputs)
+                    accumulate_node(t, hooks, g, create_graph)
+                else:
+                    add_grad(t, g, create_graph)
 
 
 _cycle_warned = False

@@ -6,28 +6,50 @@ import weakref
 from typing import NamedTuple
 
 from .. import registry, saved_tensors
+from ..accumulate import EDGE_COUNT, NO_EDGE_FIRST, SCALAR_OPERAND, NodeHooks, leaf_hooked, node_rows
 from ..replay import FREED_MESSAGE
-from ..tape import _local
+from ..tape import F_STOP, _local, untraceable
 from ..tensor import Tensor, wrap
 
 _classes = {}
-# torch lists an edge per operand of these, (None, 0) for a Python number (`x * 2`), which tapegrad records
-# as a scalar attribute of a one-input row
-_SCALAR_OPERAND = frozenset(("MulBackward0", "AddBackward0", "SubBackward0", "DivBackward0"))
-# the condition of torch.where is not an operand of WhereBackward0 (it has no edge); tapegrad's row reads it
-_NO_EDGE_FIRST = frozenset(("WhereBackward0",))
+_SCALAR_OPERAND, _NO_EDGE_FIRST = SCALAR_OPERAND, NO_EDGE_FIRST
 
 
 FUNCTION_MODULE = "torch.autograd.function."
 
 
-# A node's hooks would need the replay to stop at its row and run the row's backward in Python (a post-hook sees
-# and may replace the gradients of each input separately, which the compiled replay adds into shared adjoints)
-_NODE_HOOKS = ("tapegrad: {what} (a hook on an autograd node) is not implemented: a node is made on demand from its "
-               "tape row, and the compiled replay adds a row's input gradients straight into their sums. Register "
-               "the hook on the tensor (tensor.register_hook: the node's output gradient, as a pre-hook; "
-               "register_post_accumulate_grad_hook for a leaf's AccumulateGrad) or on the module "
-               "(register_full_backward_hook / register_full_backward_pre_hook).")
+class RemovableHandle:
+    """What grad_fn.register_hook / register_prehook return: remove() unregisters the hook (torch.utils.hooks'
+    interface; tapegrad.utils imports autograd, so that class is not used here)."""
+    _next_id = 0
+
+    def __init__(self, hooks_dict, tape=None, hooks=None):
+        self.hooks_dict = hooks_dict
+        self.id = RemovableHandle._next_id
+        RemovableHandle._next_id += 1
+        self._tape, self._hooks = tape, hooks
+
+    def remove(self):
+        self.hooks_dict.pop(self.id, None)
+        tape, hooks = self._tape, self._hooks
+        if tape is not None and not hooks.active():  # its rows need not stop the replay any more
+            table = tape.__dict__.get("node_hooks") or {}
+            rows = [r for r, h in table.items() if h is hooks and r not in tape.watch]
+            if rows:
+                tape.unmark(rows, F_STOP)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *args):
+        self.remove()
+
+
+def _add_hook(hooks, pre, fn, tape=None):
+    untraceable("a hook on an autograd node")  # (a replay would not call it)
+    handle = RemovableHandle(hooks.pre if pre else hooks.post, tape, hooks)
+    handle.hooks_dict[handle.id] = fn
+    return handle
 
 
 class Node:
@@ -48,10 +70,50 @@ class Node:
         return type(self).__name__
 
     def register_hook(self, fn):
-        raise NotImplementedError(_NODE_HOOKS.format(what="grad_fn.register_hook"))
+        """fn(grad_inputs, grad_outputs) -> None or a tuple replacing grad_inputs, called once the node has
+        computed the gradients of its inputs (one per next_functions edge, None where none flows), before they
+        are accumulated. Returns a handle whose remove() unregisters it."""
+        return self._register(False, fn)
 
     def register_prehook(self, fn):
-        raise NotImplementedError(_NODE_HOOKS.format(what="grad_fn.register_prehook"))
+        """fn(grad_outputs) -> None or a tuple replacing grad_outputs, called before the node runs (after the
+        hooks of its output tensors). Returns a handle whose remove() unregisters it."""
+        return self._register(True, fn)
+
+    def _register(self, pre, fn):
+        found = self._node_hooks()
+        if found is None:  # a freed node: torch keeps the hook, which no backward can call
+            return _add_hook(NodeHooks(), pre, fn)
+        hooks, rows = found
+        handle = _add_hook(hooks, pre, fn, self._tape)
+        self._tape.mark(rows, F_STOP)  # the replay returns to Python at its rows (replay._node_row)
+        return handle
+
+    def _node_hooks(self):
+        """The node's NodeHooks, kept on the tape for each of its rows (one for every output of a multi-output
+        node), with those rows; None for a freed node."""
+        if not self._alive():
+            return None
+        tape = self._tape
+        table = tape.__dict__.get("node_hooks")
+        if table is None:
+            table = tape.node_hooks = {}  # (a row-keyed table: moved by compaction, dropped with its rows)
+        rows = node_rows(tape, self._row)
+        hooks = next((table[r] for r in rows if r in table), None) or NodeHooks()
+        for r in rows:
+            table[r] = hooks
+        return hooks, rows
+
+    @property
+    def metadata(self):
+        """A dict of the node's own (the same dict each time), for user data."""
+        found = self._node_hooks()
+        if found is None:
+            return {}
+        hooks = found[0]
+        if hooks.metadata is None:
+            hooks.metadata = {}
+        return hooks.metadata
 
     def __getattr__(self, name):
         """torch's saved tensors of the node: `_saved_self`, `_saved_other`, `_saved_result`, ... (the values its
@@ -92,6 +154,7 @@ class Node:
                 out.append((node_for(tape, a, tape.op[a], tape.value_at(a)), 0))
         if len(out) == 1 and name in _SCALAR_OPERAND:
             out.append((None, 0))
+        out.extend([(None, 0)] * (EDGE_COUNT.get(name, 0) - len(out)))
         return tuple(out)
 
     # torch's repr is Python's default: the module of the class, then its name. Built-in nodes print no
@@ -121,13 +184,41 @@ class AccumulateGrad:
     next_functions = ()
 
     def register_hook(self, fn):
-        raise NotImplementedError(_NODE_HOOKS.format(what="AccumulateGrad.register_hook"))
+        """fn((), (grad,)) once the leaf's .grad has accumulated this backward's gradient (not under autograd.grad,
+        which accumulates nothing); its result must be None or (). Returns a handle."""
+        return _add_hook(self._hooks(), False, fn)
 
     def register_prehook(self, fn):
-        raise NotImplementedError(_NODE_HOOKS.format(what="AccumulateGrad.register_prehook"))
+        """fn((grad,)) -> None or (new_grad,), before the gradient is accumulated into the leaf's .grad (not under
+        autograd.grad). Returns a handle."""
+        return _add_hook(self._hooks(), True, fn)
+
+    @property
+    def metadata(self):
+        hooks = self._hooks()
+        if hooks.metadata is None:
+            hooks.metadata = {}
+        return hooks.metadata
+
+    def _hooks(self):
+        """The hooks of the leaf's AccumulateGrad, kept on the leaf while it lives (torch keeps them on the node,
+        which lives while the leaf's graphs or a reference do): each AccumulateGrad object of the leaf has them."""
+        variable = self.variable
+        if variable is None:
+            return NodeHooks()
+        hooks = variable.__dict__.get("_node_hooks")
+        if hooks is None:
+            hooks = variable.__dict__["_node_hooks"] = NodeHooks()
+            leaf_hooked[0] += 1  # (the backward looks for leaves' node hooks while any leaf has some)
+            weakref.finalize(variable, _leaf_gone)
+        return hooks
 
     def __repr__(self):
         return f"<AccumulateGrad object at {hex(id(self))}>"
+
+
+def _leaf_gone():
+    leaf_hooked[0] -= 1
 
 
 # A row's node, and a leaf's AccumulateGrad, are one object while anything holds them (torch's graph has one node

@@ -5,7 +5,7 @@ build Tensors-free arrays, call NumPy and come back: about 10 µs a row, more th
 sizes of an MLP's step (docs/architecture.md). The replay calls the same gemm itself instead (runtime.py,
 _matmul_rule, _linear_rule), adding into the adjoint blocks in place (beta = 1).
 
-`addresses()` finds cblas_sgemm and cblas_dgemm in the OpenBLAS bundled with NumPy's wheels (ILP64: 64-bit
+`addresses()` finds cblas_sgemm and cblas_dgemm in the OpenBLAS bundled with NumPy's wheels (`_openblas.py`; ILP64: 64-bit
 integers, the `64_` symbol suffix; loaded already, as NumPy linked it). Where there is none (NumPy built on
 MKL, Accelerate or a system BLAS), both addresses are 0 and those rows return to Python, as before. The
 addresses are arguments of the compiled code, never constants in it, so the cached machine code stays valid
@@ -15,13 +15,13 @@ in every process.
 into their output (beta = 1), which NumPy's matmul cannot do without a temporary and a pass to add it.
 """
 import ctypes
-import glob
-import os
 
 import numpy as np
 from numba import types
 from numba.extending import intrinsic
 from llvmlite import ir
+
+from .. import _openblas
 
 # CBLAS's enums (cblas.h): row-major storage; op(X) = X or X transposed
 ROW_MAJOR, NO_TRANS, TRANS = 101, 111, 112
@@ -30,21 +30,11 @@ _SYMBOLS = (("scipy_cblas_sgemm64_", "scipy_cblas_dgemm64_"),  # NumPy 2 (scipy-
 
 
 def addresses():
-    """int64 array (cblas_sgemm, cblas_dgemm) of NumPy's bundled ILP64 OpenBLAS, or zeros."""
+    """int64 array (cblas_sgemm, cblas_dgemm) of NumPy's bundled ILP64 OpenBLAS (_openblas.py), or zeros."""
     found = np.zeros(2, np.int64)
-    package = os.path.dirname(np.__file__)
-    for path in sorted(glob.glob(os.path.join(package, os.pardir, "numpy.libs", "*openblas64*"))
-                       + glob.glob(os.path.join(package, ".libs", "*openblas64*"))):
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
-        for names in _SYMBOLS:
-            try:
-                found[:] = [ctypes.cast(getattr(lib, name), ctypes.c_void_p).value for name in names]
-                return found
-            except AttributeError:
-                continue
+    gemms = _openblas.functions(*_SYMBOLS)
+    if gemms is not None:
+        found[:] = [ctypes.cast(f, ctypes.c_void_p).value for f in gemms]
     return found
 
 

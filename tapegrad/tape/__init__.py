@@ -47,7 +47,8 @@ RELEASE_BYTES = 64 << 10  # an op's value of at least this size that no rule rea
 CUT_ROWS = 64           # a dead tail is cut when it holds RELEASE_BYTES of values, or spans this many rows
 CHAINS_WATCHED = 256    # chains of ops of at least RELEASE_BYTES watched for their top's death (chain_starts)
 # dicts keyed by row, remapped by compaction
-_ROW_KEYED = ("aux", "watch", "cells", "registered", "released", "anomaly_traces", "guards", "packed", "shared")
+_ROW_KEYED = ("aux", "watch", "cells", "registered", "released", "anomaly_traces", "guards", "packed", "shared",
+              "node_hooks")  # (node_hooks, anomaly_traces: made on first use; autograd.graph's, anomaly's)
 _F32, _F64 = np.dtype(np.float32).num, np.dtype(np.float64).num  # the dtypes the replay knows: codes 0 and 1
 
 FREED_MESSAGE = (

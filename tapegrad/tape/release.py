@@ -106,6 +106,7 @@ class Release:
         """The values and row-keyed entries of freed rows that stay on the tape (below its cut)."""
         values, aux = self.values, self.aux
         obj, released = self.obj, self.released
+        node_hooks = self.__dict__.get("node_hooks") or {}  # (grad_fn.register_hook's, made on first use)
         for r in stranded.tolist():
             v = values[r]
             w = released.pop(r, None)
@@ -121,6 +122,7 @@ class Release:
             self.shared.pop(r, None)
             self.watch.pop(r, None)
             self.cells.pop(r, None)
+            node_hooks.pop(r, None)
 
     def _live_end(self):
         n = self.n
