@@ -48,6 +48,7 @@ from .ops.layers import (bilinear, channel_shuffle, cosine_similarity, embedding
 from .nn.functional import (celu, celu_, hardshrink, relu_, selu, selu_, threshold,  # noqa: F401,E402
                             threshold_)  # (torch.X: nn.functional's, as torch exposes them)
 from . import functional, linalg, optim, special, utils  # noqa: F401
+from ._lowrank import pca_lowrank, svd_lowrank  # noqa: F401,E402  (torch/_lowrank.py's randomized SVD)
 from . import distributions  # noqa: F401
 from . import distributed  # noqa: F401  (imports no MPI: init_process_group does)
 from . import profiler  # noqa: F401,E402  (torch.profiler: tapegrad's ops on the CPU, as torch names them)
@@ -131,6 +132,12 @@ from . import testing  # noqa: E402,F401  (torch.testing: assert_close, make_ten
 from .ops.metric_loss import (aten_hinge_embedding_loss as hinge_embedding_loss,  # noqa: E402,F401
                               aten_margin_ranking_loss as margin_ranking_loss,  # (torch.X: reduction an int)
                               aten_poisson_nll_loss as poisson_nll_loss, aten_triplet_margin_loss as triplet_margin_loss)
+from .ops.metric_loss import (  # noqa: E402,F401  (torch.X: aten's argument order, reduction an int)
+    aten_binary_cross_entropy_with_logits as binary_cross_entropy_with_logits, aten_kl_div as kl_div)
+from .ops.padding import aten_layer_norm as layer_norm  # noqa: E402,F401  (torch.layer_norm: with cudnn_enable)
+from .ops.padding import (_native_batch_norm_legit, _softmax_backward_data, native_batch_norm,  # noqa: E402,F401
+                          native_group_norm, native_layer_norm)
+from .ops.ctc import aten_ctc_loss as ctc_loss  # noqa: E402,F401  (torch.ctc_loss: reduction an int)
 from ._foreach import *  # noqa: E402,F401,F403  (torch._foreach_*: list-wise ops)
 from . import _numpy_names  # noqa: E402  (last: axis= / keepdims= on every function and method torch binds from C++)
 _numpy_names.install(Tensor, globals())

@@ -1,5 +1,6 @@
 """torch-style dtype objects over NumPy dtypes, and the promotion rules tapegrad uses."""
 import builtins
+import numbers
 import threading
 
 import numpy as np
@@ -240,3 +241,64 @@ class iinfo:
 
     def __repr__(self):
         return _limits_repr(self, ("min", "max"))
+
+
+# -- Python numbers into integer dtypes, as torch converts them ----------------------------------------------------
+def parsed_int(c):
+    """A Python int operand as torch's argument parser takes it (an int64, or a uint64 from 2 ** 63 up): one outside
+    both raises its OverflowError."""
+    if c < -2 ** 63:
+        raise OverflowError("can't convert negative int to unsigned")
+    if c >= 2 ** 64:
+        raise OverflowError("int too big to convert")
+    return c
+
+
+def _two_complement(c, dt):
+    """The Python int c wrapped into the integer dtype dt (its low bits, two's complement), as a NumPy scalar."""
+    bits = 8 * dt.itemsize
+    c %= 1 << bits
+    if dt.kind == "i" and c >= 1 << (bits - 1):
+        c -= 1 << bits
+    return dt.type(c)
+
+
+def wrap_integer(c, dt):
+    """A Python int operand of an integer op (an elementwise binary op, a comparison, a shift, a remainder) as torch
+    casts it into the integer dtype dt: wrapped, two's complement (`uint8 + (-1)` is 255, `uint8_image < -1`
+    compares with 255, `int64 + 2 ** 63` adds -2 ** 63), where NumPy raises OverflowError; one outside int64 and
+    uint64 raises torch's OverflowError. (A Scalar argument, a fill value or bound, is `scalar_to_dtype`'s.)"""
+    if type(c) is builtins.int and dt.kind in "iu":
+        info = np.iinfo(dt)
+        if not info.min <= c <= info.max:
+            return _two_complement(parsed_int(c), dt)
+    return c
+
+
+def _cpp_int_name(dt):
+    return "int" if dt == np.int32 else dt.name + "_t"  # (torch's message names the C++ type)
+
+
+def scalar_to_dtype(c, dt):
+    """A Python number argument (a fill value, a clamp bound, a `where` branch, alpha, a pow exponent) converted to
+    the result's dtype dt as torch's Scalar::to<T> converts it (c10::checked_convert), where dt is an integer
+    dtype: an int in dt's range, or for an unsigned dtype down to -max (wrapped: `clamp(uint8, min=-1)` clamps to
+    255), a float within dt's range truncated, a bool as 0 or 1; any other value raises torch's RuntimeError
+    ("value cannot be converted to type uint8_t without overflow"; an int outside int64 and uint64, its
+    OverflowError). Returns a NumPy scalar of dt, or c unchanged for another dtype or a non-number."""
+    if dt.kind not in "iu" or isinstance(c, np.ndarray):
+        return c
+    if isinstance(c, (builtins.bool, np.bool_)):
+        return dt.type(builtins.bool(c))
+    info = np.iinfo(dt)
+    if isinstance(c, numbers.Integral):
+        c = parsed_int(builtins.int(c))
+        if (-builtins.int(info.max) if dt.kind == "u" else builtins.int(info.min)) <= c <= builtins.int(info.max):
+            return _two_complement(c, dt)
+    elif isinstance(c, numbers.Real):
+        f = builtins.float(c)
+        if builtins.int(info.min) <= f <= builtins.int(info.max):  # (NaN fails both)
+            return dt.type(builtins.int(f))  # (C++'s conversion: toward zero)
+    else:
+        return c
+    raise RuntimeError(f"value cannot be converted to type {_cpp_int_name(dt)} without overflow")

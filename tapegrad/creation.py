@@ -167,17 +167,42 @@ def empty(*size_args, size=None, dtype=None, device=None, requires_grad=False, o
     return t
 
 
+def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=None, requires_grad=False,
+                   pin_memory=False):
+    """torch.empty_permuted: a dense tensor of `size` whose dimensions lie in memory in the order physical_layout
+    lists them, outermost first (only stride() sees it: values stay in C order; zeroed, as empty's)."""
+    size, order = tuple(size), tuple(int(d) for d in physical_layout)
+    if len(size) != len(order):
+        raise RuntimeError(f"Number of dimensions in size does not match the length of the physical_layout; i.e. "
+                           f"len(size) = {len(size)} is not equal to len(physical_layout) = {len(order)}")
+    seen = set()
+    for i, d in enumerate(order):
+        if not 0 <= d < len(order):
+            raise RuntimeError(f"Dimension out of range (expected to be between 0 and {len(order) - 1}, but got {d} "
+                               f"at index {i}).  NB: negative dims not currently supported; file an issue if you "
+                               f"want it.")
+        if d in seen:
+            raise RuntimeError("Duplicate dim not allowed")
+        seen.add(d)
+    _shape(tuple(size[d] for d in order))  # (torch's errors name the sizes in memory order)
+    size = _shape(size)
+    t = empty(size, dtype=dtype, device=device, requires_grad=requires_grad)
+    inner = _strides.contiguous(tuple(size[d] for d in order))
+    strides = [0] * len(order)
+    for i, d in enumerate(order):
+        strides[d] = inner[i]
+    t._strides = _strides.normal(size, strides)
+    return t
+
+
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):
     meta = _is_meta(device)
     if dtype is None:
         dtype = (_dtype.bool if isinstance(fill_value, bool) else
                  _dtype.int64 if isinstance(fill_value, (int, np.integer)) else _dtype.default_float)
     np_dtype = _dtype.to_numpy_dtype(dtype)
-    try:
-        data = np.full(_shape((size,)) if not meta else (), fill_value, np_dtype)  # (meta: the value's checks)
-    except OverflowError:  # a Python int outside the dtype (NumPy's OverflowError)
-        name = "int" if np_dtype == np.int32 else np_dtype.name + "_t"  # torch names the C++ type
-        raise RuntimeError(f"value cannot be converted to type {name} without overflow") from None
+    value = _dtype.scalar_to_dtype(fill_value, np_dtype)  # (torch's conversion: wrapped, truncated or refused)
+    data = np.full(_shape((size,)) if not meta else (), value, np_dtype)  # (meta: the value's checks)
     if meta:
         data = _meta.make(_shape((size,)), np_dtype)
     return _finish(data, None, requires_grad)
@@ -205,29 +230,76 @@ def _range(start, end, step=1, dtype=None, device=None, requires_grad=False):
     return _finish(data, None, requires_grad)
 
 
+def _number(v):
+    """A factory's bound: a 0-d tensor's value (torch takes one as a Number), else v."""
+    return v.item() if isinstance(v, Tensor) and v.ndim == 0 else v
+
+
+def _range_format(v):
+    return str(v) if isinstance(v, (int, np.integer)) else format(float(v), "g")  # (C++'s ostream of a double)
+
+
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
     meta = _is_meta(device)
+    start, end, step = _number(start), _number(end), _number(step)
     if end is None:
         start, end = 0, start
     if step == 0:
         raise RuntimeError("step must be nonzero")
+    if not (math.isfinite(start) and math.isfinite(end)):
+        raise RuntimeError(f"unsupported range: {_range_format(start)} -> {_range_format(end)}")
+    if not ((step > 0 and end >= start) or (step < 0 and end <= start)):
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     vals = (start, end, step)
     if dtype is None:
         dtype = _dtype.default_float if any(isinstance(v, (float, np.floating)) for v in vals) else _dtype.int64
-    n = max(0, math.ceil((end - start) / step))
+    np_dtype = _dtype.to_numpy_dtype(dtype)
+    integral = np_dtype.kind in "iu"
+    if integral and np_dtype == np.int64:
+        # torch's int64 kernel takes the bounds and the step as int64 (truncated) and sizes the range in them
+        start, end, step = int(start), int(end), int(step)
+        if step == 0:
+            raise ValueError("step must be nonzero")
+        n = abs(end - start + step - (1 if step > 0 else -1)) // abs(step)
+    else:
+        n = max(0, math.ceil((end - start) / step))
     if n > 2 ** 63 - 1:  # NumPy's ValueError otherwise
         raise RuntimeError("invalid size, possible overflow?")
-    np_dtype = _dtype.to_numpy_dtype(dtype)
     if meta:
         return _finish(_meta.make((n,), np_dtype), None, requires_grad)
-    if np_dtype.kind in "iu" and all(isinstance(v, (int, np.integer)) for v in vals):
+    if integral:  # (other integer dtypes: the values from the truncated start and step, wrapped into the dtype)
         data = (int(start) + np.arange(n, dtype=np.int64) * int(step)).astype(np_dtype)  # exact past 2**53
     else:
         data = (start + np.arange(n, dtype=np.float64) * step).astype(np_dtype)
     return _finish(data, None, requires_grad)
 
 
+_SPACE_SIGNATURES = ("(Tensor start, Tensor end, int steps{b}, *, Tensor out = None, torch.dtype dtype = None, "
+                     "torch.layout layout = None, torch.device device = None, bool pin_memory = False, bool "
+                     "requires_grad = False)")
+
+
+def _space_bounds(name, start, end, steps):
+    """linspace's and logspace's arguments as torch's parser takes them: start and end numbers or 0-d tensors, steps
+    an int (or an integer 0-d tensor); torch's errors otherwise."""
+    steps = _number(steps)
+    if isinstance(steps, (bool, np.bool_)) or not isinstance(steps, (int, np.integer)):
+        base = ", float base = 10.0" if name == "logspace" else ""
+        kinds = [("Tensor" if isinstance(v, Tensor) else type(v).__name__) for v in (start, end, steps)]
+        lines = [" * " + _SPACE_SIGNATURES.format(b=base).replace("Tensor start", f"{a} start").replace(
+            "Tensor end", f"{b} end") for a, b in (("Tensor", "Tensor"), ("Number", "Tensor"), ("Tensor", "Number"),
+                                                   ("Number", "Number"))]
+        raise TypeError(f"{name}() received an invalid combination of arguments - got ({', '.join(kinds)}), but "
+                        f"expected one of:\n" + "\n".join(lines) + "\n")
+    dims = [v.ndim if isinstance(v, Tensor) else 0 for v in (start, end)]
+    if any(dims):
+        raise RuntimeError(f"{name} only supports 0-dimensional start and end tensors, but got start with {dims[0]} "
+                           f"dimension(s) and end with {dims[1]} dimension(s).")
+    return _number(start), _number(end), int(steps)
+
+
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
+    start, end, steps = _space_bounds("linspace", start, end, steps)
     if steps < 0:  # NumPy's ValueError otherwise
         raise RuntimeError("number of steps must be non-negative")
     dt = _float(dtype)
@@ -307,7 +379,8 @@ def empty_like(input, dtype=None, device=None, requires_grad=False, memory_forma
 
 
 def full_like(input, fill_value, dtype=None, device=None, requires_grad=False, memory_format=None):
-    return _like(np.full, input, dtype, requires_grad, fill_value, memory_format=memory_format, device=device)
+    value = _dtype.scalar_to_dtype(fill_value, input._data.dtype if dtype is None else _dtype.to_numpy_dtype(dtype))
+    return _like(np.full, input, dtype, requires_grad, value, memory_format=memory_format, device=device)
 
 
 def rand(*size_args, size=None, generator=None, dtype=None, device=None, requires_grad=False):

@@ -9,13 +9,14 @@ import numpy as np
 
 from . import _dtype
 from .ops import _tensor
-from .ops.linalg import matmul, vector_norm  # noqa: F401
+from .ops.linalg import _matrix_norm, matmul, vector_norm  # noqa: F401
 from .ops._common import _dim
 from .ops.decompositions import (LinAlgError, _LinAlgError, cholesky_ex, det, eigh, eigvalsh, inv,  # noqa: F401
                                  inv_ex, lstsq, matrix_exp, matrix_power, matrix_rank, multi_dot, pinv,
                                  slogdet_linalg as slogdet, solve, solve_triangular, svdvals)
 from .ops.decompositions import cholesky_linalg as cholesky, linalg_cross as cross, qr_linalg as qr  # noqa: F401
-from .ops.decompositions import _type_name, svd_linalg as svd  # noqa: F401
+from .ops.decompositions import _batch_prefix, _first_zero_pivot, svd_linalg as svd  # noqa: F401
+from .ops.elementwise import where
 from .ops.lu import (householder_product, ldl_factor, ldl_factor_ex, ldl_solve, linalg_lu as lu,  # noqa: F401
                      linalg_lu_solve as lu_solve, lu_factor, lu_factor_ex)
 from .ops.out import write_out
@@ -31,9 +32,27 @@ __all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "di
 
 
 def solve_ex(A, B, *, left=True, check_errors=False, out=None):
-    """(result, info): info 0 (a singular A raises, as with check_errors=True: NumPy's solver reports no pivot)."""
-    x = solve(A, B, left=left)
-    return _solve_ex_type(x, _new(np.zeros(x.shape[:-2] if x.ndim >= 2 else (), np.int32)))
+    """(result, info): info is LAPACK getrf's for each matrix of A (the first zero pivot, 1-based; 0: solved). A
+    singular matrix's result is NaN (torch's holds LAPACK's partial values), or check_errors=True raises torch's
+    error."""
+    a = _tensor(A)
+    try:
+        x = solve(A, B, left=left)
+    except _LinAlgError:
+        info = _first_zero_pivot(a._data).astype(np.int32).reshape(a.shape[:-2])
+        if not info.any():  # (LAPACK's float32 pivots hit a zero the float64 search does not: solve's error)
+            raise
+        if check_errors:
+            i = int(np.flatnonzero(info.reshape(-1))[0])
+            raise _LinAlgError(f"torch.linalg.solve_ex: {_batch_prefix(a._data, i)}The solver failed because the "
+                               f"input matrix is singular.") from None
+        bad = (info != 0).reshape(info.shape + (1, 1))
+        poison, mask = _new(np.where(bad, np.nan, 0).astype(a._data.dtype)), _new(bad)
+        # the singular matrices made NaN times A (their results and gradients NaN, as torch's; the others' gradient
+        # through that term 0 * g, not NaN * 0), the others solved
+        a = where(mask, _new(np.eye(a.shape[-1], dtype=a._data.dtype)), a) + where(mask, a, 0.0) * poison
+        return _solve_ex_type(solve(a, B, left=left), _new(info))
+    return _solve_ex_type(x, _new(np.zeros(a.shape[:-2], np.int32)))
 
 
 def cond(A, p=None, *, out=None):
@@ -90,7 +109,9 @@ def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
 def vander(x, *, N=None):
     """Columns x^0, x^1, ..., x^(N-1) (N defaults to x's last size), as running products (torch's cumprod)."""
     x = _tensor(x)
-    n = (x.shape[-1] if x.ndim else 1) if N is None else N
+    if x.ndim == 0:  # (torch reads a 0-d x as one element: a (1, N) result)
+        x = x.reshape(1)
+    n = x.shape[-1] if N is None else N
     if n <= 1:
         raise RuntimeError("N must be greater than 1.")
     cols, power = [x * 0 + 1], x
@@ -103,33 +124,7 @@ def vander(x, *, N=None):
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
     """'fro' (the square root of the sum of squares), 1 / -1 (the largest / smallest column sum of |A|), inf / -inf
     (rows'); 'nuc', 2 and -2: the sum, largest and smallest of the singular values."""
-    x = _tensor(A)
-    if x.dim() < 2:
-        raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
-    if isinstance(ord, str) and ord not in ("fro", "nuc"):
-        raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
-    rows, cols = (_dim(d, x.dim()) for d in dim)
-    if ord in ("nuc", 2, -2):
-        if dtype is not None:
-            to = np.zeros(0, _dtype.to_numpy_dtype(dtype))
-            if np.promote_types(x._data.dtype, to.dtype) != to.dtype:
-                raise RuntimeError(f"linalg.matrix_norm: the dtype of the input ({_type_name(x._data)}) should be "
-                                   f"convertible without narrowing to the specified dtype ({_type_name(to)})")
-            x = x.to(dtype)
-        s = svdvals(x.movedim((rows, cols), (-2, -1)))
-        out = s.sum(-1) if ord == "nuc" else s.amax(-1) if ord == 2 else s.amin(-1)
-        if keepdim:
-            for d in sorted((rows, cols)):
-                out = out.unsqueeze(d)
-        return out
-    if ord == "fro":
-        return vector_norm(x, 2, (rows, cols), keepdim, dtype=dtype)
-    if ord not in (1, -1, math.inf, -math.inf):
-        raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
-    summed, picked = (rows, cols) if abs(ord) == 1 else (cols, rows)  # 1: columns' sums; inf: rows'
-    sums = x.abs().sum(summed, keepdim=True)
-    out = sums.amax(picked, keepdim=True) if ord > 0 else sums.amin(picked, keepdim=True)
-    return out if keepdim else out.squeeze(max(rows, cols)).squeeze(min(rows, cols))
+    return _matrix_norm(A, ord, dim, keepdim, dtype=dtype)
 
 
 def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):

@@ -119,6 +119,8 @@ def _unrecorded_arith(self, other, ufunc, alpha=1):
     ufunc writes into self's storage, in one pass (and alpha's product) with no Tensor made. Returns False, having
     done nothing, for anything _inplace must decide (dtype promotion, broadcasting, recording, torch's errors)."""
     data = self._data
+    if data.dtype.kind != "f":  # (integers: alpha and numbers convert as torch's, in the op's own front end)
+        return False
     tp = type(other)
     if tp is Tensor:
         value = other._data
@@ -241,7 +243,8 @@ def zero_(self):
 def fill_(self, value):
     if self._requires_grad and not self._is_leaf and is_grad_enabled():
         return _inplace(self, self * 0 + value)
-    return _inplace(self, _new(np.full(self._data.shape, value, self._data.dtype)))
+    return _inplace(self, _new(np.full(self._data.shape, _dtype.scalar_to_dtype(value, self._data.dtype),
+                                       self._data.dtype)))
 
 
 def copy_(self, src, non_blocking=False):
@@ -261,7 +264,10 @@ def setitem(self, key, value):
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
     k, advanced, _ = ops._index_key(key, self)
     shape = np.empty(target.shape, np.bool_)[k].shape
-    v = value if isinstance(value, Tensor) else _new(np.asarray(value, dtype=target.dtype))
+    if type(value) is int and not -2 ** 63 <= value < 2 ** 63:  # (torch parses x[k] = n as an int64)
+        raise ValueError("Overflow when unpacking long long")
+    v = value if isinstance(value, Tensor) else _new(np.asarray(_dtype.scalar_to_dtype(value, target.dtype),
+                                                                 dtype=target.dtype))
     if advanced:
         try:
             np.broadcast_shapes(v.shape, shape)
@@ -397,8 +403,8 @@ def new_empty(self, *sizes, size=None, dtype=None, device=None, requires_grad=Fa
 def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False, layout=None,
              pin_memory=False):
     np_dtype = self._data.dtype if dtype is None else _np_dtype(dtype)
-    return _new_like(self, np.full(_new_shape((size,), "new_full"), fill_value, np_dtype), dtype, requires_grad,
-                     device)
+    return _new_like(self, np.full(_new_shape((size,), "new_full"), _dtype.scalar_to_dtype(fill_value, np_dtype),
+                                   np_dtype), dtype, requires_grad, device)
 
 
 def _np_dtype(dtype):

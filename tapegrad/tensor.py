@@ -764,26 +764,35 @@ class Tensor:
         raise AssertionError("Torch not compiled with CUDA enabled")
 
     # (a tensor already of the dtype is itself, as `to` returns it: the common `.float()` / `.long()` asks nothing more)
-    def float(self):
-        return self if self._data.dtype == _F32 else self.to(_dtype.float32)
+    def float(self, memory_format=None):
+        return self if self._data.dtype == _F32 else self._convert(_dtype.float32, memory_format)
 
-    def double(self):
-        return self if self._data.dtype == _F64 else self.to(_dtype.float64)
+    def double(self, memory_format=None):
+        return self if self._data.dtype == _F64 else self._convert(_dtype.float64, memory_format)
 
-    def half(self):
-        return self.to(_dtype.float16)
+    def half(self, memory_format=None):
+        return self._convert(_dtype.float16, memory_format)
 
-    def bfloat16(self):
-        return self.to(_dtype.bfloat16)
+    def bfloat16(self, memory_format=None):
+        return self._convert(_dtype.bfloat16, memory_format)
 
-    def long(self):
-        return self if self._data.dtype == _I64 else self.to(_dtype.int64)
+    def long(self, memory_format=None):
+        return self if self._data.dtype == _I64 else self._convert(_dtype.int64, memory_format)
 
-    def int(self):
-        return self.to(_dtype.int32)
+    def int(self, memory_format=None):
+        return self._convert(_dtype.int32, memory_format)
 
-    def bool(self):
-        return self.to(_dtype.bool)
+    def bool(self, memory_format=None):
+        return self._convert(_dtype.bool, memory_format)
+
+    def _convert(self, dtype, memory_format):
+        """x.float() & co.: x itself when already of the dtype (whatever memory_format asks, as torch's), else
+        to(dtype, memory_format=memory_format)."""
+        if _dtype.to_numpy_dtype(dtype) == self._data.dtype:
+            return self
+        if memory_format is preserve_format or memory_format is None:
+            return self.to(dtype)
+        return self.to(dtype, memory_format=memory_format)
 
     def cpu(self):
         if type(self._data) is MetaArray:

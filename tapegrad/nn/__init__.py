@@ -1,5 +1,6 @@
 """torch.nn: Module and the layers, losses and containers built on it; functional; init; utils."""
 from . import functional  # noqa: F401
+from .functional import LinearCrossEntropyOptions  # noqa: F401  (torch.nn's; linear_cross_entropy's chunking)
 from . import grad  # noqa: F401  (torch.nn.grad: a convolution's input and weight gradients)
 from . import init  # noqa: F401
 from .parameter import Buffer, Parameter  # noqa: F401
@@ -31,6 +32,7 @@ from .modules.padding import *  # noqa: F401,F403
 from .parallel import DataParallel  # noqa: F401
 from .modules import (AdaptiveAvgPool3d, AdaptiveMaxPool3d, AvgPool3d, BatchNorm3d, CrossMapLRN2d,  # noqa: F401
                       LocalResponseNorm, LPPool1d, LPPool2d, LPPool3d, MaxPool3d, MaxUnpool3d, SyncBatchNorm)
+from .modules import FractionalMaxPool2d, FractionalMaxPool3d  # noqa: F401,E402
 from .modules import (AdaptiveLogSoftmaxWithLoss, LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d, LazyConv1d,  # noqa: F401
                       LazyConv2d, LazyConv3d, LazyConvTranspose1d, LazyConvTranspose2d, LazyConvTranspose3d, LazyInstanceNorm1d,
                       LazyInstanceNorm2d, LazyInstanceNorm3d, LazyLinear, MultiLabelMarginLoss, MultiMarginLoss,

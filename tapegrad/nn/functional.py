@@ -1,7 +1,8 @@
 """torch.nn.functional: the ops, under functional's names and signatures."""
+import dataclasses as _dataclasses
 import warnings
 
-from .. import ops
+from .. import _dtype, ops
 from ..ops import (binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy, gelu,  # noqa: F401
                    huber_loss, kl_div, l1_loss, linear, mse_loss, nll_loss, one_hot, sigmoid,  # noqa: F401
                    smooth_l1_loss, tanh)  # noqa: F401
@@ -37,6 +38,8 @@ def elu(input, alpha=1.0, inplace=False):
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
     return _maybe_inplace(input, ops.hardtanh(input, min_val, max_val), inplace)
 
 
@@ -113,9 +116,11 @@ def tanhshrink(input):
 
 
 def softshrink(input, lambd=0.5):
-    if lambd < 0:
-        raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
     x = ops._tensor(input)
+    top = float(_dtype.finfo(x.dtype).max) if _dtype.is_float(x._data.dtype) else float("inf")
+    if not 0 <= lambd <= top:  # (NaN too; torch's numbers as C++ prints them, as %g)
+        raise RuntimeError(f"lambda must be in range [0, {top:g}] for input dtype "
+                           f"{_dtype.scalar_type_name(x._data.dtype)}, but found {float(lambd):g}")
     zero = zeros_like(x)
     return ops.where(x > lambd, x - lambd, ops.where(x < -lambd, x + lambd, zero))
 
@@ -196,9 +201,23 @@ from ..ops.metric_loss import (cosine_embedding_loss, gaussian_nll_loss, hinge_e
                                triplet_margin_loss, triplet_margin_with_distance_loss)
 
 from ..ops.metric_loss import multi_margin_loss, multilabel_margin_loss, soft_margin_loss  # noqa: E402,F401
+from ..ops.metric_loss import linear_cross_entropy  # noqa: E402,F401
+
+
+@_dataclasses.dataclass(slots=True, frozen=True)
+class LinearCrossEntropyOptions:
+    """torch.nn.LinearCrossEntropyOptions: the chunking of linear_cross_entropy's chunked path (torch's fields and
+    defaults). tapegrad's linear_cross_entropy computes the same values whole, so these change no result."""
+    allow_retain_graph: bool = False
+    batch_chunk_size: int | None = None
+    chunking_method: str | None = "auto"
+    acc_policy: str = "auto"
+    acc_dtype: object = None
 from ..ops.volumetric import (adaptive_avg_pool3d, adaptive_max_pool3d, adaptive_max_pool3d_with_indices,  # noqa: E402,F401
                                avg_pool3d, local_response_norm, lp_pool1d, lp_pool2d, lp_pool3d, max_pool3d,
                                max_pool3d_with_indices, max_unpool3d)
+from ..ops.volumetric import (fractional_max_pool2d, fractional_max_pool2d_with_indices,  # noqa: E402,F401
+                               fractional_max_pool3d, fractional_max_pool3d_with_indices)
 from ..ops.sampling import (functional_alpha_dropout as alpha_dropout, functional_dropout3d as dropout3d,  # noqa: E402
                             functional_feature_alpha_dropout as feature_alpha_dropout,
                             functional_gumbel_softmax as gumbel_softmax, functional_rrelu as rrelu, rrelu_)

@@ -5,6 +5,7 @@ import numbers
 import numpy as np
 
 from .. import _dtype, _meta, registry, saved_tensors, tape as tape_mod
+from .._dtype import _cpp_int_name, _two_complement, parsed_int, scalar_to_dtype, wrap_integer  # noqa: F401
 from ..saved_tensors import OPEN as _saved_tensors_hooks
 from ..grad_mode import INFERENCE_ON, _state as _grad_mode
 from ..tensor import Tensor, _new, as_array, as_index, register_view, storage_of
@@ -105,8 +106,9 @@ def _tensor(x, like=None):
     """A Tensor for an operand: Tensors pass through; arrays, lists and scalars become constants."""
     if isinstance(x, Tensor):
         return x
-    if like is not None and isinstance(x, numbers.Number):
-        t = _new(np.asanyarray(x, dtype=_dtype.result_type(like._data, x)))
+    if like is not None and isinstance(x, numbers.Number):  # (a number in the result's dtype, as torch converts it)
+        dt = _dtype.result_type(like._data, x)
+        t = _new(np.asanyarray(scalar_to_dtype(x, dt), dtype=dt))
     else:
         t = _new(as_array(x))
     if tape_mod._local.tracing is not None:  # (tapegrad.compile: made from Python values, a constant)
@@ -285,16 +287,6 @@ def _tensor_tensor(op, forward, a, b, to_float=False, check=None):
 
 
 _meta.FRONT_ENDS.add(_tensor_tensor.__code__)  # (torch's error for meta and CPU operands, _meta._mixed)
-
-
-def wrap_integer(c, dt):
-    """A Python int as torch casts it into an integer dtype: wrapped, two's complement (`uint8 + (-1)` is 255,
-    `uint8_image < -1` compares with 255), where NumPy raises OverflowError."""
-    if type(c) is int and dt.kind in "iu" and -2 ** 63 <= c < 2 ** 63:
-        info = np.iinfo(dt)
-        if not info.min <= c <= info.max:
-            return np.int64(c).astype(dt)
-    return c
 
 
 def _integer(forward, a, b):

@@ -11,10 +11,11 @@ import warnings
 import numpy as np
 
 from .. import _dtype
+from ..creation import _space_bounds
 from ..device import cpu_only as _cpu_only
 from ..tensor import Tensor, _new
 from ._common import _autocast_lower, _dim, _sizes, _tensor, _to_dtype, autocast_state
-from .conv import batch_norm as _batch_norm
+from .conv import _batch_norm
 from .elementwise import where
 from .layers import instance_norm as _instance_norm
 from .layout import diag, triu_indices
@@ -95,7 +96,15 @@ def tensor_split(input, indices_or_sections, dim=0):
     return tuple(x.narrow(d, a, max(b - a, 0)) for a, b in zip(bounds[:-1], bounds[1:]))
 
 
-def _split_along(name, x, spec, d, min_dims):
+def _split_along(name, x, spec, d, min_dims, method=False):
+    if not (isinstance(spec, (numbers.Integral, Tensor)) and not isinstance(spec, bool) or isinstance(spec, (list, tuple))
+            and all(isinstance(i, numbers.Integral) for i in spec)):
+        got, lead = type(spec).__name__, ("" if method else "Tensor, ")
+        signatures = ("" if method else "Tensor input, ", "int sections", "tuple of ints indices")
+        raise TypeError(f"{name}() received an invalid combination of arguments - got ({lead}{got}), but expected one "
+                        f"of:\n" + "".join(f" * ({signatures[0]}{sig})\n      didn't match because some of the "
+                                            f"arguments have invalid types: ({lead}!{got}!)\n"
+                                            for sig in signatures[1:]))
     if x.dim() < min_dims:
         raise RuntimeError(f"torch.{name} requires a tensor with at least {min_dims} dimension, but got a tensor "
                            f"with {x.dim()} dimensions!")
@@ -133,9 +142,19 @@ def narrow_copy(input, dim, start, length):
     if getattr(input, "is_sparse", False):  # (a sparse COO tensor: ops/sparse.py's)
         return _sparse.narrow_copy(input, dim, start, length)
     x = _tensor(input)
+    if not x.dim():
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    if isinstance(dim, int) and dim >= x.dim():  # (torch's narrow_copy checks this one itself)
+        raise RuntimeError("Expected dim < static_cast<int64_t>(self_sizes.size()) to be true, but got false.  "
+                           "(Could this error message be improved?  If so, please report an enhancement request "
+                           "to PyTorch.)")
     d = _dim(dim, x.dim())
-    if start + length > x.shape[d]:
-        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({x.shape[d]}).")
+    n, start, length = x.shape[d], int(start), int(length)
+    if not -n <= start <= n:
+        raise IndexError(f"start out of range (expected to be in range of [{-n}, {n}], but got {start})")
+    start = start + n if start < 0 else start
+    if length < 0 or start + length > n:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({n}).")
     return x.narrow(d, start, length).clone()
 
 
@@ -163,17 +182,26 @@ def atleast_3d(*tensors):
     return _atleast(lambda s: {0: (1, 1, 1), 1: (1,) + s + (1,), 2: s + (1,)}.get(len(s), s), tensors)
 
 
+def _non_empty(name, tensors):
+    tensors = tuple(tensors)
+    if not tensors:
+        raise RuntimeError(f"{name} expects a non-empty TensorList")
+    return tensors
+
+
 def dstack(tensors):
+    tensors = _non_empty("dstack", tensors)
     return cat(atleast_3d(tuple(tensors)), 2)
 
 
 def column_stack(tensors):
     """The tensors as columns: 0-d and 1-d ones become (n, 1), then hstack."""
-    cols = [t.reshape(t.numel(), 1) if t.dim() <= 1 else t for t in map(_tensor, tensors)]
+    cols = [t.reshape(t.numel(), 1) if t.dim() <= 1 else t for t in map(_tensor, _non_empty("column_stack", tensors))]
     return cat(cols, 1)
 
 
 def row_stack(tensors):
+    tensors = _non_empty("vstack", tensors)
     return cat(atleast_2d(tuple(tensors)), 0)
 
 
@@ -196,6 +224,10 @@ def _sum_to_size(self, *size):
     lead = len(shape) - len(size)
     if lead < 0 or any(s != 1 and s != n for s, n in zip(size, shape[lead:])):
         raise RuntimeError(f"size {{{list(size)}}} is not expandable to size {{{list(shape)}}}.")
+    if not size:  # (torch sums whole for (), a 0-d self too: an integer or bool one into int64, as sum)
+        return self.sum()
+    if shape != size and not _dtype.is_float(self._data.dtype):
+        return sum_to_shape(self.long(), size)
     return sum_to_shape(self, size)
 
 
@@ -278,6 +310,7 @@ def vander(x, N=None, increasing=False):
 def logspace(start, end, steps, base=10.0, dtype=None, layout=None, device=None, requires_grad=False):
     """base ** linspace(start, end, steps), in dtype (default: the default float dtype)."""
     _cpu_only(device, "logspace")
+    start, end, steps = _space_bounds("logspace", start, end, steps)
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     np_dt = _dtype.default_float.np if dtype is None else _dtype.to_numpy_dtype(dtype)
@@ -288,11 +321,21 @@ def logspace(start, end, steps, base=10.0, dtype=None, layout=None, device=None,
 
 
 # -- products -------------------------------------------------------------------------------------------------------
-def _scaled_sum(input, product, beta, alpha):
-    """beta * input + alpha * product, as torch's addmm family: input is not read when beta is 0."""
+def _scaled_sum(input, product, beta, alpha, name=None):
+    """beta * input + alpha * product, as torch's addmm family: input is not read when beta is 0. Of integer (or
+    bool) tensors, beta and alpha are converted to the dtype first, as torch's Scalars (truncated: 0.6 is 0; addr
+    refuses a float), and a bool result is (beta and input) or (alpha and product)."""
+    x = _tensor(input)
+    if x._data.dtype.kind in "biu" and product._data.dtype.kind in "biu":
+        for arg, v in (("beta", beta), ("alpha", alpha)):
+            if name == "addr" and isinstance(v, float):
+                raise RuntimeError(f"For integral input tensors, argument {arg} must not be a floating point number.")
+        if x._data.dtype == np.bool_ and product._data.dtype == np.bool_:
+            value = np.logical_or(np.logical_and(x._data, bool(beta)), np.logical_and(product._data, bool(alpha)))
+            return _new(np.ascontiguousarray(value))
+        beta, alpha = int(beta), int(alpha)
     if alpha != 1:
         product = product * alpha
-    x = _tensor(input)
     if beta == 0:  # (input's gradient is zeros, as torch's; its values, NaN included, are not read)
         return masked_fill(x, _new(np.ones(x._data.shape, np.bool_)), 0) + product
     return (x if beta == 1 else x * beta) + product
@@ -323,7 +366,7 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1):
     if v1.dim() != 1 or v2.dim() != 1:
         raise RuntimeError(f"addr: Expected 1-D argument vec1, but got {v1.dim()}-D" if v1.dim() != 1 else
                            f"addr: Expected 1-D argument vec2, but got {v2.dim()}-D")
-    return _scaled_sum(input, outer(v1, v2), beta, alpha)
+    return _scaled_sum(input, outer(v1, v2), beta, alpha, "addr")
 
 
 _warned_chain_matmul = [False]
@@ -367,8 +410,14 @@ def tensordot(a, b, dims=2):
     da, db = [_dim(d, a.dim()) for d in da], [_dim(d, b.dim()) for d in db]
     if len(da) != len(db):
         raise RuntimeError("both dimension lists should have same length")
-    for i, j in zip(da, db):
-        if a.shape[i] != b.shape[j]:
+    if a._data.dtype != b._data.dtype:
+        raise RuntimeError("both inputs should have same dtype")
+    for i, j in zip(da, db):  # (a size 1 against another: torch sums the other side's dim first, a broadcast)
+        if b.shape[j] == 1 and a.shape[i] != 1:
+            a = a.sum(i, keepdim=True, dtype=a.dtype)
+        elif a.shape[i] == 1 and b.shape[j] != 1:
+            b = b.sum(j, keepdim=True, dtype=b.dtype)
+        elif a.shape[i] != b.shape[j]:
             raise RuntimeError(f"contracted dimensions need to match, but first has size {a.shape[i]} in dim {i} "
                                f"and second has size {b.shape[j]} in dim {j}")
     fa = [d for d in range(a.dim()) if d not in da]
@@ -465,9 +514,10 @@ Tensor.rot90 = rot90
 Tensor.fliplr = fliplr
 Tensor.flipud = flipud
 Tensor.tensor_split = tensor_split
-Tensor.hsplit = hsplit
-Tensor.vsplit = vsplit
-Tensor.dsplit = dsplit
+Tensor.hsplit = lambda self, indices_or_sections: _split_along(  # (a method's TypeError names no Tensor argument)
+    "hsplit", self, indices_or_sections, 1 if self.dim() >= 2 else 0, 1, method=True)
+Tensor.vsplit = lambda self, indices_or_sections: _split_along("vsplit", self, indices_or_sections, 0, 2, method=True)
+Tensor.dsplit = lambda self, indices_or_sections: _split_along("dsplit", self, indices_or_sections, 2, 3, method=True)
 Tensor.split_with_sizes = split_with_sizes
 Tensor.narrow_copy = narrow_copy
 Tensor.moveaxis = movedim

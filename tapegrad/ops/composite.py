@@ -4,19 +4,20 @@ import warnings
 
 import numpy as np
 
-from .. import random
+from .. import _dtype, random
 from ..creation import _linspace
+from ..grad_mode import is_grad_enabled
 from ..tape import untraceable
 from ..tensor import Size, Tensor, _new
-from ._common import _dim, _sizes, _sizes_or_keyword, _tensor, broadcast_shape
-from .elementwise import div, mul, sub
+from ._common import _dim, _sizes, _sizes_or_keyword, _tensor, broadcast_shape, scalar_to_dtype
+from .elementwise import div, logical_xor, mul, sub
 from .arrange import _scaled_sum, autocast_input
 from .linalg import matmul
 from .shape import cat, index_select, masked_fill
 from .._warnings import user_stacklevel
 
 __all__ = ["addcdiv", "addcmul", "addmm", "bernoulli", "broadcast_shapes", "broadcast_tensors", "broadcast_to", "diff",
-           "divide", "is_floating_point", "is_nonzero", "masked_select", "meshgrid", "multiply", "nonzero",
+           "divide", "gradient", "is_floating_point", "is_nonzero", "masked_select", "meshgrid", "multiply", "nonzero",
            "repeat_interleave", "subtract", "tile"]
 
 multiply, subtract, divide = mul, sub, div
@@ -26,6 +27,8 @@ INPLACE = ()  # (methods with in-place forms, made by methods.py)
 def addcmul(input, tensor1, tensor2, *, value=1):
     """input + value * tensor1 * tensor2 (in torch's order: (value * tensor1) * tensor2)."""
     t1 = _tensor(tensor1)
+    if type(value) in (int, float) and value != 1:  # (an integer result's value a Scalar in its dtype, as torch's)
+        value = scalar_to_dtype(value, _dtype.result_type(_tensor(input)._data, t1._data, _tensor(tensor2)._data))
     return _tensor(input) + (t1 if value == 1 else t1 * value) * tensor2
 
 
@@ -148,8 +151,82 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
         m = x.shape[d]
         if m == 0:
             break
-        x = x.narrow(d, 1, m - 1) - x.narrow(d, 0, m - 1)
+        # (bool: torch's logical_xor, as `-` of two bool tensors is an error)
+        x = (logical_xor if x._data.dtype == np.bool_ else sub)(x.narrow(d, 1, m - 1), x.narrow(d, 0, m - 1))
     return x
+
+
+def gradient(input, *, spacing=None, dim=None, edge_order=1):
+    """torch.gradient: the derivative of input estimated by central differences inside and one-sided (edge_order 1)
+    or second-order (2) differences at the ends, along dim (an int, a list, or None: every dim); spacing: a number
+    (the sample distance), a list of numbers (one per dim) or a list of 1-d coordinate tensors. A tuple, one tensor
+    per dim; ATen's formulas in its order of operations (ReduceOps.cpp), so the gradients are those of the ops."""
+    x = _tensor(input)
+    listed = isinstance(dim, (list, tuple))
+    dims = [int(d) for d in dim] if listed else [int(dim)] if dim is not None else list(range(x.ndim))
+    if isinstance(spacing, Tensor):
+        raise TypeError(f"gradient() received an invalid combination of arguments - got (Tensor, "
+                        f"{'dim=' + type(dim).__name__ + ', ' if dim is not None else ''}spacing=Tensor)")
+    if isinstance(spacing, (list, tuple)):
+        spacing = list(spacing)
+        if dim is None and len(spacing) != x.ndim:
+            raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar, or a list of length "
+                               f"equal to 'self.dim() = {x.ndim}', since dim argument was not given, but got a list "
+                               f"of length {len(spacing)}")
+        if dim is not None and len(spacing) != len(dims):
+            raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar or it's spacing and dim "
+                               f"arguments to have the same length, but got a spacing argument of length "
+                               f"{len(spacing)} and a dim argument of length {len(dims)}.")
+    else:
+        spacing = [1.0 if spacing is None else spacing] * len(dims)
+    if edge_order not in (1, 2):
+        raise RuntimeError("torch.gradient only supports edge_order=1 and edge_order=2.")
+    wrapped = [_dim(d, x.ndim) for d in dims]
+    for d in wrapped:
+        if wrapped.count(d) > 1:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+    for d in wrapped:
+        if x.shape[d] < edge_order + 1:
+            raise RuntimeError("torch.gradient expected each dimension size to be at least edge_order+1")
+    out = []
+    for d, h in zip(wrapped, spacing):
+        def at(start, stop=None, n=x.shape[d]):  # (x[..., start:stop] along d)
+            start, stop = start + n if start < 0 else start, n if stop is None else stop + n if stop < 0 else stop
+            return x.narrow(d, start, stop - start)
+        if isinstance(h, Tensor):
+            if h.ndim != 1:
+                raise RuntimeError(f"torch.gradient expected each element of spacing to have one dimension, but got "
+                                   f"an element with {h.ndim} dimensions!")
+            shape = [1] * x.ndim
+            shape[d] = -1
+            ax = h.diff(1, 0)
+            dx1, dx2 = ax[:-1], ax[1:]
+            a = (-dx2 / (dx1 * (dx1 + dx2))).reshape(shape)
+            b = ((dx2 - dx1) / (dx1 * dx2)).reshape(shape)
+            c = (dx1 / (dx2 * (dx1 + dx2))).reshape(shape)
+            center = a * at(0, -2) + b * at(1, -1) + c * at(2)
+            if edge_order == 1:
+                first = (at(1, 2) - at(0, 1)) / ax[0]
+                last = (at(-1) - at(-2, -1)) / ax[-1]
+            else:
+                a = -(2.0 * ax[0] + ax[1]) / (ax[0] * (ax[0] + ax[1]))
+                b = (ax[0] + ax[1]) / (ax[0] * ax[1])
+                c = (-ax[0]) / (ax[1] * (ax[0] + ax[1]))
+                first = a * at(0, 1) + b * at(1, 2) + c * at(2, 3)
+                a = ax[-1] / (ax[-2] * (ax[-1] + ax[-2]))
+                b = -(ax[-1] + ax[-2]) / (ax[-1] * ax[-2])
+                c = (2 * ax[-1] + ax[-2]) / (ax[-1] * (ax[-1] + ax[-2]))
+                last = a * at(-3, -2) + b * at(-2, -1) + c * at(-1)
+        else:
+            center = div(at(2) - at(0, -2), h) / 2
+            if edge_order == 1:
+                first = div(at(1, 2) - at(0, 1), h)
+                last = div(at(-1) - at(-2, -1), h)
+            else:
+                first = div(at(0, 1) * -1.5 + at(1, 2) * 2.0 - at(2, 3) * 0.5, h)
+                last = div(at(-3, -2) * 0.5 + at(-2, -1) * -2.0 + at(-1) * 1.5, h)
+        out.append(cat([first, center, last], d))
+    return tuple(out)
 
 
 def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
@@ -197,7 +274,10 @@ def bernoulli(input, p=None, *, generator=None):
     if p is not None:
         return _new(random.bernoulli_scalar(x._data.shape, float(p), generator, x._data.dtype))
     random.require_float("bernoulli_tensor_cpu_p_", x._data.dtype)
-    return _new(random.bernoulli(x._data, generator))
+    out = _new(random.bernoulli(x._data, generator))
+    if is_grad_enabled() and x._requires_grad:  # (torch's BernoulliBackward0: a zero gradient)
+        return out + mul(x, 0)
+    return out
 
 
 Tensor.addcmul = addcmul

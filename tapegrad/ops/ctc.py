@@ -5,6 +5,8 @@ beta recursion and gives torch's gradient, exp(log_probs) - exp(log(sum of alpha
 each class) + nll - log_probs). zero_infinity and the reduction are recorded ops after it, as torch's
 ctc_loss_impl: where(loss == inf, 0, loss), then (loss / target_lengths.clamp_min(1)).mean() or sum().
 torch has no second derivative here; neither has tapegrad (its create_graph rule raises torch's error)."""
+import numbers
+
 import numpy as np
 
 from .. import registry
@@ -183,3 +185,11 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     if reduction == "mean":
         return mean(loss / _new(np.maximum(tl, 1).astype(lp._data.dtype).reshape(loss.shape)))
     return sum(loss) if reduction == "sum" else loss
+
+
+def aten_ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction=0, zero_infinity=False):
+    """torch.ctc_loss: reduction as aten's enum (0 none, 1 mean, 2 sum; the Python binding's default reads as 0)."""
+    if not isinstance(reduction, numbers.Integral) or isinstance(reduction, bool):
+        raise TypeError(f"ctc_loss(): argument 'reduction' must be int, not {type(reduction).__name__}")
+    return ctc_loss(log_probs, targets, input_lengths, target_lengths, blank, ("none", "mean", "sum")[int(reduction)],
+                    zero_infinity)

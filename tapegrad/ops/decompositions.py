@@ -10,13 +10,11 @@ torch's single rule. A rule needing another factor recomputes the factorization 
 same options: LAPACK is deterministic, so the factors (their signs included) are the forward's."""
 import collections
 import ctypes
-import glob
-import os
 import warnings
 
 import numpy as np
 
-from .. import _dtype, registry, tape as tape_mod
+from .. import _dtype, _openblas, registry, tape as tape_mod
 from ..registry import Ctx
 from ..tensor import Tensor, _new
 from ._common import OPS, _array_rule_dtype, _dim, _record, _sum_to_np, _tensor
@@ -91,7 +89,7 @@ def _batch_prefix(a, i):
 def _first_zero_pivot(a):
     """For each matrix, the 1-based column of LU's (partial pivoting) first zero pivot, 0 where there is none:
     LAPACK getrf's info, which torch's messages name."""
-    a = np.array(a, dtype=np.float64).reshape((-1,) + a.shape[-2:])
+    a = np.array(a, dtype=np.float64).reshape((int(np.prod(a.shape[:-2])),) + a.shape[-2:])
     n = a.shape[-1]
     info = np.zeros(len(a), np.int64)
     for b, m in enumerate(a):
@@ -102,7 +100,8 @@ def _first_zero_pivot(a):
                     info[b] = k + 1
                 continue
             m[[k, p]] = m[[p, k]]
-            m[k + 1:, k:] -= np.outer(m[k + 1:, k] / m[k, k], m[k, k:])
+            with np.errstate(all="ignore"):  # (an inf or NaN in A: NaN in the elimination, as LAPACK's)
+                m[k + 1:, k:] -= np.outer(m[k + 1:, k] / m[k, k], m[k, k:])
     return info
 
 
@@ -118,7 +117,7 @@ def _inv_array(name, a):
 
 def _cholesky_info(a):
     """For each matrix, the order of its first leading minor that is not positive-definite (0: none)."""
-    flat = a.reshape((-1,) + a.shape[-2:])
+    flat = a.reshape((int(np.prod(a.shape[:-2])),) + a.shape[-2:])
     info = np.zeros(len(flat), np.int32)
     for b, m in enumerate(flat):
         try:
@@ -143,23 +142,14 @@ _LAPACKE = {}
 
 def _lapacke(name, dtype):
     """LAPACKE_sNAME (float32) or LAPACKE_dNAME (float64) of the ILP64 OpenBLAS bundled with NumPy's wheels (the
-    library kernels/blas.py calls gemm in; found the same way, without Numba) as a ctypes function returning its
+    library kernels/blas.py calls gemm in; found by _openblas.py, without Numba) as a ctypes function returning its
     int64 info, or None where NumPy bundles none. Callers pass ctypes values (64-bit integers)."""
     key = ("d" if np.dtype(dtype) == np.float64 else "s") + name
     if key not in _LAPACKE:
-        _LAPACKE[key] = None
-        package = os.path.dirname(np.__file__)
-        for path in sorted(glob.glob(os.path.join(package, os.pardir, "numpy.libs", "*openblas64*"))
-                           + glob.glob(os.path.join(package, ".libs", "*openblas64*"))):
-            try:
-                lib = ctypes.CDLL(path)
-            except OSError:
-                continue
-            function = getattr(lib, f"scipy_LAPACKE_{key}64_", None) or getattr(lib, f"LAPACKE_{key}64_", None)
-            if function is not None:
-                function.restype = ctypes.c_int64
-                _LAPACKE[key] = function
-                break
+        found = _openblas.functions((f"scipy_LAPACKE_{key}64_",), (f"LAPACKE_{key}64_",))
+        if found is not None:
+            found[0].restype = ctypes.c_int64
+        _LAPACKE[key] = None if found is None else found[0]
     return _LAPACKE[key]
 
 
@@ -412,7 +402,7 @@ def inv_ex(A, *, check_errors=False, out=None):
 def _inv_nan(a):
     """The inverses of a batch, NaN for the singular matrices (LAPACK leaves those undefined)."""
     out = np.full(a.shape, np.nan, a.dtype)
-    flat, res = a.reshape((-1,) + a.shape[-2:]), out.reshape((-1,) + a.shape[-2:])
+    flat, res = a.reshape((-1,) + a.shape[-2:]), out.reshape((-1,) + a.shape[-2:])  # (not empty: one is singular)
     for b, m in enumerate(flat):
         try:
             res[b] = np.linalg.inv(m)
@@ -442,8 +432,8 @@ def solve(A, B, *, left=True, out=None):
 
 def _solve(A, B, left):
     n = A.shape[-1]
-    vector = left and (B.ndim == 1 or B.ndim == A.ndim - 1 and B.shape == A.shape[:-1])
-    if B.ndim == 0 or (B.shape[-1] if vector or not left else B.shape[-2]) != n:
+    vector = B.ndim == 1 or B.ndim == A.ndim - 1 and B.shape == A.shape[:-1]  # (torch's vector rhs: not for XA = B)
+    if B.ndim == 0 or not left and vector or (B.shape[-1] if vector or not left else B.shape[-2]) != n:
         rows, cols = (B.shape[-1], 1) if vector or B.ndim < 2 else B.shape[-2:]
         raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation "
                            f"{'AX = B' if left else 'XA = B'} ({n}x{n} and {rows}x{cols})")
@@ -451,7 +441,10 @@ def _solve(A, B, left):
     try:
         x = _solve_arrays(A._data, b, left)
     except np.linalg.LinAlgError:
-        raise _LinAlgError("torch.linalg.solve: The solver failed because the input matrix is singular.") from None
+        info = _first_zero_pivot(A._data)
+        i = int(np.flatnonzero(info)[0]) if info.any() else 0
+        raise _LinAlgError(f"torch.linalg.solve: {_batch_prefix(A._data, i)}The solver failed because the input "
+                           f"matrix is singular.") from None
     return _record(OPS["linalg_solve"], np.ascontiguousarray(x[..., 0]) if vector else x, (A, B),
                    aux=Ctx(left=left, vector=vector))
 
@@ -540,7 +533,7 @@ def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     info = _cholesky_info(A._data)
     if check_errors and info.any():
         cholesky_linalg(A, upper=upper)
-    flat = A._data.reshape((-1,) + A.shape[-2:])
+    flat = A._data.reshape((int(np.prod(A.shape[:-2])),) + A.shape[-2:])
     low = np.full(flat.shape, np.nan, flat.dtype)
     for b, m in enumerate(flat):
         if not info.reshape(-1)[b]:
@@ -724,7 +717,8 @@ def svd_linalg(A, full_matrices=True, *, driver=None, out=None):
 def svdvals(A, *, driver=None, out=None):
     _no_out(out)
     A = _matrix("linalg.svdvals", A, square=False)
-    s = np.linalg.svd(A._data, compute_uv=False) if A._data.size else np.zeros(A.shape[:-2] + (0,), A._data.dtype)
+    s = (np.linalg.svd(A._data, compute_uv=False) if A._data.size
+         else np.zeros(A.shape[:-2] + (min(A.shape[-2:]),), A._data.dtype))
     return _record(OPS["linalg_svd_S"], s, (A,), aux=Ctx(full=False))
 
 
@@ -981,6 +975,22 @@ def _lstsq_rule(L, ctx, g, inputs, out):
     return L.sum_to(gA, inputs[0].shape), L.sum_to(gB, inputs[1].shape)
 
 
+def _lstsq_residuals_rule(L, ctx, g, inputs, out):
+    """torch's linalg_lstsq_backward for the residuals L_j = |B_j - A X_j|^2 (X minimizes them: its own variation
+    drops out): with R = B - A X, gA = -2 R diag(g) X^T, gB = 2 R diag(g). None where none were computed (empty)."""
+    A, B = inputs
+    if out.shape[-1] == 0:
+        return None, None
+    if ctx.vector:
+        B = L.usq(B, -1)
+    X = L.mm(L.pinv(A), B)
+    Rg = (B - L.mm(A, X)) * L.usq(g, -2)
+    gA, gB = -2 * L.mm(Rg, L.mT(X)), 2 * Rg
+    if ctx.vector:
+        gB = gB[..., 0]
+    return L.sum_to(gA, inputs[0].shape), L.sum_to(gB, inputs[1].shape)
+
+
 def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None):
     _no_out(out)
     A = _matrix("linalg.matrix_rank", A, square=False)
@@ -1179,8 +1189,8 @@ _declare("linalg_pinv", "LinalgPinvBackward0", None, _pinv_rule,
          unreplayable="its tolerances (atol, rtol, hermitian) are not kept in the row")
 _declare("linalg_lstsq", "LinalgLstsqBackward0", None, _lstsq_rule,
          unreplayable="linalg.lstsq's rank is computed from the input's values")
-registry.python("linalg_lstsq_residuals", "LinalgLstsqBackward0", None, _no_gradient, array_vjp=_no_gradient_arrays,
-                unreplayable="linalg.lstsq's rank is computed from the input's values")
+_declare("linalg_lstsq_residuals", "LinalgLstsqBackward0", None, _lstsq_residuals_rule,
+         unreplayable="linalg.lstsq's rank is computed from the input's values")
 _declare("linalg_cross", "LinalgCrossBackward0",
          lambda ctx, a, b: np.ascontiguousarray(np.cross(*np.broadcast_arrays(a, b), axisa=ctx.dim, axisb=ctx.dim,
                                                           axisc=ctx.dim)),

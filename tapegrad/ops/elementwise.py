@@ -9,7 +9,8 @@ from ..tensor import (Tensor, _format_strides, _memory_format_arg, _new, as_arra
                       preserve_format)
 from ..tape import _local as _tape_local, made_in_trace
 from ._common import (OPS, _array_rule_dtype, _float, _in_float32, _integer, _is_scalar, _record, _tensor,
-                      _tensor_tensor, _to_dtype, broadcast_shape, wrap_integer)
+                      _tensor_tensor, _to_dtype, _two_complement, broadcast_shape, parsed_int, scalar_to_dtype,
+                      wrap_integer)
 from .. import registry
 
 
@@ -83,6 +84,9 @@ def _make_binary(name, commutative=False, to_float=False, check=None):
                 return _record(sop, sop.forward(other._data, c, 0.0), (other,), c)
         if check is not None:
             check(input, other)
+        for v in (input, other):  # (torch's argument parser: an int outside int64 and uint64 refused)
+            if type(v) is int:
+                parsed_int(v)
         if _is_scalar(other):
             x, sop, c = _tensor(input), ts, other
         elif _is_scalar(input):
@@ -95,8 +99,10 @@ def _make_binary(name, commutative=False, to_float=False, check=None):
         if to_float and not _dtype.is_float(dt):
             dt = _dtype.default_float.np
         if not _dtype.is_float(dt):  # integer or bool arithmetic: nothing to differentiate
-            if name != "pow":  # (pow's exponent stays a number: torch's pow(Tensor, Scalar))
+            if name != "pow":
                 c = wrap_integer(c, dt)
+            elif sop is ts and type(c) is int:  # torch's pow(Tensor, Scalar): the exponent a Scalar in the dtype
+                c = _integer_exponent(c, dt)
             a, b = (x._data, c) if sop is ts else (c, x._data)
             return _new(np.asanyarray(_integer(forward, a, b), dtype=dt))
         x = _to_dtype(x, dt)
@@ -105,6 +111,16 @@ def _make_binary(name, commutative=False, to_float=False, check=None):
     fn.__name__ = name
     fn.__doc__ = f"{name}: broadcasting; gradients {op.derivs[0]} and {op.derivs[1]} ({op.grad_fn})."
     return fn
+
+
+def _integer_exponent(c, dt):
+    """An int exponent of an integer tensor as torch's pow(Tensor, Scalar) takes it: a negative one refused, another
+    converted to the tensor's dtype (`scalar_to_dtype`; from 2 ** 63 up, torch's check names int64_t)."""
+    if parsed_int(c) < 0:
+        raise RuntimeError("Integers to negative integer powers are not allowed.")
+    if c >= 2 ** 63:
+        raise RuntimeError("value cannot be converted to type int64_t without overflow")
+    return scalar_to_dtype(c, dt)
 
 
 # torch's CPU kernels round a Python-number operand to float16 / bfloat16 first for these (the number is cast to the
@@ -222,6 +238,8 @@ def _integer_power(a, n):
     if out.dtype != a.dtype:
         out = out.astype(a.dtype)
     if n % 2:
+        if type(out) is not np.ndarray:  # (a 0-d a: NumPy's scalar, which out= refuses)
+            return np.copysign(out, a)
         np.copysign(out, a, out=out)
     return out
 
@@ -287,14 +305,22 @@ _add = _make_binary("add", commutative=True)  # the operators call these two dir
 _sub = _make_binary("sub", check=_no_bool_subtraction)
 
 
-def _times_alpha(input, other, alpha):
-    """alpha * other for add and sub, with torch's checks of alpha against the result's dtype."""
-    kind = _dtype.result_type(*(x._data if isinstance(x, Tensor) else x for x in (input, other))).kind
+def _times_alpha(input, other, alpha, sign=1):
+    """alpha * other for add and sub (sign -1), with torch's checks of alpha against the result's dtype: an integer
+    result's alpha is a Scalar in its dtype (sub's negated first, as torch's sub is add of -alpha), an int other
+    wrapped into it."""
+    dt = _dtype.result_type(*(x._data if isinstance(x, Tensor) else x for x in (input, other)))
+    kind = dt.kind
     if isinstance(alpha, bool):
         if kind != "b":
             raise RuntimeError("Boolean alpha only supported for Boolean results.")
     elif kind in "biu" and not isinstance(alpha, int):
         raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
+    if kind in "iu" and type(alpha) is int:
+        # (torch's error for one out of range; sub's -alpha is negated in int64, wrapping)
+        scalar_to_dtype(int(_two_complement(-parsed_int(alpha), np.dtype(np.int64))) if sign < 0 else alpha, dt)
+        alpha = _two_complement(alpha, dt)
+        other = wrap_integer(other, dt)
     return mul(other, alpha)
 
 
@@ -311,7 +337,7 @@ def sub(input, other, *, alpha=1):
     if alpha == 1 and alpha is not True:
         return _sub(input, other)
     out = _bfloat16_alpha(_sub, input, other, alpha)
-    return out if out is not None else _sub(input, _times_alpha(input, other, alpha))
+    return out if out is not None else _sub(input, _times_alpha(input, other, alpha, -1))
 
 
 def _bfloat16_alpha(fn, input, other, alpha):
@@ -347,15 +373,18 @@ def clamp(input, min=None, max=None):
             out = minimum(out, max)
         return out
     lo, hi = -math.inf, math.inf
-    if isinstance(input, Tensor) and input._data.dtype.kind in "iu" and type(min) in (int, type(None)) \
-            and type(max) in (int, type(None)):  # an integer tensor clamped to integers stays integer, as torch's
+    if isinstance(input, Tensor) and input._data.dtype.kind in "iu" and type(min) in (int, bool, type(None)) \
+            and type(max) in (int, bool, type(None)):  # an integer tensor clamped to integers stays integer, as torch's
         info = np.iinfo(input._data.dtype)
         lo, hi = info.min, info.max
-    return _clamp(input, lo if min is None else _bound(min), hi if max is None else _bound(max))
+    return _clamp(input, lo if min is None else _bound(min, input), hi if max is None else _bound(max, input))
 
 
-def _bound(v):
-    """A Python int bound stays an int, so clamping an integer tensor keeps its dtype (as torch)."""
+def _bound(v, input=None):
+    """A Python int (or bool) bound of an integer tensor in its dtype, as torch converts it (so the dtype stays, and
+    `clamp(uint8, min=-1)` clamps to 255; out of range, torch's error); another bound a float."""
+    if type(v) in (int, bool) and isinstance(input, Tensor) and input._data.dtype.kind in "iu":
+        return scalar_to_dtype(v, input._data.dtype)
     return v if type(v) is int else float(v)
 
 
@@ -417,8 +446,13 @@ def true_divide(input, other):
     return div(input, other)
 
 
-def rsub(input, other):
-    return sub(other, input)
+def rsub(input, other, *, alpha=1):
+    """other - alpha * input."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"rsub() received an invalid combination of arguments - got ({type(input).__name__}, "
+                        f"{type(other).__name__}), but expected one of:\n * (Tensor input, Tensor other, *, Number "
+                        f"alpha = 1)\n * (Tensor input, Number other, Number alpha = 1)\n")
+    return sub(other, input, alpha=alpha)
 
 
 # -- comparisons and logic: no gradient, bool results --------------------------------------------------

@@ -1,10 +1,13 @@
-"""roll, diag, tril_indices, triu_indices: data movement whose index map depends on shapes only."""
+"""roll, diag, tril_indices, triu_indices: data movement whose index map depends on shapes only; torch.fill,
+constant_pad_nd, nonzero_static and resize_as_ (composed of other ops)."""
 import numpy as np
 
 from .. import _dtype, registry
 from ..device import cpu_only as _check_device
 from ..tensor import Tensor, _new
-from ._common import OPS, _array_rule_dtype, _dim, _record, _tensor
+from ._common import OPS, _array_rule_dtype, _dim, _record, _tensor, _to_dtype
+from .elementwise import _with_input, where
+from .padding import pad as _pad
 from .shape import diagonal as _diagonal, _gather, _gather_forward, _index_map, _vjp_gather
 
 
@@ -23,10 +26,10 @@ def roll(input, shifts, dims=None):
         raise RuntimeError("`shifts` required")
     if len(shifts) != len(dims):
         raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(dims)}")
+    if x.ndim == 0:  # (torch's error for a dim of a 0-d tensor)
+        raise IndexError(f"Dimension specified as {dims[0]} but tensor has no dimensions")
     axes = tuple(_dim(d, x.ndim) for d in dims)
     shifts = tuple(int(s) for s in shifts)
-    if x.ndim == 0:
-        return _gather(x, np.zeros((), np.int64), OPS["roll"], x._data.copy())
     return _gather(x, np.roll(_index_map(x), shifts, axes), OPS["roll"], np.roll(x._data, shifts, axes))
 
 
@@ -79,9 +82,62 @@ registry.python("diag_embed", "DiagEmbedBackward0", lambda ctx, x: np.diag(x, ct
                 array_vjp=_diag_embed_arrays)
 
 
-__all__ = ["roll", "diag", "tril_indices", "triu_indices"]
+def fill(input, value):
+    """torch.fill: a tensor of input's shape and dtype holding value (a number or a 0-d tensor, cast to input's
+    dtype). Its gradient: zeros for input, the sum for a tensor value (torch's FillBackward0/1)."""
+    x = _tensor(input)
+    shape, dt = x._data.shape, x._data.dtype
+    if isinstance(value, Tensor):
+        if value.ndim:
+            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} "
+                               f"dimensions.")
+        v = value if value._data.dtype == dt else _to_dtype(value, dt)
+        if v._requires_grad or x._requires_grad:
+            return where(_new(np.ones(shape, np.bool_)), v, x)
+        return _new(np.full(shape, v._data, dt))
+    return _with_input(_new(np.full(shape, value, dt)), x)
+
+
+def constant_pad_nd(input, pad, value=0):
+    """torch.constant_pad_nd: F.pad's constant mode (torch's own messages for a bad pad)."""
+    x = _tensor(input)
+    pad = list(pad)
+    if len(pad) % 2:
+        raise RuntimeError(f"Length of pad must be even but instead it equals {len(pad)}")
+    if len(pad) > 2 * x.ndim:
+        raise RuntimeError(f"Length of pad should be no more than twice the number of dimensions of the input. Pad "
+                           f"length is {len(pad)}while the input has {x.ndim}dimensions.")
+    return _pad(x, pad, "constant", value)
+
+
+def nonzero_static(input, *, size, fill_value=-1):
+    """torch.nonzero_static: nonzero's (n, ndim) int64 indices, cut to `size` rows or padded with fill_value."""
+    x = _tensor(input)
+    size = int(size)
+    if size < 0:
+        raise RuntimeError("nonzero_static: 'size' must be an non-negative integer")
+    found = np.argwhere(x._data.reshape(x._data.shape) if x.ndim else x._data.reshape(()))[:size].astype(np.int64)
+    out = np.full((size, x.ndim), fill_value, np.int64)
+    out[:found.shape[0]] = found.reshape(found.shape[0], x.ndim)
+    return _new(out)
+
+
+def hash_tensor(input, dim=None, *, keepdim=False, mode=0):
+    raise NotImplementedError("tapegrad: hash_tensor is not supported (its result is a torch.uint64 tensor, a dtype "
+                              "tapegrad does not have)")
+
+
+def resize_as_(input, the_template, *, memory_format=None):
+    """torch.resize_as_: input.resize_as_(the_template), in place."""
+    return input.resize_as_(the_template, memory_format)
+
+
+__all__ = ["roll", "diag", "tril_indices", "triu_indices", "fill", "constant_pad_nd", "nonzero_static", "hash_tensor",
+           "resize_as_"]
 
 
 # Tensor's methods for this module's front-ends (grep `Tensor.<name> =`)
 Tensor.roll = roll
+Tensor.nonzero_static = nonzero_static
+Tensor.hash_tensor = hash_tensor
 Tensor.diag = diag

@@ -349,14 +349,75 @@ def _einsum_arrays(ctx, g, inputs, out, wanted):
 
 # -- norms ---------------------------------------------------------------------------------------------------------
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
+    """torch.norm as torch/functional.py chooses: a string p other than 'fro' over at most two dims (the nuclear
+    norm, or an error) is linalg.matrix_norm over dim (all dims when None); else a vector norm over dim."""
     x = _tensor(input)
-    if p == "nuc":
-        raise NotImplementedError("tapegrad: the nuclear norm is not supported")
+    if isinstance(p, str) and not (p == "fro" and (dim is None or isinstance(dim, int) or len(dim) <= 2)):
+        return _matrix_norm(x, p, tuple(range(x.ndim)) if dim is None else (dim,) if isinstance(dim, int) else dim,
+                           keepdim, dtype=dtype)
     if p == "fro" or p is None:
         p = 2.0
-    if isinstance(p, str):
-        raise RuntimeError(f"linalg.matrix_norm: Order {p} not supported.")
     return vector_norm(x, p, dim, keepdim, dtype=dtype)
+
+
+def _singular_values(x):
+    """linalg.svdvals of a floating x (ndim >= 2), recorded as its op (declared by ops/decompositions.py, which
+    imports this module: looked up when called)."""
+    d = x._data
+    s = (np.linalg.svd(d, compute_uv=False) if d.size
+         else np.zeros(d.shape[:-2] + (min(d.shape[-2:]),), d.dtype))
+    return _record(OPS["linalg_svd_S"], s, (x,), aux=Ctx(full=False))
+
+
+def _matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
+    """torch.linalg.matrix_norm: 'fro' (the square root of the sum of squares), 1 / -1 (the largest / smallest
+    column sum of |A|), inf / -inf (rows'); 'nuc', 2 and -2: the sum, largest and smallest of the singular values;
+    with torch's checks in its order (ord, A, dim, dtype)."""
+    x = _tensor(A)
+    if isinstance(ord, str) and ord not in ("fro", "nuc") or not isinstance(ord, str) and abs(ord) not in (
+            1, 2, math.inf):
+        raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+    if x.dim() < 2:
+        raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
+    svd_based = ord in ("nuc", 2, -2)
+    if not _dtype.is_float(x._data.dtype):
+        raise RuntimeError(f"linalg.matrix_norm: Expected a floating point or complex tensor as input. Got "
+                           f"{_dtype.scalar_type_name(x._data.dtype)}")
+    if svd_based and _dtype.is_reduced_float(x._data.dtype):
+        raise RuntimeError(f"linalg.matrix_norm: Low precision dtypes not supported. Got "
+                           f"{_dtype.scalar_type_name(x._data.dtype)}")
+    dim = (dim,) if isinstance(dim, int) else tuple(dim)
+    if len(dim) != 2:
+        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(str(d) for d in dim)}")
+    rows, cols = _dims(dim[0], x.ndim)[0], _dims(dim[1], x.ndim)[0]
+    if rows == cols:
+        raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({rows}, {cols})")
+    if dtype is not None:
+        to = _dtype.to_numpy_dtype(dtype)
+        if not _dtype.is_float(to):
+            raise RuntimeError(f"linalg.matrix_norm: dtype should be floating point or complex, but got "
+                               f"{_dtype.scalar_type_name(to)}")
+        if np.promote_types(x._data.dtype, to) != to:
+            raise RuntimeError(f"linalg.matrix_norm: the dtype of the input ({_dtype.scalar_type_name(x._data.dtype)})"
+                               f" should be convertible without narrowing to the specified dtype "
+                               f"({_dtype.scalar_type_name(to)})")
+    if svd_based:
+        if dtype is not None:
+            x = _to_dtype(x, _dtype.to_numpy_dtype(dtype))
+        s = _singular_values(x.movedim((rows, cols), (-2, -1)))
+        out = s.sum(-1) if ord == "nuc" else s.amax(-1) if ord == 2 else s.amin(-1)
+        if keepdim:
+            for d in sorted((rows, cols)):
+                out = out.unsqueeze(d)
+        return out
+    if ord == "fro":
+        return vector_norm(x, 2, (rows, cols), keepdim, dtype=dtype)
+    if dtype is not None:
+        x = _to_dtype(x, _dtype.to_numpy_dtype(dtype))
+    summed, picked = (rows, cols) if abs(ord) == 1 else (cols, rows)  # 1: columns' sums; inf: rows'
+    sums = x.abs().sum(summed, keepdim=True)
+    out = sums.amax(picked, keepdim=True) if ord > 0 else sums.amin(picked, keepdim=True)
+    return out if keepdim else out.squeeze(max(rows, cols)).squeeze(min(rows, cols))
 
 
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):

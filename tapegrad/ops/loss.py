@@ -143,6 +143,8 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     input, target = _autocast_float32(input, target)  # (torch's CPU autocast: in float32)
     reduction = _reduction(reduction)
     x, t, shape = _pair(input, target)
+    if not delta > 0:  # (NaN too, as torch's TORCH_CHECK(delta > 0))
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
     if delta > 0:  # delta * smooth_l1 with beta = delta: its rule gives sign(d) at d = +-inf, as torch (not NaN)
         if weight is None:  # one row, as torch's (HuberLossBackward0; declared in layers.py)
             ctx = Ctx(reduction=reduction, n=int(np.prod(shape)), delta=float(delta))
@@ -499,6 +501,11 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
                       "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
                       stacklevel=user_stacklevel())
     reduction = _reduction(reduction, size_average, reduce) if reduction != "batchmean" else reduction
+    return _kl_div(input, target, reduction, log_target)
+
+
+def _kl_div(input, target, reduction, log_target):
+    """kl_div's loss, reduced ("batchmean" too), without the arguments' checks and warnings (torch.kl_div's too)."""
     x, t = _tensor(input), _tensor(target)
     loss = exp(t) * (t - x) if log_target else where(t > 0, t * log(where(t > 0, t, 1.0)), 0.0) - t * x
     if reduction == "batchmean":

@@ -15,7 +15,7 @@ import numpy as np
 from .. import tape as tape_mod
 from ..registry import Ctx
 from ..tensor import Tensor, _new
-from ._common import OPS, _record, _tensor, broadcast_shape
+from ._common import OPS, _record, _record_undefined_gradient, _tensor, broadcast_shape
 from .decompositions import (COL_MAJOR, _ARRAYS, _declare, _lapacke, _matrix, _return_type, _type_name, _cat_last,
                              solve_triangular)
 from .linalg import matmul
@@ -89,7 +89,7 @@ def _getrf_numpy(m, piv):
 def _permutation(pivots, m):
     """perm with A[perm] = L U (the rows getrf's swaps bring up, in order), for pivots (..., k) 1-based."""
     batch, k = pivots.shape[:-1], pivots.shape[-1]
-    flat = pivots.reshape(-1, k).astype(np.int64) - 1
+    flat = pivots.reshape(math.prod(batch), k).astype(np.int64) - 1
     perm = np.broadcast_to(np.arange(m), (len(flat), m)).copy()
     rows = np.arange(len(flat))
     for i in range(k):
@@ -449,8 +449,8 @@ def ldl_solve(LD, pivots, B, *, hermitian=False, out=None):
         raise RuntimeError(f"torch.linalg.ldl_solve: Expected LD and B to have the same dtype, but found LD of type "
                            f"{_type_name(LD._data)} and B of type {_type_name(B._data)} instead")
     batch = tuple(np.broadcast_shapes(LD.shape[:-2], B.shape[:-2], pivots.shape[:-1]))
-    ld = np.broadcast_to(LD._data, batch + (n, n)).reshape((-1, n, n))
-    piv = np.broadcast_to(np.asarray(pivots._data, np.int64), batch + (n,)).reshape(-1, n).copy()
+    ld = np.broadcast_to(LD._data, batch + (n, n)).reshape((math.prod(batch), n, n))
+    piv = np.broadcast_to(np.asarray(pivots._data, np.int64), batch + (n,)).reshape(math.prod(batch), n).copy()
     xs, buf = _columns(np.broadcast_to(B._data, batch + B.shape[-2:]))
     sytrs = _lapacke("sytrs", ld.dtype)
     if sytrs is None:
@@ -496,6 +496,9 @@ def householder_product(A, tau, *, out=None):
                            f"{list(tau.shape[:-1])}")
     V = _vectors(A, k)
     Q = _new(np.broadcast_to(np.eye(m, n, dtype=A._data.dtype), A.shape).copy())
+    if k == 0:  # (no reflector: torch's result still requires grad, and its backward gives A and tau none)
+        return _record_undefined_gradient(OPS["copy"], Q._data, (A, tau), Ctx(
+            unreplayable="householder_product without reflectors (its row has no input: no gradient flows)"))
     for i in range(k - 1, -1, -1):
         v = V[..., :, i:i + 1]
         Q = Q - tau[..., i:i + 1].unsqueeze(-1) * matmul(v, matmul(v.mT, Q))

@@ -4,6 +4,7 @@ likelihood losses torch keeps beside them (poisson_nll, gaussian_nll, multilabel
 ATen / functional code computes them, from recorded tapegrad ops (any order of derivative, replayable)."""
 import math
 import numbers
+import warnings
 
 import numpy as np
 
@@ -11,9 +12,11 @@ from .. import _dtype, registry
 from ..grad_mode import is_grad_enabled
 from ..registry import Ctx
 from ..tensor import _new
+from .._warnings import user_stacklevel
 from ._common import OPS, _array_rule_dtype, _record, _tensor, broadcast_shape
 from .layers import _detached_clamp_min, _size, pairwise_distance
-from .loss import _reduce, _reduce_np, _reduction
+from .loss import _kl_div, _reduce, _reduce_np, _reduction, binary_cross_entropy_with_logits, cross_entropy
+from .nn import linear
 from . import log_sigmoid, minimum, sigmoid, where
 
 __all__ = []  # torch.nn.functional's only (nn/functional.py binds them)
@@ -227,14 +230,15 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
                            f"samples (batch size). Expected target size [{n}], but got "
                            f"[{', '.join(str(s) for s in t.shape)}]. Input has shape "
                            f"[{', '.join(str(s) for s in x.shape)}].")
+    if weight is not None and _tensor(weight).numel() != c:  # (torch checks it before the target's dtype)
+        raise RuntimeError(f"inconsistent weight size, expected {c} but got "
+                           f"[{', '.join(str(s) for s in _tensor(weight).shape)}]")
     _long_target(t)
     _check_class_range(t._data, c)
     inputs = (x.reshape(n, c), t.reshape(n))
     if weight is not None:
         w = _tensor(weight)
         _not_differentiable("multi_margin_loss", "weight", w)
-        if w.numel() != c:
-            raise RuntimeError(f"inconsistent weight size, expected {c} but got [{', '.join(str(s) for s in w.shape)}]")
         if w._data.dtype != x._data.dtype:
             raise RuntimeError(f"expected scalar type {_scalar_name(x)} but found {_scalar_name(w)}")
         inputs += (w,)
@@ -413,6 +417,60 @@ def aten_triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e
     """torch.triplet_margin_loss."""
     return triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap,
                                reduction=_enum("triplet_margin_loss", reduction))
+
+
+def linear_cross_entropy(input, linear_weight, target, *, linear_bias=None, weight=None, reduction="mean",
+                         ignore_index=None, label_smoothing=0.0, options=None):
+    """torch.nn.functional.linear_cross_entropy: cross_entropy(linear(input, linear_weight, linear_bias), target).
+    `options` (nn.LinearCrossEntropyOptions) picks torch's chunked path, which never holds the whole logits: here
+    the reference path computes the same values and gradients (holding the logits), with torch's warning where
+    torch's chunked path would not apply."""
+    x, w, t = _tensor(input), _tensor(linear_weight), _tensor(target)
+    if x.ndim < 1 or x.ndim > 2:
+        raise RuntimeError(f"expected input with dimensionality 1 or 2, got {x.ndim}")
+    if w.ndim < 2:
+        raise RuntimeError(f"expected linear_weight with dimensionality at least 2, got {w.ndim}")
+    num_batches, in_features = tuple(x.shape[:-1]), x.shape[-1]
+    if in_features != w.shape[-1]:
+        raise RuntimeError("expected equal input and linear_weight last dimensions (in_features), "
+                           f"got {x.shape[-1]} and {w.shape[-1]}, respectively")
+    num_classes, out_features = w.shape[0], tuple(w.shape[1:-1])
+    if linear_bias is not None and tuple(_tensor(linear_bias).shape) != (num_classes, *out_features):
+        raise RuntimeError(f"expected linear_bias shape {(num_classes, *out_features)}, got "
+                           f"{tuple(_tensor(linear_bias).shape)}")
+    if out_features and not num_batches:
+        raise RuntimeError(f"K-dimensional loss defined by linear_weight shape {tuple(w.shape)} requires batched "
+                           f"input, (N, {in_features}), got unbatched input with shape {tuple(x.shape)}")
+    logits_shape = (*num_batches, num_classes, *out_features)
+    if tuple(t.shape) == logits_shape and ignore_index is not None:
+        raise RuntimeError("ignore_index cannot be specified when target contains probabilities")
+    ignore_index = ignore_index if ignore_index is not None else -100
+    if options is not None and (out_features or reduction not in {"mean", "sum", "none"} or label_smoothing != 0.0
+                                or t._data.dtype != np.int64):
+        bias_shape = tuple(_tensor(linear_bias).shape) if linear_bias is not None else None
+        warnings.warn("linear_cross_entropy: ``options`` ignored; chunked path needs reduction in "
+                      "{'mean','sum','none'}, label_smoothing == 0, target.dtype == int64, out_features == (). Got "
+                      f"reduction={reduction!r}, label_smoothing={label_smoothing}, "
+                      f"target.dtype={_dtype.from_numpy_dtype(t._data.dtype)}, out_features={out_features}, "
+                      f"tracing=False, linear_bias.shape={bias_shape}.", stacklevel=user_stacklevel())
+    b = linear_bias
+    if out_features:
+        w = w.reshape((math.prod(out_features, start=num_classes), in_features))
+        b = None if b is None else _tensor(b).reshape(math.prod(out_features, start=num_classes))
+    logits = linear(x, w, b).reshape(logits_shape)
+    return cross_entropy(logits, t, weight=weight, reduction=reduction, ignore_index=ignore_index,
+                         label_smoothing=label_smoothing)
+
+
+def aten_binary_cross_entropy_with_logits(input, target, weight=None, pos_weight=None, reduction=0):
+    """torch.binary_cross_entropy_with_logits (aten's argument order: weight, pos_weight, then the enum)."""
+    return binary_cross_entropy_with_logits(input, target, weight, pos_weight=pos_weight,
+                                            reduction=_enum("binary_cross_entropy_with_logits", reduction))
+
+
+def aten_kl_div(input, target, reduction=0, *, log_target=False):
+    """torch.kl_div (reduction aten's enum: no "batchmean", and no warning for "mean")."""
+    return _kl_div(input, target, _enum("kl_div", reduction), log_target)
 
 
 def aten_poisson_nll_loss(input, target, log_input, full, eps, reduction):

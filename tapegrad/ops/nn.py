@@ -216,7 +216,7 @@ def _clamp_one(name, input, bound):
     if isinstance(bound, Tensor):
         x, b = _tensor(input), bound
         return _clamp_tensor(OPS[name + "_tensor"], x, (b,), (name == "clamp_min", name == "clamp_max"))
-    return getattr(elementwise, name)(input, elementwise._bound(bound))
+    return getattr(elementwise, name)(input, elementwise._bound(bound, input))
 
 
 def _clamp_tensor(op, x, bounds, which):

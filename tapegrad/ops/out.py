@@ -91,6 +91,9 @@ def with_out(fn, name=None):
             if not isinstance(out, (tuple, list)) or len(out) != len(result):
                 raise TypeError(f"{name}(): argument 'out' must be tuple of Tensors")
             for o, r in zip(out, result):
+                if name == "aminmax" and isinstance(o, Tensor) and o._data.dtype != r._data.dtype:
+                    raise RuntimeError(f"Expected out tensor to have dtype {_dtype.cpp_type_name(r._data.dtype)}, "
+                                       f"but got {_dtype.cpp_type_name(o._data.dtype)} instead")
                 write_out(o, r, name)
             return type(result)(*out)
         return write_out(out, result, name)
@@ -129,9 +132,19 @@ def _with_dtype(args, kwargs, at, dtype):
 
 def _check_out_dtype(name, result, out):
     """torch's refusals of an out= of another dtype where its kernel does not cast: the matrix products, cat."""
-    if name in ("matmul", "mm", "bmm", "mv"):
+    if name in ("matmul", "mm", "bmm", "mv", "gather"):
         raise RuntimeError(f"Expected out tensor to have dtype {_dtype.cpp_type_name(result)}, but got "
                            f"{_dtype.cpp_type_name(out)} instead")
+    if name in ("amax", "amin"):
+        raise RuntimeError(f"Expected the dtype for input and out to match, but got {_dtype.scalar_type_name(result)} "
+                           f"for input's dtype and {_dtype.scalar_type_name(out)} for out's dtype.")
+    if name == "index_select":
+        raise RuntimeError("index_select(): self and result must have the same scalar type")
+    if name == "take":
+        raise RuntimeError(f"take(): self and out expected to have the same dtype, but got self.dtype = "
+                           f"{_dtype.scalar_type_name(result)} and out.dtype = {_dtype.scalar_type_name(out)}")
+    if name == "multinomial":
+        raise RuntimeError(f"multinomial expects Long tensor out, got: {_dtype.scalar_type_name(out)}")
     if name == "dot":
         raise RuntimeError(f"result dtype {_dtype.scalar_type_name(out)} does not match input dtype "
                            f"{_dtype.scalar_type_name(result)}")
@@ -184,18 +197,22 @@ _NAMES = ("add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_di
           "exp", "log", "sqrt", "rsqrt", "abs", "neg", "negative", "sin", "cos", "tan", "tanh", "sigmoid", "sign",
           "floor", "ceil", "round", "trunc", "clamp", "clip", "maximum", "minimum", "atan2", "log1p", "expm1",
           "reciprocal", "square", "eq", "ne", "lt", "le", "gt", "ge", "where", "gather", "index_select",
-          "logsumexp", "amax", "amin", "argmax", "argmin", "tril", "triu", "diag", "lerp", "erf",
+          "logsumexp", "amax", "amin", "aminmax", "argmax", "argmin", "tril", "triu", "diag", "lerp", "erf",
           "logical_not", "logical_and", "logical_or", "logical_xor", "sort", "topk", "multinomial", "std", "var",
           "norm", "softmax", "log_softmax", "addmm", "addmv", "addbmm", "baddbmm", "addr", "addcmul", "addcdiv",
           "max", "min", "median", "nanmedian", "mode", "kthvalue", "cummax", "cummin", "masked_select", "nansum",
           "nanmean", "cumprod", "logcumsumexp", "quantile", "nanquantile", "tensordot", "remainder", "fmod",
           "floor_divide", "fmax", "fmin", "hypot", "logaddexp", "logaddexp2", "xlogy", "copysign", "log2", "log10",
           "exp2", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "arcsin", "arccos", "arctan",
-          "erfc", "erfinv", "lgamma", "digamma", "polygamma", "logit", "i0", "sinc", "frac", "fix", "sgn",
-          "nan_to_num", "searchsorted", "bucketize", "kron", "take", "histc", "gcd", "lcm", "bitwise_and",
+          "erfc", "erfinv", "lgamma", "digamma", "polygamma", "igamma", "igammac", "logit", "i0", "sinc", "frac",
+          "fix", "sgn", "nan_to_num", "searchsorted", "bucketize", "kron", "take", "histc", "gcd", "lcm", "bitwise_and",
           "bitwise_or", "bitwise_xor", "bitwise_not", "signbit", "heaviside", "nextafter", "ldexp", "float_power",
           "msort", "mvlgamma", "deg2rad", "rad2deg", "isin", "isneginf", "isposinf", "index_add",
-          "index_copy", "scatter", "scatter_add", "scatter_reduce")
+          "index_copy", "scatter", "scatter_add", "scatter_reduce",
+          # the *_copy forms of the views (ops/shape.py), and nonzero_static
+          "alias_copy", "as_strided_copy", "detach_copy", "diagonal_copy", "expand_copy", "permute_copy",
+          "select_copy", "slice_copy", "squeeze_copy", "t_copy", "transpose_copy", "unfold_copy", "unsqueeze_copy",
+          "view_copy", "nonzero_static")
 _CREATION = ("zeros", "ones", "empty", "arange", "eye", "full", "linspace", "randn", "rand", "randint",
              "randperm")
 

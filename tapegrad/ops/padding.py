@@ -5,6 +5,7 @@ then the affine; each activation is one row under torch's name, with a NumPy bac
 tapegrad ops."""
 import builtins
 import math
+import numbers
 
 import numpy as np
 
@@ -13,7 +14,7 @@ from .._meta import MetaArray as _MetaArray, make as _make_meta
 from ..tensor import _new
 from ._common import OPS, _autocast_lower, _in_float32, _record, _tensor, _to_dtype, autocast_state
 from ..registry import Ctx
-from .conv import _affine, _norm_arrays, _normalized, _vjp_norm, layer_norm
+from .conv import _affine, _norm_arrays, _normalized, _vjp_norm, batch_norm as _batch_norm, layer_norm
 from .elementwise import _sigmoid, _with_input
 from .shape import _VIEW_MAPS, _gather_forward, _vjp_gather, _remember_map
 
@@ -27,6 +28,10 @@ _COMBOS = ("Supported combinations for non-constant padding:\n"
 
 def _sources(n, lo, hi, mode, dim, shape, pad):
     """For each output position along one dim: the input index it reads, or -1 (the constant)."""
+    if not (lo or hi):  # (an unpadded dim is read whole, even an empty one: a batch of none)
+        return np.arange(n, dtype=np.int64)
+    if mode == "circular":
+        return _circular_sources(n, lo, hi)
     i = np.arange(-lo, n + hi, dtype=np.int64)
     if mode == "constant":
         return np.where((i >= 0) & (i < n), i, -1)
@@ -37,11 +42,23 @@ def _sources(n, lo, hi, mode, dim, shape, pad):
                                f"but got: padding ({pad[0]}, {pad[1]}) at dimension {dim} of input {list(shape)}")
         i = np.abs(i)
         return np.where(i >= n, 2 * (n - 1) - i, i)
-    if mode == "replicate":
-        return np.clip(i, 0, n - 1)
+    return np.clip(i, 0, n - 1)  # replicate
+
+
+def _circular_sources(n, lo, hi):
+    """torch's circular padding: a negative pad narrows the input first, and the positive pads wrap around what is
+    left (m elements), so each may be at most m (torch refuses a longer one, or reads memory it never wrote)."""
     if lo > n or hi > n:
         raise RuntimeError("Padding value causes wrapping around more than once.")
-    return i % n
+    if n + lo + hi < 0:
+        raise RuntimeError("Negative padding value is resulting in an empty dimension")
+    m = n + builtins.min(lo, 0) + builtins.min(hi, 0)
+    if n + lo + hi == 0:
+        return np.zeros(0, np.int64)
+    if lo > m or hi > m:
+        raise RuntimeError("unsupported operation: some elements of the input tensor and the written-to tensor refer "
+                           "to a single memory location. Please clone() the tensor before performing the operation.")
+    return np.arange(-builtins.max(lo, 0), m + builtins.max(hi, 0), dtype=np.int64) % m + builtins.max(-lo, 0)
 
 
 # each mode's gather row under torch's grad_fn name (circular stays a plain gather, IndexBackward0: torch's
@@ -54,6 +71,80 @@ for _name, _grad_fn in (("constant_pad_nd", "ConstantPadNdBackward0"),
                         ("replication_pad2d", "ReplicationPad2DBackward0"),
                         ("replication_pad3d", "ReplicationPad3DBackward0")):
     registry.structural(_name, registry.K_GATHER, _grad_fn, _vjp_gather, forward=_gather_forward)
+
+
+def aten_layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_enable=True):
+    """torch.layer_norm: F.layer_norm's arguments and torch's cudnn_enable (no cuDNN here: it changes nothing)."""
+    _normalized_shape_given(normalized_shape)
+    return layer_norm(input, normalized_shape, weight, bias, eps)
+
+
+def _normalized_shape_given(normalized_shape):
+    if not isinstance(normalized_shape, numbers.Integral) and len(normalized_shape) == 0:
+        raise RuntimeError("Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one "
+                           "element, but got normalized_shape = []")
+
+
+# -- torch's native_* normalizations: the output and the statistics torch's kernels save -----------------------------
+def _stats(a, axes, eps, dt):
+    """The mean and 1 / sqrt(biased variance + eps) of a over axes (kept), as values (torch's saved statistics)."""
+    a = np.asarray(a, np.float64)
+    mean = a.mean(axis=axes, keepdims=True)
+    var = ((a - mean) ** 2).mean(axis=axes, keepdims=True)
+    return mean.astype(dt), (1.0 / np.sqrt(var + eps)).astype(dt)
+
+
+def native_layer_norm(input, normalized_shape, weight, bias, eps):
+    """torch.native_layer_norm: (layer_norm's output, mean, rstd), the statistics with the normalized dims kept as
+    1 (not differentiable, as torch's)."""
+    x = _tensor(input)
+    _normalized_shape_given(normalized_shape)
+    out = layer_norm(x, normalized_shape, weight, bias, eps)
+    k = 1 if isinstance(normalized_shape, numbers.Integral) else len(normalized_shape)
+    mean, rstd = _stats(x._data, tuple(range(x.ndim - k, x.ndim)), float(eps), out._data.dtype)
+    return out, _new(mean), _new(rstd)
+
+
+def native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
+    """torch.native_batch_norm: (batch_norm's output, save_mean, save_invstd): the batch's per-channel mean and
+    1 / sqrt(biased variance + eps) in training (the running statistics updated, as batch_norm's), empty in
+    evaluation (not differentiable, as torch's)."""
+    x = _tensor(input)
+    out = _batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps)
+    dt = out._data.dtype
+    if not training:
+        return out, _new(np.zeros(0, dt)), _new(np.zeros(0, dt))
+    mean, invstd = _stats(x._data, (0,) + tuple(range(2, x.ndim)), float(eps), dt)
+    return out, _new(mean.reshape(-1)), _new(invstd.reshape(-1))
+
+
+def _native_batch_norm_legit(input, weight, bias, *args):
+    """torch._native_batch_norm_legit: native_batch_norm's, with running statistics (input, weight, bias,
+    running_mean, running_var, training, momentum, eps) or without them (input, weight, bias, training, momentum,
+    eps)."""
+    if len(args) == 3:
+        return native_batch_norm(input, weight, bias, None, None, *args)
+    return native_batch_norm(input, weight, bias, *args)
+
+
+def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
+    """torch.native_group_norm: (group_norm's output, mean, rstd) with the statistics (N, group) recorded ops, so
+    differentiable, as torch's."""
+    x = _tensor(input)
+    if x.numel() != N * C * HxW:
+        raise RuntimeError(f"Expected input to have {N * C * HxW} elements, but got {x.numel()}")
+    out = group_norm(x, group, weight, bias, eps)
+    xg = x.reshape(N, group, -1)
+    mean = xg.mean(-1)
+    var = (xg - mean.unsqueeze(-1)).square().mean(-1)
+    return out, mean, (var + float(eps)).rsqrt()
+
+
+def _softmax_backward_data(grad_output, output, dim, input_dtype):
+    """torch._softmax_backward_data: softmax's input gradient from its output y and the output's gradient g,
+    y * (g - sum(g * y, dim)), in g's dtype."""
+    g, y = _tensor(grad_output), _tensor(output)
+    return y * (g - (g * y).sum(dim, keepdim=True))
 
 
 def _pad_op(mode, k):
@@ -83,6 +174,9 @@ def pad(input, pad, mode="constant", value=None):
         if k not in (1, 2, 3) or x.ndim not in (k + 1, k + 2):
             raise NotImplementedError(f"Padding size {len(pad)} is not supported for {x.ndim}D input tensor.\n"
                                       + _COMBOS)
+        if mode != "circular" and 0 in x.shape[1 if x.ndim == k + 2 else 0:]:
+            raise RuntimeError(f"Expected {k + 1}D or {k + 2}D (batch mode) tensor with possibly 0 batch size and "
+                               f"other non-zero dimensions for input, but got: {list(x.shape)}")
     shape = tuple(x.shape)
     widths = [(pad[2 * j], pad[2 * j + 1]) if j < k else (0, 0) for j in range(x.ndim - 1, -1, -1)]
     index = _pad_map(shape, tuple(widths), mode)  # (remembered: a training step pads the same shapes each time)
@@ -146,7 +240,8 @@ def _pad_map(shape, widths, mode):
     srcs = [None] * len(shape)
     for d in range(len(shape) - 1, -1, -1):  # (torch checks the last dim first)
         lo, hi = widths[d]
-        if shape[d] + builtins.min(lo, 0) + builtins.min(hi, 0) < 0:  # (torch narrows by each negative pad)
+        # (torch narrows by each negative pad; circular padding's own checks are _circular_sources')
+        if mode != "circular" and shape[d] + builtins.min(lo, 0) + builtins.min(hi, 0) < 0:
             raise RuntimeError("narrow(): length must be non-negative.")
         srcs[d] = _sources(shape[d], lo, hi, mode, d, shape, (lo, hi))
     n = math.prod(shape)
@@ -331,11 +426,18 @@ def prelu(input, weight):
     x, w = _tensor(input), _tensor(weight)
     if autocast_state.dtype is not None:
         x, w = _autocast_lower(x, w)
+    if x._data.dtype != w._data.dtype:
+        raise RuntimeError(f"prelu: Type promoting not supported. Got {_dtype.scalar_type_name(x._data.dtype)} and "
+                           f"{_dtype.scalar_type_name(w._data.dtype)}")
     if w.numel() != 1:
+        if x.ndim == 0:
+            raise RuntimeError("Not allow zero-dim input tensor.")
         C = x.shape[1] if x.ndim >= 2 else 1
         if w.numel() != C:
             raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found parameter numbers = "
                                f"{w.numel()} and channel size = {C}.")
+    if w.ndim > 1:
+        raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {w.ndim}")
     return _record(OPS["prelu"], _prelu_forward(None, x._data, w._data), (x, w))
 
 

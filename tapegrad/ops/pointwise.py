@@ -7,8 +7,10 @@ import numpy as np
 
 from .. import _dtype, registry
 from ..grad_mode import _state as _grad_state
+from ..tape import traced_value
 from ..tensor import Tensor, _new
-from ._common import OPS, _array_rule_dtype, _record, _sum_to_np, _tensor, _to_dtype, broadcast_shape
+from ._common import (OPS, _array_rule_dtype, _is_scalar, _record, _sum_to_np, _tensor, _to_dtype,
+                      broadcast_shape, wrap_integer)
 from .elementwise import abs, acos, asin, atan, atan2, ge, isnan, le, mul, neg, pow, sign, trunc, where
 from .elementwise import div as _true_div
 from .reduce import sum_to_shape
@@ -33,7 +35,8 @@ arcsin, arccos, arctan, arctan2 = asin, acos, atan, atan2
 
 # -- Python rows: NumPy forward, torch's derivative -------------------------------------------------------------------
 def _operands(input, other, name):
-    """Both operands as Tensors in their result dtype (a Python number as a constant), and that dtype."""
+    """Both operands as Tensors in their result dtype (a Python number as a constant, an int wrapped into an integer
+    dtype as torch's: `wrap_integer`), and that dtype."""
     if not isinstance(input, Tensor) and not isinstance(other, Tensor):
         raise TypeError(f"{name}() received an invalid combination of arguments - got ({type(input).__name__}, "
                         f"{type(other).__name__})")
@@ -41,8 +44,8 @@ def _operands(input, other, name):
     ib = other._data if isinstance(other, Tensor) else other
     dt = _dtype.result_type(ia, ib)
     broadcast_shape(np.shape(ia), np.shape(ib))
-    a = _to_dtype(input, dt) if isinstance(input, Tensor) else _new(np.asanyarray(input, dt))
-    b = _to_dtype(other, dt) if isinstance(other, Tensor) else _new(np.asanyarray(other, dt))
+    a = _to_dtype(input, dt) if isinstance(input, Tensor) else _new(np.asanyarray(wrap_integer(input, dt), dt))
+    b = _to_dtype(other, dt) if isinstance(other, Tensor) else _new(np.asanyarray(wrap_integer(other, dt), dt))
     return a, b, dt
 
 
@@ -347,11 +350,24 @@ _Frexp.__repr__ = lambda self: f"torch.return_types.frexp(\nmantissa={self.manti
 
 
 def nextafter(input, other):
-    """The next float after input towards other. No gradient here."""
+    """The next float after input towards other. input's gradient is g where input != other, else 0 (torch's
+    NextafterBackward0), other gets none (torch's is zero): input plus the step to the next float (a value a replay
+    recomputes), where input != other."""
     a, b, dt = _operands(input, other, "nextafter")
     if not _dtype.is_float(dt):
         raise NotImplementedError(f"\"nextafter_cpu\" not implemented for '{_dtype.scalar_type_name(dt)}'")
-    return _new(np.nextafter(a._data, b._data))
+    out = np.nextafter(a._data, b._data)
+    if not (_grad_state.enabled and a._requires_grad):
+        return traced_value(_new(out), np.nextafter, a, b)
+
+    def step(x, y):  # (exact: two neighbouring floats' difference (NaN towards NaN); 0 from a NaN or infinite x)
+        with np.errstate(all="ignore"):
+            d = np.nextafter(x, y) - x
+        return np.where(np.isfinite(x), d, 0).astype(x.dtype)
+    result = a + traced_value(_new(step(a._data, b._data)), step, a, b)
+    # (infinite towards a number: its value, with no gradient, where torch's is g)
+    moves = (a._data != b._data) & ((result._data == out) | np.isnan(out) & np.isnan(result._data))
+    return where(_new(moves), result, _new(out))
 
 
 def fmax(input, other):
@@ -436,8 +452,10 @@ def can_cast(from_, to):
 
 
 def _to(name, np_type):
+    dt = _dtype.from_numpy_dtype(np.dtype(np_type))
+
     def method(self, memory_format=None):
-        return _to_dtype(self, np.dtype(np_type)) if self._data.dtype != np_type else self
+        return self._convert(dt, memory_format)  # (tensor.py: itself when of the dtype, else `to` in memory_format)
     method.__name__ = name
     return method
 
@@ -483,9 +501,13 @@ Tensor.bitwise_xor = Tensor.__xor__
 Tensor.bitwise_not = bitwise_not
 Tensor.__invert__ = _invert
 Tensor.__pos__ = positive
-Tensor.__rand__ = lambda self, other: Tensor.__and__(_tensor(other), self)
-Tensor.__ror__ = lambda self, other: Tensor.__or__(_tensor(other), self)
-Tensor.__rxor__ = lambda self, other: Tensor.__xor__(_tensor(other), self)
+# (`number & x` is `x & number`: the number wrapped into x's dtype as torch's, `wrap_integer`)
+Tensor.__rand__ = lambda self, other: Tensor.__and__(self, other) if _is_scalar(other) else \
+    Tensor.__and__(_tensor(other), self)
+Tensor.__ror__ = lambda self, other: Tensor.__or__(self, other) if _is_scalar(other) else \
+    Tensor.__or__(_tensor(other), self)
+Tensor.__rxor__ = lambda self, other: Tensor.__xor__(self, other) if _is_scalar(other) else \
+    Tensor.__xor__(_tensor(other), self)
 Tensor.bitwise_left_shift = Tensor.__lshift__ = bitwise_left_shift
 Tensor.bitwise_right_shift = Tensor.__rshift__ = bitwise_right_shift
 Tensor.__rlshift__ = lambda self, other: bitwise_left_shift(other, self)

@@ -27,7 +27,11 @@ def _reduce(name_all, name_dim, np_fn, input, dim, keepdim, dtype, scale_of):
                        scale_of(data.size), 0.0, (1 << ndim) - 1)
     x = _tensor(input)
     if dtype is not None:
-        x = _to_dtype(x, _dtype.to_numpy_dtype(dtype))
+        np_dtype = _dtype.to_numpy_dtype(dtype)
+        if name_all == "mean_all" and np_dtype.kind in "biu":
+            raise RuntimeError(f"mean(): could not infer output dtype. Optional dtype must be either a floating "
+                               f"point or complex dtype. Got: {_dtype.scalar_type_name(np_dtype)}")
+        x = _to_dtype(x, np_dtype)
     elif x._data.dtype.kind in "biu" and name_all == "mean_all":
         raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a floating point "
                            f"or complex dtype. Got: {_dtype.scalar_type_name(x._data.dtype)}")

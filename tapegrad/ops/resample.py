@@ -24,11 +24,13 @@ from ..tape import traced_value
 from ._common import OPS, _record, _tensor
 from .conv import (Ctx, _adaptive_matrix, _conv_kernels, _max_pool_arrays, _pool_kernels, _vjp_max_pool,
                    adaptive_avg_pool1d, adaptive_avg_pool2d)
+from .composite import grid_sample
 from .linalg import matmul
 from .shape import _gather, _gather_forward, _vjp_gather, scatter_flat
 from .._warnings import user_stacklevel
 
-__all__ = ["pixel_shuffle", "pixel_unshuffle"]  # torch.X has these; the rest are torch.nn.functional's only
+__all__ = ["pixel_shuffle", "pixel_unshuffle",  # torch.X has these; the rest are torch.nn.functional's only
+           "grid_sampler", "grid_sampler_2d", "grid_sampler_3d"]  # (and these: aten's grid_sample, by enums)
 
 
 def _two(v, what="kernel_size"):
@@ -83,7 +85,7 @@ registry.python("col2im", "Col2ImBackward0", lambda ctx, x: _col2im(x, ctx), _vj
                     inputs[0].shape),))
 
 
-_INT_NAMES = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+_INT_NAMES = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte"}  # (bool: torch's too)
 
 
 def _floats_only(x, kernel):
@@ -702,6 +704,8 @@ def _adaptive_max(nd, input, output_size):
             raise RuntimeError(f"adaptive_max_pool1d() argument 'output_size' should contain one int (got {len(o)})")
         o = (1, int(o[0]))
     else:
+        if isinstance(output_size, (tuple, list)) and x.ndim <= len(output_size):  # (F's _list_with_default)
+            raise ValueError(f"Input dimension should be at least {len(output_size) + 1}")
         if x.ndim not in (3, 4):
             raise RuntimeError(f"adaptive_max_pool2d(): Expected 3D or 4D tensor, but got: {list(x.shape)}")
         o = output_size if isinstance(output_size, (tuple, list)) else (output_size, output_size)
@@ -716,12 +720,11 @@ def _adaptive_max(nd, input, output_size):
     xs4 = shape[:2] + (1,) + shape[2:] if nd == 1 else shape
     N, C, H, W = xs4
     oh, ow = (H if o[0] is None else int(o[0])), (W if o[1] is None else int(o[1]))
-    if oh < 0 or ow < 0:
-        raise RuntimeError(f"{name}(): elements of output_size must be greater than or equal to 0 but received "
-                           f"{{{oh}, {ow}}}" if nd == 2 else f"{name}(): output_size must be non-negative")
+    oshape = (N, C, oh, ow) if x.ndim == nd + 2 else (C, oh, ow)
+    if oh < 0 or ow < 0:  # (torch's message: the output's shape, a 1-d pool's with its height of 1)
+        raise RuntimeError(f"Trying to create tensor with negative dimension {oh if oh < 0 else ow}: {list(oshape)}")
     ctx = Ctx(planes=N * C, plane=H * W, out_hw=(oh, ow), hw=(H, W))
     value = _adaptive_max_planes(ctx, x._data)
-    oshape = (N, C, oh, ow) if x.ndim == nd + 2 else (C, oh, ow)
     if nd == 1:  # the 2-d row on x.unsqueeze(-2), then squeezed, as torch (its grad_fn: SqueezeBackward1)
         x = x.unsqueeze(-2)
     row = _record(OPS["adaptive_max_pool"], value.reshape(oshape), (x,), aux=ctx)
@@ -831,3 +834,35 @@ def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_siz
 
 def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
     return _max_unpool(1, input, indices, kernel_size, stride, padding, output_size)
+
+
+# -- torch.grid_sampler (aten's grid_sample: the mode and padding as enums, align_corners required) ------------------
+_GRID_MODES, _GRID_PADDINGS = ("bilinear", "nearest", "bicubic"), ("zeros", "border", "reflection")
+
+
+def _grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners, dims=None):
+    x, g = _tensor(input), _tensor(grid)
+    if dims is not None and (x.ndim != dims or g.ndim != dims):
+        raise RuntimeError(f"grid_sampler(): expected {dims}D input and grid with same number of dimensions, but got "
+                           f"input with sizes {list(x.shape)} and grid with sizes {list(g.shape)}")
+    if not 0 <= int(interpolation_mode) < 3 or not 0 <= int(padding_mode) < 3:
+        raise RuntimeError(f"grid_sampler(): interpolation_mode {interpolation_mode} or padding_mode {padding_mode} "
+                           f"is not one of aten's (0, 1, 2)")
+    return grid_sample(x, g, _GRID_MODES[int(interpolation_mode)], _GRID_PADDINGS[int(padding_mode)],
+                       bool(align_corners))
+
+
+def grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners):
+    """torch.grid_sampler: F.grid_sample with aten's enums (mode 0 bilinear, 1 nearest, 2 bicubic; padding 0 zeros,
+    1 border, 2 reflection)."""
+    return _grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners)
+
+
+def grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners):
+    """torch.grid_sampler_2d: grid_sampler of a 4-D input."""
+    return _grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners, 4)
+
+
+def grid_sampler_3d(input, grid, interpolation_mode, padding_mode, align_corners):
+    """torch.grid_sampler_3d: grid_sampler of a 5-D input."""
+    return _grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners, 5)

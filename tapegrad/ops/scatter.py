@@ -17,11 +17,13 @@ from .. import _dtype, registry
 from ..grad_mode import is_grad_enabled, no_grad
 from ..tape import guard, traced_value, untraceable
 from ..tensor import Tensor, _new
-from ._common import OPS, _array_rule_dtype, _dim, _dims, _record, _tensor, _to_dtype, broadcast_shape
+from ._common import (OPS, _array_rule_dtype, _dim, _dims, _record, _tensor, _to_dtype, broadcast_shape,
+                      scalar_to_dtype)
 from .elementwise import where
 from .reduce import expand
 from .shape import (_READS_CONSTANT, _along, _gather, _gather_forward, _index_key, _index_map,
-                    _masked_fill_arrays, _vjp_gather, _vjp_masked_fill, gather, getitem, masked_fill, scatter_add)
+                    _masked_fill_arrays, _scatter_check, _vjp_gather, _vjp_masked_fill, gather, getitem, masked_fill,
+                    scatter_add)
 from .._warnings import user_stacklevel
 
 __all__ = ["argwhere", "bincount", "bucketize", "count_nonzero", "diagonal_scatter", "histc", "index_add",
@@ -56,7 +58,7 @@ def _fill(name, x, positions, value, *saved):
     """x with the flat positions P set to value (a number, or a 0-d tensor: then differentiable, as masked_fill)."""
     mask = np.zeros(x._data.shape, np.bool_)
     mask.reshape(-1)[positions.reshape(-1)] = True
-    v = value._data if isinstance(value, Tensor) else value
+    v = value._data if isinstance(value, Tensor) else scalar_to_dtype(value, x._data.dtype)  # (torch's conversion)
     out = np.where(mask, np.asanyarray(v).astype(x._data.dtype), x._data)
     if not _dtype.is_float(out.dtype):
         return _new(out)
@@ -78,9 +80,14 @@ def _check_bounds(idx, n, d, error=RuntimeError, prefix=""):
 
 
 def _part(src, shape):
-    """src's leading block of `shape` (a recorded slice, so its gradient pads back with zeros)."""
+    """src's leading block of `shape` (a recorded slice, so its gradient pads back with zeros); a 0-d src is 1-d
+    there, and an empty index takes none of a src of any shape."""
+    if src.ndim == 0:
+        src = src.reshape(1)
     if tuple(src.shape) == tuple(shape):
         return src
+    if src.ndim != len(shape):
+        return src.reshape(-1)[:0].reshape(shape)
     return getitem(src, tuple(slice(0, s) for s in shape))
 
 
@@ -95,27 +102,11 @@ def _type(a):
 
 # -- scatter, scatter_reduce ---------------------------------------------------------------------------------------
 def _scatter_index(name, x, dim, index, src=None):
-    """The checked index (int64 array) and dim of a scatter, with torch's errors."""
+    """The checked index (an int64 array of at least one dim, as torch's kernels take a 0-d one) and dim of a
+    scatter, with torch's errors (shape._scatter_check)."""
     index = _tensor(index)
-    if index._data.dtype not in (np.int64, np.int32):
-        raise RuntimeError(f"{name}(): Expected dtype int32/int64 for index")
     d = _dim(dim, x.ndim)
-    if index.ndim != x.ndim and not (index.ndim <= 1 and x.ndim <= 1):
-        raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
-    idx = index._data.astype(np.int64, copy=False)
-    if x.ndim == 0:
-        idx = idx.reshape(())
-    else:
-        idx = idx.reshape(idx.shape or (1,))
-        for k in range(x.ndim):
-            if k != d and idx.shape[k] > x.shape[k] or src is not None and idx.shape[k] > src.shape[k]:
-                if src is None:
-                    raise RuntimeError(f"Expected index {list(idx.shape)} to be no larger than self {list(x.shape)} "
-                                       f"apart from dimension {d}")
-                raise RuntimeError(f"Expected index {list(idx.shape)} to be no larger than self {list(x.shape)} "
-                                   f"apart from dimension {d} and to be no larger size than src {list(src.shape)}")
-    _check_bounds(idx, x.shape[d] if x.ndim else 1, d)
-    return index, idx, d
+    return index, _scatter_check(x, d, index, src), d
 
 
 _warned_reduce = [False]
@@ -132,8 +123,6 @@ def scatter(input, dim, index, src=None, *, value=None, reduce=None):
     is_tensor = isinstance(src, Tensor)
     if not is_tensor and not isinstance(src, (numbers.Number, np.number)):
         raise TypeError(f"scatter(): argument 'src' must be Tensor, not {type(src).__name__}")
-    if is_tensor:
-        _same_dtype(x, src, "scatter(): Expected self.dtype to be equal to src.dtype")
     index, idx, d = _scatter_index("scatter", x, dim, index, src if is_tensor else None)
     positions = _along(x, d, idx)
     if reduce is not None:
@@ -154,7 +143,7 @@ def _scatter_legacy_reduce(x, src, positions, idx, reduce, is_tensor):
     if is_grad_enabled() and (x._requires_grad or is_tensor and src._requires_grad):
         raise NotImplementedError("tapegrad: scatter(reduce=...) on a tensor that requires grad is not implemented "
                                   "(torch records it with no derivative; scatter_reduce has one)")
-    values = src._data[tuple(slice(0, s) for s in idx.shape)] if is_tensor else \
+    values = _part(src, idx.shape)._data if is_tensor else \
         np.full(idx.shape, src, x._data.dtype)
     out = x._data.copy()
     ufunc = np.add if reduce == "add" else np.multiply
@@ -206,7 +195,6 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
     x, src = _tensor(input), _tensor(src)
     if reduce not in _REDUCTIONS:
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
-    _same_dtype(x, src, "scatter(): Expected self.dtype to be equal to src.dtype")
     index, idx, d = _scatter_index("scatter", x, dim, index, src)
     src = _part(src, idx.shape)
     out = _scatter_reduce_array(x._data, d, idx, src._data, reduce, include_self)
@@ -304,8 +292,8 @@ def index_add(input, dim, index, source, *, alpha=1):
     x, source = _tensor(input), _tensor(source)
     index, idx, d = _index_source("index_add_", x, dim, index, source)
     _check_bounds(idx, x.shape[d] if x.ndim else 1, d)
-    if alpha != 1:
-        source = _to_dtype(source * alpha, x._data.dtype)
+    if alpha != 1:  # (an integer input's alpha a Scalar in its dtype, as torch converts it)
+        source = _to_dtype(source * scalar_to_dtype(alpha, x._data.dtype), x._data.dtype)
     return _accumulate("index_add", x, source, _index_positions(x, d, idx), index)
 
 
@@ -398,7 +386,7 @@ def take(input, index):
     """input's elements at flat positions index (negative from the end), in index's shape."""
     x = _tensor(input)
     index, flat = _flat_index("take", x, index)
-    flat = np.ascontiguousarray(flat, np.int64)
+    flat = np.ascontiguousarray(flat, np.int64).reshape(index.shape)  # (ascontiguousarray makes a 0-d index 1-d)
     n = x._data.size
 
     def remap(i):  # (tapegrad.compile: the positions from the index a replay binds)

@@ -15,10 +15,10 @@ from .. import _dtype, _meta, _strides, registry
 from ..registry import K_GATHER, K_RESHAPE
 from ..grad_mode import _state as _grad_state, is_grad_enabled
 from ..tensor import INFERENCE_INPLACE_MESSAGE, Tensor, _new, VIEWS, as_index
-from .elementwise import where
+from .elementwise import copy as _clone_row, where
 from ._common import (broadcast_shape, _array_rule_dtype, _as_view, _dim, _dims, _min_max, OPS, _record, _sizes,
                       _sizes_or_keyword,
-                      _tensor, _to_dtype, storage_of)
+                      _tensor, _to_dtype, _cpp_int_name, scalar_to_dtype, storage_of)
 from ..tape import _local as _tape_local, guard, made_in_trace
 from .reduce import expand
 from .._warnings import user_stacklevel
@@ -59,6 +59,9 @@ def _infer_shape(x, shape):
         if shape.count(-1) > 1:
             raise RuntimeError("only one dimension can be inferred")
         known = -math.prod(shape)  # (the product of the other sizes)
+        if known == 0 and numel == 0:
+            raise RuntimeError(f"cannot reshape tensor of 0 elements into shape {list(shape)} because the "
+                               f"unspecified dimension size -1 can be any value and is ambiguous")
         if known == 0 or numel % known:
             raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
         shape = tuple(numel // known if s == -1 else s for s in shape)
@@ -462,11 +465,15 @@ def permute(input, *order, dims=None):
 
 def movedim(input, source, destination):
     x = _tensor(input)
-    src = _dims(source, x.ndim)
-    dst = _dims(destination, x.ndim)
-    if len(src) != len(dst):
-        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({list(src)} dims) should "
-                           f"contain the same number of dims as destination ({list(dst)} dims)")
+    given = [list(d) if isinstance(d, (tuple, list)) else [d] for d in (source, destination)]
+    if len(given[0]) != len(given[1]):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({given[0]} dims) should "
+                           f"contain the same number of dims as destination ({given[1]} dims)")
+    src = tuple(_dim(d, x.ndim) for d in given[0])
+    dst = tuple(_dim(d, x.ndim) for d in given[1])
+    for name, dims, g in (("source", src, given[0]), ("destination", dst, given[1])):
+        if len(set(dims)) != len(dims):
+            raise RuntimeError(f"movedim: repeated dim in `{name}` ({g})")
     return _view_op(x, lambda a: np.moveaxis(a, src, dst), OPS["permute"], offset=0)
 
 
@@ -535,6 +542,8 @@ def narrow(input, dim, start, length):
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     d = _dim(dim, x.ndim)
     n = x.shape[d]
+    if isinstance(start, Tensor) and (start.ndim or start._data.dtype.kind not in "iu"):
+        raise RuntimeError("start must be an 0-dim integral Tensor.")
     start, length = int(start), int(length)
     if not -n <= start <= n:
         raise IndexError(f"start out of range (expected to be in range of [{-n}, {n}], but got {start})")
@@ -608,6 +617,8 @@ def _iterate(x):
 
 def unbind(input, dim=0):
     x = _tensor(input)
+    if not x.ndim:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
     d = _dim(dim, x.ndim)
     keys = [(slice(None),) * d + (i, Ellipsis) for i in range(x.shape[d])]
     return tuple(_view_op(x, lambda a, key=key: a[key], OPS["unbind"], i) for i, key in enumerate(keys))
@@ -715,31 +726,73 @@ _meta.FRONT_ENDS.update((cat.__code__, _cat_same.__code__, stack.__code__))  # (
 
 def hstack(tensors):
     tensors = [_tensor(t) for t in tensors]
+    if not tensors:
+        raise RuntimeError("hstack expects a non-empty TensorList")
     return cat(tensors, 0 if tensors and tensors[0].ndim == 1 else 1)
 
 
 def vstack(tensors):
+    tensors = tuple(tensors)
+    if not tensors:
+        raise RuntimeError("vstack expects a non-empty TensorList")
     return cat([t_ if t_.ndim >= 2 else reshape(t_, 1, -1) for t_ in map(_tensor, tensors)], 0)
 
 
 # -- gather, scatter_add, index_select, masked_fill -----------------------------------------------------------
 def _check_index(name, x, dim, index):
+    """gather's checks (torch's gather meta): an empty index is taken with any dtype and shape."""
     index = _tensor(index)
+    d = _dim(dim, x.ndim)
+    if index._data.size == 0:
+        return index, d
     if index._data.dtype not in (np.int64, np.int32):
         raise RuntimeError(f"{name}(): Expected dtype int32/int64 for index")
-    d = _dim(dim, x.ndim)
-    if index.ndim != x.ndim and not (index.ndim <= 1 and x.ndim <= 1):
+    if max(index.ndim, 1) != max(x.ndim, 1):  # (0-d tensors count as 1-d: ensure_nonempty_dim)
         raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
     return index, d
+
+
+def _scatter_check(x, d, index, src=None):
+    """torch's checks of a scatter's index (scatter_gather_dtype_check and scatter_shape_check, whose messages
+    name "scatter" for scatter_add and scatter_reduce too), in its order; d already wrapped. Returns the index as
+    an int64 array of at least one dim (0-d tensors count as 1-d there)."""
+    if index._data.size and index._data.dtype not in (np.int64, np.int32):
+        raise RuntimeError("scatter(): Expected dtype int32/int64 for index")
+    if src is not None and src._data.dtype != x._data.dtype:
+        raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
+    idx = index._data.astype(np.int64, copy=False)
+    idx = idx.reshape(idx.shape or (1,))
+    if not idx.size:  # (any shape: as an empty index of self's dims, so that positions come out empty)
+        return np.zeros((0,) * max(x.ndim, 1), np.int64)
+    xs, ss = tuple(x.shape) or (1,), (tuple(src.shape) or (1,)) if src is not None else None
+    if len(xs) != idx.ndim:
+        raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
+    wrong = any(k != d and idx.shape[k] > xs[k] for k in range(idx.ndim)) or \
+        ss is not None and len(ss) == idx.ndim and any(idx.shape[k] > ss[k] for k in range(idx.ndim))
+    if ss is not None:
+        if len(ss) != idx.ndim:
+            raise RuntimeError("Index tensor must have the same number of dimensions as src tensor")
+        if wrong:
+            raise RuntimeError(f"Expected index {list(index.shape)} to be no larger than self {list(x.shape)} "
+                               f"apart from dimension {d} and to be no larger size than src {list(src.shape)}")
+    elif wrong:
+        raise RuntimeError(f"Expected index {list(index.shape)} to be no larger than self {list(x.shape)} apart "
+                           f"from dimension {d}")
+    n = xs[d]
+    bad = (idx < 0) | (idx >= n)
+    if bad.any():  # (the first, in C order, as torch's kernel meets it)
+        raise RuntimeError(f"index {int(idx.reshape(-1)[np.argmax(bad.reshape(-1))])} is out of bounds for "
+                           f"dimension {d} with size {n}")
+    return idx
 
 
 def gather(input, dim, index, *, sparse_grad=False):
     x = _tensor(input)
     index, d = _check_index("gather", x, dim, index)
+    if index._data.size == 0:  # (torch's output: index's shape, with no checks)
+        return _gather(x, np.zeros(index.shape, np.int64), OPS["gather"])
     idx = index._data.astype(np.int64, copy=False)
-    if x.ndim == 0:
-        idx = idx.reshape(())
-    else:
+    if x.ndim:
         xs, ishape = x.shape, idx.shape if idx.ndim else (1,)
         for k in range(x.ndim):
             if k != d and ishape[k] > xs[k]:
@@ -752,8 +805,7 @@ def gather(input, dim, index, *, sparse_grad=False):
     def remap(i):  # (tapegrad.compile: the index map from the index a replay binds)
         i = i.astype(np.int64, copy=False)
         _bounds(i, n, d)
-        if x.ndim:
-            flat[...] = _along(x, d, i)
+        flat[...] = _along(x, d, i)
     remap.writes = (flat,)
     return guard(_gather(x, flat, OPS["gather"]), index, remap=remap)
 
@@ -781,21 +833,20 @@ def _bounds(idx, n, d, error=RuntimeError):
 
 def scatter_add(input, dim, index, src):
     x, src = _tensor(input), _tensor(src)
-    index, d = _check_index("scatter_add", x, dim, index)
-    idx = index._data.astype(np.int64, copy=False)
-    for k in range(x.ndim):
-        if idx.shape[k] > src.shape[k] or k != d and idx.shape[k] > x.shape[k]:
-            raise RuntimeError(f"Expected index {list(idx.shape)} to be no larger than self {list(x.shape)} apart "
-                               f"from dimension {d} and to be no larger size than src {list(src.shape)}")
-    _bounds(idx, x.shape[d], d)
-    flat = _along(x, d, idx)
-    src = _to_dtype(src, x._data.dtype)
-    src_part = src._data[tuple(slice(0, s) for s in idx.shape)]
+    index = _tensor(index)
+    d = _dim(dim, x.ndim)
+    idx = _scatter_check(x, d, index, src)
+    if src.ndim == 0:
+        src = src.reshape(1)
+    if idx.size:
+        flat, src_part = _along(x, d, idx), src._data[tuple(slice(0, s) for s in idx.shape)]
+    else:  # (an empty index of any shape: torch checks nothing more)
+        flat, src_part = np.zeros(0, np.int64), src._data.reshape(-1)[:0]
     out = x._data.copy()
     np.add.at(out.reshape(-1), flat.reshape(-1), src_part.reshape(-1))
     if not _dtype.is_float(x._data.dtype):
         return _new(out)
-    return guard(_record(OPS["scatter_add"], out, (x, src), aux=(d, index)), index)
+    return guard(_record(OPS["scatter_add"], out, (x, src), aux=(d, _new(idx))), index)
 
 
 def index_select(input, dim, index):
@@ -807,6 +858,8 @@ def index_select(input, dim, index):
     if index.ndim > 1:
         raise IndexError("index_select(): Index is supposed to be a vector")
     idx = index._data.reshape(-1).astype(np.int64, copy=False)
+    if x.ndim == 0 and idx.size != 1:
+        raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got {idx.size} value(s)")
     n = x.shape[d] if x.ndim else 1
     if idx.size and (idx.min() < 0 or idx.max() >= n):
         raise IndexError("index out of range in self")
@@ -819,7 +872,7 @@ def index_select(input, dim, index):
         if x.ndim:
             flat[...] = np.take(positions, i, axis=d)
     if x.ndim == 0:
-        flat = np.zeros(idx.shape if index.ndim else (), np.int64)
+        flat = np.zeros((), np.int64)  # (a 0-d input's result is 0-d, as torch's)
         remap.writes = (flat,)
         return guard(_gather(x, flat, OPS["index_select"]), index, remap=remap)
     flat = np.take(positions, idx, axis=d)
@@ -832,7 +885,20 @@ def take_along_dim(input, indices, dim=None):
     x, idx = _tensor(input), _tensor(indices)
     if dim is None:
         return gather(x.reshape(-1), 0, idx.reshape(-1))
+    if x.ndim != idx.ndim:
+        raise RuntimeError(f"torch.take_along_dim(): input and indices should have the same number of dimensions, "
+                           f"but got {x.ndim} dimensions for input, and {idx.ndim} dimensions for indices")
+    if idx._data.dtype != np.int64:
+        raise RuntimeError(f"torch.take_along_dim(): dtype of indices should be Long but got "
+                           f"{_dtype.scalar_type_name(idx._data.dtype)}")
     d = _dim(dim, x.ndim)
+    n = x.shape[d] if x.ndim else 1
+    if idx._data.size:  # torch wraps the indices along dim (remainder: any out of range, -n..-1 from the end)
+        if n == 0:
+            raise RuntimeError("ZeroDivisionError")
+        lo, hi = _min_max(idx._data)
+        if lo < 0 or hi >= n:
+            idx = idx % n
     if idx.ndim == x.ndim and tuple(idx.shape[:d] + idx.shape[d + 1:]) != tuple(x.shape[:d] + x.shape[d + 1:]):
         ones = lambda t: tuple(t.shape[:d]) + (1,) + tuple(t.shape[d + 1:])  # noqa: E731
         common = list(np.broadcast_shapes(ones(x), ones(idx)))
@@ -850,7 +916,7 @@ def masked_fill(input, mask, value):
         raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
                            f"{value.ndim} dimension(s).")
     broadcast_shape(mask.shape, x.shape)
-    v = value._data if isinstance(value, Tensor) else value
+    v = value._data if isinstance(value, Tensor) else _fill_number(value, x._data.dtype)
     out = np.where(mask._data, np.asanyarray(v).astype(x._data.dtype), x._data)
     tensor_value = isinstance(value, Tensor)
     inputs = (x,) + ((_to_dtype(value, x._data.dtype),) if tensor_value and value._requires_grad else ())
@@ -860,6 +926,22 @@ def masked_fill(input, mask, value):
         fill = _to_dtype(value, x._data.dtype) if tensor_value else made_in_trace(_new(np.asanyarray(v, x._data.dtype)))
         return where(mask, fill, x)
     return guard(_record(OPS["masked_fill_tensor" if tensor_value else "masked_fill"], out, inputs, aux=mask), mask)
+
+
+def _fill_number(c, dt):
+    """A Python number to fill dt with, checked as torch's Scalar::to<T> (c10::checked_convert): a complex with an
+    imaginary part, an integer dtype's value out of range, a finite float beyond a float dtype's, raise its error."""
+    if isinstance(c, numbers.Complex) and not isinstance(c, numbers.Real):
+        if c.imag != 0:
+            name = _cpp_int_name(dt) if dt.kind in "iu" else _dtype.cpp_type_name(dt)
+            raise RuntimeError(f"value cannot be converted to type {name} without overflow")
+        c = c.real
+    if dt.kind in "iu":
+        return scalar_to_dtype(c, dt)
+    if dt.kind == "f" and isinstance(c, numbers.Real) and not isinstance(c, bool) and math.isfinite(float(c)) \
+            and abs(float(c)) > float(np.finfo(dt).max):
+        raise RuntimeError(f"value cannot be converted to type {_dtype.cpp_type_name(dt)} without overflow")
+    return c
 
 
 # -- indexing ----------------------------------------------------------------------------------------------------
@@ -1176,7 +1258,7 @@ def _scatter_add_arrays(ctx, g, inputs, out, wanted):
     if wanted[1]:
         idx = index._data.astype(np.int64, copy=False)
         if g.ndim == 0:
-            src_grad = g.reshape(-1)[np.zeros(idx.reshape(()).shape, np.int64)]
+            src_grad = g.reshape(-1)[np.zeros(idx.shape, np.int64)]  # (idx at least 1-d: _scatter_check)
         else:
             part = g[tuple(slice(0, idx.shape[k]) if k != dim else slice(None) for k in range(g.ndim))]
             src_grad = np.take_along_axis(part, idx, dim)
@@ -1250,6 +1332,240 @@ registry.python("tril", "TrilBackward0", lambda ctx, x: np.tril(x, ctx), _vjp_tr
 registry.python("triu", "TriuBackward0", lambda ctx, x: np.triu(x, ctx), _vjp_triu, array_vjp=_triu_arrays)
 
 
+# -- as_strided: a view of the storage by sizes, strides and an offset; its _scatter and _copy forms -------------------
+def _layout_map(shape, strides, offset=0):
+    """The storage position of each element of a tensor of `shape` laid out by `strides` from `offset` (int64)."""
+    m = np.full(shape, offset, np.int64)
+    for d, (n, s) in enumerate(zip(shape, strides)):
+        if n > 1 and s:
+            m += (np.arange(n, dtype=np.int64) * s).reshape((n,) + (1,) * (len(shape) - d - 1))
+    return m
+
+
+def _as_strided_args(name, size, stride, storage_offset):
+    for what, v, pos in (("size", size, 1), ("stride", stride, 2)):
+        if isinstance(v, Tensor) or not isinstance(v, (tuple, list)):
+            raise TypeError(f"{name}(): argument '{what}' (position {pos}) must be tuple of ints, not "
+                            f"{type(v).__name__}")
+    size, stride = _sizes(tuple(size)), _sizes(tuple(stride))
+    if storage_offset is not None:
+        if isinstance(storage_offset, (bool, float)) or not isinstance(storage_offset, (int, np.integer, Tensor)):
+            raise TypeError(f"{name}(): argument 'storage_offset' (position 3) must be int, not "
+                            f"{type(storage_offset).__name__}")
+        storage_offset = int(as_index(storage_offset))
+    if len(size) != len(stride):
+        raise RuntimeError("mismatch in length of strides and shape")
+    if builtins.any(n < 0 for n in size):
+        raise RuntimeError(f"Storage size calculation overflowed with sizes={list(size)} and strides={list(stride)}")
+    if builtins.any(s < 0 for s in stride):
+        raise RuntimeError(f"as_strided: Negative strides are not supported at the moment, got strides: "
+                           f"{list(stride)}")
+    return size, stride, storage_offset
+
+
+def _check_storage(size, stride, offset, itemsize, storage_size):
+    if offset < 0:
+        raise RuntimeError(f"Tensor: invalid storage offset {offset}")
+    if 0 in size:
+        return
+    need = offset + builtins.sum((n - 1) * s for n, s in zip(size, stride)) + 1
+    if need > storage_size:
+        raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset {offset}, and "
+                           f"itemsize {itemsize} requiring a storage size of {need * itemsize} are out of bounds for "
+                           f"storage of size {storage_size * itemsize}")
+
+
+def _torch_storage(x):
+    """x's storage as torch lays it out: (flat storage array, x's elements' positions in it, whether the array is the
+    memory x's value mirrors, so that a view of it is one of x). A tensor of its own with a permuted layout
+    (channels_last, a clone of a transpose) has its elements at its strides' positions."""
+    if x._window is None:
+        if x._strides is None or _strides.is_contiguous(x._data.shape, x._strides):
+            flat = x._data.reshape(-1)
+            return flat, np.arange(flat.size, dtype=np.int64).reshape(x._data.shape), True
+        pos = _layout_map(x._data.shape, x._strides)
+        flat = np.zeros(int(pos.max()) + 1 if pos.size else 0, x._data.dtype)
+        flat[pos] = x._data
+        return flat, pos, False
+    storage = storage_of(x._window)
+    flat = storage.reshape(-1)
+    return flat, _view_map(storage, x._window), np.may_share_memory(flat, storage)
+
+
+def as_strided(input, size, stride, storage_offset=None):
+    """torch.as_strided: the view of input's storage with these sizes and strides (in elements) from storage_offset
+    (input's own by default). Its gradient goes to the elements of input it reads (added where it reads one more than
+    once); storage that input does not cover gets none, as torch's AsStridedBackward0."""
+    x = _tensor(input)
+    size, stride, storage_offset = _as_strided_args("as_strided", size, stride, storage_offset)
+    flat, pos, shared = _torch_storage(x)
+    offset = _storage_offset_of(x) if storage_offset is None else storage_offset
+    _check_storage(size, stride, offset, x._data.itemsize, flat.size)
+    where_ = _layout_map(size, stride, offset)
+    values = flat[where_]
+    inverse = np.full(flat.size, -1, np.int64)
+    inverse[pos.reshape(-1)] = np.arange(pos.size, dtype=np.int64)
+    m = inverse[where_]
+    if not _recording(x):
+        t = _new(values)
+    elif (m >= 0).all():
+        t = _gather(x, m, OPS["as_strided"], values)
+    else:  # (storage x does not cover: its value, without a gradient)
+        inside = m >= 0
+        t = where(_new(inside), _gather(x, np.where(inside, m, 0), OPS["as_strided"]), _new(values))
+    t._strides = _strides.normal(size, stride)
+    if not shared:
+        return t
+    empty = 0 in size  # (an ndarray on the storage's buffer: its base chain reaches the storage, as views' do)
+    window = np.ndarray(size, flat.dtype, buffer=flat, offset=builtins.min(offset, flat.size) * flat.itemsize,
+                        strides=tuple(0 if empty else s * flat.itemsize for s in stride))
+    return _as_view(x, t, window)
+
+
+def _storage_offset_of(x):
+    w = x._window
+    if w is None:
+        return 0
+    return int((w.__array_interface__["data"][0] - storage_of(w).__array_interface__["data"][0]) // w.itemsize)
+
+
+def as_strided_copy(input, size, stride, storage_offset=None):
+    """torch.as_strided_copy: as_strided's values in a tensor of their own (contiguous)."""
+    return _fresh(as_strided(input, size, stride, storage_offset))
+
+
+def as_strided_scatter(input, src, size, stride, storage_offset=None):
+    """torch.as_strided_scatter: a copy of input (its layout kept, as torch's clone keeps a dense one) whose elements
+    at as_strided(size, stride, storage_offset) of its storage are src's."""
+    x, s = _tensor(input), _tensor(src)
+    size, stride, storage_offset = _as_strided_args("as_strided_scatter", size, stride, storage_offset)
+    shape = x._data.shape
+    layout = x._strides if x._strides is not None and _strides.is_dense(shape, x._strides) else \
+        _strides.contiguous(shape)
+    pos = _layout_map(shape, layout)
+    storage = int(pos.max()) + 1 if pos.size else 0
+    offset = 0 if storage_offset is None else storage_offset
+    _check_storage(size, stride, offset, x._data.itemsize, storage)
+    if tuple(s._data.shape) != size:
+        raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = {list(s._data.shape)}, "
+                           f"slice size = {list(size)}")
+    inverse = np.full(storage, -1, np.int64)
+    inverse[pos.reshape(-1)] = np.arange(pos.size, dtype=np.int64)
+    m = inverse[_layout_map(size, stride, offset)]
+    if (m < 0).any():
+        raise RuntimeError("tapegrad: as_strided_scatter of storage that input's elements do not cover is not "
+                           "supported")
+    if s._data.dtype != x._data.dtype:
+        s = _to_dtype(s, x._data.dtype)
+    mask = np.zeros(shape, np.bool_)
+    mask.reshape(-1)[m.reshape(-1)] = True
+    if s._data.size and np.unique(m).size != m.size:  # (overlapping writes: the last one wins, as copy_'s)
+        last = np.full(x._data.size, -1, np.int64)
+        last[m.reshape(-1)] = np.arange(m.size, dtype=np.int64)
+        keep = last[last >= 0]
+        s, m = s.reshape(-1)[_new(keep)], np.flatnonzero(last >= 0)
+    t = where(_new(mask), scatter_flat(s, m, shape), x)
+    t._strides = _strides.normal(shape, layout)
+    return t
+
+
+def _fresh(t):
+    """A copy of t of its own (contiguous), recorded as a clone: what torch's *_copy functions return."""
+    out = _clone_row(t)
+    out._strides = None
+    return out
+
+
+def alias_copy(input):
+    return _fresh(_tensor(input))
+
+
+def detach_copy(input):
+    return _fresh(_tensor(input).detach())
+
+
+def view_copy(input, size):
+    x = _tensor(input)
+    if isinstance(size, _dtype.dtype):
+        raise NotImplementedError("tapegrad: view_copy(dtype) is not supported")
+    if not isinstance(size, (tuple, list)):
+        raise TypeError(f"view_copy() received an invalid combination of arguments - got (Tensor, "
+                        f"{type(size).__name__}), but expected one of:\n * (Tensor input, torch.dtype dtype, *, Tensor "
+                        f"out = None)\n * (Tensor input, tuple of ints size, *, Tensor out = None)\n")
+    return _fresh(reshape(x, _sizes(tuple(size))))
+
+
+def expand_copy(input, size, *, implicit=False):
+    return _fresh(expand(_tensor(input), size))
+
+
+def permute_copy(input, dims):
+    return _fresh(permute(input, dims))
+
+
+def t_copy(input):
+    return _fresh(t(input))
+
+
+def transpose_copy(input, dim0, dim1):
+    return _fresh(transpose(input, dim0, dim1))
+
+
+def unsqueeze_copy(input, dim):
+    return _fresh(unsqueeze(input, dim))
+
+
+def squeeze_copy(input, dim=None):
+    return _fresh(squeeze(input, dim))
+
+
+def diagonal_copy(input, offset=0, dim1=0, dim2=1):
+    return _fresh(diagonal(input, offset, dim1, dim2))
+
+
+def select_copy(input, dim, index):
+    return _fresh(select(input, dim, index))
+
+
+def slice_copy(input, dim=0, start=None, end=None, step=1):
+    """torch.slice_copy: input[start:end:step] along dim, in a tensor of its own (torch clamps start and end)."""
+    x = _tensor(input)
+    d = _dim(dim, builtins.max(x.ndim, 1))
+    if step <= 0:
+        raise RuntimeError("slice step must be positive")
+    key = (slice(None),) * d + (slice(start, end, step),)
+    return _fresh(getitem(x, key))
+
+
+def unfold_copy(input, dimension, size, step):
+    return _fresh(_tensor(input).unfold(dimension, size, step))
+
+
+def unbind_copy(input, dim=0):
+    return tuple(_fresh(v) for v in unbind(input, dim))
+
+
+def split_copy(input, split_size, dim=0):
+    return tuple(_fresh(v) for v in split(input, split_size, dim))
+
+
+def split_with_sizes_copy(input, split_sizes, dim=0):
+    return tuple(_fresh(v) for v in _tensor(input).split_with_sizes(split_sizes, dim))
+
+
+def unsafe_split(input, split_size, dim=0):
+    """torch.unsafe_split: split (tapegrad's views are checked all the same)."""
+    return split(input, split_size, dim)
+
+
+def unsafe_split_with_sizes(input, split_sizes, dim=0):
+    return _tensor(input).split_with_sizes(split_sizes, dim)
+
+
+def unsafe_chunk(input, chunks, dim=0):
+    return chunk(input, chunks, dim)
+
+
 __all__ = [n for n, v in list(globals().items()) if callable(v) and getattr(v, "__module__", None) == __name__
            and not n.startswith("_")]
 
@@ -1312,3 +1628,8 @@ Tensor.take_along_dim = take_along_dim
 Tensor.tril = tril
 Tensor.triu = triu
 Tensor.diagonal = diagonal
+Tensor.as_strided = as_strided
+Tensor.as_strided_scatter = as_strided_scatter
+Tensor.unsafe_split = lambda self, split_size, dim=0: split(self, split_size, dim)
+Tensor.unsafe_split_with_sizes = unsafe_split_with_sizes
+Tensor.unsafe_chunk = unsafe_chunk

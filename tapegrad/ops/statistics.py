@@ -24,6 +24,7 @@ from .reduce import (_amax_arrays, _cast_arg, _correction, _int_to_long, _keep, 
                      _std_arrays, _var_arrays, _var_forward, _vjp_amax, _vjp_max_all, _max_all_arrays, _vjp_std,
                      _vjp_var, _values_indices, _warn_degrees_of_freedom)
 from .shape import _gather, _gather_forward, _index_map, _vjp_gather
+from .sort import torch_kth_position, torch_mode_position
 
 return_types = Ctx(cummax=_values_indices("cummax"), cummin=_values_indices("cummin"),
                    median=reduce.return_types.median, nanmedian=_values_indices("nanmedian"),
@@ -168,25 +169,10 @@ def kthvalue(input, k, dim=-1, keepdim=False):
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
     if x.ndim == 0:
         return _scalar_select(return_types.kthvalue, x, OPS["kthvalue"])
+    if x._data.dtype == np.bool_:
+        raise NotImplementedError("\"kthvalue_cpu\" not implemented for 'Bool'")
     return return_types.kthvalue(*_select(x, OPS["kthvalue"], d, keepdim,
-                                          lambda a: _kth_positions(a, d, lambda valid, n: np.full_like(valid, k - 1))))
-
-
-def _mode_positions(a, d):
-    """Per slice along d: the position of the last occurrence of the most frequent value, the smallest such
-    value where several are as frequent (torch's CPU mode)."""
-    moved = np.moveaxis(a, d, -1)
-    rows = moved.reshape(-1, moved.shape[-1])
-    s = np.sort(rows, axis=-1)
-    n = s.shape[-1]
-    at = np.arange(n)
-    start = np.maximum.accumulate(np.where(np.concatenate([np.ones((len(s), 1), bool), s[:, 1:] != s[:, :-1]], 1),
-                                           at, 0), axis=-1)
-    count = at - start + 1
-    best = np.argmax(count == count.max(axis=-1, keepdims=True), axis=-1)   # the first run reaching the top count
-    value = s[np.arange(len(s)), best][:, None]
-    last = n - 1 - np.argmax((rows == value)[:, ::-1], axis=-1)
-    return np.moveaxis(last.reshape(moved.shape[:-1] + (1,)), -1, d)
+                                          lambda a: torch_kth_position(a, d, k - 1)))  # (torch's tie order)
 
 
 def mode(input, dim=-1, keepdim=False):
@@ -195,7 +181,7 @@ def mode(input, dim=-1, keepdim=False):
     if x.ndim == 0:
         return _scalar_select(return_types.mode, x, OPS["mode"])
     _nonempty_dim("mode", x, d)
-    return return_types.mode(*_select(x, OPS["mode"], d, keepdim, lambda a: _mode_positions(a, d)))
+    return return_types.mode(*_select(x, OPS["mode"], d, keepdim, lambda a: torch_mode_position(a, d)))
 
 
 # -- quantile: torch's composite (Sorting.cpp quantile_compute), op for op ----------------------------------------
@@ -337,11 +323,12 @@ def logcumsumexp(input, dim):
 
 
 def _logcumsumexp_forward(d, data):
-    """log(cumsum(exp(x))) along d by pairwise logaddexp (stable for large values)."""
+    """log(cumsum(exp(x))) along d by pairwise logaddexp (stable for large values), accumulated in float64 as
+    ATen's CPU kernel accumulates (acc_type: double for float32, float16, bfloat16), each result rounded once."""
     if data.ndim == 0:
         return data.copy()
-    if data.dtype.itemsize == 2:  # (float16, bfloat16: in float32, rounded once)
-        return np.logaddexp.accumulate(data.astype(np.float32), axis=d).astype(data.dtype)
+    if data.dtype != np.float64:
+        return np.logaddexp.accumulate(data.astype(np.float64), axis=d).astype(data.dtype)
     return np.logaddexp.accumulate(data, axis=d)
 
 
@@ -372,7 +359,7 @@ def _logcumsumexp_arrays(ctx, g, inputs, out, wanted):
     for sign in (g > 0, g < 0):
         logs = np.where(sign, log_abs, lowest).astype(x.dtype)
         with np.errstate(over="ignore"):   # (lowest - out + x: -inf, whose exp is the 0 it stands for)
-            acc = np.flip(np.logaddexp.accumulate(np.flip(logs - out, d), axis=d), d)
+            acc = np.flip(_logcumsumexp_forward(d, np.flip(logs - out, d)), d)
             parts.append(np.exp(acc + x))
     return (parts[0] - parts[1],)
 

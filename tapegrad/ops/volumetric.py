@@ -10,6 +10,7 @@ they are linear at every order. lp_pool and local_response_norm are torch's own 
 """
 import builtins
 import math
+import numbers
 
 import numpy as np
 
@@ -17,11 +18,12 @@ from .. import _dtype, registry
 from ..tensor import _new
 from ..tape import traced_value
 from ._common import OPS, _record, _tensor
-from ..creation import zeros_like
+from ..creation import rand, zeros_like
 from . import elementwise
 from .conv import (Ctx, avg_pool1d, avg_pool2d, max_pool1d, max_pool2d, windows_confined, _adaptive_matrix, _avg_matrix,
                    _max_pool_arrays, _out_size, _vjp_max_pool)
 from .padding import pad
+from .shape import gather
 from .resample import adaptive_max_pool1d_with_indices, _separable_apply, _unpool_output_size, _vjp_separable, _vjp_unpool
 
 # torch.X has these (the rest are torch.nn.functional's only)
@@ -194,8 +196,8 @@ registry.python("avg_pool3d", "AvgPool3DBackward0", _separable3d_forward, _vjp_s
 def _int_average(ctx, xd, divisors):
     """An integer input's average, as torch's kernel computes it: the exact sum over the divisor, truncated."""
     sums = _separable_apply([(m != 0).astype(np.int64) for m in ctx.mats], xd.reshape(ctx.xshape).astype(np.int64))
-    q = np.abs(sums) // divisors
-    return (np.sign(sums) * q).astype(xd.dtype).reshape(ctx.out_shape)
+    q = np.abs(sums) // np.abs(divisors)  # (C's division: truncated toward zero, a negative divisor_override too)
+    return (np.sign(sums) * np.sign(divisors) * q).astype(xd.dtype).reshape(ctx.out_shape)
 
 
 def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
@@ -401,7 +403,7 @@ def _lp_pool(nd, input, norm_type, kernel_size, stride, ceil_mode):
     # torch's relu backward selects, so a zero window's inf * 0 gives 0, not NaN (threshold's does too); its sign
     # passes no gradient at all (here detached: its zero derivative times an inf would be NaN)
     magnitude = elementwise.abs(out)
-    relu = elementwise.where(magnitude > 0.0, magnitude, zeros_like(magnitude))  # (F.threshold(x, 0, 0), as torch's)
+    relu = elementwise.where(magnitude <= 0.0, zeros_like(magnitude), magnitude)  # (F.threshold(x, 0, 0): NaN passes)
     return (elementwise.sign(out.detach()) * relu).mul(scale).pow(1.0 / norm_type)
 
 
@@ -434,7 +436,10 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
     if dim == 3:
         div = div.unsqueeze(1)
         div = pad(div, (0, 0, size // 2, (size - 1) // 2))
-        div = avg_pool2d(div, (size, 1), stride=1).squeeze(1)
+        if _dtype.is_float(x._data.dtype):
+            div = avg_pool2d(div, (size, 1), stride=1).squeeze(1)
+        else:  # (avg_pool3d's integer average: truncated, as torch's)
+            div = avg_pool3d(div.unsqueeze(-1), (size, 1, 1), stride=1).squeeze(-1).squeeze(1)
     else:
         sizes = tuple(x.shape)
         div = div.view(sizes[0], 1, sizes[1], sizes[2], -1)
@@ -443,3 +448,139 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
         div = div.view(sizes)
     div = div.mul(alpha).add(k).pow(beta)
     return x / div
+
+
+# -- fractional max pooling ----------------------------------------------------------------------------------------
+_FRACTIONAL_WORDS = {2: ("2d", "fractional_max_pool2d()", ("height", "width"), "Ints"),
+                     3: ("3d", "fractional_max_pool3d_out()", ("time", "height", "width"), "three Ints")}
+
+
+def _intervals(sample, size, out, pool, dt):
+    """torch's generate_intervals: each window's start along one dim, from one uniform sample, in the input's
+    dtype as torch's kernel computes them (alpha = (size - pool) / (out - 1); the last window ends at the edge)."""
+    seq = np.zeros(out, np.int64)
+    if out > 1:
+        alpha = dt.type(size - pool) / dt.type(out - 1)
+        i = np.arange(out - 1).astype(dt)
+        seq[:-1] = ((i + sample) * alpha).astype(np.int64) - np.int64((sample * alpha).astype(np.int64))
+    if out > 0:
+        seq[-1] = size - pool
+    return seq
+
+
+def _fractional_max_pool(nd, input, kernel_size, output_size, output_ratio, _random_samples):
+    """fractional_max_pool2d / 3d with their indices: each plane's windows start at torch's intervals drawn from
+    that plane's samples (uniform, one per dim: torch.rand(N, C, nd) in the input's dtype where none are given,
+    the same draw as torch's), the first maximum of each window (a NaN wins, the last NaN over earlier ones), as
+    torch's CPU kernel. The values are a gather of the input at the indices, so their gradient is torch's."""
+    x = _tensor(input)
+    tag, fn, dims, words = _FRACTIONAL_WORDS[nd]
+    name = f"fractional_max_pool{tag}"
+    if output_size is None and output_ratio is None:
+        raise ValueError(f"{name} requires specifying either an output_size or an output_ratio")
+    if output_size is None:
+        if nd == 2:
+            if len(output_ratio) > 2:  # (torch's len(): a float ratio raises its TypeError, as in torch)
+                raise ValueError(f"{name} requires output_ratio to either be a single Int or tuple of Ints.")
+            ratio = tuple(output_ratio) * (2 if len(output_ratio) == 1 else 1)
+        else:
+            ratio = tuple(output_ratio) if isinstance(output_ratio, (tuple, list)) else (output_ratio,) * 3
+            ratio = ratio * 3 if len(ratio) == 1 else ratio
+        if x.ndim < nd:
+            raise IndexError(f"Dimension out of range (expected to be in range of [{-builtins.max(x.ndim, 1)}, "
+                             f"{builtins.max(x.ndim, 1) - 1}], but got {-nd})")
+        output_size = [int(x.shape[x.ndim - nd + i] * ratio[i]) for i in range(nd)]
+    if _random_samples is None:
+        if x.ndim < nd + 1:
+            raise IndexError(f"Dimension out of range (expected to be in range of [{-builtins.max(x.ndim, 1)}, "
+                             f"{builtins.max(x.ndim, 1) - 1}], but got {-nd - 1})")
+        n_batch = 1 if x.ndim == nd + 1 else x.shape[0]
+        _random_samples = rand(n_batch, x.shape[-nd - 1], nd, dtype=_dtype.from_numpy_dtype(x._data.dtype))
+    samples = _tensor(_random_samples)
+    k = tuple(kernel_size) if isinstance(kernel_size, (tuple, list)) else (kernel_size,)
+    o = tuple(output_size) if isinstance(output_size, (tuple, list)) else (output_size,)
+    if len(k) != nd and not isinstance(kernel_size, numbers.Integral):
+        raise RuntimeError(f"{name}: kernel_size must either be a single Int or tuple of {words}")
+    if len(o) != nd and not isinstance(output_size, numbers.Integral):
+        raise RuntimeError(f"{name}: output_size must either be a single Int or tuple of {words}")
+    k, o = tuple(int(v) for v in k * (nd // len(k))), tuple(int(v) for v in o * (nd // len(o)))
+    if x.ndim not in (nd + 1, nd + 2):
+        raise RuntimeError(f"{fn}: Expected {nd + 1}D or {nd + 2}D tensor, but got: {list(x.shape)}")
+    for i in range(1, x.ndim):
+        if x.shape[i] == 0:
+            raise RuntimeError(f"{fn}: Expected input to have non-zero size for non-batch dimensions, but got"
+                               f"{list(x.shape)} with dimension {i} being empty.")
+    batched = x.ndim == nd + 2
+    N, C = (x.shape[0] if batched else 1), x.shape[-nd - 1]
+    sizes = tuple(x.shape[-nd:])
+    if samples.ndim != 3:
+        raise RuntimeError(f"Expect _random_samples to have 3 dimensions, got {samples.ndim}")
+    if samples.shape[0] < N:
+        raise RuntimeError("Expect _random_samples.size(0) no less then input batch size.")
+    if samples.shape[1] != C:
+        raise RuntimeError("Expect _random_samples.size(1) equals to input channel size.")
+    if samples.shape[2] != nd:
+        raise RuntimeError(f"Expect _random_samples.size(2) equals to {nd}; got {samples.shape[2]}.")
+    if samples._data.dtype != x._data.dtype:
+        raise RuntimeError("Expect _random_samples to have the same dtype as input")
+    for i in range(nd):
+        if o[i] < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {o[i]}: "
+                               f"{([N] if batched else []) + [C] + list(o)}")
+        if o[i] + k[i] - 1 > sizes[i] - (nd == 3):  # (torch's 3-d check is strict: < the size, its 2-d one <=)
+            raise RuntimeError(f"{fn}: pool {dims[i]} {k[i]} too large relative to input {dims[i]} {sizes[i]}")
+    dt = x._data.dtype
+    if dt not in (np.float32, np.float64):
+        raise NotImplementedError(f"\"{name}_out_frame\" not implemented for '{_dtype.scalar_type_name(dt)}'")
+    if builtins.min(k) <= 0:  # (torch's kernel reads no element then, and reports a position that may be past the end)
+        raise RuntimeError(f"tapegrad: {name} with a kernel_size of zero is not supported")
+    P, plane = N * C, math.prod(sizes)
+    oshape = ((N,) if batched else ()) + (C,) + o
+    sd = samples._data[:N].reshape(N * C, nd)
+    # each plane's window starts along each dim (torch's samples: W first, then H, for 2-d; T, H, W for 3-d)
+    order = (1, 0) if nd == 2 else (0, 1, 2)
+    starts = [np.stack([_intervals(sd[p, order[i]], sizes[i], o[i], k[i], dt) for p in range(P)]) if P else
+              np.zeros((0, o[i]), np.int64) for i in range(nd)]
+    strides = [math.prod(sizes[i + 1:]) for i in range(nd)]
+    flat = np.asanyarray(x._data, order="C").reshape(P, plane)
+    best = np.full((P,) + o, -np.inf, dt)
+    local = np.zeros((P,) + o, np.int64)
+    for i in range(nd):  # (the window's start: torch's index where no element exceeds -inf)
+        local += (starts[i] * strides[i]).reshape((P,) + (1,) * i + (o[i],) + (1,) * (nd - 1 - i))
+    base = local.copy()
+    rows = np.arange(P).reshape((P,) + (1,) * nd)
+    for offset in np.ndindex(*k):  # (torch's loop order: the first maximum wins, NaN over anything)
+        at = base + sum(offset[i] * strides[i] for i in range(nd))
+        val = flat[rows, at]
+        take = (val > best) | np.isnan(val)
+        best = np.where(take, val, best)
+        local = np.where(take, at, local)
+    idx = _new(np.ascontiguousarray(local.reshape(P, math.prod(o))))
+    out = gather(x.reshape(P, plane), 1, idx).reshape(oshape)
+    return out, _new(np.ascontiguousarray(local.reshape(oshape)))
+
+
+def fractional_max_pool2d_with_indices(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                                       _random_samples=None):
+    """torch.nn.functional.fractional_max_pool2d_with_indices: (values, int64 flat indices into each H*W plane)."""
+    return _fractional_max_pool(2, input, kernel_size, output_size, output_ratio, _random_samples)
+
+
+def fractional_max_pool2d(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                          _random_samples=None):
+    """torch.nn.functional.fractional_max_pool2d."""
+    out, idx = _fractional_max_pool(2, input, kernel_size, output_size, output_ratio, _random_samples)
+    return (out, idx) if return_indices else out
+
+
+def fractional_max_pool3d_with_indices(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                                       _random_samples=None):
+    """torch.nn.functional.fractional_max_pool3d_with_indices: (values, int64 flat indices into each D*H*W volume)."""
+    return _fractional_max_pool(3, input, kernel_size, output_size, output_ratio, _random_samples)
+
+
+def fractional_max_pool3d(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                          _random_samples=None):
+    """torch.nn.functional.fractional_max_pool3d."""
+    out, idx = _fractional_max_pool(3, input, kernel_size, output_size, output_ratio, _random_samples)
+    return (out, idx) if return_indices else out

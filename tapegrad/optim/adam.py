@@ -2,8 +2,9 @@
 import numpy as np
 
 from ..tensor import Tensor, _new
-from .optimizer import (Optimizer, _bump, _check_capturable, _check_differentiable, _check_fused_options,
-                        _check_hyperparameters, _compiled_batch, _compiled_update, _group_defaults, _scalar)
+from .optimizer import (Optimizer, _bump, _check_betas_tensors, _check_capturable, _check_differentiable,
+                        _check_fused_options, _check_hyperparameters, _check_lr_tensor, _compiled_batch,
+                        _compiled_update, _group_defaults, _scalar)
 
 __all__ = ["Adam"]
 
@@ -12,7 +13,9 @@ class Adam(Optimizer):
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
                  foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
                  decoupled_weight_decay=False):
+        _check_lr_tensor(lr, foreach, capturable)
         _check_hyperparameters(lr=lr, eps=eps, betas=betas, weight_decay=weight_decay)
+        _check_betas_tensors(betas, foreach, capturable)
         betas = tuple(_scalar(b) for b in betas)
         defaults = {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay, "amsgrad": amsgrad,
                     "maximize": maximize, "foreach": foreach, "capturable": capturable,

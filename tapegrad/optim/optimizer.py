@@ -351,6 +351,24 @@ def _check_lr_size(lr):
         raise ValueError("Tensor lr must be 1-element")
 
 
+def _check_lr_tensor(lr, foreach, capturable):
+    """Adam's check of an lr given as a Tensor (before the values' checks, as torch orders them)."""
+    if isinstance(lr, Tensor) and foreach and not capturable:
+        raise ValueError("lr as a Tensor is not supported for capturable=False and foreach=True")
+
+
+def _check_betas_tensors(betas, foreach, capturable):
+    """Adam's checks of betas given as Tensors (after the values' checks, as torch orders them)."""
+    if not (all(isinstance(b, float) for b in betas) or all(isinstance(b, Tensor) for b in betas)):
+        raise ValueError("betas must be either both floats or both Tensors")
+    for i, b in enumerate(betas):
+        if isinstance(b, Tensor):
+            if not capturable and foreach:
+                raise ValueError(f"betas[{i}] as a Tensor is not supported for capturable=False and foreach=True")
+            if b.numel() != 1:
+                raise ValueError(f"Tensor betas[{i}] must be 1-element")
+
+
 def _check_hyperparameters(*, allow_nan=False, **values):
     """torch's constructor checks, in the order given and in torch's words: lr (a number or a 1-element
     Tensor), betas (each in [0, 1)), rho (in [0, 1]) and every other value (>= 0). allow_nan: SGD writes its

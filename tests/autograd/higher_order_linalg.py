@@ -93,6 +93,8 @@ CASES = [  # (args, kwargs) of test_higher_order._case
     (("linalg_pinv_wide", lambda T, x: T.linalg.pinv(x), [(3, 4)]), {"covers": ("linalg_pinv",), "eps": 1e-4}),
     (("linalg_lstsq", lambda T, x, b: T.linalg.lstsq(x, b).solution, [(4, 3), (4, 2)]),
      {"covers": ("linalg_lstsq", "linalg_lstsq_residuals"), "eps": 1e-4}),
+    (("linalg_lstsq_residuals", lambda T, x, b: T.linalg.lstsq(x, b, driver="gelsd").residuals, [(4, 3), (4, 2)]),
+     {"covers": ("linalg_lstsq_residuals",), "eps": 1e-4}),
     (("linalg_cross", lambda T, a, b: T.linalg.cross(a, b), [(4, 3), (4, 3)]), {"eps": 1e-3}),
     (("linalg_cross_dim", lambda T, a, b: T.linalg.cross(a, b, dim=0), [(3, 2), (3, 1)]),
      {"covers": ("linalg_cross",), "eps": 1e-3}),

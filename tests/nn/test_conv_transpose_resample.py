@@ -552,3 +552,60 @@ def test_conv3d_is_one_row_replayed_under_compile():
         for a, b in zip(results[0][1:], results[1][1:]):
             np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
     assert conv(tg.randn(1, 2, 3, 5, 4)).grad_fn.name() == "ConvolutionBackward0"
+
+
+def _transposed_argument_cases():
+    """(nd, input shape, weight shape, bias shape, dtypes, kwargs): every check of conv_transpose1d/2d/3d's arguments
+    (one helper, `ops.conv._conv_transpose_checks`) and their order, for each of the three."""
+    cases = []
+    for nd in (1, 2, 3):
+        X, W, one = (1, 2) + (3,) * nd, (2, 2) + (2,) * nd, (1,) * (nd + 1)
+        k0 = W[:2] + (0,) + W[3:]
+        cases += [(nd, *case) for case in [
+            (X, W, None, None, dict(padding="same")), ((2,) * nd, W, None, None, {}),
+            ((2,), W, None, None, dict(padding="same")),
+            (X, (2, 2), None, None, {}), (X, (2,), None, None, dict(groups=0)), (X, W[:-1], None, None, {}),
+            (X, W + (2,), None, None, {}), (X, W + (2,), None, None, dict(stride=one)), (X, W[:-1], None, None,
+                                                                                          dict(stride=0)),
+            (X, W, None, None, dict(stride=0)), (X, W, None, None, dict(stride=one)),
+            (X, W, None, None, dict(padding=one)), (X, W, None, None, dict(dilation=one)),
+            (X, W, None, None, dict(output_padding=one)), (X, W, None, None, dict(stride=(2,), padding=(1,))),
+            (X, W, None, None, dict(padding=-1)), (X, W, None, None, dict(stride=-1, padding=-1)),
+            (X, W, None, None, dict(output_padding=-1, stride=0)), (X, W, None, None, dict(dilation=-1, stride=0)),
+            (X, W, None, None, dict(dilation=-1)), (X, W, None, None, dict(groups=0, padding=-1)),
+            (X, W, None, None, dict(groups=-2)), (X, W, None, None, dict(groups=3)),
+            ((1, 3) + X[2:], (3,) + W[1:], None, None, dict(groups=2)),
+            ((1, 3) + X[2:], (3,) + W[1:], None, None, dict(groups=2, output_padding=3)),
+            ((1, 3) + X[2:], W, None, None, {}), ((3,) + X[2:], W, None, None, {}),
+            (X, W, (3,), None, {}), (X, W, (2, 1), None, {}), (X, W, (2,), None, dict(stride=2, output_padding=1)),
+            (X, W, None, None, dict(output_padding=1)), (X, W, None, None, dict(output_padding=(0,) * (nd - 1) + (1,))),
+            (X, W, None, None, dict(stride=2, output_padding=(2,) + (0,) * (nd - 1))),
+            (X, W, None, None, dict(dilation=2, output_padding=1)),
+            (X, W, None, None, dict(dilation=0)), (X, (2, 2) + (1,) * nd, None, None,
+                                                   dict(dilation=(1,) * (nd - 1) + (0,))),
+            (X, k0, None, None, {}), (X, k0, None, None, dict(dilation=0)), (X, k0, None, None, dict(output_padding=3)),
+            (X, k0, None, None, dict(padding=9)), (X, W, None, None, dict(output_padding=3, padding=9)),
+            (X, W, None, None, dict(padding=5)), (X, W, None, None, dict(padding=5, dilation=0)),
+            ((1, 2) + (0,) * nd, W, None, None, {}), ((2,) + (0,) * nd, W, None, None, {}),
+            ((1, 2, 0) + X[3:], W, None, None, dict(dilation=0)), ((0, 2) + X[2:], W, (2,), None, {}),
+            (X, W, None, ("float32", "float64", None), {}), (X, W, (2,), ("float32", "float32", "float64"), {}),
+            (X, W, (2,), ("float64", "float64", "float32"), dict(stride=2)),
+            (X, W, (2,), ("float32", "float32", "int64"), {}),
+        ]]
+    return cases
+
+
+@pytest.mark.parametrize("nd,xs,ws,bs,dtypes,kw", _transposed_argument_cases())
+def test_conv_transpose_argument_checks_match_torch(nd, xs, ws, bs, dtypes, kw):
+    """conv_transpose1d/2d/3d share one check of their arguments: torch's exception and message, or its result."""
+    dtypes = dtypes or ("float32",) * 3
+    results = []
+    for lib, F in ((torch, TF), (tg, GF)):
+        x, w = (lib.tensor(RNG.standard_normal(s)).to(getattr(lib, t)) for s, t in zip((xs, ws), dtypes))
+        b = None if bs is None else lib.tensor(RNG.standard_normal(bs)).to(getattr(lib, dtypes[2]))
+        try:
+            y = getattr(F, f"conv_transpose{nd}d")(x, w, b, **kw)
+            results.append((tuple(y.shape), str(y.dtype).split(".")[-1]))
+        except Exception as e:  # noqa: BLE001 (the exception is the result compared)
+            results.append((type(e).__name__, str(e)))
+    assert results[1] == results[0]

@@ -41,6 +41,7 @@ from .padding import *  # noqa: F401,F403
 from .loss import KLDivLoss  # noqa: F401
 from .pooling import (AdaptiveAvgPool3d, AdaptiveMaxPool3d, AvgPool3d, LPPool1d, LPPool2d, LPPool3d,  # noqa: F401
                       MaxPool3d, MaxUnpool3d)
+from .pooling import FractionalMaxPool2d, FractionalMaxPool3d  # noqa: F401,E402
 from .normalization import BatchNorm3d, CrossMapLRN2d, LocalResponseNorm, SyncBatchNorm  # noqa: F401
 from .loss import MultiLabelMarginLoss, MultiMarginLoss, NLLLoss2d, SoftMarginLoss  # noqa: F401
 from .adaptive import AdaptiveLogSoftmaxWithLoss  # noqa: F401

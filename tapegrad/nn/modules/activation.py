@@ -91,7 +91,7 @@ class Hardtanh(Module):
         self.max_val = max_val
         self.inplace = inplace
         if self.max_val <= self.min_val:
-            raise ValueError(f"max_val ({max_val}) must be greater than min_val ({min_val})")
+            raise AssertionError(f"max_val ({max_val}) must be greater than min_val ({min_val})")  # (torch: an assert)
 
     def forward(self, input):
         return F.hardtanh(input, self.min_val, self.max_val, self.inplace)

@@ -53,7 +53,16 @@ def _family(base, mode, name):
     return [type(f"{name}{d}d", (base,), {"dims": d, "mode": mode, "__module__": __name__}) for d in (1, 2, 3)]
 
 
-CircularPad1d, CircularPad2d, CircularPad3d = _family(_PadNd, "circular", "CircularPad")
+class _CircularPadNd(_PadNd):
+    mode = "circular"
+
+    def forward(self, input):
+        if input.dim() not in (self.dims + 1, self.dims + 2):  # (torch's _check_input_dim, before F.pad's)
+            raise ValueError(f"expected {self.dims + 1}D or {self.dims + 2}D input (got {input.dim()}D input)")
+        return F.pad(input, self.padding, self.mode)
+
+
+CircularPad1d, CircularPad2d, CircularPad3d = _family(_CircularPadNd, "circular", "CircularPad")
 ReflectionPad1d, ReflectionPad2d, ReflectionPad3d = _family(_PadNd, "reflect", "ReflectionPad")
 ReplicationPad1d, ReplicationPad2d, ReplicationPad3d = _family(_PadNd, "replicate", "ReplicationPad")
 ConstantPad1d, ConstantPad2d, ConstantPad3d = _family(_ConstantPadNd, "constant", "ConstantPad")
