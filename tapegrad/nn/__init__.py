@@ -1,6 +1,6 @@
 """torch.nn: Module and the layers, losses and containers built on it; functional; init; utils."""
 from . import functional  # noqa: F401
-from .functional import LinearCrossEntropyOptions  # noqa: F401  (torch.nn's; linear_cross_entropy's chunking)
+from .modules.linear_cross_entropy_options import LinearCrossEntropyOptions  # noqa: F401  (linear_cross_entropy's chunking)
 from . import grad  # noqa: F401  (torch.nn.grad: a convolution's input and weight gradients)
 from . import init  # noqa: F401
 from .parameter import Buffer, Parameter  # noqa: F401

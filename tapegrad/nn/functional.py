@@ -1,5 +1,4 @@
 """torch.nn.functional: the ops, under functional's names and signatures."""
-import dataclasses as _dataclasses
 import warnings
 
 from .. import _dtype, ops
@@ -204,15 +203,6 @@ from ..ops.metric_loss import multi_margin_loss, multilabel_margin_loss, soft_ma
 from ..ops.metric_loss import linear_cross_entropy  # noqa: E402,F401
 
 
-@_dataclasses.dataclass(slots=True, frozen=True)
-class LinearCrossEntropyOptions:
-    """torch.nn.LinearCrossEntropyOptions: the chunking of linear_cross_entropy's chunked path (torch's fields and
-    defaults). tapegrad's linear_cross_entropy computes the same values whole, so these change no result."""
-    allow_retain_graph: bool = False
-    batch_chunk_size: int | None = None
-    chunking_method: str | None = "auto"
-    acc_policy: str = "auto"
-    acc_dtype: object = None
 from ..ops.volumetric import (adaptive_avg_pool3d, adaptive_max_pool3d, adaptive_max_pool3d_with_indices,  # noqa: E402,F401
                                avg_pool3d, local_response_norm, lp_pool1d, lp_pool2d, lp_pool3d, max_pool3d,
                                max_pool3d_with_indices, max_unpool3d)
