@@ -2,7 +2,7 @@
 
 Each follows ATen's CPU code, so values, gradients and random draws are torch's:
 
-- lgamma, digamma, xlogy: the public ops (tapegrad.ops.special), re-exported for the distributions.
+- lgamma, digamma, xlogy, gammainc: the public ops (tapegrad.ops.special), re-exported for the distributions.
 - standard_gamma (torch._standard_gamma) and sample_dirichlet (torch._sample_dirichlet): ATen's sample_gamma
   (Marsaglia-Tsang, from NumPy) fed by the generator's float64 uniforms and Box-Muller normals, in the same
   order, so the streams are torch's; their reparameterized gradients are ATen's standard_gamma_grad_one and
@@ -22,6 +22,7 @@ from .. import random as _random
 from ..autograd.function import Function, once_differentiable
 from ..linalg import cholesky, solve_triangular  # noqa: F401  (cholesky re-exported: multivariate_normal uses it)
 from ..ops.special import digamma, lgamma, xlogy  # noqa: F401  (re-exported: beta, gamma, dirichlet, kl use them)
+from ..ops.special import special_gammainc as gammainc  # noqa: F401  (re-exported: Gamma.cdf)
 from ..tensor import _new
 
 _f32 = np.float32

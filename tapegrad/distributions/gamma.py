@@ -4,7 +4,7 @@ from numbers import Number
 import numpy as np
 
 from . import constraints
-from ._ops import digamma, lgamma, standard_gamma, xlogy
+from ._ops import digamma, gammainc, lgamma, standard_gamma, xlogy
 from .exp_family import ExponentialFamily
 from .utils import broadcast_all
 
@@ -75,5 +75,6 @@ class Gamma(ExponentialFamily):
         return lgamma(x + 1) + (x + 1) * (-y.reciprocal()).log()
 
     def cdf(self, value):
-        raise NotImplementedError("tapegrad.distributions: Gamma.cdf needs torch.special.gammainc, which "
-                                  "tapegrad lacks")
+        if self._validate_args:
+            self._validate_sample(value)
+        return gammainc(self.concentration, self.rate * value)

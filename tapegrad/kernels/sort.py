@@ -13,6 +13,9 @@ _THRESHOLD = 16
 
 @njit(**JIT)
 def _less(a, b, descending):
+    """The comparator: descending False / True, NaN above every number; 2: a plain `<` (mode's std::sort)."""
+    if descending == 2:
+        return a < b
     if descending:
         return (a != a and b == b) or a > b
     return (a == a and b != b) or a < b
@@ -162,4 +165,154 @@ def std_sort_rows(values, descending):
         ix = np.arange(n)
         _introsort(v, ix, descending)
         out[r] = ix
+    return out
+
+
+# -- torch.topk (ATen's topk_impl_loop) and torch.kthvalue (Sorting.cpp's quick_select_template) ---------------
+@njit(**JIT)
+def _make_heap(v, ix, first, last, desc):
+    length = last - first
+    if length < 2:
+        return
+    parent = (length - 2) // 2
+    while True:
+        _adjust_heap(v, ix, first, parent, length, v[first + parent], ix[first + parent], desc)
+        if parent == 0:
+            return
+        parent -= 1
+
+
+@njit(**JIT)
+def _heap_select(v, ix, first, middle, last, desc):
+    """libstdc++'s __heap_select: a heap of [first, middle) holding the smallest (comp) of [first, last)."""
+    _make_heap(v, ix, first, middle, desc)
+    for i in range(middle, last):
+        if _less(v[i], v[first], desc):  # __pop_heap(first, middle, i)
+            value, index = v[i], ix[i]
+            v[i], ix[i] = v[first], ix[first]
+            _adjust_heap(v, ix, first, 0, middle - first, value, index, desc)
+
+
+@njit(**JIT)
+def _sort_heap(v, ix, first, last, desc):
+    while last - first > 1:
+        last -= 1
+        value, index = v[last], ix[last]
+        v[last], ix[last] = v[first], ix[first]
+        _adjust_heap(v, ix, first, 0, last - first, value, index, desc)
+
+
+@njit(**JIT)
+def _nth_element(v, ix, nth, desc):
+    """libstdc++'s std::nth_element (__introselect, depth limit 2 floor(log2 n))."""
+    n = v.shape[0]
+    if n == 0 or nth == n:
+        return
+    depth = 0
+    while (n >> (depth + 1)) > 0:
+        depth += 1
+    limit = 2 * depth
+    first, last = 0, n
+    while last - first > 3:
+        if limit == 0:
+            _heap_select(v, ix, first, nth + 1, last, desc)
+            _swap(v, ix, first, nth)
+            return
+        limit -= 1
+        cut = _partition_pivot(v, ix, first, last, desc)
+        if cut <= nth:
+            first = cut
+        else:
+            last = cut
+    _insertion_sort(v, ix, first, last, desc)
+
+
+@njit(**JIT)
+def topk_rows(values, k, largest, ordered):
+    """The indices torch.topk gives on CPU for each row of values (rows, n): the (value, index) pairs through
+    std::partial_sort where k * 64 <= n, else std::nth_element at k - 1 then (sorted) std::sort of the first
+    k - 1; comparing values only (NaN above every number), so ties come out in libstdc++'s order."""
+    rows, n = values.shape
+    out = np.empty((rows, k), np.int64)
+    if k == 0:
+        return out
+    for r in range(rows):
+        v = values[r].copy()
+        ix = np.arange(n)
+        if k * 64 <= n:
+            _heap_select(v, ix, 0, k, n, largest)
+            _sort_heap(v, ix, 0, k, largest)
+        else:
+            _nth_element(v, ix, k - 1, largest)
+            if ordered:
+                _introsort(v[:k - 1], ix[:k - 1], largest)
+        out[r] = ix[:k]
+    return out
+
+
+@njit(**JIT)
+def kthvalue_rows(values, k):
+    """The index torch.kthvalue gives on CPU (k from 0) for each row of values (rows, n): Sorting.cpp's
+    quick_select_template (Sedgewick's median-of-three partition), NaN above every number."""
+    rows, n = values.shape
+    out = np.empty(rows, np.int64)
+    for r in range(rows):
+        v = values[r].copy()
+        ix = np.arange(n)
+        lo, hi = 0, n - 1
+        while True:
+            if hi <= lo:
+                break
+            if hi == lo + 1:
+                if _less(v[hi], v[lo], False):
+                    _swap(v, ix, lo, hi)
+                break
+            _swap(v, ix, (lo + hi) >> 1, lo + 1)
+            if _less(v[hi], v[lo + 1], False):
+                _swap(v, ix, lo + 1, hi)
+            if _less(v[hi], v[lo], False):
+                _swap(v, ix, lo, hi)
+            if _less(v[lo], v[lo + 1], False):
+                _swap(v, ix, lo + 1, lo)
+            i, j = lo + 1, hi
+            pivot = v[lo]
+            while True:
+                i += 1
+                while _less(v[i], pivot, False):
+                    i += 1
+                j -= 1
+                while _less(pivot, v[j], False):
+                    j -= 1
+                if j < i:
+                    break
+                _swap(v, ix, i, j)
+            _swap(v, ix, lo, j)
+            if j <= k:
+                lo = i
+            if j >= k:
+                hi = j - 1
+        out[r] = ix[k]
+    return out
+
+
+@njit(**JIT)
+def mode_rows(values):
+    """The index torch.mode gives on CPU for each row of values (rows, n): std::sort of the (value, index) pairs
+    by `value <`, then the last pair of the first longest run of equal values (NaN, unequal to itself, a run of
+    one)."""
+    rows, n = values.shape
+    out = np.empty(rows, np.int64)
+    for r in range(rows):
+        v = values[r].copy()
+        ix = np.arange(n)
+        _introsort(v, ix, 2)
+        best, count, at = 0, 0, 0
+        for i in range(n):
+            count += 1
+            if i == n - 1 or v[i] != v[i + 1]:
+                if count > best:
+                    at = ix[i]
+                    best = count
+                count = 0
+        out[r] = at
     return out

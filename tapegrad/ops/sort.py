@@ -4,13 +4,14 @@ The values of sort and topk are gathers (index map forward, compiled scatter-add
 depend on the data: while tapegrad.compile traces, the indices are a row that a replay recomputes and the values'
 index map follows them (_sorted). sort and argsort order ties as torch's CPU sort: stable=True (and a 1-D integer
 tensor of 32,768 or more ascending: ATen's radix sort) in input order, else as libstdc++'s std::sort leaves them
-(kernels/sort.py); topk's ties come in input order. NaN sorts above every number, as torch's.
+(kernels/sort.py); topk's ties as libstdc++'s partial_sort or nth_element + sort leave them (ATen's topk_impl_loop),
+kthvalue's as ATen's quick_select_template. NaN sorts above every number, as torch's.
 """
 import math
 
 import numpy as np
 
-from .. import _dtype, kernels, random, registry
+from .. import _dtype, _meta, kernels, random, registry
 from ..tensor import Tensor, _new
 from ._common import OPS, _dim, _tensor
 from .reduce import return_types
@@ -42,6 +43,48 @@ def torch_order(a, axis, descending, stable=False):
     order = kernels.module("sort").std_sort_rows(keys.view(np.uint8) if keys.dtype == np.bool_ else keys,
                                                  bool(descending))
     return np.moveaxis(order.reshape(rows.shape), -1, axis)
+
+
+def _row_keys(a, axis):
+    """a's slices along axis as rows (rows, n) a compiled kernel compares as torch's do: bool as uint8, float16
+    and bfloat16 as float32 (exact)."""
+    rows = np.moveaxis(a, axis, -1)
+    keys = np.ascontiguousarray(rows.reshape(-1, rows.shape[-1]))
+    if keys.dtype == np.bool_:
+        return rows.shape, keys.view(np.uint8)
+    if keys.dtype.kind == "f" and keys.dtype.itemsize == 2 or _dtype.is_bfloat16(keys.dtype):
+        return rows.shape, keys.astype(np.float32)
+    return rows.shape, keys
+
+
+def torch_topk_order(a, axis, k, largest, ordered=True):
+    """The indices torch.topk gives on CPU: libstdc++'s partial_sort, or nth_element and sort, over (value,
+    index) pairs comparing values (kernels/sort.py's topk_rows), ties in its order."""
+    if _meta.is_meta(a):  # (the meta device: the shape only)
+        return _meta.make(a.shape[:axis] + (int(k),) + a.shape[axis + 1:], np.int64)
+    shape, keys = _row_keys(a, axis)
+    order = kernels.module("sort").topk_rows(keys, int(k), bool(largest), bool(ordered))
+    return np.moveaxis(order.reshape(shape[:-1] + (int(k),)), -1, axis)
+
+
+def torch_kth_position(a, axis, k):
+    """The index torch.kthvalue gives on CPU for the k-th smallest (k from 0) of each slice along axis (keepdim
+    shape): Sorting.cpp's quick_select_template (kernels/sort.py's kthvalue_rows), ties in its order."""
+    if _meta.is_meta(a):  # (the meta device: the shape only)
+        return _meta.make(a.shape[:axis] + (1,) + a.shape[axis + 1:], np.int64)
+    shape, keys = _row_keys(a, axis)
+    position = kernels.module("sort").kthvalue_rows(keys, int(k))
+    return np.moveaxis(position.reshape(shape[:-1] + (1,)), -1, axis)
+
+
+def torch_mode_position(a, axis):
+    """The index torch.mode gives on CPU for each slice along axis (keepdim shape): ATen's mode_kernel_impl
+    (kernels/sort.py's mode_rows), ties in std::sort's order."""
+    if _meta.is_meta(a):  # (the meta device: the shape only)
+        return _meta.make(a.shape[:axis] + (1,) + a.shape[axis + 1:], np.int64)
+    shape, keys = _row_keys(a, axis)
+    position = kernels.module("sort").mode_rows(keys)
+    return np.moveaxis(position.reshape(shape[:-1] + (1,)), -1, axis)
 
 
 def _values_at(x, op, d, idx):
@@ -96,10 +139,12 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
     k = int(k)
     if not 0 <= k <= n:
         raise RuntimeError("selected index k out of range")
+    if x._data.dtype == np.bool_:
+        raise RuntimeError("topk does not support bool dtypes on CPU")
     if x.ndim == 0:
         return return_types.topk(_values_at(x, OPS["topk"], 0, None), _new(np.zeros_like(x._data, np.int64)))
     return return_types.topk(*_sorted(x, OPS["topk"], d, lambda a: np.asanyarray(
-        np.take(_stable_order(a, d, bool(largest)), np.arange(k), axis=d), dtype=np.int64, order="C")))
+        torch_topk_order(a, d, k, largest, sorted), dtype=np.int64, order="C")))
 
 
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
@@ -118,7 +163,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
             inverse = inverse.reshape(-1)
     result = [_new(np.ascontiguousarray(values))]
     if return_inverse:
-        result.append(_new(np.ascontiguousarray(inverse, dtype=np.int64)))
+        result.append(_new(np.array(inverse, dtype=np.int64, order="C")))  # (ascontiguousarray: a 0-d one 1-d)
     if return_counts:
         result.append(_new(np.ascontiguousarray(counts, dtype=np.int64)))
     return result[0] if len(result) == 1 else tuple(result)
@@ -175,7 +220,7 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
         if n == 1:
             result = np.argmax(keys, axis=-1).reshape(-1, 1)
         else:
-            result = np.take(_stable_order(keys, 1, True), np.arange(n), axis=1)
+            result = torch_topk_order(keys, 1, n, True)  # (torch's at::topk: ties, as zeros, in its order)
     else:
         result = np.empty((rows.shape[0], n), np.int64)
         accumulate = np.float32 if p.dtype.itemsize == 2 else p.dtype  # (float16, bfloat16: ATen sums in float)

@@ -5,18 +5,22 @@ NumPy has neither). Each is a Python row whose rule is written in these ops, so 
 through them (lgamma -> digamma -> polygamma(1) -> polygamma(2) ...)."""
 import functools
 import math
+import numbers
 
 import numpy as np
 
-from .. import _dtype, _libm as _libm_functions, registry
+from .. import _dtype, _libm as _libm_functions, _meta, kernels, registry
+from ..tape import traced_value
 from ..tensor import Tensor, _new
 from ._common import OPS, _array_rule_dtype, _float, _in_float32, _is_scalar, _record, _sum_to_np, _tensor, \
     _to_dtype, broadcast_shape
 from .elementwise import _erf, exp, log, where
 from .reduce import sum_to_shape
 
-__all__ = ["lgamma", "digamma", "polygamma", "mvlgamma", "erfinv", "erfc", "i0", "sinc", "xlogy", "logit", "log10"]
-INPLACE = ("lgamma", "digamma", "polygamma", "mvlgamma", "erfinv", "erfc", "i0", "sinc", "xlogy", "logit", "log10")
+__all__ = ["lgamma", "digamma", "polygamma", "mvlgamma", "erfinv", "erfc", "i0", "sinc", "xlogy", "logit", "log10",
+           "igamma", "igammac"]
+INPLACE = ("lgamma", "digamma", "polygamma", "mvlgamma", "erfinv", "erfc", "i0", "sinc", "xlogy", "logit", "log10",
+           "igamma", "igammac")
 
 _SQRT_PI = math.sqrt(math.pi)
 _M_2_SQRTPI = 2.0 / _SQRT_PI
@@ -597,6 +601,155 @@ def special_zeta(input, other):
     return _binary("special_zeta", zeta_np, input, other)
 
 
+# -- the regularized incomplete gamma functions --------------------------------------------------------------
+def igamma_np(a, x, upper=False):
+    """ATen's calc_igamma (calc_igammac where upper) of arrays a and x of one float dtype (broadcast), compiled
+    (kernels/special_functions.py); float16 and bfloat16 computed in float32 and rounded once, as ATen's."""
+    if _meta.is_meta(a) or _meta.is_meta(x):  # (the meta device: the shape and dtype only)
+        return _meta.make(np.broadcast_shapes(np.shape(a), np.shape(x)), np.asanyarray(a).dtype)
+    a, x = np.broadcast_arrays(a, x)
+    dt = a.dtype
+    work = np.dtype(np.float64) if dt == np.float64 else np.dtype(np.float32)
+    a, x = np.asarray(a, work, order="C"), np.asarray(x, work, order="C")
+    out = np.empty(a.shape, work)
+    if a.size:
+        kernels.module("special_functions").incomplete_gamma(bool(upper), a.reshape(-1), x.reshape(-1),
+                                                             out.reshape(-1), work.type, work == np.float64)
+    return out if out.dtype == dt else out.astype(dt)
+
+
+def _igamma(name, input, other, function):
+    for position, (argument, value) in enumerate((("input", input), ("other", other)), 1):
+        if not isinstance(value, Tensor):
+            raise TypeError(f"{function}(): argument '{argument}' (position {position}) must be Tensor, not "
+                            f"{type(value).__name__}")
+    broadcast_shape(input.shape, other.shape)
+    dt = np.dtype(_dtype.result_type(input._data, other._data))
+    if not _dtype.is_float(dt):
+        raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_dtype.scalar_type_name(dt)}'")
+    a, x = _to_dtype(input, dt), _to_dtype(other, dt)
+    return _record(OPS[name], igamma_np(a._data, x._data, name == "igammac"), (a, x))
+
+
+def igamma(input, other):
+    """The regularized lower incomplete gamma function P(input, other) (ATen's calc_igamma); differentiable in
+    `other` only, as torch's (a backward that reaches `input` raises torch's NotImplementedError)."""
+    return _igamma("igamma", input, other, "igamma")
+
+
+def igammac(input, other):
+    """The regularized upper incomplete gamma function Q(input, other) = 1 - P (ATen's calc_igammac);
+    differentiable in `other` only, as torch's."""
+    return _igamma("igammac", input, other, "igammac")
+
+
+def special_gammainc(input, other):
+    """torch.special.gammainc: igamma."""
+    return _igamma("igamma", input, other, "special_gammainc")
+
+
+def special_gammaincc(input, other):
+    """torch.special.gammaincc: igammac."""
+    return _igamma("igammac", input, other, "special_gammaincc")
+
+
+# -- torch.special's Bessel and Airy functions and orthogonal polynomials (no gradient) ------------------------
+# ATen's scalar functions, compiled (kernels/special_functions.py); torch gives them no derivative: their results
+# never require grad (a backward through one finds no grad_fn, as torch's). The codes index these tuples, which
+# are the kernel module's UNARY and BINARY.
+BESSEL = ("airy_ai", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_i0", "modified_bessel_i1",
+          "modified_bessel_k0", "modified_bessel_k1", "scaled_modified_bessel_k0", "scaled_modified_bessel_k1",
+          "spherical_bessel_j0")
+POLYNOMIALS = ("chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v", "chebyshev_polynomial_w",
+               "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
+               "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he",
+               "laguerre_polynomial_l", "legendre_polynomial_p")
+_HERMITE_LIMIT = {np.dtype(np.float32): 128, np.dtype(np.float64): 512}   # (ATen's getHermitianLimit)
+
+
+def _kernel_dtype(name, dt):
+    """ATen's CPU kernels of these exist for float and double only (AT_DISPATCH_FLOATING_TYPES)."""
+    if np.dtype(dt) not in _HERMITE_LIMIT:
+        raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_dtype.scalar_type_name(dt)}'")
+
+
+def bessel_np(name, a):
+    """torch.special.<name> (one of BESSEL) of a float32 or float64 array, in its dtype."""
+    a = np.asarray(a, order="C")   # (ascontiguousarray would make a 0-d array 1-d)
+    out = np.empty(a.shape, a.dtype)
+    if a.size:
+        dt = a.dtype.type
+        kernels.module("special_functions").unary(BESSEL.index(name), a.reshape(-1), out.reshape(-1), dt,
+                                                  dt(np.finfo(dt).eps))
+    return out
+
+
+def polynomial_np(name, x, n):
+    """torch.special.<name> (one of POLYNOMIALS) of arrays x and n of one float dtype (broadcast): n is truncated
+    to an integer as ATen's static_cast<int64_t> (NaN, infinities and values beyond int64: a negative degree, 0)."""
+    x, n = np.broadcast_arrays(x, n)
+    x, n = np.asarray(x, order="C"), np.asarray(n, x.dtype, order="C")
+    out = np.empty(x.shape, x.dtype)
+    if x.size:
+        kernels.module("special_functions").binary(POLYNOMIALS.index(name), x.reshape(-1), n.reshape(-1),
+                                                   out.reshape(-1), x.dtype.type, _HERMITE_LIMIT[x.dtype])
+    return out
+
+
+def _bessel_function(name):
+    def fn(input):
+        if not isinstance(input, Tensor):
+            raise TypeError(f"special_{name}(): argument 'input' (position 1) must be Tensor, not "
+                            f"{type(input).__name__}")
+        x = _float(input)
+        _kernel_dtype(name, x._data.dtype)
+
+        def forward(a):
+            return bessel_np(name, a.astype(x._data.dtype, copy=False))
+        return traced_value(_new(forward(x._data)), forward, input)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"torch.special.{name}: ATen's algorithm, no gradient (integers and bool as the default float dtype)."
+    return fn
+
+
+def _polynomial(name):
+    def fn(x, n):
+        if not isinstance(x, Tensor) and not isinstance(n, Tensor) or \
+                not isinstance(x, (Tensor, numbers.Number, np.bool_)) or not isinstance(n, (Tensor, numbers.Number, np.bool_)):
+            kinds = ", ".join(type(v).__name__ if not isinstance(v, Tensor) else "Tensor" for v in (x, n))
+            raise TypeError(f"special_{name}() received an invalid combination of arguments - got ({kinds}), but "
+                            f"expected one of:\n * (Tensor x, Tensor n, *, Tensor out = None)\n * (Number x, Tensor n, "
+                            f"*, Tensor out = None)\n * (Tensor x, Number n, *, Tensor out = None)\n")
+        for v in (x, n):
+            if isinstance(v, int) and not -2 ** 63 <= v < 2 ** 63:
+                raise OverflowError("int too big to convert")   # (torch's Scalar of a Python int)
+        xa = x._data if isinstance(x, Tensor) else x
+        na = n._data if isinstance(n, Tensor) else n
+        dt = np.dtype(_dtype.result_type(xa, na))
+        if not _dtype.is_float(dt):
+            dt = np.dtype(_dtype.default_float.np)
+        broadcast_shape(np.shape(xa), np.shape(na))
+        _kernel_dtype(name, dt)
+        tensors = [v for v in (x, n) if isinstance(v, Tensor)]
+
+        def forward(*arrays):
+            it = iter(arrays)
+            a, b = (np.asarray(next(it), dt) if isinstance(v, Tensor) else np.asarray(v, dt) for v in (x, n))
+            return polynomial_np(name, a, b)
+        return traced_value(_new(forward(*(t._data for t in tensors))), forward, *tensors)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = (f"torch.special.{name}(x, n): ATen's algorithm, n truncated to an integer; x or n may be a Python "
+                  f"number; no gradient.")
+    return fn
+
+
+for _name in BESSEL:
+    globals()[_name] = _bessel_function(_name)
+for _name in POLYNOMIALS:
+    globals()[_name] = _polynomial(_name)
+del _name
+
+
 # -- rules (Tensor ops, recorded under create_graph; NumPy twins for a plain backward) ------------------------
 def _vjp_lgamma(ctx, g, inputs, out):
     return (g * digamma(inputs[0]),)
@@ -908,6 +1061,30 @@ def _zeta_st_arrays(ctx, g, inputs, out, wanted):
     return (g * -ctx * zeta_np(g.dtype.type(ctx + 1), inputs[0]),) if _array_rule_dtype(g) else None
 
 
+def _igamma_rules(name, sign):
+    """torch's derivative: none in input (a backward reaching it raises), in other
+    sign * exp((input - 1) log(other) - other - lgamma(input))."""
+    message = f"the derivative for '{name}: input' is not implemented."
+
+    def vjp(ctx, g, inputs, out):
+        a, x = inputs
+        if a.requires_grad:
+            raise NotImplementedError(message)
+        gx = exp((a - 1) * log(x) - x - lgamma(a)) * g
+        return None, sum_to_shape(gx if sign > 0 else -gx, x.shape)
+
+    def arrays(ctx, g, inputs, out, wanted):
+        if wanted[0]:
+            raise NotImplementedError(message)
+        if not _array_rule_dtype(g):
+            return None
+        a, x = inputs
+        with np.errstate(all="ignore"):
+            gx = np.exp((a - 1) * np.log(x) - x - lgamma_np(a)) * g
+        return None, _sum_to_np(gx if sign > 0 else -gx, x.shape)
+    return vjp, arrays
+
+
 def _unary_row(name, grad_fn, forward, vjp, arrays):
     registry.python(name, grad_fn, lambda ctx, x: forward(x), vjp, array_vjp=arrays)
 
@@ -931,6 +1108,10 @@ _unary_row("special_ndtri", "SpecialNdtriBackward0", ndtri_np, _vjp_ndtri, _ndtr
 _unary_row("special_log_ndtr", "SpecialLogNdtrBackward0", log_ndtr_np, _vjp_log_ndtr, _log_ndtr_arrays)
 _unary_row("special_erfcx", "SpecialErfcxBackward0", erfcx_np, _vjp_erfcx, _erfcx_arrays)
 _unary_row("special_entr", "SpecialEntrBackward0", entr_np, _vjp_entr, _entr_arrays)
+for _name, _sign in (("igamma", 1), ("igammac", -1)):
+    _vjp, _arrays = _igamma_rules(_name, _sign)
+    registry.python(_name, _name.capitalize() + "Backward0", lambda ctx, a, x, upper=_sign < 0: igamma_np(a, x, upper),
+                    _vjp, array_vjp=_arrays)
 for _name, _grad_fn, _fwd, _rules in (
         ("xlogy", "XlogyBackward", xlogy_np, ((_vjp_xlogy, _xlogy_arrays), (_vjp_xlogy_ts, _xlogy_ts_arrays),
                                                 (_vjp_xlogy_st, _xlogy_st_arrays))),
@@ -958,3 +1139,5 @@ Tensor.sinc = sinc
 Tensor.xlogy = xlogy
 Tensor.logit = logit
 Tensor.log10 = log10
+Tensor.igamma = igamma
+Tensor.igammac = igammac

@@ -147,7 +147,7 @@ def _dim_median(name, input, dim, keepdim, ignore_nan):
 
 
 def median(input, dim=None, keepdim=False):
-    """The lower median; with dim, (values, indices). Among equal medians the index is unspecified (torch's too)."""
+    """The lower median; with dim, (values, indices). Among equal medians the index is the one torch's CPU kernel picks."""
     if dim is None:
         return _whole_median("median", input, False)
     return _dim_median("median", input, dim, keepdim, False)

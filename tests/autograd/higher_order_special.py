@@ -38,6 +38,11 @@ CASES = [  # (args, kwargs) of test_higher_order._case: (name, fn, shapes), cove
     (("special_zeta", lambda T, q: T.special.zeta(T.tensor([2.5, 3.0, 4.5, 6.0], dtype=T.float64), q), [(3, 4)]),
      {"low": 0.3, "high": 2.5}),
     (("special_zeta_st", lambda T, q: T.special.zeta(3.0, q), [(3, 4)]), {"low": 0.3, "high": 2.5}),
+    # the incomplete gamma functions: differentiable in x only (as torch's), so a is a constant
+    (("igamma", lambda T, x: T.igamma(T.tensor([0.5, 1.5, 3.0, 4.5], dtype=T.float64), x), [(3, 4)]),
+     {"low": 0.3, "high": 2.5}),
+    (("igammac", lambda T, x: T.igammac(T.tensor([0.5, 1.5, 3.0, 4.5], dtype=T.float64), x), [(3, 4)]),
+     {"low": 0.3, "high": 2.5}),
 ]
 EXEMPT = {  # registry op name -> why no higher-order case can exist, naming the test that covers it instead
     "special_zeta_ts": "zeta(tensor x, number q) has no derivative at all (torch: \"the derivative for 'zeta' is not "

@@ -76,4 +76,11 @@ CASES = [
          id="broadcast"),
     Case("zeta", [A((4,), "pos")], fn=lambda L, q: L.special.zeta(3.0, q), id="number-tensor"),
     Case("zeta", [A((4,), "gt1")], fn=lambda L, x: L.special.zeta(x, 2.5).detach(), id="tensor-number"),
+    # igamma / igammac: differentiable in x only (test_opinfo_round9_sort_special.py checks the error for a)
+    Case("igamma", [A((4,), "pos", grad=False), A((4,), "pos")], fn=lambda L, a, x: L.igamma(a, x)),
+    Case("igamma", [A((3, 1), "pos", grad=False), A((4,), "pos")], fn=lambda L, a, x: L.special.gammainc(a, x),
+         id="special-broadcast"),
+    Case("igammac", [A((4,), "pos", grad=False), A((4,), "pos")], fn=lambda L, a, x: a.igammac(x), id="method"),
+    Case("igammac", [A((4,), "pos", grad=False), A((4,), "pos")], fn=lambda L, a, x: L.special.gammaincc(a, x),
+         id="special"),
 ]

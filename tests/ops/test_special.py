@@ -124,9 +124,6 @@ def test_zeta_has_no_derivative_in_x():
 
 
 def test_absent_names():
-    for name in ("bessel_j0", "modified_bessel_k0", "chebyshev_polynomial_t", "gammainc", "airy_ai"):
-        assert hasattr(torch.special, name)
-        assert not hasattr(tapegrad.special, name)
     for name in tapegrad.special.__all__:
         assert hasattr(torch.special, name), name
 

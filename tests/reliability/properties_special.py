@@ -47,6 +47,9 @@ CASES = {
     # zeta(x, number) has no derivative at all (torch raises in backward): the row is recorded from x, its value
     # used detached (x's gradient comes through the product only)
     "special_zeta_ts": lambda L, x, R: L.special.zeta(pos(x) + 1.5, 1.5).detach() * x,
+    # the incomplete gamma functions: differentiable in x only, so a is a constant (a in [0.5, 3]; x > 0.5)
+    "igamma": lambda L, x, R: L.igamma(R.const((1, x.shape[1]), 0.5, 3.0), pos(x)),
+    "igammac": lambda L, x, R: L.special.gammaincc(R.const((1, x.shape[1]), 0.5, 3.0), pos(x)),
 }
 
 NOT_RECORDED = {}
