@@ -451,7 +451,9 @@ def _step(i, kind, o, argptr, args, obj, fattr, iattr, need, offsets, adj, dt, n
     a0 = args[argptr[i]]
     x = obj[a0]
     m = size(x)
-    gx = _block(adj, offsets[a0], m, dt)
+    # an input that needs no adjoint has no block of its own (its offset is 0): a stand-in of no elements, which
+    # the kernels never touch (a broadcast input may be larger than an empty output, and than the whole buffer)
+    gx = _block(adj, offsets[a0], m if need[a0] else 0, dt)
     if kind == K_UNARY:
         if need[a0]:
                 elementwise.unary(o, view(x, num, dt), view(y, num, dt), g, gx, fattr[i, 0], fattr[i, 1])
@@ -459,7 +461,7 @@ def _step(i, kind, o, argptr, args, obj, fattr, iattr, need, offsets, adj, dt, n
         a1 = args[argptr[i] + 1]
         z = obj[a1]
         p = size(z)
-        gz = _block(adj, offsets[a1], p, dt)
+        gz = _block(adj, offsets[a1], p if need[a1] else 0, dt)
         if (m == n or m == 1) and (p == n or p == 1):  # each input whole or one element: no search
             split = (1, n, 0, 1 if m == n else 0, 0, 1 if p == n else 0)
         else:

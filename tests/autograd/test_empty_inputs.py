@@ -8,8 +8,6 @@ import torch
 
 import tapegrad
 
-F_ARGS = dict(dtype=np.float64)
-
 
 def _spd_eye(lib, x):
     return x + lib.eye(x.shape[-1], dtype=x.dtype)  # (a broadcast constant: larger than the empty batch)
@@ -61,3 +59,20 @@ def test_empty_input_first_and_second_derivatives_match_torch(name, dtype):
         assert g is not None
         assert tuple(g.shape) == tuple(e.shape) == shape
         assert str(g.dtype) == str(e.dtype)
+
+
+@pytest.mark.parametrize("shapes", [((5,), (0, 5)), ((1, 5), (0, 5)), ((0, 1), (5,)), ((0, 5), (3, 1, 5)),
+                                    ((2, 0, 1), (1, 4))])
+def test_empty_broadcast_of_two_inputs_matches_torch(shapes):
+    """Both inputs need gradients, one of them empty: the other's gradient is zeros of its (non-empty) shape."""
+    def run(lib):
+        x = lib.ones(*shapes[0], dtype=lib.float64, requires_grad=True)
+        z = lib.full(shapes[1], 2.0, dtype=lib.float64, requires_grad=True)
+        y = (x * z).exp() + x / z - x.sum()
+        gx, gz = lib.autograd.grad(y.sum(), (x, z), create_graph=True)
+        second = lib.autograd.grad((gx * 3).sum() + (gz * 2).sum(), (x, z), allow_unused=True)
+        (x - z).sum().backward()
+        return (gx, gz) + tuple(second) + (x.grad, z.grad)
+    for e, g in zip(run(torch), run(tapegrad)):
+        assert tuple(g.shape) == tuple(e.shape)
+        np.testing.assert_array_equal(g.detach().numpy(), e.detach().numpy())
