@@ -92,7 +92,8 @@ def celu_(input, alpha=1.0):
 
 
 def threshold(input, threshold, value, inplace=False):
-    return _composed_inplace(input, lambda x: ops.where(x > threshold, x, full_like(x, value)), inplace)
+    # (torch's `x <= threshold ? value : x`: NaN passes, with its gradient)
+    return _composed_inplace(input, lambda x: ops.where(x <= threshold, full_like(x, value), x), inplace)
 
 
 _threshold = threshold  # (its parameter shadows the name below)
@@ -120,13 +121,13 @@ def softshrink(input, lambd=0.5):
     if not 0 <= lambd <= top:  # (NaN too; torch's numbers as C++ prints them, as %g)
         raise RuntimeError(f"lambda must be in range [0, {top:g}] for input dtype "
                            f"{_dtype.scalar_type_name(x._data.dtype)}, but found {float(lambd):g}")
-    zero = zeros_like(x)
-    return ops.where(x > lambd, x - lambd, ops.where(x < -lambd, x + lambd, zero))
+    # (torch's kernel: `x * 0` inside the band, its sign kept; NaN passes, with its gradient)
+    return ops.where((x >= -lambd) & (x <= lambd), x * 0, x - ops.clamp(x, -lambd, lambd))
 
 
 def hardshrink(input, lambd=0.5):
     x = ops._tensor(input)
-    return ops.where((x > lambd) | (x < -lambd), x, zeros_like(x))
+    return ops.where((x >= -lambd) & (x <= lambd), zeros_like(x), x)  # (torch's test: NaN passes)
 
 
 def _implicit_dim(name, stacklevel):

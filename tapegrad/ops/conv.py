@@ -20,6 +20,7 @@ from ..tape import _local as _tape_local, traced_value
 from ._common import OPS, _autocast_lower, _record, _tensor, _to_dtype, autocast_state
 from .elementwise import mul
 from .nn import _dropout_draw
+from .._runtime import get_num_threads
 from .._warnings import user_stacklevel
 
 # torch.X has these with these signatures; the rest are torch.nn.functional's only (nn/functional.py)
@@ -441,73 +442,11 @@ def _conv(nd, input, weight, bias, stride, padding, dilation, groups):
     x, w = _tensor(input), _tensor(weight)
     if autocast_state.dtype is not None:
         x, w, bias = _autocast_lower(x, w, None if bias is None else _tensor(bias))
-    name = f"conv{nd}d"
-    if x.ndim not in (nd + 1, nd + 2):
-        raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to {name}, but got input "
-                           f"of size: {list(x.shape)}")
-    if w.ndim != nd + 2:
-        raise RuntimeError(f"weight should have at least three dimensions" if w.ndim < 3 else
-                           f"Expected {nd + 2}-dimensional weight for {nd + 2}-dimensional input, but got "
-                           f"{w.ndim}-dimensional weight of size {list(w.shape)} instead")
-    s, d = _pair(stride, nd), _pair(dilation, nd)
-    if builtins.min(s) <= 0:
-        raise RuntimeError("non-positive stride is not supported")
-    if builtins.min(d) <= 0:
-        raise RuntimeError("dilation should be greater than zero")
-    if groups <= 0:
-        raise RuntimeError("non-positive groups is not supported")
+    empty, xs, k, s, d, pads, b = _conv_checks(nd, x, w, bias, stride, padding, dilation, groups)
+    if empty and (xs[1] == 0 or w._data.dtype != x._data.dtype or builtins.min(k) <= 0 or builtins.min(d) <= 0):
+        return _conv_empty(nd, x, w, b, xs, k, s, d, pads)
     batched = x.ndim == nd + 2
-    xs = tuple(x.shape) if batched else (1,) + tuple(x.shape)
     O, Cg = w.shape[0], w.shape[1]
-    k = tuple(w.shape[2:])
-    if O % groups:
-        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, but "
-                           f"got weight of size [{list(w.shape)}] instead")
-    if xs[1] != Cg * groups:
-        shown = list(xs) if batched else list(x.shape)
-        raise RuntimeError(f"Given groups={groups}, weight of size {list(w.shape)}, expected input{shown} to have "
-                           f"{Cg * groups} channels, but got {xs[1]} channels instead")
-    if isinstance(padding, str):
-        if padding == "valid":
-            pads = [(0, 0)] * nd
-        elif padding == "same":
-            if builtins.max(s) != 1:
-                raise RuntimeError("padding='same' is not supported for strided convolutions")
-            pads = []
-            for kk, dd in zip(k, d):  # torch puts the odd one at the end
-                total = dd * (kk - 1)
-                pads.append((total // 2, total - total // 2))
-            _warn_asymmetric_same(pads)
-        else:
-            raise RuntimeError(f"Invalid padding string: '{padding}'")
-    else:
-        p = _pair(padding, nd)
-        if builtins.min(p) < 0:
-            raise RuntimeError("negative padding is not supported")
-        pads = [(a, a) for a in p]
-    if bias is not None:
-        b = _tensor(bias)
-        if b.ndim != 1 or b.shape[0] != O:
-            raise RuntimeError(f"Given weight of size {list(w.shape)}, expected bias to be 1-dimensional with {O} "
-                               f"elements, but got bias of size {list(b.shape)} instead")
-    if builtins.min(k) <= 0:
-        k2 = (1,) + k if nd == 1 else k
-        raise RuntimeError(f"kernel size should be greater than zero, but got kernel_height: {k2[0]} kernel_width: "
-                           f"{k2[1]}")
-    padded = [xs[2 + i] + pads[i][0] + pads[i][1] for i in range(nd)]
-    eff = [d[i] * (k[i] - 1) + 1 for i in range(nd)]
-    if any(e > p for e, p in zip(eff, padded)):
-        shape = " x ".join(str(v) for v in padded)
-        kshape = " x ".join(str(v) for v in eff)
-        raise RuntimeError(f"Calculated padded input size per channel: ({shape}). Kernel size: ({kshape}). Kernel "
-                           f"size can't be greater than actual input size")
-    dt = x._data.dtype if _dtype.is_float(x._data.dtype) else np.dtype(np.float32)
-    if w._data.dtype != dt or (bias is not None and b._data.dtype != dt):
-        if w._data.dtype != dt:
-            raise RuntimeError(f"expected scalar type {_dtype.scalar_type_name(dt)} but found "
-                               f"{_dtype.scalar_type_name(w._data.dtype)}")
-        raise RuntimeError(f"Input type ({_dtype.cpp_type_name(dt)}) and bias type ({_dtype.cpp_type_name(b._data.dtype)}) "
-                           f"should be the same")
     if nd == 1:
         pads, k, s, d = [(0, 0)] + pads, (1,) + k, (1,) + s, (1,) + d
         xs4 = xs[:2] + (1,) + xs[2:]
@@ -525,6 +464,178 @@ def _conv(nd, input, weight, bias, stride, padding, dilation, groups):
         ctx.cols = None
     out = _record(OPS["conv"], value, inputs, aux=ctx)
     return out if batched else out.squeeze(0)  # (torch's unbatched convolution, so its SqueezeBackward1)
+
+
+_TENSOR_TYPE_NAMES = {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor", "float16": "torch.HalfTensor",
+                      "bfloat16": "CPUBFloat16Type", "int64": "torch.LongTensor", "int32": "torch.IntTensor",
+                      "int16": "torch.ShortTensor", "int8": "torch.CharTensor", "uint8": "torch.ByteTensor",
+                      "bool": "CPUBoolType"}
+
+
+def _int_list(v, n):
+    """torch's IntArrayRef[n] argument: an int is n of it, a sequence is itself."""
+    return tuple(int(a) for a in v) if isinstance(v, (tuple, list)) else (int(v),) * n
+
+
+def _uses_onednn(x, xv, kv, s, d, groups):
+    """torch's ConvParams::use_mkldnn on a CPU with oneDNN: bfloat16 input; float32 input by its heuristic (xv and
+    kv the input's and kernel's sizes as the backend sees them, 1-d as 2-d)."""
+    dt = x._data.dtype
+    if str(dt) == "bfloat16":
+        return True
+    if dt != np.float32:
+        return False
+    N, C = xv[0], xv[1]
+    return ((builtins.max(s) > 1 or builtins.max(d) != 1 or builtins.min(d) != 1 or N >= 16 or kv[-1] != 1
+             or kv[-2] != 1 or get_num_threads() > 1)
+            and (groups > 1 or (kv[-1] > 3 and kv[-2] > 3) or N > 1 or N * C * xv[2] * xv[3] > 20480))
+
+
+def _conv_checks(nd, x, w, bias, stride, padding, dilation, groups):
+    """torch's checks of conv1d/2d/3d's arguments, in its order and with its messages: the front end's (the bias's
+    dtype, the input's rank; padding='same' and 'valid'), at::_convolution's (the weight's rank, groups, the
+    parameters' lengths against the weight's rank), check_shape_forward's (signs, ranks, groups, channels, bias,
+    kernel against the padded input), the backend's choice (an empty batch or channel dimension: the Empty
+    backend; bfloat16 input: oneDNN's dtype check) and the CPU kernel's (the kernel's size, dilation, the
+    weight's dtype). Returns whether it is the Empty backend, the batched input's shape, the kernel, stride,
+    dilation and (before, after) padding of each spatial dimension (nd long), and the bias as a Tensor."""
+    name = f"conv{nd}d"
+    b = None if bias is None else _tensor(bias)
+    if b is not None and b._data.dtype != x._data.dtype:
+        raise RuntimeError(f"Input type ({_dtype.cpp_type_name(x._data.dtype)}) and bias type "
+                           f"({_dtype.cpp_type_name(b._data.dtype)}) should be the same")
+    if x.ndim not in (nd + 1, nd + 2):
+        raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to {name}, but got input "
+                           f"of size: {list(x.shape)}")
+    xs = tuple(x.shape) if x.ndim == nd + 2 else (1,) + tuple(x.shape)
+    s, d = _int_list(stride, nd), _int_list(dilation, nd)
+    shift = None  # (padding='same' of two unequal sides: torch pads the input by their difference first)
+    if isinstance(padding, str):
+        if padding == "same":
+            if w.ndim < 3:
+                raise RuntimeError("weight should have at least three dimensions")
+            if groups <= 0:
+                raise RuntimeError("non-positive groups is not supported")
+            if w.ndim != len(xs):
+                raise RuntimeError(f"Expected {w.ndim}-dimensional input for {w.ndim}-dimensional weight"
+                                   f"{list(w.shape)}, but got {len(xs)}-dimensional input of size {list(xs)} instead")
+            dim = w.ndim - 2
+            for what, v in (("stride", s), ("dilation", d)):
+                if len(v) not in (dim, 1):
+                    raise RuntimeError(f"{what} cannot broadcast to {dim} dimensions")
+            if any(v != 1 for v in s):
+                raise RuntimeError("padding='same' is not supported for strided convolutions")
+            left, right = [], []
+            for i in range(dim):
+                total = (d[0] if len(d) == 1 else d[i]) * (w.shape[2 + i] - 1)
+                left.append(int(total / 2))  # (C++'s division: toward zero)
+                right.append(total - left[-1])
+            shift = [(0, r - lo) if r > lo else (r - lo, 0) for lo, r in zip(left, right)]
+            if any(a or c for a, c in shift):
+                _warn_asymmetric_same(list(zip(left, right)))
+                xs = xs[:2] + tuple(n + a + c for n, (a, c) in zip(xs[2:], shift))
+            p = tuple(lo if r > lo else r for lo, r in zip(left, right))
+        elif padding == "valid":
+            p = (0,)
+        else:
+            raise RuntimeError(f"Invalid padding string: '{padding}'")
+    else:
+        p = _int_list(padding, nd)
+    if w.ndim < 3:
+        raise RuntimeError("weight should have at least three dimensions")
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    dim = w.ndim - 2
+    params = []
+    for what, v in (("stride", s), ("padding", p), ("dilation", d)):
+        if len(v) != dim and len(v) != 1:
+            raise RuntimeError(f"expected {what} to be a single integer value or a list of {dim} values to match the "
+                               f"convolution dimensions, but got {what}={list(v)}")
+        params.append(v * dim if len(v) == 1 else v)
+    s, p, d = params
+    if builtins.min(p) < 0:
+        raise RuntimeError("negative padding is not supported")
+    if builtins.min(s) <= 0:
+        raise RuntimeError("non-positive stride is not supported")
+    if builtins.min(d) < 0:
+        raise RuntimeError("dilation should be greater than zero")
+    if w.ndim != len(xs):
+        raise RuntimeError(f"Expected {w.ndim}-dimensional input for {w.ndim}-dimensional weight {list(w.shape)}, but "
+                           f"got {len(xs)}-dimensional input of size {list(xs)} instead")
+    O, Cg = w.shape[0], w.shape[1]
+    if O < groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be at least {groups} at dimension 0, but got "
+                           f"weight of size {list(w.shape)} instead")
+    if O % groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, but "
+                           f"got weight of size [{list(w.shape)}] instead")
+    if xs[1] != Cg * groups:
+        raise RuntimeError(f"Given groups={groups}, weight of size {list(w.shape)}, expected input{list(xs)} to have "
+                           f"{Cg * groups} channels, but got {xs[1]} channels instead")
+    if b is not None and (b.ndim != 1 or b.shape[0] != O):
+        raise RuntimeError(f"Given weight of size {list(w.shape)}, expected bias to be 1-dimensional with {O} "
+                           f"elements, but got bias of size {list(b.shape)} instead")
+    k = tuple(w.shape[2:])
+    padded = [n + 2 * q for n, q in zip(xs[2:], p)]
+    eff = [dd * (kk - 1) + 1 for kk, dd in zip(k, d)]
+    if any(e > q for e, q in zip(eff, padded)):
+        raise RuntimeError(f"Calculated padded input size per channel: ({' x '.join(map(str, padded))}). Kernel "
+                           f"size: ({' x '.join(map(str, eff))}). Kernel size can't be greater than actual input size")
+    if shift is not None:  # (the computation pads each side: torch's two steps together)
+        pads = [(q + a, q + c) for q, (a, c) in zip(p, shift)]
+        xs = tuple(x.shape) if x.ndim == nd + 2 else (1,) + tuple(x.shape)
+    else:
+        pads = [(q, q) for q in p]
+    # the backend: 1-d as 2-d of unit height
+    kv, dv, xv = ((1,) + k, (1,) + d, xs[:2] + (1,) + xs[2:]) if nd == 1 else (k, d, xs)
+    if xs[0] == 0 or xs[1] == 0:
+        return True, xs, k, s, d, pads, b
+    if 0 in xs:
+        raise RuntimeError(f"Only zero batch or zero channel inputs are supported, but got input shape: {list(xv)}")
+    dt, wt = x._data.dtype, w._data.dtype
+    if _uses_onednn(x, xv, kv, s, d, groups):  # (its checks: the weight's dtype, dilation, the kernel's size)
+        if wt != dt:
+            raise RuntimeError(f"Input type ({_TENSOR_TYPE_NAMES.get(str(dt), dt)}) and weight type "
+                               f"({_TENSOR_TYPE_NAMES.get(str(wt), wt)}) should be the same or input should be a "
+                               f"MKLDNN tensor and weight is a dense tensor")
+        if builtins.min(d) <= 0:
+            raise RuntimeError("non-positive dilation is not supported")
+        if builtins.min(k) <= 0:
+            raise RuntimeError("could not create a primitive descriptor for the convolution forward propagation "
+                               "primitive. Run workload with environment variable ONEDNN_VERBOSE=all to get "
+                               "additional diagnostic information.")
+    if builtins.max(dv) != 1 or builtins.min(dv) != 1:  # (slow_conv_dilated's shape check)
+        if builtins.min(kv) <= 0:
+            raise RuntimeError(f"kernel size should be greater than zero, but got {list(kv)}")
+        if builtins.min(dv) <= 0:
+            raise RuntimeError(f"dilation should be greater than zero, but got {list(dv)}")
+        kernel = "slow_conv_dilated<>"
+    elif nd == 3:
+        if builtins.min(kv) <= 0:
+            raise RuntimeError(f"kernel size should be greater than zero, but got: {' x '.join(map(str, kv))} (TxHxW)")
+        kernel = "compute_columns3d"
+    else:
+        if builtins.min(kv) <= 0:
+            raise RuntimeError(f"kernel size should be greater than zero, but got kernel_height: {kv[0]} "
+                               f"kernel_width: {kv[1]}")
+        kernel = "slow_conv2d_cpu"
+    if dt == np.bool_ or (kernel == "slow_conv_dilated<>" and dt.kind in "iu" and dt != np.int64):
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_dtype.scalar_type_name(dt)}'")
+    if wt != dt:
+        raise RuntimeError(f"expected scalar type {_dtype.scalar_type_name(dt)} but found {_dtype.scalar_type_name(wt)}")
+    return False, xs, k, s, d, pads, b
+
+
+def _conv_empty(nd, x, w, b, xs, k, s, d, pads):
+    """torch's Empty backend (no batch or no channels): the input (flattened, when it has no channels) times the
+    weight's first element (its elements), plus the bias's first, viewed as the output; no channels in, none out."""
+    size = [(n + lo + hi - dd * (kk - 1) - 1) // ss + 1 for n, kk, ss, dd, (lo, hi) in zip(xs[2:], k, s, d, pads)]
+    oshape = (xs[0], 0 if xs[1] == 0 else w.shape[0]) + tuple(size)
+    wv = w.reshape(-1)
+    out = x.reshape(-1) * wv if xs[1] == 0 else x * wv[0]
+    if b is not None:
+        out = out + b[0]
+    return out.reshape(oshape if x.ndim == nd + 2 else oshape[1:])
 
 
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
@@ -612,74 +723,111 @@ def _vjp_conv_t(ctx, g, inputs, out):
     return gx, gw, g.reshape(N, G * Cog, -1).sum((0, 2))
 
 
-def _conv_transpose(nd, input, weight, bias, stride, padding, output_padding, groups, dilation):
-    x, w = _tensor(input), _tensor(weight)
-    if autocast_state.dtype is not None:
-        x, w, bias = _autocast_lower(x, w, None if bias is None else _tensor(bias))
+def _conv_transpose_checks(nd, x, w, bias, stride, padding, output_padding, groups, dilation):
+    """torch's checks of a transposed convolution's arguments, in its order and with its messages, for
+    conv_transpose1d/2d (one row) and conv_transpose3d (composed of conv3d): the front end's, then at::convolution's
+    and check_shape_forward's (the parameters' lengths against the weight's rank, signs, groups, channels, bias), then
+    the slow kernel's shape check (1-d as 2-d of unit height; 3-d's names its depth, and checks the weight's size
+    where 2-d checks the kernel's). Returns the batched input's shape, stride, padding, output_padding and dilation
+    (each nd long), the kernel's size, the output's spatial size, and the bias as a Tensor of the input's dtype."""
     name = f"conv_transpose{nd}d"
     if isinstance(padding, str):
         raise TypeError(f"{name}(): argument 'padding' must be tuple of ints, not str")
     if x.ndim not in (nd + 1, nd + 2):
         raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to {name}, but got input "
                            f"of size: {list(x.shape)}")
-    s, p, op, d = (_pair(v, nd) for v in (stride, padding, output_padding, dilation))
-    for what, v in (("stride", s), ("padding", p), ("output_padding", op), ("dilation", d)):
-        if len(v) != nd:
-            raise RuntimeError(f"expected {what} to be a single integer value or a list of {nd} values to match the "
+    if w.ndim < 3:
+        raise RuntimeError("weight should have at least three dimensions")
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    dim = w.ndim - 2  # (torch sizes the parameters by the weight: an int is nd of them, one value any number)
+    params = []
+    for what, v in (("stride", stride), ("padding", padding), ("dilation", dilation),
+                    ("output_padding", output_padding)):
+        v = tuple(int(a) for a in v) if isinstance(v, (tuple, list)) else (int(v),) * nd
+        if len(v) != dim and len(v) != 1:
+            raise RuntimeError(f"expected {what} to be a single integer value or a list of {dim} values to match the "
                                f"convolution dimensions, but got {what}={list(v)}")
-    if w.ndim != nd + 2:
-        raise RuntimeError("weight should have at least three dimensions" if w.ndim < 3 else
-                           f"Expected {nd + 2}-dimensional weight for {nd + 2}-dimensional input, but got "
-                           f"{w.ndim}-dimensional weight of size {list(w.shape)} instead")
-    if builtins.min(s) <= 0:
-        raise RuntimeError("non-positive stride is not supported")
+        params.append(v * dim if len(v) == 1 else v)
+    s, p, d, op = params
     if builtins.min(p) < 0:
         raise RuntimeError("negative padding is not supported")
     if builtins.min(op) < 0:
         raise RuntimeError("negative output_padding is not supported")
-    if groups <= 0:
-        raise RuntimeError("non-positive groups is not supported")
-    batched = x.ndim == nd + 2
-    xs = tuple(x.shape) if batched else (1,) + tuple(x.shape)
+    if builtins.min(s) <= 0:
+        raise RuntimeError("non-positive stride is not supported")
+    if builtins.min(d) < 0:
+        raise RuntimeError("dilation should be greater than zero")
+    xs = tuple(x.shape) if x.ndim == nd + 2 else (1,) + tuple(x.shape)
+    if w.ndim != len(xs):
+        raise RuntimeError(f"Expected {w.ndim}-dimensional input for {w.ndim}-dimensional weight {list(w.shape)}, but "
+                           f"got {len(xs)}-dimensional input of size {list(xs)} instead")
     Cin, Cog = w.shape[0], w.shape[1]
-    k = tuple(w.shape[2:])
+    if Cin < groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be at least {groups} at dimension 0, but got "
+                           f"weight of size {list(w.shape)} instead")
     if Cin % groups:
         raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, but "
                            f"got weight of size [{list(w.shape)}] instead")
     if xs[1] != Cin:
-        shown = list(xs) if batched else list(x.shape)
-        raise RuntimeError(f"Given transposed=1, weight of size {list(w.shape)}, expected input{shown} to have {Cin} "
+        raise RuntimeError(f"Given transposed=1, weight of size {list(w.shape)}, expected input{list(xs)} to have {Cin} "
                            f"channels, but got {xs[1]} channels instead")
+    b = None
     if bias is not None:
         b = _tensor(bias)
         if b.ndim != 1 or b.shape[0] != Cog * groups:
             raise RuntimeError(f"Given transposed=1, weight of size {list(w.shape)}, expected bias to be 1-dimensional "
                                f"with {Cog * groups} elements, but got bias of size {list(b.shape)} instead")
-    if nd == 1:  # the 2-d kernels' view: a unit height
-        k, s, p, op, d = (1,) + k, (1,) + s, (0,) + p, (0,) + op, (1,) + d
-        xs4 = xs[:2] + (1,) + xs[2:]
-    else:
-        xs4 = xs
-    if builtins.min(k) <= 0:
-        raise RuntimeError(f"kernel size should be greater than zero, but got kernel_height: {k[0]} kernel_width: "
-                           f"{k[1]}")
-    if builtins.min(d) <= 0:
-        raise RuntimeError(f"dilation should be greater than zero, but got dilation_height: {d[0]}, dilation_width: "
-                           f"{d[1]}")
-    if not all(o < ss or o < dd for o, ss, dd in zip(op, s, d)):
-        raise RuntimeError(f"output padding must be smaller than either stride or dilation, but got "
-                           f"output_padding_height: {op[0]} output_padding_width: {op[1]} stride_height: {s[0]} "
-                           f"stride_width: {s[1]} dilation_height: {d[0]} dilation_width: {d[1]}")
-    out_hw = tuple((xs4[2 + i] - 1) * s[i] - 2 * p[i] + d[i] * (k[i] - 1) + op[i] + 1 for i in range(2))
-    if builtins.min(out_hw) < 1:
-        raise RuntimeError(f"Given input size per channel: ({xs4[2]} x {xs4[3]}). Calculated output size per channel: "
-                           f"({out_hw[0]} x {out_hw[1]}). Output size is too small")
+    k = tuple(w.shape[2:])
+    # the kernel's view: 1-d is 2-d of unit height
+    kv, sv, pv, opv, dv, xv = ((1,) + k, (1,) + s, (0,) + p, (0,) + op, (1,) + d, xs[:2] + (1,) + xs[2:]) if nd == 1 \
+        else (k, s, p, op, d, xs)
+    if xs[0] and not builtins.min(xs[2:]):
+        raise RuntimeError(f"Only zero batch or zero channel inputs are supported, but got input shape: {list(xv)}")
+    axes = ("depth", "height", "width")[-len(kv):]
+    if nd < 3 and builtins.min(kv) <= 0:
+        raise RuntimeError("kernel size should be greater than zero, but got "
+                           + " ".join(f"kernel_{a}: {v}" for a, v in zip(axes, kv)))
+    if builtins.min(dv) <= 0:
+        raise RuntimeError("dilation should be greater than zero, but got "
+                           + ", ".join(f"dilation_{a}: {v}" for a, v in zip(axes, dv)))
+    if not all(o < ss or o < dd for o, ss, dd in zip(opv, sv, dv)):
+        raise RuntimeError("output padding must be smaller than either stride or dilation, but got "
+                           + " ".join(f"{what}_{a}: {v}" for what, vs in (("output_padding", opv), ("stride", sv),
+                                                                           ("dilation", dv))
+                                      for a, v in zip(axes, vs)))
+    if nd == 3 and w._data.size == 0:
+        raise RuntimeError("non-empty 5D (n_output_plane x n_input_plane x kernel_depth x kernel_height x "
+                           f"kernel_width) tensor expected for weight, but got: {list(w.shape)}")
+    out = tuple((n - 1) * ss - 2 * pp + dd * (kk - 1) + o + 1 for n, ss, pp, dd, kk, o in zip(xv[2:], sv, pv, dv, kv, opv))
+    if builtins.min(out) < 1:
+        raise RuntimeError(f"Given input size per channel: ({' x '.join(map(str, xv[2:]))}). Calculated output size "
+                           f"per channel: ({' x '.join(map(str, out))}). Output size is too small")
     dt = x._data.dtype
     if w._data.dtype != dt:
         raise RuntimeError(f"expected scalar type {_dtype.scalar_type_name(dt)} but found "
                            f"{_dtype.scalar_type_name(w._data.dtype)}")
-    if bias is not None and b._data.dtype != dt:
-        b = _to_dtype(b, dt)  # (torch's transposed convolution takes a bias of another float type, cast)
+    if b is not None and b._data.dtype != dt:
+        if nd == 3:  # (3-d's kernel takes none of another type)
+            raise RuntimeError(f"expected scalar type {_dtype.scalar_type_name(dt)} but found "
+                               f"{_dtype.scalar_type_name(b._data.dtype)}")
+        b = _to_dtype(b, dt)  # (1-d and 2-d's kernel takes a bias of another type, cast)
+    return xs, s, p, op, d, k, out[-nd:], b
+
+
+def _conv_transpose(nd, input, weight, bias, stride, padding, output_padding, groups, dilation):
+    x, w = _tensor(input), _tensor(weight)
+    if autocast_state.dtype is not None:
+        x, w, bias = _autocast_lower(x, w, None if bias is None else _tensor(bias))
+    xs, s, p, op, d, k, out_hw, b = _conv_transpose_checks(nd, x, w, bias, stride, padding, output_padding, groups,
+                                                           dilation)
+    batched = x.ndim == nd + 2
+    Cin, Cog = w.shape[0], w.shape[1]
+    if nd == 1:  # the 2-d kernels' view: a unit height
+        k, s, p, op, d, out_hw = (1,) + k, (1,) + s, (0,) + p, (0,) + op, (1,) + d, (1,) + out_hw
+        xs4 = xs[:2] + (1,) + xs[2:]
+    else:
+        xs4 = xs
     ctx = Ctx(transposed=True, k=k, s=s, d=d, pads=(p[0], p[0], p[1], p[1]), groups=groups, xshape4=xs4,
               wshape4=(Cin, Cog) + k, yshape4=(xs4[0], Cog * groups) + out_hw, keep_x=w._requires_grad)
     value = _conv_t_forward(ctx, x._data.reshape(xs4), w._data.reshape(ctx.wshape4),
@@ -706,41 +854,13 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
     x, w = _tensor(input), _tensor(weight)
     if autocast_state.dtype is not None:
         x, w, bias = _autocast_lower(x, w, None if bias is None else _tensor(bias))
-    if isinstance(padding, str):
-        raise TypeError("conv_transpose3d(): argument 'padding' must be tuple of ints, not str")
-    if x.ndim not in (4, 5):
-        raise RuntimeError(f"Expected 4D (unbatched) or 5D (batched) input to conv_transpose3d, but got input of "
-                           f"size: {list(x.shape)}")
-    if w.ndim != 5:
-        raise RuntimeError(f"Expected 5-dimensional weight for 5-dimensional input, but got {w.ndim}-dimensional "
-                           f"weight of size {list(w.shape)} instead")
-    s, p, op, d = (_pair(v, 3) for v in (stride, padding, output_padding, dilation))
-    if builtins.min(s) <= 0:
-        raise RuntimeError("non-positive stride is not supported")
-    if builtins.min(p) < 0:
-        raise RuntimeError("negative padding is not supported")
-    if builtins.min(op) < 0:
-        raise RuntimeError("negative output_padding is not supported")
-    if groups <= 0:
-        raise RuntimeError("non-positive groups is not supported")
-    if not all(o < ss or o < dd for o, ss, dd in zip(op, s, d)):
-        raise RuntimeError("output padding must be smaller than either stride or dilation")
+    xs, s, p, op, d, k, out, bias = _conv_transpose_checks(3, x, w, bias, stride, padding, output_padding, groups,
+                                                           dilation)
     batched = x.ndim == 5
     if not batched:
         x = x.unsqueeze(0)
     cin, cog = w.shape[0], w.shape[1]
-    k = tuple(w.shape[2:])
-    if cin % groups:
-        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, but "
-                           f"got weight of size [{list(w.shape)}] instead")
-    if x.shape[1] != cin:
-        raise RuntimeError(f"Given transposed=1, weight of size {list(w.shape)}, expected input{list(x.shape)} to "
-                           f"have {cin} channels, but got {x.shape[1]} channels instead")
-    spatial = tuple(x.shape[2:])
-    out = tuple((n - 1) * s[i] - 2 * p[i] + d[i] * (k[i] - 1) + op[i] + 1 for i, n in enumerate(spatial))
-    if builtins.min(out) < 1:
-        raise RuntimeError(f"Given input size per channel: ({' x '.join(map(str, spatial))}). Calculated output size "
-                           f"per channel: ({' x '.join(map(str, out))}). Output size is too small")
+    spatial = xs[2:]
     spread = x
     if builtins.max(s) > 1 or builtins.max(op) > 0:
         spread = creation.zeros(x.shape[:2] + tuple((n - 1) * s[i] + 1 + op[i] for i, n in enumerate(spatial)),
@@ -775,7 +895,7 @@ def _conv3d_cols(ctx, x5):
     cols = np.empty((N, C) + tuple(ctx.k) + tuple(ctx.ys5[2:]), x5.dtype)
     for tap, where in _conv3d_taps(ctx):
         cols[(slice(None), slice(None)) + tap] = xp[(slice(None), slice(None)) + where]
-    return cols.reshape(N, ctx.groups, -1, math.prod(ctx.ys5[2:]))
+    return cols.reshape(N, ctx.groups, C // ctx.groups * math.prod(ctx.k), math.prod(ctx.ys5[2:]))  # (N may be 0)
 
 
 def _conv3d_index(ctx):
@@ -808,7 +928,8 @@ def _conv3d_forward(ctx, x, w, b=None):
 def _conv3d_arrays(ctx, g, inputs, out, wanted):
     x, w = inputs[0], inputs[1]
     N, G, O = ctx.xs5[0], ctx.groups, w.shape[0]
-    g4 = np.ascontiguousarray(g).reshape(N, G, O // G, -1)
+    L = math.prod(ctx.ys5[2:])  # (sizes spelled out, not -1: N may be 0)
+    g4 = np.ascontiguousarray(g).reshape(N, G, O // G, L)
     gx = gw = gb = None
     if wanted[1]:
         cols = _conv3d_cols(ctx, x.reshape(ctx.xs5))
@@ -822,7 +943,7 @@ def _conv3d_arrays(ctx, g, inputs, out, wanted):
         crop = tuple(slice(lo, lo + n) for n, (lo, hi) in zip(ctx.xs5[2:], ctx.pads))
         gx = gxp[(slice(None), slice(None)) + crop].astype(x.dtype, copy=False).reshape(x.shape)
     if len(inputs) > 2 and wanted[2]:
-        gb = g.reshape(N, O, -1).sum((0, 2)).astype(inputs[2].dtype, copy=False)
+        gb = g.reshape(N, O, L).sum((0, 2)).astype(inputs[2].dtype, copy=False)
     return (gx, gw) if len(inputs) == 2 else (gx, gw, gb)
 
 
@@ -834,16 +955,17 @@ def _vjp_conv3d(ctx, g, inputs, out):
     N, G, O = ctx.xs5[0], ctx.groups, w.shape[0]
     size = math.prod(ctx.xs5[1:]) + 1
     index = _conv3d_index(ctx)
-    xe = cat([x.reshape(N, -1), _new(np.zeros((N, 1), x._data.dtype))], 1)
-    cols = xe[:, _new(index)].reshape(N, G, -1, index.shape[1])
-    g4 = g.reshape(N, G, O // G, -1)
+    L = index.shape[1]  # (sizes spelled out, not -1: N may be 0)
+    xe = cat([x.reshape(N, size - 1), _new(np.zeros((N, 1), x._data.dtype))], 1)
+    cols = xe[:, _new(index)].reshape(N, G, index.shape[0] // G, L)
+    g4 = g.reshape(N, G, O // G, L)
     gw = matmul(g4, cols.transpose(2, 3)).sum(0).reshape(tuple(w.shape))
     gcols = matmul(w.reshape(G, O // G, -1).transpose(1, 2), g4)
     where = index[None] + (np.arange(N) * size).reshape(N, 1, 1)
-    gx = scatter_flat(gcols.reshape(N, -1, index.shape[1]), where, (N, size))[:, :size - 1].reshape(tuple(x.shape))
+    gx = scatter_flat(gcols.reshape(N, index.shape[0], L), where, (N, size))[:, :size - 1].reshape(tuple(x.shape))
     if len(inputs) == 2:
         return gx, gw
-    return gx, gw, g.reshape(N, O, -1).sum((0, 2))
+    return gx, gw, g.reshape(N, O, L).sum((0, 2))
 
 
 registry.python("conv3d", "ConvolutionBackward0", _conv3d_forward, _vjp_conv3d, array_vjp=_conv3d_arrays)
@@ -856,65 +978,13 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     x, w = _tensor(input), _tensor(weight)
     if autocast_state.dtype is not None:
         x, w, bias = _autocast_lower(x, w, None if bias is None else _tensor(bias))
-    if x.ndim not in (4, 5):
-        raise RuntimeError(f"Expected 4D (unbatched) or 5D (batched) input to conv3d, but got input of size: "
-                           f"{list(x.shape)}")
-    if w.ndim != 5:
-        raise RuntimeError(f"Expected 5-dimensional weight for 5-dimensional input, but got {w.ndim}-dimensional "
-                           f"weight of size {list(w.shape)} instead")
-    s, d = _pair(stride, 3), _pair(dilation, 3)
-    if builtins.min(s) <= 0:
-        raise RuntimeError("non-positive stride is not supported")
-    if builtins.min(d) <= 0:
-        raise RuntimeError("non-positive dilation is not supported")
-    if groups <= 0:
-        raise RuntimeError("non-positive groups is not supported")
+    empty, xs, k, s, d, pads, b = _conv_checks(3, x, w, bias, stride, padding, dilation, groups)
+    if empty and (xs[1] == 0 or w._data.dtype != x._data.dtype or builtins.min(k) <= 0 or builtins.min(d) <= 0):
+        return _conv_empty(3, x, w, b, xs, k, s, d, pads)
     batched = x.ndim == 5
-    xs = tuple(x.shape) if batched else (1,) + tuple(x.shape)
-    O, Cg = w.shape[0], w.shape[1]
-    k = tuple(w.shape[2:])
-    if O % groups:
-        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, but "
-                           f"got weight of size [{list(w.shape)}] instead")
-    if xs[1] != Cg * groups:
-        raise RuntimeError(f"Given groups={groups}, weight of size {list(w.shape)}, expected input{list(xs)} to have "
-                           f"{Cg * groups} channels, but got {xs[1]} channels instead")
-    if isinstance(padding, str):
-        if padding == "valid":
-            pads = [(0, 0)] * 3
-        elif padding == "same":
-            if builtins.max(s) != 1:
-                raise RuntimeError("padding='same' is not supported for strided convolutions")
-            pads = [(dd * (kk - 1) // 2, dd * (kk - 1) - dd * (kk - 1) // 2) for kk, dd in zip(k, d)]
-            _warn_asymmetric_same(pads)
-        else:
-            raise RuntimeError(f"Invalid padding string: '{padding}'")
-    else:
-        p = _pair(padding, 3)
-        if builtins.min(p) < 0:
-            raise RuntimeError("negative padding is not supported")
-        pads = [(a, a) for a in p]
-    if bias is not None:
-        b = _tensor(bias)
-        if b.ndim != 1 or b.shape[0] != O:
-            raise RuntimeError(f"Given weight of size {list(w.shape)}, expected bias to be 1-dimensional with {O} "
-                               f"elements, but got bias of size {list(b.shape)} instead")
-    if builtins.min(k) <= 0:
-        raise RuntimeError(f"tapegrad: conv3d expects a kernel size greater than zero, but got {list(k)}")
+    O = w.shape[0]
     padded = [xs[2 + i] + pads[i][0] + pads[i][1] for i in range(3)]
     eff = [d[i] * (k[i] - 1) + 1 for i in range(3)]
-    if any(e > q for e, q in zip(eff, padded)):
-        raise RuntimeError(f"Calculated padded input size per channel: ({' x '.join(str(v) for v in padded)}). Kernel "
-                           f"size: ({' x '.join(str(v) for v in eff)}). Kernel size can't be greater than actual input "
-                           f"size")
-    dt = x._data.dtype
-    for other in (w,) + ((b,) if bias is not None else ()):
-        if other._data.dtype != dt:
-            names = {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor", "float16": "torch.HalfTensor"}
-            what = "weight" if other is w else "bias"
-            raise RuntimeError(f"Input type ({names.get(str(dt), dt)}) and {what} type "
-                               f"({names.get(str(other._data.dtype), other._data.dtype)}) should be the same or input "
-                               f"should be a MKLDNN tensor and {what} is a dense tensor")
     out_size = tuple((padded[i] - eff[i]) // s[i] + 1 for i in range(3))
     ctx = Ctx(k=k, s=s, d=d, pads=tuple(pads), groups=groups, xs5=xs, ys5=(xs[0], O) + out_size,
               oshape=(xs[0], O) + out_size)
@@ -945,40 +1015,119 @@ def _pool_kernels():
     return kernels.module("pool")
 
 
-def _pool_args(nd, x, kernel_size, stride, padding, dilation, ceil_mode, name):
-    """torch's checks, in torch's order (max_pool1d has its own words; the others share the 2-d kernels')."""
-    k = _pair(kernel_size, nd)
-    s = k if stride is None or (isinstance(stride, (tuple, list)) and len(stride) == 0) else _pair(stride, nd)
-    p, d = _pair(padding, nd), _pair(dilation, nd)
-    if name == "max_pool" and nd == 1:
-        for what, v in (("kernel_size", k), ("stride", s), ("dilation", d)):
-            if v[0] <= 0:
-                raise RuntimeError(f"max_pool1d() {what} must be greater than zero, but got {v[0]}")
-    k2, s2, d2 = ((1,) + k, (1,) + s, (1,) + d) if nd == 1 else (k, s, d)
-    if name == "max_pool" and builtins.min(s2) == 0:
-        raise RuntimeError("stride should not be zero")
-    if builtins.min(k2) <= 0:
-        raise RuntimeError(f"kernel size should be greater than zero, but got kH: {k2[0]} kW: {k2[1]}")
-    if builtins.min(s2) <= 0:
-        raise RuntimeError("stride should not be zero" if builtins.min(s2) == 0 else
-                           f"stride should be greater than zero, but got dH: {s2[0]} dW: {s2[1]}")
-    if builtins.min(d2) <= 0:
-        raise RuntimeError(f"dilation should be greater than zero, but got dilationH: {d2[0]} dilationW: {d2[1]}")
-    for pp, kk, dd in zip(p, k, d):
-        if pp > ((kk - 1) * dd + 1) // 2:
+def _ints(v):
+    return [int(a) for a in v] if isinstance(v, (tuple, list)) else [int(v)]
+
+
+def _half(v):
+    return int(v / 2)  # (C++'s division: toward zero)
+
+
+def _pool_checks(nd, kind, x, kernel_size, stride, padding, dilation=1, ceil_mode=False, divisor_override=None,
+                 indices=False):
+    """torch's checks of avg_pool1d/2d's and max_pool1d/2d's arguments, in its order and with its messages:
+    max_pool1d's own (at::max_pool1d and check_max_pool1d; with indices, max_pool1d_with_indices's), the 1-d
+    wrappers' (rank, one int each), then the 2-d meta functions' (the lists' lengths, the divisor, the rank), the
+    output size of each dimension (pooling_output_shape's stride and padding checks) and pool2d_shape_check, and
+    the kernels' dtypes. Returns the (N, C, H, W) view the kernels read (1-d: a unit height), the kernel, stride,
+    padding and dilation (two each) and the output's height and width."""
+    name = f"{kind}_pool{nd}d"
+    ks, ss, ps, ds = _ints(kernel_size), [] if stride is None else _ints(stride), _ints(padding), _ints(dilation)
+    dt = x._data.dtype
+    if nd == 1 and kind == "max" and not indices:
+        n = x.shape
+        if not ((x.ndim == 2 and n[0] and n[1]) or (x.ndim == 3 and n[1] and n[2])):
+            raise RuntimeError(f"max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size for "
+                               f"input, but got:{list(n)}")
+        for what, v, ok, words in (("kernel_size", ks, (1,), "an int, list of ints or tuple of ints"),
+                                   ("stride", ss, (0, 1), "None, an int, list of ints, or tuple of ints"),
+                                   ("padding", ps, (1,), "an int, list of ints, or tuple of ints"),
+                                   ("dilation", ds, (1,), "an int, list of ints or tuple of ints")):
+            if len(v) not in ok:
+                raise RuntimeError(f"max_pool1d() {what} must be {words} of size 1 but got size {len(v)}")
+        k, s, p, d = ks[0], (ss or ks)[0], ps[0], ds[0]
+        if k <= 0:
+            raise RuntimeError(f"max_pool1d() kernel_size must be greater than zero, but got {k}")
+        if s <= 0:
+            raise RuntimeError(f"max_pool1d() stride must be greater than zero, but got {s}")
+        if p < 0:
+            raise RuntimeError(f"max_pool1d() padding must be non-negative, but got {p}")
+        if p > k // 2:
+            raise RuntimeError(f"max_pool1d() padding should be at most half of kernel size, but got padding={p} and "
+                               f"kernel_size={k}")
+        if d <= 0:
+            raise RuntimeError(f"max_pool1d() dilation must be greater than zero, but got {d}")
+        ow = _out_size(n[-1], k, s, p, d, ceil_mode)
+        if ow <= 0:
+            raise RuntimeError(f"max_pool1d() Invalid computed output size: {ow}")
+        if not _dtype.is_float(dt):
+            raise NotImplementedError(f"\"max_pool1d_impl\" not implemented for '{_dtype.scalar_type_name(dt)}'")
+        xs = tuple(n) if x.ndim == 3 else (1,) + tuple(n)
+        return xs[:2] + (1,) + xs[2:], (1, k), (1, s), (0, p), (1, d), 1, ow
+    v = tuple(x.shape)
+    if nd == 1:
+        if x.ndim not in (2, 3):
+            raise RuntimeError(f"Expected 2 to 3 dimensions, but got {x.ndim}-dimensional tensor for argument #1 "
+                               f"'self' (while checking arguments for {name})")
+        ss = ss or ks
+        for what, lst in (("kernel_size", ks), ("stride", ss), ("padding", ps)) + ((("dilation", ds),)
+                                                                                     if kind == "max" else ()):
+            if len(lst) != 1:
+                raise RuntimeError(f"{name}() argument '{what}' should contain one int (got {len(lst)})")
+        ks, ss, ps, ds = [1] + ks, [1] + ss, [0] + ps, [1] + ds
+        v = v[:-1] + (1,) + v[-1:]  # (x.unsqueeze(-2))
+    two = f"{kind}_pool2d"
+    if len(ks) not in (1, 2):
+        raise RuntimeError(f"{two}: kernel_size must either be a single int, or a tuple of two ints")
+    kH, kW = ks[0], ks[-1]
+    if len(ss) not in (0, 1, 2):
+        raise RuntimeError(f"{two}: stride must either be omitted, a single int, or a tuple of two ints")
+    dH, dW = (ss[0], ss[-1]) if ss else (kH, kW)
+    if len(ps) not in (1, 2):
+        raise RuntimeError(f"{two}: padding must either be a single int, or a tuple of two ints")
+    pH, pW = ps[0], ps[-1]
+    if kind == "max":
+        if len(ds) not in (1, 2):
+            raise RuntimeError("max_pool2d: dilation must be either a single int, or a tuple of two ints")
+        if len(v) not in (3, 4):
+            raise RuntimeError("non-empty 3D or 4D (batch mode) tensor expected for input")
+    elif divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
+    lH, lW = (ds[0], ds[-1]) if kind == "max" else (1, 1)
+    if len(v) < 3:
+        raise IndexError("Dimension specified as -3 but tensor has no dimensions" if not v else
+                         f"Dimension out of range (expected to be in range of [{-len(v)}, {len(v) - 1}], but got -3)")
+    C, H, W = v[-3:]
+    outs = []
+    for size, kk, pp, st, dd in ((H, kH, pH, dH, lH), (W, kW, pW, dW, lW)):  # (pooling_output_shape)
+        if st == 0:
+            raise RuntimeError("stride should not be zero")
+        if pp < 0:
+            raise RuntimeError(f"pad must be non-negative, but got pad: {pp}")
+        if pp > _half((kk - 1) * dd + 1):
             raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={pp}, "
                                f"kernel_size={kk} and dilation={dd}")
-    return k, s, p, d
-
-
-def _pool_input(nd, x, name):
-    if x.ndim not in (nd + 1, nd + 2):
-        raise RuntimeError(f"non-empty {nd + 1}D or {nd + 2}D (batch mode) tensor expected for input")
-    if 0 in x.shape[x.ndim - nd - 1:]:
-        raise RuntimeError(f"Expected {nd + 1}D or {nd + 2}D (batch mode) tensor with optional 0 dim batch size for "
-                           f"input, but got:{list(x.shape)}")
-    shape = tuple(x.shape) if x.ndim == nd + 2 else (1,) + tuple(x.shape)
-    return shape[:2] + (1,) + shape[2:] if nd == 1 else shape
+        outs.append(_out_size(size, kk, st, pp, dd, ceil_mode))
+    oh, ow = outs
+    if kW <= 0 or kH <= 0:  # (pool2d_shape_check)
+        raise RuntimeError(f"kernel size should be greater than zero, but got kH: {kH} kW: {kW}")
+    if dW <= 0 or dH <= 0:
+        raise RuntimeError(f"stride should be greater than zero, but got dH: {dH} dW: {dW}")
+    if lH <= 0 or lW <= 0:
+        raise RuntimeError(f"dilation should be greater than zero, but got dilationH: {lH} dilationW: {lW}")
+    if not ((len(v) == 3 and v[0] and v[1] and v[2]) or (len(v) == 4 and v[1] and v[2] and v[3])):
+        raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for input, but "
+                           f"got:{list(v)}")
+    if not (_half(kW) >= pW and _half(kH) >= pH):
+        raise RuntimeError(f"pad should be smaller than or equal to half of kernel size, but got padW = {pW}, "
+                           f"padH = {pH}, kW = {kW}, kH = {kH}")
+    if ow < 1 or oh < 1:
+        raise RuntimeError(f"Given input size: ({C}x{H}x{W}). Calculated output size: ({C}x{oh}x{ow}). Output size "
+                           f"is too small")
+    if dt == np.bool_:
+        raise NotImplementedError(f"\"{two}\" not implemented for 'Bool'")
+    xs4 = v if len(v) == 4 else (1,) + v
+    return xs4, (kH, kW), (dH, dW), (pH, pW), (lH, lW), oh, ow
 
 
 def _max_pool_planes(ctx, xd):
@@ -998,18 +1147,11 @@ def _max_pool_planes(ctx, xd):
     return value.astype(dt, copy=False), local
 
 
-def _max_pool(nd, input, kernel_size, stride, padding, dilation, ceil_mode):
+def _max_pool(nd, input, kernel_size, stride, padding, dilation, ceil_mode, indices=False):
     x = _tensor(input)
-    xs4 = _pool_input(nd, x, "max_pool")
-    k, s, p, d = _pool_args(nd, x, kernel_size, stride, padding, dilation, ceil_mode, "max_pool")
-    if nd == 1:
-        k, s, p, d = (1,) + k, (1,) + s, (0,) + p, (1,) + d
+    xs4, k, s, p, d, oh, ow = _pool_checks(nd, "max", x, kernel_size, stride, padding, dilation, ceil_mode,
+                                           indices=indices)
     N, C, H, W = xs4
-    oh, ow = (_out_size(xs4[2 + i], k[i], s[i], p[i], d[i], ceil_mode) for i in range(2))
-    if oh <= 0 or ow <= 0:
-        shown = f"{C}x{H}x{W}" if nd == 2 else f"{C}x{W}"
-        got = f"{C}x{oh}x{ow}" if nd == 2 else f"{C}x{ow}"
-        raise RuntimeError(f"Given input size: ({shown}). Calculated output size: ({got}). Output size is too small")
     ctx = Ctx(planes=N * C, plane=H * W, xs4=xs4, k=k, s=s, p=p, d=d, out_hw=(oh, ow))
     value, local = _max_pool_planes(ctx, x._data)
     oshape = (N, C, oh, ow)
@@ -1040,7 +1182,7 @@ def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation
 
 def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                             return_indices=False):
-    out, pooled = _max_pool(1, input, kernel_size, stride, padding, dilation, ceil_mode)
+    out, pooled = _max_pool(1, input, kernel_size, stride, padding, dilation, ceil_mode, indices=True)
     return out, _pool_indices(out, pooled)
 
 
@@ -1050,7 +1192,7 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 
 
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
-    out, pooled = _max_pool(1, input, kernel_size, stride, padding, dilation, ceil_mode)
+    out, pooled = _max_pool(1, input, kernel_size, stride, padding, dilation, ceil_mode, indices=return_indices)
     return (out, _pool_indices(out, pooled)) if return_indices else out
 
 
@@ -1127,25 +1269,27 @@ def _separable(x, xs4, mh, mw, oshape, name="avg_pool2d"):
 
 def _avg_pool(nd, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
     x = _tensor(input)
-    xs4 = _pool_input(nd, x, "avg_pool")
-    k, s, p, _ = _pool_args(nd, x, kernel_size, stride, padding, 1, ceil_mode, "avg_pool")
-    if divisor_override is not None and divisor_override == 0:
-        raise RuntimeError("divisor must be not zero")
-    if nd == 1:
-        k, s, p = (1,) + k, (1,) + s, (0,) + p
+    xs4, k, s, p, _, oh, ow = _pool_checks(nd, "avg", x, kernel_size, stride, padding, 1, ceil_mode, divisor_override)
     N, C, H, W = xs4
-    oh, ow = (_out_size(xs4[2 + i], k[i], s[i], p[i], 1, ceil_mode) for i in range(2))
-    if oh <= 0 or ow <= 0:
-        shown = f"{C}x{H}x{W}" if nd == 2 else f"{C}x{W}"
-        got = f"{C}x{oh}x{ow}" if nd == 2 else f"{C}x{ow}"
-        raise RuntimeError(f"Given input size: ({shown}). Calculated output size: ({got}). Output size is too small")
     dt = x._data.dtype
+    oshape = (N, C) + ((oh, ow) if nd == 2 else (ow,))
+    oshape = oshape if x.ndim == nd + 2 else oshape[1:]
+    if not _dtype.is_float(dt):  # (integers: the exact window sum over the divisor, truncated, as torch's kernel)
+        mh, mw = (_avg_matrix(n, k[i], s[i], p[i], o, ceil_mode, count_include_pad, None, np.float64)
+                  for i, (n, o) in enumerate(((H, oh), (W, ow))))
+        sums = np.einsum("ih,nchw,jw->ncij", (mh != 0).astype(np.int64), x._data.reshape(xs4).astype(np.int64),
+                         (mw != 0).astype(np.int64))
+        if divisor_override is not None:
+            divisors = np.int64(divisor_override)
+        else:  # (each axis's divisor, the reciprocal of its window's weight; their product is torch's pool size)
+            divisors = np.rint(np.outer(1 / mh.max(axis=1), 1 / mw.max(axis=1))).astype(np.int64)
+        q = np.abs(sums) // np.abs(divisors)  # (C's division: toward zero)
+        return _new((np.sign(sums) * np.sign(divisors) * q).astype(dt).reshape(oshape))
     mh = _avg_matrix(H, k[0], s[0], p[0], oh, ceil_mode, count_include_pad, divisor_override, dt)
     mw = _avg_matrix(W, k[1], s[1], p[1], ow, ceil_mode, count_include_pad, divisor_override, dt)
     if divisor_override is not None:
         mh = mh / dt.type(divisor_override)
-    oshape = (N, C) + ((oh, ow) if nd == 2 else (ow,))
-    return _separable(x, xs4, mh, mw, oshape if x.ndim == nd + 2 else oshape[1:], f"avg_pool{nd}d")
+    return _separable(x, xs4, mh, mw, oshape, f"avg_pool{nd}d")
 
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
@@ -1166,26 +1310,57 @@ def _adaptive_matrix(size, out, dt):
 
 
 def _adaptive_avg(nd, input, output_size):
+    """torch's checks in its order: adaptive_avg_pool1d's (rank, one int), F.adaptive_avg_pool2d's
+    _list_with_default (None: the input's size), at::adaptive_avg_pool2d's (two sizes, none negative; 1 x 1 is a
+    mean), then its kernel's (non-empty planes, rank, a floating dtype)."""
     x = _tensor(input)
-    if x.ndim not in (nd + 1, nd + 2):
-        raise RuntimeError(f"adaptive_avg_pool{nd}d(): Expected {nd + 1}D or {nd + 2}D tensor, but got "
-                           f"{list(x.shape)}")
-    for i in range(1, x.ndim):
-        if x.shape[i] == 0:
-            raise RuntimeError(f"adaptive_avg_pool{nd}d(): Expected input to have non-zero size for non-batch "
-                               f"dimensions, but input has sizes {list(x.shape)} with dimension {i} being empty")
-    xs4 = _pool_input(nd, x, "adaptive_avg_pool")
-    N, C, H, W = xs4
+    name = f"adaptive_avg_pool{nd}d"
     if nd == 1:
-        o = _pair(output_size, 1)
-        oh, ow = 1, o[0]
+        if x.ndim not in (2, 3):
+            raise RuntimeError(f"Expected 2 to 3 dimensions, but got {x.ndim}-dimensional tensor for argument #1 "
+                               f"'self' (while checking arguments for {name})")
+        if not isinstance(output_size, (tuple, list, numbers.Integral)):
+            raise TypeError(f"{name}(): argument 'output_size' (position 2) must be tuple of ints, not "
+                            f"{type(output_size).__name__}")
+        o = list(output_size) if isinstance(output_size, (tuple, list)) else [output_size]
+        for i, v in enumerate(o):
+            if not isinstance(v, numbers.Integral):
+                raise TypeError(f"{name}(): argument 'output_size' (position 2) must be tuple of ints, but found "
+                                f"element of type {type(v).__name__} at pos {i}")
+        if len(o) != 1:
+            raise RuntimeError(f"{name}() argument 'output_size' should contain one int (got {len(o)})")
+        o, v = [1, int(o[0])], tuple(x.shape[:-1]) + (1,) + tuple(x.shape[-1:])
     else:
-        o = output_size if isinstance(output_size, (tuple, list)) else (output_size, output_size)
-        oh, ow = (H if o[0] is None else int(o[0])), (W if o[1] is None else int(o[1]))
+        v = tuple(x.shape)
+        if isinstance(output_size, (tuple, list)):
+            if x.ndim <= len(output_size):
+                raise ValueError(f"Input dimension should be at least {len(output_size) + 1}")
+            o = [d if a is None else int(a) for a, d in zip(output_size, v[len(v) - len(output_size):])]
+        else:
+            o = [int(output_size)] * 2
+        if len(o) != 2:
+            raise RuntimeError("adaptive_avg_pool2d: output_size must be 2")
+    if o[0] < 0 or o[1] < 0:
+        raise RuntimeError(f"adaptive_avg_pool2d: elements of output_size must be greater than or equal to 0 but "
+                           f"received {{{o[0]}, {o[1]}}}")
     dt = x._data.dtype
+    if o == [1, 1] and (len(v) not in (3, 4) or 0 in v[-2:] or not _dtype.is_float(dt)):  # (torch's mean)
+        out = (x.unsqueeze(-2) if nd == 1 else x).mean((-1, -2), keepdim=True)
+        return out.squeeze(-2) if nd == 1 else out
+    if len(v) not in (3, 4):
+        raise RuntimeError(f"adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got {list(v)}")
+    for i in (-2, -1):
+        if v[i] <= 0:
+            raise RuntimeError(f"adaptive_avg_pool2d(): Expected input to have non-zero size for non-batch "
+                               f"dimensions, but input has sizes {list(v)} with dimension {i + len(v)} being empty")
+    if not _dtype.is_float(dt):
+        raise NotImplementedError(f"\"adaptive_avg_pool2d\" not implemented for '{_dtype.scalar_type_name(dt)}'")
+    xs4 = v if len(v) == 4 else (1,) + v
+    N, C, H, W = xs4
+    oh, ow = o
     oshape = (N, C) + ((oh, ow) if nd == 2 else (ow,))
     return _separable(x, xs4, _adaptive_matrix(H, oh, dt), _adaptive_matrix(W, ow, dt),
-                      oshape if x.ndim == nd + 2 else oshape[1:], f"adaptive_avg_pool{nd}d")
+                      oshape if x.ndim == nd + 2 else oshape[1:], name)
 
 
 def adaptive_avg_pool2d(input, output_size):
@@ -1295,10 +1470,12 @@ def _vjp_norm(ctx, g, inputs, out):
     else:
         gx = gh * invstd
     res = [gx]
+    # (no parameter axes: layer_norm over every dim; a Tensor's sum over dim=() would reduce them all, as torch's)
+    over = (lambda t: t.sum(ctx.paxes)) if ctx.paxes else (lambda t: t)
     if ctx.has_w:
-        res.append((g * xhat).sum(ctx.paxes).reshape(inputs[1].shape))
+        res.append(over(g * xhat).reshape(inputs[1].shape))
     if ctx.has_b:
-        res.append(g.sum(ctx.paxes).reshape(inputs[-1].shape))
+        res.append(over(g).reshape(inputs[-1].shape))
     return tuple(res)
 
 
@@ -1354,6 +1531,19 @@ def _warn_asymmetric_same(pads):
 
 
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
+    """F.batch_norm: its own checks of the batch and of eps, then torch.batch_norm's (_batch_norm)."""
+    x = _tensor(input)
+    if training and x.ndim and x._data.size // builtins.max(x.shape[1] if x.ndim > 1 else 1, 1) == 1 and \
+            x._data.size:  # (torch's _verify_batch_size: one value per channel)
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size {_size(x)}")
+    if training and eps <= 0.0:
+        raise ValueError(f"batch_norm eps must be positive during training, but got {eps}")
+    if eps < 0.0:
+        raise ValueError(f"batch_norm eps must be non-negative, but got {eps}")
+    return _batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps)
+
+
+def _batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
     x = _tensor(input)
     C = x.shape[1] if x.ndim > 1 else 1
     for name, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight),
@@ -1361,9 +1551,13 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         if t is not None and _tensor(t).numel() != C:
             raise RuntimeError(f"{name} should contain {C} elements not {_tensor(t).numel()}")
     axes = (0,) + tuple(range(2, x.ndim))
-    n = x.numel() // builtins.max(C, 1)
-    if training and n <= 1:
-        raise ValueError(f"Expected more than 1 value per channel when training, got input size {_size(x)}")
+    if x._data.size == 0:  # (torch's empty input: a copy scaled by the first weight and bias, running stats untouched)
+        out = x.clone()
+        if weight is not None:
+            out = out * _tensor(weight)[0]
+        if bias is not None:
+            out = out + _tensor(bias)[0]
+        return out
     pshape = (1, C) + (1,) * (x.ndim - 2)
     ctx = Ctx(axes=axes, paxes=axes, pshape=pshape, eps=float(eps), training=bool(training), layout="channels")
     dt = x._data.dtype
@@ -1381,7 +1575,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     w, b = _affine(weight, dt), _affine(bias, dt)
     out = _normalize("batch_norm", x, w, b, ctx)
     if training and running_mean is not None:
-        args = (ctx, _tensor(running_mean), _tensor(running_var), float(momentum), n)
+        args = (ctx, _tensor(running_mean), _tensor(running_var), float(momentum), x._data.size // builtins.max(C, 1))
         if _tape_local.tracing is not None:  # tapegrad.compile: each replay updates them after its rows
             _tape_local.tape.defer("call", _update_running_stats, args, [])
         else:

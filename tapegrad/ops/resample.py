@@ -699,7 +699,14 @@ def _adaptive_max(nd, input, output_size):
         if x.ndim not in (2, 3):
             raise RuntimeError(f"Expected 2 to 3 dimensions, but got {x.ndim}-dimensional tensor for argument #1 "
                                f"'self' (while checking arguments for adaptive_max_pool1d)")
+        if not isinstance(output_size, (tuple, list, numbers.Integral)):  # (torch's argument parser)
+            raise TypeError(f"adaptive_max_pool1d(): argument 'output_size' (position 2) must be tuple of ints, not "
+                            f"{type(output_size).__name__}")
         o = output_size if isinstance(output_size, (tuple, list)) else (output_size,)
+        for i, v in enumerate(o):
+            if not isinstance(v, numbers.Integral):
+                raise TypeError(f"adaptive_max_pool1d(): argument 'output_size' (position 2) must be tuple of ints, "
+                                f"but found element of type {type(v).__name__} at pos {i}")
         if len(o) != 1:
             raise RuntimeError(f"adaptive_max_pool1d() argument 'output_size' should contain one int (got {len(o)})")
         o = (1, int(o[0]))
@@ -714,8 +721,8 @@ def _adaptive_max(nd, input, output_size):
     name = f"adaptive_max_pool{nd}d"
     for i in range(1, x.ndim):
         if x.shape[i] == 0:
-            raise RuntimeError(f"adaptive_max_pool2d(): Expected input to have non-zero size for non-batch dimensions, "
-                               f"but input has sizes {list(x.shape)} with dimension {i + (nd == 1)} being empty")
+            raise RuntimeError(f"{name}(): Expected input to have non-zero size for non-batch dimensions, "
+                               f"but input has sizes {list(x.shape)} with dimension {i} being empty")
     shape = tuple(x.shape) if x.ndim == nd + 2 else (1,) + tuple(x.shape)
     xs4 = shape[:2] + (1,) + shape[2:] if nd == 1 else shape
     N, C, H, W = xs4
@@ -723,6 +730,9 @@ def _adaptive_max(nd, input, output_size):
     oshape = (N, C, oh, ow) if x.ndim == nd + 2 else (C, oh, ow)
     if oh < 0 or ow < 0:  # (torch's message: the output's shape, a 1-d pool's with its height of 1)
         raise RuntimeError(f"Trying to create tensor with negative dimension {oh if oh < 0 else ow}: {list(oshape)}")
+    if not _dtype.is_float(x._data.dtype):
+        raise NotImplementedError(f"\"adaptive_max_pool2d\" not implemented for "
+                                  f"'{_dtype.scalar_type_name(x._data.dtype)}'")
     ctx = Ctx(planes=N * C, plane=H * W, out_hw=(oh, ow), hw=(H, W))
     value = _adaptive_max_planes(ctx, x._data)
     if nd == 1:  # the 2-d row on x.unsqueeze(-2), then squeezed, as torch (its grad_fn: SqueezeBackward1)

@@ -131,3 +131,24 @@ def test_avg_pool2d_of_integers_with_a_divisor_override(divisor):
     x = np.random.default_rng(1).integers(-50, 50, (1, 2, 5, 5))
     a, b = (L.nn.functional.avg_pool2d(L.tensor(x), (2, 3), divisor_override=divisor).numpy() for L in (torch, tg))
     assert a.dtype == b.dtype and (a == b).all()
+
+
+@pytest.mark.parametrize("name", ["hardshrink", "softshrink", "threshold"])
+@pytest.mark.parametrize("dt", [np.float64, np.float32])
+def test_shrink_and_threshold_pass_nan_as_torch(name, dt):
+    """torch's kernels test `x <= threshold` (`-lambd <= x <= lambd`), so NaN is passed on with its gradient, where
+    tapegrad's gave the replacement value (a NaN hidden) and no gradient."""
+    x = np.array([np.nan, np.inf, -np.inf, 0.0, 0.3, -0.7, 2.0, 0.5, -0.5, 0.1], dt)
+    outs = []
+    for L in (torch, tg):
+        t = L.tensor(x, requires_grad=True)
+        fn = getattr(L.nn.functional, name)
+        y = fn(t, 0.5, 0.1) if name == "threshold" else fn(t)
+        g, = L.autograd.grad((y * L.tensor(np.arange(1.0, 11.0).astype(dt))).sum(), t)
+        outs.append((y.detach().numpy(), g.numpy()))
+    if name != "threshold":  # (torch's shrink gradients at NaN are their vector lanes' 0 or their scalar tail's 1)
+        for _, g in outs:
+            g[0] = 0
+    for a, b in zip(*outs):
+        np.testing.assert_array_equal(a, b)
+        assert (np.signbit(a) == np.signbit(b)).all()
