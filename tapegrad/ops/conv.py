@@ -1545,19 +1545,19 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
 
 def _batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
     x = _tensor(input)
+    if x._data.size == 0:  # (torch's empty input, before any check: a copy scaled by the first weight and bias,
+        out = x.clone()    # running stats untouched)
+        if weight is not None:
+            out = out * _tensor(weight)[0]
+        if bias is not None:
+            out = out + _tensor(bias)[0]
+        return out
     C = x.shape[1] if x.ndim > 1 else 1
     for name, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight),
                     ("bias", bias)):
         if t is not None and _tensor(t).numel() != C:
             raise RuntimeError(f"{name} should contain {C} elements not {_tensor(t).numel()}")
     axes = (0,) + tuple(range(2, x.ndim))
-    if x._data.size == 0:  # (torch's empty input: a copy scaled by the first weight and bias, running stats untouched)
-        out = x.clone()
-        if weight is not None:
-            out = out * _tensor(weight)[0]
-        if bias is not None:
-            out = out + _tensor(bias)[0]
-        return out
     pshape = (1, C) + (1,) * (x.ndim - 2)
     ctx = Ctx(axes=axes, paxes=axes, pshape=pshape, eps=float(eps), training=bool(training), layout="channels")
     dt = x._data.dtype

@@ -42,6 +42,13 @@ def test_functional_batch_norm_checks_as_torch(shape, training, eps):
     assert _outcome(lambda: run(torch)) == _outcome(lambda: run(tg))
 
 
+@pytest.mark.parametrize("shape,stats", [((0, 3), 5), ((2, 3, 0), 5), ((0,), 0)])
+def test_batch_norm_of_an_empty_input_checks_nothing(shape, stats):
+    for L in (torch, tg):
+        out = L.nn.functional.batch_norm(L.ones(shape), L.zeros(stats), L.ones(stats), training=True)
+        assert tuple(out.shape) == shape
+
+
 def test_torch_batch_norm_has_no_eps_check():
     for L in (torch, tg):
         assert tuple(L.batch_norm(L.ones(4, 5), None, None, L.zeros(5), L.ones(5), True, 0.1, 0.0, False).shape) == (4, 5)
