@@ -491,6 +491,20 @@ def _uses_onednn(x, xv, kv, s, d, groups):
             and (groups > 1 or (kv[-1] > 3 and kv[-2] > 3) or N > 1 or N * C * xv[2] * xv[3] > 20480))
 
 
+def _check_weight_shape(w, xs, groups):
+    """ATen's check_shape_forward, shared by convolutions and transposed ones: the input's rank (xs: the batched
+    shape) against the weight's, and the weight's dimension 0 against groups."""
+    if w.ndim != len(xs):
+        raise RuntimeError(f"Expected {w.ndim}-dimensional input for {w.ndim}-dimensional weight {list(w.shape)}, but "
+                           f"got {len(xs)}-dimensional input of size {list(xs)} instead")
+    if w.shape[0] < groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be at least {groups} at dimension 0, but got "
+                           f"weight of size {list(w.shape)} instead")
+    if w.shape[0] % groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, but "
+                           f"got weight of size [{list(w.shape)}] instead")
+
+
 def _conv_checks(nd, x, w, bias, stride, padding, dilation, groups):
     """torch's checks of conv1d/2d/3d's arguments, in its order and with its messages: the front end's (the bias's
     dtype, the input's rank; padding='same' and 'valid'), at::_convolution's (the weight's rank, groups, the
@@ -559,16 +573,8 @@ def _conv_checks(nd, x, w, bias, stride, padding, dilation, groups):
         raise RuntimeError("non-positive stride is not supported")
     if builtins.min(d) < 0:
         raise RuntimeError("dilation should be greater than zero")
-    if w.ndim != len(xs):
-        raise RuntimeError(f"Expected {w.ndim}-dimensional input for {w.ndim}-dimensional weight {list(w.shape)}, but "
-                           f"got {len(xs)}-dimensional input of size {list(xs)} instead")
+    _check_weight_shape(w, xs, groups)
     O, Cg = w.shape[0], w.shape[1]
-    if O < groups:
-        raise RuntimeError(f"Given groups={groups}, expected weight to be at least {groups} at dimension 0, but got "
-                           f"weight of size {list(w.shape)} instead")
-    if O % groups:
-        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, but "
-                           f"got weight of size [{list(w.shape)}] instead")
     if xs[1] != Cg * groups:
         raise RuntimeError(f"Given groups={groups}, weight of size {list(w.shape)}, expected input{list(xs)} to have "
                            f"{Cg * groups} channels, but got {xs[1]} channels instead")
@@ -759,16 +765,8 @@ def _conv_transpose_checks(nd, x, w, bias, stride, padding, output_padding, grou
     if builtins.min(d) < 0:
         raise RuntimeError("dilation should be greater than zero")
     xs = tuple(x.shape) if x.ndim == nd + 2 else (1,) + tuple(x.shape)
-    if w.ndim != len(xs):
-        raise RuntimeError(f"Expected {w.ndim}-dimensional input for {w.ndim}-dimensional weight {list(w.shape)}, but "
-                           f"got {len(xs)}-dimensional input of size {list(xs)} instead")
+    _check_weight_shape(w, xs, groups)
     Cin, Cog = w.shape[0], w.shape[1]
-    if Cin < groups:
-        raise RuntimeError(f"Given groups={groups}, expected weight to be at least {groups} at dimension 0, but got "
-                           f"weight of size {list(w.shape)} instead")
-    if Cin % groups:
-        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, but "
-                           f"got weight of size [{list(w.shape)}] instead")
     if xs[1] != Cin:
         raise RuntimeError(f"Given transposed=1, weight of size {list(w.shape)}, expected input{list(xs)} to have {Cin} "
                            f"channels, but got {xs[1]} channels instead")
