@@ -1,6 +1,7 @@
 """torch._foreach_*: an op over lists of tensors (optimizers' and EMA updates' `torch._foreach_lerp_(targets, params,
 0.005)`). Each is the Tensor method of its name applied tensor by tensor; a list argument goes element by element, a
 number or a single tensor to every one. In-place ones return their list, the others a tuple (as torch's)."""
+from .ops._common import _is_scalar, _tensor
 from .ops.linalg import vector_norm
 from .tensor import Tensor
 
@@ -41,6 +42,8 @@ def _foreach(method, inplace):
             values = columns.pop()
             return _done([getattr(t, method)(columns[0][i], columns[1][i], value=values[i], **kwargs)
                           for i, t in enumerate(tensors)], self, inplace)
+        if method.rstrip("_") in ("maximum", "minimum"):  # (torch's foreach takes a number; Tensor.maximum does not)
+            columns = [[_tensor(v, like=tensors[i]) if _is_scalar(v) else v for i, v in enumerate(c)] for c in columns]
         results = [getattr(t, method)(*(c[i] for c in columns), **kwargs) for i, t in enumerate(tensors)]
         return _done(results, self, inplace)
     op.__name__ = f"_foreach_{method}"

@@ -189,7 +189,7 @@ def _function(name):
     fn = _functions.get(name)
     if fn is None:
         if name in ("_and_", "_or_"):
-            op = ops.logical_and if name == "_and_" else ops.logical_or
+            op = ops.elementwise._logical_and_any if name == "_and_" else ops.elementwise._logical_or_any
             scalar = (lambda p, q: p & q) if name == "_and_" else (lambda p, q: p | q)
         else:
             op = scalar = getattr(ops, name)

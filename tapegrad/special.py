@@ -9,7 +9,8 @@ import math
 
 from .ops import elementwise, reduce
 from .ops import special as _s
-from .ops._common import _float, _tensor
+from .ops._common import _float, _is_scalar, _tensor
+from .ops._signatures import number_either as _number_either
 from .ops.nn import round as _round
 from .ops.out import with_out, write_out
 
@@ -24,7 +25,15 @@ exp2 = elementwise.exp2
 expm1 = elementwise.expm1
 log1p = elementwise.log1p
 logsumexp = reduce.logsumexp
-erfc, erfinv, i0, logit, polygamma, sinc, xlogy = _s.erfc, _s.erfinv, _s.i0, _s.logit, _s.polygamma, _s.sinc, _s.xlogy
+erfc, erfinv, i0, logit, polygamma, sinc = _s.erfc, _s.erfinv, _s.i0, _s.logit, _s.polygamma, _s.sinc
+_XLOGY = _number_either("special_xlogy")
+
+
+def xlogy(input, other):
+    """torch.special.xlogy: torch.xlogy, under its name in torch's messages (`special_xlogy()`)."""
+    if _is_scalar(input) and _is_scalar(other):
+        _XLOGY.check(input, other)
+    return _s.xlogy(input, other)
 gammaln = _s.lgamma
 digamma = psi = _s.digamma
 i0e, i1, i1e = _s.special_i0e, _s.special_i1, _s.special_i1e

@@ -12,6 +12,7 @@ from ._common import (OPS, _array_rule_dtype, _float, _in_float32, _integer, _is
                       _tensor_tensor, _to_dtype, _two_complement, broadcast_shape, parsed_int, scalar_to_dtype,
                       wrap_integer)
 from .. import registry
+from ._signatures import number_either, number_other, tensors_only
 
 
 _KEEPS_INT = {"neg", "abs", "sign", "relu", "floor", "ceil", "round", "trunc", "square", "clamp", "clamp_min",
@@ -64,24 +65,29 @@ def _make_unary(name):
     return fn
 
 
-def _make_binary(name, commutative=False, to_float=False, check=None):
+def _make_binary(name, commutative=False, to_float=False, check=None, signatures=None):
     """`to_float`: the result is floating point for integer and bool operands too (true division, atan2);
-    `check(input, other)`: torch's dtype errors, run off the hot path (float operands never need it)."""
+    `check(input, other)`: torch's dtype errors, run off the hot path (float operands never need it); `signatures`:
+    torch's (`_signatures.py`), where it refuses a number operand (None: it takes one anywhere, as `add`)."""
     op, ts, st = OPS[name], OPS[name + "_ts"], OPS[name + "_st"]
     forward = op.forward
+    number_other = signatures is None or signatures.takes_number(1)
+    number_input = signatures is None or signatures.takes_number(0)
 
     def fn(input, other):
         if isinstance(input, Tensor):  # the hot paths first: tensor op tensor, tensor op Python number
             if isinstance(other, Tensor):
                 return _tensor_tensor(op, forward, input, other, to_float, check)
             tp = type(other)
-            if (tp is float or tp is int) and input._data.dtype.char in "fd":  # (float16: _bfloat16_scalar)
+            if (tp is float or tp is int) and input._data.dtype.char in "fd" and number_other:  # (float16: below)
                 return _record(ts, forward(input._data, other), (input,), float(other))
         elif isinstance(other, Tensor):  # Python number op tensor (`1 - y`: create_graph's tanh rule)
             tp = type(input)
-            if (tp is float or tp is int) and other._data.dtype.char in "fd":
+            if (tp is float or tp is int) and other._data.dtype.char in "fd" and number_input:
                 sop, c = (ts if commutative else st), float(input)
                 return _record(sop, sop.forward(other._data, c, 0.0), (other,), c)
+        if signatures is not None:  # (torch's argument parser: a number where no signature takes one)
+            signatures.check(input, other)
         if check is not None:
             check(input, other)
         for v in (input, other):  # (torch's argument parser: an int outside int64 and uint64 refused)
@@ -299,8 +305,12 @@ def _no_bool_power(input, other):
 
 
 mul = _make_binary("mul", commutative=True)
-maximum = _make_binary("maximum", commutative=True)
-minimum = _make_binary("minimum", commutative=True)
+_MAXIMUM, _MINIMUM = tensors_only("maximum"), tensors_only("minimum")
+maximum = _make_binary("maximum", commutative=True, signatures=_MAXIMUM)
+minimum = _make_binary("minimum", commutative=True, signatures=_MINIMUM)
+# Tensor's methods: the same ops, with the method's words where torch refuses a number (`t.maximum(2)`: position 1)
+_maximum_method = _make_binary("maximum", commutative=True, signatures=_MAXIMUM.as_method())
+_minimum_method = _make_binary("minimum", commutative=True, signatures=_MINIMUM.as_method())
 _add = _make_binary("add", commutative=True)  # the operators call these two directly: no alpha to check
 _sub = _make_binary("sub", check=_no_bool_subtraction)
 
@@ -353,13 +363,19 @@ def _bfloat16_alpha(fn, input, other, alpha):
 
 
 div = _make_binary("div", to_float=True)
-_pow = _make_binary("pow", check=_no_bool_power)
+_pow = _make_binary("pow", check=_no_bool_power, signatures=number_either("pow", "exponent"))
 
 
 def pow(input, exponent):
     """input ** exponent, with torch's argument names (`torch.pow(x, exponent=2)`); `**` calls _pow itself."""
     return _pow(input, exponent)
-atan2 = _make_binary("atan2", to_float=True)
+_ATAN2 = tensors_only("atan2")
+atan2 = _make_binary("atan2", to_float=True, signatures=_ATAN2)
+_atan2_method = _make_binary("atan2", to_float=True, signatures=_ATAN2.as_method())
+_ARCTAN2 = tensors_only("arctan2")  # (torch's alias names itself in its messages)
+arctan2 = _make_binary("atan2", to_float=True, signatures=_ARCTAN2)
+arctan2.__name__ = "arctan2"
+_arctan2_method = _make_binary("atan2", to_float=True, signatures=_ARCTAN2.as_method())
 
 
 def clamp(input, min=None, max=None):
@@ -456,9 +472,19 @@ def rsub(input, other, *, alpha=1):
 
 
 # -- comparisons and logic: no gradient, bool results --------------------------------------------------
-def _compare(np_fn):
+def _compare(np_fn, signatures=None):
+    """`signatures`: torch's (`_signatures.py`), checked where an operand is not a Tensor (None: not checked)."""
+    number_other = signatures is None or signatures.takes_number(1)
+
     def fn(input, other):
-        a = input._data if isinstance(input, Tensor) else as_array(input)
+        if isinstance(input, Tensor):
+            a = input._data
+            if not number_other and not isinstance(other, Tensor):
+                signatures.check(input, other)
+        else:
+            if signatures is not None:
+                signatures.check(input, other)
+            a = as_array(input)
         b = other._data if isinstance(other, Tensor) else other
         if isinstance(b, Tensor) or isinstance(b, np.ndarray):
             broadcast_shape(np.shape(a), np.shape(b))
@@ -473,15 +499,30 @@ def _compare(np_fn):
     return fn
 
 
-eq, ne, lt, le, gt, ge = (_compare(f) for f in (np.equal, np.not_equal, np.less, np.less_equal,
-                                                np.greater, np.greater_equal))
-logical_and, logical_or, logical_xor = (_compare(f) for f in (np.logical_and, np.logical_or, np.logical_xor))
+_COMPARISONS = (("eq", np.equal), ("ne", np.not_equal), ("lt", np.less), ("le", np.less_equal), ("gt", np.greater),
+                ("ge", np.greater_equal))
+eq, ne, lt, le, gt, ge = (_compare(f, number_other(n)) for n, f in _COMPARISONS)
+# torch's aliases name themselves in its messages (`torch.greater(2, t)`: "greater() received ...")
+greater, less, greater_equal, less_equal, not_equal = (
+    _compare(dict(_COMPARISONS)[n], number_other(alias)) for alias, n in (
+        ("greater", "gt"), ("less", "lt"), ("greater_equal", "ge"), ("less_equal", "le"), ("not_equal", "ne")))
+_LOGICAL = (("logical_and", np.logical_and), ("logical_or", np.logical_or), ("logical_xor", np.logical_xor))
+logical_and, logical_or, logical_xor = (_compare(f, tensors_only(n)) for n, f in _LOGICAL)
+_logical_and_method, _logical_or_method, _logical_xor_method = (_compare(f, tensors_only(n).as_method())
+                                                                for n, f in _LOGICAL)
+# (a derivative expression's `&` and `|` of a mask and a constant's Python bool: create_graph.py)
+_logical_and_any, _logical_or_any = _compare(np.logical_and), _compare(np.logical_or)
+
+
 def _bitwise(np_fn, name):
     """A bitwise op of integer or bool operands; floating ones raise torch's NotImplementedError for their (promoted)
     dtype."""
     op = _compare(np_fn)
+    signatures = number_either(name, out_for_number_self=False)
 
     def fn(input, other):
+        if not isinstance(input, Tensor):  # (a number first: torch's parser takes it before a Tensor only)
+            signatures.check(input, other)
         dt = _dtype.result_type(input._data if isinstance(input, Tensor) else as_array(input),
                                 other._data if isinstance(other, Tensor) else other)
         if dt.kind not in "biu":
@@ -495,7 +536,6 @@ def _bitwise(np_fn, name):
 bitwise_and, bitwise_or, bitwise_xor = (_bitwise(f, n) for f, n in ((np.bitwise_and, "bitwise_and"),
                                                                     (np.bitwise_or, "bitwise_or"),
                                                                     (np.bitwise_xor, "bitwise_xor")))
-greater, less, greater_equal, less_equal, not_equal = gt, lt, ge, le, ne
 
 
 def logical_not(input):
@@ -614,9 +654,9 @@ Tensor.sign = sign
 Tensor.floor = floor
 Tensor.ceil = ceil
 Tensor.trunc = trunc
-Tensor.atan2 = atan2
-Tensor.maximum = maximum
-Tensor.minimum = minimum
+Tensor.atan2 = _atan2_method
+Tensor.maximum = _maximum_method
+Tensor.minimum = _minimum_method
 Tensor.clone = clone
 Tensor.eq = eq
 Tensor.ne = ne
@@ -625,22 +665,22 @@ Tensor.le = le
 Tensor.gt = gt
 Tensor.ge = ge
 Tensor.logical_not = logical_not
-Tensor.logical_and = logical_and
-Tensor.logical_or = logical_or
+Tensor.logical_and = _logical_and_method
+Tensor.logical_or = _logical_or_method
 Tensor.isnan = isnan
 Tensor.isinf = isinf
 Tensor.isfinite = isfinite
 Tensor.equal = equal
 Tensor.rsub = rsub
-Tensor.logical_xor = logical_xor
+Tensor.logical_xor = _logical_xor_method
 Tensor.greater = gt
 Tensor.less = lt
 Tensor.greater_equal = ge
 Tensor.less_equal = le
 Tensor.not_equal = ne
-Tensor.arctan2 = atan2
-Tensor.fmax = maximum
-Tensor.fmin = minimum
+Tensor.arctan2 = _arctan2_method
+Tensor.fmax = _maximum_method
+Tensor.fmin = _minimum_method
 
 
 

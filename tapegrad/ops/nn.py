@@ -13,6 +13,7 @@ from ._common import _array_rule_dtype, _min_max  # (the array rules; bounds)
 from ._common import OPS, _autocast_lower, _in_float32, _record, _tensor, _to_dtype, autocast_state, broadcast_shape
 from . import elementwise
 from .elementwise import mul, where
+from ._signatures import Signatures
 from .shape import _gather, _reshape, index_select, scatter_flat
 from .sparse import sparse_rows
 from ..tape import _local as _tape_local, guard, made_in_trace, untraceable
@@ -212,7 +213,23 @@ def clamp_max(input, max):
     return _clamp_one("clamp_max", input, max)
 
 
+# torch's signatures (`_signatures.py`): a number bound, never a number input, and both bounds of one kind
+_CLAMP_ONE = {n: Signatures(n, f"(Tensor input, Tensor {b}, *, Tensor out = None)",
+                            f"(Tensor input, Number {b}, *, Tensor out = None)")
+              for n, b in (("clamp_min", "min"), ("clamp_max", "max"))}
+_CLAMP = {n: Signatures(n, "(Tensor input, Tensor min = None, Tensor max = None, *, Tensor out = None)",
+                        "(Tensor input, Number min = None, Number max = None, *, Tensor out = None)")
+          for n in ("clamp", "clip")}
+
+
+def _check_clamp(name, input, min, max):
+    args = (input, min, max) if max is not None else (input, min) if min is not None else (input,)
+    _CLAMP[name].check(*args)
+
+
 def _clamp_one(name, input, bound):
+    if not isinstance(input, Tensor):
+        _CLAMP_ONE[name].check(input, bound)
     if isinstance(bound, Tensor):
         x, b = _tensor(input), bound
         return _clamp_tensor(OPS[name + "_tensor"], x, (b,), (name == "clamp_min", name == "clamp_max"))
@@ -244,9 +261,13 @@ def _clamp_tensor_forward(which, x, *bounds):
 
 def clamp(input, min=None, max=None):
     """clamp with number or Tensor bounds (ClampBackward1 / ClampBackward0, as torch)."""
+    if not isinstance(input, Tensor):
+        _check_clamp("clamp", input, min, max)
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
+        if min is not None and max is not None:  # (a Tensor and a number: no signature of torch's takes them)
+            _check_clamp("clamp", input, min, max)
         x = _tensor(input)
         like = x
         bounds = tuple(b if isinstance(b, Tensor) else _tensor(b, like) for b in (min, max) if b is not None)
@@ -254,7 +275,13 @@ def clamp(input, min=None, max=None):
     return elementwise.clamp(input, min, max)
 
 
-clip = clamp
+
+def clip(input, min=None, max=None):
+    """clamp with number or Tensor bounds (torch's alias, under its own name in torch's messages)."""
+    if not isinstance(input, Tensor) or (isinstance(min, Tensor) != isinstance(max, Tensor) and min is not None
+                                         and max is not None):
+        _check_clamp("clip", input, min, max)
+    return clamp(input, min, max)
 
 
 def round(input, *, decimals=0):

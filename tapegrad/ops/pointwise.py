@@ -11,7 +11,8 @@ from ..tape import traced_value
 from ..tensor import Tensor, _new
 from ._common import (OPS, _array_rule_dtype, _is_scalar, _record, _sum_to_np, _tensor, _to_dtype,
                       broadcast_shape, wrap_integer)
-from .elementwise import abs, acos, asin, atan, atan2, ge, isnan, le, mul, neg, pow, sign, trunc, where
+from .elementwise import abs, acos, arctan2, asin, atan, ge, isnan, le, mul, neg, pow, sign, trunc, where
+from ._signatures import number_either, number_other, tensors_only
 from .elementwise import div as _true_div
 from .reduce import sum_to_shape
 
@@ -30,16 +31,50 @@ INPLACE = ("fmod", "remainder", "floor_divide", "copysign", "frac", "fix", "sgn"
            "logical_and", "logical_or", "logical_xor", "logical_not")
 
 negative, absolute, fix = neg, abs, trunc
-arcsin, arccos, arctan, arctan2 = asin, acos, atan, atan2
+arcsin, arccos, arctan = asin, acos, atan
+
+# torch's signatures of this module's two-operand functions (`_signatures.py`), by the name each gives `_operands`: where
+# torch refuses a number operand, they are checked off the hot path (the function form: a number first is refused
+# unless a signature has `Number self`)
+_SIGNATURES = {
+    **{n: tensors_only(n) for n in ("hypot", "logaddexp", "logaddexp2", "nextafter", "gcd", "lcm", "fmax", "fmin",
+                                    "ldexp")},
+    "heaviside": tensors_only("heaviside", "values"),
+    "fmod": number_other("fmod"), "copysign": number_other("copysign"),
+    "remainder": number_either("remainder", out_for_number_self=False),
+    "lshift": number_either("bitwise_left_shift", out_for_number_self=False),
+    "rshift": number_either("bitwise_right_shift", out_for_number_self=False),
+    "float_power": number_either("float_power", "exponent"),
+}
+
+
+def _check_numbers(name, input, other):
+    """torch's TypeError where its signatures of `name` take no number at a number operand's place."""
+    _SIGNATURES[name].check(input, other)
+
+
+def _method(fn, name):
+    """Tensor's method of a function torch's takes Tensors only: torch's words for a number (`t.gcd(2)`: position 1)."""
+    signatures = _SIGNATURES[name].as_method()
+
+    def method(self, other):
+        if not isinstance(other, Tensor):
+            signatures.check(self, other)
+        return fn(self, other)
+    method.__name__, method.__doc__ = fn.__name__, fn.__doc__
+    return method
 
 
 # -- Python rows: NumPy forward, torch's derivative -------------------------------------------------------------------
 def _operands(input, other, name):
     """Both operands as Tensors in their result dtype (a Python number as a constant, an int wrapped into an integer
     dtype as torch's: `wrap_integer`), and that dtype."""
-    if not isinstance(input, Tensor) and not isinstance(other, Tensor):
-        raise TypeError(f"{name}() received an invalid combination of arguments - got ({type(input).__name__}, "
-                        f"{type(other).__name__})")
+    if not isinstance(input, Tensor) or not isinstance(other, Tensor):
+        if name in _SIGNATURES:
+            _SIGNATURES[name].check(input, other)
+        if not isinstance(input, Tensor) and not isinstance(other, Tensor):
+            raise TypeError(f"{name}() received an invalid combination of arguments - got ({type(input).__name__}, "
+                            f"{type(other).__name__})")
     ia = input._data if isinstance(input, Tensor) else input
     ib = other._data if isinstance(other, Tensor) else other
     dt = _dtype.result_type(ia, ib)
@@ -137,8 +172,6 @@ logaddexp2 = _binary("logaddexp2", np.logaddexp2)
 
 def fmod(input, other):
     """C's fmod: the remainder of truncating division (its sign is input's)."""
-    if not isinstance(input, Tensor):
-        raise TypeError(f"fmod(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
     return _fmod(input, other)
 
 
@@ -146,6 +179,7 @@ def remainder(input, other):
     """Python's modulus: the remainder of flooring division (its sign is other's). torch.remainder(number, tensor)
     has no derivative in torch: its result is a constant here."""
     if not isinstance(input, Tensor):
+        _check_numbers("remainder", input, other)
         return _remainder(input, other.detach() if isinstance(other, Tensor) else other)
     return _remainder(input, other)
 
@@ -219,6 +253,8 @@ def sgn(input):
 
 def copysign(input, other):
     """|input| with other's sign bit (so -0.0 counts as negative); other gets no gradient (torch's is zero)."""
+    if not isinstance(input, Tensor):
+        _check_numbers("copysign", input, other)
     x = _tensor(input)
     o = other._data if isinstance(other, Tensor) else np.asanyarray(other)
     dt = _dtype.result_type(x._data, other._data if isinstance(other, Tensor) else other)
@@ -273,7 +309,9 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
 
 def float_power(input, exponent):
     """input ** exponent in float64 (both operands cast first, as torch)."""
-    if isinstance(input, Tensor):
+    if not isinstance(input, Tensor):
+        _check_numbers("float_power", input, exponent)
+    else:
         x = _to_dtype(input, np.dtype(np.float64))
         e = _to_dtype(exponent, np.dtype(np.float64)) if isinstance(exponent, Tensor) else float(exponent)
         return pow(x, e)
@@ -282,6 +320,8 @@ def float_power(input, exponent):
 
 def floor_divide(input, other):
     """floor(input / other) (Python's //; integer division by zero raises, as torch). No gradient: torch has none."""
+    if _is_scalar(input) and _is_scalar(other):  # (torch's parser takes two numbers here, as tensors)
+        input = _tensor(input)
     a, b, dt = _operands(input, other, "floor_divide")
     if not _dtype.is_float(dt):
         _no_integer_zero(b._data)
@@ -322,6 +362,8 @@ divide = div
 
 def heaviside(input, values):
     """0 where input < 0 (or NaN), 1 where input > 0, values where input == 0. No gradient: torch has none."""
+    if not isinstance(input, Tensor) or not isinstance(values, Tensor):
+        _check_numbers("heaviside", input, values)
     x, v = _tensor(input), _tensor(values)
     if x._data.dtype != v._data.dtype:
         raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
@@ -331,6 +373,8 @@ def heaviside(input, values):
 
 def ldexp(input, other):
     """input * 2 ** other, as torch composes it (2 ** an integer tensor in the default float dtype)."""
+    if not isinstance(input, Tensor) or not isinstance(other, Tensor):
+        _check_numbers("ldexp", input, other)
     return mul(input, pow(2.0, _floating(_tensor(other))))
 
 
@@ -372,11 +416,15 @@ def nextafter(input, other):
 
 def fmax(input, other):
     """maximum that ignores NaN; the gradient goes to input where input >= other or other is NaN, as torch's."""
+    if not isinstance(input, Tensor) or not isinstance(other, Tensor):
+        _check_numbers("fmax", input, other)
     return where(ge(input, other) | isnan(_tensor(other)), input, other)
 
 
 def fmin(input, other):
     """minimum that ignores NaN; the gradient goes to input where input <= other or other is NaN, as torch's."""
+    if not isinstance(input, Tensor) or not isinstance(other, Tensor):
+        _check_numbers("fmin", input, other)
     return where(le(input, other) | isnan(_tensor(other)), input, other)
 
 
@@ -467,9 +515,9 @@ Tensor.__mod__ = remainder
 Tensor.__rmod__ = lambda self, other: remainder(other, self)
 Tensor.__floordiv__ = Tensor.floor_divide = floor_divide
 Tensor.__rfloordiv__ = lambda self, other: floor_divide(other, self)
-Tensor.hypot = hypot
-Tensor.logaddexp = logaddexp
-Tensor.logaddexp2 = logaddexp2
+Tensor.hypot = _method(hypot, "hypot")
+Tensor.logaddexp = _method(logaddexp, "logaddexp")
+Tensor.logaddexp2 = _method(logaddexp2, "logaddexp2")
 Tensor.asinh = Tensor.arcsinh = asinh
 Tensor.acosh = Tensor.arccosh = acosh
 Tensor.atanh = Tensor.arctanh = atanh
@@ -487,14 +535,14 @@ Tensor.positive = positive
 Tensor.absolute = abs
 Tensor.nan_to_num = nan_to_num
 Tensor.float_power = float_power
-Tensor.heaviside = heaviside
-Tensor.ldexp = ldexp
+Tensor.heaviside = _method(heaviside, "heaviside")
+Tensor.ldexp = _method(ldexp, "ldexp")
 Tensor.frexp = frexp
-Tensor.nextafter = nextafter
-Tensor.fmax = fmax
-Tensor.fmin = fmin
-Tensor.gcd = gcd
-Tensor.lcm = lcm
+Tensor.nextafter = _method(nextafter, "nextafter")
+Tensor.fmax = _method(fmax, "fmax")
+Tensor.fmin = _method(fmin, "fmin")
+Tensor.gcd = _method(gcd, "gcd")
+Tensor.lcm = _method(lcm, "lcm")
 Tensor.bitwise_and = Tensor.__and__
 Tensor.bitwise_or = Tensor.__or__
 Tensor.bitwise_xor = Tensor.__xor__

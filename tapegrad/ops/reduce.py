@@ -14,6 +14,7 @@ from ..tensor import Tensor, _new
 from ..tape import follow_indices, traced_value
 from . import elementwise
 from .elementwise import where
+from ._signatures import Signatures
 from ._common import (OPS, _array_rule_dtype, _as_view, _autocast_float32, _dim, _dims, _float, _in_float32, _mask,
                       _record, _sizes, _sizes_or_keyword, _tensor, _to_dtype, summed_dims, window_of)
 from .._warnings import user_stacklevel
@@ -269,7 +270,15 @@ return_types = Ctx(max=_values_indices("max"), min=_values_indices("min"), sort=
                    kthvalue=_values_indices("kthvalue"))
 
 
+_MAX_MIN = {n: Signatures(n, "(Tensor input, *, Tensor out = None)", "(Tensor input, Tensor other, *, Tensor out = None)",
+                          "(Tensor input, int dim, bool keepdim = False, *, tuple of Tensors out = None)")
+            for n in ("max", "min")}
+
+
 def _max_min(name, input, dim, keepdim, other):
+    if not isinstance(input, Tensor) or (dim is not None and type(dim) is not int and not isinstance(dim, Tensor)
+                                         and other is None and not keepdim):
+        _MAX_MIN[name].check(*((input,) if dim is None else (input, dim)))
     if isinstance(dim, Tensor) or other is not None:   # max(a, b): the elementwise form
         pair = elementwise.maximum if name == "max" else elementwise.minimum
         return pair(input, other if other is not None else dim)

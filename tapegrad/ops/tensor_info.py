@@ -13,6 +13,7 @@ from ..device import cpu_only as _check_device
 from ..storage import storage as _storage, untyped_storage as _untyped_storage
 from ..tensor import Size, Tensor, _new, as_array, storage_of
 from .._warnings import user_stacklevel
+from ._signatures import Signatures
 
 __all__ = ["adjoint", "conj", "conj_physical", "conj_physical_", "is_complex", "is_conj", "is_neg",
            "is_signed", "resolve_conj", "resolve_neg", "typename"]
@@ -200,8 +201,23 @@ _INPLACE_FUNCTIONS = (
     "tanh_", "trunc_", "xlogy_", "zero_")
 
 
+# torch's signatures of those that take two operands (`_signatures.py`): its words for a number where they take none
+_INPLACE_SIGNATURES = {
+    **{n: Signatures(n, "(Tensor input, Tensor other)") for n in ("gcd_", "lcm_", "ldexp_")},
+    **{n: Signatures(n, f"(Tensor input, Tensor {b})", f"(Tensor input, Number {b})")
+       for n, b in (("clamp_min_", "min"), ("clamp_max_", "max"))},
+    **{n: Signatures(n, "(Tensor input, Tensor min = None, Tensor max = None)",
+                     "(Tensor input, Number min = None, Number max = None)") for n in ("clamp_", "clip_")},
+    "xlogy_": Signatures("xlogy_", "(Tensor input, Tensor other)", "(Tensor input, Number other)"),
+}
+
+
 def _inplace_function(name):
+    signatures = _INPLACE_SIGNATURES.get(name)
+
     def fn(input, *args, **kwargs):
+        if signatures is not None and args and not kwargs:
+            signatures.check(input, *args)
         _need_tensor(name, input)
         return getattr(input, name)(*args, **kwargs)
     fn.__name__ = fn.__qualname__ = name
