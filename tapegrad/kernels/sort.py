@@ -55,15 +55,21 @@ def _adjust_heap(v, ix, first, hole, length, value, index, desc):
 
 
 @njit(**JIT)
-def _heap_sort(v, ix, first, last, desc):
+def _make_heap(v, ix, first, last, desc):
     length = last - first
-    if length >= 2:  # make_heap
-        parent = (length - 2) // 2
-        while True:
-            _adjust_heap(v, ix, first, parent, length, v[first + parent], ix[first + parent], desc)
-            if parent == 0:
-                break
-            parent -= 1
+    if length < 2:
+        return
+    parent = (length - 2) // 2
+    while True:
+        _adjust_heap(v, ix, first, parent, length, v[first + parent], ix[first + parent], desc)
+        if parent == 0:
+            return
+        parent -= 1
+
+
+@njit(**JIT)
+def _heap_sort(v, ix, first, last, desc):
+    _make_heap(v, ix, first, last, desc)
     while last - first > 1:  # sort_heap
         last -= 1
         value, index = v[last], ix[last]
@@ -169,19 +175,6 @@ def std_sort_rows(values, descending):
 
 
 # -- torch.topk (ATen's topk_impl_loop) and torch.kthvalue (Sorting.cpp's quick_select_template) ---------------
-@njit(**JIT)
-def _make_heap(v, ix, first, last, desc):
-    length = last - first
-    if length < 2:
-        return
-    parent = (length - 2) // 2
-    while True:
-        _adjust_heap(v, ix, first, parent, length, v[first + parent], ix[first + parent], desc)
-        if parent == 0:
-            return
-        parent -= 1
-
-
 @njit(**JIT)
 def _heap_select(v, ix, first, middle, last, desc):
     """libstdc++'s __heap_select: a heap of [first, middle) holding the smallest (comp) of [first, last)."""

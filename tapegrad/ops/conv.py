@@ -1307,6 +1307,21 @@ def _adaptive_matrix(size, out, dt):
     return m.astype(dt)
 
 
+def _one_output_size(name, output_size):
+    """A 1-d adaptive pool's output_size (an int, or a sequence of one) as torch's argument parser and kernel check it."""
+    if not isinstance(output_size, (tuple, list, numbers.Integral)):
+        raise TypeError(f"{name}(): argument 'output_size' (position 2) must be tuple of ints, not "
+                        f"{type(output_size).__name__}")
+    o = list(output_size) if isinstance(output_size, (tuple, list)) else [output_size]
+    for i, v in enumerate(o):
+        if not isinstance(v, numbers.Integral):
+            raise TypeError(f"{name}(): argument 'output_size' (position 2) must be tuple of ints, but found "
+                            f"element of type {type(v).__name__} at pos {i}")
+    if len(o) != 1:
+        raise RuntimeError(f"{name}() argument 'output_size' should contain one int (got {len(o)})")
+    return int(o[0])
+
+
 def _adaptive_avg(nd, input, output_size):
     """torch's checks in its order: adaptive_avg_pool1d's (rank, one int), F.adaptive_avg_pool2d's
     _list_with_default (None: the input's size), at::adaptive_avg_pool2d's (two sizes, none negative; 1 x 1 is a
@@ -1317,17 +1332,7 @@ def _adaptive_avg(nd, input, output_size):
         if x.ndim not in (2, 3):
             raise RuntimeError(f"Expected 2 to 3 dimensions, but got {x.ndim}-dimensional tensor for argument #1 "
                                f"'self' (while checking arguments for {name})")
-        if not isinstance(output_size, (tuple, list, numbers.Integral)):
-            raise TypeError(f"{name}(): argument 'output_size' (position 2) must be tuple of ints, not "
-                            f"{type(output_size).__name__}")
-        o = list(output_size) if isinstance(output_size, (tuple, list)) else [output_size]
-        for i, v in enumerate(o):
-            if not isinstance(v, numbers.Integral):
-                raise TypeError(f"{name}(): argument 'output_size' (position 2) must be tuple of ints, but found "
-                                f"element of type {type(v).__name__} at pos {i}")
-        if len(o) != 1:
-            raise RuntimeError(f"{name}() argument 'output_size' should contain one int (got {len(o)})")
-        o, v = [1, int(o[0])], tuple(x.shape[:-1]) + (1,) + tuple(x.shape[-1:])
+        o, v = [1, _one_output_size(name, output_size)], tuple(x.shape[:-1]) + (1,) + tuple(x.shape[-1:])
     else:
         v = tuple(x.shape)
         if isinstance(output_size, (tuple, list)):

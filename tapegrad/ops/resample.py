@@ -22,8 +22,8 @@ from .. import _dtype, registry
 from ..tensor import _new
 from ..tape import traced_value
 from ._common import OPS, _record, _tensor
-from .conv import (Ctx, _adaptive_matrix, _conv_kernels, _max_pool_arrays, _pool_kernels, _vjp_max_pool,
-                   adaptive_avg_pool1d, adaptive_avg_pool2d)
+from .conv import (Ctx, _adaptive_matrix, _conv_kernels, _max_pool_arrays, _one_output_size, _pool_kernels,
+                   _vjp_max_pool, adaptive_avg_pool1d, adaptive_avg_pool2d)
 from .composite import grid_sample
 from .linalg import matmul
 from .shape import _gather, _gather_forward, _vjp_gather, scatter_flat
@@ -699,17 +699,7 @@ def _adaptive_max(nd, input, output_size):
         if x.ndim not in (2, 3):
             raise RuntimeError(f"Expected 2 to 3 dimensions, but got {x.ndim}-dimensional tensor for argument #1 "
                                f"'self' (while checking arguments for adaptive_max_pool1d)")
-        if not isinstance(output_size, (tuple, list, numbers.Integral)):  # (torch's argument parser)
-            raise TypeError(f"adaptive_max_pool1d(): argument 'output_size' (position 2) must be tuple of ints, not "
-                            f"{type(output_size).__name__}")
-        o = output_size if isinstance(output_size, (tuple, list)) else (output_size,)
-        for i, v in enumerate(o):
-            if not isinstance(v, numbers.Integral):
-                raise TypeError(f"adaptive_max_pool1d(): argument 'output_size' (position 2) must be tuple of ints, "
-                                f"but found element of type {type(v).__name__} at pos {i}")
-        if len(o) != 1:
-            raise RuntimeError(f"adaptive_max_pool1d() argument 'output_size' should contain one int (got {len(o)})")
-        o = (1, int(o[0]))
+        o = (1, _one_output_size("adaptive_max_pool1d", output_size))
     else:
         if isinstance(output_size, (tuple, list)) and x.ndim <= len(output_size):  # (F's _list_with_default)
             raise ValueError(f"Input dimension should be at least {len(output_size) + 1}")
