@@ -106,11 +106,16 @@ class BackwardCFunction(Node, FunctionCtx):
     def saved_tensors(self):
         if self.__dict__.get("_in_jvp"):  # (jvp reads what forward gave save_for_forward)
             return tuple(self.__dict__.get("saved_for_forward", ()))
-        if self._saved is None:  # inside forward, before the row exists
+        saved = self._saved
+        if saved is None:  # inside forward, before the row exists
             return tuple(self.to_save)
-        if getattr(self, "_tape", None) is not None and not self._traced and not self._alive():
+        tape = getattr(self, "_tape", None)
+        if tape is not None and not self._traced and not tape.holds(self._row, self._value()):  # (_alive, inlined)
             raise RuntimeError(FREED_MESSAGE)
-        return tuple(_unpack(self, entry) for entry in self._saved)
+        tensors = []
+        for entry in saved:
+            tensors.append(_unpack(self, entry))
+        return tuple(tensors)
 
     saved_variables = saved_tensors
 
@@ -127,15 +132,17 @@ class BackwardCFunction(Node, FunctionCtx):
         self._pending[j] = self._pending[j] + g if j in self._pending else g
 
     def _backward(self, g):
-        grads = [None] * len(self._output_meta)
+        output_meta = self._output_meta
+        grads = [None] * len(output_meta)
         grads[self._primary] = g
-        if self.__dict__.get("_pending_token") is current_pass():
-            for j, gj in self._pending.items():
-                grads[j] = gj
-        self._pending_token = self._pending = None
-        if self.materialize_grads:
-            grads = [_zeros(meta) if gj is None and meta is not None else gj
-                     for gj, meta in zip(grads, self._output_meta)]
+        token = self.__dict__.get("_pending_token")
+        if token is not None:  # (a further output's row stashed a gradient, in this backward or an earlier one)
+            if token is current_pass():
+                for j, gj in self._pending.items():
+                    grads[j] = gj
+            self._pending_token = self._pending = None
+        if (g is None or len(grads) > 1) and self.materialize_grads:  # (else no gradient is None)
+            grads = [_zeros(meta) if gj is None and meta is not None else gj for gj, meta in zip(grads, output_meta)]
         if self._traced and self._tape is not tape_mod._local.tape:  # (a plain backward of a compiled call, not
             self._tape.refresh(_ctx_tensors(self))                     # its trace: the values of that call)
         if FORWARD_MODE.depth and self._forward_cls.jvp is not Function.jvp:
@@ -156,9 +163,14 @@ class BackwardCFunction(Node, FunctionCtx):
 
     def _check_grads(self, result):
         """torch's checks on what backward returned; one gradient per tensor input (the row's args)."""
+        input_meta = self._input_meta
+        if type(result) is Tensor and len(input_meta) == 1:  # the common case, which every check below passes
+            meta = input_meta[0]
+            if meta is not None and meta[2] and result._data.shape == meta[0] and result._data.dtype == meta[1]:
+                return [result]
         name = type(self).__name__
         result = result if isinstance(result, tuple) else (result,)
-        n = len(self._input_meta)
+        n = len(input_meta)
         if len(result) != n and not (len(result) > n and all(r is None for r in result[n:])):
             raise RuntimeError(f"function {name} returned an incorrect number of gradients (expected {n}, got "
                                f"{len(result)})")
@@ -236,17 +248,23 @@ class Function(FunctionCtx, metaclass=FunctionMeta):
     def apply(cls, *args, **kwargs):
         setup = cls.setup_context is not Function.setup_context
         if setup:
-            bound = inspect.signature(cls.forward).bind(*args, **kwargs)
+            bound = _signature(cls.forward).bind(*args, **kwargs)
             bound.apply_defaults()
             args, kwargs = bound.args, bound.kwargs
         ctx = cls._backward_cls()
-        tensors = [a for a in args if isinstance(a, Tensor)]
+        tensors, needs = [], []  # (one loop: cheaper than a comprehension for each, for the usual one or two args)
+        for a in args:
+            if isinstance(a, Tensor):
+                tensors.append(a)
+                needs.append(a._requires_grad)
+            else:
+                needs.append(False)
         tape = tape_mod._local.tape if tape_mod._local.tracing is not None and is_grad_enabled() else None
         if tape is not None:  # tapegrad.compile traces through it (_traced_forward)
             output = _traced_forward(cls, ctx, setup, tape, args, kwargs)
             recording = any(ctx.needs_input_grad) and not tape.in_function_forward
         else:
-            ctx.needs_input_grad = needs = tuple([isinstance(a, Tensor) and a._requires_grad for a in args])
+            ctx.needs_input_grad = needs = tuple(needs)
             recording = _grad_state.enabled and any(needs)
             prev, _grad_state.enabled = _grad_state.enabled, False  # no_grad(), without its context manager's calls
             try:
@@ -255,9 +273,28 @@ class Function(FunctionCtx, metaclass=FunctionMeta):
                     cls.setup_context(ctx, args, output)
             finally:
                 _grad_state.enabled = prev
+        if type(output) is Tensor and tape is None and not ctx.dirty_tensors and not ctx.non_differentiable:
+            return _finish_one(ctx, args, tensors, output, recording)
         is_tuple = isinstance(output, tuple)
         outputs = _finish(ctx, args, tensors, output if is_tuple else (output,), recording, tape)
         return outputs if is_tuple else outputs[0]
+
+
+_signatures = weakref.WeakKeyDictionary()  # forward -> its inspect.Signature (inspect takes ~10 us a call)
+
+
+def _signature(forward):
+    try:
+        signature = _signatures.get(forward)
+    except TypeError:  # (a forward that is not hashable or weakly referable: not cached)
+        return inspect.signature(forward)
+    if signature is None:
+        signature = inspect.signature(forward)
+        try:
+            _signatures[forward] = signature
+        except TypeError:
+            pass
+    return signature
 
 
 def _traced_forward(cls, ctx, setup, tape, args, kwargs):
@@ -404,8 +441,42 @@ def _finish(ctx, args, tensors, outputs, recording, traced=None):
         _attach(o, tape, r, _FUNCTION.code if j == primary else _OUTPUT.code, ctx)
         if o._vc is not None:
             tape.set_cell(r, o._vc, current=True)
-    ctx._input_meta = tuple([(a._data.shape, a._data.dtype, needs) if isinstance(a, Tensor) else None
-                             for a, needs in zip(args, ctx.needs_input_grad)])
+    _keep_inputs(ctx, args, rows, tape, traced)
+    return tuple(results)
+
+
+def _finish_one(ctx, args, tensors, o, recording):
+    """_finish for the usual Function (eager, one Tensor output, no mark_dirty or mark_non_differentiable): the same
+    steps for that case, without the bookkeeping of several outputs. Returns the output."""
+    if recording:
+        for a in tensors:
+            if a is o:
+                o = _new(o._data)  # an input returned as is: a new tensor (torch returns a view)
+                break
+    data = o._data
+    if not data.flags.c_contiguous or not data.dtype.isnative:
+        data = o._data = np.ascontiguousarray(data, data.dtype.newbyteorder("="))
+    if not (recording and _dtype.is_float(data.dtype)):
+        return o
+    tape = tape_mod.current()
+    row = tape.record(_FUNCTION.code, data, tensors, aux=ctx)
+    ctx._tape, ctx._row, ctx._value = tape, row, weakref.ref(data)
+    ctx._primary, ctx._output_meta, ctx._output_of_row = 0, [(data.shape, data.dtype)], {}
+    _attach(o, tape, row, _FUNCTION.code, ctx)
+    if o._vc is not None:
+        tape.set_cell(row, o._vc, current=True)
+    rows = {id(o): (row, data)}  # (an input returned as is stays the input: saved as one)
+    _keep_inputs(ctx, args, rows, tape, None)
+    return o
+
+
+def _keep_inputs(ctx, args, rows, tape, traced):
+    """The last of _finish: the inputs' metadata (what backward's results are checked against) and the saved
+    tensors packed. rows: each output's id -> (row, value)."""
+    input_meta = []  # (loops, not comprehensions: cheaper for a call's few arguments)
+    for a, needs in zip(args, ctx.needs_input_grad):
+        input_meta.append((a._data.shape, a._data.dtype, needs) if isinstance(a, Tensor) else None)
+    ctx._input_meta = tuple(input_meta)
     hooks = saved_tensors.current_hooks() if saved_tensors.OPEN else None
     if traced:  # a replay recomputes every row: what backward reads is the tensor as it is then (_TraceTape.refresh)
         ctx._traced = True
@@ -415,9 +486,11 @@ def _finish(ctx, args, tensors, outputs, recording, traced=None):
         ctx._saved = tuple(None if t is None else ("hooked", saved_tensors.call_pack(pack_hook, t), unpack_hook)
                            for t in ctx.to_save)
     else:
-        ctx._saved = tuple(_pack(t, rows, tape) for t in ctx.to_save)
+        saved = []
+        for t in ctx.to_save:
+            saved.append(_pack(t, rows, tape))
+        ctx._saved = tuple(saved)
     ctx.to_save = ()  # the packed form holds outputs by row, so that a forward nobody uses can be swept
-    return tuple(results)
 
 
 def _attach(t, tape, row, op, ctx):
@@ -443,24 +516,25 @@ def _cell_version(tape, row):
 def _unpack(ctx, entry):
     if entry is None:
         return None
-    if entry[0] == "traced":  # (the caller's row checks versions, on the real tensors)
-        return entry[1]
-    if entry[0] == "hooked":
-        return saved_tensors.checked_unpack(entry[2], entry[1])
-    if entry[0] == "row":
-        _, row, ref, expected = entry
-        tape = ctx._tape
-        if row >= tape.n or tape.values[row] is not ref():
-            raise RuntimeError(FREED_MESSAGE)
-        t = wrap(tape, row)
-        current = _cell_version(tape, row)
-        if current != expected:  # (torch names the Function and the output, whatever wrote it since)
-            _raise_modified(t, current, expected, type(ctx).__name__, ctx._output_of_row.get(row, ctx._primary))
+    kind = entry[0]
+    if kind == "tensor":  # (the usual entry: an input, or a tensor the forward made and did not return)
+        _, t, expected = entry
+        current = t._version
+        if current != expected:  # (the producer's name only for the message: a grad_fn costs 2 us to make)
+            _raise_modified(t, current, expected, None if t.grad_fn is None else type(t.grad_fn).__name__)
         return t
-    _, t, expected = entry
-    current = t._version
-    if current != expected:  # (the producer's name only for the message: a grad_fn costs 2 us to make)
-        _raise_modified(t, current, expected, None if t.grad_fn is None else type(t.grad_fn).__name__)
+    if kind == "traced":  # (the caller's row checks versions, on the real tensors)
+        return entry[1]
+    if kind == "hooked":
+        return saved_tensors.checked_unpack(entry[2], entry[1])
+    _, row, ref, expected = entry  # "row"
+    tape = ctx._tape
+    if row >= tape.n or tape.values[row] is not ref():
+        raise RuntimeError(FREED_MESSAGE)
+    t = wrap(tape, row)
+    current = _cell_version(tape, row)
+    if current != expected:  # (torch names the Function and the output, whatever wrote it since)
+        _raise_modified(t, current, expected, type(ctx).__name__, ctx._output_of_row.get(row, ctx._primary))
     return t
 
 
@@ -482,6 +556,19 @@ def _vjp_function(ctx, g, inputs, out):
     return ctx._backward(g)
 
 
+def _arrays_function(ctx, g, inputs, out, wanted):
+    """_vjp_function as a plain backward's array rule: the same call under no_grad, without the Tensors of the row's
+    inputs and value that it does not read (about 2 us a call). None (then _vjp_function runs) for a Function
+    tapegrad.compile recorded, or while it traces: there the rule must not stand for the backward's ops."""
+    if ctx._traced or tape_mod._local.tracing is not None:
+        return None
+    prev, _grad_state.enabled = _grad_state.enabled, False  # no_grad(), without its context manager's calls
+    try:
+        return ctx._backward(_new(g))
+    finally:
+        _grad_state.enabled = prev
+
+
 def _vjp_output(ctx, g, inputs, out):
     """Hands this output's gradient to the Function's row (zeros flow on, so that row runs)."""
     ctx._stash(out._slot, g)
@@ -500,7 +587,7 @@ if "function" not in registry.BY_NAME:
     _PYTHON = "its forward is the Function's own Python code"
     registry.python("function", "BackwardCFunction", None, _vjp_function,
                     doc="a custom autograd.Function (its grad_fn is named by the Function)", unreplayable=_PYTHON,
-                    holds_grad=True)  # (the user's backward may keep its grad_output)
+                    array_vjp=_arrays_function, holds_grad=True)  # (the user's backward may keep its grad_output)
     registry.python("function_output", "BackwardCFunction", None, _vjp_output,
                     doc="a further output of a custom autograd.Function", unreplayable=_PYTHON,
                     holds_grad=True)  # (its gradient waits, stashed, for the Function's row)
