@@ -91,6 +91,11 @@ META = device("meta")
 _default = CPU
 
 
+def default_type():
+    """The default device's type ("cpu", "meta", ...), without get_default_device's refusal of an unavailable one."""
+    return _default._type
+
+
 def get_default_device():
     if _default._type not in ("cpu", "meta"):
         raise unavailable(_default)  # (torch makes a tensor there to find the index: its error)
