@@ -11,11 +11,22 @@ the data-movement ops as torch computes them; nothing reads them to find a value
 
 def contiguous(shape):
     """torch's strides of a contiguous tensor of this shape (a size-0 dimension counts as 1)."""
-    strides, step = [], 1
-    for n in reversed(shape):
-        strides.append(step)
-        step *= max(n, 1)
-    return tuple(reversed(strides))
+    if type(shape) is not tuple:
+        shape = tuple(shape)
+    strides = _CONTIGUOUS.get(shape)
+    if strides is None:
+        out, step = [], 1
+        for n in reversed(shape):
+            out.append(step)
+            step *= max(int(n), 1)
+        strides = tuple(reversed(out))
+        if len(_CONTIGUOUS) >= 4096:  # (a program's shapes are few; a bound for one that makes many)
+            _CONTIGUOUS.clear()
+        _CONTIGUOUS[shape] = strides
+    return strides
+
+
+_CONTIGUOUS = {}  # shape -> its contiguous strides: every view op asks (a dict lookup, a tenth of the loop)
 
 
 def of(t):
