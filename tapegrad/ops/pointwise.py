@@ -151,12 +151,23 @@ def _declare_scalar(name, grad_fn, np_fn):
     registry.python(name, grad_fn, lambda ctx, a: np_fn(a, ctx), vjp, array_vjp=array_vjp)
 
 
+def _remainder_values(a, b):
+    """torch's remainder: NumPy's, but a zero result keeps fmod's sign (the dividend's), where NumPy gives it the
+    divisor's (ATen's kernel: fmod, plus b where b's and the remainder's signs differ)."""
+    out = np.remainder(a, b)
+    if out.dtype.kind == "f":
+        zero = out == 0
+        if zero.any():
+            out = np.where(zero, np.copysign(out, a).astype(out.dtype, copy=False), out)
+    return out
+
+
 # torch's derivatives.yaml: fmod's other gets -g * trunc(a / b), remainder's -g * floor(a / b)
 _SCALAR_ROWS = ("fmod", "remainder")  # (ops with a row of their own for a number operand)
 _declare_scalar("fmod_scalar", "FmodBackward0", np.fmod)
-_declare_scalar("remainder_scalar", "RemainderBackward0", np.remainder)
+_declare_scalar("remainder_scalar", "RemainderBackward0", _remainder_values)
 _declare_binary("fmod", "FmodBackward1", np.fmod, lambda a, b, y: 1, lambda a, b, y: -_trunc_div(a, b))
-_declare_binary("remainder", "RemainderBackward1", np.remainder, lambda a, b, y: 1, lambda a, b, y: -_floor_div(a, b))
+_declare_binary("remainder", "RemainderBackward1", _remainder_values, lambda a, b, y: 1, lambda a, b, y: -_floor_div(a, b))
 _declare_binary("hypot", "HypotBackward0", np.hypot, lambda a, b, y: a / y, lambda a, b, y: b / y)
 _declare_binary("logaddexp", "LogaddexpBackward0", np.logaddexp, lambda a, b, y: 1 / (1 + _exp(b - a)),
                 lambda a, b, y: 1 / (1 + _exp(a - b)))
@@ -164,7 +175,7 @@ _declare_binary("logaddexp2", "Logaddexp2Backward0", np.logaddexp2, lambda a, b,
                 lambda a, b, y: 1 / (1 + _exp2(a - b)))
 
 _fmod = _binary("fmod", np.fmod, integer_check=_no_integer_zero)
-_remainder = _binary("remainder", np.remainder, integer_check=_no_integer_zero)
+_remainder = _binary("remainder", _remainder_values, integer_check=_no_integer_zero)
 hypot = _binary("hypot", np.hypot)
 logaddexp = _binary("logaddexp", np.logaddexp)
 logaddexp2 = _binary("logaddexp2", np.logaddexp2)
