@@ -10,7 +10,7 @@ from ..grad_mode import is_grad_enabled
 from ..tape import untraceable
 from ..tensor import Size, Tensor, _new
 from ._common import _dim, _sizes, _sizes_or_keyword, _tensor, broadcast_shape, scalar_to_dtype
-from .elementwise import div, logical_xor, mul, sub
+from .elementwise import div, logical_xor, mul, sub, where
 from .arrange import _scaled_sum, autocast_input
 from .linalg import matmul
 from .shape import cat, index_select, masked_fill
@@ -359,18 +359,45 @@ def _unnormalize(coord, steps, align_corners):
     return out
 
 
+def _clip(coord, size):
+    """torch's clip_coordinates (GridSamplerKernel.cpp): into [0, size - 1], NaN to 0; its gradient passes strictly
+    inside only (the kernel counts the borders as out of bounds, where clamp's passes them)."""
+    c = coord._data
+    clipped = np.where(np.isnan(c), 0, np.clip(c, 0, size - 1)).astype(c.dtype)
+    return where(_new((c > 0) & (c < size - 1)), coord, _new(clipped))
+
+
+def _reflect(coord, size, align_corners):
+    """torch's reflect_coordinates: mirrored at the pixel centres of the borders (align_corners) or at their edges
+    until it lies inside, then clipped; each mirror multiplies the gradient by -1, with the kernel's sign at the
+    mirror itself (+1, where abs's gradient is 0)."""
+    c = coord._data
+    if align_corners and size <= 1:  # (an empty span: every coordinate is 0, with no gradient)
+        return where(_new(np.ones(c.shape, np.bool_)), _new(np.zeros_like(c)), coord)
+    low, twice_span = (0.0, 2.0 * (size - 1)) if align_corners else (-0.5, 2.0 * size)
+    span = c.dtype.type(twice_span)
+    shifted = coord - low if low else coord
+    d = shifted._data
+    distance = shifted * _new(np.where(d < 0, -1, 1).astype(c.dtype))
+    extra = distance - _new(np.trunc(distance._data / span) * span)
+    mirrored = twice_span - extra
+    out = where(_new(extra._data > mirrored._data), mirrored, extra)
+    return _clip(out + low if low else out, size)
+
+
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
-    """input (N, C, H, W) read at grid (N, Ho, Wo, 2) (x, y in [-1, 1]): bilinear or nearest, zeros or border
-    padding; gradients for input and (bilinear) grid."""
+    """input (N, C, H, W) read at grid (N, Ho, Wo, 2) (x, y in [-1, 1]): bilinear or nearest; zeros, border or
+    reflection padding (torch's kernel's coordinates and gradient multipliers); gradients for input and (bilinear)
+    grid."""
     if mode not in ("bilinear", "nearest", "bicubic"):
         raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', "
                          f"but got: '{mode}'")
     if padding_mode not in ("zeros", "border", "reflection"):
         raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or "
                          f"'reflection', but got: '{padding_mode}'")
-    if mode == "bicubic" or padding_mode == "reflection":
-        raise NotImplementedError(f"tapegrad: grid_sample with mode='{mode}', padding_mode='{padding_mode}' is not "
-                                  f"implemented (bilinear or nearest, zeros or border)")
+    if mode == "bicubic":
+        raise NotImplementedError(f"tapegrad: grid_sample with mode='{mode}' is not implemented (bilinear or "
+                                  f"nearest)")
     if align_corners is None:
         warnings.warn(_ALIGN_WARNING, stacklevel=user_stacklevel())
         align_corners = False
@@ -386,7 +413,9 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     ix = _unnormalize(g[..., 0], w, align_corners)
     iy = _unnormalize(g[..., 1], h, align_corners)
     if padding_mode == "border":
-        ix, iy = ix.clamp(0, w - 1), iy.clamp(0, h - 1)
+        ix, iy = _clip(ix, w), _clip(iy, h)
+    elif padding_mode == "reflection":
+        ix, iy = _reflect(ix, w, align_corners), _reflect(iy, h, align_corners)
     pixels = x.permute(0, 2, 3, 1)  # (N, H, W, C): one advanced index per corner gives (N, Ho, Wo, C)
     batch = np.arange(n).reshape(n, 1, 1)
 

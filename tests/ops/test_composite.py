@@ -252,8 +252,8 @@ def test_orthogonal_init_draws_in_the_tensors_dtype(shape, dtype):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("align_corners", [False, True])
-@pytest.mark.parametrize("mode, padding_mode", [("bilinear", "zeros"), ("bilinear", "border"), ("nearest", "zeros"),
-                                                ("nearest", "border")])
+@pytest.mark.parametrize("mode, padding_mode", [("bilinear", "zeros"), ("bilinear", "border"), ("bilinear", "reflection"),
+                                                ("nearest", "zeros"), ("nearest", "border"), ("nearest", "reflection")])
 def test_spatial_transformer_affine_grid_and_grid_sample(mode, padding_mode, align_corners, dtype):
     """The spatial transformer tutorial's pair: values and gradients for the input and theta (random maps, so that
     no sample falls on a pixel's edge, where bilinear's gradient jumps and nearest's choice is a rounding's)."""
@@ -303,8 +303,30 @@ def test_grid_sample_warnings_and_errors():
         tg.nn.functional.grid_sample(x, grid, mode="linear", align_corners=False)
     with pytest.raises(NotImplementedError, match="grid_sample with mode='bicubic'"):
         tg.nn.functional.grid_sample(x, grid, mode="bicubic", align_corners=False)
-    with pytest.raises(NotImplementedError, match="padding_mode='reflection'"):
-        tg.nn.functional.grid_sample(x, grid, padding_mode="reflection", align_corners=False)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize("padding_mode", ["border", "reflection"])
+@pytest.mark.parametrize("shape", [(2, 3, 5, 6), (1, 2, 1, 4), (1, 2, 4, 1), (1, 1, 1, 1)])
+def test_grid_sample_padding_on_borders_and_mirrors(shape, padding_mode, align_corners, dtype):
+    """Coordinates far outside (mirrored several times), and on quarter pixels, so that samples fall exactly on the
+    borders and the mirrors, where torch's kernel gives the gradient multipliers that clamp does not (0 at a border,
+    +1 at a mirror); a size-1 side with align_corners reflects everything to 0, with no gradient."""
+    rng = np.random.default_rng(len(shape) + shape[-1])
+    grid = np.round((rng.random((shape[0], 7, 4, 2)) * 8 - 4) * 4) / 4
+    grid[0, 0] = [[-1, -1], [1, 1], [0, 0], [-3, 3]]
+    x, grid, seed = rng.random(shape).astype(dtype), grid.astype(dtype), rng.random((shape[0], shape[1], 7, 4))
+    got = []
+    for lib in (torch, tg):
+        tx, tgrid = lib.tensor(x, requires_grad=True), lib.tensor(grid, requires_grad=True)
+        y = lib.nn.functional.grid_sample(tx, tgrid, padding_mode=padding_mode, align_corners=align_corners)
+        (y * lib.tensor(seed.astype(dtype))).sum().backward()
+        got.append([y.detach().numpy(), tx.grad.numpy(), tgrid.grad.numpy()])
+    tol = 2e-6 if dtype == np.float32 else 1e-14
+    for a, b in zip(got[1], got[0]):
+        assert a.dtype == b.dtype and a.shape == b.shape
+        np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
 
 
 @pytest.mark.parametrize("shape, args", [((10,), (0, 3, 2)), ((10,), (0, 10, 1)), ((10,), (-1, 1, 5)),
