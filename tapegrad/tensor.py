@@ -106,11 +106,32 @@ def as_array(data, dtype=None):
     except OverflowError:  # a Python int outside the dtype's range
         if np.dtype(np_dtype) == np.int64:
             raise ValueError("Overflow when unpacking long long") from None
+        values = list(_flat(data)) if isinstance(data, (list, tuple)) else [data]
+        if any(isinstance(v, int) and not -2 ** 63 <= v < 2 ** 63 for v in values):  # (torch's parser's error)
+            raise ValueError("Overflow when unpacking long long") from None
+        a = _wrapped_unsigned(values, data, np.dtype(np_dtype))
+        if a is not None:
+            return a
         raise RuntimeError(f"value cannot be converted to type {np.dtype(np_dtype).name} without overflow") from None
     if a.dtype.byteorder not in "=|":
         a = a.astype(a.dtype.newbyteorder("="))
     _dtype.from_numpy_dtype(a.dtype)  # torch's error for unsupported dtypes (object, complex, strings)
     return a
+
+
+def _wrapped_unsigned(values, data, dt):
+    """torch.tensor(ints, dtype=uint8): c10's checked conversion lets an int down to -max through, wrapped (two's
+    complement: -1 is 255), where NumPy refuses it; None where that does not apply (the caller raises torch's error)."""
+    if dt.kind != "u" or any(isinstance(v, (float, np.floating)) and v < 0 for v in values):
+        return None  # (a float is checked against the dtype's range as it is: -1.0 is refused)
+    try:
+        wide = np.array(data, dtype=np.int64)
+    except (OverflowError, ValueError, TypeError):
+        return None
+    limit = int(np.iinfo(dt).max)
+    if wide.size and (int(wide.min()) < -limit or int(wide.max()) > limit):
+        return None
+    return wide.astype(dt)
 
 
 def refuse_negative_strides(a):

@@ -136,3 +136,19 @@ def test_scalar_to_dtype_and_wrap_integer():
         wrap_integer(2 ** 64, u8)
     with pytest.raises(OverflowError, match="^can't convert negative int to unsigned$"):
         scalar_to_dtype(-2 ** 63 - 1, u8)
+
+
+@pytest.mark.parametrize("data", [-1, -255, -256, 256, [-255, 255], [-1, 2.5], [True, -1], [300], [[-1, 2], [3, -4]],
+                                  [-1, -3.5], -1.0, [2 ** 63]])
+@pytest.mark.parametrize("dt", ["uint8", "int8"])
+def test_tensor_constructor_converts_ints_as_torch(data, dt):
+    """torch.tensor(ints, dtype=uint8) wraps an int down to -255 (c10's checked conversion), where NumPy refuses it;
+    a negative float, or an int past the range, raises torch's error."""
+    got = []
+    for L in (torch, tg):
+        try:
+            t = L.tensor(data, dtype=getattr(L, dt))
+            got.append((str(t.dtype).split(".")[-1], t.tolist()))
+        except Exception as e:  # noqa: BLE001 (the exception is what is compared)
+            got.append((type(e).__name__, str(e)))
+    assert got[1] == got[0]
