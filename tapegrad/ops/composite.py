@@ -1,5 +1,6 @@
 """torch functions composed of other ops: no rows, rules or kernels of their own (a gradient is that of the ops
 they call), as tinygrad builds its wide API on a small set of primitives; and torch's aliases."""
+import itertools
 import warnings
 
 import numpy as np
@@ -314,35 +315,36 @@ def _base_coords(steps, align_corners, dtype):
 
 
 def affine_grid(theta, size, align_corners=None):
-    """Sampling grids (N, H, W, 2) of the affine maps theta (N, 2, 3) over an output of size (N, C, H, W)."""
+    """Sampling grids (N, H, W, 2) of the affine maps theta (N, 2, 3) over an output of size (N, C, H, W), or
+    (N, D, H, W, 3) of theta (N, 3, 4) over (N, C, D, H, W)."""
     if align_corners is None:
         warnings.warn(_ALIGN_WARNING, stacklevel=user_stacklevel())
         align_corners = False
     t = _tensor(theta)
     if not t.is_floating_point():
         raise ValueError(f"Expected theta to have floating point type, but got {t.dtype}")
-    size = tuple(int(s) for s in size)
-    if len(size) == 5:
-        raise NotImplementedError("tapegrad: affine_grid for 3-D (5-D sizes) is not implemented")
-    if len(size) != 4:
+    given, size = size, tuple(int(s) for s in size)
+    if len(size) not in (4, 5):
         raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D affine transforms, "
-                                  f"respectively. Got size {list(size)}.")
-    if t.dim() != 3 or t.shape[-2] != 2 or t.shape[-1] != 3:
-        raise ValueError(f"Expected a batch of 2D affine matrices of shape Nx2x3 for size {list(size)}. Got "
+                                  f"respectively. Got size {given}.")
+    d = len(size) - 2  # (2-D maps are N x 2 x 3, 3-D ones N x 3 x 4)
+    if t.dim() != 3 or t.shape[-2] != d or t.shape[-1] != d + 1:
+        raise ValueError(f"Expected a batch of {d}D affine matrices of shape Nx{d}x{d + 1} for size {given}. Got "
                          f"{t.shape}.")
-    if align_corners and min(size[-2:]) == 1:
+    if align_corners and min(size[2:]) == 1:
         warnings.warn("Since version 1.3.0, affine_grid behavior has changed for unit-size grids when "
                       "align_corners=True. This is not an intended use case of affine_grid. See the documentation "
                       "of affine_grid for details.", stacklevel=user_stacklevel())
     elif min(size) <= 0:
-        raise ValueError(f"Expected non-zero, positive output size. Got {list(size)}")
-    n, _, h, w = size
+        raise ValueError(f"Expected non-zero, positive output size. Got {given}")
+    n, spatial = size[0], size[2:]
     dt = t._data.dtype.type
-    base = np.empty((n, h, w, 3), t._data.dtype)
-    base[..., 0] = _base_coords(w, align_corners, dt)
-    base[..., 1] = _base_coords(h, align_corners, dt)[:, None]
-    base[..., 2] = 1
-    return matmul(_new(base.reshape(n, h * w, 3)), t.transpose(1, 2)).reshape(n, h, w, 2)
+    base = np.empty((n,) + spatial + (d + 1,), t._data.dtype)
+    for k in range(d):  # (component k, x then y then z, runs along spatial axis d - 1 - k)
+        axis = d - 1 - k
+        base[..., k] = _base_coords(spatial[axis], align_corners, dt).reshape((-1,) + (1,) * (d - 1 - axis))
+    base[..., d] = 1
+    return matmul(_new(base.reshape(n, -1, d + 1)), t.transpose(1, 2)).reshape(n, *spatial, d)
 
 
 def _unnormalize(coord, steps, align_corners):
@@ -385,58 +387,134 @@ def _reflect(coord, size, align_corners):
     return _clip(out + low if low else out, size)
 
 
+def _bicubic(x, ix, iy, padding_mode, align_corners):
+    """grid_sample's bicubic mode as torch's kernel: the 4 x 4 taps around each sample (each padded on its own),
+    weighted by cubic convolution along x, then along y; gradients for the input and (through the weights) the grid."""
+    n, c, h, w = x.shape
+    pixels = x.permute(0, 2, 3, 1)
+    batch = np.arange(n).reshape(n, 1, 1)
+    x0, y0 = np.floor(ix._data), np.floor(iy._data)
+    wx = _cubic_coefficients(ix - _new(x0))
+    wy = _cubic_coefficients(iy - _new(y0))
+    out = None
+    for i in range(4):
+        ys = _tap_coordinates(y0 + (i - 1), h, padding_mode, align_corners)
+        row = None
+        for j in range(4):
+            xs = _tap_coordinates(x0 + (j - 1), w, padding_mode, align_corners)
+            with np.errstate(invalid="ignore"):  # (a NaN or infinite coordinate reads nothing: masked out)
+                xi, yi = xs.astype(np.int64), ys.astype(np.int64)
+                inside = (xs > -1) & (xs < w) & (ys > -1) & (ys < h)
+            values = pixels[batch, np.clip(yi, 0, h - 1), np.clip(xi, 0, w - 1)]
+            term = values * (wx[j] * _new(inside.astype(x._data.dtype))).unsqueeze(-1)
+            row = term if row is None else row + term
+        term = row * wy[i].unsqueeze(-1)
+        out = term if out is None else out + term
+    return out.permute(0, 3, 1, 2)
+
+
+def _tap_coordinates(c, size, padding_mode, align_corners):
+    """torch's compute_coordinates on a bicubic tap's coordinate (an array: no gradient flows through a tap's
+    position): clipped (border), or mirrored then clipped (reflection), or as it is (zeros)."""
+    if padding_mode == "zeros":
+        return c
+    if padding_mode == "reflection":
+        if align_corners and size <= 1:
+            return np.zeros_like(c)
+        low, twice_span = (0.0, 2.0 * (size - 1)) if align_corners else (-0.5, 2.0 * size)
+        span = c.dtype.type(twice_span)
+        distance = np.abs(c - c.dtype.type(low))
+        extra = distance - np.trunc(distance / span) * span
+        c = np.minimum(extra, span - extra) + c.dtype.type(low)
+    return np.where(np.isnan(c), 0, np.clip(c, 0, size - 1)).astype(c.dtype)
+
+
+def _cubic_coefficients(t):
+    """torch's get_cubic_upsample_coefficients (A = -0.75) of the fractional offsets t, in its order of operations."""
+    A = -0.75
+    x = t + 1
+    far_left = ((A * x - 5 * A) * x + 8 * A) * x - 4 * A
+    near_left = ((A + 2) * t - (A + 3)) * t * t + 1
+    x = 1 - t
+    near_right = ((A + 2) * x - (A + 3)) * x * x + 1
+    x = 2 - t
+    far_right = ((A * x - 5 * A) * x + 8 * A) * x - 4 * A
+    return far_left, near_left, near_right, far_right
+
+
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
-    """input (N, C, H, W) read at grid (N, Ho, Wo, 2) (x, y in [-1, 1]): bilinear or nearest; zeros, border or
-    reflection padding (torch's kernel's coordinates and gradient multipliers); gradients for input and (bilinear)
-    grid."""
+    """input (N, C, H, W) read at grid (N, Ho, Wo, 2) (x, y in [-1, 1]): bilinear, nearest or bicubic; zeros, border
+    or reflection padding (torch's kernel's coordinates and gradient multipliers); gradients for input and (bilinear,
+    bicubic) grid."""
     if mode not in ("bilinear", "nearest", "bicubic"):
         raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', "
                          f"but got: '{mode}'")
     if padding_mode not in ("zeros", "border", "reflection"):
         raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or "
                          f"'reflection', but got: '{padding_mode}'")
-    if mode == "bicubic":
-        raise NotImplementedError(f"tapegrad: grid_sample with mode='{mode}' is not implemented (bilinear or "
-                                  f"nearest)")
     if align_corners is None:
         warnings.warn(_ALIGN_WARNING, stacklevel=user_stacklevel())
         align_corners = False
     x, g = _tensor(input), _tensor(grid)
     untraceable("grid_sample (the pixels it reads are chosen by the grid's values)")
-    if x.dim() == 5:
-        raise NotImplementedError("tapegrad: grid_sample of 5-D inputs is not implemented")
-    if x.dim() != 4 or g.dim() != 4 or g.shape[0] != x.shape[0] or g.shape[3] != 2:
-        raise RuntimeError(f"grid_sampler(): expected 4D input and grid with same number of dimensions and batch "
-                           f"size, grid's last dimension of size 2, but got input with sizes {list(x.shape)} and grid "
-                           f"with sizes {list(g.shape)}")
-    n, c, h, w = x.shape
-    ix = _unnormalize(g[..., 0], w, align_corners)
-    iy = _unnormalize(g[..., 1], h, align_corners)
+    _check_grid_sampler(x, g, mode)
+    n, spatial = x.shape[0], tuple(x.shape[2:])
+    d = len(spatial)
+    # coords[k] is the grid's k-th component (x, y, z) in pixels: it indexes spatial axis d - 1 - k (W, H, D)
+    coords = [_unnormalize(g[..., k], spatial[d - 1 - k], align_corners) for k in range(d)]
+    if mode == "bicubic":  # (padding applies to each tap, not to the sample's coordinate)
+        return _bicubic(x, coords[0], coords[1], padding_mode, align_corners)
     if padding_mode == "border":
-        ix, iy = _clip(ix, w), _clip(iy, h)
+        coords = [_clip(c, spatial[d - 1 - k]) for k, c in enumerate(coords)]
     elif padding_mode == "reflection":
-        ix, iy = _reflect(ix, w, align_corners), _reflect(iy, h, align_corners)
-    pixels = x.permute(0, 2, 3, 1)  # (N, H, W, C): one advanced index per corner gives (N, Ho, Wo, C)
-    batch = np.arange(n).reshape(n, 1, 1)
+        coords = [_reflect(c, spatial[d - 1 - k], align_corners) for k, c in enumerate(coords)]
+    pixels = x.permute(0, *range(2, d + 2), 1)  # (N, *spatial, C): one advanced index per corner gives (N, *out, C)
+    batch = np.arange(n).reshape((n,) + (1,) * d)
 
-    def read(xs, ys):
-        inside = (xs >= 0) & (xs < w) & (ys >= 0) & (ys < h)
-        values = pixels[batch, np.clip(ys, 0, h - 1), np.clip(xs, 0, w - 1)]
-        return values, _new(inside.astype(x._data.dtype)[..., None])
+    def read(index):  # index[k]: integer coordinates along the grid's k-th component
+        inside = np.ones(index[0].shape, np.bool_)
+        for k, i in enumerate(index):
+            inside &= (i >= 0) & (i < spatial[d - 1 - k])
+        at = tuple(np.clip(index[k], 0, spatial[d - 1 - k] - 1) for k in reversed(range(d)))
+        return pixels[(batch,) + at], _new(inside.astype(x._data.dtype)[..., None])
 
+    back = (0, d + 1) + tuple(range(1, d + 1))  # (N, *out, C) -> (N, C, *out)
     if mode == "nearest":  # (the grid's gradient is zeros, as torch's: a term of zeros that reads no value of it)
-        values, inside = read(np.rint(ix._data).astype(np.int64), np.rint(iy._data).astype(np.int64))
-        zeros = masked_fill(g[..., :1], _new(np.ones(g.shape[:3] + (1,), np.bool_)), 0)
-        return (values * inside + zeros).permute(0, 3, 1, 2)
-    x0, y0 = np.floor(ix._data), np.floor(iy._data)
-    x1, y1 = x0 + 1, y0 + 1
-    tx0, ty0, tx1, ty1 = (_new(v) for v in (x0, y0, x1, y1))
-    corners = ((x0, y0, (tx1 - ix) * (ty1 - iy)), (x1, y0, (ix - tx0) * (ty1 - iy)),
-               (x0, y1, (tx1 - ix) * (iy - ty0)), (x1, y1, (ix - tx0) * (iy - ty0)))
+        values, inside = read([np.rint(c._data).astype(np.int64) for c in coords])
+        zeros = masked_fill(g[..., :1], _new(np.ones(g.shape[:-1] + (1,), np.bool_)), 0)
+        return (values * inside + zeros).permute(*back)
+    low = [np.floor(c._data) for c in coords]
+    below = [c - _new(f) for c, f in zip(coords, low)]  # (distances to the lower and the upper corner: weights)
+    above = [_new(f + 1) - c for c, f in zip(coords, low)]
     out = None
-    for xs, ys, weight in corners:
-        values, inside = read(xs.astype(np.int64), ys.astype(np.int64))
+    for corner in itertools.product((0, 1), repeat=d):  # (z, y, x) with x fastest, as torch sums its corners
+        upper = corner[::-1]  # upper[k]: the corner's side along the grid's k-th component
+        weight = None
+        for k in range(d):
+            factor = below[k] if upper[k] else above[k]
+            weight = factor if weight is None else weight * factor
+        values, inside = read([(low[k] + upper[k]).astype(np.int64) for k in range(d)])
         term = values * (weight.unsqueeze(-1) * inside)
         out = term if out is None else out + term
-    return out.permute(0, 3, 1, 2)
+    return out.permute(*back)
+
+
+def _check_grid_sampler(x, g, mode):
+    """torch's checks (GridSamplerUtils.h), in its order."""
+    sizes = f"input with sizes {list(x.shape)} and grid with sizes {list(g.shape)}"
+    if x.dim() and g.dim() and g.shape[0] != x.shape[0]:
+        raise RuntimeError(f"grid_sampler(): expected grid and input to have same batch size, but got {sizes}")
+    if not g.dim() or g.shape[-1] != x.dim() - 2:
+        raise RuntimeError(f"grid_sampler(): expected grid to have size {x.dim() - 2} in last dimension, but got grid "
+                           f"with sizes {list(g.shape)}")
+    for i in range(2, x.dim()):
+        if x.shape[i] == 0:
+            raise RuntimeError(f"grid_sampler(): expected input to have non-empty spatial dimensions, but input has "
+                               f"sizes {list(x.shape)} with dimension {i} being empty")
+    dims = 4 if x.dim() == 4 else 5
+    if x.dim() != dims or g.dim() != dims:
+        raise RuntimeError(f"grid_sampler(): expected {dims}D input and grid with same number of dimensions, but got "
+                           f"{sizes}")
+    if dims == 5 and mode == "bicubic":
+        raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
 
