@@ -80,7 +80,7 @@ SAVES = {
     'binary_cross_entropy': 3,
     'bce_with_logits_full': 71,
     'sparse_mul_dense': 3,
-    'sparse_no_derivative': 0,
+    'no_derivative': 0,
     'sparse_mm': 3,
     'lerp': 0,
     'lerp_tensor': 7,

@@ -130,7 +130,12 @@ def _trunc_div(a, b):
 
 
 def _floor_div(a, b):
-    return (a / b).floor() if isinstance(a, Tensor) else np.floor(a / b)
+    """torch's div(a, b, rounding_mode="floor"), which its remainder rule uses: Python's //, computed from fmod, so
+    exact where floor(a / b) is not (0.25 // 0.001 is 249); a constant (floor's derivative is 0)."""
+    with np.errstate(all="ignore"):
+        if isinstance(a, Tensor) or isinstance(b, Tensor):
+            return _new(np.floor_divide(a._data if isinstance(a, Tensor) else a, b._data if isinstance(b, Tensor) else b))
+        return np.floor_divide(a, b)
 
 
 def _exp(x):
@@ -188,10 +193,13 @@ def fmod(input, other):
 
 def remainder(input, other):
     """Python's modulus: the remainder of flooring division (its sign is other's). torch.remainder(number, tensor)
-    has no derivative in torch: its result is a constant here."""
+    has no derivative in torch: its result requires grad, and a backward through it raises torch's error."""
     if not isinstance(input, Tensor):
         _check_numbers("remainder", input, other)
-        return _remainder(input, other.detach() if isinstance(other, Tensor) else other)
+        out = _remainder(input, other.detach() if isinstance(other, Tensor) else other)
+        if isinstance(other, Tensor) and other._requires_grad and _grad_state.enabled and _dtype.is_float(out._data.dtype):
+            return _record(OPS["no_derivative"], out._data, (other,), aux="remainder")
+        return out
     return _remainder(input, other)
 
 

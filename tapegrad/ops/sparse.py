@@ -921,7 +921,7 @@ def to_sparse_coo(self):
 
 def _no_derivative(values, inputs, name):
     """values (an array) as a Tensor whose backward raises torch's error (torch has no derivative for `name`)."""
-    return _record(OPS["sparse_no_derivative"], values, inputs, aux=name)
+    return _record(OPS["no_derivative"], values, inputs, aux=name)
 
 
 def _product_rows(sparse, mat2, name):
@@ -1089,8 +1089,9 @@ def _vjp_no_derivative(ctx, g, inputs, out, wanted=None):
 registry.python("sparse_mul_dense", "MulBackward0", None, _vjp_sparse_mul_dense, array_vjp=_sparse_mul_dense_arrays,
                 unreplayable="its sparsity pattern (the sparse tensor's indices) is saved in its context, which a "
                              "replay cannot rebind")
-registry.python("sparse_no_derivative", "NotImplemented", None, _vjp_no_derivative, array_vjp=_vjp_no_derivative,
-                unreplayable="torch has no derivative for it (smm, hspmm, spdiags): a backward through it raises")
+registry.python("no_derivative", "NotImplemented", None, _vjp_no_derivative, array_vjp=_vjp_no_derivative,
+                unreplayable="torch has no derivative for it (smm, hspmm, spdiags, remainder(number, tensor)): a "
+                             "backward through it raises")
 registry.python("sparse_mm", "MmBackward0", None, _vjp_sparse_mm, array_vjp=_sparse_mm_arrays,
                 unreplayable="its sparsity pattern (the sparse tensor's indices) is saved in its context, which a "
                              "replay cannot rebind")

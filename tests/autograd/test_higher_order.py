@@ -579,7 +579,7 @@ EXEMPT = {"delayed_error": "raises by design: tests/autograd/test_custom_functio
           "ctc_loss_backward": "the row that raises that error: tests/nn/test_ctc_loss.py",
           "sparse_mul_dense": "the dense operand's gradient is sparse, as torch's, which this harness's (g * g).sum() "
                               "does not take: tests/test_sparse_coo_more.py (also under create_graph)",
-          "sparse_no_derivative": "smm, hspmm, spdiags: no derivative, as torch (backward raises torch's error): "
+          "no_derivative": "smm, hspmm, spdiags: no derivative, as torch (backward raises torch's error): "
                                   "tests/test_sparse_coo_more.py",
           "embedding_sparse": "its gradient is a sparse COO tensor, which this harness's (g * g).sum() does not take; "
                               "second order through g.to_dense() against torch: tests/test_embedding_sparse.py"}

@@ -41,3 +41,33 @@ def test_remainder_gradient_and_integers_unchanged():
     ints = [-7, -3, 0, 3, 7]
     for d in (3, -3):
         np.testing.assert_array_equal((tg.tensor(ints) % d).numpy(), (torch.tensor(ints) % d).numpy())
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_remainder_divisor_gradient_is_torchs_floor_division(create_graph):
+    """torch's derivative for the divisor is -g * div(a, b, rounding_mode="floor"): Python's //, from fmod, which is
+    249 for 0.25 // 0.001 where floor(0.25 / 0.001) is 250."""
+    a = np.array([-0.25, 0.25, -1.0, 1.0, 1e20, -1e20, 7.5, 0.0], np.float64)
+    b = np.array([-0.001, 0.001, -0.001, 0.001, 13437.7, -13437.7, 2.5, 3.0], np.float64)
+    got = []
+    for L in (torch, tg):
+        x, y = L.tensor(a, requires_grad=True), L.tensor(b, requires_grad=True)
+        g = L.autograd.grad(L.remainder(x, y).sum(), y, create_graph=create_graph)[0]
+        got.append(g.detach().numpy())
+    np.testing.assert_array_equal(got[1], got[0])
+
+
+def test_remainder_of_a_number_by_a_tensor_has_torchs_missing_derivative():
+    """torch.remainder(number, tensor) requires grad in torch, and its backward raises: torch has no derivative."""
+    results = []
+    for L in (torch, tg):
+        t = L.tensor([-4.146, 3.1, 7.38], dtype=L.float64, requires_grad=True)
+        row = []
+        for y in (L.remainder(5.5, t), 5.5 % t):
+            row.append((y.requires_grad, type(y.grad_fn).__name__, y.detach().numpy().tolist()))
+            with pytest.raises(RuntimeError, match="derivative for aten::remainder is not implemented"):
+                y.sum().backward()
+        with L.no_grad():
+            row.append(L.remainder(5.5, t).requires_grad)
+        results.append(row)
+    assert results[1] == results[0]

@@ -429,7 +429,7 @@ NOT_RECORDED_BY_CASES = {"leaf", "const", "freed",   # tape rows, not ops
                          # its weight's gradient is a sparse COO tensor: tests/test_embedding_sparse.py
                          "embedding_sparse",
                          # smm, hspmm, spdiags: no derivative, as torch (backward raises): tests/test_sparse_coo_more.py
-                         "sparse_no_derivative",
+                         "no_derivative",
                          # the dense operand's gradient is sparse, as torch's: tests/test_sparse_coo_more.py
                          "sparse_mul_dense",
                          # declared for every binary op, but a commutative op's front-end records c op x
