@@ -20,6 +20,7 @@ import numpy as np
 
 from .. import _dtype, registry
 from ..tensor import _new
+from ..random import _madd
 from ..tape import traced_value
 from ._common import OPS, _record, _tensor
 from .conv import (Ctx, _adaptive_matrix, _conv_kernels, _max_pool_arrays, _one_output_size, _pool_kernels,
@@ -334,7 +335,7 @@ def _linear_matrix(in_size, out_size, scale, align_corners, dt):
         src = sc * i
     else:
         sc = _scale(in_size, out_size, scale, dt)
-        src = np.maximum(sc * (i + dt.type(0.5)) - dt.type(0.5), dt.type(0))
+        src = np.maximum(_madd(i + dt.type(0.5), sc, -0.5, dt), dt.type(0))  # (fused, as torch's build)
     i0 = np.minimum(np.floor(src).astype(np.int64), in_size - 1)
     lam = np.clip(src - i0.astype(dt), 0, 1).astype(dt)
     i1 = i0 + (i0 < in_size - 1)
@@ -397,7 +398,7 @@ def _cubic_matrix(in_size, out_size, scale, align_corners, dt):
         sc = dt.type(in_size - 1) / dt.type(out_size - 1) if out_size > 1 else dt.type(0)
         src = sc * i
     else:
-        src = _scale(in_size, out_size, scale, dt) * (i + dt.type(0.5)) - dt.type(0.5)
+        src = _madd(i + dt.type(0.5), _scale(in_size, out_size, scale, dt), -0.5, dt)  # (fused, as torch's)
     i0 = np.minimum(np.floor(src).astype(np.int64), in_size - 1)  # torch's guard_index_and_lambda
     t = np.clip(src - i0.astype(dt), 0, 1).astype(dt)
     m = np.zeros((out_size, in_size), dt)

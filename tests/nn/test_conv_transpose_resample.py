@@ -609,3 +609,13 @@ def test_conv_transpose_argument_checks_match_torch(nd, xs, ws, bs, dtypes, kw):
         except Exception as e:  # noqa: BLE001 (the exception is the result compared)
             results.append((type(e).__name__, str(e)))
     assert results[1] == results[0]
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+def test_downsampling_source_index_is_fused_as_torchs(mode):
+    """torch's CPU build computes a source index `scale * (i + 0.5) - 0.5` with one rounding where the machine fuses
+    (random._madd); rounded twice, indices far from 0 moved by an ulp and the weights by 1.5e-5 (345 -> 270 rows)."""
+    x = np.random.default_rng(7).uniform(-9, 9, (1, 2, 345, 456)).astype(np.float32)
+    want = torch.nn.functional.interpolate(torch.tensor(x), size=(270, 270), mode=mode, align_corners=False)
+    got = tg.nn.functional.interpolate(tg.tensor(x), size=(270, 270), mode=mode, align_corners=False)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=0, atol=1e-5)
