@@ -140,161 +140,165 @@ def unary(op, X, Y, G, GX, c, c2):
         for i in range(n):
             g = G[i]
             GX[i] += 0 * g
-    elif op == 30:  # ceil
+    elif op == 30:  # angle
         for i in range(n):
             g = G[i]
             GX[i] += 0 * g
-    elif op == 31:  # round
+    elif op == 31:  # ceil
         for i in range(n):
             g = G[i]
             GX[i] += 0 * g
-    elif op == 32:  # trunc
+    elif op == 32:  # round
         for i in range(n):
             g = G[i]
             GX[i] += 0 * g
-    elif op == 33:  # gelu
+    elif op == 33:  # trunc
+        for i in range(n):
+            g = G[i]
+            GX[i] += 0 * g
+    elif op == 34:  # gelu
         for i in range(n):
             x = X[i]
             g = G[i]
             GX[i] += g * (0.5 * (1 + erf(x * 0.7071067811865476)) + x * 0.3989422804014327 * exp(-0.5 * x * x))
-    elif op == 34:  # silu
+    elif op == 35:  # silu
         for i in range(n):
             x = X[i]
             g = G[i]
             GX[i] += g * sigmoid(x) * (1 + x * (1 - sigmoid(x)))
-    elif op == 35:  # softplus
+    elif op == 36:  # softplus
         for i in range(n):
             x = X[i]
             g = G[i]
             GX[i] += where(x * c > c2, g, g * sigmoid(c * x))
-    elif op == 36:  # leaky_relu
+    elif op == 37:  # leaky_relu
         for i in range(n):
             x = X[i]
             g = G[i]
             GX[i] += _with_input(where(x > 0, g, g * c), x)
-    elif op == 37:  # elu
+    elif op == 38:  # elu
         for i in range(n):
             x = X[i]
             y = Y[i]
             g = G[i]
             GX[i] += where(x > 0, g, where(x < 0, g * (y + c), g * (c + 0 * x)))
-    elif op == 38:  # hardtanh
+    elif op == 39:  # hardtanh
         for i in range(n):
             x = X[i]
             g = G[i]
             GX[i] += where((x <= c) | (x >= c2), 0 * g, g + 0 * x)
-    elif op == 39:  # clamp
+    elif op == 40:  # clamp
         for i in range(n):
             x = X[i]
             g = G[i]
             GX[i] += where((x >= c) & (x <= c2), g, 0 * g)
-    elif op == 40:  # copy
+    elif op == 41:  # copy
         for i in range(n):
             g = G[i]
             GX[i] += g
-    elif op == 42:  # add_ts
+    elif op == 43:  # add_ts
         for i in range(n):
             g = G[i]
             GX[i] += g
-    elif op == 43:  # add_st
+    elif op == 44:  # add_st
         for i in range(n):
             g = G[i]
             GX[i] += g
-    elif op == 45:  # sub_ts
+    elif op == 46:  # sub_ts
         for i in range(n):
             g = G[i]
             GX[i] += g
-    elif op == 46:  # sub_st
+    elif op == 47:  # sub_st
         for i in range(n):
             g = G[i]
             GX[i] += -g
-    elif op == 48:  # mul_ts
+    elif op == 49:  # mul_ts
         for i in range(n):
             g = G[i]
             GX[i] += g * c
-    elif op == 49:  # mul_st
+    elif op == 50:  # mul_st
         for i in range(n):
             g = G[i]
             GX[i] += g * c
-    elif op == 51:  # div_ts
+    elif op == 52:  # div_ts
         for i in range(n):
             g = G[i]
             GX[i] += g / c
-    elif op == 52:  # div_st
+    elif op == 53:  # div_st
         for i in range(n):
             x = X[i]
             g = G[i]
             GX[i] += -g * (c / x / x)
-    elif op == 54:  # pow_ts
+    elif op == 55:  # pow_ts
         for i in range(n):
             x = X[i]
             g = G[i]
             GX[i] += g * _select(c == 0, 0 * c, c * power(x, c - 1))
-    elif op == 55:  # pow_st
+    elif op == 56:  # pow_st
         for i in range(n):
             x = X[i]
             y = Y[i]
             g = G[i]
             GX[i] += where((c == 0) & (x >= 0), 0 * g, g * y * log(c))
-    elif op == 57:  # maximum_ts
+    elif op == 58:  # maximum_ts
         for i in range(n):
             x = X[i]
             g = G[i]
             GX[i] += where(x < c, 0 * g, where(x == c, 0.5 * g, g))
-    elif op == 58:  # maximum_st
+    elif op == 59:  # maximum_st
         for i in range(n):
             x = X[i]
             g = G[i]
             GX[i] += where(x < c, 0 * g, where(c == x, 0.5 * g, g))
-    elif op == 60:  # minimum_ts
+    elif op == 61:  # minimum_ts
         for i in range(n):
             x = X[i]
             g = G[i]
             GX[i] += where(x > c, 0 * g, where(x == c, 0.5 * g, g))
-    elif op == 61:  # minimum_st
+    elif op == 62:  # minimum_st
         for i in range(n):
             x = X[i]
             g = G[i]
             GX[i] += where(x > c, 0 * g, where(c == x, 0.5 * g, g))
-    elif op == 63:  # atan2_ts
+    elif op == 64:  # atan2_ts
         for i in range(n):
             x = X[i]
             g = G[i]
             GX[i] += where((x == 0) & (c == 0), 0 * g, g * c / (x * x + c * c))
-    elif op == 64:  # atan2_st
+    elif op == 65:  # atan2_st
         for i in range(n):
             x = X[i]
             g = G[i]
             GX[i] += where((c == 0) & (x == 0), 0 * g, -g * c / (c * c + x * x))
-    elif op == 65:  # gelu_tanh
+    elif op == 66:  # gelu_tanh
         for i in range(n):
             x = X[i]
             g = G[i]
             GX[i] += g * (sigmoid(1.5957691216057308 * (x + 0.044715 * x * x * x)) * (1 + x * (1 - sigmoid(1.5957691216057308 * (x + 0.044715 * x * x * x))) * 1.5957691216057308 * (1 + 0.134145 * x * x)))
-    elif op == 66:  # clamp_min
+    elif op == 67:  # clamp_min
         for i in range(n):
             x = X[i]
             g = G[i]
             GX[i] += where(x >= c, g, 0 * g)
-    elif op == 67:  # clamp_max
+    elif op == 68:  # clamp_max
         for i in range(n):
             x = X[i]
             g = G[i]
             GX[i] += where(x <= c, g, 0 * g)
-    elif op == 68:  # round_decimals
+    elif op == 69:  # round_decimals
         for i in range(n):
             g = G[i]
             GX[i] += 0 * g
-    elif op == 69:  # log_sigmoid
+    elif op == 70:  # log_sigmoid
         for i in range(n):
             x = X[i]
             g = G[i]
             GX[i] += g * sigmoid(-x)
-    elif op == 70:  # _div_scalar
+    elif op == 71:  # _div_scalar
         for i in range(n):
             g = G[i]
             GX[i] += g / c
-    elif op == 71:  # _mul_scalar
+    elif op == 72:  # _mul_scalar
         for i in range(n):
             g = G[i]
             GX[i] += g * c
@@ -329,7 +333,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
     # adjoint's is not (the adjoint of x * a constant ran 5x slower than NumPy's). Each element's
     # additions keep their order.
     outer, inner, ao, aj, bo, bj = u64(outer), u64(inner), u64(ao), u64(aj), u64(bo), u64(bj)
-    if op == 41:  # add
+    if op == 42:  # add
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -344,7 +348,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     ib = o * bo + j * bj
                     g = G[k]
                     GB[ib] += g
-    elif op == 44:  # sub
+    elif op == 45:  # sub
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -359,7 +363,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     ib = o * bo + j * bj
                     g = G[k]
                     GB[ib] += -g
-    elif op == 47:  # mul
+    elif op == 48:  # mul
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -378,7 +382,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     a = A[ia]
                     g = G[k]
                     GB[ib] += g * a
-    elif op == 50:  # div
+    elif op == 51:  # div
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -398,7 +402,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     b = B[ib]
                     g = G[k]
                     GB[ib] += -g * (a / b / b)
-    elif op == 53:  # pow
+    elif op == 54:  # pow
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -420,7 +424,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     y = Y[k]
                     g = G[k]
                     GB[ib] += where((a == 0) & (b >= 0), 0 * g, g * y * log(a))
-    elif op == 56:  # maximum
+    elif op == 57:  # maximum
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -441,7 +445,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     b = B[ib]
                     g = G[k]
                     GB[ib] += where(b < a, 0 * g, where(a == b, 0.5 * g, g))
-    elif op == 59:  # minimum
+    elif op == 60:  # minimum
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -462,7 +466,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     b = B[ib]
                     g = G[k]
                     GB[ib] += where(b > a, 0 * g, where(a == b, 0.5 * g, g))
-    elif op == 62:  # atan2
+    elif op == 63:  # atan2
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -483,7 +487,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     b = B[ib]
                     g = G[k]
                     GB[ib] += where((a == 0) & (b == 0), 0 * g, -g * a / (a * a + b * b))
-    elif op == 73:  # exp_backward
+    elif op == 74:  # exp_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -502,7 +506,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     a = A[ia]
                     g = G[k]
                     GB[ib] += g * a
-    elif op == 74:  # log_backward
+    elif op == 75:  # log_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -522,7 +526,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     b = B[ib]
                     g = G[k]
                     GB[ib] += -g * a / (b * b)
-    elif op == 75:  # sqrt_backward
+    elif op == 76:  # sqrt_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -542,7 +546,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     b = B[ib]
                     g = G[k]
                     GB[ib] += -g * a / (2 * b * (2 * b)) * 2
-    elif op == 76:  # sin_backward
+    elif op == 77:  # sin_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -562,7 +566,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     b = B[ib]
                     g = G[k]
                     GB[ib] += g * a * -sin(b)
-    elif op == 77:  # cos_backward
+    elif op == 78:  # cos_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -582,7 +586,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     b = B[ib]
                     g = G[k]
                     GB[ib] += g * -a * cos(b)
-    elif op == 78:  # tan_backward
+    elif op == 79:  # tan_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -602,7 +606,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     b = B[ib]
                     g = G[k]
                     GB[ib] += g * a * b + g * a * b
-    elif op == 79:  # tanh_backward
+    elif op == 80:  # tanh_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -622,7 +626,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     b = B[ib]
                     g = G[k]
                     GB[ib] += -(g * a) * b + -(g * a) * b
-    elif op == 80:  # sigmoid_backward
+    elif op == 81:  # sigmoid_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -642,7 +646,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     b = B[ib]
                     g = G[k]
                     GB[ib] += g * (1 - b) * a + -(g * (a * b))
-    elif op == 81:  # relu_backward
+    elif op == 82:  # relu_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -659,7 +663,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     ib = o * bo + j * bj
                     g = G[k]
                     GB[ib] += 0 * g
-    elif op == 82:  # reciprocal_backward
+    elif op == 83:  # reciprocal_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -679,7 +683,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     b = B[ib]
                     g = G[k]
                     GB[ib] += g * b * -a + g * (-a * b)
-    elif op == 83:  # square_backward
+    elif op == 84:  # square_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -698,7 +702,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     a = A[ia]
                     g = G[k]
                     GB[ib] += g * (2 * a)
-    elif op == 84:  # rsqrt_backward
+    elif op == 85:  # rsqrt_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -718,7 +722,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     b = B[ib]
                     g = G[k]
                     GB[ib] += g * b * b * (-0.5 * a) + g * b * (-0.5 * a * b) + g * (-0.5 * a * b * b)
-    elif op == 85:  # log1p_backward
+    elif op == 86:  # log1p_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -738,7 +742,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     b = B[ib]
                     g = G[k]
                     GB[ib] += -g * a / ((1 + b) * (1 + b))
-    elif op == 86:  # expm1_backward
+    elif op == 87:  # expm1_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -757,7 +761,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     a = A[ia]
                     g = G[k]
                     GB[ib] += g * a
-    elif op == 87:  # log2_backward
+    elif op == 88:  # log2_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -777,7 +781,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     b = B[ib]
                     g = G[k]
                     GB[ib] += -g * a / (b * 0.6931471805599453 * (b * 0.6931471805599453)) * 0.6931471805599453
-    elif op == 88:  # exp2_backward
+    elif op == 89:  # exp2_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -796,7 +800,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     a = A[ia]
                     g = G[k]
                     GB[ib] += g * 0.6931471805599453 * a
-    elif op == 89:  # asin_backward
+    elif op == 90:  # asin_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -816,7 +820,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     b = B[ib]
                     g = G[k]
                     GB[ib] += -(-g * a / (sqrt(1 - b * b) * sqrt(1 - b * b)) * (1 / (2 * sqrt(1 - b * b)))) * b + -(-g * a / (sqrt(1 - b * b) * sqrt(1 - b * b)) * (1 / (2 * sqrt(1 - b * b)))) * b
-    elif op == 90:  # acos_backward
+    elif op == 91:  # acos_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -836,7 +840,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     b = B[ib]
                     g = G[k]
                     GB[ib] += -(-g * -a / (sqrt(1 - b * b) * sqrt(1 - b * b)) * (1 / (2 * sqrt(1 - b * b)))) * b + -(-g * -a / (sqrt(1 - b * b) * sqrt(1 - b * b)) * (1 / (2 * sqrt(1 - b * b)))) * b
-    elif op == 91:  # atan_backward
+    elif op == 92:  # atan_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -856,7 +860,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     b = B[ib]
                     g = G[k]
                     GB[ib] += -g * a / ((1 + b * b) * (1 + b * b)) * b + -g * a / ((1 + b * b) * (1 + b * b)) * b
-    elif op == 92:  # sinh_backward
+    elif op == 93:  # sinh_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -876,7 +880,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     b = B[ib]
                     g = G[k]
                     GB[ib] += g * a * sinh(b)
-    elif op == 93:  # cosh_backward
+    elif op == 94:  # cosh_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -896,7 +900,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     b = B[ib]
                     g = G[k]
                     GB[ib] += g * a * cosh(b)
-    elif op == 94:  # erf_backward
+    elif op == 95:  # erf_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -916,7 +920,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     b = B[ib]
                     g = G[k]
                     GB[ib] += -(g * (a * 1.1283791670955126) * exp(-b * b) * b) + g * (a * 1.1283791670955126) * exp(-b * b) * -b
-    elif op == 95:  # gelu_backward
+    elif op == 96:  # gelu_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -936,7 +940,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     b = B[ib]
                     g = G[k]
                     GB[ib] += g * a * 0.5 * (1.1283791670955126 * exp(-(b * 0.7071067811865476 * (b * 0.7071067811865476)))) * 0.7071067811865476 + g * a * exp(-0.5 * b * b) * 0.3989422804014327 + g * a * (b * 0.3989422804014327) * exp(-0.5 * b * b) * b * -0.5 + g * a * (b * 0.3989422804014327) * exp(-0.5 * b * b) * (-0.5 * b)
-    elif op == 96:  # silu_backward
+    elif op == 97:  # silu_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -956,7 +960,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     b = B[ib]
                     g = G[k]
                     GB[ib] += g * (1 + b * (1 - sigmoid(b))) * a * (sigmoid(b) * (1 - sigmoid(b))) + g * (a * sigmoid(b)) * (1 - sigmoid(b)) + -(g * (a * sigmoid(b)) * b) * (sigmoid(b) * (1 - sigmoid(b)))
-    elif op == 97:  # softplus_backward
+    elif op == 98:  # softplus_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -976,7 +980,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     b = B[ib]
                     g = G[k]
                     GB[ib] += where(b * c > c2, 0 * g, g) * a * (sigmoid(c * b) * (1 - sigmoid(c * b))) * c
-    elif op == 98:  # leaky_relu_backward
+    elif op == 99:  # leaky_relu_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -993,7 +997,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     ib = o * bo + j * bj
                     g = G[k]
                     GB[ib] += 0 * g
-    elif op == 99:  # hardtanh_backward
+    elif op == 100:  # hardtanh_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -1011,7 +1015,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     b = B[ib]
                     g = G[k]
                     GB[ib] += where((b <= c) | (b >= c2), 0 * g, g) * 0
-    elif op == 100:  # mul_backward0
+    elif op == 101:  # mul_backward0
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -1030,7 +1034,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     a = A[ia]
                     g = G[k]
                     GB[ib] += g * a
-    elif op == 101:  # mul_backward1
+    elif op == 102:  # mul_backward1
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -1049,7 +1053,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     a = A[ia]
                     g = G[k]
                     GB[ib] += g * a
-    elif op == 102:  # div_backward0
+    elif op == 103:  # div_backward0
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -1069,7 +1073,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     a = A[ia]
                     g = G[k]
                     GB[ib] += g / a
-    elif op == 103:  # div_st_backward
+    elif op == 104:  # div_st_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -1089,7 +1093,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     b = B[ib]
                     g = G[k]
                     GB[ib] += -(g * -a / b) * c / (b * b) + -(g * -a) * (c / b) / (b * b)
-    elif op == 104:  # pow_ts_backward
+    elif op == 105:  # pow_ts_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -1109,7 +1113,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     b = B[ib]
                     g = G[k]
                     GB[ib] += _select(c == 0, 0 * (g * a), (g * a)) * c * ((c - 1) * power(b, c - 1 - 1))
-    elif op == 105:  # atan2_ts_backward
+    elif op == 106:  # atan2_ts_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -1129,7 +1133,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     b = B[ib]
                     g = G[k]
                     GB[ib] += -where((b == 0) & (c == 0), 0 * g, g) * (a * c) / ((b * b + c * c) * (b * b + c * c)) * b + -where((b == 0) & (c == 0), 0 * g, g) * (a * c) / ((b * b + c * c) * (b * b + c * c)) * b
-    elif op == 106:  # atan2_st_backward
+    elif op == 107:  # atan2_st_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -1149,7 +1153,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     b = B[ib]
                     g = G[k]
                     GB[ib] += -where((c == 0) & (b == 0), 0 * g, g) * (-a * c) / ((c * c + b * b) * (c * c + b * b)) * b + -where((c == 0) & (b == 0), 0 * g, g) * (-a * c) / ((c * c + b * b) * (c * c + b * b)) * b
-    elif op == 107:  # gelu_tanh_backward
+    elif op == 108:  # gelu_tanh_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -1169,7 +1173,7 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
                     b = B[ib]
                     g = G[k]
                     GB[ib] += g * a * (1 + b * (1 - sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b))) * 1.5957691216057308 * (1 + 0.134145 * b * b)) * (sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)) * (1 - sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)))) * 1.5957691216057308 + g * a * (1 + b * (1 - sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b))) * 1.5957691216057308 * (1 + 0.134145 * b * b)) * (sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)) * (1 - sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)))) * 1.5957691216057308 * b * b * 0.044715 + g * a * (1 + b * (1 - sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b))) * 1.5957691216057308 * (1 + 0.134145 * b * b)) * (sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)) * (1 - sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)))) * 1.5957691216057308 * b * (0.044715 * b) + g * a * (1 + b * (1 - sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b))) * 1.5957691216057308 * (1 + 0.134145 * b * b)) * (sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)) * (1 - sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)))) * 1.5957691216057308 * (0.044715 * b * b) + g * a * sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)) * (1 + 0.134145 * b * b) * 1.5957691216057308 * (1 - sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b))) + -(g * a * sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)) * (1 + 0.134145 * b * b) * 1.5957691216057308 * b) * (sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)) * (1 - sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)))) * 1.5957691216057308 + -(g * a * sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)) * (1 + 0.134145 * b * b) * 1.5957691216057308 * b) * (sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)) * (1 - sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)))) * 1.5957691216057308 * b * b * 0.044715 + -(g * a * sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)) * (1 + 0.134145 * b * b) * 1.5957691216057308 * b) * (sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)) * (1 - sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)))) * 1.5957691216057308 * b * (0.044715 * b) + -(g * a * sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)) * (1 + 0.134145 * b * b) * 1.5957691216057308 * b) * (sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)) * (1 - sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)))) * 1.5957691216057308 * (0.044715 * b * b) + g * a * sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)) * (b * (1 - sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b))) * 1.5957691216057308) * b * 0.134145 + g * a * sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b)) * (b * (1 - sigmoid(1.5957691216057308 * (b + 0.044715 * b * b * b))) * 1.5957691216057308) * (0.134145 * b)
-    elif op == 108:  # log_sigmoid_backward
+    elif op == 109:  # log_sigmoid_backward
         if need_a:
             for o in range(outer):
                 for j in range(inner):
@@ -1195,18 +1199,19 @@ def _strided(op, A, B, Y, G, GA, GB, outer, inner, ao, aj, bo, bj, need_a, need_
 # kernels.load() checks them against the registry, so a stale file raises instead of misrouting rows.
 CODES = {'neg': 4, 'exp': 5, 'log': 6, 'sqrt': 7, 'sin': 8, 'cos': 9, 'tan': 10, 'tanh': 11, 'sigmoid': 12, 'relu':
          13, 'abs': 14, 'reciprocal': 15, 'square': 16, 'rsqrt': 17, 'log1p': 18, 'expm1': 19, 'log2': 20, 'exp2':
-         21, 'asin': 22, 'acos': 23, 'atan': 24, 'sinh': 25, 'cosh': 26, 'erf': 27, 'sign': 28, 'floor': 29, 'ceil':
-         30, 'round': 31, 'trunc': 32, 'gelu': 33, 'silu': 34, 'softplus': 35, 'leaky_relu': 36, 'elu': 37,
-         'hardtanh': 38, 'clamp': 39, 'copy': 40, 'add_ts': 42, 'add_st': 43, 'sub_ts': 45, 'sub_st': 46, 'mul_ts':
-         48, 'mul_st': 49, 'div_ts': 51, 'div_st': 52, 'pow_ts': 54, 'pow_st': 55, 'maximum_ts': 57, 'maximum_st':
-         58, 'minimum_ts': 60, 'minimum_st': 61, 'atan2_ts': 63, 'atan2_st': 64, 'gelu_tanh': 65, 'clamp_min': 66,
-         'clamp_max': 67, 'round_decimals': 68, 'log_sigmoid': 69, '_div_scalar': 70, '_mul_scalar': 71, 'add': 41,
-         'sub': 44, 'mul': 47, 'div': 50, 'pow': 53, 'maximum': 56, 'minimum': 59, 'atan2': 62, 'exp_backward': 73,
-         'log_backward': 74, 'sqrt_backward': 75, 'sin_backward': 76, 'cos_backward': 77, 'tan_backward': 78,
-         'tanh_backward': 79, 'sigmoid_backward': 80, 'relu_backward': 81, 'reciprocal_backward': 82,
-         'square_backward': 83, 'rsqrt_backward': 84, 'log1p_backward': 85, 'expm1_backward': 86, 'log2_backward':
-         87, 'exp2_backward': 88, 'asin_backward': 89, 'acos_backward': 90, 'atan_backward': 91, 'sinh_backward':
-         92, 'cosh_backward': 93, 'erf_backward': 94, 'gelu_backward': 95, 'silu_backward': 96, 'softplus_backward':
-         97, 'leaky_relu_backward': 98, 'hardtanh_backward': 99, 'mul_backward0': 100, 'mul_backward1': 101,
-         'div_backward0': 102, 'div_st_backward': 103, 'pow_ts_backward': 104, 'atan2_ts_backward': 105,
-         'atan2_st_backward': 106, 'gelu_tanh_backward': 107, 'log_sigmoid_backward': 108}
+         21, 'asin': 22, 'acos': 23, 'atan': 24, 'sinh': 25, 'cosh': 26, 'erf': 27, 'sign': 28, 'floor': 29,
+         'angle': 30, 'ceil': 31, 'round': 32, 'trunc': 33, 'gelu': 34, 'silu': 35, 'softplus': 36, 'leaky_relu':
+         37, 'elu': 38, 'hardtanh': 39, 'clamp': 40, 'copy': 41, 'add_ts': 43, 'add_st': 44, 'sub_ts': 46, 'sub_st':
+         47, 'mul_ts': 49, 'mul_st': 50, 'div_ts': 52, 'div_st': 53, 'pow_ts': 55, 'pow_st': 56, 'maximum_ts': 58,
+         'maximum_st': 59, 'minimum_ts': 61, 'minimum_st': 62, 'atan2_ts': 64, 'atan2_st': 65, 'gelu_tanh': 66,
+         'clamp_min': 67, 'clamp_max': 68, 'round_decimals': 69, 'log_sigmoid': 70, '_div_scalar': 71,
+         '_mul_scalar': 72, 'add': 42, 'sub': 45, 'mul': 48, 'div': 51, 'pow': 54, 'maximum': 57, 'minimum': 60,
+         'atan2': 63, 'exp_backward': 74, 'log_backward': 75, 'sqrt_backward': 76, 'sin_backward': 77,
+         'cos_backward': 78, 'tan_backward': 79, 'tanh_backward': 80, 'sigmoid_backward': 81, 'relu_backward': 82,
+         'reciprocal_backward': 83, 'square_backward': 84, 'rsqrt_backward': 85, 'log1p_backward': 86,
+         'expm1_backward': 87, 'log2_backward': 88, 'exp2_backward': 89, 'asin_backward': 90, 'acos_backward': 91,
+         'atan_backward': 92, 'sinh_backward': 93, 'cosh_backward': 94, 'erf_backward': 95, 'gelu_backward': 96,
+         'silu_backward': 97, 'softplus_backward': 98, 'leaky_relu_backward': 99, 'hardtanh_backward': 100,
+         'mul_backward0': 101, 'mul_backward1': 102, 'div_backward0': 103, 'div_st_backward': 104,
+         'pow_ts_backward': 105, 'atan2_ts_backward': 106, 'atan2_st_backward': 107, 'gelu_tanh_backward': 108,
+         'log_sigmoid_backward': 109}

@@ -162,6 +162,11 @@ def _sigmoid(x):
     return np.where(x >= 0, s, e * s).astype(x.dtype, copy=False)
 
 
+def _angle(x):
+    """torch.angle of real numbers: pi where x < 0, else 0; NaN stays NaN."""
+    return np.where(x < 0, x.dtype.type(math.pi), np.where(np.isnan(x), x, x.dtype.type(0)))
+
+
 def _erf(x):
     erf_array = kernels.module("erf").erf_array  # (Numba: compiled on first use, not at import)
     if x.dtype == np.float16:  # compiled for float32 and float64 only; torch returns float16
@@ -198,6 +203,7 @@ cosh = _unary("cosh", np.cosh, "g * sinh(x)")
 erf = _unary("erf", lambda x, c, c2: _erf(x), "g * 1.1283791670955126 * exp(-x * x)")
 sign = _unary("sign", lambda x, c, c2: np.nan_to_num(np.sign(x)), "0 * g")  # sign(nan) is 0
 floor = _unary("floor", np.floor, "0 * g")
+angle = _unary("angle", lambda x, c, c2: _angle(x), "0 * g")  # (of real numbers: 0 or pi, NaN kept)
 ceil = _unary("ceil", np.ceil, "0 * g")
 round = _unary("round", lambda x, c, c2: np.round(x), "0 * g")
 trunc = _unary("trunc", np.trunc, "0 * g")
@@ -652,6 +658,7 @@ Tensor.cosh = cosh
 Tensor.erf = erf
 Tensor.sign = sign
 Tensor.floor = floor
+Tensor.angle = angle
 Tensor.ceil = ceil
 Tensor.trunc = trunc
 Tensor.atan2 = _atan2_method

@@ -19,8 +19,8 @@ from .reduce import sum_to_shape
 __all__ = ["absolute", "acosh", "div", "divide", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctan2", "arctanh", "asinh",
            "atanh", "bitwise_left_shift", "bitwise_not", "bitwise_right_shift", "can_cast", "copysign", "deg2rad",
            "fix", "float_power", "floor_divide", "fmax", "fmin", "fmod", "frac", "frexp", "gcd", "heaviside", "hypot",
-           "isneginf", "isposinf", "isreal", "lcm", "ldexp", "logaddexp", "logaddexp2", "nan_to_num", "negative",
-           "nextafter", "positive", "promote_types", "rad2deg", "remainder", "result_type", "sgn", "signbit"]
+           "imag", "isneginf", "isposinf", "isreal", "lcm", "ldexp", "logaddexp", "logaddexp2", "nan_to_num", "negative",
+           "nextafter", "positive", "promote_types", "rad2deg", "real", "remainder", "result_type", "sgn", "signbit"]
 
 # in-place forms made by methods.py (comparisons written into self keep self's dtype, as torch's)
 INPLACE = ("fmod", "remainder", "floor_divide", "copysign", "frac", "fix", "sgn", "heaviside", "nan_to_num",
@@ -303,6 +303,17 @@ def isreal(input):
     return _new(np.ones(_tensor(input)._data.shape, np.bool_))
 
 
+def real(input):
+    """input itself: tapegrad's tensors are real (torch returns the same tensor for them)."""
+    return _tensor(input)
+
+
+def imag(input):
+    """torch's error: a real tensor has no imaginary part (tapegrad has no complex dtypes)."""
+    _tensor(input)
+    raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+
+
 def positive(input):
     """input itself (torch returns the same tensor)."""
     x = _tensor(input)
@@ -550,6 +561,8 @@ Tensor.signbit = signbit
 Tensor.isneginf = isneginf
 Tensor.isposinf = isposinf
 Tensor.isreal = isreal
+Tensor.real = property(real)
+Tensor.imag = property(imag)
 Tensor.positive = positive
 Tensor.absolute = abs
 Tensor.nan_to_num = nan_to_num

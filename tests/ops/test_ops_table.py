@@ -14,7 +14,7 @@ from optable import A, B, Case, I, V, check_case, check_finite_differences, chec
 TMF = ("top", "method", "F")
 TM = ("top", "method")
 F = ("F",)
-ZERO_GRAD = {"sign", "floor", "ceil", "round", "trunc"}
+ZERO_GRAD = {"sign", "floor", "ceil", "round", "trunc", "angle"}
 
 CASES = []
 
@@ -28,7 +28,7 @@ UNARY = {"neg": "any", "exp": "any", "log": "pos", "sqrt": "pos", "sin": "any", 
          "tanh": "any", "sigmoid": "any", "relu": "any", "abs": "any", "reciprocal": "pos", "square": "any",
          "rsqrt": "pos", "log1p": "pos", "expm1": "any", "log2": "pos", "exp2": "any", "asin": "unit",
          "acos": "unit", "atan": "any", "sinh": "any", "cosh": "any", "erf": "any", "sign": "any",
-         "floor": "any", "ceil": "any", "round": "any", "trunc": "any"}
+         "floor": "any", "ceil": "any", "round": "any", "trunc": "any", "angle": "any"}
 for name, domain in UNARY.items():
     paths = TMF if name in ("relu", "tanh", "sigmoid") else TM
     add(Case(name, [A((3, 4), domain)], paths=paths),

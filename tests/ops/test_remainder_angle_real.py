@@ -1,6 +1,7 @@
-"""torch.remainder of floats against torch 2.13, bit for bit: ATen computes fmod and adds the divisor where their
-signs differ, so a zero result keeps the dividend's sign (`remainder(-3., 3.)` is -0.), where NumPy's gives it the
-divisor's. Every form: tensor % tensor, tensor % number, number % tensor, in place, and the gradient."""
+"""remainder, angle, real and imag of real tensors against torch 2.13. remainder of floats bit for bit: ATen computes
+fmod and adds the divisor where their signs differ, so a zero result keeps the dividend's sign (`remainder(-3., 3.)`
+is -0.), where NumPy's gives it the divisor's; every form (tensor % tensor, tensor % number, number % tensor, in
+place) and both gradients. angle is in tests/ops/test_ops_table.py's unary table."""
 import numpy as np
 import pytest
 import torch
@@ -71,3 +72,14 @@ def test_remainder_of_a_number_by_a_tensor_has_torchs_missing_derivative():
             row.append(L.remainder(5.5, t).requires_grad)
         results.append(row)
     assert results[1] == results[0]
+
+
+def test_real_is_the_tensor_and_imag_is_refused():
+    """torch.real / Tensor.real of a real tensor is the tensor itself; imag raises torch's error."""
+    for L in (torch, tg):
+        x = L.tensor([1.5, -2.0])
+        assert L.real(x) is x and x.real is x
+        with pytest.raises(RuntimeError, match="imag is not implemented for tensors with non-complex dtypes"):
+            L.imag(x)
+        with pytest.raises(RuntimeError, match="imag is not implemented for tensors with non-complex dtypes"):
+            x.imag
