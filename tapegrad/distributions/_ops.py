@@ -377,7 +377,7 @@ def normal_np(mean, std):
     _random.require_float("normal_kernel_cpu", np.result_type(mean, std))
     if std.size and not (std >= 0).all():
         raise RuntimeError("normal expects all elements of std >= 0.0")
-    shape = np.broadcast_shapes(mean.shape, std.shape)
+    shape = mean.shape if mean.shape == std.shape else np.broadcast_shapes(mean.shape, std.shape)
     dtype = np.result_type(mean, std)
     out = _random.normal(shape, None, dtype)
     out = out * std.astype(dtype)

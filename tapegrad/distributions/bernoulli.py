@@ -5,6 +5,7 @@ from . import constraints
 from ._ops import bernoulli_np
 from .exp_family import ExponentialFamily
 from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+from ..nn.functional import binary_cross_entropy_with_logits
 from ..tensor import _new
 
 __all__ = ["Bernoulli"]
@@ -78,14 +79,12 @@ class Bernoulli(ExponentialFamily):
         return _new(bernoulli_np(self.probs.detach().expand(shape)._data))
 
     def log_prob(self, value):
-        from ..nn.functional import binary_cross_entropy_with_logits
         if self._validate_args:
             self._validate_sample(value)
         logits, value = broadcast_all(self.logits, value)
         return -binary_cross_entropy_with_logits(logits, value, reduction="none")
 
     def entropy(self):
-        from ..nn.functional import binary_cross_entropy_with_logits
         return binary_cross_entropy_with_logits(self.logits, self.probs, reduction="none")
 
     def enumerate_support(self, expand=True):

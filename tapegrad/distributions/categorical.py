@@ -1,4 +1,5 @@
 """torch.distributions.Categorical."""
+import functools
 import math
 
 import numpy as np
@@ -11,6 +12,12 @@ from .._dtype import to_numpy_dtype
 from ..tensor import _new
 
 __all__ = ["Categorical"]
+
+
+@functools.lru_cache(maxsize=None)
+def _min_real(dtype):
+    """torch.finfo(dtype).min, as a float."""
+    return float(np.finfo(to_numpy_dtype(dtype)).min)
 
 
 class Categorical(Distribution):
@@ -34,8 +41,9 @@ class Categorical(Distribution):
                 raise ValueError("`logits` parameter must be at least one-dimensional.")
             self.logits = logits - logits.logsumexp(dim=-1, keepdim=True)
         self._param = self.probs if probs is not None else self.logits
-        self._num_events = self._param.size()[-1]
-        batch_shape = self._param.size()[:-1] if self._param.dim() > 1 else ()
+        param_shape = self._param.size()
+        self._num_events = param_shape[-1]
+        batch_shape = param_shape[:-1] if len(param_shape) > 1 else ()
         super().__init__(batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
@@ -88,7 +96,7 @@ class Categorical(Distribution):
 
     def sample(self, sample_shape=()):
         sample_shape = tuple(sample_shape)
-        n = int(np.prod(sample_shape, dtype=np.int64))
+        n = int(np.prod(sample_shape, dtype=np.int64)) if sample_shape else 1
         probs_2d = self.probs.detach()._data.reshape(-1, self._num_events)
         samples_2d = multinomial(_new(probs_2d), n, True)._data.T
         return _new(np.ascontiguousarray(samples_2d).reshape(tuple(self._extended_shape(sample_shape))))
@@ -98,15 +106,16 @@ class Categorical(Distribution):
             self._validate_sample(value)
         value = value.long().unsqueeze(-1)
         log_pmf = self.logits
-        if value.shape[:-1] != log_pmf.shape[:-1]:  # (torch's broadcast_tensors; one shape needs no expand)
+        if value.shape[:-1] != log_pmf.shape[:-1]:  # (torch's broadcast_tensors: only what differs is expanded)
             shape = np.broadcast_shapes(tuple(value.shape), tuple(log_pmf.shape))
-            log_pmf = log_pmf.expand(shape)
-            value = value.expand(shape[:-1] + (1,))
+            if log_pmf.shape != shape:
+                log_pmf = log_pmf.expand(shape)
+            if value.shape != shape[:-1] + (1,):
+                value = value.expand(shape[:-1] + (1,))
         return log_pmf.gather(-1, value).squeeze(-1)
 
     def entropy(self):
-        min_real = float(np.finfo(to_numpy_dtype(self.logits.dtype)).min)
-        logits = self.logits.clamp(min=min_real)
+        logits = self.logits.clamp(min=_min_real(self.logits.dtype))
         p_log_p = logits * self.probs
         return -p_log_p.sum(-1)
 

@@ -3,7 +3,8 @@
 `check(value)` returns a bool tensor over the batch dims (torch's semantics); reprs are torch's.
 """
 import numpy as np
-from ..tensor import _new
+from ..tape import _local as _tape_local
+from ..tensor import Tensor, _new
 
 __all__ = ["Constraint", "boolean", "cat", "corr_cholesky", "dependent", "dependent_property", "greater_than", "greater_than_eq",
            "independent", "integer_interval", "interval", "half_open_interval", "is_dependent", "less_than",
@@ -468,3 +469,96 @@ positive_semidefinite = _PositiveSemidefinite()
 positive_definite = _PositiveDefinite()
 cat = _Cat
 stack = _Stack
+
+
+# -- all_valid: the validation's `check(value).all()`, on the array for the common constraints ---------------
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))  # (others, bfloat16's rounded bounds among them: check())
+_BOUND_TYPES = (float, int)
+
+
+def _real_all(c, v):
+    return bool((v == v).all())
+
+
+def _greater_than_all(c, v):
+    return bool((v > c.lower_bound).all())
+
+
+def _greater_than_eq_all(c, v):
+    return bool((v >= c.lower_bound).all())
+
+
+def _less_than_all(c, v):
+    return bool((v < c.upper_bound).all())
+
+
+def _interval_all(c, v):
+    return bool(((v >= c.lower_bound) & (v <= c.upper_bound)).all())
+
+
+def _half_open_interval_all(c, v):
+    return bool(((v >= c.lower_bound) & (v < c.upper_bound)).all())
+
+
+def _boolean_all(c, v):
+    return bool(((v == 0) | (v == 1)).all())
+
+
+def _simplex_all(c, v):
+    if v.ndim == 0:
+        return None  # (check() raises NumPy's error for the missing dim)
+    # (all rows nonnegative and all rows summing to 1: the rows' conjunction, all()-ed, taken apart)
+    return bool((v >= 0).all()) and bool((np.abs(np.add.reduce(v, -1) - 1) < 1e-6).all())
+
+
+def _integer_interval_all(c, v):
+    lower, upper = c.lower_bound, c.upper_bound
+    if v.dtype.kind in "iu" and v.size and type(lower) is int and type(upper) is int:
+        return lower <= int(v.min()) and int(v.max()) <= upper  # (integers: `v % 1 == 0` holds everywhere)
+    return bool(((v % 1 == 0) & (_np(lower) <= v) & (v <= _np(upper))).all())
+
+
+def _independent_all(c, v):
+    base = c.base_constraint
+    if base.event_dim != 0 or v.ndim < c.reinterpreted_batch_ndims:
+        return None  # (check() raises torch's error for too few dims)
+    return _array_all(base, v)
+
+
+# Keyed by the check method, so that a subclass overriding check() goes through it. Each computes what
+# `check(value).all()` does, by the NumPy expressions the tensor ops (comparisons, &, |) run on the array.
+_ARRAY_CHECKS = {_Real.check: _real_all, _GreaterThan.check: _greater_than_all,
+                 _GreaterThanEq.check: _greater_than_eq_all, _LessThan.check: _less_than_all,
+                 _Interval.check: _interval_all, _HalfOpenInterval.check: _half_open_interval_all,
+                 _Boolean.check: _boolean_all, _Simplex.check: _simplex_all,
+                 _IntegerInterval.check: _integer_interval_all, _IndependentConstraint.check: _independent_all}
+# Bounds the comparisons take as NumPy takes them only when they are Python numbers (a tensor bound: check())
+_BOUNDS = {_GreaterThan.check: ("lower_bound",), _GreaterThanEq.check: ("lower_bound",),
+           _LessThan.check: ("upper_bound",), _Interval.check: ("lower_bound", "upper_bound"),
+           _HalfOpenInterval.check: ("lower_bound", "upper_bound")}
+_ANY_DTYPE = {_Simplex.check, _IntegerInterval.check}  # (their check() reads the array itself, for any dtype)
+
+
+def _array_all(constraint, v):
+    """`constraint.check(value).all()` from value's array v, or None where only check() can say (another
+    constraint, a dtype whose comparisons round the bound, a tensor bound)."""
+    check = type(constraint).check
+    fast = _ARRAY_CHECKS.get(check)
+    if fast is None or not (v.dtype in _FLOATS or check in _ANY_DTYPE):
+        return None
+    for bound in _BOUNDS.get(check, ()):
+        if type(getattr(constraint, bound)) not in _BOUND_TYPES:
+            return None
+    return fast(constraint, v)
+
+
+def all_valid(constraint, value):
+    """Whether every element of `constraint.check(value)` is true (a distribution's argument and sample
+    validation): for a plain Tensor's array outside a compile trace, computed on the array where _array_all
+    can (no tensors made); else by check()."""
+    if type(value) is Tensor and _tape_local.tracing is None and type(value._data) is np.ndarray:
+        result = _array_all(constraint, value._data)
+        if result is not None:
+            return result
+    valid = constraint.check(value)
+    return bool(np.all(getattr(valid, "_data", valid)))

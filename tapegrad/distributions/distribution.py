@@ -1,8 +1,6 @@
 """torch.distributions.Distribution: the base class (shapes, argument validation, sample via rsample)."""
 import warnings
 
-import numpy as np
-
 from . import constraints
 from .utils import lazy_property
 from ..grad_mode import no_grad
@@ -12,13 +10,13 @@ from .._warnings import user_stacklevel
 __all__ = ["Distribution"]
 
 
+_EMPTY_SIZE = Size(())
+
+
 def _Size(shape=()):
-    return Size(tuple(shape))
-
-
-def _all_true(valid):
-    data = getattr(valid, "_data", valid)
-    return bool(np.all(data))
+    if type(shape) is Size:  # (immutable, its sizes already ints)
+        return shape
+    return _EMPTY_SIZE if type(shape) is tuple and not shape else Size(tuple(shape))
 
 
 def _format_param(t):
@@ -62,8 +60,7 @@ class Distribution:
                 if param not in self.__dict__ and isinstance(getattr(type(self), param), lazy_property):
                     continue
                 value = getattr(self, param)
-                valid = constraint.check(value)
-                if not _all_true(valid):
+                if not constraints.all_valid(constraint, value):
                     raise ValueError(f"Expected parameter {param} "
                                      f"({type(value).__name__} of shape {tuple(value.shape)}) "
                                      f"of distribution {repr(self)} "
@@ -136,21 +133,24 @@ class Distribution:
         return self.entropy().exp()
 
     def _extended_shape(self, sample_shape=()):
+        if type(sample_shape) in (tuple, Size) and not sample_shape and not self._event_shape:
+            return _Size(self._batch_shape)  # (sample() of a distribution of scalars: its batch shape)
         return _Size(tuple(sample_shape) + tuple(self._batch_shape) + tuple(self._event_shape))
 
     def _validate_sample(self, value):
         if not isinstance(value, Tensor):
             raise ValueError("The value argument to log_prob must be a Tensor")
-        event_dim_start = len(value.size()) - len(self._event_shape)
-        if value.size()[event_dim_start:] != self._event_shape:
-            raise ValueError(f"The right-most size of value must match event_shape: {value.size()} vs "
-                             f"{self._event_shape}.")
         actual_shape = value.size()
-        expected_shape = _Size(tuple(self._batch_shape) + tuple(self._event_shape))
-        for i, j in zip(reversed(actual_shape), reversed(expected_shape)):
-            if i != 1 and j != 1 and i != j:
-                raise ValueError(f"Value is not broadcastable with batch_shape+event_shape: {actual_shape} vs "
-                                 f"{expected_shape}.")
+        expected_shape = _Size(self._batch_shape + self._event_shape)
+        if actual_shape != expected_shape:  # (the shapes' checks below pass when they are equal)
+            event_dim_start = len(actual_shape) - len(self._event_shape)
+            if actual_shape[event_dim_start:] != self._event_shape:
+                raise ValueError(f"The right-most size of value must match event_shape: {actual_shape} vs "
+                                 f"{self._event_shape}.")
+            for i, j in zip(reversed(actual_shape), reversed(expected_shape)):
+                if i != 1 and j != 1 and i != j:
+                    raise ValueError(f"Value is not broadcastable with batch_shape+event_shape: {actual_shape} vs "
+                                     f"{expected_shape}.")
         try:
             support = self.support
         except NotImplementedError:
@@ -158,8 +158,7 @@ class Distribution:
                           "initialize the distribution with `validate_args=False` to turn off validation.",
                           stacklevel=user_stacklevel())
             return
-        valid = support.check(value)
-        if not _all_true(valid):
+        if not constraints.all_valid(support, value):
             raise ValueError("Expected value argument "
                              f"({type(value).__name__} of shape {tuple(value.shape)}) "
                              f"to be within the support ({repr(support)}) "

@@ -11,6 +11,11 @@ from ..tensor import _new
 __all__ = ["Normal"]
 
 
+def _expanded_array(param, shape):
+    """param.detach().expand(shape)'s array (the parameter's own when it has that shape: no view made)."""
+    return param._data if param.shape == shape else param.detach().expand(shape)._data
+
+
 class Normal(ExponentialFamily):
     """A normal (Gaussian) distribution parameterized by `loc` and `scale`."""
 
@@ -55,7 +60,7 @@ class Normal(ExponentialFamily):
     def sample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
         # torch.normal(loc.expand(shape), scale.expand(shape))
-        return _new(normal_np(self.loc.detach().expand(shape)._data, self.scale.detach().expand(shape)._data))
+        return _new(normal_np(_expanded_array(self.loc, shape), _expanded_array(self.scale, shape)))
 
     def rsample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)

@@ -1,10 +1,12 @@
 """torch.distributions.utils: broadcasting parameters, probabilities <-> logits, lazy properties."""
-from functools import update_wrapper
+from functools import lru_cache, update_wrapper
 from numbers import Number
 
 import numpy as np
+from .. import random as _random
 from .._dtype import to_numpy_dtype
-from ..tensor import _new
+from ..grad_mode import is_grad_enabled
+from ..tensor import Tensor, _new
 
 __all__ = ["broadcast_all", "logits_to_probs", "clamp_probs", "probs_to_logits", "lazy_property", "tril_matrix_to_vec",
            "vec_to_tril_matrix"]
@@ -20,6 +22,8 @@ def _tg():
 def broadcast_all(*values):
     """Broadcast tensors and numbers to one shape; numbers become tensors of the first tensor's dtype (or the
     default dtype)."""
+    if _tensors_of_one_shape(values):  # (the common call: nothing to convert or expand)
+        return values
     tg = _tg()
     if not all(isinstance(v, (tg.Tensor, Number)) for v in values):
         raise ValueError("Input arguments must all be instances of Number, torch.Tensor or objects implementing "
@@ -35,9 +39,18 @@ def broadcast_all(*values):
     return tuple(v if tuple(v.shape) == shape else v.expand(shape) for v in values)
 
 
+def _tensors_of_one_shape(values):
+    if not values or not isinstance(values[0], Tensor):
+        return False
+    shape = values[0].shape
+    for v in values[1:]:
+        if not isinstance(v, Tensor) or v.shape != shape:
+            return False
+    return True
+
+
 def _standard_normal(shape, dtype, device=None):
     """torch.empty(shape, dtype=dtype).normal_()."""
-    from .. import random as _random
     return _new(_random.normal(tuple(shape), None, to_numpy_dtype(dtype)))
 
 
@@ -47,6 +60,7 @@ def _sum_rightmost(value, dim):
     return value.reshape(tuple(value.shape[:-dim]) + (-1,)).sum(-1)
 
 
+@lru_cache(maxsize=None)
 def _eps(dtype):
     return float(np.finfo(to_numpy_dtype(dtype)).eps)
 
@@ -78,10 +92,16 @@ class lazy_property:
         update_wrapper(self, wrapped)
 
     def __get__(self, instance, obj_type=None):
-        if instance is None:
-            return _lazy_property_and_property(self.wrapped)
-        with _tg().enable_grad():
+        if instance is None:  # (read on the class by every validating __init__: made once)
+            view = self.__dict__.get("_class_view")
+            if view is None:
+                view = self.__dict__["_class_view"] = _lazy_property_and_property(self.wrapped)
+            return view
+        if is_grad_enabled():
             value = self.wrapped(instance)
+        else:
+            with _tg().enable_grad():
+                value = self.wrapped(instance)
         setattr(instance, self.wrapped.__name__, value)
         return value
 
