@@ -430,18 +430,20 @@ class Module:
     # -- attribute protocol (torch's) ------------------------------------------------------------------
     def __getattr__(self, name):
         d = self.__dict__
-        if "_parameters" in d:
+        try:  # (an initialized module has all three dicts: read them without testing __dict__ for each first)
             params = d["_parameters"]
             if name in params:
                 return params[name]
-        if "_buffers" in d:
             buffers = d["_buffers"]
             if name in buffers:
                 return buffers[name]
-        if "_modules" in d:
             modules = d["_modules"]
-            if name in modules:
-                return modules[name]
+        except KeyError:
+            modules = None
+        if modules is None:  # (before Module.__init__, or unpickled without one of them; raised outside the except)
+            return _member_of_partial_module(self, name)
+        if name in modules:
+            return modules[name]
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __setattr__(self, name, value):
@@ -917,6 +919,15 @@ class Module:
                 main_str += "\n  " + "\n  ".join(lines) + "\n"
         main_str += ")"
         return main_str
+
+
+def _member_of_partial_module(module, name):
+    """Module.__getattr__ where the module's __dict__ lacks one of its member dicts: whichever it has."""
+    d = module.__dict__
+    for members in ("_parameters", "_buffers", "_modules"):
+        if members in d and name in d[members]:
+            return d[members][name]
+    raise AttributeError(f"'{type(module).__name__}' object has no attribute '{name}'")
 
 
 def _set_data(t, new):

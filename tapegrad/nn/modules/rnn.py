@@ -20,6 +20,7 @@ from ...ops._common import _autocast_lower, autocast_state
 from ...ops.rnn import gru_cell_step, gru_layer, lstm_cell_step, lstm_layer, lstm_layer_reduced, rnn_layer
 from ...ops.shape import _row_copy, _transpose_as_in_place
 from .. import functional as F, init
+from ...tensor import Tensor
 from ..parameter import Parameter
 from .module import Module
 from ..._warnings import user_stacklevel
@@ -462,6 +463,17 @@ class RNNCellBase(Module):
     def _zeros(self, x):
         return creation.zeros((x.shape[0], self.hidden_size), dtype=x.dtype)
 
+    def _is_batch(self, input, h):
+        """Whether input is a (batch, input_size) tensor and h a (batch, hidden_size) one: the common call, which
+        every check of _batched and _check_hidden passes (read from the arrays' shapes: no Size is built)."""
+        if not (isinstance(input, Tensor) and isinstance(h, Tensor)):
+            return False
+        shape = input._data.shape
+        return len(shape) == 2 and shape[1] == self.input_size and h._data.shape == (shape[0], self.hidden_size)
+
+
+_RNN_CELL_MODES = {"tanh": "RNN_TANH", "relu": "RNN_RELU"}
+
 
 class RNNCell(RNNCellBase):
     __constants__ = ["input_size", "hidden_size", "bias", "nonlinearity"]
@@ -471,6 +483,10 @@ class RNNCell(RNNCellBase):
         self.nonlinearity = nonlinearity
 
     def forward(self, input, hx=None):
+        mode = _RNN_CELL_MODES.get(self.nonlinearity) if type(self.nonlinearity) is str else None
+        if mode is not None and self._is_batch(input, hx):  # (the common call: the checks below all pass)
+            return _step(mode, F.linear(input, self.weight_ih, self.bias_ih), hx, None, self.weight_hh,
+                         self.bias_hh)[0]
         x, batched = self._batched(input, hx, "RNNCell")
         h = self._zeros(x) if hx is None else hx if batched else hx.unsqueeze(0)
         self._check_hidden(x, h, 0)
@@ -486,6 +502,11 @@ class LSTMCell(RNNCellBase):
         super().__init__(input_size, hidden_size, bias, num_chunks=4, dtype=dtype)
 
     def forward(self, input, hx=None):
+        if type(hx) is tuple and len(hx) == 2:  # the common call, a batch and its (h, c): no checks below can fail
+            h, c = hx
+            if self._is_batch(input, h) and isinstance(c, Tensor) and c._data.shape == h._data.shape:
+                return _step("LSTM", F.linear(input, self.weight_ih, self.bias_ih), h, c, self.weight_hh,
+                             self.bias_hh)
         x, batched = self._batched(input, hx, "LSTMCell", states=2)
         if hx is None:
             h = c = self._zeros(x)
@@ -502,6 +523,9 @@ class GRUCell(RNNCellBase):
         super().__init__(input_size, hidden_size, bias, num_chunks=3, dtype=dtype)
 
     def forward(self, input, hx=None):
+        if self._is_batch(input, hx):  # (the common call: the checks below all pass)
+            return _step("GRU", F.linear(input, self.weight_ih, self.bias_ih), hx, None, self.weight_hh,
+                         self.bias_hh)[0]
         x, batched = self._batched(input, hx, "GRUCell")
         h = self._zeros(x) if hx is None else hx if batched else hx.unsqueeze(0)
         self._check_hidden(x, h, 0)
