@@ -4,7 +4,7 @@ from numbers import Number
 
 import numpy as np
 from .. import random as _random
-from .._dtype import to_numpy_dtype
+from .._dtype import finfo, to_numpy_dtype
 from ..grad_mode import is_grad_enabled
 from ..tensor import Tensor, _new
 
@@ -62,7 +62,7 @@ def _sum_rightmost(value, dim):
 
 @lru_cache(maxsize=None)
 def _eps(dtype):
-    return float(np.finfo(to_numpy_dtype(dtype)).eps)
+    return float(finfo(dtype).eps)  # (torch.finfo's: NumPy's finfo refuses ml_dtypes' bfloat16)
 
 
 def logits_to_probs(logits, is_binary=False):
@@ -127,7 +127,7 @@ def tril_matrix_to_vec(mat, diag=0):
 def vec_to_tril_matrix(vec, diag=0):
     """A (batch of) lower-triangular D x D matrix filled row by row from the last dim of vec."""
     n = (-(1 + 2 * diag) + ((1 + 2 * diag) ** 2 + 8 * vec.shape[-1] + 4 * abs(diag) * (diag + 1)) ** 0.5) / 2
-    if round(n) - n > np.finfo(to_numpy_dtype(vec.dtype)).eps:
+    if round(n) - n > finfo(vec.dtype).eps:
         raise ValueError(f"The size of last dimension is {vec.shape[-1]} which cannot be expressed as "
                          "the lower triangular part of a square D x D matrix.")
     n = round(n)

@@ -371,3 +371,14 @@ def test_broadcast_all_errors():
              lambda: tg.distributions.utils.broadcast_all(tg.ones(2), "a"))
     with pytest.raises(ValueError):
         tg.distributions.utils.broadcast_all(tg.ones(2), tg.ones(3))
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_bernoulli_log_prob_of_reduced_floats(dtype):
+    """Bernoulli's clamp epsilon is torch.finfo's (NumPy's finfo refuses ml_dtypes' bfloat16)."""
+    got = []
+    for L in (torch, tg):
+        p = L.tensor([0.3, 0.9, 1e-4], dtype=getattr(L, dtype))
+        v = L.tensor([1.0, 0.0, 1.0], dtype=getattr(L, dtype))
+        got.append(L.distributions.Bernoulli(p).log_prob(v).float().numpy())
+    np.testing.assert_array_equal(got[1], got[0])
