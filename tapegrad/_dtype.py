@@ -66,6 +66,14 @@ def is_reduced_float(np_dtype):
     return np_dtype.itemsize == 2 and (np_dtype.kind == "f" or is_bfloat16(np_dtype))  # (no dtype comparison: hot)
 
 
+def cast(a, np_dtype):
+    """The array a in np_dtype as torch converts it: float64 to float16 through float32 (c10::Half is made from a
+    float, so the value is rounded twice: 1 in 20,000 differs from NumPy's direct cast), anything else as NumPy."""
+    if np_dtype == np.float16 and a.dtype == np.float64:
+        return a.astype(np.float32).astype(np.float16)
+    return a.astype(np_dtype)
+
+
 def is_float(np_dtype):
     """A floating-point NumPy dtype, bfloat16 included (NumPy files ml_dtypes' bfloat16 under kind "V")."""
     return np_dtype.kind == "f" or is_bfloat16(np_dtype)

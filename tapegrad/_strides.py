@@ -60,7 +60,24 @@ def normal(shape, strides):
 def of_numpy_view(x, v):
     """The strides of a NumPy view v of x's (C-contiguous) data, had x the strides it reports: each of v's
     steps is a step in x's dimensions (its C strides, outermost first), each worth x's own stride. None
-    for a view NumPy walks backwards (flip: a copy in torch, so contiguous)."""
+    for a view NumPy walks backwards (flip: a copy in torch, so contiguous). Remembered: a program takes the same
+    views of same-shaped values at every step, and working them out cost a recorded view 1 us."""
+    a = x._data
+    key = (v.strides, v.shape, a.shape, a.itemsize, x._strides)
+    try:
+        return _NUMPY_VIEWS[key]
+    except KeyError:
+        pass
+    if len(_NUMPY_VIEWS) >= 4096:  # (a bound for a program that makes many shapes)
+        _NUMPY_VIEWS.clear()
+    strides = _NUMPY_VIEWS[key] = _of_numpy_view(x, v)
+    return strides
+
+
+_NUMPY_VIEWS = {}  # (v's byte strides and shape, x's shape, itemsize and strides) -> of_numpy_view's answer
+
+
+def _of_numpy_view(x, v):
     item = x._data.itemsize
     steps = tuple([s // item for s in v.strides])
     if steps and min(steps) < 0:

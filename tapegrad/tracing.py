@@ -27,7 +27,7 @@ import weakref
 
 import numpy as np
 
-from . import kernels, random, registry, replay, tape as tape_mod
+from . import _dtype, kernels, random, registry, replay, tape as tape_mod
 from .accumulate import add_grad
 from .grad_mode import _state as _grad_state
 from .ops._common import _record
@@ -1433,7 +1433,7 @@ def _forward_rule(op, V, r, tape):
             V[r] = V[x].reshape(shape)
     elif kind == registry.K_CAST:
         def step():
-            V[r] = V[x].astype(dtype)
+            V[r] = _dtype.cast(V[x], dtype)
     elif name == "scatter_flat":  # a gather's adjoint: zeros of the output's shape, g added at the index map
         size, zero = out.size, dtype.type(0)
         flat_map = ctx[0].reshape(-1)

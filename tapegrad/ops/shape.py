@@ -41,7 +41,7 @@ def _reshape(x, shape, op):
     recording = x._requires_grad or _tape_local.tracing is not None
     data = x._data.reshape(shape)
     window = data
-    if x._window is not None:
+    if x._window is not None and x._window is not x._data:  # (x a reshape: its window is its value)
         window = x._window.reshape(shape)
         if not np.may_share_memory(window, x._window):  # (NumPy copied: not a view in torch either)
             data = data.copy()
@@ -56,6 +56,10 @@ def _reshape(x, shape, op):
 def _infer_shape(x, shape):
     numel = x._data.size
     if -1 in shape:
+        known = -math.prod(shape)
+        if known > 0 and not numel % known and shape.count(-1) == 1 and builtins.min(shape) == -1:
+            i = shape.index(-1)  # (the common case: one -1 among positive sizes that divide the rest)
+            return shape[:i] + (numel // known,) + shape[i + 1:]
         if shape.count(-1) > 1:
             raise RuntimeError("only one dimension can be inferred")
         known = -math.prod(shape)  # (the product of the other sizes)
@@ -79,7 +83,8 @@ def reshape(input, *sizes, shape=None):
 
 def view(input, *sizes, size=None):
     x = _tensor(input)
-    sizes = _sizes_or_keyword(sizes, size, "view", "size")
+    if size is not None:
+        sizes = _sizes_or_keyword(sizes, size, "view", "size")
     if len(sizes) == 1 and isinstance(sizes[0], _dtype.dtype):
         raise NotImplementedError("tapegrad: view(dtype) is not supported")
     shape = _infer_shape(x, _sizes(sizes))
@@ -113,11 +118,16 @@ def unflatten(input, dim, sizes):
 
 def squeeze(input, dim=None):
     x = _tensor(input)
+    shape = x._data.shape  # (a tuple: x.shape makes a Size)
     if dim is None:
-        return _reshape(x, tuple(s for s in x.shape if s != 1), OPS["squeeze"])
-    dims = (dim % x.ndim,) if type(dim) is int and -x.ndim <= dim < x.ndim else _dims(dim, x.ndim)
+        return _reshape(x, tuple(s for s in shape if s != 1) if 1 in shape else shape, OPS["squeeze"])
+    ndim = len(shape)
+    if type(dim) is int and -ndim <= dim < ndim:  # (the common case: one dim, in range)
+        d = dim % ndim
+        return _reshape(x, shape[:d] + shape[d + 1:] if shape[d] == 1 else shape, OPS["squeeze_dim"])
+    dims = _dims(dim, ndim)
     op = OPS["squeeze_dims" if isinstance(dim, (tuple, list)) else "squeeze_dim"]
-    return _reshape(x, tuple(s for i, s in enumerate(x.shape) if not (i in dims and s == 1)), op)
+    return _reshape(x, tuple(s for i, s in enumerate(shape) if not (i in dims and s == 1)), op)
 
 
 def unsqueeze(input, dim):
@@ -212,17 +222,18 @@ def _strided_view(base, v, offset=None):
     item = base.itemsize
     if offset is None or not v.size:
         offset = (v.__array_interface__["data"][0] - base.__array_interface__["data"][0]) // item
-    key = (offset, v.ndim) + v.shape + tuple(s // item for s in v.strides)
+    key = (offset, item, v.shape, v.strides)  # (strides in bytes: dividing them here cost a generator per call)
     d = _STRIDED.get(key)
     if d is None:
         if len(_STRIDED) > 4096:
             _STRIDED.clear()
-        d = _STRIDED[key] = np.array(key, np.int64).view(_StridedView)
+        values = (offset, v.ndim) + v.shape + tuple(s // item for s in v.strides)
+        d = _STRIDED[key] = np.array(values, np.int64).view(_StridedView)
         d.setflags(write=False)
     return d
 
 
-_STRIDED = {}
+_STRIDED = {}  # (offset, itemsize, shape, byte strides) -> its _StridedView
 
 
 def _key_offset(shape, key):
@@ -237,28 +248,31 @@ def _key_offset(shape, key):
     return offset
 
 
-def _view_op(x, view, op, output_nr=None, offset=None):
+def _view_op(x, view, op, output_nr=None, offset=None, key=None):
     """The op whose value is the NumPy view `view(x's data)`, copied (C-contiguous), and torch's view of x:
     its window is the same view of x's window (all but flip, which copies in torch too). Its row is a
-    gather described by the view's strides (_StridedView), not by an index map (`offset`: _key_offset's)."""
+    gather described by the view's strides (_StridedView), not by an index map (`offset`: the view's first
+    element's index in x; `key`: the basic key whose offset _key_offset works out, only when the view is recorded)."""
     v = view(x._data)
-    t = _strided_copy(x, v, op, offset)
+    t = _strided_copy(x, v, op, offset, key)
     # (a view NumPy laid out as its C-contiguous copy has torch's contiguous strides too, where no size is 0)
     strides = None if x._strides is None and v.strides == t._data.strides and 0 not in v.shape else \
         _strides.of_numpy_view(x, v if type(v) is not _meta.MetaArray else view(_meta.strided(x._data)))
     if strides is not None:
         t._strides = strides
-    if op is OPS["flip"]:  # (torch's flip copies)
+    if op.name == "flip":  # (torch's flip copies)
         return t
     return _as_view(x, t, v if x._window is None else view(x._window), output_nr)
 
 
-def _strided_copy(x, v, op, offset=None):
+def _strided_copy(x, v, op, offset=None, key=None):
     """The NumPy view v of x's data, copied C-contiguous, as a tensor of its own: a gather row described by v's
     strides (_StridedView) when x is recorded."""
     out = v.copy() if type(v) is np.ndarray else np.array(v, order="C", copy=True, subok=True)  # (copy: C order)
     if not _recording(x):
         return _new(out)
+    if key is not None:
+        offset = _key_offset(x._data.shape, key)
     d = _strided_view(x._data, v, offset)
     return _record(op, out, (x,), 1.0, 0.0, id(d), d)
 
@@ -427,10 +441,11 @@ def _copy_slices_arrays(ctx, g, inputs, out, wanted):
 # -- permutations ---------------------------------------------------------------------------------------------
 def transpose(input, dim0, dim1):
     x = _tensor(input)
-    if x.ndim == 0:
+    ndim = x._data.ndim
+    if ndim == 0:
         _dim(dim0, 0), _dim(dim1, 0)
         return _view_op(x, _same, OPS["transpose"])
-    d0, d1 = _dim(dim0, x.ndim), _dim(dim1, x.ndim)
+    d0, d1 = _dim(dim0, ndim), _dim(dim1, ndim)
     return _view_op(x, lambda a: a.swapaxes(d0, d1), OPS["transpose"], offset=0)
 
 
@@ -445,7 +460,7 @@ def _transpose_as_in_place(x, dim0, dim1):
 
 def t(input):
     x = _tensor(input)
-    if x.ndim > 2:
+    if x._data.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {x.ndim}D")
     return _view_op(x, _transposed, OPS["t"], offset=0)
 
@@ -457,14 +472,23 @@ def _transposed(a):
 def permute(input, *order, dims=None):
     x = _tensor(input)
     dims = _sizes(_sizes_or_keyword(order, dims, "permute", "dims"))
-    if len(dims) != x.ndim:
-        raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not match the "
-                           f"length of the desired ordering of dimensions i.e. input.dim() = {x.ndim} is not "
-                           f"equal to len(dims) = {len(dims)}")
-    norm = tuple(_dim(d, x.ndim) for d in dims)
-    if len(set(norm)) != len(norm):
-        raise RuntimeError("permute(): duplicate dims are not allowed.")
+    ndim = x._data.ndim
+    norm = _PERMUTATIONS.get((dims, ndim))  # (checked once: a program permutes its few ranks the same few ways)
+    if norm is None:
+        if len(dims) != ndim:
+            raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not match the "
+                               f"length of the desired ordering of dimensions i.e. input.dim() = {ndim} is not "
+                               f"equal to len(dims) = {len(dims)}")
+        norm = tuple(_dim(d, ndim) for d in dims)
+        if len(set(norm)) != len(norm):
+            raise RuntimeError("permute(): duplicate dims are not allowed.")
+        if len(_PERMUTATIONS) >= 1024:
+            _PERMUTATIONS.clear()
+        _PERMUTATIONS[dims, ndim] = norm
     return _view_op(x, lambda a: a.transpose(norm), OPS["permute"], offset=0)
+
+
+_PERMUTATIONS = {}  # (permute's dims, as Python ints, and the rank) -> the dims in range [0, rank)
 
 
 def movedim(input, source, destination):
@@ -695,12 +719,14 @@ def _cat_same(tensors, dim):
         if type(t_) is not Tensor:
             return None
         a = t_._data
-        sh = a.shape
-        if a.dtype != dt or len(sh) != ndim or sh[:d] != shape0[:d] or sh[d + 1:] != shape0[d + 1:]:
+        if a.dtype != dt:  # (NumPy would promote: the general path does as torch)
             return None
         datas.append(a)
         requires = requires or t_._requires_grad
-    value = np.concatenate(datas, axis=d)
+    try:  # (NumPy checks the sizes off `dim`, and the ranks)
+        value = np.concatenate(datas, axis=d)
+    except (ValueError, RuntimeError):  # (sizes that differ, legacy empty tensors, meta beside CPU: the general path)
+        return None
     if not _dtype.is_float(dt) or not is_grad_enabled() or not (requires or _tape_local.tracing is not None):
         return _new(value)
     return _record(OPS["cat"], value, tuple(tensors), aux=(d, [a.shape[d] for a in datas]))
@@ -710,6 +736,9 @@ concat = concatenate = cat
 
 
 def stack(tensors, dim=0, *, out=None):
+    fast = _stack_same(tensors, dim)
+    if fast is not None:
+        return fast
     tensors = [_tensor(t) for t in tensors]
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
@@ -723,6 +752,35 @@ def stack(tensors, dim=0, *, out=None):
     if not _dtype.is_float(dt) or not _recording(*parts):
         return _new(value)
     return _record(OPS["stack"], value, tuple(parts), aux=d)
+
+
+def _stack_same(tensors, dim):
+    """stack's common case: a list or tuple of Tensors of one dtype and shape, their values NumPy arrays (not
+    meta), dim an int in range. None for anything else (the general path promotes and raises torch's errors)."""
+    if type(tensors) is not list and type(tensors) is not tuple or not tensors or type(dim) is not int:
+        return None
+    first = tensors[0]
+    if type(first) is not Tensor:
+        return None
+    shape, dt = first._data.shape, first._data.dtype
+    ndim = len(shape) + 1
+    if not -ndim <= dim < ndim:
+        return None
+    d = dim % ndim
+    inserted = shape[:d] + (1,) + shape[d:]
+    parts, requires = [], False
+    for t_ in tensors:
+        if type(t_) is not Tensor:
+            return None
+        a = t_._data
+        if type(a) is not np.ndarray or a.dtype != dt or a.shape != shape:
+            return None
+        parts.append(a.reshape(inserted))
+        requires = requires or t_._requires_grad
+    value = np.concatenate(parts, axis=d)  # (np.stack's own way, without its checks: 1 us of Python)
+    if not _dtype.is_float(dt) or not is_grad_enabled() or not (requires or _tape_local.tracing is not None):
+        return _new(value)
+    return _record(OPS["stack"], value, tuple(tensors), aux=d)
 
 
 _meta.FRONT_ENDS.update((cat.__code__, _cat_same.__code__, stack.__code__))  # (torch's error for meta and CPU, _meta)
@@ -1115,6 +1173,8 @@ def _basic_key(key, shape):
             if not -shape[d] <= k < shape[d]:
                 return None
             op = "select"
+        elif tk is slice and k.start is None and k.stop is None and k.step is None:
+            continue  # (x[:, ...]: a full slice, no step of torch's)
         elif tk is slice and _plain_slice(k):
             # (torch skips a slice from 0 to the end at least, step 1: its op is the last one it did not skip)
             if k.start not in (None, 0) or k.stop is not None and k.stop < shape[d] or k.step not in (None, 1):
@@ -1129,16 +1189,15 @@ def getitem(x, key):
     if (tk is int or tk is slice and _plain_slice(key)) and isinstance(x, Tensor) and x._data.ndim:
         shape = x._data.shape
         if tk is slice:  # (the common cases first: x[i], x[a:b], x[:, a:b])
-            return _view_op(x, lambda a: a[key, ...], OPS["slice"], None, _key_offset(shape, (key,)))
+            return _view_op(x, lambda a: a[key, ...], OPS["slice"], key=(key,))
         n = shape[0]
         if -n <= key < n:
-            return _view_op(x, lambda a: a[key, ...], OPS["select"], None, _key_offset(shape, (key,)))
+            return _view_op(x, lambda a: a[key, ...], OPS["select"], key=(key,))
     elif tk is tuple and isinstance(x, Tensor):
         basic = _basic_key(key, x._data.shape)
         if basic is not None:
-            offset = _key_offset(x._data.shape, basic[0])
             key = basic[0] + (Ellipsis,)
-            return _view_op(x, lambda a: a[key], OPS[basic[1]], None, offset)
+            return _view_op(x, lambda a: a[key], OPS[basic[1]], key=basic[0])
     x = _tensor(x)
     original = key
     index_tensors = [k for k in (key if isinstance(key, tuple) else (key,)) if isinstance(k, Tensor)]
