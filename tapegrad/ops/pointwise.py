@@ -191,15 +191,22 @@ def fmod(input, other):
     return _fmod(input, other)
 
 
+def _without_derivative(out, inputs, name):
+    """out (a Tensor of values) as torch returns an op it has no derivative for: requiring grad where an input does
+    (grad_fn NotImplemented), a backward through it raising torch's error (the no_derivative row)."""
+    if _grad_state.enabled and _dtype.is_float(out._data.dtype) and any(
+            isinstance(t, Tensor) and t._requires_grad for t in inputs):
+        return _record(OPS["no_derivative"], out._data, tuple(t for t in inputs if isinstance(t, Tensor)), aux=name)
+    return out
+
+
 def remainder(input, other):
     """Python's modulus: the remainder of flooring division (its sign is other's). torch.remainder(number, tensor)
     has no derivative in torch: its result requires grad, and a backward through it raises torch's error."""
     if not isinstance(input, Tensor):
         _check_numbers("remainder", input, other)
-        out = _remainder(input, other.detach() if isinstance(other, Tensor) else other)
-        if isinstance(other, Tensor) and other._requires_grad and _grad_state.enabled and _dtype.is_float(out._data.dtype):
-            return _record(OPS["no_derivative"], out._data, (other,), aux="remainder")
-        return out
+        return _without_derivative(_remainder(input, other.detach() if isinstance(other, Tensor) else other), (other,),
+                                   "remainder")
     return _remainder(input, other)
 
 
@@ -349,7 +356,8 @@ def float_power(input, exponent):
 
 
 def floor_divide(input, other):
-    """floor(input / other) (Python's //; integer division by zero raises, as torch). No gradient: torch has none."""
+    """floor(input / other) (Python's //; integer division by zero raises, as torch). torch has no derivative for it:
+    a backward through it raises."""
     if _is_scalar(input) and _is_scalar(other):  # (torch's parser takes two numbers here, as tensors)
         input = _tensor(input)
     a, b, dt = _operands(input, other, "floor_divide")
@@ -358,7 +366,8 @@ def floor_divide(input, other):
         if dt == np.bool_:
             raise NotImplementedError('"div_floor_cpu" not implemented for \'Bool\'')
     with np.errstate(all="ignore"):
-        return _new(np.asanyarray(np.floor_divide(a._data, b._data), dt))
+        out = _new(np.asanyarray(np.floor_divide(a._data, b._data), dt))
+    return _without_derivative(out, (a, b), "floor_divide")
 
 
 def div(input, other, *, rounding_mode=None):
@@ -391,14 +400,16 @@ divide = div
 
 
 def heaviside(input, values):
-    """0 where input < 0 (or NaN), 1 where input > 0, values where input == 0. No gradient: torch has none."""
+    """0 where input < 0 (or NaN), 1 where input > 0, values where input == 0. torch has no derivative for it: a
+    backward through it raises."""
     if not isinstance(input, Tensor) or not isinstance(values, Tensor):
         _check_numbers("heaviside", input, values)
     x, v = _tensor(input), _tensor(values)
     if x._data.dtype != v._data.dtype:
         raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
     a = x._data
-    return _new(np.asanyarray(np.where(a == 0, v._data, a > 0), a.dtype))  # (NaN: 0, as torch's `a > 0`)
+    out = _new(np.asanyarray(np.where(a == 0, v._data, a > 0), a.dtype))  # (NaN: 0, as torch's `a > 0`)
+    return _without_derivative(out, (x, v), "heaviside")
 
 
 def ldexp(input, other):

@@ -604,11 +604,24 @@ def test_inplace_of_a_leaf_that_requires_grad_refuses():
         x.fmod_(2.0)
 
 
-def test_remainder_of_a_number_and_ops_without_gradient():
-    # torch's remainder(number, tensor), floor_divide and heaviside have no derivative: tapegrad's results are constants
-    x = tg.tensor([1.5, -2.0, 3.0], requires_grad=True)
-    _same(tg.remainder(2.0, x), torch.remainder(2.0, torch.tensor([1.5, -2.0, 3.0])))
-    assert not tg.remainder(2.0, x).requires_grad and not tg.floor_divide(x, 2.0).requires_grad
+@pytest.mark.parametrize("name, call", [
+    ("remainder", lambda L, x: L.remainder(2.0, x)), ("floor_divide", lambda L, x: L.floor_divide(x, 2.0)),
+    ("floor_divide", lambda L, x: x // 2), ("floor_divide", lambda L, x: L.floor_divide(L.tensor(2.0), x)),
+    ("heaviside", lambda L, x: L.heaviside(x, L.tensor(0.5))), ("heaviside", lambda L, x: L.heaviside(L.ones(3), x))])
+def test_ops_without_a_derivative_require_grad_and_refuse_backward(name, call):
+    """torch's remainder(number, tensor), floor_divide and heaviside have no derivative: their result requires grad
+    (grad_fn NotImplemented) and a backward through it raises torch's error; under no_grad it is a constant."""
+    got = []
+    for L in (torch, tg):
+        x = L.tensor([1.5, -2.0, 0.0], requires_grad=True)
+        y = call(L, x)
+        with pytest.raises(RuntimeError, match=f"derivative for aten::{name} is not implemented"):
+            y.sum().backward()
+        with L.no_grad():
+            constant = call(L, x).requires_grad
+        got.append((np.nan_to_num(y.detach().numpy(), nan=7.0).tolist(), y.requires_grad, type(y.grad_fn).__name__,
+                    constant))
+    assert got[1] == got[0]
 
 
 def test_float_power_is_float64_and_its_gradient_keeps_the_input_dtype():
