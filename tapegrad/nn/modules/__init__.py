@@ -1,5 +1,7 @@
 """torch.nn.modules: the Module base class and the layers built on it."""
-from .module import Module  # noqa: F401
+from .module import (Module, register_module_backward_hook, register_module_forward_hook,  # noqa: F401
+                     register_module_forward_pre_hook, register_module_full_backward_hook,
+                     register_module_full_backward_pre_hook)
 from .linear import Identity, Linear  # noqa: F401
 from .activation import (ELU, GELU, Hardtanh, LeakyReLU, LogSigmoid, LogSoftmax, ReLU, ReLU6,  # noqa: F401
                          Sigmoid, SiLU, Softmax, Softplus, Tanh)

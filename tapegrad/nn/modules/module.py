@@ -20,7 +20,9 @@ from ._backward_hook import _BackwardHook
 from ...device import check
 from ..._warnings import user_stacklevel
 
-__all__ = ["Module"]
+__all__ = ["Module", "register_module_backward_hook", "register_module_forward_hook",
+           "register_module_forward_pre_hook", "register_module_full_backward_hook",
+           "register_module_full_backward_pre_hook"]
 
 
 def _typename(obj):
@@ -134,7 +136,7 @@ class Module:
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def __call__(self, *args, **kwargs):
-        if not self._call_hooked:  # (no hooks, not compiled: the hot path)
+        if not (self._call_hooked or _global_hooked):  # (no hooks, not compiled: the hot path)
             return self.forward(*args, **kwargs)
         if self._compiled_call_impl is not None:
             return self._compiled_call_impl(*args, **kwargs)
@@ -146,12 +148,13 @@ class Module:
         """torch's: forward pre-hooks, the backward hooks' wrapping of the inputs, forward, forward hooks, the
         wrapping of the outputs."""
         backward_hooks, backward_pre_hooks = self._backward_hooks, self._backward_pre_hooks
-        if not (self._forward_pre_hooks or self._forward_hooks or backward_hooks or backward_pre_hooks):
+        if not (self._forward_pre_hooks or self._forward_hooks or backward_hooks or backward_pre_hooks
+                or _any_global_hooks()):
             if self._compiled_call_impl is None:
                 self.__dict__["_call_hooked"] = False  # (all removed: back to the hot path)
             return self.forward(*args, **kwargs)
         pre_kwargs = self._hook_marks("_forward_pre_hooks_with_kwargs")
-        for hook_id, hook in tuple(self._forward_pre_hooks.items()):
+        for hook_id, hook in (*_global_forward_pre_hooks.items(), *self._forward_pre_hooks.items()):
             if hook_id in pre_kwargs:
                 out = hook(self, args, kwargs)
                 if out is not None:
@@ -163,12 +166,17 @@ class Module:
             out = hook(self, args)
             if out is not None:
                 args = out if isinstance(out, tuple) else (out,)
-        if self._hook_marks("_forward_hooks_always_called"):
+        if self._hook_marks("_forward_hooks_always_called") or _global_forward_hooks_always_called:
             return self._call_with_always_called_hooks(args, kwargs)
         return self._call_rest(args, kwargs)
 
     def _hook_marks(self, name):
         return self.__dict__.get(name) or ()
+
+    def _forward_hook_marks(self, name):
+        """This module's marks (with_kwargs, always_call) of its forward hooks, and the global hooks' ones."""
+        marks, global_marks = self._hook_marks(name), _GLOBAL_MARKS[name]
+        return {**global_marks, **(marks or {})} if global_marks else marks
 
     def _call_with_always_called_hooks(self, args, kwargs):
         """torch's: forward hooks registered with always_call=True run even where the call raised (those it had
@@ -177,9 +185,9 @@ class Module:
         try:
             return self._call_rest(args, kwargs, called)
         except Exception:
-            always, with_kwargs, result = self._hook_marks("_forward_hooks_always_called"), \
-                self._hook_marks("_forward_hooks_with_kwargs"), None
-            for hook_id, hook in tuple(self._forward_hooks.items()):
+            always, with_kwargs, result = self._forward_hook_marks("_forward_hooks_always_called"), \
+                self._forward_hook_marks("_forward_hooks_with_kwargs"), None
+            for hook_id, hook in (*_global_forward_hooks.items(), *self._forward_hooks.items()):
                 if hook_id in always and hook_id not in called:
                     try:
                         out = hook(self, args, kwargs, result) if hook_id in with_kwargs else hook(self, args, result)
@@ -192,19 +200,20 @@ class Module:
 
     def _call_rest(self, args, kwargs, called=None):
         """_call_impl after the forward pre-hooks: the backward hooks' wrapping, forward, the forward hooks."""
-        backward_hooks, backward_pre_hooks = self._backward_hooks, self._backward_pre_hooks
+        backward_hooks = [*_global_backward_hooks.values(), *self._backward_hooks.values()]
+        backward_pre_hooks = [*_global_backward_pre_hooks.values(), *self._backward_pre_hooks.values()]
         bw_hook = None
         if backward_hooks or backward_pre_hooks:
-            bw_hook = _BackwardHook(self, list(backward_hooks.values()), list(backward_pre_hooks.values()),
-                                    self._is_full_backward_hook is not False)
+            full = (self._is_full_backward_hook if self._backward_hooks else _global_is_full_backward_hook)
+            bw_hook = _BackwardHook(self, backward_hooks, backward_pre_hooks, full is not False)
             given = args
             args = bw_hook.setup_input_hook(args)
         result = self.forward(*args, **kwargs)
         if bw_hook is not None:
             bw_hook.check_inputs()
-        with_kwargs = self._hook_marks("_forward_hooks_with_kwargs")
-        always = self._hook_marks("_forward_hooks_always_called") if called is not None else ()
-        for hook_id, hook in tuple(self._forward_hooks.items()):
+        with_kwargs = self._forward_hook_marks("_forward_hooks_with_kwargs")
+        always = self._forward_hook_marks("_forward_hooks_always_called") if called is not None else ()
+        for hook_id, hook in (*_global_forward_hooks.items(), *self._forward_hooks.items()):
             if hook_id in always:
                 called.add(hook_id)
             out = hook(self, args, kwargs, result) if hook_id in with_kwargs else hook(self, args, result)
@@ -919,6 +928,75 @@ class Module:
                 main_str += "\n  " + "\n  ".join(lines) + "\n"
         main_str += ")"
         return main_str
+
+
+# -- global module hooks (torch.nn.modules.module.register_module_*_hook): every module's calls run them, before
+# its own hooks of the same kind
+_global_forward_pre_hooks = OrderedDict()
+_global_forward_hooks = OrderedDict()
+_global_forward_hooks_with_kwargs = OrderedDict()
+_global_forward_hooks_always_called = OrderedDict()
+_global_backward_pre_hooks = OrderedDict()
+_global_backward_hooks = OrderedDict()
+_global_is_full_backward_hook = None
+_GLOBAL_MARKS = {"_forward_hooks_with_kwargs": _global_forward_hooks_with_kwargs,
+                 "_forward_hooks_always_called": _global_forward_hooks_always_called}
+_global_hooked = False  # (whether any may be registered: Module.__call__ then takes the hooked path)
+
+
+def _any_global_hooks():
+    global _global_hooked
+    _global_hooked = bool(_global_forward_pre_hooks or _global_forward_hooks or _global_backward_pre_hooks
+                          or _global_backward_hooks)
+    return _global_hooked
+
+
+def _add_global_hook(hooks, hook, marks=()):
+    global _global_hooked
+    handle = RemovableHandle(hooks, extra_dict=list(marks))
+    hooks[handle.id] = hook
+    for mark in marks:
+        mark[handle.id] = True
+    _global_hooked = True
+    return handle
+
+
+def register_module_forward_pre_hook(hook):
+    """A forward pre-hook of every module: hook(module, args) -> None or new args, before each module's own."""
+    return _add_global_hook(_global_forward_pre_hooks, hook)
+
+
+def register_module_forward_hook(hook, *, with_kwargs=False, always_call=False):
+    """A forward hook of every module: hook(module, args, output) (with_kwargs: hook(module, args, kwargs,
+    output)) -> None or a new output, before each module's own; always_call: it runs where the call raises too."""
+    marks = ((_global_forward_hooks_with_kwargs,) if with_kwargs else ()) + \
+        ((_global_forward_hooks_always_called,) if always_call else ())
+    return _add_global_hook(_global_forward_hooks, hook, marks)
+
+
+def register_module_full_backward_pre_hook(hook):
+    """A backward pre-hook of every module: hook(module, grad_output) -> None or new grad_output."""
+    return _add_global_hook(_global_backward_pre_hooks, hook)
+
+
+def _global_backward_hook_kind(full):
+    global _global_is_full_backward_hook
+    if _global_is_full_backward_hook is (not full):
+        raise RuntimeError("Cannot use both regular backward hooks and full backward hooks as a global Module hook. "
+                           "Please use only one of them.")
+    _global_is_full_backward_hook = full
+
+
+def register_module_full_backward_hook(hook):
+    """A backward hook of every module: hook(module, grad_input, grad_output) -> None or new grad_input."""
+    _global_backward_hook_kind(full=True)
+    return _add_global_hook(_global_backward_hooks, hook)
+
+
+def register_module_backward_hook(hook):
+    """Deprecated (torch's): use register_module_full_backward_hook."""
+    _global_backward_hook_kind(full=False)
+    return _add_global_hook(_global_backward_hooks, hook)
 
 
 def _member_of_partial_module(module, name):
