@@ -1295,12 +1295,12 @@ class _Program:
     def _generator_states(self):
         """The state of each generator the trace's draws use (None: it draws nothing), before a call draws."""
         gens = self.tape.generators
-        return [(gen, gen.get_state()) for gen, _ in gens.values()] if gens else None
+        return [(gen, gen._snapshot()) for gen, _ in gens.values()] if gens else None
 
     @staticmethod
     def _set_generator_states(states):
         for gen, state in states or ():
-            gen.set_state(state)
+            gen._restore(state)
 
 
 class _GuardFailed(Exception):
