@@ -429,22 +429,15 @@ def _bind_fast_kernels():
 
 
 def _fast_numel(size):
-    """The number of elements of a shape of exact ints, each below 2 ** 31 (torch's checks cannot fail for them);
-    None for anything else (the general path parses and checks it)."""
-    if len(size) == 1:
-        n = size[0]
-        return n if type(n) is int and 0 <= n < 2147483648 else None
-    if len(size) == 2:
-        a, b = size
-        if type(a) is int and type(b) is int and 0 <= a < 2147483648 and 0 <= b < 2147483648:
-            return a * b
+    """The number of elements of a shape of one to eight exact ints, each below 2 ** 31 (torch's checks cannot fail
+    for them); None for anything else (the general path parses and checks it)."""
+    if not 1 <= len(size) <= 8:
         return None
-    if not 2 < len(size) <= 8:
-        return None
+    n = 1
     for s in size:
-        if not (type(s) is int and 0 <= s < 2147483648):
+        if type(s) is not int or not 0 <= s < 2147483648:
             return None
-    n = math.prod(size)
+        n *= s
     return n if n < 2 ** 62 else None
 
 

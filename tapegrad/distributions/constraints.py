@@ -504,20 +504,6 @@ def _boolean_all(c, v):
     return bool(((v == 0) | (v == 1)).all())
 
 
-def _simplex_all(c, v):
-    if v.ndim == 0:
-        return None  # (check() raises NumPy's error for the missing dim)
-    # (all rows nonnegative and all rows summing to 1: the rows' conjunction, all()-ed, taken apart)
-    return bool((v >= 0).all()) and bool((np.abs(np.add.reduce(v, -1) - 1) < 1e-6).all())
-
-
-def _integer_interval_all(c, v):
-    lower, upper = c.lower_bound, c.upper_bound
-    if v.dtype.kind in "iu" and v.size and type(lower) is int and type(upper) is int:
-        return lower <= int(v.min()) and int(v.max()) <= upper  # (integers: `v % 1 == 0` holds everywhere)
-    return bool(((v % 1 == 0) & (_np(lower) <= v) & (v <= _np(upper))).all())
-
-
 def _independent_all(c, v):
     base = c.base_constraint
     if base.event_dim != 0 or v.ndim < c.reinterpreted_batch_ndims:
@@ -525,18 +511,17 @@ def _independent_all(c, v):
     return _array_all(base, v)
 
 
-# Keyed by the check method, so that a subclass overriding check() goes through it. Each computes what
-# `check(value).all()` does, by the NumPy expressions the tensor ops (comparisons, &, |) run on the array.
+# The constraints whose check() runs Tensor ops (comparisons, &, |), keyed by the check method, so that a subclass
+# overriding check() goes through it. Each computes what `check(value).all()` does, by the NumPy expressions those
+# ops run on the array. (The others' check() works on the array already: simplex, integer_interval, ...)
 _ARRAY_CHECKS = {_Real.check: _real_all, _GreaterThan.check: _greater_than_all,
                  _GreaterThanEq.check: _greater_than_eq_all, _LessThan.check: _less_than_all,
                  _Interval.check: _interval_all, _HalfOpenInterval.check: _half_open_interval_all,
-                 _Boolean.check: _boolean_all, _Simplex.check: _simplex_all,
-                 _IntegerInterval.check: _integer_interval_all, _IndependentConstraint.check: _independent_all}
+                 _Boolean.check: _boolean_all, _IndependentConstraint.check: _independent_all}
 # Bounds the comparisons take as NumPy takes them only when they are Python numbers (a tensor bound: check())
 _BOUNDS = {_GreaterThan.check: ("lower_bound",), _GreaterThanEq.check: ("lower_bound",),
            _LessThan.check: ("upper_bound",), _Interval.check: ("lower_bound", "upper_bound"),
            _HalfOpenInterval.check: ("lower_bound", "upper_bound")}
-_ANY_DTYPE = {_Simplex.check, _IntegerInterval.check}  # (their check() reads the array itself, for any dtype)
 
 
 def _array_all(constraint, v):
@@ -544,7 +529,7 @@ def _array_all(constraint, v):
     constraint, a dtype whose comparisons round the bound, a tensor bound)."""
     check = type(constraint).check
     fast = _ARRAY_CHECKS.get(check)
-    if fast is None or not (v.dtype in _FLOATS or check in _ANY_DTYPE):
+    if fast is None or v.dtype not in _FLOATS:
         return None
     for bound in _BOUNDS.get(check, ()):
         if type(getattr(constraint, bound)) not in _BOUND_TYPES:

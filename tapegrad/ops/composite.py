@@ -361,12 +361,16 @@ def _unnormalize(coord, steps, align_corners):
     return out
 
 
+def _clipped(c, size):
+    """torch's clip_coordinates (GridSamplerKernel.cpp) of an array: into [0, size - 1], NaN to 0."""
+    return np.where(np.isnan(c), 0, np.clip(c, 0, size - 1)).astype(c.dtype)
+
+
 def _clip(coord, size):
-    """torch's clip_coordinates (GridSamplerKernel.cpp): into [0, size - 1], NaN to 0; its gradient passes strictly
-    inside only (the kernel counts the borders as out of bounds, where clamp's passes them)."""
+    """_clipped of a coordinate tensor; its gradient passes strictly inside only (the kernel counts the borders as
+    out of bounds, where clamp's passes them)."""
     c = coord._data
-    clipped = np.where(np.isnan(c), 0, np.clip(c, 0, size - 1)).astype(c.dtype)
-    return where(_new((c > 0) & (c < size - 1)), coord, _new(clipped))
+    return where(_new((c > 0) & (c < size - 1)), coord, _new(_clipped(c, size)))
 
 
 def _reflect(coord, size, align_corners):
@@ -426,7 +430,7 @@ def _tap_coordinates(c, size, padding_mode, align_corners):
         distance = np.abs(c - c.dtype.type(low))
         extra = distance - np.trunc(distance / span) * span
         c = np.minimum(extra, span - extra) + c.dtype.type(low)
-    return np.where(np.isnan(c), 0, np.clip(c, 0, size - 1)).astype(c.dtype)
+    return _clipped(c, size)
 
 
 def _cubic_coefficients(t):

@@ -72,47 +72,21 @@ def _pointwise_total(name, ctx, x, t, c=0.0):
     return np.asanyarray(total / x.size if ctx.reduction == "mean" else total, np.float32)
 
 
-# mse_loss / smooth_l1_loss's common call, as training loops make it: two Tensors of one shape, float32 and
-# contiguous, reduction "mean" or "sum", no legacy arguments, no autocast region. The row the general path records
-# (the same op, value, constants and Ctx), without its argument handling: _autocast_float32, _reduction, _pair,
-# Ctx(**kw) and _pointwise_total's checks took 1.3 of smooth_l1_loss's 2.7 us (no grad).
-_F32 = np.dtype(np.float32)
-_new_object = object.__new__
-_pointwise_kernel = None   # kernels/loss.py's pointwise_total32, bound on first use (kernels load on first use)
-
-
-def _pointwise_fast(kind, op, input, target, reduction, c):
-    """The reduced loss of kind (0: mse, 1: smooth_l1 with beta c) on the fast path; None where it does not apply
-    (the general path then handles the call, errors and warnings included)."""
-    if type(input) is not Tensor or type(target) is not Tensor or autocast_state.dtype is not None:
+def _pointwise_fast(name, input, target, reduction, c=0.0):
+    """mse_loss / smooth_l1_loss's common call, as training loops make it (two Tensors, reduction "mean" or "sum", no
+    legacy arguments, no autocast region) when _pointwise_total computes it: the row the general path records (the
+    same op, value, constants and Ctx) without its argument handling (_autocast_float32, _reduction, _pair: 1.3 of
+    smooth_l1_loss's 2.7 us without grad). None where it does not apply: the general path takes the call."""
+    if type(input) is not Tensor or type(target) is not Tensor or autocast_state.dtype is not None or \
+            reduction not in ("mean", "sum"):
         return None
-    if reduction == "mean":
-        code = 2
-    elif reduction == "sum":
-        code = 3
-    else:
-        return None
-    xd, td = input._data, target._data
-    if not (type(xd) is np.ndarray and type(td) is np.ndarray and xd.dtype == _F32 and td.dtype == _F32
-            and xd.shape == td.shape and xd.size and xd.flags.c_contiguous and td.flags.c_contiguous):
-        return None
-    n = xd.size
-    kernel = _pointwise_kernel or _bind_pointwise_kernel()
-    total = kernel(kind, xd.ravel(), td.ravel(), c)
-    ctx = _new_object(Ctx)   # (Ctx(reduction=..., n=..., beta=...) as the general path makes it)
-    ctx.reduction = _REDUCTIONS[code - 1]
-    ctx.n = n
-    if kind:
+    ctx = Ctx(reduction=reduction, n=input._data.size)
+    if name == "smooth_l1":
         ctx.beta = c
-    value = np.asanyarray(total / n if code == 2 else total, np.float32)
-    return _record(op, value, (input, target), c, 0.0, code, ctx) if kind else \
-        _record(op, value, (input, target), iattr=code, aux=ctx)
-
-
-def _bind_pointwise_kernel():
-    global _pointwise_kernel
-    _pointwise_kernel = kernels.module("loss").pointwise_total32
-    return _pointwise_kernel
+    total = _pointwise_total(name, ctx, input._data, target._data, c)
+    if total is None:
+        return None
+    return _record(OPS[name + "_loss"], total, (input, target), c, 0.0, _code(reduction), ctx)
 
 
 def _pair(input, target):
@@ -134,7 +108,7 @@ def _pair(input, target):
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     if weight is None and size_average is None and reduce is None:
-        fast = _pointwise_fast(0, OPS_MSE, input, target, reduction, 0.0)
+        fast = _pointwise_fast("mse", input, target, reduction)
         if fast is not None:
             return fast
     input, target = _autocast_float32(input, target)  # (torch's CPU autocast: in float32)
@@ -166,7 +140,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     if size_average is None and reduce is None and type(beta) is float and beta > 0.0:
-        fast = _pointwise_fast(1, OPS_SMOOTH_L1, input, target, reduction, beta)
+        fast = _pointwise_fast("smooth_l1", input, target, reduction, beta)
         if fast is not None:
             return fast
     input, target = _autocast_float32(input, target)  # (torch's CPU autocast: in float32)
@@ -764,7 +738,6 @@ registry.python("cross_entropy2d", "NllLoss2DBackward0", _cross_entropy_replay, 
 registry.python("mse_loss", "MseLossBackward0", _mse_forward, _vjp_mse, array_vjp=_mse_arrays, compiled_rule="mse")
 registry.python("smooth_l1_loss", "SmoothL1LossBackward0", _smooth_l1_forward, _vjp_smooth_l1,
                 array_vjp=_smooth_l1_arrays, compiled_rule="smooth_l1")
-OPS_MSE, OPS_SMOOTH_L1 = OPS["mse_loss"], OPS["smooth_l1_loss"]  # (the fast path's ops)
 registry.python("binary_cross_entropy", "BinaryCrossEntropyBackward0", _bce_forward, _vjp_bce, array_vjp=_bce_arrays)
 registry.python("bce_with_logits_full", "BinaryCrossEntropyWithLogitsBackward0", _bce_logits_full_forward,
                 _vjp_bce_logits_full, array_vjp=_bce_logits_full_arrays)
